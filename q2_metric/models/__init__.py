@@ -1,0 +1,5 @@
+"""transformers and spaCy backends of the component interfaces in `q2_metric.components`."""
+
+from q2_metric.models.loading import ModelNotAvailable, resolve_device, resolve_dtype
+
+__all__ = ["ModelNotAvailable", "resolve_device", "resolve_dtype"]

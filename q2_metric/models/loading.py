@@ -1,0 +1,96 @@
+"""Loading pretrained models: device and dtype choice, and a fast, clear failure when offline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+
+class ModelNotAvailable(RuntimeError):
+    """A model could not be found locally and could not be downloaded. The message is one sentence."""
+
+
+def resolve_device(device: str) -> torch.device:
+    """`auto` -> CUDA when present, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' was asked for but torch sees no CUDA device")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """`auto` -> half precision on CUDA (bfloat16 where supported: T5 overflows in float16)."""
+    if dtype == "auto":
+        if device.type != "cuda":
+            return torch.float32
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return getattr(torch, dtype)
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"} or \
+        os.environ.get("TRANSFORMERS_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}
+
+
+def _is_cached(model_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(model_id, "config.json")
+    return isinstance(found, str)
+
+
+def _hub_reachable(model_id: str) -> bool:
+    """One request, no retries: can the Hub tell us about this model?"""
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().model_info(model_id, timeout=10)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "cannot download now"
+        return False
+
+
+def check_available(model_id: str, role: str, option: str) -> None:
+    """Raise `ModelNotAvailable` unless `model_id` is a local dir, is cached, or can be downloaded."""
+    if Path(model_id).is_dir():
+        return
+    if Path(model_id).exists() or model_id.startswith((".", "/", "~")):
+        raise ModelNotAvailable(
+            f"The {role} model path '{model_id}' is not a directory with a saved model; "
+            f"pass a directory written by save_pretrained() as {option}."
+        )
+    if _is_cached(model_id):
+        return
+    if _offline() or not _hub_reachable(model_id):
+        raise ModelNotAvailable(
+            f"The {role} model '{model_id}' is not in the Hugging Face cache and the Hub cannot be "
+            f"reached: download it once where the Hub is reachable "
+            f"(`huggingface-cli download {model_id}`) or pass a local model directory as {option}."
+        )
+
+
+def load_pretrained(loader: Callable[..., Any], model_id: str, dtype: torch.dtype | None = None,
+                    **kwargs: Any) -> Any:
+    """Call `loader.from_pretrained`, preferring the local cache so that no retries happen."""
+    import transformers
+    from packaging.version import Version
+
+    local = Path(model_id).is_dir() or _is_cached(model_id) or _offline()
+    if dtype is not None:  # the keyword was renamed in transformers 4.56
+        kwargs["dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"] = dtype
+    obj = loader.from_pretrained(model_id, local_files_only=local, **kwargs)
+    if hasattr(obj, "deprecation_warnings"):  # tokenizers: we pad pre-tokenized features on purpose
+        obj.deprecation_warnings["Asking-to-pad-a-fast-tokenizer"] = True
+    return obj
+
+
+def model_revision(model: Any, model_id: str) -> str:
+    """The Hub commit a model was loaded from, or `local` for a directory."""
+    if Path(model_id).is_dir():
+        return "local"
+    commit = getattr(getattr(model, "config", None), "_commit_hash", None)
+    return (commit or "unknown")[:10]

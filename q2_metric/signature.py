@@ -1,0 +1,70 @@
+"""A sacrebleu-style signature recording exactly how a Q² score was made."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from q2_metric.config import SPEED_OPTIONS, Q2Config
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Models (with revisions), options that change the score, and library versions."""
+
+    fields: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def create(cls, config: Q2Config, components: dict[str, str] | None = None) -> "Signature":
+        """`components` maps qg/qa/nli/parser to their `describe()`; defaults to config model ids."""
+        c = config
+        comps = {"qg": c.qg_model, "qa": c.qa_model, "nli": c.nli_model,
+                 "parser": f"spacy:{c.spacy_model or 'default'}"}
+        comps.update(components or {})
+        dec = ("greedy" if c.decoding == "greedy" else
+               f"beam{c.num_beams}-ret{c.num_return_sequences}-nrng{c.no_repeat_ngram_size}"
+               f"-es{int(c.early_stopping)}")
+        fields = [
+            ("q2", _version("q2-metric")),
+            ("qg", comps["qg"]), ("qa", comps["qa"]), ("nli", comps["nli"]), ("parser", comps["parser"]),
+            ("dec", f"{dec}-max{c.max_question_length}-in{c.qg_max_input_tokens}"),
+            ("drop", ",".join(c.drop_candidates) or "none"),
+            ("personal", "yes" if c.personal_filter else "no"),
+            ("mode", c.question_mode),
+            ("qadec", f"{c.qa_decoding}-win{c.qa_max_length}-stride{c.qa_doc_stride}"
+                      + (f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "best_span" else "")),
+            ("spannli", "yes" if c.use_nli else "no"),
+            ("dnli", "yes" if c.discard_unanswerable_if_any_answerable else "no"),
+            ("fallback", "e2e-nli:" + "/".join(f"{x:g}" for x in c.fallback_scores) if c.fallback_nli else "none"),
+            ("transformers", _version("transformers")), ("torch", _version("torch")),
+            ("spacy", _version("spacy")),
+        ]
+        return cls(tuple(fields))
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self.fields)
+
+    def __str__(self) -> str:
+        return "|".join(f"{k}:{v}" for k, v in self.fields)
+
+    def digest(self) -> str:
+        """A short stable hash, e.g. for cache keys."""
+        return hashlib.sha256(str(self).encode()).hexdigest()[:16]
+
+
+def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) -> str:
+    """Hash of every option that can change a score (speed options left out)."""
+    opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS}
+    payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _version("q2-metric")},
+                         sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]

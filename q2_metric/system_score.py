@@ -1,0 +1,49 @@
+"""Step 9, response scores -> system score, with coverage and the no-answer share."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class SystemScore:
+    """Corpus-level figures. Responses with a NaN score (empty input) are left out and counted."""
+
+    q2: float
+    q2_no_nli: float
+    coverage: float  # share of scored responses with at least one valid question
+    no_answer_share: float  # share of valid questions the knowledge could not answer
+    num_responses: int
+    num_scored: int
+    num_skipped: int
+    num_valid_questions: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else float("nan")
+
+
+def system_score(q2: Sequence[float], q2_no_nli: Sequence[float], covered: Sequence[bool],
+                 valid_questions: int, unanswered_questions: int) -> SystemScore:
+    """Aggregate per-response scores. `covered[i]` is False for fallback or skipped responses.
+
+    >>> system_score([1.0, 0.0, float("nan")], [0.5, 0.0, float("nan")], [True, False, False], 2, 1).q2
+    0.5
+    """
+    scored = [i for i, v in enumerate(q2) if not math.isnan(v)]
+    return SystemScore(
+        q2=_nanmean(q2),
+        q2_no_nli=_nanmean(q2_no_nli),
+        coverage=sum(covered[i] for i in scored) / len(scored) if scored else float("nan"),
+        no_answer_share=unanswered_questions / valid_questions if valid_questions else float("nan"),
+        num_responses=len(q2),
+        num_scored=len(scored),
+        num_skipped=len(q2) - len(scored),
+        num_valid_questions=valid_questions,
+    )
