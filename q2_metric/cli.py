@@ -76,6 +76,69 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    import json
+
+    from q2_metric.score_files import score_file, summary_dict
+    from q2_metric.scorer import Q2Scorer
+
+    report = score_file(Q2Scorer(config_from_args(args)), args.input, args.output,
+                        response_col=args.response_col, knowledge_col=args.knowledge_col,
+                        prefix=args.prefix, steps_path=args.steps,
+                        cache_dir=None if args.no_cache else args.cache_dir,
+                        chunk_size=args.chunk_size, progress=not args.no_progress)
+    for error in report.bad_rows:
+        print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
+    print(f"Scored {report.num_rows - report.num_bad}/{report.num_rows} rows "
+          f"({report.num_scored_now} now, {report.num_cached} from the cache) -> {args.output}")
+    s = report.system
+    print(f"Q2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}\n{report.signature}")
+    if args.summary:
+        from q2_metric.io import atomic_write
+        atomic_write(args.summary, lambda f: json.dump(summary_dict(report), f, indent=2))
+    return 3 if report.num_bad else 0
+
+
+def cmd_meta_eval(args: argparse.Namespace) -> int:
+    import csv
+    import json
+    from pathlib import Path
+
+    from q2_metric.io import atomic_write
+    from q2_metric.meta_eval import SPLITS, render_markdown, run_meta_eval
+
+    def load(path):
+        with open(path, newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+
+    splits = {(system, label): load(getattr(args, f"{system}_{label}")) for system, label in SPLITS}
+    notes, nli = [], None
+    if args.nli_model:
+        from q2_metric.scorer import Q2Scorer
+        try:
+            scorer = Q2Scorer(Q2Config(nli_model=args.nli_model, device=args.device))
+            from q2_metric.models.loading import check_available
+            check_available(args.nli_model, "NLI", "--nli-model")
+            nli = scorer.nli
+        except ModelNotAvailable as err:
+            notes.append(f"end-to-end NLI baseline skipped: {err}")
+    try:
+        import bert_score  # noqa: F401
+        notes.append("BERTScore is installed but needs roberta-large weights; not run here.")
+    except ImportError:
+        notes.append("BERTScore baseline skipped: bert-score is not installed.")
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = run_meta_eval(splits, load(args.cross) if args.cross else None, threshold=args.threshold,
+                           seed=args.seed, repetitions=args.repetitions, nli=nli, notes=notes,
+                           pr_png=str(out / "pr_curve.png"))
+    atomic_write(out / "meta_eval.json", lambda f: json.dump(report, f, indent=2))
+    markdown = render_markdown(report)
+    atomic_write(out / "meta_eval.md", lambda f: f.write(markdown))
+    print(markdown)
+    return 0
+
+
 def cmd_register(args: argparse.Namespace) -> int:
     from q2_metric.hub import register_evaluate_module
 
@@ -118,6 +181,34 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--explain", type=int, default=3, help="explain the first N responses")
     add_config_args(demo)
     demo.set_defaults(func=cmd_demo)
+
+    sc = sub.add_parser("score", help="score a CSV, JSONL or datasets-on-disk file")
+    sc.add_argument("input", help="CSV, JSONL, or a folder written by Dataset.save_to_disk")
+    sc.add_argument("-o", "--output", required=True, help="scores: .csv or .jsonl (written atomically)")
+    sc.add_argument("--steps", help="also write one row per question here")
+    sc.add_argument("--summary", help="write the system figures and signature as JSON here")
+    sc.add_argument("--response-col", default="response")
+    sc.add_argument("--knowledge-col", default="knowledge")
+    sc.add_argument("--prefix", default="", help="prefix of the score columns (e.g. dodeca_)")
+    sc.add_argument("--cache-dir", default=".q2_cache", help="resumable cache, keyed by the config")
+    sc.add_argument("--no-cache", action="store_true")
+    sc.add_argument("--chunk-size", type=int, default=64, help="responses per engine call (and cache write)")
+    sc.add_argument("--no-progress", action="store_true")
+    add_config_args(sc)
+    sc.set_defaults(func=cmd_score)
+
+    me = sub.add_parser("meta-eval", help="the paper's meta-evaluation from scored files")
+    for system, label in (("dodeca", "consistent"), ("dodeca", "inconsistent"),
+                          ("memnet", "consistent"), ("memnet", "inconsistent")):
+        me.add_argument(f"--{system}-{label}", required=True, help=f"scored {system}_{label}.csv")
+    me.add_argument("--cross", help="scored cross_annotation.csv with dodeca_q2 and memnet_q2 columns")
+    me.add_argument("--threshold", type=float, default=0.5)
+    me.add_argument("--seed", type=int, default=0)
+    me.add_argument("--repetitions", type=int, default=1000)
+    me.add_argument("--nli-model", default=None, help="run the end-to-end NLI baseline with this model")
+    me.add_argument("--device", default="auto")
+    me.add_argument("--out-dir", default="meta_eval")
+    me.set_defaults(func=cmd_meta_eval)
 
     reg = sub.add_parser("register", help="make evaluate.load('q2') find this metric (offline too)")
     reg.set_defaults(func=cmd_register)

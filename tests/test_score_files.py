@@ -1,0 +1,150 @@
+"""`q2 score`: CSV/JSONL/datasets input, steps file, cache and resume, malformed rows."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from q2_metric.score_files import score_file
+from q2_metric.testing import ScriptedQG, scripted_scorer
+
+ROWS = [{"id": i, "response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
+        for i in range(10)]
+
+
+def write_csv(path, rows, columns=("id", "response", "knowledge")):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_csv_scores_and_steps(tmp_path):
+    write_csv(tmp_path / "in.csv", ROWS)
+    report = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv",
+                        steps_path=tmp_path / "steps.csv", cache_dir=tmp_path / "cache")
+    out = read_csv(tmp_path / "out.csv")
+    assert [r["id"] for r in out] == [str(i) for i in range(10)]
+    assert all(float(r["q2"]) == 1.0 for r in out)
+    steps = read_csv(tmp_path / "steps.csv")
+    assert len(steps) == 20 and steps[0]["question"] == "what about Person0?"
+    assert steps[0]["status"] == "valid" and steps[0]["knowledge_answer"] == "Person0"
+    assert report.system.q2 == 1.0 and report.num_scored_now == 10
+
+
+def test_jsonl_and_custom_columns(tmp_path):
+    with open(tmp_path / "in.jsonl", "w") as f:
+        for r in ROWS[:3]:
+            f.write(json.dumps({"resp": r["response"], "know": r["knowledge"]}) + "\n")
+    score_file(scripted_scorer(), tmp_path / "in.jsonl", tmp_path / "out.jsonl", response_col="resp",
+               knowledge_col="know", cache_dir=None)
+    out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+    assert [o["q2"] for o in out] == [1.0, 1.0, 1.0] and out[0]["resp"] == ROWS[0]["response"]
+
+
+def test_datasets_on_disk(tmp_path):
+    import datasets
+
+    datasets.Dataset.from_list(ROWS[:4]).save_to_disk(str(tmp_path / "ds"))
+    report = score_file(scripted_scorer(), tmp_path / "ds", tmp_path / "out.csv", cache_dir=None)
+    assert report.num_rows == 4 and report.system.q2 == 1.0
+
+
+def test_malformed_rows_reported_rest_scored(tmp_path):
+    with open(tmp_path / "in.jsonl", "w") as f:
+        f.write(json.dumps(ROWS[0]) + "\n")
+        f.write("{not json\n")
+        f.write(json.dumps({"response": "Paris.", "knowledge": None}) + "\n")
+        f.write(json.dumps({"response": "Rome."}) + "\n")
+        f.write(json.dumps(ROWS[1]) + "\n")
+    report = score_file(scripted_scorer(), tmp_path / "in.jsonl", tmp_path / "out.jsonl", cache_dir=None)
+    assert report.num_bad == 3
+    assert report.bad_rows[0].startswith("line 2: not a JSON object")
+    assert report.bad_rows[1] == "line 3: field 'knowledge' must be text, got empty"
+    assert report.bad_rows[2] == "line 4: field 'knowledge' is missing"
+    out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+    assert [o["q2"] for o in out] == [1.0, None, None, None, 1.0]
+
+
+def test_csv_bad_row_line_number(tmp_path):
+    (tmp_path / "in.csv").write_text('response,knowledge\n"Paris.","Paris."\n"multi\nline",Rome.\nonly-one\n')
+    report = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=None)
+    assert report.bad_rows == ["line 5: field 'knowledge' is missing (too few cells)"]
+    assert report.num_rows == 3
+
+
+class FailingQG(ScriptedQG):
+    """Fails on its second call, as an interrupted run would; the same generator otherwise."""
+
+    def describe(self):
+        return ScriptedQG().describe()
+
+    def generate(self, answers, contexts):
+        if len(self.calls) == 1:
+            raise KeyboardInterrupt
+        return super().generate(answers, contexts)
+
+
+def test_interrupted_run_resumes_without_rescoring(tmp_path):
+    write_csv(tmp_path / "in.csv", ROWS)
+    with pytest.raises(KeyboardInterrupt):
+        score_file(scripted_scorer(qg=FailingQG()), tmp_path / "in.csv", tmp_path / "out.csv",
+                   cache_dir=tmp_path / "cache", chunk_size=4)
+    assert not (tmp_path / "out.csv").exists()  # nothing half-written
+    assert not list(tmp_path.glob(".out.csv*"))
+    qg = ScriptedQG()
+    report = score_file(scripted_scorer(qg=qg), tmp_path / "in.csv", tmp_path / "out.csv",
+                        cache_dir=tmp_path / "cache", chunk_size=4)
+    assert (report.num_cached, report.num_scored_now) == (4, 6)
+    assert sum(qg.calls) == 12  # two candidates for each of the 6 remaining rows, none twice
+    assert len(read_csv(tmp_path / "out.csv")) == 10
+    again = ScriptedQG()
+    report = score_file(scripted_scorer(qg=again), tmp_path / "in.csv", tmp_path / "out.csv",
+                        cache_dir=tmp_path / "cache")
+    assert again.calls == [] and report.num_cached == 10  # a re-run costs nothing
+
+
+def test_cache_is_keyed_by_options(tmp_path):
+    from q2_metric import Q2Config
+
+    write_csv(tmp_path / "in.csv", ROWS[:2])
+    score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "a.csv", cache_dir=tmp_path / "c")
+    report = score_file(scripted_scorer(Q2Config(question_mode="multi")), tmp_path / "in.csv",
+                        tmp_path / "b.csv", cache_dir=tmp_path / "c")
+    assert report.num_cached == 0
+
+
+def run_cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+def test_cli_score_csv_and_jsonl_on_tiny_models(tiny_config, tmp_path, rows):
+    write_csv(tmp_path / "in.csv", rows[:6], columns=list(rows[0]))
+    models = ["--qg-model", tiny_config.qg_model, "--qa-model", tiny_config.qa_model,
+              "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu"]
+    res = run_cli("score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.jsonl"), "--steps",
+                  str(tmp_path / "steps.csv"), "--summary", str(tmp_path / "summary.json"),
+                  "--cache-dir", str(tmp_path / "cache"), *models)
+    assert res.returncode == 0, res.stderr
+    out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+    assert len(out) == 6 and all(0 <= o["q2"] <= 1 for o in out)
+    assert json.load(open(tmp_path / "summary.json"))["num_scored"] == 6
+    assert read_csv(tmp_path / "steps.csv")
+    res = run_cli("score", str(tmp_path / "out.jsonl"), "-o", str(tmp_path / "again.csv"),
+                  "--cache-dir", str(tmp_path / "cache"), *models)
+    assert res.returncode == 0 and "(0 now, 6 from the cache)" in res.stdout
+
+
+def test_cli_bad_rows_exit_code(tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"response": "", "knowledge": "x"}\n{bad\n')
+    res = run_cli("score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o.csv"), "--no-cache")
+    assert res.returncode == 3 and "line 2: not a JSON object" in res.stderr
+    assert (tmp_path / "o.csv").exists()
