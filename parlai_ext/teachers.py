@@ -1,0 +1,100 @@
+"""Q² teachers: Wizard of Wikipedia (dialog-knowledge and generator) and the paper's annotated set.
+
+    parlai eval_model -t parlai_ext.teachers:Q2GeneratorTeacher -m ... --metrics q2 --datapath DATA
+    parlai eval_model -t parlai_ext.teachers:CrossAnnotationTeacher -m parlai_ext.agents:ReplayAgent \
+        --replay-system dodeca --metrics q2 --datapath DATA
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from parlai.core.teachers import DialogTeacher
+from parlai.tasks.wizard_of_wikipedia.agents import GeneratorTeacher, WizardDialogKnowledgeTeacher
+
+from parlai_ext.q2_eval import NO_PASSAGES, Q2DataError, Q2EvalMixin
+
+ANNOTATIONS = Path(__file__).resolve().parent / "data" / "cross_annotation.csv"
+CROSS_COLUMNS = ("message", "knowledge", "gold", "dodeca_response", "memnet_response", "dodeca_label",
+                 "memnet_label")
+
+
+class _WizardQ2(Q2EvalMixin):
+    """Q² against each turn's checked sentence, for the WoW teachers."""
+
+    def __init__(self, opt, shared=None):
+        self._q2_setup(opt, shared)
+        if self.q2_on and opt.get("include_checked_sentence") is False:
+            raise Q2DataError("Q² scores responses against the checked sentence: "
+                              "run with --include-checked-sentence true")
+        super().__init__(opt, shared)
+        if self.q2_on and shared is None:
+            self._q2_check_data(opt)
+
+    def _q2_check_data(self, opt) -> None:
+        for episode in getattr(self, "raw_data", None) or []:
+            for turn in episode.get("dialog", []):
+                sentence = turn.get("checked_sentence") or {}
+                if any(v and NO_PASSAGES not in v for v in sentence.values()):
+                    return
+        raise Q2DataError(f"{opt.get('datafile')}: no Wizard turn has a checked_sentence, and Q² needs the "
+                          "knowledge sentence each response was grounded on")
+
+    def q2_knowledge(self, teacher_action):
+        if "checked_sentence" not in teacher_action:
+            raise Q2DataError(f"example {teacher_action.get('id')!r} has no checked_sentence; Q² needs it")
+        return teacher_action["checked_sentence"]
+
+
+class Q2WizardDialogKnowledgeTeacher(_WizardQ2, WizardDialogKnowledgeTeacher):
+    """`wizard_of_wikipedia` (the default teacher) with Q² in its report."""
+
+
+class Q2GeneratorTeacher(_WizardQ2, GeneratorTeacher):
+    """`wizard_of_wikipedia:Generator` with Q² in its report."""
+
+
+class DefaultTeacher(Q2WizardDialogKnowledgeTeacher):
+    pass
+
+
+class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
+    """The Q² paper's 544 annotated WoW contexts; each row is one turn (`message` -> `gold`), with
+    `knowledge` as the checked sentence and both systems' recorded responses for `ReplayAgent`."""
+
+    @classmethod
+    def add_cmdline_args(cls, parser, partial_opt=None):
+        super().add_cmdline_args(parser, partial_opt)
+        parser.add_argument("--q2-annotations", type=str, default=str(ANNOTATIONS),
+                            help="cross_annotation.csv of the Q² paper (default: the packaged copy)")
+        return parser
+
+    def __init__(self, opt, shared=None):
+        self._q2_setup(opt, shared)
+        opt = opt.copy()
+        opt["datafile"] = opt.get("q2_annotations") or str(ANNOTATIONS)
+        self.id = "q2_cross_annotation"
+        super().__init__(opt, shared)
+
+    def setup_data(self, path):
+        if not os.path.exists(path):
+            raise Q2DataError(f"{path}: no such annotation file (set --q2-annotations)")
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in CROSS_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise Q2DataError(f"{path}: column(s) {', '.join(missing)} missing")
+            for number, row in enumerate(reader, 1):
+                if not (row["knowledge"] or "").strip():
+                    raise Q2DataError(f"{path} row {number}: field 'knowledge' (the checked sentence) is empty")
+                yield {
+                    "text": row["message"], "labels": [row["gold"]], "checked_sentence": row["knowledge"],
+                    "topic": row.get("topic", ""), "dodeca_response": row["dodeca_response"],
+                    "memnet_response": row["memnet_response"], "dodeca_label": row["dodeca_label"],
+                    "memnet_label": row["memnet_label"],
+                }, True
+
+    def q2_knowledge(self, teacher_action):
+        return teacher_action.get("checked_sentence")
