@@ -78,8 +78,15 @@ def test_trained_tiny_generator(wow, tiny_generator, q2_flags, tmp_path):
 def test_replay_annotated_systems(system, q2_flags, tmp_path):
     base = ["-t", "parlai_ext.teachers:CrossAnnotationTeacher", "-m", "parlai_ext.agents:ReplayAgent",
             "--replay-system", system, "--datapath", str(tmp_path / "data"), "--num-examples", "24"]
-    report = eval_report(tmp_path, *base, "--metrics", "q2", *q2_flags, "--q2-batch-size", "8")
+    explain = tmp_path / "explain.jsonl"
+    report = eval_report(tmp_path, *base, "--metrics", "q2", *q2_flags, "--q2-batch-size", "8",
+                         "--q2-explain-file", str(explain))
     assert isinstance(report["q2"], float) and report["q2_scored"] == 24
+    turns = [json.loads(line) for line in explain.read_text().splitlines()]
+    assert len(turns) == 24 and {"response", "knowledge", "q2", "questions", "candidates"} <= set(turns[0])
+    with open(ANNOTATIONS, newline="", encoding="utf-8") as f:
+        first = next(csv.DictReader(f))
+    assert turns[0]["response"] == first[f"{system}_response"] and turns[0]["knowledge"] == first["knowledge"]
     assert "q2" not in eval_report(tmp_path, *base, "--metrics", "default", *q2_flags)
 
 
