@@ -184,15 +184,16 @@ class Q2Scorer:
             valid = [(r, t) for r in active for t in r.valid_questions]
 
         # 6-7. NLI for differing answers and for the fallback, in one batched call
+        k_answers = {id(t): Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer)) for _, t in valid}
         span_pairs = [nli_pair(t.question, t.candidate, t.knowledge_answer or "") for _, t in valid
-                      if c.use_nli and needs_nli(Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer)), t.f1)]
+                      if c.use_nli and needs_nli(k_answers[id(t)], t.f1)]
         uncovered = [r for r in active if not r.valid_questions]
         fallback_pairs = [(knowledge[r.index], responses[r.index]) for r in uncovered] if c.fallback_nli else []
         labels = unique_call(span_pairs + fallback_pairs,
                              lambda pairs: self.nli.classify([p for p, _ in pairs], [h for _, h in pairs]))
 
         for _, t in valid:
-            k_answer = Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer))
+            k_answer = k_answers[id(t)]
             if c.use_nli and needs_nli(k_answer, t.f1):
                 t.nli_label = labels[nli_pair(t.question, t.candidate, t.knowledge_answer or "")]
             t.score = span_score(k_answer, t.f1, t.nli_label)
