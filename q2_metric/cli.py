@@ -114,19 +114,13 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     splits = {(system, label): load(getattr(args, f"{system}_{label}")) for system, label in SPLITS}
     notes, nli = [], None
     if args.nli_model:
-        from q2_metric.scorer import Q2Scorer
+        from q2_metric.models.hf_nli import HFNLIClassifier
+        from q2_metric.models.loading import check_available
         try:
-            scorer = Q2Scorer(Q2Config(nli_model=args.nli_model, device=args.device))
-            from q2_metric.models.loading import check_available
             check_available(args.nli_model, "NLI", "--nli-model")
-            nli = scorer.nli
+            nli = HFNLIClassifier(Q2Config(nli_model=args.nli_model, device=args.device))
         except ModelNotAvailable as err:
             notes.append(f"end-to-end NLI baseline skipped: {err}")
-    try:
-        import bert_score  # noqa: F401
-        notes.append("BERTScore is installed but needs roberta-large weights; not run here.")
-    except ImportError:
-        notes.append("BERTScore baseline skipped: bert-score is not installed.")
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     report = run_meta_eval(splits, load(args.cross) if args.cross else None, threshold=args.threshold,

@@ -152,13 +152,31 @@ def _col(rows: Sequence[dict], name: str) -> list[float]:
     return out
 
 
-def _baselines(rows: Sequence[dict], response_col: str, nli=None) -> dict[str, list[float]]:
+def bertscore_baseline(responses: Sequence[str], knowledge: Sequence[str]) -> list[float] | None:
+    """BERTScore F1 of each response against its knowledge; None when bert-score or its model is
+    unavailable (it is optional)."""
+    try:
+        import bert_score
+
+        _, _, f1 = bert_score.score(list(responses), list(knowledge), lang="en", verbose=False)
+    except Exception:  # noqa: BLE001 - not installed, or its model cannot be loaded offline
+        return None
+    return [float(x) for x in f1]
+
+
+def _baselines(rows: Sequence[dict], response_col: str, nli=None, notes: list[str] | None = None
+               ) -> dict[str, list[float]]:
     responses = [r[response_col] for r in rows]
     knowledge = [r["knowledge"] for r in rows]
     out = {"token_f1": token_f1_baseline(responses, knowledge), "bleu": bleu_baseline(responses, knowledge)}
     if nli is not None:
         from q2_metric.response_scores import fallback_score
         out["e2e_nli"] = [fallback_score(label) for label in nli.classify(knowledge, responses)]
+    bert = bertscore_baseline(responses, knowledge)
+    if bert is not None:
+        out["bertscore"] = bert
+    elif notes is not None and not any(n.startswith("BERTScore") for n in notes):
+        notes.append("BERTScore baseline skipped: bert-score is not installed or its model is unavailable.")
     return out
 
 
@@ -168,12 +186,13 @@ def run_meta_eval(splits: dict[tuple[str, str], list[dict]], cross: list[dict] |
                   pr_png: str | None = None) -> dict:
     """All tables as one JSON-ready dict. `splits` maps (system, label) to scored rows."""
     metrics = {"q2": f"{prefix}q2", "q2_no_nli": f"{prefix}q2_no_nli"}
+    notes = list(notes or [])
     per_split: dict[str, dict[str, float]] = {}
     pooled: dict[str, list[float]] = {}
     labels: list[int] = []
     for (system, label), rows in splits.items():
         scores = {name: _col(rows, col) for name, col in metrics.items()}
-        scores.update(_baselines(rows, "response", nli))
+        scores.update(_baselines(rows, "response", nli, notes))
         per_split[f"{system}/{label}"] = {m: _mean(v) for m, v in scores.items()}
         per_split[f"{system}/{label}"]["n"] = len(rows)
         for m, v in scores.items():
@@ -182,13 +201,13 @@ def run_meta_eval(splits: dict[tuple[str, str], list[dict]], cross: list[dict] |
     table3 = {m: {**classification_report(v, labels, threshold), "roc_auc": roc_auc(v, labels)}
               for m, v in pooled.items()}
     report = {"threshold": threshold, "seed": seed, "table2_mean_per_split": per_split,
-              "table3_classification": table3, "notes": list(notes or [])}
+              "table3_classification": table3, "notes": notes}
     if pr_png and "q2" in pooled:
         report["pr_curve_png"] = pr_curve_png(pooled["q2"], labels, pr_png)
     if cross:
         one = [r for r in cross if int(r["dodeca_label"]) != int(r["memnet_label"])]
         per_system = {s: {**{m: _col(one, f"{s}_{col}") for m, col in metrics.items()},
-                          **_baselines(one, f"{s}_response", nli)} for s in ("dodeca", "memnet")}
+                          **_baselines(one, f"{s}_response", nli, notes)} for s in ("dodeca", "memnet")}
         table4 = {}
         for m in per_system["dodeca"]:
             good, bad = [], []

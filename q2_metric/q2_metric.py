@@ -60,6 +60,11 @@ Examples:
 _OPTIONS = set(option_names())
 
 
+def _check(predictions, references) -> None:
+    validate_inputs([] if predictions is None else predictions, [] if references is None else references,
+                    "predictions", "references")
+
+
 def make_config(variant: str = "paper", **options) -> Q2Config:
     unknown = set(options) - _OPTIONS
     if unknown:
@@ -88,14 +93,12 @@ class Q2(evaluate.Metric):
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Compute Q² (inputs are checked first, so errors name the item and the field)."""
         if predictions is not None or references is not None:
-            validate_inputs(predictions if predictions is not None else [],
-                            references if references is not None else [], "predictions", "references")
+            _check(predictions, references)
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of responses and their knowledge (checked as `compute` checks them)."""
-        validate_inputs(predictions if predictions is not None else [],
-                        references if references is not None else [], "predictions", "references")
+        _check(predictions, references)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references, return_details=False, variant="paper", **options):

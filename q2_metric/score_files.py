@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q2_metric.components import describe
 from q2_metric.io import read_rows, write_table
 from q2_metric.question_filter import VALID
 from q2_metric.scorer import Q2Scorer
@@ -69,9 +68,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     """Score every good row of `input_path`; write scores (and steps) atomically at the end."""
     rows = read_rows(input_path, response_col, knowledge_col)
     good = [r for r in rows if r.error is None]
-    extra = {name: describe(c) for name, c in (("parser", scorer._parser), ("qg", scorer._qg),
-                                                ("qa", scorer._qa), ("nli", scorer._nli)) if c is not None}
-    fingerprint = config_fingerprint(scorer.config, extra)
+    fingerprint = config_fingerprint(scorer.config, scorer.component_names())
     cache = ScoreCache(cache_dir, fingerprint) if cache_dir else None
     results: dict[str, dict] = dict(cache.entries) if cache else {}
 

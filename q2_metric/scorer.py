@@ -115,11 +115,14 @@ class Q2Scorer:
                 comp.config = config
         self.config = config
 
+    def component_names(self) -> dict[str, str]:
+        """`describe()` of each component in hand (loaded or injected)."""
+        return {name: describe(comp) for name, comp in
+                (("parser", self._parser), ("qg", self._qg), ("qa", self._qa), ("nli", self._nli))
+                if comp is not None}
+
     def signature(self) -> Signature:
-        comps = {name: describe(comp) for name, comp in
-                 (("parser", self._parser), ("qg", self._qg), ("qa", self._qa), ("nli", self._nli))
-                 if comp is not None}
-        return Signature.create(self.config, comps)
+        return Signature.create(self.config, self.component_names())
 
     # -- scoring -----------------------------------------------------------------------------
     def score(self, responses: Sequence[str], knowledge: Sequence[str]) -> Q2Result:
@@ -225,10 +228,7 @@ class Q2Scorer:
 
 def score(responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None,
           **options) -> Q2Result:
-    """Functional API: score once with a scorer cached per model options.
-
-    >>> # score(["he hosted the joy of painting"], ["Bob Ross hosted The Joy of Painting."])
-    """
+    """Functional API: score once with a scorer cached per model options."""
     return cached_scorer(config, **options).score(responses, knowledge)
 
 

@@ -73,6 +73,9 @@ def test_run_meta_eval_synthetic(tmp_path):
     t4 = report["table4_system_bootstrap"]
     assert t4["contexts_one_inconsistent"] == 10 and t4["metrics"]["q2"]["spearman_mean"] == pytest.approx(1.0)
     assert (tmp_path / "pr.png").stat().st_size > 1000
+    # bert-score is not installed here: the baseline is left out and the report says why, once
+    assert "bertscore" not in report["table3_classification"]
+    assert sum(n.startswith("BERTScore baseline skipped") for n in report["notes"]) == 1
 
 
 def test_cli_meta_eval(tmp_path):
