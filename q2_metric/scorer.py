@@ -15,6 +15,7 @@ from q2_metric.components import (Answer, NLIClassifier, Parser, QuestionAnswere
                                   describe)
 from q2_metric.config import Q2Config
 from q2_metric.normalize import f1_score
+from q2_metric.progress import ProgressCallback, notify
 from q2_metric.response_scores import fallback_score, keep_answerable, mean
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
 from q2_metric.signature import Signature
@@ -125,8 +126,12 @@ class Q2Scorer:
         return Signature.create(self.config, self.component_names())
 
     # -- scoring -----------------------------------------------------------------------------
-    def score(self, responses: Sequence[str], knowledge: Sequence[str]) -> Q2Result:
-        """Score each response against its knowledge; see `Q2Result` for what comes back."""
+    def score(self, responses: Sequence[str], knowledge: Sequence[str], *,
+              progress: ProgressCallback | None = None) -> Q2Result:
+        """Score each response against its knowledge; see `Q2Result` for what comes back.
+
+        `progress(stage, done, total)` is called as each stage advances (see `q2_metric.progress`).
+        """
         responses, knowledge = validate_inputs(responses, knowledge)
         c = self.config
         if any(empty_reason(r, k) is None for r, k in zip(responses, knowledge)):

@@ -62,7 +62,7 @@ def test_load_from_repository_root(opts, monkeypatch):
 
 def test_load_bare_name_after_register(tiny_config, tmp_path):
     env = model_env(tiny_config, tmp_path)
-    reg = subprocess.run([sys.executable, "-m", "q2_metric.cli", "register"], env=env,
+    reg = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "register"], env=env,
                          capture_output=True, text=True, timeout=120)
     assert reg.returncode == 0, reg.stderr
     code = ("import evaluate, json; m = evaluate.load('q2'); "
@@ -157,7 +157,7 @@ def test_card_code_example_runs(tiny_config, tmp_path):
     example = next(code for lang, code in blocks if lang == "python" and "evaluate.load" in code)
     env = model_env(tiny_config, tmp_path)
     assert "q2-metric register" in setup
-    subprocess.run([sys.executable, "-m", "q2_metric.cli", "register"], env=env, check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "register"], env=env, check=True, timeout=120)
     run = subprocess.run([sys.executable, "-c", example], env=env, cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -177,7 +177,7 @@ RESULTS = {"q2": 0.6512, "q2_no_nli": 0.55, "coverage": 0.9, "signature": "q2:0.
 def test_write_results_into_local_model_card(tmp_path):
     from huggingface_hub import ModelCard
 
-    from q2_metric.hub import write_model_card
+    from q2_metric.frontends.hub import write_model_card
 
     card = tmp_path / "README.md"
     card.write_text("---\nlicense: mit\n---\n# My model\n", encoding="utf-8")
@@ -197,7 +197,7 @@ def test_publish_cli_card_and_dry_run(tmp_path):
     results = tmp_path / "results.json"
     results.write_text(json.dumps(RESULTS))
     card = tmp_path / "README.md"
-    base = [sys.executable, "-m", "q2_metric.cli", "publish", "--results", str(results), "--model-name", "m"]
+    base = [sys.executable, "-m", "q2_metric.frontends.cli", "publish", "--results", str(results), "--model-name", "m"]
     dry = subprocess.run(base + ["--card", str(card), "--dry-run"], capture_output=True, text=True, timeout=60)
     assert dry.returncode == 0 and "model-index" in dry.stdout and not card.exists()
     subprocess.run(base + ["--card", str(card)], check=True, timeout=60)
@@ -205,7 +205,7 @@ def test_publish_cli_card_and_dry_run(tmp_path):
 
 
 def test_evaluate_save_with_signature(tmp_path):
-    from q2_metric.hub import save_results
+    from q2_metric.frontends.hub import save_results
 
     path = save_results(tmp_path, {**RESULTS, "details": [1]}, model="m")
     saved = json.loads(path.read_text())

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from q2_metric.meta_eval import (classification_report, roc_auc, run_meta_eval, spearman,
+from q2_metric.frontends.meta_eval import (classification_report, roc_auc, run_meta_eval, spearman,
                                  system_bootstrap)
 
 
@@ -92,7 +92,7 @@ def test_cli_meta_eval(tmp_path):
         w = csv.DictWriter(f, fieldnames=list(cross[0]))
         w.writeheader()
         w.writerows(cross)
-    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "meta-eval", *args, "--cross",
+    res = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "meta-eval", *args, "--cross",
                           str(tmp_path / "cross.csv"), "--repetitions", "20", "--out-dir", str(tmp_path / "me")],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr

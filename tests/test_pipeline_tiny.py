@@ -169,7 +169,7 @@ def test_local_path_that_is_not_a_model_dir(tmp_path):
 
 def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
     env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "q2_metric.cli", "demo"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "demo"], capture_output=True,
                           text=True, env=env, timeout=120)
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -179,7 +179,7 @@ def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
 
 def test_demo_runs_on_local_models(tiny_models):
     proc = subprocess.run(
-        [sys.executable, "-m", "q2_metric.cli", "demo", "--qg-model", tiny_models["qg"], "--qa-model",
+        [sys.executable, "-m", "q2_metric.frontends.cli", "demo", "--qg-model", tiny_models["qg"], "--qa-model",
          tiny_models["qa"], "--nli-model", tiny_models["nli"], "--decoding", "greedy", "--device", "cpu"],
         capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
     assert proc.returncode == 0, proc.stderr

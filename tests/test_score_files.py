@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from q2_metric.score_files import score_file
+from q2_metric.frontends.score_files import score_file
 from q2_metric.testing import ScriptedQG, scripted_scorer
 
 ROWS = [{"id": i, "response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
@@ -122,7 +122,7 @@ def test_cache_is_keyed_by_options(tmp_path):
 
 
 def run_cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", *args], capture_output=True, text=True,
                           timeout=300, **kw)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q2_metric.io import read_rows, write_table
+from q2_metric.frontends.io import read_rows, write_table
 from q2_metric.question_filter import VALID
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import config_fingerprint

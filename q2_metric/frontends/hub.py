@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-MODULE_FILE = Path(__file__).resolve().parent / "q2_metric.py"
+MODULE_FILE = Path(__file__).resolve().parent.parent / "q2_metric.py"
 
 
 def register_evaluate_module(dynamic_modules_path: str | None = None) -> Path:

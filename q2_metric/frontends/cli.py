@@ -11,7 +11,7 @@ from q2_metric.config import Q2Config
 from q2_metric.models.loading import ModelNotAvailable
 from q2_metric.validation import Q2InputError
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 SAMPLE = DATA_DIR / "wow_sample.csv"
 
 
@@ -79,7 +79,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     import json
 
-    from q2_metric.score_files import score_file, summary_dict
+    from q2_metric.frontends.score_files import score_file, summary_dict
     from q2_metric.scorer import Q2Scorer
 
     report = score_file(Q2Scorer(config_from_args(args)), args.input, args.output,
@@ -94,7 +94,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     s = report.system
     print(f"Q2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}\n{report.signature}")
     if args.summary:
-        from q2_metric.io import atomic_write
+        from q2_metric.frontends.io import atomic_write
         atomic_write(args.summary, lambda f: json.dump(summary_dict(report), f, indent=2))
     return 3 if report.num_bad else 0
 
@@ -104,8 +104,8 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from q2_metric.io import atomic_write
-    from q2_metric.meta_eval import SPLITS, render_markdown, run_meta_eval
+    from q2_metric.frontends.io import atomic_write
+    from q2_metric.frontends.meta_eval import SPLITS, render_markdown, run_meta_eval
 
     def load(path):
         with open(path, newline="", encoding="utf-8") as f:
@@ -134,7 +134,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    from q2_metric.hub import register_evaluate_module
+    from q2_metric.frontends.hub import register_evaluate_module
 
     path = register_evaluate_module()
     print(f"Registered the Q² evaluate module at {path}; evaluate.load(\"q2\") now finds it "
@@ -147,7 +147,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from q2_metric import hub
+    from q2_metric.frontends import hub
 
     with open(args.results, encoding="utf-8") as f:
         results = json.load(f)
