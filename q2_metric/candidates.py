@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
-from q2_metric.components import ParsedText
+from q2_metric.components import ParsedText, Parser
+from q2_metric.results import Pair
+from q2_metric.unique import unique_call
 
 
 def answer_candidates(parsed: ParsedText, drop: Iterable[str] = ("i",)) -> list[str]:
-    """Named entities, then noun chunks whose lower-cased text is not already a candidate;
-    candidates equal (case-insensitively) to a word in `drop` are removed.
+    """Every named entity in order (repeats kept: each occurrence is scored), then each noun chunk
+    whose lower-cased text equals no candidate so far; candidates equal (case-insensitively) to a
+    word in `drop` are removed last.
 
-    >>> answer_candidates(ParsedText(entities=["Bob Ross"], noun_chunks=["bob ross", "I", "the show"]))
-    ['Bob Ross', 'the show']
+    >>> answer_candidates(ParsedText(entities=["Miami", "Miami"], noun_chunks=["miami", "I", "the city"]))
+    ['Miami', 'Miami', 'the city']
     """
     candidates = list(parsed.entities)
     seen = {c.lower() for c in candidates}
@@ -22,3 +25,10 @@ def answer_candidates(parsed: ParsedText, drop: Iterable[str] = ("i",)) -> list[
             seen.add(chunk.lower())
     dropped = {d.lower() for d in drop}
     return [c for c in candidates if c.lower() not in dropped]
+
+
+def find_candidates(pairs: Sequence[Pair], parser: Parser, drop: Iterable[str]) -> None:
+    """Stage 1: parse each distinct response once and set `candidates` of every pair."""
+    parsed = unique_call([p.response for p in pairs], parser.parse)
+    for p in pairs:
+        p.result.candidates = answer_candidates(parsed[p.response], drop)

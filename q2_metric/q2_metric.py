@@ -24,7 +24,7 @@ Args:
     variant (str): `paper` (default) or `dnli`.
     decoding (str): `beam` (5 beams, 5 questions; default) or `greedy`.
     question_mode (str): `single` (top valid question per span; default) or `multi`.
-    qa_decoding (str): `independent` (released code; default) or `best_span`.
+    qa_decoding (str): `reference` (released code; default) or `best_span`.
     personal_filter (bool), use_nli (bool), fallback_nli (bool): the paper's rules (all True).
     device (str): `auto` (default), `cpu` or `cuda`.
     qg_batch_size, qa_batch_size, nli_batch_size (int): batch sizes.

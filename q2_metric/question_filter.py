@@ -1,18 +1,22 @@
-"""Steps 3-4, questions -> filtered questions: the personal filter and the round-trip check."""
+"""Steps 3-4, questions -> filtered questions: the personal filter and the round-trip check.
+
+In `single` mode the released code examines a candidate's questions in rank order and stops at the
+first valid one: later questions are never parsed nor answered. The stage below does the same work
+batched: rank 0 of every candidate occurrence in one QA call, then rank 1 only for occurrences
+still without a valid question, and so on (at most `num_return_sequences` calls).
+"""
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
-from q2_metric.components import Answer
+from q2_metric.components import Answer, Parser, QuestionAnswerer
 from q2_metric.normalize import answers_match
+from q2_metric.results import DISCARDED, NO_MATCH, PERSONAL, UNUSED, VALID, Pair, QuestionTrace
+from q2_metric.unique import unique_call
 
-# Status of a generated question, as shown in explanations and steps files.
-VALID = "valid"
-PERSONAL = "personal"
-NO_MATCH = "no_match"  # the response answer is "no answer" or differs from the candidate
-UNUSED = "unused"  # valid, but `single` mode already kept a better-ranked question
-DISCARDED = "discarded_unanswerable"  # DNLI variant: unanswerable while others are answerable
+__all__ = ["VALID", "PERSONAL", "NO_MATCH", "UNUSED", "DISCARDED", "is_personal", "is_valid_question",
+           "filter_questions"]
 
 
 def is_personal(tokens: Iterable[tuple[str, str]], subjects: Iterable[str] = ("i", "you"),
@@ -32,24 +36,50 @@ def is_personal(tokens: Iterable[tuple[str, str]], subjects: Iterable[str] = ("i
 
 
 def is_valid_question(candidate: str, response_answer: Answer) -> bool:
-    """A question is valid when the response answers it, with the candidate itself (normalised).
+    """Valid when the response answers it (not "no answer", not empty) with the candidate itself,
+    compared after normalisation.
 
     >>> is_valid_question("The Joy of Painting", Answer("joy of painting"))
     True
     """
-    return response_answer.has_answer and answers_match(candidate, response_answer.text)
+    return response_answer.has_answer and response_answer.text != "" and \
+        answers_match(candidate, response_answer.text)
 
 
-def select_questions(statuses: list[str], mode: str) -> list[str]:
-    """Given one candidate's question statuses (best-ranked first), keep the first valid question
-    in `single` mode (later valid ones become `unused`) or all valid ones in `multi` mode."""
+def filter_questions(pairs: Sequence[Pair], parser: Parser, qa: QuestionAnswerer, *, mode: str,
+                     personal_filter: bool, subjects: Iterable[str] = ("i", "you"),
+                     possessives: Iterable[str] = ("my", "your")) -> int:
+    """Stages 3-4: set each examined trace's status to personal, no_match or valid; traces never
+    examined stay `unused`. Returns the number of response-side QA calls made."""
+    rounds = max((t.rank + 1 for p in pairs for t in p.result.questions), default=0)
+    ranks = [[r] for r in range(rounds)] if mode == "single" else [list(range(rounds))]
+    calls = 0
+    for group in ranks:
+        wanted = set(group)
+        todo = [(p, t) for p in pairs for t in _open_traces(p, mode) if t.rank in wanted]
+        if not todo:
+            break
+        if personal_filter:
+            parsed = unique_call([t.question for _, t in todo], parser.parse)
+            for _, t in todo:
+                if is_personal(parsed[t.question].tokens, subjects, possessives):
+                    t.status = PERSONAL
+        asked = [(p, t) for p, t in todo if t.status != PERSONAL]
+        answers = unique_call([(t.question, p.response) for p, t in asked],
+                              lambda ks: qa.answer([q for q, _ in ks], [c for _, c in ks]))
+        calls += bool(answers)
+        for p, t in asked:
+            ans = answers[(t.question, p.response)]
+            t.response_answer, t.response_has_answer = ans.text, ans.has_answer
+            t.status = VALID if is_valid_question(t.candidate, ans) else NO_MATCH
+    return calls
+
+
+def _open_traces(pair: Pair, mode: str) -> list[QuestionTrace]:
+    """Traces still to examine: all unexamined ones (multi), or those of occurrences without a
+    valid question yet (single)."""
+    traces = pair.result.questions
     if mode == "multi":
-        return list(statuses)
-    out, kept = [], False
-    for status in statuses:
-        if status == VALID and kept:
-            out.append(UNUSED)
-        else:
-            kept = kept or status == VALID
-            out.append(status)
-    return out
+        return [t for t in traces if t.status == UNUSED]
+    done = {t.occurrence for t in traces if t.status == VALID}
+    return [t for t in traces if t.status == UNUSED and t.occurrence not in done]

@@ -6,21 +6,30 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from q2_metric.question_filter import VALID
 from q2_metric.system_score import SystemScore
 
 if TYPE_CHECKING:
     from q2_metric.signature import Signature
 
 
+# Status of a generated question, as shown in explanations and steps files.
+VALID = "valid"
+PERSONAL = "personal"
+NO_MATCH = "no_match"  # the response answer is "no answer" or differs from the candidate
+UNUSED = "unused"  # never examined: `single` mode already had a valid question for this occurrence
+DISCARDED = "discarded_unanswerable"  # DNLI variant: unanswerable while others are answerable
+
+
 @dataclass
 class QuestionTrace:
-    """One generated question and what happened to it (one row of a steps file)."""
+    """One generated question of one candidate occurrence and what happened to it (one row of a
+    steps file)."""
 
     candidate: str
     question: str
     rank: int  # 0 = the generator's best
     status: str  # valid | personal | no_match | unused | discarded_unanswerable
+    occurrence: int = 0  # index of the candidate in `ResponseScore.candidates` (repeats count apart)
     response_answer: str | None = None  # None: not asked (personal) ; "" with no answer
     response_has_answer: bool | None = None
     knowledge_answer: str | None = None
@@ -40,6 +49,7 @@ class ResponseScore:
     q2_no_nli: float
     fallback: bool = False  # scored by end-to-end NLI (no valid question)
     fallback_label: str | None = None
+    fallback_windows: int = 0  # premise windows of the fallback NLI (more than 1: knowledge was long)
     reason: str | None = None  # why the score is NaN (empty input) or why the fallback ran
     candidates: list[str] = field(default_factory=list)
     questions: list[QuestionTrace] = field(default_factory=list)
@@ -54,6 +64,15 @@ class ResponseScore:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Pair:
+    """A response being scored, its knowledge, and its `ResponseScore` as the stages fill it in."""
+
+    response: str
+    knowledge: str
+    result: ResponseScore
 
 
 @dataclass

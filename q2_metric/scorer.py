@@ -1,36 +1,30 @@
-"""The Q² engine: runs every stage batched over all responses of a call.
+"""The Q² engine: calls the stages in order, each over all responses of a call.
 
-text -> answer candidates -> questions -> filtered questions -> answers -> span scores
--> response scores -> system score. Each stage makes one component call with the de-duplicated
-inputs of the whole batch; the components batch internally (see `q2_metric.components`).
+text -> answer candidates (`candidates`) -> questions (`questions`) -> filtered questions
+(`question_filter`) -> answers (`answers`) -> span scores (`span_scores`) -> response scores
+(`response_scores`) -> system score (`system_score`). Each stage de-duplicates its model inputs and
+makes one component call (the question filter: one per question rank in `single` mode); the
+components batch internally (see `q2_metric.components`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Sequence, TypeVar
+from typing import Sequence
 
-from q2_metric import question_filter as qf
-from q2_metric.candidates import answer_candidates
+from q2_metric.answers import answer_from_knowledge
+from q2_metric.candidates import find_candidates
 from q2_metric.components import (Answer, NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator,
-                                  describe)
+                                  cls_text, describe, is_no_answer)
 from q2_metric.config import Q2Config
-from q2_metric.normalize import f1_score
 from q2_metric.progress import ProgressCallback, notify
-from q2_metric.response_scores import fallback_score, keep_answerable, mean
-from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
+from q2_metric.question_filter import filter_questions
+from q2_metric.questions import generate_questions
+from q2_metric.response_scores import score_responses
+from q2_metric.results import Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature
-from q2_metric.span_scores import needs_nli, nli_pair, span_score
+from q2_metric.span_scores import score_spans
 from q2_metric.system_score import system_score
 from q2_metric.validation import empty_reason, validate_inputs
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-def unique_call(keys: Sequence[K], run: Callable[[list[K]], list[V]]) -> dict[K, V]:
-    """Call `run` once on the distinct keys (in first-seen order); nothing when there are none."""
-    distinct = list(dict.fromkeys(keys))
-    return dict(zip(distinct, run(distinct))) if distinct else {}
 
 
 class Q2Scorer:
@@ -117,10 +111,21 @@ class Q2Scorer:
         self.config = config
 
     def component_names(self) -> dict[str, str]:
-        """`describe()` of each component in hand (loaded or injected)."""
-        return {name: describe(comp) for name, comp in
-                (("parser", self._parser), ("qg", self._qg), ("qa", self._qa), ("nli", self._nli))
-                if comp is not None}
+        """`describe()` of each component in hand (loaded or injected), and the resolved dtype."""
+        names = {name: describe(comp) for name, comp in
+                 (("parser", self._parser), ("qg", self._qg), ("qa", self._qa), ("nli", self._nli))
+                 if comp is not None}
+        names["dtype"] = self._dtype_name()
+        return names
+
+    def _dtype_name(self) -> str:
+        """The precision models run in (`auto` resolved: bfloat16/float16 on CUDA, else float32)."""
+        from q2_metric.models.loading import resolve_device, resolve_dtype
+
+        try:
+            return str(resolve_dtype(self.config.dtype, resolve_device(self.config.device))).replace("torch.", "")
+        except ValueError:
+            return self.config.dtype
 
     def signature(self) -> Signature:
         return Signature.create(self.config, self.component_names())
@@ -130,105 +135,44 @@ class Q2Scorer:
               progress: ProgressCallback | None = None) -> Q2Result:
         """Score each response against its knowledge; see `Q2Result` for what comes back.
 
-        `progress(stage, done, total)` is called as each stage advances (see `q2_metric.progress`).
+        `progress(stage, done, total)` is called as each stage starts and ends (see
+        `q2_metric.progress`).
         """
         responses, knowledge = validate_inputs(responses, knowledge)
         c = self.config
-        if any(empty_reason(r, k) is None for r, k in zip(responses, knowledge)):
-            self.check_models()
-        results = [ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"),
-                                 reason=empty_reason(r, k))
+        results = [ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
                    for i, (r, k) in enumerate(zip(responses, knowledge))]
-        active = [res for res in results if res.reason is None]
+        pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
+        if pairs:
+            self.check_models()
+        stages = [
+            ("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates)),
+            ("questions", lambda: generate_questions(pairs, self.qg)),
+            ("question filter", lambda: filter_questions(
+                pairs, self.parser, self.qa, mode=c.question_mode, personal_filter=c.personal_filter,
+                subjects=c.personal_subjects, possessives=c.personal_possessives)),
+            ("knowledge answers", lambda: answer_from_knowledge(
+                pairs, self.qa, discard_unanswerable=c.discard_unanswerable_if_any_answerable)),
+            ("span scores", lambda: score_spans(pairs, self.nli if c.use_nli else None, cls_text=cls_text(self.qa))),
+            ("response scores", lambda: score_responses(
+                pairs, self.nli if c.fallback_nli else None, fallback=c.fallback_nli,
+                lowercase=c.fallback_lowercase, scores=c.fallback_scores)),
+        ]
+        for done, (name, run) in enumerate(stages):
+            notify(progress, name, done, len(stages))
+            if pairs:
+                run()
+        notify(progress, "done", len(stages), len(stages))
 
-        # 1. answer candidates
-        parsed = unique_call([responses[r.index] for r in active], self.parser.parse)
-        for r in active:
-            r.candidates = answer_candidates(parsed[responses[r.index]], c.drop_candidates)
-
-        # 2. questions, ranked per candidate
-        qg_keys = [(cand, responses[r.index]) for r in active for cand in r.candidates]
-        generated = unique_call(qg_keys, lambda keys: self.qg.generate([a for a, _ in keys],
-                                                                        [ctx for _, ctx in keys]))
-        for r in active:
-            r.questions = [QuestionTrace(cand, q, rank, qf.VALID)
-                           for cand in r.candidates
-                           for rank, q in enumerate(generated[(cand, responses[r.index])])]
-
-        # 3. personal filter
-        traces = [(r, t) for r in active for t in r.questions]
-        if c.personal_filter:
-            q_parses = unique_call([t.question for _, t in traces], self.parser.parse)
-            for _, t in traces:
-                if qf.is_personal(q_parses[t.question].tokens, c.personal_subjects, c.personal_possessives):
-                    t.status = qf.PERSONAL
-
-        # 4. question filter: the response must answer with the candidate
-        asked = [(r, t) for r, t in traces if t.status != qf.PERSONAL]
-        from_response = self._answers([(t.question, responses[r.index]) for r, t in asked])
-        for r, t in asked:
-            ans = from_response[(t.question, responses[r.index])]
-            t.response_answer, t.response_has_answer = ans.text, ans.has_answer
-            t.status = qf.VALID if qf.is_valid_question(t.candidate, ans) else qf.NO_MATCH
-        for r in active:
-            for cand in r.candidates:
-                ts = [t for t in r.questions if t.candidate == cand]
-                for t, status in zip(ts, qf.select_questions([t.status for t in ts], c.question_mode)):
-                    t.status = status
-
-        # 5. knowledge answers
-        valid = [(r, t) for r in active for t in r.valid_questions]
-        from_knowledge = self._answers([(t.question, knowledge[r.index]) for r, t in valid])
-        for r, t in valid:
-            ans = from_knowledge[(t.question, knowledge[r.index])]
-            t.knowledge_answer, t.knowledge_has_answer = ans.text, ans.has_answer
-            t.f1 = f1_score(t.candidate, ans.text) if ans.has_answer else 0.0
-        if c.discard_unanswerable_if_any_answerable:
-            for r in active:
-                vq = r.valid_questions
-                for t, keep in zip(vq, keep_answerable([bool(t.knowledge_has_answer) for t in vq])):
-                    if not keep:
-                        t.status = qf.DISCARDED
-            valid = [(r, t) for r in active for t in r.valid_questions]
-
-        # 6-7. NLI for differing answers and for the fallback, in one batched call
-        k_answers = {id(t): Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer)) for _, t in valid}
-        span_pairs = [nli_pair(t.question, t.candidate, t.knowledge_answer or "") for _, t in valid
-                      if c.use_nli and needs_nli(k_answers[id(t)], t.f1)]
-        uncovered = [r for r in active if not r.valid_questions]
-        fallback_pairs = [(knowledge[r.index], responses[r.index]) for r in uncovered] if c.fallback_nli else []
-        labels = unique_call(span_pairs + fallback_pairs,
-                             lambda pairs: self.nli.classify([p for p, _ in pairs], [h for _, h in pairs]))
-
-        for _, t in valid:
-            k_answer = k_answers[id(t)]
-            if c.use_nli and needs_nli(k_answer, t.f1):
-                t.nli_label = labels[nli_pair(t.question, t.candidate, t.knowledge_answer or "")]
-            t.score = span_score(k_answer, t.f1, t.nli_label)
-            t.score_no_nli = span_score(k_answer, t.f1, None)
-        for r in active:
-            vq = r.valid_questions
-            if vq:
-                r.q2 = mean([t.score for t in vq])
-                r.q2_no_nli = mean([t.score_no_nli for t in vq])
-            elif c.fallback_nli:
-                r.fallback, r.reason = True, "no valid question"
-                r.fallback_label = labels[(knowledge[r.index], responses[r.index])]
-                r.q2 = r.q2_no_nli = fallback_score(r.fallback_label, c.fallback_scores)
-            else:
-                r.reason = "no valid question (fallback off)"
-
-        all_valid = [t for r in active for t in r.valid_questions]
+        all_valid = [t for r in results for t in r.valid_questions]
         system = system_score(
             [r.q2 for r in results], [r.q2_no_nli for r in results],
             [bool(r.valid_questions) for r in results],
             valid_questions=len(all_valid),
-            unanswered_questions=sum(not t.knowledge_has_answer for t in all_valid),
+            unanswered_questions=sum(is_no_answer(Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer)))
+                                     for t in all_valid),
         )
         return Q2Result(system=system, responses=results, signature=self.signature())
-
-    def _answers(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Answer]:
-        return unique_call(pairs, lambda keys: self.qa.answer([q for q, _ in keys], [ctx for _, ctx in keys]))
 
 
 def score(responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None,

@@ -41,11 +41,13 @@ class Signature:
             ("drop", ",".join(c.drop_candidates) or "none"),
             ("personal", "yes" if c.personal_filter else "no"),
             ("mode", c.question_mode),
-            ("qadec", f"{c.qa_decoding}-win{c.qa_max_length}-stride{c.qa_doc_stride}"
+            ("qadec", f"{c.qa_decoding}-win{c.qa_max_length or 'max'}-stride{c.qa_doc_stride}"
                       + (f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "best_span" else "")),
             ("spannli", "yes" if c.use_nli else "no"),
             ("dnli", "yes" if c.discard_unanswerable_if_any_answerable else "no"),
-            ("fallback", "e2e-nli:" + "/".join(f"{x:g}" for x in c.fallback_scores) if c.fallback_nli else "none"),
+            ("fallback", "e2e-nli:" + "/".join(f"{x:g}" for x in c.fallback_scores)
+             + ("-lower" if c.fallback_lowercase else "-cased") if c.fallback_nli else "none"),
+            ("dtype", comps.get("dtype", c.dtype)),
             ("transformers", _version("transformers")), ("torch", _version("torch")),
             ("spacy", _version("spacy")),
         ]

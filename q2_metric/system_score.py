@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class SystemScore:
@@ -26,7 +28,7 @@ class SystemScore:
 
 def _nanmean(values: Sequence[float]) -> float:
     kept = [v for v in values if not math.isnan(v)]
-    return sum(kept) / len(kept) if kept else float("nan")
+    return float(np.mean(kept)) if kept else float("nan")
 
 
 def system_score(q2: Sequence[float], q2_no_nli: Sequence[float], covered: Sequence[bool],

@@ -1,5 +1,6 @@
 """Rules 3-4: the personal filter and the question filter."""
 
+from q2_metric.results import QuestionTrace
 from q2_metric import question_filter as qf
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
@@ -29,7 +30,17 @@ def test_valid_question_needs_an_answer_equal_to_the_candidate():
     assert not qf.is_valid_question("Bob Ross", NO_ANSWER)
 
 
-def test_single_mode_keeps_the_top_ranked_valid_question():
-    statuses = [qf.PERSONAL, qf.NO_MATCH, qf.VALID, qf.VALID]
-    assert qf.select_questions(statuses, "single") == [qf.PERSONAL, qf.NO_MATCH, qf.VALID, qf.UNUSED]
-    assert qf.select_questions(statuses, "multi") == statuses
+def test_single_mode_asks_rank_by_rank_and_stops_at_the_first_valid_question():
+    from q2_metric.results import Pair, ResponseScore
+    from q2_metric.testing import ScriptedParser, ScriptedQA
+
+    response = "Miami is in Florida."
+    qa = ScriptedQA({("q0 miami", response): "Florida", ("q1 miami", response): "Miami",
+                     ("q0 florida", response): "Florida"})
+    pair = Pair(response, "", ResponseScore(0, 0.0, 0.0, candidates=["Miami", "Florida"]))
+    pair.result.questions = [QuestionTrace(c, f"q{r} {c.lower()}", r, qf.UNUSED, occurrence=j)
+                             for j, c in enumerate(["Miami", "Florida"]) for r in range(3)]
+    calls = qf.filter_questions([pair], ScriptedParser(), qa, mode="single", personal_filter=True)
+    assert [t.status for t in pair.result.questions] == [
+        qf.NO_MATCH, qf.VALID, qf.UNUSED, qf.VALID, qf.UNUSED, qf.UNUSED]
+    assert calls == 2 and qa.calls == [2, 1]  # rank 0 for both, rank 1 only for Miami

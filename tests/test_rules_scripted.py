@@ -51,7 +51,7 @@ ANSWERS = {
 LABELS = {
     nli_pair("What did Bob Ross host?", "The Joy of Painting", "The Joy of Painting, shown"): ENTAILMENT,
     nli_pair("Where was it shown?", "PBS", "NBC"): CONTRADICTION,
-    (K1, R1): CONTRADICTION,
+    (K1.lower(), R1.lower()): CONTRADICTION,  # the fallback compares lower-cased texts
 }
 
 
@@ -91,7 +91,8 @@ def test_paper_defaults_hand_computed():
     assert r0.q2 == pytest.approx(2 / 3)
     assert r0.q2_no_nli == pytest.approx((1 + 6 / 7 + 0) / 3)
     statuses = {(t.candidate, t.question): t.status for t in r0.questions}
-    assert statuses[("Bob Ross", "Who did you see?")] == qf.PERSONAL
+    # single mode: Bob Ross's rank-0 question is valid, so rank 1 is never parsed nor asked
+    assert statuses[("Bob Ross", "Who did you see?")] == qf.UNUSED
     assert statuses[("The Joy of Painting", "What did your friend host?")] == qf.PERSONAL
     assert statuses[("PBS", "Which network aired it?")] == qf.UNUSED
     joy = next(t for t in r0.valid_questions if t.candidate == "The Joy of Painting")
@@ -144,10 +145,10 @@ def test_fallback_off_leaves_uncovered_responses_nan():
     assert result.system.num_skipped == 1
 
 
-def test_nli_runs_only_where_answers_differ_and_once_per_call():
+def test_nli_runs_only_where_answers_differ_and_once_per_stage():
     scorer, _ = run()
-    # span NLI for Joy of Painting and PBS, plus one fallback: one call with 3 pairs
-    assert scorer._nli.calls == [3]
+    # span NLI for Joy of Painting and PBS (one call), then one fallback (one call)
+    assert scorer._nli.calls == [2, 1]
 
 
 def test_identical_pairs_are_computed_once():
@@ -174,4 +175,6 @@ def test_signature_records_options():
     sig = str(result.signature)
     assert "personal:no" in sig and "dnli:yes" in sig and "mode:single" in sig
     assert "qg:scripted-ScriptedQG" in sig and "transformers:" in sig
-    assert result.signature.to_dict()["qadec"] == "independent-win384-stride128"
+    assert result.signature.to_dict()["qadec"] == "reference-winmax-stride128"
+    assert result.signature.to_dict()["fallback"] == "e2e-nli:1/0.5/0-lower"
+    assert result.signature.to_dict()["dtype"] == "float32"

@@ -26,7 +26,8 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--variant", choices=("paper", "dnli"), default="paper", help="preset rules")
     g.add_argument("--decoding", choices=("beam", "greedy"), default=d.decoding)
     g.add_argument("--question-mode", choices=("single", "multi"), default=d.question_mode)
-    g.add_argument("--qa-decoding", choices=("independent", "best_span"), default=d.qa_decoding)
+    g.add_argument("--qa-decoding", choices=("reference", "best_span"), default=d.qa_decoding,
+                   help="reference: the released code's argmax decoding (default); best_span: SQuAD 2.0 decoding")
     g.add_argument("--no-personal-filter", action="store_true", help="keep questions about I/you")
     g.add_argument("--no-nli", action="store_true", help="span scores by token F1 only (no span NLI)")
     g.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device)

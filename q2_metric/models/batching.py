@@ -1,4 +1,4 @@
-"""Length-sorted batching: fewer pad tokens, results returned in input order."""
+"""Length-sorted batching under a token budget: few pad tokens, results returned in input order."""
 
 from __future__ import annotations
 
@@ -8,18 +8,31 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices grouped into batches of similar length (longest first, so OOM shows up early)."""
+def budget_batches(lengths: Sequence[int], max_count: int, max_tokens: int) -> Iterator[list[int]]:
+    """Indices grouped into batches of similar length, longest first (an OOM shows up at once).
+    A batch holds at most `max_count` inputs and, padded to its longest, at most `max_tokens`
+    tokens (a single longer input gets a batch of its own).
+
+    >>> list(budget_batches([5, 50, 10, 40], max_count=8, max_tokens=100))
+    [[1, 3], [2, 0]]
+    """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    for start in range(0, len(order), batch_size):
-        yield order[start:start + batch_size]
+    batch: list[int] = []
+    for i in order:
+        longest = lengths[batch[0]] if batch else lengths[i]
+        if batch and (len(batch) >= max_count or (len(batch) + 1) * longest > max_tokens):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
 
 
-def map_batched(items: Sequence[T], lengths: Sequence[int], batch_size: int,
+def map_batched(items: Sequence[T], lengths: Sequence[int], max_count: int, max_tokens: int,
                 run: Callable[[list[T]], list[R]]) -> list[R]:
-    """Apply `run` to length-sorted batches of `items`; return one result per item, in order."""
+    """Apply `run` to budgeted batches of `items`; return one result per item, in input order."""
     out: list[R | None] = [None] * len(items)
-    for idx in sorted_batches(lengths, batch_size):
+    for idx in budget_batches(lengths, max_count, max_tokens):
         for i, result in zip(idx, run([items[i] for i in idx])):
             out[i] = result
     return out  # type: ignore[return-value]

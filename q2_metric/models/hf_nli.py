@@ -1,4 +1,10 @@
-"""transformers sequence-classification backend of `NLIClassifier`."""
+"""transformers sequence-classification backend of `NLIClassifier`.
+
+A pair longer than the model's window (the fallback's whole knowledge text can be) is not cut:
+the premise is split into windows that fit beside the hypothesis, each window is classified, and
+the labels are combined by `combine_window_labels` (entailment if any window entails, else
+contradiction if any contradicts, else neutral).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL
+from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL, combine_window_labels
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import map_batched
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
@@ -47,19 +53,46 @@ class HFNLIClassifier:
             dtype=resolve_dtype(config.dtype, self.device),
         ).to(self.device).eval()
         self.labels = nli_label_map(self.model.config.id2label)
+        self.max_length = min(self.tokenizer.model_max_length, 512)
+        self.tokens_processed = 0
+
+    def _split(self, premise: str, hypothesis: str) -> list[tuple[str, str]]:
+        """The pair itself when it fits, else premise windows (overlapping by a quarter) beside
+        the whole hypothesis."""
+        tok = self.tokenizer
+        special = tok.num_special_tokens_to_add(pair=True)
+        p_ids = tok(premise, add_special_tokens=False)["input_ids"]
+        h_len = len(tok(hypothesis, add_special_tokens=False)["input_ids"])
+        room = self.max_length - special - h_len
+        if len(p_ids) <= room or room < 16:
+            return [(premise, hypothesis)]
+        step = max(1, room - room // 4)
+        starts = range(0, max(1, len(p_ids) - room + step), step)
+        return [(tok.decode(p_ids[s:s + room]), hypothesis) for s in starts]
+
+    def windows(self, premise: str, hypothesis: str) -> int:
+        """How many premise windows the pair is read in (1 when it fits)."""
+        return len(self._split(premise, hypothesis))
 
     @torch.inference_mode()
     def _run(self, pairs: list[tuple[str, str]]) -> list[str]:
         enc = self.tokenizer([p for p, _ in pairs], [h for _, h in pairs], return_tensors="pt",
-                             padding=True, truncation=True,
-                             max_length=min(self.tokenizer.model_max_length, 512))
+                             padding=True, truncation=True, max_length=self.max_length)
+        self.tokens_processed += int(enc["input_ids"].numel())
         logits = self.model(**enc.to(self.device)).logits
         return [self.labels[int(i)] for i in logits.argmax(dim=-1).tolist()]
 
     def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
-        pairs = list(zip(premises, hypotheses))
-        lengths = [len(p) + len(h) for p, h in pairs]
-        return map_batched(pairs, lengths, self.config.nli_batch_size, self._run)
+        split = [self._split(p, h) for p, h in zip(premises, hypotheses)]
+        flat = [w for windows in split for w in windows]
+        lengths = [len(ids) for ids in self.tokenizer([p for p, _ in flat], [h for _, h in flat],
+                                                      truncation=True, max_length=self.max_length)["input_ids"]]
+        labels = map_batched(flat, lengths, self.config.nli_batch_size, self.config.nli_max_tokens, self._run)
+        out, i = [], 0
+        for windows in split:
+            out.append(labels[i] if len(windows) == 1 else combine_window_labels(labels[i:i + len(windows)]))
+            i += len(windows)
+        return out
 
     def describe(self) -> str:
         return f"{self.model_id}@{model_revision(self.model, self.model_id)}"

@@ -1,15 +1,21 @@
 """transformers extractive-QA backend of `QuestionAnswerer` (SQuAD 2.0: it can say "no answer").
 
-Contexts longer than the model window are split into overlapping windows (`qa_max_length`,
-`qa_doc_stride`); each window is scored and the best window wins.
-
 Two decodings, chosen by `Q2Config.qa_decoding`:
-- `independent` (default, the released Q² code): start = argmax of start logits, end = argmax of end
-  logits, each over the context tokens and [CLS]. A window whose start or end lands on [CLS] says
-  "no answer"; an end before the start gives the empty answer "" (which matches nothing). Across
-  windows, the answering window with the highest start+end logit wins; no answer if none answers.
-- `best_span` (SQuAD 2.0 evaluation): best span with start <= end and at most
-  `qa_max_answer_tokens` tokens, answered only if its score beats the lowest [CLS] null score.
+
+- `reference` (default): the released Q² code. (question, text) is encoded as one pair with the
+  tokenizer's special tokens; start = argmax of the start logits over *every* position (special
+  and question tokens included), end = argmax of the end logits over every position, plus one; the
+  answer is `convert_tokens_to_string` of the tokens in [start, end). It therefore carries the
+  tokenizer's normalisation (ALBERT lower-cases and strips accents) and may hold question or
+  separator tokens. "No answer" is exactly the CLS token's text; an end before the start gives "".
+- `best_span`: SQuAD 2.0 evaluation: the best span inside the text with start <= end and at most
+  `qa_max_answer_tokens` tokens, answered only if it beats the lowest CLS null score; the answer
+  text is cut from the original text by offsets (a departure from the paper).
+
+A text longer than the window (`qa_max_length`, default the model's maximum, 512 for the paper's
+ALBERT, so every input the released code could read is one window) is split into windows
+overlapping by `qa_doc_stride` tokens, each decoded as above. The answer is that of the window
+with the highest start+end logit among the windows that answer; "no answer" when none does.
 """
 
 from __future__ import annotations
@@ -21,24 +27,24 @@ import torch
 
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
+from q2_metric.models.batching import budget_batches
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
-from q2_metric.models.batching import sorted_batches
 
 
-def decode_independent(start: np.ndarray, end: np.ndarray, context: np.ndarray, cls: int):
-    """(score, start, end) of one window, or None for "no answer". `context` masks context tokens."""
-    allowed = context.copy()
-    allowed[cls] = True
-    s = int(np.argmax(np.where(allowed, start, -np.inf)))
-    e = int(np.argmax(np.where(allowed, end, -np.inf)))
-    if s == cls or e == cls:
-        return None
-    return float(start[s] + end[e]), s, e
+def decode_reference(start: np.ndarray, end: np.ndarray) -> tuple[float, int, int]:
+    """(score, start, end) of the released code's decoding: independent argmaxes over every
+    position; `end` is exclusive (argmax + 1), so end <= start means the empty answer.
+
+    >>> decode_reference(np.array([0.1, 3.0, 0.2]), np.array([0.0, 0.5, 2.0]))
+    (5.0, 1, 3)
+    """
+    s, e = int(np.argmax(start)), int(np.argmax(end))
+    return float(start[s] + end[e]), s, e + 1
 
 
 def decode_best_span(start: np.ndarray, end: np.ndarray, context: np.ndarray, max_tokens: int,
-                     top_k: int = 20):
-    """(score, start, end) of the best valid span of one window, or None when it has none."""
+                     top_k: int = 20) -> tuple[float, int, int] | None:
+    """(score, start, end inclusive) of the best span inside the context, or None when it has none."""
     idx = np.flatnonzero(context)
     if idx.size == 0:
         return None
@@ -55,8 +61,15 @@ def decode_best_span(start: np.ndarray, end: np.ndarray, context: np.ndarray, ma
     return best
 
 
+def model_window(tokenizer, model) -> int:
+    """The longest input the model reads: its position embeddings, capped by the tokenizer."""
+    limits = [int(x) for x in (getattr(model.config, "max_position_embeddings", None), tokenizer.model_max_length)
+              if x and x < 10**6]
+    return min(limits) if limits else 512
+
+
 class HFQuestionAnswerer:
-    """Batched extractive QA over (question, context) pairs with sliding windows."""
+    """Batched extractive QA over (question, text) pairs, windows for long texts."""
 
     def __init__(self, config: Q2Config) -> None:
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
@@ -65,69 +78,71 @@ class HFQuestionAnswerer:
         self.config = config
         self.device = resolve_device(config.device)
         self.tokenizer = load_pretrained(AutoTokenizer, config.qa_model)
-        if not self.tokenizer.is_fast:
-            raise ValueError(f"QA model {config.qa_model!r} needs a fast tokenizer (offsets and windows)")
         self.model = load_pretrained(
             AutoModelForQuestionAnswering, config.qa_model,
             dtype=resolve_dtype(config.dtype, self.device),
         ).to(self.device).eval()
+        self.cls_text = self.tokenizer.cls_token or "[CLS]"
+        self.window = model_window(self.tokenizer, self.model)
+        self.tokens_processed = 0  # padded tokens through the model, for benchmarks
 
     @torch.inference_mode()
     def _logits(self, features: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features[0]]
         batch = self.tokenizer.pad([{k: f[k] for k in names} for f in features], return_tensors="pt")
+        self.tokens_processed += int(batch["input_ids"].numel())
         out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
         start = out.start_logits.float().cpu().numpy()
         end = out.end_logits.float().cpu().numpy()
-        return [(start[i, :len(f["input_ids"])], end[i, :len(f["input_ids"])]) for i, f in enumerate(features)]
+        mask = batch["attention_mask"].bool().numpy()
+        # the unpadded sequence's logits, whichever side the tokenizer pads
+        return [(start[i][mask[i]], end[i][mask[i]]) for i in range(len(features))]
 
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:
         if not questions:
             return []
         c = self.config
-        question_first = self.tokenizer.padding_side == "right"
-        enc = self.tokenizer(
-            list(questions) if question_first else list(contexts),
-            list(contexts) if question_first else list(questions),
-            truncation="only_second" if question_first else "only_first",
-            max_length=c.qa_max_length, stride=c.qa_doc_stride,
-            return_overflowing_tokens=True, return_offsets_mapping=True,
-        )
-        context_seq = 1 if question_first else 0
-        n_features = len(enc["input_ids"])
-        features = [{k: enc[k][i] for k in enc.keys() if k not in ("offset_mapping", "overflow_to_sample_mapping")}
-                    for i in range(n_features)]
-        logits: list = [None] * n_features
-        for idx in sorted_batches([len(f["input_ids"]) for f in features], c.qa_batch_size):
+        window = min(c.qa_max_length or self.window, self.window)
+        enc = self.tokenizer(list(questions), list(contexts), truncation="only_second", max_length=window,
+                             stride=c.qa_doc_stride, return_overflowing_tokens=True,
+                             return_offsets_mapping=c.qa_decoding == "best_span")
+        n = len(enc["input_ids"])
+        features = [{k: enc[k][i] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+                    for i in range(n)]
+        logits: list = [None] * n
+        for idx in budget_batches([len(f["input_ids"]) for f in features], c.qa_batch_size, c.qa_max_tokens):
             for i, result in zip(idx, self._logits([features[i] for i in idx])):
                 logits[i] = result
 
-        best: list[tuple | None] = [None] * len(questions)
-        null_scores = [np.inf] * len(questions)
-        for i in range(n_features):
+        best: list[tuple[float, Answer] | None] = [None] * len(questions)
+        null = [np.inf] * len(questions)
+        for i in range(n):
             example = enc["overflow_to_sample_mapping"][i]
-            seq_ids = enc.sequence_ids(i)
-            context_mask = np.array([s == context_seq for s in seq_ids])
-            ids = features[i]["input_ids"]
-            cls = ids.index(self.tokenizer.cls_token_id) if self.tokenizer.cls_token_id in ids else 0
             start, end = logits[i]
-            null_scores[example] = min(null_scores[example], float(start[cls] + end[cls]))
-            if c.qa_decoding == "independent":
-                found = decode_independent(start, end, context_mask, cls)
+            if c.qa_decoding == "reference":
+                score, s, e = decode_reference(start, end)
+                text = self.tokenizer.convert_tokens_to_string(
+                    self.tokenizer.convert_ids_to_tokens(features[i]["input_ids"][s:e]))
+                found = None if text == self.cls_text else (score, Answer(text))
             else:
-                found = decode_best_span(start, end, context_mask, c.qa_max_answer_tokens)
+                ids = features[i]["input_ids"]
+                cls = ids.index(self.tokenizer.cls_token_id) if self.tokenizer.cls_token_id in ids else 0
+                null[example] = min(null[example], float(start[cls] + end[cls]))
+                context = np.array([s == 1 for s in enc.sequence_ids(i)])
+                span = decode_best_span(start, end, context, c.qa_max_answer_tokens)
+                found = None
+                if span is not None:
+                    offsets = enc["offset_mapping"][i]
+                    found = (span[0], Answer(contexts[example][offsets[span[1]][0]:offsets[span[2]][1]].strip()))
             if found is not None and (best[example] is None or found[0] > best[example][0]):
-                offsets = enc["offset_mapping"][i]
-                s, e = found[1], found[2]
-                text = "" if e < s else contexts[example][offsets[s][0]:offsets[e][1]].strip()
-                best[example] = (found[0], text)
+                best[example] = found
 
         answers = []
         for example, found in enumerate(best):
-            if found is None or (c.qa_decoding == "best_span" and found[0] <= null_scores[example]):
+            if found is None or (c.qa_decoding == "best_span" and found[0] <= null[example]):
                 answers.append(NO_ANSWER)
             else:
-                answers.append(Answer(found[1]))
+                answers.append(found[1])
         return answers
 
     def describe(self) -> str:

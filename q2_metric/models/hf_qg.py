@@ -37,6 +37,7 @@ class HFQuestionGenerator:
         self.model = load_pretrained(
             AutoModelForSeq2SeqLM, config.qg_model, dtype=resolve_dtype(config.dtype, self.device)
         ).to(self.device).eval()
+        self.tokens_processed = 0
 
     def _generation_kwargs(self) -> dict:
         c = self.config
@@ -55,6 +56,7 @@ class HFQuestionGenerator:
     def _run(self, prompts: list[str]) -> list[list[str]]:
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True, truncation=True,
                              max_length=self.config.qg_max_input_tokens).to(self.device)
+        self.tokens_processed += int(enc["input_ids"].numel())
         out = self.model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
                                   **self._generation_kwargs())
         texts = [clean_question(t) for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
@@ -63,8 +65,14 @@ class HFQuestionGenerator:
 
     def generate(self, answers: Sequence[str], contexts: Sequence[str]) -> list[list[str]]:
         prompts = [qg_input(a, c) for a, c in zip(answers, contexts)]
-        lengths = [len(p) for p in prompts]
-        return map_batched(prompts, lengths, self.config.qg_batch_size, self._run)
+        if not prompts:
+            return []
+        c = self.config
+        beams = 1 if c.decoding == "greedy" else c.num_beams
+        # beam search runs `beams` copies of every input: budget the expanded batch
+        lengths = [beams * len(ids) for ids in self.tokenizer(prompts, truncation=True,
+                                                              max_length=c.qg_max_input_tokens)["input_ids"]]
+        return map_batched(prompts, lengths, c.qg_batch_size, c.qg_max_tokens, self._run)
 
     def describe(self) -> str:
         return f"{self.model_id}@{model_revision(self.model, self.model_id)}"

@@ -1,0 +1,42 @@
+"""Step 5, filtered questions -> answers: each valid question answered from the knowledge."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from q2_metric.components import Answer, QuestionAnswerer, is_no_answer
+from q2_metric.normalize import f1_score
+from q2_metric.results import DISCARDED, Pair
+
+
+def keep_answerable(answerable: Sequence[bool]) -> list[bool]:
+    """DNLI rule: when any question is answerable from the knowledge, keep only those.
+
+    >>> keep_answerable([True, False])
+    [True, False]
+    >>> keep_answerable([False, False])
+    [True, True]
+    """
+    return list(answerable) if any(answerable) else [True] * len(answerable)
+
+
+def answer_from_knowledge(pairs: Sequence[Pair], qa: QuestionAnswerer, *,
+                          discard_unanswerable: bool = False) -> None:
+    """Stage 5: one QA call over the distinct (valid question, knowledge) pairs; sets each valid
+    trace's knowledge answer and token F1 (0 for "no answer")."""
+    valid = [(p, t) for p in pairs for t in p.result.valid_questions]
+    keys = list(dict.fromkeys((t.question, p.knowledge) for p, t in valid))
+    answers: dict[tuple[str, str], Answer] = (
+        dict(zip(keys, qa.answer([q for q, _ in keys], [k for _, k in keys]))) if keys else {})
+    for p, t in valid:
+        ans = answers[(t.question, p.knowledge)]
+        t.knowledge_answer, t.knowledge_has_answer = ans.text, ans.has_answer
+        t.f1 = f1_score(t.candidate, ans.text) if ans.has_answer else 0.0
+    if discard_unanswerable:
+        for p in pairs:
+            vq = p.result.valid_questions
+            answerable = [not is_no_answer(Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer)))
+                          for t in vq]
+            for t, keep in zip(vq, keep_answerable(answerable)):
+                if not keep:
+                    t.status = DISCARDED

@@ -1,0 +1,18 @@
+"""De-duplication of model inputs: every stage calls a component once, on distinct inputs only."""
+
+from __future__ import annotations
+
+from typing import Callable, Hashable, Sequence, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+def unique_call(keys: Sequence[K], run: Callable[[list[K]], list[V]]) -> dict[K, V]:
+    """Call `run` once on the distinct keys (in first-seen order); no call when there are none.
+
+    >>> unique_call(["a", "b", "a"], lambda keys: [k.upper() for k in keys])
+    {'a': 'A', 'b': 'B'}
+    """
+    distinct = list(dict.fromkeys(keys))
+    return dict(zip(distinct, run(distinct))) if distinct else {}
