@@ -9,7 +9,7 @@ import pytest
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.components import NO_ANSWER
-from q2_metric.models.hf_qa import HFQuestionAnswerer, decode_best_span, decode_independent
+from q2_metric.models.hf_qa import HFQuestionAnswerer, decode_best_span, decode_reference
 from q2_metric.models.hf_nli import nli_label_map
 from q2_metric.testing import ScriptedQG
 
@@ -96,24 +96,27 @@ def test_long_knowledge_uses_sliding_windows(tiny_config):
 
     qa._logits = fake_logits
     [answer] = qa.answer(["Where?"], [context])
-    assert target["seen"] and answer.text == "Gardening"
+    # reference decoding: the tokenizer's text of the answering window's span (lower-cased)
+    assert target["seen"] and answer.text == "gardening"
+    qa.config = qa.config.replace(qa_decoding="best_span")
+    [answer] = qa.answer(["Where?"], [context])
+    assert answer.text == "Gardening"  # best_span: cut from the original text
     # and the real model runs over all windows without error
     [real] = HFQuestionAnswerer(tiny_config.replace(qa_max_length=64, qa_doc_stride=16)).answer(["Where?"], [context])
     assert isinstance(real.text, str)
 
 
-def test_independent_and_best_span_decoding():
+def test_reference_and_best_span_decoding():
     start = np.array([5.0, 0.0, 3.0, 1.0, 0.0])
     end = np.array([1.0, 0.0, 0.0, 4.0, 2.0])
     ctx = np.array([False, False, True, True, True])
-    assert decode_independent(start, end, ctx, cls=0) is None  # start lands on [CLS]
+    assert decode_reference(start, end) == (9.0, 0, 4)  # every position counts, [CLS] included
     start[0] = -1.0
-    assert decode_independent(start, end, ctx, cls=0) == (7.0, 2, 3)
+    assert decode_reference(start, end) == (7.0, 2, 4)  # end is exclusive
     assert decode_best_span(start, end, ctx, max_tokens=30) == (7.0, 2, 3)
     assert decode_best_span(start, end, ctx, max_tokens=1)[1:] == (3, 3)
-    # independent decoding keeps an end before the start (an empty answer)
-    assert decode_independent(np.array([0, 0, 1, 9.0]), np.array([0, 0, 9.0, 1]),
-                              np.array([False, True, True, True]), cls=0)[1:] == (3, 2)
+    # an end before the start is kept: the empty answer
+    assert decode_reference(np.array([0, 0, 1, 9.0]), np.array([0, 0, 9.0, 1]))[1:] == (3, 3)
 
 
 def test_best_span_null_threshold(tiny_config):
