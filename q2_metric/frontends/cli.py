@@ -11,6 +11,7 @@ from q2_metric.config import Q2Config
 from q2_metric.models.loading import ModelNotAvailable
 from q2_metric.validation import Q2InputError
 
+SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 SAMPLE = DATA_DIR / "wow_sample.csv"
 
@@ -101,33 +102,28 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_meta_eval(args: argparse.Namespace) -> int:
-    import csv
     import json
     from pathlib import Path
 
     from q2_metric.frontends.io import atomic_write
-    from q2_metric.frontends.meta_eval import SPLITS, render_markdown, run_meta_eval
+    from q2_metric.frontends.meta_eval import SPLITS, AnnotatedSet, render_markdown, run_meta_eval, strict_json
 
-    def load(path):
-        with open(path, newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
-
-    splits = {(system, label): load(getattr(args, f"{system}_{label}")) for system, label in SPLITS}
-    notes, nli = [], None
+    overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
+    data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
+    nli = None
     if args.nli_model:
         from q2_metric.models.hf_nli import HFNLIClassifier
         from q2_metric.models.loading import check_available
-        try:
-            check_available(args.nli_model, "NLI", "--nli-model")
-            nli = HFNLIClassifier(Q2Config(nli_model=args.nli_model, device=args.device))
-        except ModelNotAvailable as err:
-            notes.append(f"end-to-end NLI baseline skipped: {err}")
+
+        check_available(args.nli_model, "NLI", "--nli-model")
+        nli = HFNLIClassifier(Q2Config(nli_model=args.nli_model, device=args.device))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    report = run_meta_eval(splits, load(args.cross) if args.cross else None, threshold=args.threshold,
-                           seed=args.seed, repetitions=args.repetitions, nli=nli, notes=notes,
-                           pr_png=str(out / "pr_curve.png"))
-    atomic_write(out / "meta_eval.json", lambda f: json.dump(report, f, indent=2))
+    report = run_meta_eval(data, prefix=args.prefix, baselines_only=args.baselines_only, threshold=args.threshold,
+                           seed=args.seed, repetitions=args.repetitions, nli=nli, bertscore=not args.no_bertscore,
+                           pr_png=str(out / "pr_curve.png"),
+                           progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr))
+    atomic_write(out / "meta_eval.json", lambda f: json.dump(strict_json(report), f, indent=2))
     markdown = render_markdown(report)
     atomic_write(out / "meta_eval.md", lambda f: f.write(markdown))
     print(markdown)
@@ -192,15 +188,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_args(sc)
     sc.set_defaults(func=cmd_score)
 
-    me = sub.add_parser("meta-eval", help="the paper's meta-evaluation from scored files")
-    for system, label in (("dodeca", "consistent"), ("dodeca", "inconsistent"),
-                          ("memnet", "consistent"), ("memnet", "inconsistent")):
-        me.add_argument(f"--{system}-{label}", required=True, help=f"scored {system}_{label}.csv")
-    me.add_argument("--cross", help="scored cross_annotation.csv with dodeca_q2 and memnet_q2 columns")
-    me.add_argument("--threshold", type=float, default=0.5)
+    me = sub.add_parser("meta-eval", help="the paper's meta-evaluation (Tables 2-4) on the annotated WoW set")
+    me.add_argument("--annotated-dir", help="folder with the four split CSVs and cross_annotation.csv "
+                                            "(scored by `q2 score` unless --baselines-only)")
+    for name in SPLITS_ARGS:
+        me.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None,
+                        help=f"{name}.csv (default: in --annotated-dir)")
+    me.add_argument("--cross", default=None, help="cross_annotation.csv with dodeca_q2 and memnet_q2 columns")
+    me.add_argument("--baselines-only", action="store_true", help="no Q² columns needed: overlap, BLEU, ...")
+    me.add_argument("--prefix", default="", help="prefix of the Q² columns in the split files")
+    me.add_argument("--threshold", type=float, default=0.5, help="a score <= threshold is inconsistent")
     me.add_argument("--seed", type=int, default=0)
     me.add_argument("--repetitions", type=int, default=1000)
-    me.add_argument("--nli-model", default=None, help="run the end-to-end NLI baseline with this model")
+    me.add_argument("--nli-model", default=None, help="also run the end-to-end NLI baseline with this model")
+    me.add_argument("--no-bertscore", action="store_true", help="skip the BERTScore baseline")
     me.add_argument("--device", default="auto")
     me.add_argument("--out-dir", default="meta_eval")
     me.set_defaults(func=cmd_meta_eval)

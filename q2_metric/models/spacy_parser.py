@@ -21,21 +21,27 @@ def default_spacy_model() -> str:
     )
 
 
+def load_spacy(name: str | None = None):
+    """Load a spaCy pipeline (default: `default_spacy_model()`), one sentence when it is missing."""
+    import spacy
+
+    name = name or default_spacy_model()
+    try:
+        return spacy.load(name)
+    except OSError as err:
+        raise ModelNotAvailable(
+            f"The spaCy model '{name}' is not installed: install its package "
+            f"or pass an installed model name or directory as spacy_model."
+        ) from err
+
+
 class SpacyParser:
     """Named entities, noun chunks and dependency labels from one spaCy pipeline, loaded once."""
 
     def __init__(self, config: Q2Config) -> None:
-        import spacy
-
         self.config = config
         self.model_name = config.spacy_model or default_spacy_model()
-        try:
-            self.nlp = spacy.load(self.model_name)
-        except OSError as err:
-            raise ModelNotAvailable(
-                f"The spaCy model '{self.model_name}' is not installed: install its package "
-                f"or pass an installed model name or directory as spacy_model."
-            ) from err
+        self.nlp = load_spacy(self.model_name)
 
     def parse(self, texts: Sequence[str]) -> list[ParsedText]:
         return [
