@@ -130,6 +130,17 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_convert_nli(args: argparse.Namespace) -> int:
+    from q2_metric.models.allennlp_convert import ArchiveError, convert_archive
+
+    try:
+        out = convert_archive(args.archive, args.out_dir, base_model=args.base_model)
+    except ArchiveError as err:
+        raise Q2InputError(str(err)) from err
+    print(f"Wrote a transformers NLI model to {out}; use it with --nli-model {out}")
+    return 0
+
+
 def cmd_register(args: argparse.Namespace) -> int:
     from q2_metric.frontends.hub import register_evaluate_module
 
@@ -205,6 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("--device", default="auto")
     me.add_argument("--out-dir", default="meta_eval")
     me.set_defaults(func=cmd_meta_eval)
+
+    conv = sub.add_parser("convert-nli", help="turn the paper's AllenNLP RoBERTa NLI archive into a "
+                                             "transformers model directory")
+    conv.add_argument("archive", help="e.g. snli_roberta-2020.06.09.tar.gz")
+    conv.add_argument("out_dir")
+    conv.add_argument("--base-model", default=None,
+                      help="transformer config and tokenizer (default: the archive's model_name, roberta-large)")
+    conv.set_defaults(func=cmd_convert_nli)
 
     reg = sub.add_parser("register", help="make evaluate.load('q2') find this metric (offline too)")
     reg.set_defaults(func=cmd_register)
