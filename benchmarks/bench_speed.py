@@ -1,38 +1,54 @@
-"""Speed benchmark: the batched engine vs a one-example-at-a-time loop over the same components.
+"""Speed benchmark: the batched engine against a faithful emulation of the released code's loop.
 
-    python benchmarks/bench_speed.py                 # 600 annotated responses, paper models or
-                                                     # same-architecture random ones
-    python benchmarks/bench_speed.py --n 8 --size tiny   # CI-sized
+    python benchmarks/bench_speed.py --size paper --n 16 --reference-n 8   # paper shapes, CPU
+    python benchmarks/bench_speed.py --n 6 --size tiny                     # CI-sized
+    python benchmarks/bench_speed.py --device cuda --n 600                 # a GPU
 
-The one-at-a-time loop is the released code's way of working: every QG, QA and NLI call gets one
-example. Both runs use the same components, so their scores must agree; the script checks that.
+Both runs use the same models on the same responses (the annotated WoW set):
+- reference: the released code's loop (`q2_metric.reference_loop`), one example per model call:
+  per candidate occurrence generate; per question in rank order until the first valid one the
+  personal check, QA on the response, QA on the knowledge; span NLI one pair at a time; the
+  fallback one response at a time;
+- engine: `Q2Scorer.score`, batched.
+With the paper's weights available they are used as they are. Without them (this workplace),
+random-weight models of the chosen shapes do every forward pass and generation step that the
+decisions call for (questions are generated to the scripted question's token length with
+`min_new_tokens`/`max_new_tokens`), while the decisions themselves (question text, answers, NLI
+labels) come from deterministic scripted components, so validity and no-answer rates resemble a
+real run instead of random weights' "every question invalid".
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import math
+import hashlib
 import platform
 import resource
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
+from q2_metric.components import NO_ANSWER, Answer
+from q2_metric.models.hf_nli import HFNLIClassifier
+from q2_metric.models.hf_qa import HFQuestionAnswerer
+from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
 from q2_metric.random_models import build_random_models
+from q2_metric.reference_loop import reference_q2
 
 ROOT = Path(__file__).resolve().parents[1]
 ANNOTATED = ROOT.parent / "shared" / "data" / "q2_wow"
 SAMPLE = ROOT / "q2_metric" / "data" / "wow_sample.csv"
+SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 
 
 def load_pairs(n: int) -> list[tuple[str, str]]:
-    files = sorted(ANNOTATED.glob("*_consistent.csv")) + sorted(ANNOTATED.glob("*_inconsistent.csv"))
-    files = files or [SAMPLE]
+    files = [ANNOTATED / f"{s}.csv" for s in SPLITS if (ANNOTATED / f"{s}.csv").exists()] or [SAMPLE]
     pairs = []
     for path in files:
         with open(path, newline="", encoding="utf-8") as f:
@@ -40,76 +56,194 @@ def load_pairs(n: int) -> list[tuple[str, str]]:
     return [pairs[i % len(pairs)] for i in range(n)]
 
 
-class OneAtATime:
-    """Wraps a component so every call is split into single-example calls."""
+def pick(n: int, *parts: str) -> int:
+    return int(hashlib.md5("\x1f".join(parts).encode()).hexdigest(), 16) % n
 
-    def __init__(self, component, method: str) -> None:
-        self.component, self.method = component, method
+
+class Decisions:
+    """Deterministic decisions with a real run's mix: about 60% of questions asked of the response
+    come back with the candidate; of valid questions, about 45% answered identically from the
+    knowledge, 25% partly (NLI decides), 15% not at all; about 1 question in 12 is personal."""
+
+    TEMPLATES = ("what is the name of the {a} mentioned here?", "which {a} is being talked about?",
+                 "what do you know about {a}?", "who or what is {a} in this context?",
+                 "what is {a} known for according to the text?")
+
+    def __init__(self, responses: set[str]) -> None:
+        self.responses, self.candidate_of = responses, {}
+
+    def questions(self, answer: str, context: str, k: int) -> list[str]:
+        start = pick(5, answer, context)
+        out = [self.TEMPLATES[(start + i) % 5].format(a=answer) for i in range(k)]
+        self.candidate_of.update((q, answer) for q in out)
+        return out
+
+    def answer(self, question: str, context: str) -> Answer:
+        cand, h = self.candidate_of.get(question, ""), pick(100, question, context)
+        other = context.split()[pick(max(1, len(context.split())), context, question)] if context.split() else "x"
+        if context in self.responses:
+            return Answer(cand) if h < 60 else Answer(other) if h < 90 else NO_ANSWER
+        if h < 45:
+            return Answer(cand)
+        if h < 70:
+            return Answer(f"{cand.split()[0]} {other}")
+        return NO_ANSWER if h < 85 else Answer(other)
+
+    def label(self, premise: str, hypothesis: str) -> str:
+        return ("entailment", "neutral", "contradiction")[pick(3, premise, hypothesis)]
+
+
+class WorkingQG(HFQuestionGenerator):
+    """The real generator runs beam search to the scripted question's length; the text is scripted."""
+
+    def __init__(self, config: Q2Config, decisions: Decisions) -> None:
+        super().__init__(config)
+        self.decisions, self.length, self._force = decisions, {}, {}
+
+    def generate(self, answers, contexts):
+        k = self.config.questions_per_candidate
+        out = [self.decisions.questions(a, c, k) for a, c in zip(answers, contexts)]
+        for a, c, qs in zip(answers, contexts, out):
+            self.length[qg_input(a, c)] = max(len(self.tokenizer(q)["input_ids"]) for q in qs)
+        super().generate(answers, contexts)
+        return out
+
+    def _run(self, prompts):
+        n = max(self.length[p] for p in prompts)
+        self._force = {"min_new_tokens": n, "max_new_tokens": n}
+        return super()._run(prompts)
+
+    def _generation_kwargs(self) -> dict:
+        kwargs = super()._generation_kwargs()
+        kwargs.pop("max_length", None)
+        return {**kwargs, **self._force}
+
+
+class WorkingQA(HFQuestionAnswerer):
+    def __init__(self, config: Q2Config, decisions: Decisions) -> None:
+        super().__init__(config)
+        self.decisions = decisions
+
+    def answer(self, questions, contexts):
+        super().answer(questions, contexts)  # every forward pass and window of a real run
+        return [self.decisions.answer(q, c) for q, c in zip(questions, contexts)]
+
+
+class WorkingNLI(HFNLIClassifier):
+    def __init__(self, config: Q2Config, decisions: Decisions) -> None:
+        super().__init__(config)
+        self.decisions = decisions
+
+    def classify(self, premises, hypotheses):
+        super().classify(premises, hypotheses)
+        return [self.decisions.label(p, h) for p, h in zip(premises, hypotheses)]
+
+
+class Counted:
+    """Counts calls and examples of one component method; QA calls split by response/knowledge."""
+
+    def __init__(self, component, method: str, responses: set[str] | None = None) -> None:
+        self.component, self.method, self.responses = component, method, responses
+        self.counts: Counter = Counter()
 
     def __getattr__(self, name):
-        if name != self.method:
-            return getattr(self.component, name)
         fn = getattr(self.component, name)
-        return lambda *lists: [fn(*[[x] for x in items])[0] for items in zip(*lists)]
+        if name != self.method:
+            return fn
+
+        def counted(first, second=None):
+            side = ""
+            if self.responses is not None:
+                side = "response " if second and second[0] in self.responses else "knowledge "
+            self.counts[side + "calls"] += 1
+            self.counts[side + "examples"] += len(first)
+            return fn(first) if second is None else fn(first, second)
+        return counted
 
 
-def peak_memory_mb(device: torch.device) -> str:
+def peak_memory(device: torch.device) -> str:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    if device.type == "cuda":
-        return f"{torch.cuda.max_memory_allocated() / 2**20:.0f} MB GPU, {rss:.0f} MB RSS"
-    return f"{rss:.0f} MB RSS"
+    gpu = f", {torch.cuda.max_memory_allocated() / 2**20:,.0f} MB GPU" if device.type == "cuda" else ""
+    return f"{rss:,.0f} MB RSS{gpu}"
+
+
+def build(args, responses: list[str], knowledge: list[str]):
+    """(parser, qg, qa, nli, description): the paper's models, or working random ones."""
+    base = dict(device=args.device, dtype=args.dtype)
+    try:
+        scorer = Q2Scorer(Q2Config(**base)).load()
+        return scorer.config, scorer.parser, scorer.qg, scorer.qa, scorer.nli, "the paper's pretrained models"
+    except ModelNotAvailable:
+        pass
+    paths = build_random_models(tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge, size=args.size,
+                                vocab_size=8000)
+    config = Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], **base)
+    decisions = Decisions(set(responses))
+    scorer = Q2Scorer(config)
+    shapes = "(T5-base, ALBERT-xlarge, RoBERTa-large)" if args.size == "paper" else "(tiny)"
+    return (config, scorer.parser, WorkingQG(config, decisions), WorkingQA(config, decisions),
+            WorkingNLI(config, decisions),
+            f"random-weight models of the {args.size} shapes {shapes} doing the work of scripted decisions")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=600)
+    ap.add_argument("--n", type=int, default=600, help="responses for the engine")
+    ap.add_argument("--reference-n", type=int, default=None, help="responses for the reference loop (default N)")
     ap.add_argument("--size", choices=("paper", "tiny"), default="paper",
                     help="shape of the random models when the paper's weights are unavailable")
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--max-question-length", type=int, default=24,
-                    help="random weights never emit EOS: cap questions near a real question's length")
-    ap.add_argument("--sequential-n", type=int, default=None,
-                    help="responses for the one-at-a-time loop (default: same N)")
+    ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
     args = ap.parse_args()
 
     pairs = load_pairs(args.n)
     responses, knowledge = [p[0] for p in pairs], [p[1] for p in pairs]
-    base = dict(device=args.device, qg_batch_size=args.batch_size, qa_batch_size=args.batch_size,
-                nli_batch_size=args.batch_size, max_question_length=args.max_question_length)
-    try:
-        scorer = Q2Scorer(Q2Config(**base)).load()
-        which = "the paper's pretrained models"
-    except ModelNotAvailable:
-        tmp = tempfile.mkdtemp(prefix="q2-bench-")
-        paths = build_random_models(tmp, responses + knowledge, size=args.size, vocab_size=8000)
-        scorer = Q2Scorer(Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"],
-                                   **base)).load()
-        which = (f"random-weight models of the {args.size} shapes "
-                 + ("(T5-base, ALBERT-xlarge, RoBERTa-large)" if args.size == "paper" else "(tiny)")
-                 + " with a locally trained tokenizer")
-    device = scorer.qa.device
+    config, parser, qg, qa, nli, which = build(args, responses, knowledge)
+    response_set = set(responses)
+    device = qa.device
     print(f"Models: {which}")
     print(f"Machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
-          f"device {device}" + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else ""))
+          f"device {device}" + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else "")
+          + f", dtype {Q2Scorer(config)._dtype_name()}")
 
+    n_ref = min(args.reference_n or args.n, args.n)
+    counted = {name: Counted(comp, method, response_set if name == "qa" else None)
+               for name, comp, method in (("qg", qg, "generate"), ("qa", qa, "answer"), ("nli", nli, "classify"))}
+    qa.tokens_processed = 0
     t0 = time.perf_counter()
-    batched = scorer.score(responses, knowledge)
-    t_batched = time.perf_counter() - t0
+    ref = [reference_q2(r, k, parser, counted["qg"], counted["qa"], counted["nli"])
+           for r, k in zip(responses[:n_ref], knowledge[:n_ref])]
+    t_ref = time.perf_counter() - t0
+    ref_counts = {name: c.counts.copy() for name, c in counted.items()}
+    ref_tokens = qa.tokens_processed
 
-    n_seq = args.sequential_n or args.n
-    seq = Q2Scorer(scorer.config, parser=scorer.parser, qg=OneAtATime(scorer.qg, "generate"),
-                   qa=OneAtATime(scorer.qa, "answer"), nli=OneAtATime(scorer.nli, "classify"))
+    for c in counted.values():
+        c.counts.clear()
+    qa.tokens_processed = 0
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    engine = Q2Scorer(config, parser=parser, qg=counted["qg"], qa=counted["qa"], nli=counted["nli"])
     t0 = time.perf_counter()
-    sequential = seq.score(responses[:n_seq], knowledge[:n_seq])
-    t_seq = time.perf_counter() - t0
+    result = engine.score(responses, knowledge)
+    t_engine = time.perf_counter() - t0
+    eng_counts = {name: c.counts for name, c in counted.items()}
 
-    same = all(math.isclose(a, b, abs_tol=1e-6) or (math.isnan(a) and math.isnan(b))
-               for a, b in zip(batched.scores, sequential.scores))
-    rate_b, rate_s = args.n / t_batched, n_seq / t_seq
-    print(f"batched:        {args.n} responses in {t_batched:.1f} s = {rate_b:.2f} responses/s")
-    print(f"one-at-a-time:  {n_seq} responses in {t_seq:.1f} s = {rate_s:.2f} responses/s")
-    print(f"speed-up: {rate_b / rate_s:.1f}x   peak memory: {peak_memory_mb(device)}   same scores: {same}")
+    same = all((r.q2, r.q2_no_nli) == expected for r, expected in zip(result.responses, ref))
+    rate_ref, rate_engine = n_ref / t_ref, args.n / t_engine
+    print(f"\n{'':<28}{'reference loop':>18}{'engine':>18}")
+    print(f"{'responses':<28}{n_ref:>18}{args.n:>18}")
+    print(f"{'seconds':<28}{t_ref:>18.1f}{t_engine:>18.1f}")
+    print(f"{'responses/s':<28}{rate_ref:>18.3f}{rate_engine:>18.3f}")
+    for name, key in (("qg", "calls"), ("qg", "examples"), ("qa", "response calls"), ("qa", "response examples"),
+                      ("qa", "knowledge calls"), ("qa", "knowledge examples"), ("nli", "calls"), ("nli", "examples")):
+        print(f"{name + ' ' + key:<28}{ref_counts[name][key]:>18}{eng_counts[name][key]:>18}")
+    print(f"{'QA tokens (padded)':<28}{ref_tokens:>18}{qa.tokens_processed:>18}")
+    per_ref = ref_counts["qa"]["response examples"] / max(n_ref, 1)
+    per_eng = eng_counts["qa"]["response examples"] / args.n
+    print(f"response-side QA examples per response: reference {per_ref:.2f}, engine {per_eng:.2f}")
+    print(f"peak memory: {peak_memory(device)}")
+    print(f"speed-up: {rate_engine / rate_ref:.2f}x ({rate_engine:.3f} vs {rate_ref:.3f} responses/s)  "
+          f"same scores: {same}")
     return 0 if same else 1
 
 

@@ -1,5 +1,6 @@
-"""A plain, per-example implementation of Q² in the released code's order, to check the batched
-engine against. Written from the rules (not from the engine): per candidate occurrence generate;
+"""A plain, per-example implementation of Q² in the released code's order: the yardstick the tests
+check the batched engine against, and the baseline of the speed benchmark. Written from the rules
+(not from the engine), one example per model call: per candidate occurrence generate;
 for each question in rank order the personal check, QA on the response, and on a valid question QA
 on the knowledge (stop at the first valid one in single mode); span NLI afterwards; the end-to-end
 NLI fallback last. QA answers are turned into the released code's strings: "[CLS]" for no answer.
@@ -55,8 +56,8 @@ def non_personal(tokens):
     return True
 
 
-def reference_q2(response, knowledge, parser, qg, qa, nli, *, single=True, remove_personal=True,
-                 dnli=False):
+def reference_q2(response: str, knowledge: str, parser, qg, qa, nli, *, single: bool = True,
+                 remove_personal: bool = True, dnli: bool = False) -> tuple[float, float]:
     """(q2, q2_no_nli) of one response, one model call per example."""
     def get_answer(question, text):
         ans = qa.answer([question], [text])[0]
