@@ -24,7 +24,7 @@ test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 bench: setup
-	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench_speed.py
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench_speed.py --size paper --n 16 --reference-n 8
 
 clean:
 	rm -rf $(VENV)
