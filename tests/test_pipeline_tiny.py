@@ -187,3 +187,26 @@ def test_demo_runs_on_local_models(tiny_models):
         capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "dodeca" in proc.stdout and "memnet" in proc.stdout and "Q2 = " in proc.stdout
+
+
+def test_fallback_reads_long_knowledge_in_windows(tiny_config):
+    from q2_metric.components import ParsedText
+    from q2_metric.models.hf_nli import HFNLIClassifier
+    from q2_metric.testing import ScriptedParser
+
+    nli = HFNLIClassifier(tiny_config)
+    knowledge = " ".join(["Gardening is considered to be a relaxing activity ."] * 150) + " Bob Ross painted."
+    response = "Bob Ross painted."
+    seen = []
+
+    def fake_run(pairs):  # only the window that reaches the end holds "bob ross"
+        seen.extend(pairs)
+        return ["entailment" if "bob ross" in p else "neutral" for p, _ in pairs]
+
+    nli._run = fake_run
+    scorer = Q2Scorer(tiny_config, parser=ScriptedParser({response: ParsedText()}), nli=nli)
+    res = scorer.score([response], [knowledge]).responses[0]
+    assert res.fallback and res.fallback_windows == len(seen) > 1
+    assert res.fallback_label == "entailment" and res.q2 == 1.0
+    assert "windows" in res.reason and "entailment if any window entails" in res.reason
+    assert all(len(nli.tokenizer(p, h)["input_ids"]) <= nli.max_length for p, h in seen)
