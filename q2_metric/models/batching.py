@@ -8,19 +8,22 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def budget_batches(lengths: Sequence[int], max_count: int, max_tokens: int) -> Iterator[list[int]]:
+def budget_batches(lengths: Sequence[int], max_count: int, max_tokens: int,
+                   min_fill: float = 0.8) -> Iterator[list[int]]:
     """Indices grouped into batches of similar length, longest first (an OOM shows up at once).
     A batch holds at most `max_count` inputs and, padded to its longest, at most `max_tokens`
-    tokens (a single longer input gets a batch of its own).
+    tokens (a single longer input gets a batch of its own); it also ends before an input shorter
+    than `min_fill` of its longest, so that padding stays under about a fifth of the work.
 
     >>> list(budget_batches([5, 50, 10, 40], max_count=8, max_tokens=100))
-    [[1, 3], [2, 0]]
+    [[1, 3], [2], [0]]
     """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batch: list[int] = []
     for i in order:
         longest = lengths[batch[0]] if batch else lengths[i]
-        if batch and (len(batch) >= max_count or (len(batch) + 1) * longest > max_tokens):
+        if batch and (len(batch) >= max_count or (len(batch) + 1) * longest > max_tokens
+                      or lengths[i] < min_fill * longest):
             yield batch
             batch = []
         batch.append(i)
