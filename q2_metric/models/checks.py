@@ -45,11 +45,11 @@ class Role:
 
 ROLES: dict[str, Role] = {
     "qg": Role("question-generation", "qg_model (--qg-model)",
-               "a sequence-to-sequence generation model (such as T5) with its language-model head"),
+               "a sequence-to-sequence generation model such as T5"),
     "qa": Role("question-answering", "qa_model (--qa-model)",
-               "an extractive question-answering model (SQuAD 2.0, e.g. ...ForQuestionAnswering)"),
+               "an extractive question-answering model"),
     "nli": Role("NLI", "nli_model (--nli-model)",
-                "a sequence-classification NLI model (e.g. ...ForSequenceClassification)"),
+                "a sequence-classification (NLI) model"),
 }
 
 _HEAD_KINDS = (  # architecture-name suffix -> what it is, for "is X, not Y" messages
