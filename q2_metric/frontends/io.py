@@ -136,7 +136,7 @@ def _bare_quote_field(raw: str) -> int | None:
     return None
 
 
-def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], list[str]]:
+def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], list[str] | None]:
     text = read_text(path, encoding)
     lines = list(io.StringIO(text, newline=""))
     records = iter(_scan_csv(lines, multiline))
@@ -149,7 +149,7 @@ def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], li
         header = fields
         break
     if header is None:
-        return [], []
+        return [], None
     duplicates = sorted({c for c in header if header.count(c) > 1})
     if duplicates:
         raise Q2InputError(f"The header of '{path}' names column '{duplicates[0]}' twice; "
