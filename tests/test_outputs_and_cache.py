@@ -152,11 +152,10 @@ def outputs(out_dir):
 
 def test_sigkill_leaves_old_or_new_set_and_rerun_is_identical(tiny_config, rows, tmp_path):
     data = write_input(tmp_path / "in.csv", rows[:6])
-    ref_dir, old_dir, out = tmp_path / "ref", tmp_path / "old", tmp_path / "out"
+    ref_dir, out = tmp_path / "ref", tmp_path / "out"
     q2_score(tmp_path, tiny_config, data, ref_dir, tmp_path / "ref-cache")
-    q2_score(tmp_path, tiny_config, write_input(tmp_path / "old.csv", rows[10:12]), old_dir, tmp_path / "old-cache")
-    new, old = outputs(ref_dir), outputs(old_dir)
-    assert new != old
+    new = outputs(ref_dir)
+    old = [b"old scores\n", b"old steps\n", b"{}\n"]  # what an earlier run left there
 
     def reset_to_old():
         out.mkdir(exist_ok=True)
