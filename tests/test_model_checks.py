@@ -65,8 +65,9 @@ def test_sharded_weights_need_every_shard(tiny_models, tmp_path):
 def test_missing_path_and_uncached_hub_id():
     with pytest.raises(ModelNotAvailable) as err:
         check_model("/nonexistent/qg", "qg")
-    assert str(err.value) == ("The question-generation model path '/nonexistent/qg' does not exist; pass a "
-                              "directory written by save_pretrained() as qg_model (--qg-model).")
+    assert str(err.value) == ("The question-generation model path '/nonexistent/qg' is not a directory with a "
+                              "saved model (nothing is there); pass a directory written by save_pretrained() as "
+                              "qg_model (--qg-model).")
     with pytest.raises(ModelNotAvailable) as err:
         check_model("nobody/no-such-model", "nli")
     assert str(err.value) == (

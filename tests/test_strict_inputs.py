@@ -198,6 +198,8 @@ def test_cli_input_errors_exit_2_before_models(tmp_path):
         res = run_cli("score", *args, "--no-cache")
         assert (res.returncode, res.stderr) == (2, stderr)
     assert not (tmp_path / "o.csv").exists() and empty.read_text() == HEADER
+    res = run_cli("demo", "--input", str(latin))  # the demo reads its input the same way
+    assert (res.returncode, res.stderr) == (2, cases[0][1])
 
 
 def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config):

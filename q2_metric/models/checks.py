@@ -222,9 +222,9 @@ def check_model(model_id: str, role: str) -> ModelIdentity:
     path = Path(model_id).expanduser()
     local = path.is_dir()
     if not local and (path.exists() or _looks_like_path(model_id)):
-        what = "is a file, not a directory" if path.exists() else "does not exist"
-        raise ModelNotAvailable(f"The {r.name} model path '{model_id}' {what}; pass a directory written "
-                                f"by save_pretrained() as {r.option}.")
+        what = "it is a file" if path.exists() else "nothing is there"
+        raise ModelNotAvailable(f"The {r.name} model path '{model_id}' is not a directory with a saved model "
+                                f"({what}); pass a directory written by save_pretrained() as {r.option}.")
     if local:
         def find(name: str) -> str | None:
             return str(path / name) if (path / name).is_file() else None
