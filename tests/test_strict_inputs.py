@@ -90,6 +90,9 @@ def test_missing_column_is_one_error_before_any_work(tmp_path):
     assert str(err.value) == (f"The input file '{path}' has no column 'response' (its columns: 'reply', "
                               "'knowledge'); name the right one with --response-col.")
     assert qg.calls == [] and not (tmp_path / "out.csv").exists()
+    array = write(tmp_path, '[{"response": "a", "knowledge": "b"}]', "in.json")
+    with pytest.raises(Q2InputError, match=r"holds a JSON array; write one JSON object per line \(JSONL\) instead"):
+        read_rows(array)
     jsonl = write(tmp_path, '{"response": "a", "k": "b"}\n' * 3, "in.jsonl")
     with pytest.raises(Q2InputError, match=r"has no column 'knowledge' \(its columns: 'response', 'k'\); "
                                            r"name the right one with --knowledge-col\.$"):

@@ -221,9 +221,13 @@ def _scan_csv(lines: list[str], multiline: bool) -> Iterator[tuple[int, list[str
 
 
 def _read_jsonl(path: Path, encoding: str) -> list[Row]:
+    text = read_text(path, encoding)
+    if text.lstrip().startswith("["):
+        raise Q2InputError(f"The input file '{path}' holds a JSON array; write one JSON object per line "
+                           "(JSONL) instead.")
     rows = []
     number = 0
-    for line_no, line in enumerate(read_text(path, encoding).split("\n"), 1):
+    for line_no, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         number += 1
