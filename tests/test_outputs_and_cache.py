@@ -94,8 +94,11 @@ def test_stale_temp_files_of_dead_runs_are_removed(tmp_path):
         busy = tmp_path / f".out.csv{TEMP_MARK}{alive.pid}-0badc0de"
         stale.write_text("x" * 1000)
         busy.write_text("y")
+        legacy = tmp_path / ".out.csv.k2j_9x0a.tmp"  # tempfile.mkstemp's name in earlier versions
+        legacy.write_text("z")
         commit_outputs([(tmp_path / "out.csv", lambda f: f.write("new\n"))])
-        assert not stale.exists() and busy.exists()  # another live run's file is left alone
+        assert not stale.exists() and not legacy.exists()
+        assert busy.exists()  # another live run's file is left alone
     finally:
         alive.kill()
         alive.wait()

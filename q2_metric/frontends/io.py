@@ -362,11 +362,15 @@ def recover_outputs(paths: Iterable[str | Path]) -> None:
             if Path(tmp).exists():
                 os.replace(tmp, final)
         manifest.unlink(missing_ok=True)
+    legacy = {p.parent / p.name: re.compile(re.escape(f".{p.name}.") + r"[a-z0-9_]{8}\.tmp") for p in paths}
     for folder in {p.parent for p in paths}:
         if not folder.is_dir():
             continue
         for stale in folder.iterdir():
             name = stale.name
+            if any(folder == target.parent and pattern.fullmatch(name) for target, pattern in legacy.items()):
+                stale.unlink(missing_ok=True)  # mkstemp names of earlier versions: no process to ask
+                continue
             if not (name.startswith(".") and TEMP_MARK in name):
                 continue
             try:
