@@ -190,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--allow-empty", action="store_true", help="an input without data rows is not an error")
     sc.add_argument("--multiline", action="store_true",
                     help="CSV fields may span lines (otherwise such a field is reported as a stray quote)")
-    sc.add_argument("--cache-dir", default=".q2_cache", help="resumable cache, keyed by the config")
+    sc.add_argument("--cache-dir", default=".q2_cache",
+                    help="resumable cache, keyed by the options and each model's identity")
     sc.add_argument("--no-cache", action="store_true")
     sc.add_argument("--chunk-size", type=int, default=64, help="responses per engine call (and cache write)")
     sc.add_argument("--no-progress", action="store_true")
