@@ -2,8 +2,6 @@
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -196,13 +194,10 @@ def test_injected_components_are_not_checked():
     assert scripted_scorer(Q2Config(qg_model="/nonexistent/qg", device="cuda")).check_models() == {}
 
 
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", *args], capture_output=True,
-                          text=True, timeout=300)
-
-
-def test_cli_model_errors_exit_2_in_one_line(tiny_models, tmp_path):
+def test_cli_model_errors_exit_2_in_one_line(tiny_models, tmp_path, capsys):
     """Each failure: exit code 2, one line on stderr, and no output written (checked before any work)."""
+    from q2_metric.frontends.cli import main
+
     (tmp_path / "in.csv").write_text("response,knowledge\nParis is big.,Paris is big.\n")
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -218,9 +213,9 @@ def test_cli_model_errors_exit_2_in_one_line(tiny_models, tmp_path):
         cases.append(({"--device": "cuda"}, "The device 'cuda' was asked for but torch sees no CUDA GPU"))
     for change, expected in cases:
         flags = [x for k, v in {**base, **change}.items() for x in (k, v)]
-        res = run_cli("score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"), "--no-cache", *flags)
-        assert res.returncode == 2, res.stderr
-        assert res.stderr.count("\n") == 1 and res.stderr.startswith("q2: ") and expected in res.stderr
+        assert main(["score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"), "--no-cache", *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("q2: ") and expected in err
         assert not (tmp_path / "out.csv").exists()
 
 

@@ -3,8 +3,6 @@ encodings, empty inputs, output paths, and the sequences the Python API accepts.
 
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -172,13 +170,10 @@ def test_api_accepts_any_sequence_of_strings():
         scripted_scorer().score(np.array(["a", None], dtype=object), knowledge)
 
 
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", *args], capture_output=True,
-                          text=True, timeout=300)
-
-
-def test_cli_input_errors_exit_2_before_models(tmp_path):
+def test_cli_input_errors_exit_2_before_models(tmp_path, capsys):
     """The paper's default models are not available here: each input error must come first."""
+    from q2_metric.frontends.cli import main
+
     latin = write(tmp_path, HEADER + "Café.,Café.\n", "latin.csv", encoding="latin-1")
     nocol = write(tmp_path, "reply,knowledge\n" + "a,b\n" * 300, "nocol.csv")
     empty = write(tmp_path, HEADER, "empty.csv")
@@ -198,23 +193,26 @@ def test_cli_input_errors_exit_2_before_models(tmp_path):
          "to another file so that the input is kept.\n"),
     ]
     for args, stderr in cases:
-        res = run_cli("score", *args, "--no-cache")
-        assert (res.returncode, res.stderr) == (2, stderr)
+        assert main(["score", *args, "--no-cache"]) == 2
+        assert capsys.readouterr().err == stderr
     assert not (tmp_path / "o.csv").exists() and empty.read_text() == HEADER
-    res = run_cli("demo", "--input", str(latin))  # the demo reads its input the same way
-    assert (res.returncode, res.stderr) == (2, cases[0][1])
+    assert main(["demo", "--input", str(latin)]) == 2  # the demo reads its input the same way
+    assert capsys.readouterr().err == cases[0][1]
 
 
-def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config):
+def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config, capsys):
+    from q2_metric.frontends.cli import main
+
     path = write(tmp_path, HEADER + 'Paris is big.,Paris is big.\n"Rome is old.,Rome is old.\n'
                                     'Berlin",Berlin is cold.\nOslo is far.,Oslo is far.\n')
-    res = run_cli("score", str(path), "-o", str(tmp_path / "out.jsonl"), "--no-cache", "--no-progress",
-                  "--qg-model", tiny_config.qg_model, "--qa-model", tiny_config.qa_model,
-                  "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu")
-    assert res.returncode == 3
-    ours = [line for line in res.stderr.splitlines() if line.startswith("q2: ")]  # not the loading bars
+    rc = main(["score", str(path), "-o", str(tmp_path / "out.jsonl"), "--no-cache", "--no-progress",
+               "--qg-model", tiny_config.qg_model, "--qa-model", tiny_config.qa_model,
+               "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu"])
+    captured = capsys.readouterr()
+    assert rc == 3
+    ours = [line for line in captured.err.splitlines() if line.startswith("q2: ")]  # not the loading bars
     assert ours == [f"q2: {path}: line 3: {STRAY.format(end=4)}; row skipped",
                     f"q2: {path}: line 4: {BARE}; row skipped"]
-    assert res.stdout.startswith(f"Scored 2/4 rows (2 now, 0 from the cache) -> {tmp_path / 'out.jsonl'}\n")
+    assert captured.out.startswith(f"Scored 2/4 rows (2 now, 0 from the cache) -> {tmp_path / 'out.jsonl'}\n")
     out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
     assert [o["q2"] is None for o in out] == [False, True, True, False]
