@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from q2_metric import Q2Config, Q2Scorer
+from q2_metric import Q2Scorer
 from q2_metric.frontends.io import MANIFEST_SUFFIX, TEMP_MARK, commit_outputs, recover_outputs
 from q2_metric.frontends.score_files import score_file
 
