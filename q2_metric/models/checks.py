@@ -151,7 +151,8 @@ def check_kind(config: Mapping[str, Any], role: str, model_id: str) -> str:
 # -- where a model's files are -------------------------------------------------------------------
 
 def _looks_like_path(model_id: str) -> bool:
-    return model_id.startswith((".", "/", "~")) or model_id.count("/") > 1 or os.sep != "/" and os.sep in model_id
+    """A Hub id is `name` or `org/name`; anything else that is not a folder is a wrong path."""
+    return model_id.startswith((".", "/", "~")) or model_id.count("/") > 1 or (os.sep != "/" and os.sep in model_id)
 
 
 def _local_digest(folder: Path, config_text: str) -> str:
