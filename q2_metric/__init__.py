@@ -11,6 +11,7 @@ from pathlib import Path
 
 from q2_metric.components import NO_ANSWER, Answer, ParsedText
 from q2_metric.config import Q2Config
+from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError
 from q2_metric.models.loading import ModelNotAvailable
 from q2_metric.normalize import f1_score, normalize_answer
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
@@ -28,5 +29,6 @@ def module_path() -> str:
 
 
 __all__ = ["Q2Scorer", "Q2Config", "Q2Result", "ResponseScore", "QuestionTrace", "SystemScore",
-           "Signature", "Answer", "NO_ANSWER", "ParsedText", "ModelNotAvailable", "Q2InputError",
+           "Signature", "Answer", "NO_ANSWER", "ParsedText", "ModelNotAvailable", "ModelCheckError",
+           "DeviceNotAvailable", "Q2InputError",
            "score", "cached_scorer", "f1_score", "normalize_answer", "module_path", "__version__"]

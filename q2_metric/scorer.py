@@ -51,18 +51,34 @@ class Q2Scorer:
     def needs_nli(self) -> bool:
         return self.config.use_nli or self.config.fallback_nli
 
-    def check_models(self) -> None:
-        """Fail fast, before loading anything, if a model is neither local nor downloadable."""
-        from q2_metric.models.loading import check_available
+    def check_models(self) -> dict[str, str]:
+        """Check, before any work and without loading weights, the device and every model this
+        scorer will build from its config: it exists, has weights and a tokenizer, and is the right
+        kind (seq2seq for QG, an extractive QA head, three NLI labels by name); see
+        `q2_metric.models.checks`. Injected components are not checked.
+
+        Returns each checked role's identity (`qg`/`qa`/`nli`/`parser` -> `id@revision`, the Hub
+        commit or a digest of a local directory). Raises `ModelNotAvailable`, `ModelCheckError`
+        or `DeviceNotAvailable`, each with a one-sentence message.
+        """
+        from q2_metric.models import checks
+
+        def built_from_config(component: object) -> bool:
+            return component is None or type(component).__module__.startswith("q2_metric.models.")
 
         c = self.config
-        wanted = [(self._qg, c.qg_model, "question-generation", "qg_model (--qg-model)"),
-                  (self._qa, c.qa_model, "question-answering", "qa_model (--qa-model)")]
+        wanted = [("qg", self._qg, c.qg_model), ("qa", self._qa, c.qa_model)]
         if self.needs_nli:
-            wanted.append((self._nli, c.nli_model, "NLI", "nli_model (--nli-model)"))
-        for component, model_id, role, option in wanted:
-            if component is None:
-                check_available(model_id, role, option)
+            wanted.append(("nli", self._nli, c.nli_model))
+        wanted = [(role, model_id) for role, component, model_id in wanted if built_from_config(component)]
+        identities: dict[str, str] = {}
+        if wanted:
+            checks.check_device(c.device)
+        for role, model_id in wanted:
+            identities[role] = str(checks.check_model(model_id, role))
+        if built_from_config(self._parser):
+            identities["parser"] = checks.check_spacy(c.spacy_model)
+        return identities
 
     def load(self) -> "Q2Scorer":
         """Load every component now (otherwise each loads on first use)."""

@@ -2,20 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence, Set
+from typing import Any
 
 
 class Q2InputError(ValueError):
     """Bad input to the scorer; the message names the item and the field."""
 
 
+_ACCEPTED = "a sequence of strings (list, tuple, numpy array, pandas Series)"
+
+
+def _as_list(value: Any, name: str) -> list:
+    """The items of an ordered sequence; unordered or keyed collections are refused."""
+    if isinstance(value, (str, bytes)):
+        raise Q2InputError(f"{name} must be {_ACCEPTED}, got a single {type(value).__name__}")
+    if isinstance(value, (Set, Mapping)) or hasattr(value, "keys") and not hasattr(value, "iloc"):
+        raise Q2InputError(f"{name} must be {_ACCEPTED}, got {type(value).__name__}, whose order is not "
+                           "the order of the items; pass a list")
+    ndim = getattr(value, "ndim", None)
+    if ndim is not None and ndim != 1:
+        raise Q2InputError(f"{name} must be one-dimensional {_ACCEPTED}, got {ndim} dimensions")
+    if not isinstance(value, Sequence) and not hasattr(value, "__iter__"):
+        raise Q2InputError(f"{name} must be {_ACCEPTED}, got {type(value).__name__}")
+    return list(value)
+
+
 def validate_inputs(responses: Any, knowledge: Any, response_field: str = "response",
                     knowledge_field: str = "knowledge") -> tuple[list[str], list[str]]:
-    """Check two parallel lists of strings; return them as lists."""
-    for name, value in ((response_field, responses), (knowledge_field, knowledge)):
-        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) and not hasattr(value, "__iter__"):
-            raise Q2InputError(f"{name} must be a list of strings, got {type(value).__name__}")
-    responses, knowledge = list(responses), list(knowledge)
+    """Check two parallel sequences of strings; return them as lists of plain `str`.
+
+    Lists, tuples, numpy arrays and pandas Series (by position) are accepted; sets and dicts are
+    refused. String subclasses such as `numpy.str_` become plain `str` (tokenizers refuse them).
+    """
+    responses = _as_list(responses, response_field)
+    knowledge = _as_list(knowledge, knowledge_field)
     if len(responses) != len(knowledge):
         raise Q2InputError(
             f"{response_field} has {len(responses)} items but {knowledge_field} has {len(knowledge)}; "
@@ -26,7 +47,7 @@ def validate_inputs(responses: Any, knowledge: Any, response_field: str = "respo
             if not isinstance(value, str):
                 kind = "None" if value is None else type(value).__name__
                 raise Q2InputError(f"item {i}: field '{name}' must be a string, got {kind}")
-    return responses, knowledge
+    return [str.__str__(r) for r in responses], [str.__str__(k) for k in knowledge]
 
 
 def empty_reason(response: str, knowledge: str) -> str | None:

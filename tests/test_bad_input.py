@@ -21,7 +21,8 @@ def test_mismatched_lengths():
 @pytest.mark.parametrize("responses, knowledge, message", [
     (["ok", None], ["k", "k"], "item 1: field 'response' must be a string, got None"),
     (["ok", "ok"], ["k", 3], "item 1: field 'knowledge' must be a string, got int"),
-    ("a single string", ["k"], "response must be a list of strings"),
+    ("a single string", ["k"],
+     r"response must be a sequence of strings \(list, tuple, numpy array, pandas Series\), got a single str"),
 ])
 def test_non_strings(responses, knowledge, message):
     with pytest.raises(Q2InputError, match=message):

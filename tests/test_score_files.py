@@ -75,9 +75,13 @@ def test_malformed_rows_reported_rest_scored(tmp_path):
 
 def test_csv_bad_row_line_number(tmp_path):
     (tmp_path / "in.csv").write_text('response,knowledge\n"Paris.","Paris."\n"multi\nline",Rome.\nonly-one\n')
-    report = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=None)
-    assert report.bad_rows == ["line 5: field 'knowledge' is missing (too few cells)"]
+    report = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=None,
+                        multiline=True)
+    assert report.bad_rows == ["line 5: 1 field(s) but the header has 2 (a comma in an unquoted field, "
+                               "or a missing one?)"]
     assert report.num_rows == 3
+    out = read_csv(tmp_path / "out.csv")
+    assert out[1]["response"] == "multi\nline" and out[1]["q2"] != "" and out[2]["q2"] == ""
 
 
 class FailingQG(ScriptedQG):
@@ -143,8 +147,14 @@ def test_cli_score_csv_and_jsonl_on_tiny_models(tiny_config, tmp_path, rows):
     assert res.returncode == 0 and "(0 now, 6 from the cache)" in res.stdout
 
 
-def test_cli_bad_rows_exit_code(tmp_path):
+def tiny_flags(config):
+    return ["--qg-model", config.qg_model, "--qa-model", config.qa_model, "--nli-model", config.nli_model,
+            "--decoding", "greedy", "--device", "cpu"]
+
+
+def test_cli_bad_rows_exit_code(tmp_path, tiny_config):
     (tmp_path / "in.jsonl").write_text('{"response": "", "knowledge": "x"}\n{bad\n')
-    res = run_cli("score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o.csv"), "--no-cache")
+    res = run_cli("score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o.csv"), "--no-cache",
+                  *tiny_flags(tiny_config))
     assert res.returncode == 3 and "line 2: not a JSON object" in res.stderr
     assert (tmp_path / "o.csv").exists()

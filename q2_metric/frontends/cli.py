@@ -48,12 +48,14 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    import csv
-
+    from q2_metric.frontends.io import read_rows
     from q2_metric.scorer import Q2Scorer
 
-    with open(args.input, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    read = read_rows(args.input, encoding=args.encoding)
+    for row in read:
+        if row.error:
+            print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
+    rows = [r.fields for r in read if r.error is None]
     scorer = Q2Scorer(config_from_args(args))
     scorer.load()
     result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows])
@@ -79,25 +81,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    import json
-
-    from q2_metric.frontends.score_files import score_file, summary_dict
+    from q2_metric.frontends.score_files import score_file
     from q2_metric.scorer import Q2Scorer
 
+    if args.chunk_size < 1:
+        raise Q2InputError(f"--chunk-size must be at least 1, got {args.chunk_size}.")
     report = score_file(Q2Scorer(config_from_args(args)), args.input, args.output,
                         response_col=args.response_col, knowledge_col=args.knowledge_col,
-                        prefix=args.prefix, steps_path=args.steps,
+                        prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
                         cache_dir=None if args.no_cache else args.cache_dir,
-                        chunk_size=args.chunk_size, progress=not args.no_progress)
+                        chunk_size=args.chunk_size, progress=not args.no_progress,
+                        encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline)
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
     print(f"Scored {report.num_rows - report.num_bad}/{report.num_rows} rows "
           f"({report.num_scored_now} now, {report.num_cached} from the cache) -> {args.output}")
     s = report.system
     print(f"Q2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}\n{report.signature}")
-    if args.summary:
-        from q2_metric.frontends.io import atomic_write
-        atomic_write(args.summary, lambda f: json.dump(summary_dict(report), f, indent=2))
     return 3 if report.num_bad else 0
 
 
@@ -181,18 +181,25 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="score the bundled sample of the annotated WoW set")
     demo.add_argument("--input", default=str(SAMPLE), help="CSV with response/knowledge columns")
     demo.add_argument("--explain", type=int, default=3, help="explain the first N responses")
+    demo.add_argument("--encoding", default="utf-8", help="text encoding of the input (default utf-8)")
     add_config_args(demo)
     demo.set_defaults(func=cmd_demo)
 
     sc = sub.add_parser("score", help="score a CSV, JSONL or datasets-on-disk file")
     sc.add_argument("input", help="CSV, JSONL, or a folder written by Dataset.save_to_disk")
-    sc.add_argument("-o", "--output", required=True, help="scores: .csv or .jsonl (written atomically)")
+    sc.add_argument("-o", "--output", required=True,
+                    help="scores: .csv or .jsonl (with --steps and --summary, written all-or-nothing)")
     sc.add_argument("--steps", help="also write one row per question here")
     sc.add_argument("--summary", help="write the system figures and signature as JSON here")
     sc.add_argument("--response-col", default="response")
     sc.add_argument("--knowledge-col", default="knowledge")
     sc.add_argument("--prefix", default="", help="prefix of the score columns (e.g. dodeca_)")
-    sc.add_argument("--cache-dir", default=".q2_cache", help="resumable cache, keyed by the config")
+    sc.add_argument("--encoding", default="utf-8", help="text encoding of a CSV/JSONL input (default utf-8)")
+    sc.add_argument("--allow-empty", action="store_true", help="an input without data rows is not an error")
+    sc.add_argument("--multiline", action="store_true",
+                    help="CSV fields may span lines (otherwise such a field is reported as a stray quote)")
+    sc.add_argument("--cache-dir", default=".q2_cache",
+                    help="resumable cache, keyed by the options and each model's identity")
     sc.add_argument("--no-cache", action="store_true")
     sc.add_argument("--chunk-size", type=int, default=64, help="responses per engine call (and cache write)")
     sc.add_argument("--no-progress", action="store_true")
@@ -245,12 +252,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a known failure is one line on stderr and exit code 2, never a traceback."""
+    from q2_metric.models.checks import DeviceNotAvailable
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ModelNotAvailable, Q2InputError) as err:
+    except (ModelNotAvailable, Q2InputError, DeviceNotAvailable) as err:
         print(f"q2: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # permissions, a full disk: the system's one-line reason
+        where = f" '{err.filename}'" if err.filename else ""
+        print(f"q2: {err.strerror or err}{where}.", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("q2: interrupted; run the same command again to resume from the cache.", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,15 +1,36 @@
-"""Reading response/knowledge tables (CSV, JSONL, a `datasets` dataset on disk) and writing
-outputs atomically."""
+"""Reading response/knowledge tables (CSV, JSONL, a `datasets` dataset on disk) strictly, and
+writing a set of outputs all-or-nothing.
+
+Reading: a row that cannot be read as written (malformed quoting, a wrong number of fields, a
+missing or non-text field) is reported by its real line number and left unscored; the other rows
+are read on. Problems that concern the whole file (it is missing, cannot be decoded, lacks a
+column, has no data rows) raise `Q2InputError` before any work.
+
+Writing: `commit_outputs` writes every file of a set to a temporary file in its target folder,
+then records the set in a manifest and renames the files into place. A run killed before the
+manifest is complete leaves the old set (its temporary files are removed by the next run); one
+killed after it leaves a manifest that the next run (`recover_outputs`) completes, giving the new
+set. Files are created with the user's umask.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
-import tempfile
+import re
+import time
+import uuid
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
+
+from q2_metric.validation import Q2InputError
+
+TEMP_MARK = ".q2tmp-"
+MANIFEST_SUFFIX = ".q2-manifest.json"
 
 
 @dataclass
@@ -17,105 +38,404 @@ class Row:
     """One input row: where it came from, its fields, and why it is bad (None when fine)."""
 
     number: int  # 1-based data row
-    line: int  # line in the file where the row starts (row number for datasets)
+    line: int  # line in the file where the row starts (1-based; row number for datasets)
     fields: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
 
-def read_rows(path: str | Path, response_col: str = "response", knowledge_col: str = "knowledge") -> list[Row]:
-    """Read every row; a malformed row gets `error` (naming its line and field) instead of failing."""
+# -- reading --------------------------------------------------------------------------------------
+
+def read_rows(path: str | Path, response_col: str = "response", knowledge_col: str = "knowledge", *,
+              encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = False) -> list[Row]:
+    """Read every row of a CSV, JSONL or datasets folder.
+
+    A malformed row gets `error` (naming its line and field) and the rest is read on. Raises
+    `Q2InputError` when the file is missing or cannot be decoded, a column is missing from the whole
+    file, or there is no data row (unless `allow_empty`). `multiline`: accept CSV fields that span
+    lines (off by default: in a file of one-line rows such a field is a stray quote merging rows).
+    """
     path = Path(path)
+    if not path.exists():
+        raise Q2InputError(f"The input file '{path}' does not exist; check the path.")
     if path.is_dir():
-        rows = _read_dataset(path)
+        rows, columns = _read_dataset(path)
     elif path.suffix in (".jsonl", ".json"):
-        rows = _read_jsonl(path)
+        rows, columns = _read_jsonl(path, encoding), None
     else:
-        rows = _read_csv(path)
+        rows, columns = _read_csv(path, encoding, multiline)
+    if not rows and not allow_empty:
+        raise Q2InputError(f"The input file '{path}' has no data rows; pass --allow-empty "
+                           "(allow_empty=True) to write an empty output anyway.")
+    needed = [response_col, knowledge_col]
+    if columns is None and rows:  # JSONL: a column is missing when no object has it
+        present = {k for row in rows for k in row.fields}
+        if all(row.error for row in rows):
+            present = set(needed)  # nothing readable: the per-row errors say why
+        columns = [c for c in needed if c in present] + sorted(present - set(needed))
+    if columns is not None:
+        missing = [c for c in needed if c not in columns]
+        if missing:
+            flag = "--response-col" if missing[0] == response_col else "--knowledge-col"
+            shown = ", ".join(f"'{c}'" for c in columns[:20]) or "none"
+            raise Q2InputError(f"The input file '{path}' has no column '{missing[0]}' (its columns: "
+                               f"{shown}); name the right one with {flag}.")
     for row in rows:
         if row.error:
             continue
-        for col in (response_col, knowledge_col):
+        where = f"row {row.line}" if path.is_dir() else f"line {row.line}"
+        for col in needed:
             value = row.fields.get(col)
             if col not in row.fields:
-                row.error = f"line {row.line}: field '{col}' is missing"
+                row.error = f"{where}: field '{col}' is missing"
             elif not isinstance(value, str):
                 kind = "empty" if value is None else type(value).__name__
-                row.error = f"line {row.line}: field '{col}' must be text, got {kind}"
+                row.error = f"{where}: field '{col}' must be text, got {kind}"
             if row.error:
                 break
     return rows
 
 
-def _read_csv(path: Path) -> list[Row]:
-    rows = []
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        start = reader.line_num + 1
-        for number, record in enumerate(reader, 1):
-            row = Row(number, start, {k: v for k, v in record.items() if k is not None})
-            if None in record:  # more cells than the header
-                row.error = f"line {start}: {len(record[None])} cell(s) more than the header has"
-            elif any(v is None for v in record.values()):
-                missing = next(k for k, v in record.items() if v is None)
-                row.error = f"line {start}: field '{missing}' is missing (too few cells)"
-            rows.append(row)
-            start = reader.line_num + 1
-    return rows
+def read_text(path: Path, encoding: str) -> str:
+    """The file's text; a decoding failure is one sentence naming the byte offset."""
+    data = path.read_bytes()
+    codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    try:
+        return data.decode(codec)
+    except LookupError:
+        raise Q2InputError(f"Unknown encoding '{encoding}'; pass a Python codec name such as "
+                           "utf-8 or latin-1 to --encoding.") from None
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise Q2InputError(
+            f"The input file '{path}' is not valid {encoding}: byte 0x{data[err.start]:02x} at offset "
+            f"{err.start} (line {line}) cannot be decoded; pass the file's encoding with --encoding "
+            f"(e.g. --encoding latin-1).") from None
 
 
-def _read_jsonl(path: Path) -> list[Row]:
+def _bare_quote_field(raw: str) -> int | None:
+    """Index of the first unquoted field holding a double quote (a writer never produces one)."""
+    index, i, n = 0, 0, len(raw)
+    while i < n:
+        if raw[i] == '"':  # quoted field: skip to its closing quote ("" is an escaped quote)
+            i += 1
+            while i < n:
+                if raw[i] == '"':
+                    if i + 1 < n and raw[i + 1] == '"':
+                        i += 2
+                        continue
+                    break
+                i += 1
+            i += 1
+        while i < n and raw[i] not in ",\r\n":
+            if raw[i] == '"':
+                return index
+            i += 1
+        if i < n and raw[i] == ",":
+            index += 1
+        i += 1
+    return None
+
+
+def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], list[str] | None]:
+    text = read_text(path, encoding)
+    lines = list(io.StringIO(text, newline=""))
+    records = iter(_scan_csv(lines, multiline))
+    header = None
+    for idx, fields, problem in records:
+        if fields == []:
+            continue
+        if fields is None:
+            raise Q2InputError(f"The header on line {idx + 1} of '{path}' cannot be read: {problem}.")
+        header = fields
+        break
+    if header is None:
+        return [], None
+    duplicates = sorted({c for c in header if header.count(c) > 1})
+    if duplicates:
+        raise Q2InputError(f"The header of '{path}' names column '{duplicates[0]}' twice; "
+                           "give every column its own name.")
     rows = []
-    with open(path, encoding="utf-8") as f:
-        number = 0
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            number += 1
+    for idx, fields, problem in records:
+        if fields == []:
+            continue  # blank line
+        line = idx + 1
+        row = Row(len(rows) + 1, line)
+        if fields is None:
+            row.error = f"line {line}: " + re.sub(
+                r"field #(\d+)", lambda m: _field_name(header, int(m.group(1)) - 1), problem)
+        elif len(fields) != len(header):
+            row.fields = dict(zip(header, fields))
+            row.error = (f"line {line}: {len(fields)} field(s) but the header has {len(header)} "
+                         "(a comma in an unquoted field, or a missing one?)")
+        else:
+            row.fields = dict(zip(header, fields))
+        rows.append(row)
+    return rows, header
+
+
+def _field_name(header: list[str], index: int) -> str:
+    return f"field '{header[index]}'" if index < len(header) else f"field {index + 1}"
+
+
+def _scan_csv(lines: list[str], multiline: bool) -> Iterator[tuple[int, list[str] | None, str]]:
+    """(0-based line index, fields or None, problem) for each record.
+
+    A record that cannot be read as written (unterminated quote, text after a closing quote, a
+    quote inside an unquoted field, or a line break inside quotes when `multiline` is off) is
+    reported on its first line and reading starts again on the next line, so one stray quote
+    never merges or swallows the rows after it."""
+    pos = 0
+    while pos < len(lines):
+        base = pos
+        reader = csv.reader(islice(lines, base, None), strict=True)
+        while True:
+            first = pos
             try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise ValueError("not a JSON object")
-                rows.append(Row(number, line_no, record))
-            except ValueError as err:
-                rows.append(Row(number, line_no, error=f"line {line_no}: not a JSON object ({err})"))
+                record = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as err:
+                if "unexpected end of data" in str(err):
+                    problem = "a double quote opened on this line is never closed"
+                else:
+                    problem = "a closing double quote is followed by more text in the same field"
+                yield first, None, problem + "; quote the whole field and double any quote inside it"
+                pos = first + 1
+                break
+            pos = base + reader.line_num
+            if pos - first > 1 and not multiline:
+                yield first, None, (
+                    f"a quoted field opened on this line runs on to line {pos} (a stray double quote?) "
+                    "while the rows of this file are one line each; fix the quote, or pass "
+                    "--multiline if fields really span lines")
+                pos = first + 1
+                break
+            raw = "".join(lines[first:pos])
+            if '"' in raw and record:
+                bad = _bare_quote_field(raw)
+                if bad is not None:
+                    yield first, None, (f"field #{bad + 1} holds a double quote without being quoted; "
+                                        "quote the whole field and double the quote inside it")
+                    continue
+            yield first, record, ""
+
+
+def _read_jsonl(path: Path, encoding: str) -> list[Row]:
+    text = read_text(path, encoding)
+    if text.lstrip().startswith("["):
+        raise Q2InputError(f"The input file '{path}' holds a JSON array; write one JSON object per line "
+                           "(JSONL) instead.")
+    rows = []
+    number = 0
+    for line_no, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        number += 1
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("not a JSON object")
+            rows.append(Row(number, line_no, record))
+        except ValueError as err:
+            rows.append(Row(number, line_no, error=f"line {line_no}: not a JSON object ({err})"))
     return rows
 
 
-def _read_dataset(path: Path) -> list[Row]:
+def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:
     import datasets
 
-    data = datasets.load_from_disk(str(path))
-    if isinstance(data, datasets.DatasetDict):
-        raise ValueError(f"{path} holds several splits ({', '.join(data)}); point at one split's folder")
-    return [Row(i, i, dict(record)) for i, record in enumerate(data, 1)]
-
-
-def atomic_write(path: str | Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        data = datasets.load_from_disk(str(path))
+    except FileNotFoundError:
+        raise Q2InputError(f"The input folder '{path}' is not a dataset saved by save_to_disk(); "
+                           "pass a CSV or JSONL file, or a dataset folder.") from None
+    if isinstance(data, datasets.DatasetDict):
+        raise Q2InputError(f"The input folder '{path}' holds several splits ({', '.join(data)}); "
+                           "point at one split's folder.")
+    return [Row(i, i, dict(record)) for i, record in enumerate(data, 1)], list(data.column_names)
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+class OutputPathError(Q2InputError):
+    """An output path that cannot be written as asked (a directory, the input, a clash)."""
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | Path]) -> None:
+    """Raise `OutputPathError` unless every output (by its flag) is a writable file path that is
+    neither the input nor another output; run before any work."""
+    named = [(flag, Path(p)) for flag, p in outputs.items()]
+    for i, (flag, path) in enumerate(named):
+        if path.is_dir():
+            raise OutputPathError(f"The output path '{path}' ({flag}) is a directory; name a file in it, "
+                                  f"e.g. {path / 'scores.csv'}.")
+        if input_path is not None and _same(path, Path(input_path)):
+            raise OutputPathError(f"The output path '{path}' ({flag}) is the input file; write to another "
+                                  "file so that the input is kept.")
+        for other_flag, other in named[:i]:
+            if _same(path, other):
+                raise OutputPathError(f"{other_flag} and {flag} name the same file '{path}'; give each "
+                                      "output its own file.")
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise OutputPathError(f"The output path '{path}' ({flag}) lies under '{folder}', which is a "
+                                  "file, not a folder; choose another path.")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputPathError(f"The folder '{folder}' of the output path '{path}' ({flag}) is not "
+                                  "writable; choose another path.")
+
+
+def pause_point(point: str) -> None:
+    """Test-only hook for the kill tests: when Q2_TEST_PAUSE names `point`, touch the file named by
+    Q2_TEST_PAUSE_FILE and sleep, so that a test can SIGKILL the process exactly here."""
+    if os.environ.get("Q2_TEST_PAUSE") == point:
+        Path(os.environ["Q2_TEST_PAUSE_FILE"]).write_text(point)
+        time.sleep(600)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _temp_name(path: Path) -> Path:
+    return path.parent / f".{path.name}{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _manifest_path(path: Path) -> Path:
+    return path.parent / f".{path.name}{MANIFEST_SUFFIX}"
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_new(path: Path, write: Callable[[TextIO], Any]) -> None:
+    """Create `path` (mode 0666 less the umask, like any new file) and write it durably."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def recover_outputs(paths: Iterable[str | Path]) -> None:
+    """Finish or undo what a killed run left next to `paths`.
+
+    A manifest means the killed run had written its whole set: its renames are completed. Temporary
+    files of runs that are no longer alive are removed (a manifest's files are renamed first)."""
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        manifest = _manifest_path(path)
+        if not manifest.exists():
+            continue
+        try:
+            pairs = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+        except (ValueError, KeyError, OSError):
+            pairs = []  # a manifest is renamed into place whole, so this is not expected
+        for tmp, final in pairs:
+            if Path(tmp).exists():
+                os.replace(tmp, final)
+        manifest.unlink(missing_ok=True)
+    legacy = {p.parent / p.name: re.compile(re.escape(f".{p.name}.") + r"[a-z0-9_]{8}\.tmp") for p in paths}
+    for folder in {p.parent for p in paths}:
+        if not folder.is_dir():
+            continue
+        for stale in folder.iterdir():
+            name = stale.name
+            if any(folder == target.parent and pattern.fullmatch(name) for target, pattern in legacy.items()):
+                stale.unlink(missing_ok=True)  # mkstemp names of earlier versions: no process to ask
+                continue
+            if not (name.startswith(".") and TEMP_MARK in name):
+                continue
+            try:
+                pid = int(name.rsplit(TEMP_MARK, 1)[1].split("-")[0])
+            except ValueError:
+                continue
+            if pid != os.getpid() and not _alive(pid):
+                stale.unlink(missing_ok=True)
+
+
+def commit_outputs(files: Sequence[tuple[str | Path, Callable[[TextIO], Any]]]) -> None:
+    """Write every `(path, write)` of the set so that the set changes all at once or not at all."""
+    targets = [Path(p) for p, _ in files]
+    recover_outputs(targets)
+    temps: list[Path] = []
+    try:
+        for target, (_, write) in zip(targets, files):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = _temp_name(target)
+            temps.append(tmp)
+            _write_new(tmp, write)
+        pause_point("temps-written")
+        manifest = _manifest_path(targets[0])
+        manifest_tmp = _temp_name(manifest)
+        temps.append(manifest_tmp)
+        body = json.dumps({"files": [[str(t.resolve()), str(p.resolve())] for t, p in zip(temps, targets)]})
+        _write_new(manifest_tmp, lambda f: f.write(body))
+        os.replace(manifest_tmp, manifest)
+        _fsync_dir(manifest.parent)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
         raise
+    # From here on the new set is decided: a kill is completed by the next run's recover_outputs.
+    pause_point("manifest-written")
+    for i, (tmp, target) in enumerate(zip(temps, targets)):
+        os.replace(tmp, target)
+        if i == 0:
+            pause_point("first-renamed")
+    for folder in {t.parent for t in targets}:
+        _fsync_dir(folder)
+    manifest.unlink()
+    _fsync_dir(manifest.parent)
 
 
-def write_table(path: str | Path, records: Iterable[dict[str, Any]], columns: list[str]) -> None:
-    """CSV, or JSONL when the name ends in .jsonl/.json; atomically."""
+def atomic_write(path: str | Path, write: Callable[[TextIO], Any]) -> None:
+    """Write one file through a temporary file in the same folder: never a half-written file."""
+    commit_outputs([(path, write)])
+
+
+def table_writer(path: str | Path, records: Iterable[dict[str, Any]],
+                 columns: list[str]) -> Callable[[TextIO], None]:
+    """A `write(f)` for a CSV, or JSONL when the name ends in .jsonl/.json."""
     records = list(records)
     if Path(path).suffix in (".jsonl", ".json"):
-        atomic_write(path, lambda f: f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-        return
+        return lambda f: f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
-    def write_csv(f):
+    def write_csv(f: TextIO) -> None:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(records)
 
-    atomic_write(path, write_csv)
+    return write_csv
+
+
+def write_table(path: str | Path, records: Iterable[dict[str, Any]], columns: list[str]) -> None:
+    """CSV, or JSONL when the name ends in .jsonl/.json; atomically."""
+    atomic_write(path, table_writer(path, records, columns))

@@ -5,14 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q2_metric.frontends.io import read_rows, write_table
+from q2_metric.frontends.io import (pause_point, check_output_paths, commit_outputs, read_rows, recover_outputs,
+                                     table_writer)
 from q2_metric.question_filter import VALID
 from q2_metric.scorer import Q2Scorer
-from q2_metric.signature import config_fingerprint
+from q2_metric.signature import Signature, config_fingerprint
 from q2_metric.system_score import SystemScore, system_score
 
 STEP_COLUMNS = ["row", "line", "candidate", "question", "rank", "status", "response_answer",
@@ -24,30 +26,35 @@ def pair_key(response: str, knowledge: str) -> str:
 
 
 class ScoreCache:
-    """Append-only JSONL of response results, one folder per config fingerprint."""
+    """Append-only JSONL of response results, one folder per cache key (see `cache_key`).
+
+    A last line cut by a kill is removed on opening, so the next append starts on a fresh line.
+    """
 
     def __init__(self, root: str | Path, fingerprint: str) -> None:
         self.path = Path(root) / fingerprint / "responses.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.entries: dict[str, dict] = {}
-        if self.path.exists():
-            with open(self.path, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        entry = json.loads(line)
-                        self.entries[entry["key"]] = entry["result"]
-                    except (ValueError, KeyError):
-                        continue  # a line cut by an interruption: that row is scored again
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):  # a cut last line: drop it (its row is scored again)
+            os.truncate(self.path, end)
+            data = data[:end]
+        for line in data.decode("utf-8", errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+                self.entries[entry["key"]] = entry["result"]
+            except (ValueError, KeyError, TypeError):
+                continue  # not ours or damaged: that row is scored again
 
     def add(self, items: list[tuple[str, dict]]) -> None:
-        import os
-
         with open(self.path, "a", encoding="utf-8") as f:
-            for key, result in items:
-                f.write(json.dumps({"key": key, "result": result}) + "\n")
-                self.entries[key] = result
+            f.write("".join(json.dumps({"key": key, "result": result}) + "\n" for key, result in items))
             f.flush()
             os.fsync(f.fileno())
+        self.entries.update(items)
 
 
 @dataclass
@@ -61,15 +68,37 @@ class ScoreReport:
     signature: str
 
 
+def model_names(scorer: Q2Scorer) -> dict[str, str]:
+    """What each component is, for the cache key and the signature: the checked identity
+    (`id@commit` or `id@local-<digest>`) of every model built from the config, `describe()` of
+    injected ones. The same before and after loading, so cached and fresh runs agree."""
+    return {**scorer.component_names(), **scorer.check_models()}
+
+
+def cache_key(scorer: Q2Scorer, names: dict[str, str] | None = None) -> str:
+    """The options that change a score and each model's identity, hashed."""
+    return config_fingerprint(scorer.config, model_names(scorer) if names is None else names)
+
+
 def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path, *,
                response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
-               steps_path: str | Path | None = None, cache_dir: str | Path | None = ".q2_cache",
-               chunk_size: int = 64, progress: bool = False) -> ScoreReport:
-    """Score every good row of `input_path`; write scores (and steps) atomically at the end."""
-    rows = read_rows(input_path, response_col, knowledge_col)
+               steps_path: str | Path | None = None, summary_path: str | Path | None = None,
+               cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
+               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = False) -> ScoreReport:
+    """Score every good row of `input_path`; write scores, steps and summary all-or-nothing at the end.
+
+    Before any model work: the output paths, the input (encoding, columns, at least one row) and
+    every model and the device are checked; a failure raises a one-sentence error.
+    """
+    outputs = {"-o/--output": output_path, "--steps": steps_path, "--summary": summary_path}
+    check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p})
+    recover_outputs([p for p in outputs.values() if p])
+    rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
+                     multiline=multiline)
     good = [r for r in rows if r.error is None]
-    fingerprint = config_fingerprint(scorer.config, scorer.component_names())
-    cache = ScoreCache(cache_dir, fingerprint) if cache_dir else None
+    names = model_names(scorer)
+    signature = str(Signature.create(scorer.config, names))
+    cache = ScoreCache(cache_dir, cache_key(scorer, names)) if cache_dir else None
     results: dict[str, dict] = dict(cache.entries) if cache else {}
 
     keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col]) for r in good}
@@ -82,7 +111,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     if progress and chunks:
         from tqdm.auto import tqdm
         bar = tqdm(total=len(todo), unit="resp", desc="Q²")
-    for chunk in chunks:
+    for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([texts[k][0] for k in chunk], [texts[k][1] for k in chunk])
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
         if cache:
@@ -90,6 +119,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         results.update(items)
         if bar:
             bar.update(len(chunk))
+        pause_point(f"chunk-{n}")
     if bar:
         bar.close()
 
@@ -110,18 +140,24 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                 step_records.append({"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}})
         out_records.append(record)
 
-    columns = list(dict.fromkeys(c for rec in out_records for c in rec))
-    write_table(output_path, out_records, columns)
-    if steps_path:
-        write_table(steps_path, step_records, STEP_COLUMNS)
-
     all_valid = [q for res in per_row for q in res["questions"] if q["status"] == VALID]
     system = system_score([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
                           [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
                           len(all_valid), sum(not q["knowledge_has_answer"] for q in all_valid))
-    return ScoreReport(system=system, num_rows=len(rows), num_bad=len(rows) - len(good),
-                       num_cached=cached, num_scored_now=len(todo),
-                       bad_rows=[r.error for r in rows if r.error], signature=str(scorer.signature()))
+    report = ScoreReport(system=system, num_rows=len(rows), num_bad=len(rows) - len(good),
+                         num_cached=cached, num_scored_now=len(todo),
+                         bad_rows=[r.error for r in rows if r.error], signature=signature)
+
+    score_columns = [f"{prefix}{c}" for c in ("q2", "q2_no_nli", "fallback", "num_questions", "reason", "error")]
+    columns = list(dict.fromkeys([c for rec in out_records for c in rec] + score_columns))
+    files = [(output_path, table_writer(output_path, out_records, columns))]
+    if steps_path:
+        files.append((steps_path, table_writer(steps_path, step_records, STEP_COLUMNS)))
+    if summary_path:
+        body = json.dumps(summary_dict(report), indent=2) + "\n"
+        files.append((summary_path, lambda f: f.write(body)))
+    commit_outputs(files)
+    return report
 
 
 def _num(value: float) -> float | None:
@@ -133,6 +169,7 @@ def _nan(value: Any) -> float:
 
 
 def summary_dict(report: ScoreReport) -> dict[str, Any]:
+    """The system figures, signature and row counts (nothing that differs between equal runs)."""
     return {**report.system.to_dict(), "signature": report.signature, "num_rows": report.num_rows,
             "num_bad_rows": report.num_bad}
 

@@ -1,0 +1,337 @@
+"""Pre-flight checks of the models and the device, and each model's identity.
+
+Every check reads files only (a model's `config.json`, the names of its files, the Hugging Face
+cache), never weights, so it costs milliseconds and runs before any work. Each failure raises
+one sentence that says what to do.
+
+A model's identity is what makes its scores: for a Hub id, the id and the resolved commit of the
+snapshot that would be loaded; for a local directory, the path and a digest of the content of its
+`config.json` plus the name, size and modification time (ns) of every other model file. Size and
+modification time are enough to notice re-saved weights cheaply; a rewrite that keeps both (e.g.
+`cp -p` of other weights of exactly the same size) would go unnoticed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from q2_metric.models.loading import ModelNotAvailable
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "spiece.model", "vocab.txt", "vocab.json",
+                   "sentencepiece.bpe.model")
+
+
+class ModelCheckError(ModelNotAvailable):
+    """A model exists but cannot serve its role (no weights, wrong kind, unusable labels)."""
+
+
+class DeviceNotAvailable(RuntimeError):
+    """The device asked for cannot be used here."""
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str  # as in messages: "question-generation"
+    option: str  # "qg_model (--qg-model)"
+    wanted: str  # what the role needs, for messages
+
+
+ROLES: dict[str, Role] = {
+    "qg": Role("question-generation", "qg_model (--qg-model)",
+               "a sequence-to-sequence generation model such as T5"),
+    "qa": Role("question-answering", "qa_model (--qa-model)",
+               "an extractive question-answering model"),
+    "nli": Role("NLI", "nli_model (--nli-model)",
+                "a sequence-classification (NLI) model"),
+}
+
+_HEAD_KINDS = (  # architecture-name suffix -> what it is, for "is X, not Y" messages
+    ("ForConditionalGeneration", "a sequence-to-sequence generation model"),
+    ("WithLMHeadModel", "a sequence-to-sequence generation model"),
+    ("ForQuestionAnswering", "an extractive question-answering model"),
+    ("ForSequenceClassification", "a sequence-classification model"),
+    ("ForTokenClassification", "a token-classification model"),
+    ("ForCausalLM", "a causal language model"),
+    ("ForMaskedLM", "a masked language model"),
+    ("ForMultipleChoice", "a multiple-choice model"),
+    ("EncoderModel", "an encoder without a task head"),
+    ("Model", "a base model without a task head"),
+)
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Which model a role uses: `model_id@revision` (`revision`: a Hub commit or `local-<digest>`)."""
+
+    model_id: str
+    revision: str
+    architecture: str
+
+    def __str__(self) -> str:
+        rev = self.revision if self.revision.startswith("local-") else self.revision[:10]
+        return f"{self.model_id}@{rev}"
+
+
+def _kind(arch: str) -> str:
+    for suffix, kind in _HEAD_KINDS:
+        if arch.endswith(suffix):
+            return kind
+    return "a model of another kind"
+
+
+def _auto_types(role: str) -> set[str] | None:
+    """model_type values the role's transformers Auto class can load (None if unknown here)."""
+    try:
+        from transformers.models.auto import modeling_auto as m
+    except Exception:  # noqa: BLE001 - the suffix rules below still apply
+        return None
+    table = {"qg": m.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+             "qa": m.MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES,
+             "nli": m.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES}[role]
+    return set(table)
+
+
+def nli_labels(id2label: Mapping[Any, str]) -> dict[int, str] | None:
+    """Map label ids to entailment/neutral/contradiction by name; None unless all three are there.
+
+    >>> nli_labels({"0": "CONTRADICTION", "1": "NEUTRAL", "2": "ENTAILMENT"})
+    {0: 'contradiction', 1: 'neutral', 2: 'entailment'}
+    """
+    mapping = {}
+    for idx, name in id2label.items():
+        low = str(name).lower()
+        for label, stem in (("entailment", "entail"), ("neutral", "neutral"), ("contradiction", "contrad")):
+            if low.startswith(stem):
+                mapping[int(idx)] = label
+    if len(id2label) != 3 or sorted(mapping.values()) != ["contradiction", "entailment", "neutral"]:
+        return None
+    return mapping
+
+
+def check_kind(config: Mapping[str, Any], role: str, model_id: str) -> str:
+    """Raise `ModelCheckError` unless `config` (a parsed config.json) fits `role`; return the architecture."""
+    r = ROLES[role]
+    archs = [str(a) for a in config.get("architectures") or []]
+    model_type = config.get("model_type")
+    if not model_type:
+        raise ModelCheckError(f"The {r.name} model '{model_id}' has a config.json without a model_type; "
+                              f"pass a model saved by save_pretrained() as {r.option}.")
+    types = _auto_types(role)
+    suffixes = {"qg": ("ForConditionalGeneration", "WithLMHeadModel"), "qa": ("ForQuestionAnswering",),
+                "nli": ("ForSequenceClassification",)}[role]
+    fits = [a for a in archs if a.endswith(suffixes)]
+    if archs and not fits:
+        raise ModelCheckError(f"The {r.name} model '{model_id}' is {_kind(archs[0])} ({archs[0]}), not "
+                              f"{r.wanted}; pass the right model as {r.option}.")
+    if not archs and role != "qg":  # without a named head, transformers would add a random one
+        raise ModelCheckError(f"The {r.name} model '{model_id}' does not name its architecture in "
+                              f"config.json, so its task head is unknown; pass {r.wanted} saved by "
+                              f"save_pretrained() as {r.option}.")
+    if types is not None and model_type not in types:
+        raise ModelCheckError(f"The {r.name} model '{model_id}' has model_type '{model_type}', which is "
+                              f"not {r.wanted}; pass the right model as {r.option}.")
+    if role == "nli":
+        id2label = config.get("id2label") or {}
+        if nli_labels(id2label) is None:
+            shown = ", ".join(f"{k}: {v}" for k, v in id2label.items()) or "none"
+            raise ModelCheckError(
+                f"The NLI model '{model_id}' has the labels ({shown}), not the three labels entailment, "
+                f"neutral and contradiction by name; set id2label in its config.json to the model's "
+                f"label names, or pass another NLI model as {r.option}.")
+    return fits[0] if fits else model_type
+
+
+# -- where a model's files are -------------------------------------------------------------------
+
+def _looks_like_path(model_id: str) -> bool:
+    """A Hub id is `name` or `org/name`; anything else that is not a folder is a wrong path."""
+    return model_id.startswith((".", "/", "~")) or model_id.count("/") > 1 or (os.sep != "/" and os.sep in model_id)
+
+
+def _local_digest(folder: Path, config_text: str) -> str:
+    h = hashlib.sha256(config_text.encode())
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.suffix == ".md" or path.name == "config.json" or not path.is_file():
+            continue
+        st = path.stat()
+        h.update(f"\0{path.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _hub_locator(model_id: str) -> tuple[Callable[[str], str | None], str] | None:
+    """(file finder, commit) of a Hub model whose config is in the local cache, else None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(model_id, "config.json")
+    if not isinstance(found, str):
+        return None
+    snapshot = Path(found).parent
+    commit = snapshot.name
+
+    def find(name: str) -> str | None:
+        hit = try_to_load_from_cache(model_id, name, revision=commit)
+        return hit if isinstance(hit, str) else None
+
+    return find, commit
+
+
+def _hub_remote(model_id: str, role: Role) -> tuple[Callable[[str], str | None], str]:
+    """(file finder, commit) from the Hub itself: one request for the file list, one for config.json."""
+    from huggingface_hub import HfApi, hf_hub_download
+
+    try:
+        info = HfApi().model_info(model_id, timeout=10)
+    except Exception as err:  # noqa: BLE001 - unreachable, unknown repo, gated: all mean "cannot use"
+        raise ModelNotAvailable(
+            f"The {role.name} model '{model_id}' is not in the Hugging Face cache and the Hub cannot give "
+            f"it ({type(err).__name__}): download it once where the Hub is reachable "
+            f"(`hf download {model_id}`) or pass a local model directory as {role.option}.") from None
+    names = {s.rfilename for s in info.siblings or []}
+    commit = info.sha or "unknown"
+
+    def find(name: str) -> str | None:
+        if name not in names:
+            return None
+        if name.endswith(".json"):
+            return hf_hub_download(model_id, name, revision=commit)
+        return name  # present upstream; downloaded when the model loads
+
+    return find, commit
+
+
+def _offline() -> bool:
+    from q2_metric.models.loading import _offline as offline
+
+    return offline()
+
+
+def check_model(model_id: str, role: str) -> ModelIdentity:
+    """Check that `model_id` can serve `role` (`qg`, `qa` or `nli`) and return its identity.
+
+    Raises `ModelNotAvailable` (not found) or `ModelCheckError` (found but unusable), one sentence each.
+    """
+    r = ROLES[role]
+    if not model_id or not str(model_id).strip():
+        raise ModelNotAvailable(f"No {r.name} model was given; pass a Hub id or a local directory as {r.option}.")
+    path = Path(model_id).expanduser()
+    local = path.is_dir()
+    if not local and (path.exists() or _looks_like_path(model_id)):
+        what = "it is a file" if path.exists() else "nothing is there"
+        raise ModelNotAvailable(f"The {r.name} model path '{model_id}' is not a directory with a saved model "
+                                f"({what}); pass a directory written by save_pretrained() as {r.option}.")
+    if local:
+        def find(name: str) -> str | None:
+            return str(path / name) if (path / name).is_file() else None
+        commit = ""
+        where = f"model directory '{model_id}'"
+    else:
+        located = _hub_locator(model_id)
+        if located is None:
+            if _offline():
+                raise ModelNotAvailable(
+                    f"The {r.name} model '{model_id}' is not in the Hugging Face cache and the Hub cannot "
+                    f"be reached (HF_HUB_OFFLINE is set): download it once where the Hub is reachable "
+                    f"(`hf download {model_id}`) or pass a local model directory as {r.option}.")
+            located = _hub_remote(model_id, r)
+        find, commit = located
+        where = f"model '{model_id}' (Hub snapshot {commit[:10]})"
+
+    config_file = find("config.json")
+    if config_file is None:
+        hint = ("pass a directory written by save_pretrained()" if local else
+                f"download it again (`hf download {model_id}`) or pass a local model directory")
+        raise ModelCheckError(f"The {r.name} {where} has no config.json; {hint} as {r.option}.")
+    try:
+        config_text = Path(config_file).read_text(encoding="utf-8")
+        config = json.loads(config_text)
+        if not isinstance(config, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as err:
+        raise ModelCheckError(f"The {r.name} {where} has a config.json that cannot be read ({err}); "
+                              f"save the model again with save_pretrained().") from None
+
+    if not _has_weights(find, local):
+        hint = ("save the model with save_pretrained() or copy its weights there" if local else
+                f"download it completely (`hf download {model_id}`) where the Hub is reachable")
+        raise ModelCheckError(
+            f"The {r.name} {where} has no weights (model.safetensors, pytorch_model.bin or a sharded "
+            f"index with all its shards); {hint}, or pass another model as {r.option}.")
+    if not any(find(name) for name in TOKENIZER_FILES):
+        raise ModelCheckError(
+            f"The {r.name} {where} has no tokenizer files (tokenizer.json, tokenizer_config.json or a "
+            f"vocabulary); save its tokenizer there too (tokenizer.save_pretrained()), or pass another "
+            f"model as {r.option}.")
+    arch = check_kind(config, role, model_id)
+    revision = "local-" + _local_digest(path, config_text)[:12] if local else commit
+    return ModelIdentity(str(model_id), revision, arch)
+
+
+def _has_weights(find: Callable[[str], str | None], local: bool) -> bool:
+    if any(find(name) for name in WEIGHT_FILES):
+        return True
+    for index_name in INDEX_FILES:
+        index = find(index_name)
+        if index is None:
+            continue
+        if not local and not Path(index).is_absolute():
+            return True  # listed upstream only; its shards come with it
+        try:
+            shards = set(json.loads(Path(index).read_text(encoding="utf-8"))["weight_map"].values())
+        except (OSError, ValueError, KeyError, AttributeError):
+            return False
+        if shards and all(find(s) for s in shards):
+            return True
+    return False
+
+
+def check_device(device: str) -> None:
+    """Raise `DeviceNotAvailable` when `device` names hardware torch cannot see."""
+    if device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        build = f"torch {torch.__version__}, " + ("built with CUDA" if torch.version.cuda else "a CPU-only build")
+        raise DeviceNotAvailable(
+            f"The device 'cuda' was asked for but torch sees no CUDA GPU ({build}); pass --device cpu "
+            f"(device='cpu') or --device auto, or install a CUDA build of torch on a machine with a GPU.")
+
+
+def check_spacy(name: str | None) -> str:
+    """Check that the spaCy pipeline is installed (without loading it); return its identity."""
+    from importlib import metadata, util
+
+    from q2_metric.models.spacy_parser import default_spacy_model
+
+    name = name or default_spacy_model()
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        meta = folder / "meta.json"
+        if not (folder / "config.cfg").is_file():
+            raise ModelNotAvailable(f"The spaCy model directory '{name}' has no config.cfg; pass a directory "
+                                    "written by nlp.to_disk() or an installed package as spacy_model "
+                                    "(--spacy-model).")
+        digest = hashlib.sha256(meta.read_bytes() if meta.is_file() else b"").hexdigest()[:12]
+        return f"spacy:{name}@local-{digest}"
+    if util.find_spec(name) is None:
+        raise ModelNotAvailable(f"The spaCy model '{name}' is not installed; install it (`python -m spacy "
+                                f"download {name}`) or pass an installed one as spacy_model (--spacy-model).")
+    try:
+        version = metadata.version(name.replace("_", "-"))
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"spacy:{name}@{version}"
+
+
+def model_identities(config: Any, roles: tuple[str, ...] = ("qg", "qa", "nli")) -> dict[str, ModelIdentity]:
+    """Check the device and each role's model of a `Q2Config`; return the identities by role."""
+    check_device(config.device)
+    attr = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model"}
+    return {role: check_model(getattr(config, attr[role]), role) for role in roles}
