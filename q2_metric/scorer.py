@@ -143,8 +143,12 @@ class Q2Scorer:
         except ValueError:
             return self.config.dtype
 
-    def signature(self) -> Signature:
-        return Signature.create(self.config, self.component_names())
+    def signature(self, identities: dict[str, str] | None = None) -> Signature:
+        """How scores are made: options, versions, and each model's checked identity (`id@commit`
+        or `id@local-<digest>`, from `check_models()` unless given) or `describe()` when injected."""
+        if identities is None:
+            identities = self.check_models()
+        return Signature.create(self.config, {**self.component_names(), **identities})
 
     # -- scoring -----------------------------------------------------------------------------
     def score(self, responses: Sequence[str], knowledge: Sequence[str], *,
@@ -159,8 +163,7 @@ class Q2Scorer:
         results = [ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
                    for i, (r, k) in enumerate(zip(responses, knowledge))]
         pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
-        if pairs:
-            self.check_models()
+        identities = self.check_models() if pairs else {}
         stages = [
             ("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates)),
             ("questions", lambda: generate_questions(pairs, self.qg)),
@@ -188,7 +191,7 @@ class Q2Scorer:
             unanswered_questions=sum(is_no_answer(Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer)))
                                      for t in all_valid),
         )
-        return Q2Result(system=system, responses=results, signature=self.signature())
+        return Q2Result(system=system, responses=results, signature=self.signature(identities))
 
 
 def score(responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None,

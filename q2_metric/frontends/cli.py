@@ -105,17 +105,18 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from q2_metric.frontends.io import atomic_write
+    from q2_metric.frontends.io import commit_outputs
     from q2_metric.frontends.meta_eval import SPLITS, AnnotatedSet, render_markdown, run_meta_eval, strict_json
 
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
     nli = None
     if args.nli_model:
+        from q2_metric.models import checks
         from q2_metric.models.hf_nli import HFNLIClassifier
-        from q2_metric.models.loading import check_available
 
-        check_available(args.nli_model, "NLI", "--nli-model")
+        checks.check_device(args.device)
+        checks.check_model(args.nli_model, "nli")
         nli = HFNLIClassifier(Q2Config(nli_model=args.nli_model, device=args.device))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -123,9 +124,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
                            seed=args.seed, repetitions=args.repetitions, nli=nli, bertscore=not args.no_bertscore,
                            pr_png=str(out / "pr_curve.png"),
                            progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr))
-    atomic_write(out / "meta_eval.json", lambda f: json.dump(strict_json(report), f, indent=2))
     markdown = render_markdown(report)
-    atomic_write(out / "meta_eval.md", lambda f: f.write(markdown))
+    commit_outputs([(out / "meta_eval.json", lambda f: json.dump(strict_json(report), f, indent=2)),
+                    (out / "meta_eval.md", lambda f: f.write(markdown))])
     print(markdown)
     return 0
 

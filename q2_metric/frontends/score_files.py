@@ -17,8 +17,13 @@ from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature, config_fingerprint
 from q2_metric.system_score import SystemScore, system_score
 
-STEP_COLUMNS = ["row", "line", "candidate", "question", "rank", "status", "response_answer",
+STEP_COLUMNS = ["row", "line", "occurrence", "candidate", "question", "rank", "status", "response_answer",
                 "knowledge_answer", "f1", "nli_label", "score", "score_no_nli"]
+
+
+def _no_answer(q: dict) -> bool:
+    """A valid question the knowledge does not answer ("no answer" or the empty answer)."""
+    return not q["knowledge_has_answer"] or not q["knowledge_answer"]
 
 
 def pair_key(response: str, knowledge: str) -> str:
@@ -135,6 +140,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
             valid = [q for q in res["questions"] if q["status"] == VALID]
             record.update({f"{prefix}q2": _num(res["q2"]), f"{prefix}q2_no_nli": _num(res["q2_no_nli"]),
                            f"{prefix}fallback": res["fallback"], f"{prefix}num_questions": len(valid),
+                           f"{prefix}num_no_answer": sum(_no_answer(q) for q in valid),
                            f"{prefix}reason": res["reason"] or "", f"{prefix}error": ""})
             for q in res["questions"]:
                 step_records.append({"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}})
@@ -143,12 +149,13 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     all_valid = [q for res in per_row for q in res["questions"] if q["status"] == VALID]
     system = system_score([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
                           [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
-                          len(all_valid), sum(not q["knowledge_has_answer"] for q in all_valid))
+                          len(all_valid), sum(_no_answer(q) for q in all_valid))
     report = ScoreReport(system=system, num_rows=len(rows), num_bad=len(rows) - len(good),
                          num_cached=cached, num_scored_now=len(todo),
                          bad_rows=[r.error for r in rows if r.error], signature=signature)
 
-    score_columns = [f"{prefix}{c}" for c in ("q2", "q2_no_nli", "fallback", "num_questions", "reason", "error")]
+    score_columns = [f"{prefix}{c}" for c in ("q2", "q2_no_nli", "fallback", "num_questions", "num_no_answer",
+                                                "reason", "error")]
     columns = list(dict.fromkeys([c for rec in out_records for c in rec] + score_columns))
     files = [(output_path, table_writer(output_path, out_records, columns))]
     if steps_path:

@@ -12,25 +12,22 @@ from typing import Mapping, Sequence
 
 import torch
 
-from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL, combine_window_labels
+from q2_metric.components import combine_window_labels
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import map_batched
+from q2_metric.models.checks import nli_labels
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
 
 
 def nli_label_map(id2label: Mapping[int, str]) -> dict[int, str]:
-    """Map a model's label ids to entailment/neutral/contradiction by their names.
+    """Map a model's label ids to entailment/neutral/contradiction by their names (the rule of
+    the pre-flight check, `checks.nli_labels`).
 
     >>> nli_label_map({0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"})
     {0: 'entailment', 1: 'neutral', 2: 'contradiction'}
     """
-    mapping = {}
-    for idx, name in id2label.items():
-        low = name.lower()
-        for label, stem in ((ENTAILMENT, "entail"), (NEUTRAL, "neutral"), (CONTRADICTION, "contrad")):
-            if low.startswith(stem):
-                mapping[int(idx)] = label
-    if sorted(mapping.values()) != sorted((ENTAILMENT, NEUTRAL, CONTRADICTION)):
+    mapping = nli_labels(id2label)
+    if mapping is None:
         raise ValueError(
             f"NLI model labels {dict(id2label)} do not name entailment, neutral and contradiction; "
             "set id2label in the model config"
