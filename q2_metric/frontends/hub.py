@@ -126,9 +126,9 @@ def write_model_card(card: str | Path, results: dict[str, Any], model_name: str,
 
 def _hub_failure(repo_id: str, err: Exception) -> PublishError:
     """One sentence for any failure talking to the Hub."""
-    from huggingface_hub import errors
+    from huggingface_hub import constants, errors
 
-    if isinstance(err, errors.OfflineModeIsEnabled):
+    if isinstance(err, errors.OfflineModeIsEnabled) or constants.HF_HUB_OFFLINE:
         why = "HF_HUB_OFFLINE is set"
     elif isinstance(err, errors.RepositoryNotFoundError):
         why = "the repository does not exist or the token cannot see it"
