@@ -2,6 +2,7 @@
 serves on 127.0.0.1 with tiny models; headless Chromium types a response and knowledge, clicks
 Score and reads the score, the explanation table and the signature from the page."""
 
+import configparser
 import json
 import os
 import socket
@@ -10,9 +11,12 @@ import sys
 import sysconfig
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
+from packaging.specifiers import SpecifierSet
 
 from browser import Browser, find_chromium
 
@@ -42,8 +46,20 @@ def test_space_folder_is_complete(space_dir):
     assert requirements[0] == f"./{wheel}" and any(r.startswith("gradio") for r in requirements)
     assert "q2-metric" not in requirements  # no package index has it
     assert (space_dir / "q2.py").read_text() == (ROOT / "q2_metric" / "q2_metric.py").read_text()
-    header = (space_dir / "README.md").read_text().split("---\n")[1]
-    assert "sdk: gradio" in header and "app_file: app.py" in header
+    card = (space_dir / "README.md").read_text()
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["sdk"] == "gradio" and header["app_file"] == "app.py"
+    assert f"pip install ./{wheel}" in card  # the card installs the wheel it ships
+    gradio = next(r for r in requirements if r.startswith("gradio"))
+    assert header["sdk_version"] in SpecifierSet(gradio[len("gradio"):])
+    extras = configparser.ConfigParser()
+    extras.read(ROOT / "setup.cfg")
+    assert extras["options.extras_require"]["space"].split() == [gradio]  # one gradio range
+    # the wheel's metadata: the paper authors' repository is the upstream reference, not our url
+    with zipfile.ZipFile(space_dir / wheel) as whl:
+        meta = whl.read(next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    assert "Home-page: https://github.com/orhonovich" not in meta
+    assert "Project-URL: Upstream (the paper authors' code and data), https://github.com/orhonovich/q-squared" in meta
 
 
 def test_space_needs_a_checkout_one_sentence(tmp_path, monkeypatch):
