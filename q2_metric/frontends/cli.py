@@ -59,6 +59,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     scorer = Q2Scorer(config_from_args(args))
     progress = None if args.no_progress else tqdm_progress("Q²", leave=True)
+    scorer.check_models()  # a missing model: one sentence, before anything else is printed
     with verbose_loading(args.verbose):
         if progress is not None:
             print(f"Loading the models, then scoring {len(rows)} responses (on a CPU with the paper's "

@@ -97,20 +97,31 @@ def make_app(config: Q2Config | None = None):
     return app
 
 
+def _skip_in_copy(folder: str, names: list[str]) -> set[str]:
+    """Build outputs, caches and virtual environments stay out of the wheel's source copy."""
+    skip = {".git", "build", "dist", "__pycache__", ".q2_cache", ".pytest_cache", "node_modules"}
+    return {n for n in names if n in skip or n.endswith(".egg-info") or (Path(folder, n, "pyvenv.cfg").exists())}
+
+
 def build_wheel(out_dir: Path) -> Path:
-    """Build this package's wheel into `out_dir` (needs the source checkout)."""
+    """Build this package's wheel into `out_dir` from a clean copy of the source checkout (so no
+    stale `build/` file can slip into it)."""
+    import tempfile
+
     if not (ROOT / "setup.cfg").exists():
         raise SpaceBuildError(f"q2-metric space builds a wheel of this package and needs its source "
                               f"checkout, but {ROOT} has no setup.cfg.")
-    before = set(out_dir.glob("q2_metric-*.whl"))
-    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                          "--disable-pip-version-check", "-q", "-w", str(out_dir), str(ROOT)],
-                         capture_output=True, text=True)
-    wheels = sorted(set(out_dir.glob("q2_metric-*.whl")) - before) or sorted(out_dir.glob("q2_metric-*.whl"))
-    if run.returncode != 0 or not wheels:
-        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SpaceBuildError(f"Building the q2-metric wheel failed: {last}")
-    return wheels[-1]
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "src"
+        shutil.copytree(ROOT, source, ignore=_skip_in_copy)
+        run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                              "--disable-pip-version-check", "-q", "-w", str(Path(tmp) / "dist"), str(source)],
+                             capture_output=True, text=True)
+        wheels = sorted((Path(tmp) / "dist").glob("q2_metric-*.whl"))
+        if run.returncode != 0 or len(wheels) != 1:
+            last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SpaceBuildError(f"Building the q2-metric wheel failed: {last}")
+        return Path(shutil.copy2(wheels[0], out_dir / wheels[0].name))
 
 
 def build_space(out_dir: str | Path) -> Path:
