@@ -162,3 +162,18 @@ def test_space_config_from_environment(monkeypatch):
     monkeypatch.setenv("Q2_SPACE_OPTIONS", '{"decoding": "sample"}')
     with pytest.raises(Q2OptionError, match="decoding='sample'"):
         space_config()
+
+
+def test_explain_rows():
+    """One row per generated question; the fallback and an unscored input get a row saying so."""
+    from q2_metric.frontends.space import TABLE_COLUMNS, explain
+    from q2_metric.testing import scripted_scorer
+
+    scorer = scripted_scorer()
+    score, rows, signature = explain("Bob Ross hosted the show.", "Bob Ross hosted the show.", scorer)
+    assert score == 1.0 and signature.startswith("q2:") and all(len(r) == len(TABLE_COLUMNS) for r in rows)
+    assert rows[0][:3] == ["Bob Ross", "what about Bob Ross?", "valid"] and rows[0][-1] == 1.0
+    score, rows, _ = explain("it was nice.", "Bob Ross hosted the show.", scorer)
+    assert rows[-1][2] == "fallback" and score == rows[-1][-1]
+    score, rows, _ = explain("   ", "Bob Ross hosted the show.", scorer)
+    assert score is None and rows == [["", "", "not scored: empty response", "", "", None, "", None]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import typing
 from typing import Any, Iterable, Mapping
@@ -32,6 +33,7 @@ def choices_text(values: Iterable[Any]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
 
 
+@functools.lru_cache(maxsize=1)
 def option_types() -> dict[str, Any]:
     """`Q2Config` field name -> its type hint."""
     import q2_metric.config as config_module
@@ -61,16 +63,16 @@ def _bad(name: str, value: Any, allowed: str) -> Q2OptionError:
 
 def normalize_device(value: Any) -> str:
     """`auto`, `cpu`, `cuda`, `cuda:N` or a `torch.device` -> a device string torch understands."""
+    import torch
+
     allowed = "use 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device"
-    if type(value).__name__ == "device" and type(value).__module__.startswith("torch"):
+    if isinstance(value, torch.device):
         value = str(value)
     if not isinstance(value, str):
         raise _bad("device", value, allowed)
     kind, _, index = value.partition(":")
     if value == "auto" or value == "cpu" or kind == "cuda" and (not index or index.isdigit()):
         if kind == "cuda":
-            import torch
-
             count = torch.cuda.device_count() if torch.cuda.is_available() else 0
             if count == 0 or index and int(index) >= count:
                 raise Q2OptionError(f"Invalid Q² option device={value!r}: torch sees "

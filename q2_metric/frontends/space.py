@@ -69,6 +69,7 @@ def make_app(config: Q2Config | None = None):
     """The gradio Blocks app (models load on the first request and are kept)."""
     import gradio as gr
 
+    from q2_metric.models.loading import ModelNotAvailable
     from q2_metric.scorer import Q2Scorer
 
     scorer = Q2Scorer(config or space_config())
@@ -77,8 +78,10 @@ def make_app(config: Q2Config | None = None):
         def report(stage: str, done: int, total: int) -> None:
             progress((done, total), desc=f"Q² {stage}")
 
-        score, rows, signature = explain(response, knowledge, scorer, report)
-        return score, rows, signature
+        try:
+            return explain(response, knowledge, scorer, report)
+        except ModelNotAvailable as err:  # shown on the page as its one sentence
+            raise gr.Error(str(err)) from None
 
     with gr.Blocks(title="Q²") as app:
         gr.Markdown("# Q²: factual consistency of a dialogue response with its knowledge\n"
