@@ -458,3 +458,28 @@ def test_undefined_results_stay_out_of_the_card():
                          dataset_name="WoW", dataset_type="wow", dataset_split="test")
     [entry] = meta["model-index"][0]["results"]
     assert [m["type"] for m in entry["metrics"]] == ["q2/coverage"]
+
+
+@pytest.mark.parametrize("status, why", [(None, "the Hub cannot be reached"),
+                                         (401, "the token is missing or may not write to it")])
+def test_push_failure_one_sentence(status, why, monkeypatch):
+    import httpx
+    from huggingface_hub import constants
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from q2_metric.frontends.hub import PublishError, push_model_card
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    request = httpx.Request("GET", "https://huggingface.co/api/models/me/m")
+
+    class Failing(FakeHub):
+        def hf_hub_download(self, repo_id, filename, token=None):
+            if status is None:
+                raise httpx.ConnectError("[Errno -3] Temporary failure in name resolution", request=request)
+            raise HfHubHTTPError("401 Unauthorized", response=httpx.Response(status, request=request))
+
+    with pytest.raises(PublishError) as err:
+        push_model_card("me/m", RESULTS, "m", api=Failing(), dataset_name="WoW", dataset_type="wow")
+    message = str(err.value)
+    assert message.startswith(f"Cannot update the model card of me/m on the Hub: {why}") and message.endswith(".")
+    assert "\n" not in message
