@@ -5,7 +5,7 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 
 .PHONY: setup run test bench clean browser
 
-setup: $(VENV)/.installed browser
+setup: $(VENV)/.installed
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -26,7 +26,7 @@ browser:
 run: setup
 	$(VENV)/bin/q2 demo
 
-test: setup
+test: setup browser
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 bench: setup
