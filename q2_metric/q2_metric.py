@@ -6,12 +6,16 @@ Space ships a copy of this file as `q2.py` (`q2-metric space`).
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import datasets
 import evaluate
 
 from q2_metric.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
+from q2_metric.config import Q2Config
 from q2_metric.frontends.options import (VARIANTS, Q2OptionError, build_config, check_option_names,
                                          choices_text, json_safe, option_default)
+from q2_metric.scorer import Q2Scorer
 from q2_metric.validation import validate_inputs
 
 _KWARGS_DESCRIPTION = f"""
@@ -116,7 +120,7 @@ def _check(predictions, references) -> None:
 class Q2(evaluate.Metric):
     """Q² factual consistency of knowledge-grounded dialogue responses."""
 
-    def _info(self):
+    def _info(self) -> evaluate.MetricInfo:
         if self.config_name not in VARIANTS:
             raise Q2OptionError(f"Invalid Q² configuration name {self.config_name!r}: allowed values are "
                                 f"{choices_text(VARIANTS)}.")
@@ -133,10 +137,11 @@ class Q2(evaluate.Metric):
             reference_urls=[PAPER],
         )
 
-    def _config(self, variant=None, batch_size=None, **options):
+    def _config(self, variant: str | None = None, batch_size: int | None = None, **options: Any) -> Q2Config:
         return build_config(variant or self.config_name, options, batch_size)
 
-    def compute(self, *, predictions=None, references=None, **kwargs):
+    def compute(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
+                **kwargs: Any) -> dict[str, Any] | None:
         """Compute Q² (inputs and options are checked first, so errors name the item or option)."""
         if predictions is not None or references is not None:
             _check(predictions, references)
@@ -144,15 +149,14 @@ class Q2(evaluate.Metric):
         self._config(**{k: v for k, v in kwargs.items() if k not in ("return_details", "progress", "verbose")})
         return super().compute(predictions=predictions, references=references, **kwargs)
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
+    def add_batch(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
+                  **kwargs: Any) -> None:
         """Add a batch of responses and their knowledge (checked as `compute` checks them)."""
         _check(predictions, references)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
-    def scorer(self, config):
+    def scorer(self, config: Q2Config) -> Q2Scorer:
         """The scorer of this metric instance; models reload only when a model option changes."""
-        from q2_metric.scorer import Q2Scorer
-
         current = getattr(self, "_scorer", None)
         if current is None or current.config.model_key() != config.model_key():
             self._scorer = current = Q2Scorer(config)
