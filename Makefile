@@ -3,24 +3,30 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench clean browser
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) torch==2.13.0
-	$(PIP) -e '.[test]'
+	$(PIP) -e '.[test]'   # the newest versions the ranges allow (transformers 5, huggingface_hub 1.x, gradio)
 	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install it without them,
 	# plus the runtime needs it really has (never a dependency of setup.cfg).
 	$(PIP) --no-deps parlai==1.7.2
 	$(PIP) iopath 'setuptools>=77,<81' Pillow nltk scikit-learn
 	touch $@
 
+# Headless Chromium for the Space's browser test (Debian's package; needs root for apt-get).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
+	  >/dev/null; } || echo "chromium is not installed (apt-get install chromium): the Space's browser test will be skipped"
+
 run: setup
 	$(VENV)/bin/q2 demo
 
-test: setup
+test: setup browser
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 bench: setup

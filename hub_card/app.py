@@ -1,9 +1,12 @@
-"""Hugging Face Space for the Q² metric: evaluate's gradio widget."""
+"""Hugging Face Space for Q²: response + knowledge -> score, one row per question, signature.
 
-from pathlib import Path
+`q2-metric space OUT_DIR` puts this file next to the card, the evaluate module (`q2.py`), a wheel
+of q2-metric and `requirements.txt`. Models: `Q2_QG_MODEL`, `Q2_QA_MODEL`, `Q2_NLI_MODEL` (default:
+the paper's); more options as JSON in `Q2_SPACE_OPTIONS`. Address and port: gradio's
+`GRADIO_SERVER_NAME` and `GRADIO_SERVER_PORT`.
+"""
 
-import evaluate
-from evaluate.utils import launch_gradio_widget
+from q2_metric.frontends.space import make_app
 
-module = evaluate.load(str(Path(__file__).resolve().parent / "q2.py"))
-launch_gradio_widget(module)
+if __name__ == "__main__":
+    make_app().queue().launch()

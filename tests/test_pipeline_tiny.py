@@ -177,7 +177,7 @@ def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("q2: The question-generation model")
-    assert "hf download" in lines[0] and "--qg-model" in lines[0]
+    assert "`hf download " in lines[0] and "--qg-model" in lines[0]
 
 
 def test_demo_runs_on_local_models(tiny_models):

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Sequence
 
 from q2_metric.config import Q2Config
+from q2_metric.frontends.hub import PublishError
+from q2_metric.frontends.space import SpaceBuildError
 from q2_metric.models.loading import ModelNotAvailable
 from q2_metric.validation import Q2InputError
 
@@ -31,7 +33,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                    help="reference: the released code's argmax decoding (default); best_span: SQuAD 2.0 decoding")
     g.add_argument("--no-personal-filter", action="store_true", help="keep questions about I/you")
     g.add_argument("--no-nli", action="store_true", help="span scores by token F1 only (no span NLI)")
-    g.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device)
+    g.add_argument("--device", default=d.device, help="auto (default), cpu, cuda or cuda:N")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI")
 
 
@@ -44,12 +46,18 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
         opts["personal_filter"] = False
     if args.batch_size:
         opts.update(qg_batch_size=args.batch_size, qa_batch_size=args.batch_size, nli_batch_size=args.batch_size)
-    return base(**opts)
+    try:
+        return base(**opts)
+    except ValueError as err:
+        raise Q2InputError(str(err)) from None
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from q2_metric.frontends.io import read_rows
     from q2_metric.scorer import Q2Scorer
+
+    from q2_metric.models.loading import verbose_loading
+    from q2_metric.progress import tqdm_progress
 
     read = read_rows(args.input, encoding=args.encoding)
     for row in read:
@@ -57,8 +65,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
     rows = [r.fields for r in read if r.error is None]
     scorer = Q2Scorer(config_from_args(args))
-    scorer.load()
-    result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows])
+    progress = None if args.no_progress else tqdm_progress("Q²", leave=True)
+    scorer.check_models()  # a missing model: one sentence, before anything else is printed
+    with verbose_loading(args.verbose):
+        if progress is not None:
+            print(f"Loading the models, then scoring {len(rows)} responses (on a CPU with the paper's "
+                  "models this takes minutes)...", file=sys.stderr, flush=True)
+        scorer.load()
+        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress)
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
         groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(res.q2)
@@ -106,7 +120,8 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from q2_metric.frontends.io import commit_outputs
-    from q2_metric.frontends.meta_eval import SPLITS, AnnotatedSet, render_markdown, run_meta_eval, strict_json
+    from q2_metric.frontends.meta_eval import SPLITS, AnnotatedSet, render_markdown, run_meta_eval
+    from q2_metric.frontends.options import json_safe
 
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
@@ -125,7 +140,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
                            pr_png=str(out / "pr_curve.png"),
                            progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr))
     markdown = render_markdown(report)
-    commit_outputs([(out / "meta_eval.json", lambda f: json.dump(strict_json(report), f, indent=2)),
+    commit_outputs([(out / "meta_eval.json", lambda f: json.dump(json_safe(report), f, indent=2)),
                     (out / "meta_eval.md", lambda f: f.write(markdown))])
     print(markdown)
     return 0
@@ -152,27 +167,33 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    import json
-
     import yaml
 
     from q2_metric.frontends import hub
 
-    with open(args.results, encoding="utf-8") as f:
-        results = json.load(f)
-    missing = [k for k in ("q2", "q2_no_nli", "coverage") if k not in results]
-    if missing:
-        raise Q2InputError(f"{args.results}: field(s) {', '.join(missing)} missing from the results")
+    results = hub.load_results(args.results)
     dataset = dict(dataset_name=args.dataset_name, dataset_type=args.dataset_type,
                    dataset_split=args.split, dataset_config=args.dataset_config)
-    if args.repo_id:
+    if args.repo_id and not args.dry_run:
         url = hub.push_model_card(args.repo_id, results, args.model_name, token=args.token, **dataset)
         print(f"Updated the model card: {url}")
     elif args.card and not args.dry_run:
         hub.write_model_card(args.card, results, args.model_name, **dataset)
         print(f"Wrote Q² results into {args.card}")
     else:
-        print(yaml.safe_dump(hub.card_metadata(results, args.model_name, **dataset), sort_keys=False))
+        existing = hub.read_card_metadata(args.card) if args.card else None
+        print(yaml.safe_dump(hub.card_metadata(results, args.model_name, existing, **dataset), sort_keys=False))
+    return 0
+
+
+def cmd_space(args: argparse.Namespace) -> int:
+    from q2_metric.frontends.space import build_space
+
+    out = build_space(args.out_dir)
+    files = sorted(p.name for p in out.iterdir() if p.is_file())
+    print(f"Wrote the Space to {out}: {', '.join(files)}\n"
+          f"Try it: pip install -r requirements.txt && python app.py (inside {out}); "
+          f"publish it: hf upload --repo-type space <you>/q2 {out} .")
     return 0
 
 
@@ -183,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--input", default=str(SAMPLE), help="CSV with response/knowledge columns")
     demo.add_argument("--explain", type=int, default=3, help="explain the first N responses")
     demo.add_argument("--encoding", default="utf-8", help="text encoding of the input (default utf-8)")
+    demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    demo.add_argument("--verbose", action="store_true", help="show transformers' model-loading output")
     add_config_args(demo)
     demo.set_defaults(func=cmd_demo)
 
@@ -249,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
     pub.add_argument("--dry-run", action="store_true", help="print the metadata, write nothing")
     pub.add_argument("--token", default=None, help="Hub token (default: the logged-in one)")
     pub.set_defaults(func=cmd_publish)
+
+    space = sub.add_parser("space", help="assemble a Hugging Face Space folder (card, app, wheel)")
+    space.add_argument("out_dir", help="folder to write (created if missing)")
+    space.set_defaults(func=cmd_space)
     return parser
 
 
@@ -259,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ModelNotAvailable, Q2InputError, DeviceNotAvailable) as err:
+    except (ModelNotAvailable, Q2InputError, DeviceNotAvailable, PublishError, SpaceBuildError) as err:
         print(f"q2: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # permissions, a full disk: the system's one-line reason

@@ -26,24 +26,71 @@ def register_evaluate_module(dynamic_modules_path: str | None = None) -> Path:
     return target / "q2.py"
 
 
+class PublishError(RuntimeError):
+    """Results could not be read or published; the message is one sentence."""
+
+
+RESULT_FIELDS = ("q2", "q2_no_nli", "coverage")
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read a results JSON (`compute`'s output or `save_results`'s file); NaN/null values are kept
+    out of the card later, missing fields fail here."""
+    import json
+
+    try:
+        results = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise PublishError(f"Cannot read the results file {path}: {err.strerror or err}.") from None
+    except json.JSONDecodeError as err:
+        raise PublishError(f"The results file {path} is not JSON ({err.msg} at line {err.lineno}).") from None
+    if not isinstance(results, dict):
+        raise PublishError(f"The results file {path} must hold a JSON object, not {type(results).__name__}.")
+    missing = [k for k in RESULT_FIELDS if k not in results]
+    if missing:
+        raise PublishError(f"{path}: field(s) {', '.join(missing)} missing from the results.")
+    return results
+
+
+def _value(results: dict[str, Any], key: str) -> float | None:
+    value = results.get(key)
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise PublishError(f"The result {key}={value!r} is not a number.") from None
+    return value if math.isfinite(value) else None
+
+
 def eval_results(results: dict[str, Any], *, dataset_name: str, dataset_type: str,
                  dataset_split: str | None = None, dataset_config: str | None = None,
                  task_type: str = "text-generation", task_name: str = "Dialogue response generation"):
-    """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config)."""
+    """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config);
+    undefined (NaN/null) values are left out."""
     from huggingface_hub import EvalResult
 
     names = {"q2": "Q²", "q2_no_nli": "Q² (token F1, no NLI)", "coverage": "Q² coverage"}
-    return [
-        EvalResult(task_type=task_type, task_name=task_name, dataset_type=dataset_type,
-                   dataset_name=dataset_name, dataset_split=dataset_split, dataset_config=dataset_config,
-                   metric_type=f"q2/{key}" if key != "q2" else "q2", metric_name=names[key],
-                   metric_value=round(float(results[key]), 4), metric_config=results.get("signature"))
-        for key in names if key in results and not math.isnan(float(results[key]))
-    ]
+    out = []
+    for key, name in names.items():
+        value = _value(results, key)
+        if value is not None:
+            out.append(EvalResult(task_type=task_type, task_name=task_name, dataset_type=dataset_type,
+                                  dataset_name=dataset_name, dataset_split=dataset_split,
+                                  dataset_config=dataset_config, metric_type="q2" if key == "q2" else f"q2/{key}",
+                                  metric_name=name, metric_value=round(value, 4),
+                                  metric_config=results.get("signature")))
+    return out
+
+
+def _entry_key(r) -> tuple:
+    """What a Q² entry replaces: same metric type on the same dataset and split (any signature)."""
+    return (r.metric_type, r.dataset_type, r.dataset_config, r.dataset_split)
 
 
 def card_metadata(results: dict[str, Any], model_name: str, existing: dict | None = None, **dataset) -> dict:
-    """Model-card metadata with Q² results merged into `model-index` (same metric+dataset replaced)."""
+    """Model-card metadata with Q² results merged into `model-index`: an entry with the same metric
+    type, dataset and split is replaced, whatever its signature; other entries are kept."""
     from huggingface_hub.repocard_data import eval_results_to_model_index, model_index_to_eval_results
 
     meta = dict(existing or {})
@@ -51,36 +98,84 @@ def card_metadata(results: dict[str, Any], model_name: str, existing: dict | Non
     old = []
     if meta.get("model-index"):
         _, old = model_index_to_eval_results(meta["model-index"])
-    keys = {(r.metric_type, r.dataset_type, r.dataset_split, r.dataset_config) for r in new}
-    kept = [r for r in old if (r.metric_type, r.dataset_type, r.dataset_split, r.dataset_config) not in keys]
+    keys = {_entry_key(r) for r in new}
+    kept = [r for r in old if _entry_key(r) not in keys]
     meta["model-index"] = eval_results_to_model_index(model_name, kept + new)
     return meta
 
 
+def read_card_metadata(card: str | Path) -> dict:
+    """The YAML header of a README.md on disk ({} when missing)."""
+    from huggingface_hub import metadata_load
+
+    path = Path(card)
+    return (metadata_load(path) or {}) if path.exists() else {}
+
+
 def write_model_card(card: str | Path, results: dict[str, Any], model_name: str, **dataset) -> dict:
     """Edit a README.md on disk (created if missing); return the metadata written."""
-    from huggingface_hub import metadata_load, metadata_save
+    from huggingface_hub import metadata_save
 
     path = Path(card)
     if not path.exists():
         path.write_text(f"# {model_name}\n", encoding="utf-8")
-    meta = card_metadata(results, model_name, metadata_load(path), **dataset)
+    meta = card_metadata(results, model_name, read_card_metadata(path), **dataset)
     metadata_save(path, meta)
     return meta
 
 
-def push_model_card(repo_id: str, results: dict[str, Any], model_name: str, token: str | None = None,
-                    **dataset) -> str:
-    """Update the model card of `repo_id` on the Hub (needs a write token)."""
-    from huggingface_hub import metadata_update
+def _hub_failure(repo_id: str, err: Exception) -> PublishError:
+    """One sentence for any failure talking to the Hub."""
+    from huggingface_hub import constants, errors
 
-    meta = card_metadata(results, model_name, **dataset)
-    return metadata_update(repo_id, {"model-index": meta["model-index"]}, overwrite=True, token=token)
+    if isinstance(err, errors.OfflineModeIsEnabled) or constants.HF_HUB_OFFLINE:
+        why = "HF_HUB_OFFLINE is set"
+    elif isinstance(err, errors.RepositoryNotFoundError):
+        why = "the repository does not exist or the token cannot see it"
+    elif isinstance(err, errors.HfHubHTTPError) and getattr(err.response, "status_code", None) in (401, 403):
+        why = "the token is missing or may not write to it (log in with `hf auth login` or pass --token)"
+    elif isinstance(err, (errors.LocalEntryNotFoundError, ConnectionError, OSError)) or \
+            type(err).__name__ in {"ConnectError", "ConnectTimeout", "ReadTimeout"}:
+        why = "the Hub cannot be reached"
+    else:
+        why = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'no message'}"
+    return PublishError(f"Cannot update the model card of {repo_id} on the Hub: {why}.")
+
+
+def push_model_card(repo_id: str, results: dict[str, Any], model_name: str, token: str | None = None,
+                    api: Any = None, **dataset) -> str:
+    """Update the model card of `repo_id` on the Hub (needs a write token): earlier Q² entries of the
+    same dataset and split are replaced, the rest of the card is kept. Returns the commit URL."""
+    import tempfile
+
+    from huggingface_hub import HfApi, errors, metadata_load, metadata_save
+
+    api = api or HfApi(token=token)
+    with tempfile.TemporaryDirectory() as tmp:
+        card = Path(tmp) / "README.md"
+        try:
+            try:
+                card.write_text(Path(api.hf_hub_download(repo_id, "README.md", token=token)).read_text(
+                    encoding="utf-8"), encoding="utf-8")
+            except errors.RemoteEntryNotFoundError:
+                card.write_text(f"# {model_name}\n", encoding="utf-8")
+            meta = card_metadata(results, model_name, metadata_load(card) or {}, **dataset)
+            metadata_save(card, meta)
+            commit = api.upload_file(path_or_fileobj=str(card), path_in_repo="README.md", repo_id=repo_id,
+                                     token=token, commit_message="Q² results in the model card")
+        except PublishError:
+            raise
+        except Exception as err:  # noqa: BLE001 - every Hub failure becomes one sentence
+            raise _hub_failure(repo_id, err) from None
+    return str(getattr(commit, "commit_url", commit))
 
 
 def save_results(path: str | Path, results: dict[str, Any], **extra: Any) -> Path:
-    """`evaluate.save` of the figures (signature included) plus any extra parameters."""
+    """`evaluate.save` of the figures (signature included) plus any extra parameters, as strict
+    JSON (NaN -> null)."""
     import evaluate
 
-    keep = {k: v for k, v in results.items() if k != "details"}
-    return Path(evaluate.save(str(path), **keep, **extra))
+    from q2_metric.frontends.options import json_safe
+
+    keep = json_safe({k: v for k, v in results.items() if k != "details"})
+    return Path(evaluate.save(str(path), **keep, **json_safe(extra)))

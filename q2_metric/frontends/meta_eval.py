@@ -442,17 +442,6 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def strict_json(value):
-    """The report with NaN and infinities as None (null), so that it is strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
-    return value
-
-
 def _fmt(value, digits: int = 3) -> str:
     if value is None:
         return "-"

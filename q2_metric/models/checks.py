@@ -293,14 +293,14 @@ def _has_weights(find: Callable[[str], str | None], local: bool) -> bool:
 
 def check_device(device: str) -> None:
     """Raise `DeviceNotAvailable` when `device` names hardware torch cannot see."""
-    if device != "cuda":
+    if not str(device).startswith("cuda"):
         return
     import torch
 
     if not torch.cuda.is_available():
         build = f"torch {torch.__version__}, " + ("built with CUDA" if torch.version.cuda else "a CPU-only build")
         raise DeviceNotAvailable(
-            f"The device 'cuda' was asked for but torch sees no CUDA GPU ({build}); pass --device cpu "
+            f"The device '{device}' was asked for but torch sees no CUDA GPU ({build}); pass --device cpu "
             f"(device='cpu') or --device auto, or install a CUDA build of torch on a machine with a GPU.")
 
 

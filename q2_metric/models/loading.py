@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -17,8 +19,8 @@ def resolve_device(device: str) -> torch.device:
     """`auto` -> CUDA when present, else CPU."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was asked for but torch sees no CUDA device")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} was asked for but torch sees no CUDA device")
     return torch.device(device)
 
 
@@ -69,8 +71,40 @@ def check_available(model_id: str, role: str, option: str) -> None:
         raise ModelNotAvailable(
             f"The {role} model '{model_id}' is not in the Hugging Face cache and the Hub cannot be "
             f"reached: download it once where the Hub is reachable "
-            f"(`huggingface-cli download {model_id}`) or pass a local model directory as {option}."
+            f"(`hf download {model_id}`) or pass a local model directory as {option}."
         )
+
+
+_VERBOSE: contextvars.ContextVar[bool] = contextvars.ContextVar("q2_verbose_loading", default=False)
+
+
+@contextlib.contextmanager
+def verbose_loading(enabled: bool = True) -> Iterator[None]:
+    """Show transformers' loading bars and messages inside this block (quiet otherwise)."""
+    token = _VERBOSE.set(enabled)
+    try:
+        yield
+    finally:
+        _VERBOSE.reset(token)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bars and info messages unless verbose loading is on."""
+    from transformers.utils import logging as hf_logging
+
+    if _VERBOSE.get() or os.environ.get("Q2_VERBOSE", "0").lower() in {"1", "true", "yes", "on"}:
+        yield
+        return
+    bars, level = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def load_pretrained(loader: Callable[..., Any], model_id: str, dtype: torch.dtype | None = None,
@@ -82,15 +116,28 @@ def load_pretrained(loader: Callable[..., Any], model_id: str, dtype: torch.dtyp
     local = Path(model_id).is_dir() or _is_cached(model_id) or _offline()
     if dtype is not None:  # the keyword was renamed in transformers 4.56
         kwargs["dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"] = dtype
-    obj = loader.from_pretrained(model_id, local_files_only=local, **kwargs)
+    with _quiet():
+        obj = loader.from_pretrained(model_id, local_files_only=local, **kwargs)
     if hasattr(obj, "deprecation_warnings"):  # tokenizers: we pad pre-tokenized features on purpose
         obj.deprecation_warnings["Asking-to-pad-a-fast-tokenizer"] = True
     return obj
 
 
+def cached_revision(model_id: str) -> str | None:
+    """The commit of the cache snapshot that `model_id` resolves to (its `main` ref), or None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(model_id, "config.json")
+    if not isinstance(found, str):
+        return None
+    snapshot = Path(found).parent  # <cache>/models--org--name/snapshots/<commit>/config.json
+    return snapshot.name if snapshot.parent.name == "snapshots" else None
+
+
 def model_revision(model: Any, model_id: str) -> str:
-    """The Hub commit a model was loaded from, or `local` for a directory."""
+    """The Hub commit a model was loaded from (its cache snapshot), or `local` for a directory."""
     if Path(model_id).is_dir():
         return "local"
-    commit = getattr(getattr(model, "config", None), "_commit_hash", None)
+    # transformers 5 no longer records `config._commit_hash`; the cache snapshot is the source.
+    commit = cached_revision(model_id) or getattr(getattr(model, "config", None), "_commit_hash", None)
     return (commit or "unknown")[:10]

@@ -1,0 +1,142 @@
+"""The Hugging Face Space: a gradio app over the engine, and `q2-metric space OUT_DIR` to assemble it.
+
+The app takes a response and its knowledge and shows the score, one row per question (the
+explanation) and the signature. The models come from `Q2_QG_MODEL`, `Q2_QA_MODEL`, `Q2_NLI_MODEL`
+(default: the paper's); `Q2_SPACE_OPTIONS` may hold more options as JSON (e.g. `{"device": "cpu"}`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from q2_metric.config import Q2Config
+
+ROOT = Path(__file__).resolve().parents[2]
+CARD_DIR = ROOT / "hub_card"
+MODULE_FILE = Path(__file__).resolve().parents[1] / "q2_metric.py"
+GRADIO_REQUIREMENT = "gradio>=5.0,<7"
+TABLE_COLUMNS = ["candidate", "question", "status", "answer from the response",
+                 "answer from the knowledge", "F1", "NLI", "span score"]
+EXAMPLE = ("he hosted the joy of painting on pbs",
+           "Bob Ross was the creator and host of The Joy of Painting, which aired on PBS.")
+
+
+class SpaceBuildError(RuntimeError):
+    """The Space folder could not be assembled; the message is one sentence."""
+
+
+def space_config() -> Q2Config:
+    """The app's options: the paper's, with the environment's models and `Q2_SPACE_OPTIONS`."""
+    from q2_metric.frontends.options import build_config
+
+    raw = os.environ.get("Q2_SPACE_OPTIONS") or "{}"
+    try:
+        options = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"Q2_SPACE_OPTIONS is not JSON ({err.msg}): {raw!r}") from None
+    variant = options.pop("variant", "paper")
+    return build_config(variant, options, options.pop("batch_size", None))
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or value != value else round(value, 3)
+
+
+def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) -> tuple[Any, list[list], str]:
+    """Score one pair: (score or None, one row per generated question, signature)."""
+    result = scorer.score([response], [knowledge], progress=progress)
+    res = result.responses[0]
+    rows = [[t.candidate, t.question, t.status,
+             "" if t.response_answer is None else (t.response_answer if t.response_has_answer else "(no answer)"),
+             "" if t.knowledge_answer is None else (t.knowledge_answer if t.knowledge_has_answer else "(no answer)"),
+             _num(t.f1), t.nli_label or "", _num(t.score)]
+            for t in res.questions]
+    if res.fallback:
+        rows.append(["(whole response)", "(no valid question: end-to-end NLI)", "fallback", "", "", None,
+                     res.fallback_label or "", _num(res.q2)])
+    elif not res.scored:
+        rows.append(["", "", f"not scored: {res.reason}", "", "", None, "", None])
+    return (None if not res.scored else round(res.q2, 4)), rows, str(result.signature)
+
+
+def make_app(config: Q2Config | None = None):
+    """The gradio Blocks app (models load on the first request and are kept)."""
+    import gradio as gr
+
+    from q2_metric.models.loading import ModelNotAvailable
+    from q2_metric.scorer import Q2Scorer
+
+    scorer = Q2Scorer(config or space_config())
+
+    def run(response: str, knowledge: str, progress=gr.Progress()):
+        def report(stage: str, done: int, total: int) -> None:
+            progress((done, total), desc=f"Q² {stage}")
+
+        try:
+            return explain(response, knowledge, scorer, report)
+        except ModelNotAvailable as err:  # shown on the page as its one sentence
+            raise gr.Error(str(err)) from None
+
+    with gr.Blocks(title="Q²") as app:
+        gr.Markdown("# Q²: factual consistency of a dialogue response with its knowledge\n"
+                    "Each informative span of the response becomes a question; the answers from the "
+                    "response and from the knowledge are compared (token F1, then NLI). "
+                    "Higher is more consistent (0 to 1).")
+        with gr.Row():
+            response = gr.Textbox(label="Response", lines=3, value=EXAMPLE[0], elem_id="q2-response")
+            knowledge = gr.Textbox(label="Knowledge", lines=3, value=EXAMPLE[1], elem_id="q2-knowledge")
+        button = gr.Button("Score", variant="primary", elem_id="q2-submit")
+        score = gr.Number(label="Q² score", value=None, elem_id="q2-score")
+        table = gr.Dataframe(headers=TABLE_COLUMNS, label="Questions (explanation)", elem_id="q2-table",
+                             interactive=False)
+        signature = gr.Textbox(label="Signature", elem_id="q2-signature")
+        button.click(run, inputs=[response, knowledge], outputs=[score, table, signature])
+    return app
+
+
+def _skip_in_copy(folder: str, names: list[str]) -> set[str]:
+    """Build outputs, caches and virtual environments stay out of the wheel's source copy."""
+    skip = {".git", "build", "dist", "__pycache__", ".q2_cache", ".pytest_cache", "node_modules"}
+    return {n for n in names if n in skip or n.endswith(".egg-info") or (Path(folder, n, "pyvenv.cfg").exists())}
+
+
+def build_wheel(out_dir: Path) -> Path:
+    """Build this package's wheel into `out_dir` from a clean copy of the source checkout (so no
+    stale `build/` file can slip into it)."""
+    import tempfile
+
+    if not (ROOT / "setup.cfg").exists():
+        raise SpaceBuildError(f"q2-metric space builds a wheel of this package and needs its source "
+                              f"checkout, but {ROOT} has no setup.cfg.")
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "src"
+        shutil.copytree(ROOT, source, ignore=_skip_in_copy)
+        run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                              "--disable-pip-version-check", "-q", "-w", str(Path(tmp) / "dist"), str(source)],
+                             capture_output=True, text=True)
+        wheels = sorted((Path(tmp) / "dist").glob("q2_metric-*.whl"))
+        if run.returncode != 0 or len(wheels) != 1:
+            last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SpaceBuildError(f"Building the q2-metric wheel failed: {last}")
+        return Path(shutil.copy2(wheels[0], out_dir / wheels[0].name))
+
+
+def build_space(out_dir: str | Path) -> Path:
+    """Write a complete Space folder: README.md (the card), app.py, q2.py (the evaluate module),
+    requirements.txt and this package's wheel. Returns the folder."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("q2_metric-*.whl"):
+        old.unlink()
+    wheel = build_wheel(out)
+    shutil.copyfile(CARD_DIR / "README.md", out / "README.md")
+    shutil.copyfile(CARD_DIR / "app.py", out / "app.py")
+    shutil.copyfile(MODULE_FILE, out / "q2.py")
+    (out / "requirements.txt").write_text(f"./{wheel.name}\n{GRADIO_REQUIREMENT}\n", encoding="utf-8")
+    return out
