@@ -34,6 +34,10 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-personal-filter", action="store_true", help="keep questions about I/you")
     g.add_argument("--no-nli", action="store_true", help="span scores by token F1 only (no span NLI)")
     g.add_argument("--device", default=d.device, help="auto (default), cpu, cuda or cuda:N")
+    g.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default=d.dtype,
+                   help="model precision (auto: bfloat16/float16 on CUDA, float32 on CPU); in the signature")
+    g.add_argument("--fallback-cased", action="store_true",
+                   help="keep the case of knowledge and response in the fallback NLI (a departure)")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI")
 
 
@@ -41,7 +45,8 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
     base = Q2Config.dnli if args.variant == "dnli" else Q2Config.paper
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
                 spacy_model=args.spacy_model, decoding=args.decoding, question_mode=args.question_mode,
-                qa_decoding=args.qa_decoding, device=args.device, use_nli=not args.no_nli)
+                qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype, use_nli=not args.no_nli,
+                fallback_lowercase=not args.fallback_cased)
     if args.no_personal_filter:
         opts["personal_filter"] = False
     if args.batch_size:
