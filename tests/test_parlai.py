@@ -375,3 +375,29 @@ def test_multiprocessing_eval_equals_single_process(q2_flags, tmp_path):
     for key in ("q2_scored", "q2_empty", "q2_skipped"):
         assert multi[key] == single[key]
     assert multi["q2"] == pytest.approx(single["q2"]) and multi["q2_no_nli"] == pytest.approx(single["q2_no_nli"])
+
+
+def test_no_generated_text_is_a_clear_error(wow, tiny_generator, scripted):
+    from parlai.scripts.eval_model import EvalModel
+
+    from parlai_ext.q2_eval import Q2DataError
+
+    model_file, _ = tiny_generator
+    with pytest.raises(Q2DataError, match="--skip-generation false"):
+        EvalModel.main(model_file=str(model_file), task="parlai_ext.teachers:Q2GeneratorTeacher", datapath=str(wow),
+                       metrics="q2", skip_generation=True, no_cuda=True, log_every_n_secs=-1)
+
+
+def test_validation_metric_q2_always_has_a_value(scripted):
+    """With --validation-metric q2, a validation report where nothing could be scored (yet) still
+    has q2 (ParlAI's 0/0 = 0.0), so that train_model does not stop on a missing key."""
+    from parlai.core.metrics import dict_report
+
+    from parlai_ext.q2_eval import Q2Buffer, q2_requested
+
+    opt = {"q2_qg_model": "qg", "q2_qa_model": "qa", "q2_nli_model": "nli", "datatype": "valid:stream",
+           "metrics": "default", "validation_metric": "q2"}
+    assert q2_requested(opt)
+    report = dict_report(Q2Buffer(opt).report())
+    assert report == {"q2": 0.0, "q2_no_nli": 0.0, "q2_scored": 0, "q2_empty": 0, "q2_skipped": 0}
+    assert "q2" not in Q2Buffer({**opt, "validation_metric": "ppl"}).report()
