@@ -257,10 +257,11 @@ class Q2Buffer:
                 p.with_knowledge += 1
                 self.to_score += 1
             self.items.append(turn)
-        if self.to_score >= self.size or self.pass_done(teacher):
+        done = self.pass_done(teacher)
+        if self.to_score >= self.size or done:
             self.flush()
-            if self.limit is not None and p.turns >= self.limit:
-                p.limit_used = True
+        if done and self.limit is not None and p.turns >= self.limit:
+            p.limit_used = True
 
     def pass_ended(self) -> bool:
         """`pass_done()`, or the example limit was reached earlier in this pass."""
@@ -296,7 +297,7 @@ class Q2Buffer:
                 self.metrics.add(key, value)
             self._annotations.append((turn.observation, per_turn))
             if self.explain_file:
-                lines.append(self._explain_line(turn, status, res, result, batch))
+                lines.append(self._explain_line(turn, status, res, result, batch if res is not None else None))
         if lines:
             with open(self.explain_file, "a", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")

@@ -311,6 +311,20 @@ def test_teacher_q2_equals_engine_score_in_batches(scripted, tmp_path):
     assert scripted == [8, 8, 4]
 
 
+@pytest.mark.parametrize("num_examples, q2_batch, calls", [(6, 6, [6, 2]), (-1, 5, [5, 5, 2])])
+def test_batch_copies_and_example_limit(scripted, tmp_path, num_examples, q2_batch, calls):
+    """Four teacher copies (--batchsize 4): every evaluated turn is scored once, the last partial
+    batch when --num-examples is reached (ParlAI rounds it up to whole batches) or the data ends."""
+    from parlai.core.metrics import dict_report
+    from parlai.scripts.eval_model import EvalModel
+
+    data = write_annotations(tmp_path / "annotations.csv", 12)
+    report = dict_report(EvalModel.main(task=REPLAY[1], model=REPLAY[3], q2_annotations=str(data), metrics="q2",
+                                        datapath=str(tmp_path), num_examples=num_examples, batchsize=4,
+                                        q2_batch_size=q2_batch, log_every_n_secs=-1))
+    assert report["q2_scored"] == report["exs"] == sum(calls) and scripted == calls
+
+
 def test_data_without_checked_sentence_is_a_clear_error(scripted, tmp_path):
     from parlai.scripts.eval_model import EvalModel
 
