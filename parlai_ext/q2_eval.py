@@ -1,17 +1,36 @@
-"""The part shared by every Q² teacher: flags, a response buffer, batched scoring, metrics."""
+"""The part shared by every Q² teacher: flags, early checks, a response buffer scored in batches,
+metrics (report and per turn) and the explain file."""
 
 from __future__ import annotations
 
+import itertools
 import json
-from typing import Any, Callable
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
 
+from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
 from q2_metric.scorer import Q2Scorer, cached_scorer
 
 NO_PASSAGES = "no_passages_used"
+# An intermediate report raises the missing-knowledge error only after this many turns without
+# knowledge (a pass that ends sooner raises at its last report), so that a few leading
+# no_passages_used turns never stop a healthy run.
+EARLY_DATA_ERROR_TURNS = 100
+# Message fields stamped by `number_turns` (the teacher's own episode and turn numbering).
+EPISODE_FIELD, TURN_FIELD, EXAMPLE_ID_FIELD = "q2_episode_idx", "q2_turn_idx", "q2_example_id"
 
 # Tests may replace this to script the engine; it receives the Q2Config built from the flags.
 SCORER_FACTORY: Callable[[Q2Config], Q2Scorer] = cached_scorer
+
+# Evaluation passes of this process (train_model runs several teachers, each several passes).
+_PASS_NUMBERS = itertools.count()
+# Explain files this process has already started (truncated or opened for appending): a second
+# teacher of the same run (train_model's valid and test teachers) appends instead of truncating.
+_STARTED_EXPLAIN_FILES: set[str] = set()
 
 
 class Q2DataError(ValueError):
@@ -19,11 +38,13 @@ class Q2DataError(ValueError):
 
 
 def q2_requested(opt: dict) -> bool:
+    """`--metrics q2` (or `all`), or `--validation-metric q2`."""
     names = {m.strip() for m in str(opt.get("metrics") or "default").split(",")}
-    return bool(names & {"q2", "all"})
+    return bool(names & {"q2", "all"}) or opt.get("validation_metric") == "q2"
 
 
 def add_q2_args(parser) -> None:
+    """The `--q2-*` flags."""
     d = Q2Config()
     g = parser.add_argument_group("Q² metric (with --metrics q2)")
     g.add_argument("--q2-qg-model", type=str, default=d.qg_model, help="question generation model")
@@ -38,10 +59,14 @@ def add_q2_args(parser) -> None:
     g.add_argument("--q2-question-mode", type=str, default=d.question_mode, choices=["single", "multi"])
     g.add_argument("--q2-variant", type=str, default="paper", choices=["paper", "dnli"])
     g.add_argument("--q2-explain-file", type=str, default=None,
-                   help="append one JSON line per scored turn: questions, answers, scores")
+                   help="one JSON line per evaluated turn (scored, empty or skipped); overwritten "
+                        "at the start of a run")
+    g.add_argument("--q2-explain-append", type="bool", default=False,
+                   help="append to --q2-explain-file instead of overwriting it")
 
 
 def config_from_opt(opt: dict) -> Q2Config:
+    """The engine configuration the `--q2-*` flags describe."""
     base = Q2Config.dnli if opt.get("q2_variant") == "dnli" else Q2Config.paper
     bs = int(opt.get("q2_batch_size") or 64)
     return base(qg_model=opt["q2_qg_model"], qa_model=opt["q2_qa_model"], nli_model=opt["q2_nli_model"],
@@ -51,43 +76,286 @@ def config_from_opt(opt: dict) -> Q2Config:
                 qg_batch_size=bs, qa_batch_size=bs, nli_batch_size=bs)
 
 
+_ENGINE_OPTION = re.compile(r"\b(qg|qa|nli|spacy)_model\b(?: \(--[a-z-]+\))?")
+
+
+def parlai_flags(message: str) -> str:
+    """Name the ParlAI flags (`--q2-qg-model`) where an engine message names its own options
+    (`qg_model (--qg-model)`), which ParlAI would reject."""
+    return _ENGINE_OPTION.sub(lambda m: f"--q2-{m.group(1)}-model", message)
+
+
+def check_models(config: Q2Config) -> None:
+    """Fail before any generation if a Q² model or the spaCy pipeline cannot be loaded."""
+    scorer = SCORER_FACTORY(config)
+    try:
+        scorer.check_models()
+        scorer.parser  # noqa: B018 - loads spaCy now (it is reused for scoring)
+    except ModelNotAvailable as err:
+        raise ModelNotAvailable(parlai_flags(str(err))) from None
+
+
+def number_turns(examples: Iterable[tuple[dict, bool]]) -> Iterator[tuple[dict, bool]]:
+    """Stamp each `setup_data` message with its episode and turn index (streamed or not, these
+    are the positions in the data file, before any sharding across workers)."""
+    episode, turn = -1, 0
+    for message, new_episode in examples:
+        if new_episode or episode < 0:
+            episode, turn = episode + 1, 0
+        _set(message, EPISODE_FIELD, episode)
+        _set(message, TURN_FIELD, turn)
+        turn += 1
+        yield message, new_episode
+
+
+def _set(message: dict, key: str, value: Any) -> None:
+    if hasattr(message, "force_set"):  # a ParlAI Message refuses `[key] =` for a key it has
+        message.force_set(key, value)
+    else:
+        message[key] = value
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _is_training(opt: dict) -> bool:
+    from parlai.utils.data import DatatypeHelper
+
+    return DatatypeHelper.is_training(opt.get("datatype") or "train")
+
+
+def _example_limit(opt: dict) -> int | None:
+    """The number of examples after which the running script stops the pass early:
+    eval_model's --num-examples, train_model's --validation-max-exs."""
+    if "num_examples" in opt:
+        value = opt["num_examples"]
+    elif not _is_training(opt):
+        value = opt.get("validation_max_exs")
+    else:
+        value = None
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def _system(opt: dict) -> str | None:
+    if "ReplayAgent" in str(opt.get("model") or ""):
+        return f"replay:{opt.get('replay_system') or 'dodeca'}"
+    return opt.get("model_file") or opt.get("model")
+
+
+def _explain_path(opt: dict) -> str | None:
+    path = opt.get("q2_explain_file")
+    if not path:
+        return None
+    from parlai.utils.distributed import get_rank, is_distributed
+
+    if is_distributed():  # one file per worker, as ParlAI does for world logs
+        base, ext = os.path.splitext(path)
+        path = f"{base}_{get_rank()}{ext}"
+    return path
+
+
+@dataclass
+class _Turn:
+    """One evaluated turn waiting for its batch."""
+
+    info: dict[str, Any]
+    response: str
+    knowledge: str | None  # None: skipped (no knowledge), never sent to the engine
+    observation: Any  # the model's reply: per-turn metrics go there (ParlAI's world logs read it)
+
+
+@dataclass
+class _Pass:
+    """Counts over the current evaluation pass (reset with the teacher)."""
+
+    number: int | None = None  # taken from _PASS_NUMBERS when the pass evaluates its first turn
+    engine_calls: int = 0
+    turns: int = 0
+    with_knowledge: int = 0
+    without_knowledge: int = 0
+    with_text: int = 0
+    limit_used: bool = False  # flushed on reaching the example limit (then only epochs count)
+    active: list = field(default_factory=list)  # teachers that evaluated a turn in this pass
+
+
 class Q2Buffer:
-    """Responses waiting to be scored; shared by a teacher and its batch copies."""
+    """Responses waiting to be scored, shared by a teacher and its batch copies.
+
+    The buffer goes to the engine when it holds `--q2-batch-size` responses to score, or when the
+    pass is over (every acting copy's epoch is done, or --num-examples / --validation-max-exs is
+    reached), never at an intermediate report.
+    """
 
     def __init__(self, opt: dict) -> None:
-        self.size = int(opt.get("q2_batch_size") or 64)
-        self.explain_file = opt.get("q2_explain_file")
-        self.config = config_from_opt(opt)
-        self.items: list[tuple[str, str, dict]] = []
-        self.engine_calls = 0
+        from parlai.core.metrics import Metrics
 
-    def flush(self, metrics) -> None:
+        self.size = max(1, int(opt.get("q2_batch_size") or 64))
+        self.config = config_from_opt(opt)
+        check_models(self.config)
+        self.training = _is_training(opt)
+        self.limit = _example_limit(opt)
+        self.always_q2 = opt.get("validation_metric") == "q2" and not self.training
+        self.base_info = {"teacher": opt.get("task"), "datatype": opt.get("datatype"), "system": _system(opt)}
+        self.explain_file = _explain_path(opt)
+        if self.explain_file and self.explain_file not in _STARTED_EXPLAIN_FILES:
+            _STARTED_EXPLAIN_FILES.add(self.explain_file)
+            if not opt.get("q2_explain_append"):
+                open(self.explain_file, "w", encoding="utf-8").close()
+        self.metrics = Metrics()
+        self.items: list[_Turn] = []
+        self.to_score = 0
+        self.current = _Pass()
+        self.teachers: list = []
+        self._annotations: list[tuple[Any, dict]] = []
+
+    # -- the pass ---------------------------------------------------------------------------------
+    def register(self, teacher) -> None:
+        self.teachers.append(teacher)
+
+    def pass_done(self, current=None) -> bool:
+        """Whether the running pass is over once `current` (the teacher evaluating now) is done:
+        no other teacher awaits its turn's evaluation in this parley, and every teacher that
+        acted is out of data or the example limit is reached."""
+        if any(t is not current and getattr(t, "lastY", None) is not None for t in self.teachers):
+            return False
+        if self.limit is not None and not self.current.limit_used and self.current.turns >= self.limit:
+            return True
+        active = self.current.active
+        return bool(active) and all(t.epoch_done() for t in active)
+
+    def new_pass(self) -> None:
+        """Score what is left (so that the explain file is complete), then start counting anew."""
+        self.flush()
+        self.annotate()
+        self.current = _Pass()
+
+    # -- turns ------------------------------------------------------------------------------------
+    def add(self, teacher, turn: _Turn | None) -> None:
+        """Count an evaluated turn; buffer it if the model answered (`turn` is None otherwise)."""
+        p = self.current
+        if p.number is None:
+            p.number = next(_PASS_NUMBERS)
+        p.turns += 1
+        if not any(t is teacher for t in p.active):
+            p.active.append(teacher)
+        if turn is not None:
+            p.with_text += 1
+            if turn.knowledge is None:
+                p.without_knowledge += 1
+            else:
+                p.with_knowledge += 1
+                self.to_score += 1
+            self.items.append(turn)
+        done = self.pass_done(teacher)
+        if self.to_score >= self.size or done:
+            self.flush()
+        if done and self.limit is not None and p.turns >= self.limit:
+            p.limit_used = True
+
+    def pass_ended(self) -> bool:
+        """`pass_done()`, or the example limit was reached earlier in this pass."""
+        return self.current.limit_used or self.pass_done()
+
+    def flush(self) -> None:
+        """Score the buffered responses in one engine call; record metrics and explanations."""
         from parlai.core.metrics import AverageMetric, SumMetric
 
         if not self.items:
             return
-        items, self.items = self.items, []
-        result = SCORER_FACTORY(self.config).score([r for r, _, _ in items], [k for _, k, _ in items])
-        self.engine_calls += 1
+        items, self.items, self.to_score = self.items, [], 0
+        scorable = [t for t in items if t.knowledge is not None]
+        result, batch = None, None
+        if scorable:
+            result = SCORER_FACTORY(self.config).score([t.response for t in scorable],
+                                                       [t.knowledge for t in scorable])
+            batch = self.current.engine_calls
+            self.current.engine_calls += 1
+        scores = iter(result.responses if result is not None else [])
         lines = []
-        for (response, knowledge, info), res in zip(items, result.responses):
-            if not res.scored:
-                metrics.add("q2_empty", SumMetric(1))
-                continue
-            metrics.add("q2", AverageMetric(res.q2))
-            metrics.add("q2_no_nli", AverageMetric(res.q2_no_nli))
-            metrics.add("q2_scored", SumMetric(1))
+        for turn in items:
+            res = next(scores) if turn.knowledge is not None else None
+            if res is None:
+                status, per_turn = "skipped", {"q2_skipped": SumMetric(1)}
+            elif res.scored:
+                status = "scored"
+                per_turn = {"q2": AverageMetric(res.q2), "q2_no_nli": AverageMetric(res.q2_no_nli),
+                            "q2_scored": SumMetric(1)}
+            else:
+                status, per_turn = "empty", {"q2_empty": SumMetric(1)}
+            for key, value in per_turn.items():
+                self.metrics.add(key, value)
+            self._annotations.append((turn.observation, per_turn))
             if self.explain_file:
-                lines.append(json.dumps({**info, "response": response, "knowledge": knowledge,
-                                         **res.to_dict()}, ensure_ascii=False))
+                lines.append(self._explain_line(turn, status, res, result, batch if res is not None else None))
         if lines:
             with open(self.explain_file, "a", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
 
+    def _explain_line(self, turn: _Turn, status: str, res, result, batch: int | None) -> str:
+        details = res.to_dict() if res is not None else {
+            "fallback": None, "fallback_label": None, "candidates": [], "questions": []}
+        details.pop("index", None)  # the position inside an engine call: meaningless here
+        line = {**turn.info, "pass": self.current.number, "batch": batch, "status": status,
+                "reason": details.pop("reason", None) if res is not None else (
+                    f"no knowledge: the checked sentence is {turn.info.get('raw_knowledge')!r}"),
+                "response": turn.response, "knowledge": turn.knowledge,
+                "q2": details.pop("q2", None), "q2_no_nli": details.pop("q2_no_nli", None), **details,
+                "signature": str(result.signature) if res is not None else None}
+        line.pop("raw_knowledge", None)
+        return json.dumps(_json_safe(line), ensure_ascii=False)
+
+    def annotate(self) -> None:
+        """Put each scored turn's own figures into the model's reply (`metrics`), where ParlAI's
+        world logs read them."""
+        for observation, per_turn in self._annotations:
+            metrics = observation.get("metrics")
+            if isinstance(metrics, dict):
+                metrics.update(per_turn)
+            else:
+                _set(observation, "metrics", dict(per_turn))
+        self._annotations = []
+
+    # -- the report -------------------------------------------------------------------------------
+    def check_data(self, final: bool, source: str | None) -> None:
+        """Raise `Q2DataError` when no evaluated turn had knowledge (or no response had text)."""
+        p = self.current
+        if p.with_knowledge == 0 and p.without_knowledge and (final or p.without_knowledge >= EARLY_DATA_ERROR_TURNS):
+            raise Q2DataError(
+                f"{source}: no Wizard turn has a checked_sentence (none of the {p.without_knowledge} "
+                "evaluated turns had one other than no_passages_used), and Q² needs the knowledge "
+                "sentence each response was grounded on")
+        if final and not self.training and p.turns and p.with_text == 0:
+            raise Q2DataError(
+                f"the model gave no text for any of the {p.turns} evaluated turns, so Q² has nothing "
+                "to score: let it generate (e.g. --skip-generation false)")
+
+    def report(self) -> dict:
+        from parlai.core.metrics import AverageMetric, SumMetric
+
+        out = self.metrics.report()
+        if not self.training:
+            for key in ("q2_scored", "q2_empty", "q2_skipped"):
+                out.setdefault(key, SumMetric(0))
+        if self.always_q2:  # --validation-metric q2 needs a value; ParlAI's 0/0 reads 0.0
+            out.setdefault("q2", AverageMetric(0, 0))
+            out.setdefault("q2_no_nli", AverageMetric(0, 0))
+        return out
+
 
 class Q2EvalMixin:
     """Mix into a ParlAI teacher before its base class. The subclass says where the knowledge is
-    (`q2_knowledge(teacher_action)`); everything else is here."""
+    (`q2_knowledge(teacher_action)`) and calls `_q2_setup` first thing in `__init__`."""
 
     @classmethod
     def add_cmdline_args(cls, parser, partial_opt=None):
@@ -97,7 +365,12 @@ class Q2EvalMixin:
 
     def _q2_setup(self, opt: dict, shared: dict | None) -> None:
         self.q2_on = q2_requested(opt)
-        self.q2_buffer = (shared or {}).get("q2_buffer") or (Q2Buffer(opt) if self.q2_on else None)
+        buffer = (shared or {}).get("q2_buffer")
+        if buffer is None and self.q2_on:
+            buffer = Q2Buffer(opt)
+        self.q2_buffer: Q2Buffer | None = buffer
+        if buffer is not None:
+            buffer.register(self)
 
     def share(self):
         shared = super().share()
@@ -109,19 +382,43 @@ class Q2EvalMixin:
 
     def custom_evaluation(self, teacher_action, labels, model_response) -> None:
         super().custom_evaluation(teacher_action, labels, model_response)
-        if not self.q2_on or model_response is None or "text" not in model_response:
+        if self.q2_buffer is None or model_response is None:
             return
         knowledge = self.q2_knowledge(teacher_action)
-        if knowledge is None or knowledge == NO_PASSAGES:
-            from parlai.core.metrics import SumMetric
-            self.metrics.add("q2_skipped", SumMetric(1))
-            return
-        info: dict[str, Any] = {"id": teacher_action.get("id"), "text": teacher_action.get("text")}
-        self.q2_buffer.items.append((model_response["text"], knowledge, info))
-        if len(self.q2_buffer.items) >= self.q2_buffer.size:
-            self.q2_buffer.flush(self.metrics)
+        has_knowledge = bool(knowledge and knowledge.strip()) and knowledge != NO_PASSAGES
+        turn = None
+        if "text" in model_response:
+            info = {**self.q2_buffer.base_info, "episode_idx": teacher_action.get(EPISODE_FIELD),
+                    "turn_idx": teacher_action.get(TURN_FIELD), "example_id": teacher_action.get(EXAMPLE_ID_FIELD),
+                    "raw_knowledge": knowledge}
+            turn = _Turn(info, model_response["text"] or "", knowledge if has_knowledge else None, model_response)
+        self.q2_buffer.add(self, turn)
+
+    def observe(self, observation):
+        observation = super().observe(observation)
+        if self.q2_buffer is not None:
+            # after ParlAI has replaced the reply's metrics with this turn's teacher metrics
+            self.q2_buffer.annotate()
+        return observation
 
     def report(self):
-        if self.q2_buffer is not None:
-            self.q2_buffer.flush(self.metrics)
-        return super().report()
+        report = super().report()
+        buffer = self.q2_buffer
+        if buffer is None:
+            return report
+        if buffer.pass_done():
+            buffer.flush()
+            buffer.annotate()
+        buffer.check_data(buffer.pass_ended(), getattr(self, "opt", {}).get("datafile"))
+        report.update(buffer.report())
+        return report
+
+    def reset(self):
+        if getattr(self, "q2_buffer", None) is not None:
+            self.q2_buffer.new_pass()
+        super().reset()
+
+    def reset_metrics(self):
+        super().reset_metrics()
+        if getattr(self, "q2_buffer", None) is not None:
+            self.q2_buffer.metrics.clear()

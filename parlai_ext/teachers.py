@@ -14,7 +14,7 @@ from pathlib import Path
 from parlai.core.teachers import DialogTeacher
 from parlai.tasks.wizard_of_wikipedia.agents import GeneratorTeacher, WizardDialogKnowledgeTeacher
 
-from parlai_ext.q2_eval import NO_PASSAGES, Q2DataError, Q2EvalMixin
+from parlai_ext.q2_eval import EXAMPLE_ID_FIELD, Q2DataError, Q2EvalMixin, number_turns
 
 ANNOTATIONS = Path(__file__).resolve().parent / "data" / "cross_annotation.csv"
 CROSS_COLUMNS = ("message", "knowledge", "gold", "dodeca_response", "memnet_response", "dodeca_label",
@@ -22,25 +22,19 @@ CROSS_COLUMNS = ("message", "knowledge", "gold", "dodeca_response", "memnet_resp
 
 
 class _WizardQ2(Q2EvalMixin):
-    """Q² against each turn's checked sentence, for the WoW teachers."""
+    """Q² against each turn's checked sentence, for the WoW teachers. The data is checked as it
+    streams by (see `Q2Buffer.check_data`), so every datatype works, `:stream` included."""
 
     def __init__(self, opt, shared=None):
         self._q2_setup(opt, shared)
-        if self.q2_on and opt.get("include_checked_sentence") is False:
+        super().__init__(opt, shared)
+        # GeneratorTeacher forces the checked sentence on; the dialog-knowledge teacher obeys the flag.
+        if self.q2_on and not self.include_checked_sentence:
             raise Q2DataError("Q² scores responses against the checked sentence: "
                               "run with --include-checked-sentence true")
-        super().__init__(opt, shared)
-        if self.q2_on and shared is None:
-            self._q2_check_data(opt)
 
-    def _q2_check_data(self, opt) -> None:
-        for episode in getattr(self, "raw_data", None) or []:
-            for turn in episode.get("dialog", []):
-                sentence = turn.get("checked_sentence") or {}
-                if any(v and NO_PASSAGES not in v for v in sentence.values()):
-                    return
-        raise Q2DataError(f"{opt.get('datafile')}: no Wizard turn has a checked_sentence, and Q² needs the "
-                          "knowledge sentence each response was grounded on")
+    def setup_data(self, datafile):
+        return number_turns(super().setup_data(datafile))
 
     def q2_knowledge(self, teacher_action):
         if "checked_sentence" not in teacher_action:
@@ -62,7 +56,8 @@ class DefaultTeacher(Q2WizardDialogKnowledgeTeacher):
 
 class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
     """The Q² paper's 544 annotated WoW contexts; each row is one turn (`message` -> `gold`), with
-    `knowledge` as the checked sentence and both systems' recorded responses for `ReplayAgent`."""
+    `knowledge` as the checked sentence and both systems' recorded responses for `ReplayAgent`.
+    Its example id is `<WoW episode_idx>:<round>` from the annotation file."""
 
     @classmethod
     def add_cmdline_args(cls, parser, partial_opt=None):
@@ -79,6 +74,9 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
         super().__init__(opt, shared)
 
     def setup_data(self, path):
+        return number_turns(self._rows(path))
+
+    def _rows(self, path):
         if not os.path.exists(path):
             raise Q2DataError(f"{path}: no such annotation file (set --q2-annotations)")
         with open(path, newline="", encoding="utf-8") as f:
@@ -94,6 +92,8 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
                     "topic": row.get("topic", ""), "dodeca_response": row["dodeca_response"],
                     "memnet_response": row["memnet_response"], "dodeca_label": row["dodeca_label"],
                     "memnet_label": row["memnet_label"],
+                    # the WoW validation episode and round the annotated context comes from
+                    EXAMPLE_ID_FIELD: f"{row.get('episode_idx', '')}:{row.get('round', '')}",
                 }, True
 
     def q2_knowledge(self, teacher_action):

@@ -35,3 +35,19 @@ def make_wow_datapath(root: Path, episodes: int = 6, checked: bool = True) -> Pa
     for name in ("data.json", "train.json", "valid_random_split.json", "test_random_split.json"):
         (folder / name).write_text(json.dumps(data))
     return root
+
+
+def write_annotations(path: Path, n: int, response=None) -> Path:
+    """A copy of the first `n` annotated rows whose `dodeca_response` is `response(i, row)`
+    (default: unchanged), for `--q2-annotations`."""
+    with open(ANNOTATIONS, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, list(reader)[:n]
+    for i, row in enumerate(rows):
+        if response is not None:
+            row["dodeca_response"] = response(i, row)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
