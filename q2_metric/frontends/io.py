@@ -1,4 +1,4 @@
-"""Reading response/knowledge tables (CSV, JSONL, a `datasets` dataset on disk) and writing
+"""Reading response/knowledge tables (CSV, JSONL, Parquet, a `datasets` dataset on disk) and writing
 outputs atomically."""
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ class Row:
 def read_rows(path: str | Path, response_col: str = "response", knowledge_col: str = "knowledge") -> list[Row]:
     """Read every row; a malformed row gets `error` (naming its line and field) instead of failing."""
     path = Path(path)
-    if path.is_dir():
+    if path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet"))):
+        rows = _read_parquet(path)
+    elif path.is_dir():
         rows = _read_dataset(path)
     elif path.suffix in (".jsonl", ".json"):
         rows = _read_jsonl(path)
@@ -90,13 +92,20 @@ def _read_dataset(path: Path) -> list[Row]:
     return [Row(i, i, dict(record)) for i, record in enumerate(data, 1)]
 
 
-def atomic_write(path: str | Path, write) -> None:
+def _read_parquet(path: Path) -> list[Row]:
+    """A Parquet file, or a folder of Parquet part files; `line` is the row number."""
+    import pyarrow.parquet as pq
+
+    return [Row(i, i, record) for i, record in enumerate(pq.read_table(path).to_pylist(), 1)]
+
+
+def atomic_write(path: str | Path, write, binary: bool = False) -> None:
     """Write through a temporary file in the same folder, then rename: never a half-written file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8")) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -107,8 +116,11 @@ def atomic_write(path: str | Path, write) -> None:
 
 
 def write_table(path: str | Path, records: Iterable[dict[str, Any]], columns: list[str]) -> None:
-    """CSV, or JSONL when the name ends in .jsonl/.json; atomically."""
+    """CSV, or JSONL when the name ends in .jsonl/.json, or Parquet for .parquet; atomically."""
     records = list(records)
+    if Path(path).suffix == ".parquet":
+        _write_parquet(path, records, columns)
+        return
     if Path(path).suffix in (".jsonl", ".json"):
         atomic_write(path, lambda f: f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         return
@@ -119,3 +131,17 @@ def write_table(path: str | Path, records: Iterable[dict[str, Any]], columns: li
         writer.writerows(records)
 
     atomic_write(path, write_csv)
+
+
+def _write_parquet(path: str | Path, records: list[dict[str, Any]], columns: list[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays = {}
+    for col in columns:
+        values = [r.get(col) for r in records]
+        try:
+            arrays[col] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types in one column: keep them as text
+            arrays[col] = pa.array([None if v is None else str(v) for v in values], pa.string())
+    atomic_write(path, lambda f: pq.write_table(pa.table(arrays), f), binary=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q2_metric.frontends.io import read_rows, write_table
+from q2_metric.frontends.io import Row, read_rows, write_table
 from q2_metric.question_filter import VALID
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import config_fingerprint
@@ -93,6 +93,16 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     if bar:
         bar.close()
 
+    system = write_results(rows, keys, results, output_path, prefix=prefix, steps_path=steps_path)
+    return ScoreReport(system=system, num_rows=len(rows), num_bad=len(rows) - len(good),
+                       num_cached=cached, num_scored_now=len(todo),
+                       bad_rows=[r.error for r in rows if r.error], signature=str(scorer.signature()))
+
+
+def write_results(rows: list[Row], keys: dict[int, str], results: dict[str, dict], output_path: str | Path, *,
+                  prefix: str = "", steps_path: str | Path | None = None) -> SystemScore:
+    """Write every row with its scores (`keys`: row number -> pair key, `results`: pair key ->
+    response dict), and the steps file; return the system score over the good rows."""
     out_records, step_records = [], []
     per_row = []
     for row in rows:
@@ -119,9 +129,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     system = system_score([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
                           [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
                           len(all_valid), sum(not q["knowledge_has_answer"] for q in all_valid))
-    return ScoreReport(system=system, num_rows=len(rows), num_bad=len(rows) - len(good),
-                       num_cached=cached, num_scored_now=len(todo),
-                       bad_rows=[r.error for r in rows if r.error], signature=str(scorer.signature()))
+    return system
 
 
 def _num(value: float) -> float | None:
