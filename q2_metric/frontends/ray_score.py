@@ -139,8 +139,7 @@ def worker_resources(ray, workers: int | None, gpus_per_worker: float) -> tuple[
 def _score_remote(ray, scorer: Q2Scorer, items: list[tuple[str, str, str]], run_dir: Path,
                   results: dict[str, dict], signatures: dict[str, str], *, workers: int | None,
                   gpus_per_worker: float, chunk_size: int, progress: bool) -> None:
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = progress
+    ray.data.DataContext.get_current().enable_progress_bars = False  # ours counts responses, not blocks
     workers, cpus = worker_resources(ray, workers, gpus_per_worker)
     blocks = max(1, -(-len(items) // chunk_size))
     ds = ray.data.from_items([{"key": k, "response": r, "knowledge": kn} for k, r, kn in items],
