@@ -10,7 +10,8 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) torch==2.13.0
-	$(PIP) -e '.[test]'   # the newest versions the ranges allow (transformers 5, huggingface_hub 1.x, gradio)
+	# the newest versions the ranges allow (transformers 5, huggingface_hub 1.x, gradio, Ray for `q2 score --ray`)
+	$(PIP) -e '.[test,ray]'
 	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install it without them,
 	# plus the runtime needs it really has (never a dependency of setup.cfg).
 	$(PIP) --no-deps parlai==1.7.2

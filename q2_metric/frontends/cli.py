@@ -105,12 +105,25 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     if args.chunk_size < 1:
         raise Q2InputError(f"--chunk-size must be at least 1, got {args.chunk_size}.")
-    report = score_file(Q2Scorer(config_from_args(args)), args.input, args.output,
-                        response_col=args.response_col, knowledge_col=args.knowledge_col,
-                        prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
-                        cache_dir=None if args.no_cache else args.cache_dir,
-                        chunk_size=args.chunk_size, progress=not args.no_progress,
-                        encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline)
+    score, extra = score_file, {}
+    if args.ray is not None:
+        from q2_metric.frontends.ray_score import RayNotInstalled, import_ray, score_file_ray
+        try:
+            import_ray()
+        except RayNotInstalled as err:
+            print(f"q2: {err}", file=sys.stderr)
+            return 2
+        score, extra = score_file_ray, dict(address=args.ray or None, workers=args.workers,
+                                             gpus_per_worker=args.gpus_per_worker)
+    elif args.workers is not None or args.gpus_per_worker:
+        print("q2: --workers and --gpus-per-worker need --ray", file=sys.stderr)
+        return 2
+    report = score(Q2Scorer(config_from_args(args)), args.input, args.output,
+                   response_col=args.response_col, knowledge_col=args.knowledge_col,
+                   prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
+                   cache_dir=None if args.no_cache else args.cache_dir,
+                   chunk_size=args.chunk_size, progress=not args.no_progress,
+                   encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline, **extra)
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
     print(f"Scored {report.num_rows - report.num_bad}/{report.num_rows} rows "
@@ -214,10 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_args(demo)
     demo.set_defaults(func=cmd_demo)
 
-    sc = sub.add_parser("score", help="score a CSV, JSONL or datasets-on-disk file")
-    sc.add_argument("input", help="CSV, JSONL, or a folder written by Dataset.save_to_disk")
+    sc = sub.add_parser("score", help="score a CSV, JSONL, Parquet or datasets-on-disk file")
+    sc.add_argument("input", help="CSV, JSONL, Parquet, or a folder written by Dataset.save_to_disk")
     sc.add_argument("-o", "--output", required=True,
-                    help="scores: .csv or .jsonl (with --steps and --summary, written all-or-nothing)")
+                    help="scores: .csv, .jsonl or .parquet (with --steps and --summary, written all-or-nothing)")
     sc.add_argument("--steps", help="also write one row per question here")
     sc.add_argument("--summary", help="write the system figures and signature as JSON here")
     sc.add_argument("--response-col", default="response")
@@ -232,6 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--no-cache", action="store_true")
     sc.add_argument("--chunk-size", type=int, default=64, help="responses per engine call (and cache write)")
     sc.add_argument("--no-progress", action="store_true")
+    sc.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                    help="score on Ray Data (needs q2-metric[ray]), resumably, with --chunk-size responses "
+                         "per worker call: the cluster at ADDRESS (auto, HOST:6379, ray://HOST:10001), "
+                         "else $RAY_ADDRESS, else a new local Ray with this machine's CPUs")
+    sc.add_argument("--workers", type=int, default=None,
+                    help="with --ray: workers, each loading one model set (default: one per node, or "
+                         "one per --gpus-per-worker GPUs)")
+    sc.add_argument("--gpus-per-worker", type=float, default=0, help="with --ray: GPUs for each worker")
     add_config_args(sc)
     sc.set_defaults(func=cmd_score)
 

@@ -57,7 +57,9 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
     path = Path(path)
     if not path.exists():
         raise Q2InputError(f"The input file '{path}' does not exist; check the path.")
-    if path.is_dir():
+    if path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet"))):
+        rows, columns = _read_parquet(path)
+    elif path.is_dir():
         rows, columns = _read_dataset(path)
     elif path.suffix in (".jsonl", ".json"):
         rows, columns = _read_jsonl(path, encoding), None
@@ -241,6 +243,14 @@ def _read_jsonl(path: Path, encoding: str) -> list[Row]:
     return rows
 
 
+def _read_parquet(path: Path) -> tuple[list[Row], list[str]]:
+    """A Parquet file, or a folder of Parquet part files; `line` is the row number."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    return [Row(i, i, record) for i, record in enumerate(table.to_pylist(), 1)], list(table.column_names)
+
+
 def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:
     import datasets
 
@@ -338,7 +348,8 @@ def _fsync_dir(folder: Path) -> None:
 def _write_new(path: Path, write: Callable[[TextIO], Any]) -> None:
     """Create `path` (mode 0666 less the umask, like any new file) and write it durably."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+    binary = getattr(write, "binary", False)  # a Parquet writer writes bytes
+    with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8")) as f:
         write(f)
         f.flush()
         os.fsync(f.fileno())
@@ -423,8 +434,10 @@ def atomic_write(path: str | Path, write: Callable[[TextIO], Any]) -> None:
 
 def table_writer(path: str | Path, records: Iterable[dict[str, Any]],
                  columns: list[str]) -> Callable[[TextIO], None]:
-    """A `write(f)` for a CSV, or JSONL when the name ends in .jsonl/.json."""
+    """A `write(f)` for a CSV, JSONL when the name ends in .jsonl/.json, Parquet for .parquet."""
     records = list(records)
+    if Path(path).suffix == ".parquet":
+        return parquet_writer(records, columns)
     if Path(path).suffix in (".jsonl", ".json"):
         return lambda f: f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
@@ -437,5 +450,25 @@ def table_writer(path: str | Path, records: Iterable[dict[str, Any]],
 
 
 def write_table(path: str | Path, records: Iterable[dict[str, Any]], columns: list[str]) -> None:
-    """CSV, or JSONL when the name ends in .jsonl/.json; atomically."""
+    """CSV, JSONL (.jsonl/.json) or Parquet (.parquet); atomically."""
     atomic_write(path, table_writer(path, records, columns))
+
+
+def parquet_writer(records: list[dict[str, Any]], columns: list[str]) -> Callable[[Any], None]:
+    """A binary `write(f)` of a Parquet table; a column of mixed types is stored as text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays = {}
+    for col in columns:
+        values = [r.get(col) for r in records]
+        try:
+            arrays[col] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arrays[col] = pa.array([None if v is None else str(v) for v in values], pa.string())
+
+    def write(f) -> None:
+        pq.write_table(pa.table(arrays), f)
+
+    write.binary = True  # type: ignore[attr-defined]
+    return write

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q2_metric.frontends.io import (pause_point, check_output_paths, commit_outputs, read_rows, recover_outputs,
-                                     table_writer)
+from q2_metric.frontends.io import (Row, check_output_paths, commit_outputs, pause_point, read_rows,
+                                     recover_outputs, table_writer)
 from q2_metric.question_filter import VALID
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature, config_fingerprint
@@ -85,6 +85,38 @@ def cache_key(scorer: Q2Scorer, names: dict[str, str] | None = None) -> str:
     return config_fingerprint(scorer.config, model_names(scorer) if names is None else names)
 
 
+@dataclass
+class ScoreRun:
+    """What a scoring run knows before any model work: the checked rows, their pair keys and texts,
+    the signature and the cache key."""
+
+    rows: list[Row]
+    keys: dict[int, str]  # row number -> pair key, good rows only
+    texts: dict[str, tuple[str, str]]  # pair key -> (response, knowledge)
+    signature: str
+    fingerprint: str
+
+    @property
+    def good(self) -> list[Row]:
+        return [r for r in self.rows if r.error is None]
+
+
+def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str | Path | None], *,
+                response_col: str = "response", knowledge_col: str = "knowledge", encoding: str = "utf-8",
+                allow_empty: bool = False, multiline: bool = False) -> ScoreRun:
+    """Every check that can fail before model work: output paths (`outputs`: flag -> path), the
+    input (encoding, columns, at least one row), every model and the device."""
+    check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p})
+    recover_outputs([p for p in outputs.values() if p])
+    rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
+                     multiline=multiline)
+    names = model_names(scorer)
+    good = [r for r in rows if r.error is None]
+    keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col]) for r in good}
+    texts = {keys[r.number]: (r.fields[response_col], r.fields[knowledge_col]) for r in good}
+    return ScoreRun(rows, keys, texts, str(Signature.create(scorer.config, names)), cache_key(scorer, names))
+
+
 def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path, *,
                response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
                steps_path: str | Path | None = None, summary_path: str | Path | None = None,
@@ -95,21 +127,14 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     Before any model work: the output paths, the input (encoding, columns, at least one row) and
     every model and the device are checked; a failure raises a one-sentence error.
     """
-    outputs = {"-o/--output": output_path, "--steps": steps_path, "--summary": summary_path}
-    check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p})
-    recover_outputs([p for p in outputs.values() if p])
-    rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
-                     multiline=multiline)
-    good = [r for r in rows if r.error is None]
-    names = model_names(scorer)
-    signature = str(Signature.create(scorer.config, names))
-    cache = ScoreCache(cache_dir, cache_key(scorer, names)) if cache_dir else None
+    run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
+                                           "--summary": summary_path},
+                      response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
+                      allow_empty=allow_empty, multiline=multiline)
+    cache = ScoreCache(cache_dir, run.fingerprint) if cache_dir else None
     results: dict[str, dict] = dict(cache.entries) if cache else {}
-
-    keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col]) for r in good}
-    todo = list(dict.fromkeys(k for k in keys.values() if k not in results))
-    texts = {keys[r.number]: (r.fields[response_col], r.fields[knowledge_col]) for r in good}
-    cached = sum(1 for r in good if keys[r.number] in results)
+    todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
+    cached = sum(1 for k in run.keys.values() if k in results)
 
     chunks = [todo[i:i + chunk_size] for i in range(0, len(todo), chunk_size)]
     bar = None
@@ -117,7 +142,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         from tqdm.auto import tqdm
         bar = tqdm(total=len(todo), unit="resp", desc="Q²")
     for n, chunk in enumerate(chunks, 1):
-        scored = scorer.score([texts[k][0] for k in chunk], [texts[k][1] for k in chunk])
+        scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk])
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
         if cache:
             cache.add(items)
@@ -127,15 +152,23 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         pause_point(f"chunk-{n}")
     if bar:
         bar.close()
+    return write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
+                         summary_path=summary_path, num_cached=cached, num_scored_now=len(todo))
 
+
+def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Path, *, prefix: str = "",
+                  steps_path: str | Path | None = None, summary_path: str | Path | None = None,
+                  num_cached: int = 0, num_scored_now: int = 0, signature: str | None = None) -> ScoreReport:
+    """Write every row with its scores (`results`: pair key -> response dict), the steps file and the
+    summary as one set; return the report (system score over the good rows)."""
     out_records, step_records = [], []
     per_row = []
-    for row in rows:
+    for row in run.rows:
         record = dict(row.fields)
         if row.error:
             record.update({f"{prefix}q2": None, f"{prefix}q2_no_nli": None, f"{prefix}error": row.error})
         else:
-            res = results[keys[row.number]]
+            res = results[run.keys[row.number]]
             per_row.append(res)
             valid = [q for q in res["questions"] if q["status"] == VALID]
             record.update({f"{prefix}q2": _num(res["q2"]), f"{prefix}q2_no_nli": _num(res["q2_no_nli"]),
@@ -150,9 +183,9 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     system = system_score([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
                           [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
                           len(all_valid), sum(_no_answer(q) for q in all_valid))
-    report = ScoreReport(system=system, num_rows=len(rows), num_bad=len(rows) - len(good),
-                         num_cached=cached, num_scored_now=len(todo),
-                         bad_rows=[r.error for r in rows if r.error], signature=signature)
+    report = ScoreReport(system=system, num_rows=len(run.rows), num_bad=len(run.rows) - len(run.good),
+                         num_cached=num_cached, num_scored_now=num_scored_now,
+                         bad_rows=[r.error for r in run.rows if r.error], signature=signature or run.signature)
 
     score_columns = [f"{prefix}{c}" for c in ("q2", "q2_no_nli", "fallback", "num_questions", "num_no_answer",
                                                 "reason", "error")]
