@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from q2_metric.components import Answer, QuestionAnswerer, is_no_answer
+from q2_metric.components import Answer, QuestionAnswerer
 from q2_metric.normalize import f1_score
 from q2_metric.results import DISCARDED, Pair
 
@@ -35,8 +35,6 @@ def answer_from_knowledge(pairs: Sequence[Pair], qa: QuestionAnswerer, *,
     if discard_unanswerable:
         for p in pairs:
             vq = p.result.valid_questions
-            answerable = [not is_no_answer(Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer)))
-                          for t in vq]
-            for t, keep in zip(vq, keep_answerable(answerable)):
+            for t, keep in zip(vq, keep_answerable([not t.unanswered for t in vq])):
                 if not keep:
                     t.status = DISCARDED

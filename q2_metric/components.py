@@ -39,16 +39,6 @@ class Answer:
 NO_ANSWER = Answer("", has_answer=False)
 
 
-def is_no_answer(answer: Answer) -> bool:
-    """True for "no answer" and for the empty answer (an end before the start in `reference`
-    decoding): neither can match a candidate or be compared by NLI.
-
-    >>> is_no_answer(NO_ANSWER), is_no_answer(Answer("")), is_no_answer(Answer("1983"))
-    (True, True, False)
-    """
-    return not answer.has_answer or answer.text == ""
-
-
 @runtime_checkable
 class Parser(Protocol):
     def parse(self, texts: Sequence[str]) -> list[ParsedText]:

@@ -39,6 +39,11 @@ class QuestionTrace:
     score: float | None = None  # span score with NLI
     score_no_nli: float | None = None  # span score, token F1 only
 
+    @property
+    def unanswered(self) -> bool:
+        """The knowledge gave "no answer" or the empty answer (neither is compared)."""
+        return not self.knowledge_has_answer or not self.knowledge_answer
+
 
 @dataclass
 class ResponseScore:

@@ -13,8 +13,8 @@ from typing import Sequence
 
 from q2_metric.answers import answer_from_knowledge
 from q2_metric.candidates import find_candidates
-from q2_metric.components import (Answer, NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator,
-                                  cls_text, describe, is_no_answer)
+from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
+                                  describe)
 from q2_metric.config import Q2Config
 from q2_metric.progress import ProgressCallback, notify
 from q2_metric.question_filter import filter_questions
@@ -188,8 +188,7 @@ class Q2Scorer:
             [r.q2 for r in results], [r.q2_no_nli for r in results],
             [bool(r.valid_questions) for r in results],
             valid_questions=len(all_valid),
-            unanswered_questions=sum(is_no_answer(Answer(t.knowledge_answer or "", bool(t.knowledge_has_answer)))
-                                     for t in all_valid),
+            unanswered_questions=sum(t.unanswered for t in all_valid),
         )
         return Q2Result(system=system, responses=results, signature=self.signature(identities))
 

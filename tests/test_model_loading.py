@@ -11,7 +11,8 @@ from importlib import metadata
 import pytest
 from packaging.version import Version
 
-from q2_metric.models.loading import ModelNotAvailable, check_available, load_pretrained, verbose_loading
+from q2_metric.models.checks import check_model
+from q2_metric.models.loading import ModelNotAvailable, load_pretrained, verbose_loading
 
 COMMITS = {"qg": "a" * 8 + "1" * 32, "qa": "b" * 8 + "2" * 32, "nli": "c" * 8 + "3" * 32}
 
@@ -56,7 +57,7 @@ def test_hub_id_from_offline_cache_signs_snapshot_revision(tiny_models, tmp_path
 def test_offline_hint_names_hf_download(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotAvailable) as err:
-        check_available("q2-test/not-cached-anywhere", "question-generation", "qg_model (--qg-model)")
+        check_model("q2-test/not-cached-anywhere", "qg")
     message = str(err.value)
     assert "`hf download q2-test/not-cached-anywhere`" in message and "huggingface-cli" not in message
     assert message.count(". ") == 0 and message.endswith(".") and "\n" not in message

@@ -19,6 +19,7 @@ from q2_metric.frontends import cli
 from q2_metric.frontends.ray_score import RayNotInstalled, import_ray, score_file_ray, worker_resources
 from q2_metric.frontends.score_files import score_file
 from q2_metric.testing import scripted_scorer
+from test_score_files import write_bad_jsonl
 
 ROWS = [{"id": i, "response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
         for i in range(10)]
@@ -146,12 +147,7 @@ def ray_local():
 
 
 def test_bad_rows_as_in_the_local_command(ray_local, tmp_path):
-    with open(tmp_path / "in.jsonl", "w") as f:
-        f.write(json.dumps(ROWS[0]) + "\n")
-        f.write("{not json\n")
-        f.write(json.dumps({"response": "Paris.", "knowledge": None}) + "\n")
-        f.write(json.dumps({"response": "Rome."}) + "\n")
-        f.write(json.dumps(ROWS[1]) + "\n")
+    write_bad_jsonl(tmp_path / "in.jsonl", ROWS)
     local = score_file(scripted_scorer(), tmp_path / "in.jsonl", tmp_path / "local.jsonl", cache_dir=None)
     remote = score_file_ray(scripted_scorer(), tmp_path / "in.jsonl", tmp_path / "ray.jsonl", cache_dir=None)
     assert remote.bad_rows == local.bad_rows and len(remote.bad_rows) == 3

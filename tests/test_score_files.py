@@ -57,13 +57,18 @@ def test_datasets_on_disk(tmp_path):
     assert report.num_rows == 4 and report.system.q2 == 1.0
 
 
-def test_malformed_rows_reported_rest_scored(tmp_path):
-    with open(tmp_path / "in.jsonl", "w") as f:
-        f.write(json.dumps(ROWS[0]) + "\n")
+def write_bad_jsonl(path, rows=ROWS):
+    """Two good rows around three bad ones (lines 2-4: not JSON, null knowledge, no knowledge)."""
+    with open(path, "w") as f:
+        f.write(json.dumps(rows[0]) + "\n")
         f.write("{not json\n")
         f.write(json.dumps({"response": "Paris.", "knowledge": None}) + "\n")
         f.write(json.dumps({"response": "Rome."}) + "\n")
-        f.write(json.dumps(ROWS[1]) + "\n")
+        f.write(json.dumps(rows[1]) + "\n")
+
+
+def test_malformed_rows_reported_rest_scored(tmp_path):
+    write_bad_jsonl(tmp_path / "in.jsonl")
     report = score_file(scripted_scorer(), tmp_path / "in.jsonl", tmp_path / "out.jsonl", cache_dir=None)
     assert report.num_bad == 3
     assert report.bad_rows[0].startswith("line 2: not a JSON object")

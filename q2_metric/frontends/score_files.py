@@ -22,7 +22,7 @@ STEP_COLUMNS = ["row", "line", "occurrence", "candidate", "question", "rank", "s
 
 
 def _no_answer(q: dict) -> bool:
-    """A valid question the knowledge does not answer ("no answer" or the empty answer)."""
+    """`QuestionTrace.unanswered`, on a trace read back from the cache as a dict."""
     return not q["knowledge_has_answer"] or not q["knowledge_answer"]
 
 

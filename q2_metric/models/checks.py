@@ -169,11 +169,11 @@ def _hub_locator(model_id: str) -> tuple[Callable[[str], str | None], str] | Non
     """(file finder, commit) of a Hub model whose config is in the local cache, else None."""
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(model_id, "config.json")
-    if not isinstance(found, str):
+    from q2_metric.models.loading import cached_revision
+
+    commit = cached_revision(model_id)
+    if commit is None:
         return None
-    snapshot = Path(found).parent
-    commit = snapshot.name
 
     def find(name: str) -> str | None:
         hit = try_to_load_from_cache(model_id, name, revision=commit)

@@ -39,40 +39,7 @@ def _offline() -> bool:
 
 
 def _is_cached(model_id: str) -> bool:
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(model_id, "config.json")
-    return isinstance(found, str)
-
-
-def _hub_reachable(model_id: str) -> bool:
-    """One request, no retries: can the Hub tell us about this model?"""
-    from huggingface_hub import HfApi
-
-    try:
-        HfApi().model_info(model_id, timeout=10)
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "cannot download now"
-        return False
-
-
-def check_available(model_id: str, role: str, option: str) -> None:
-    """Raise `ModelNotAvailable` unless `model_id` is a local dir, is cached, or can be downloaded."""
-    if Path(model_id).is_dir():
-        return
-    if Path(model_id).exists() or model_id.startswith((".", "/", "~")):
-        raise ModelNotAvailable(
-            f"The {role} model path '{model_id}' is not a directory with a saved model; "
-            f"pass a directory written by save_pretrained() as {option}."
-        )
-    if _is_cached(model_id):
-        return
-    if _offline() or not _hub_reachable(model_id):
-        raise ModelNotAvailable(
-            f"The {role} model '{model_id}' is not in the Hugging Face cache and the Hub cannot be "
-            f"reached: download it once where the Hub is reachable "
-            f"(`hf download {model_id}`) or pass a local model directory as {option}."
-        )
+    return cached_revision(model_id) is not None
 
 
 _VERBOSE: contextvars.ContextVar[bool] = contextvars.ContextVar("q2_verbose_loading", default=False)
