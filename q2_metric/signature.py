@@ -39,7 +39,7 @@ class Signature:
             ("qg", comps["qg"]), ("qa", comps["qa"]), ("nli", comps["nli"]), ("parser", comps["parser"]),
             ("dec", f"{dec}-max{c.max_question_length}-in{c.qg_max_input_tokens}"),
             ("drop", ",".join(c.drop_candidates) or "none"),
-            ("personal", "yes" if c.personal_filter else "no"),
+            ("personal", _personal(c)),
             ("mode", c.question_mode),
             ("qadec", f"{c.qa_decoding}-win{c.qa_max_length or 'max'}-stride{c.qa_doc_stride}"
                       + (f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "best_span" else "")),
@@ -62,6 +62,16 @@ class Signature:
     def digest(self) -> str:
         """A short stable hash, e.g. for cache keys."""
         return hashlib.sha256(str(self).encode()).hexdigest()[:16]
+
+
+def _personal(c: Q2Config) -> str:
+    """`yes`/`no`, with the subject and possessive words when they are not the paper's."""
+    if not c.personal_filter:
+        return "no"
+    default = Q2Config()
+    if (c.personal_subjects, c.personal_possessives) == (default.personal_subjects, default.personal_possessives):
+        return "yes"
+    return f"yes-{','.join(c.personal_subjects)}/{','.join(c.personal_possessives)}"
 
 
 def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) -> str:

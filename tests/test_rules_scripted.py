@@ -178,3 +178,5 @@ def test_signature_records_options():
     assert result.signature.to_dict()["qadec"] == "reference-winmax-stride128"
     assert result.signature.to_dict()["fallback"] == "e2e-nli:1/0.5/0-lower"
     assert result.signature.to_dict()["dtype"] == "float32"
+    assert run()[1].signature.to_dict()["personal"] == "yes"
+    assert run(Q2Config(personal_subjects=("i",)))[1].signature.to_dict()["personal"] == "yes-i/my,your"
