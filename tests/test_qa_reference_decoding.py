@@ -52,8 +52,11 @@ def tiny_albert(tmp_path_factory) -> str:
 
 
 def plain_reference(tokenizer, model, question: str, text: str) -> str:
-    """The released code's get_answer, one example at a time."""
-    inputs = tokenizer(question, text, add_special_tokens=True, return_tensors="pt")
+    """The released code's get_answer, one example at a time. Under the transformers it ran on
+    (3.x/4.x) `encode_plus` returned ALBERT's segment ids (0 for the question, 1 for the text);
+    transformers 5 no longer does unless asked, so they are asked for here."""
+    inputs = tokenizer(question, text, add_special_tokens=True, return_tensors="pt", return_token_type_ids=True)
+    assert inputs["token_type_ids"][0, -1] == 1
     ids = inputs["input_ids"].tolist()[0]
     with torch.no_grad():
         out = model(**inputs)
@@ -62,8 +65,10 @@ def plain_reference(tokenizer, model, question: str, text: str) -> str:
     return tokenizer.convert_tokens_to_string(tokenizer.convert_ids_to_tokens(ids[start:end]))
 
 
-def test_reference_decoding_equals_plain_per_example_computation(tiny_albert):
-    qa = HFQuestionAnswerer(Q2Config(qa_model=tiny_albert, device="cpu", qa_batch_size=7))
+@pytest.mark.parametrize("packing", ["on", "off"])
+def test_reference_decoding_equals_plain_per_example_computation(tiny_albert, packing):
+    qa = HFQuestionAnswerer(Q2Config(qa_model=tiny_albert, device="cpu", qa_batch_size=7, qa_packing=packing))
+    assert qa.packs() == (packing == "on")
     pairs = annotated(40)
     answers = qa.answer([q for q, _ in pairs], [t for _, t in pairs])
     expected = [plain_reference(qa.tokenizer, qa.model, q, t) for q, t in pairs]
@@ -71,6 +76,35 @@ def test_reference_decoding_equals_plain_per_example_computation(tiny_albert):
     assert got == expected
     # random weights give the empty answer (end before start), spans, and question tokens
     assert "" in got and any(g not in ("", "[CLS]") for g in got)
+
+
+def test_packed_rows_compute_what_each_pair_computes_alone(tiny_albert):
+    """Packing changes only the batch layout: every pair's logits equal its logits alone."""
+    qa = HFQuestionAnswerer(Q2Config(qa_model=tiny_albert, device="cpu"))
+    assert qa.packs()  # auto, on a CPU, for ALBERT
+    pairs = annotated(30)
+    enc = qa.tokenizer([q for q, _ in pairs], [t for _, t in pairs], return_token_type_ids=True)
+    features = [{k: enc[k][i] for k in ("input_ids", "attention_mask", "token_type_ids")} for i in range(len(pairs))]
+    lengths = [len(f["input_ids"]) for f in features]
+    rows = [[0, 1, 2], [3], [4, 5]]
+    packed = qa._packed_logits(features, rows)
+    assert sorted(packed) == [0, 1, 2, 3, 4, 5]
+    for i in range(6):
+        alone = qa._logits([features[i]])[0]
+        assert len(packed[i][0]) == lengths[i]
+        torch.testing.assert_close(torch.from_numpy(packed[i][0]), torch.from_numpy(alone[0]), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(torch.from_numpy(packed[i][1]), torch.from_numpy(alone[1]), rtol=1e-4, atol=1e-5)
+    # the whole call: rows under the token budget and the batch size, padding only at row ends
+    qa.tokens_processed = 0
+    qa._all_logits(features)
+    assert sum(lengths) <= qa.tokens_processed < sum(lengths) + 256 * 2
+
+
+def test_packing_on_needs_a_packable_model(tiny_albert):
+    qa = HFQuestionAnswerer(Q2Config(qa_model=tiny_albert, device="cpu", qa_packing="on"))
+    qa.model = SpanModel(qa.model, [])
+    with pytest.raises(ValueError, match="qa_packing='on' needs a QA model of type albert, bert, electra"):
+        qa.packs()
 
 
 def test_cls_string_is_no_answer(tiny_albert):

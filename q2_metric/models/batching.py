@@ -31,6 +31,28 @@ def budget_batches(lengths: Sequence[int], max_count: int, max_tokens: int,
         yield batch
 
 
+def pack_rows(lengths: Sequence[int], capacity: int) -> list[list[int]]:
+    """Indices packed into rows of at most `capacity` tokens (first fit, longest first); an input
+    longer than `capacity` gets a row of its own. Packed rows carry no padding, so on a CPU, where
+    cost follows tokens, a batch of rows costs what its inputs cost one by one, without their
+    per-call overhead.
+
+    >>> pack_rows([30, 200, 90, 60, 120], capacity=256)
+    [[1, 0], [4, 2], [3]]
+    """
+    rows: list[list[int]] = []
+    room: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        slot = next((r for r, free in enumerate(room) if lengths[i] <= free), None)
+        if slot is None:
+            rows.append([i])
+            room.append(capacity - lengths[i])
+        else:
+            rows[slot].append(i)
+            room[slot] -= lengths[i]
+    return rows
+
+
 def map_batched(items: Sequence[T], lengths: Sequence[int], max_count: int, max_tokens: int,
                 run: Callable[[list[T]], list[R]]) -> list[R]:
     """Apply `run` to budgeted batches of `items`; return one result per item, in input order."""

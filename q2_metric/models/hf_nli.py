@@ -16,7 +16,8 @@ from q2_metric.components import combine_window_labels
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import map_batched
 from q2_metric.models.checks import nli_labels
-from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
+from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
+                                     uses_segment_ids)
 
 
 def nli_label_map(id2label: Mapping[int, str]) -> dict[int, str]:
@@ -74,7 +75,8 @@ class HFNLIClassifier:
     @torch.inference_mode()
     def _run(self, pairs: list[tuple[str, str]]) -> list[str]:
         enc = self.tokenizer([p for p, _ in pairs], [h for _, h in pairs], return_tensors="pt",
-                             padding=True, truncation=True, max_length=self.max_length)
+                             padding=True, truncation=True, max_length=self.max_length,
+                             return_token_type_ids=uses_segment_ids(self.model))
         self.tokens_processed += int(enc["input_ids"].numel())
         logits = self.model(**enc.to(self.device)).logits
         return [self.labels[int(i)] for i in logits.argmax(dim=-1).tolist()]

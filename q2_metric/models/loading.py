@@ -33,6 +33,13 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return getattr(torch, dtype)
 
 
+def uses_segment_ids(model: Any) -> bool:
+    """Whether the model was trained with segment (token type) embeddings, as ALBERT and BERT are.
+    transformers 3/4, which the released code ran on, returned segment ids for ALBERT pairs;
+    transformers 5's ALBERT tokenizer returns them only when asked, so the backends ask."""
+    return (getattr(getattr(model, "config", None), "type_vocab_size", 0) or 0) > 1
+
+
 def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"} or \
         os.environ.get("TRANSFORMERS_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}
