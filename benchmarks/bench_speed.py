@@ -8,7 +8,10 @@ Both runs use the same models on the same responses (the annotated WoW set):
 - reference: the released code's loop (`q2_metric.reference_loop`), one example per model call:
   per candidate occurrence generate; per question in rank order until the first valid one the
   personal check, QA on the response, QA on the knowledge; span NLI one pair at a time; the
-  fallback one response at a time;
+  fallback one response at a time. Its QA call is the released `get_answer`'s: one `encode_plus`
+  and one forward pass, on the model as `from_pretrained` builds it, with autograd left on, as
+  the released code has no `no_grad`
+  (`--reference-no-grad` runs it in inference mode, a faster baseline than the released code);
 - engine: `Q2Scorer.score`, batched.
 With the paper's weights available they are used as they are. Without them (this workplace),
 random-weight models of the chosen shapes do every forward pass and generation step that the
@@ -137,16 +140,23 @@ class ReleasedQA:
     decision. `grad=False` runs it in inference mode instead, a faster baseline than the released code."""
 
     def __init__(self, qa: WorkingQA, grad: bool = True) -> None:
+        from transformers import AutoModelForQuestionAnswering
+
         self.qa, self.grad = qa, grad
+        # the model as the released code loads it: plain from_pretrained, none of the engine's tuning
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        self.model = AutoModelForQuestionAnswering.from_pretrained(qa.model_id, dtype=qa.model.dtype).to(qa.device).eval()
 
     def answer(self, questions, contexts):
         qa = self.qa
         for question, text in zip(questions, contexts):
             inputs = qa.tokenizer(question, text, add_special_tokens=True, return_tensors="pt",
-                                  return_token_type_ids=uses_segment_ids(qa.model)).to(qa.device)
+                                  return_token_type_ids=uses_segment_ids(self.model)).to(qa.device)
             qa.tokens_processed += int(inputs["input_ids"].numel())
             with torch.enable_grad() if self.grad else torch.inference_mode():
-                start, end = qa.model(**inputs, return_dict=False)
+                start, end = self.model(**inputs, return_dict=False)
             torch.argmax(start), torch.argmax(end)
         return [qa.decisions.answer(q, c) for q, c in zip(questions, contexts)]
 

@@ -71,7 +71,13 @@ def test_reference_decoding_equals_plain_per_example_computation(tiny_albert, pa
     assert qa.packs() == (packing == "on")
     pairs = annotated(40)
     answers = qa.answer([q for q, _ in pairs], [t for _, t in pairs])
-    expected = [plain_reference(qa.tokenizer, qa.model, q, t) for q, t in pairs]
+    # the released code's model as transformers loads it (gelu_new unfused, one pair per call)
+    from transformers import AlbertForQuestionAnswering
+
+    plain = AlbertForQuestionAnswering.from_pretrained(tiny_albert).eval()
+    assert type(plain.albert.encoder.albert_layer_groups[0].albert_layers[0].activation).__name__ == "NewGELUActivation"
+    assert isinstance(qa.model.albert.encoder.albert_layer_groups[0].albert_layers[0].activation, torch.nn.GELU)
+    expected = [plain_reference(qa.tokenizer, plain, q, t) for q, t in pairs]
     got = [a.text if a.has_answer else qa.cls_text for a in answers]
     assert got == expected
     # random weights give the empty answer (end before start), spans, and question tokens
@@ -98,6 +104,21 @@ def test_packed_rows_compute_what_each_pair_computes_alone(tiny_albert):
     qa.tokens_processed = 0
     qa._all_logits(features)
     assert sum(lengths) <= qa.tokens_processed < sum(lengths) + 256 * 2
+
+
+def test_fused_tanh_gelu_is_gelu_new_to_float_rounding(tiny_albert):
+    from transformers import AlbertForQuestionAnswering
+
+    from q2_metric.models.loading import fuse_tanh_gelu
+
+    plain = AlbertForQuestionAnswering.from_pretrained(tiny_albert).eval()
+    fused = AlbertForQuestionAnswering.from_pretrained(tiny_albert).eval()
+    assert fuse_tanh_gelu(fused) == 1 and fuse_tanh_gelu(fused) == 0  # ALBERT shares its one layer
+    ids = torch.randint(5, 500, (4, 60))
+    with torch.no_grad():
+        a, b = plain(input_ids=ids), fused(input_ids=ids)
+    torch.testing.assert_close(a.start_logits, b.start_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(a.end_logits, b.end_logits, rtol=1e-5, atol=1e-5)
 
 
 def test_packing_on_needs_a_packable_model(tiny_albert):

@@ -32,25 +32,23 @@ def budget_batches(lengths: Sequence[int], max_count: int, max_tokens: int,
 
 
 def pack_rows(lengths: Sequence[int], capacity: int) -> list[list[int]]:
-    """Indices packed into rows of at most `capacity` tokens (first fit, longest first); an input
-    longer than `capacity` gets a row of its own. Packed rows carry no padding, so on a CPU, where
-    cost follows tokens, a batch of rows costs what its inputs cost one by one, without their
-    per-call overhead.
+    """Indices packed into as few rows as hold `capacity` tokens each on average, balanced: each
+    input, longest first, joins the row with the fewest tokens, so rows end up nearly equal and
+    padding them to the longest costs little. Packed rows carry no other padding, so on a CPU,
+    where cost follows tokens, a batch of rows costs what its inputs cost one by one, without
+    their per-call overhead.
 
     >>> pack_rows([30, 200, 90, 60, 120], capacity=256)
-    [[1, 0], [4, 2], [3]]
+    [[1, 3], [4, 2, 0]]
     """
-    rows: list[list[int]] = []
-    room: list[int] = []
+    total = sum(lengths)
+    rows: list[list[int]] = [[] for _ in range(max(1, -(-total // capacity)))]
+    filled = [0] * len(rows)
     for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
-        slot = next((r for r, free in enumerate(room) if lengths[i] <= free), None)
-        if slot is None:
-            rows.append([i])
-            room.append(capacity - lengths[i])
-        else:
-            rows[slot].append(i)
-            room[slot] -= lengths[i]
-    return rows
+        r = min(range(len(rows)), key=filled.__getitem__)
+        rows[r].append(i)
+        filled[r] += lengths[i]
+    return [row for row in rows if row]
 
 
 def map_batched(items: Sequence[T], lengths: Sequence[int], max_count: int, max_tokens: int,

@@ -70,8 +70,8 @@ def decode_best_span(start: np.ndarray, end: np.ndarray, context: np.ndarray, ma
 # Model types whose embeddings take absolute position ids from 0 and whose attention takes a 4D
 # additive mask, so that packed pairs compute exactly what they compute alone.
 PACKABLE = frozenset({"albert", "bert", "electra"})
-# Tokens per packed row: long enough for the matrix products to run at full speed, short enough
-# that attention over the whole row (masked to each pair) adds only about 2% to the work.
+# Tokens per packed row, on average: long enough for the matrix products to run at full speed,
+# short enough that attention over the whole row (masked to each pair) adds only about 2% to the work.
 PACK_ROW_TOKENS = 256
 
 
@@ -161,17 +161,18 @@ class HFQuestionAnswerer:
                 for i, result in zip(idx, self._logits([features[i] for i in idx])):
                     logits[i] = result
             return logits
-        rows = pack_rows(lengths, max(PACK_ROW_TOKENS, max(lengths)))
-        call: list[list[int]] = []
-        for row in rows + [[]]:  # rows come longest first; the empty sentinel flushes the last call
-            width = max([sum(lengths[i] for i in r) for r in call + [row]])
-            count = sum(len(r) for r in call) + len(row)
-            if call and (not row or (len(call) + 1) * width > c.qa_max_tokens or count > c.qa_batch_size):
-                for i, result in self._packed_logits(features, call).items():
-                    logits[i] = result
+        # calls of at most qa_batch_size inputs and qa_max_tokens tokens, each packed into rows
+        order = sorted(range(len(features)), key=lambda i: -lengths[i])
+        call: list[int] = []
+        for i in order + [-1]:  # the sentinel flushes the last call
+            if call and (i < 0 or len(call) >= c.qa_batch_size
+                         or sum(lengths[j] for j in call) + lengths[i] > c.qa_max_tokens):
+                rows = pack_rows([lengths[j] for j in call], PACK_ROW_TOKENS)
+                for j, result in self._packed_logits(features, [[call[k] for k in row] for row in rows]).items():
+                    logits[j] = result
                 call = []
-            if row:
-                call.append(row)
+            if i >= 0:
+                call.append(i)
         return logits
 
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:

