@@ -31,7 +31,7 @@ test: setup browser
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 bench: setup
-	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench_speed.py --size paper --n 16 --reference-n 8
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench_speed.py --size paper --n 16
 
 clean:
 	rm -rf $(VENV)
