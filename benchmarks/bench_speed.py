@@ -141,11 +141,11 @@ class ReleasedQA:
 
     def __init__(self, qa: WorkingQA, grad: bool = True) -> None:
         from transformers import AutoModelForQuestionAnswering
-
-        self.qa, self.grad = qa, grad
-        # the model as the released code loads it: plain from_pretrained, none of the engine's tuning
         from transformers.utils import logging as hf_logging
 
+        self.qa, self.grad = qa, grad
+        # a second copy of the weights on purpose: the model as the released code loads it (plain
+        # from_pretrained, none of the engine's kernel choices)
         hf_logging.disable_progress_bar()
         self.model = AutoModelForQuestionAnswering.from_pretrained(qa.model_id, dtype=qa.model.dtype).to(qa.device).eval()
 
@@ -157,7 +157,7 @@ class ReleasedQA:
             qa.tokens_processed += int(inputs["input_ids"].numel())
             with torch.enable_grad() if self.grad else torch.inference_mode():
                 start, end = self.model(**inputs, return_dict=False)
-            torch.argmax(start), torch.argmax(end)
+            torch.argmax(start), torch.argmax(end)  # the released decoding's work; the answer is scripted
         return [qa.decisions.answer(q, c) for q, c in zip(questions, contexts)]
 
     def __getattr__(self, name):

@@ -51,6 +51,26 @@ def pack_rows(lengths: Sequence[int], capacity: int) -> list[list[int]]:
     return [row for row in rows if row]
 
 
+def packed_calls(lengths: Sequence[int], max_count: int, max_tokens: int,
+                 row_tokens: int) -> Iterator[list[list[int]]]:
+    """Model calls for packing: inputs taken longest first, at most `max_count` inputs and
+    `max_tokens` tokens a call, each call's indices packed into rows (see `pack_rows`).
+
+    >>> list(packed_calls([30, 200, 90, 60, 120], max_count=4, max_tokens=1000, row_tokens=256))
+    [[[1, 3], [4, 2]], [[0]]]
+    """
+    call: list[int] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        if call and (len(call) >= max_count or tokens + lengths[i] > max_tokens):
+            yield [[call[k] for k in row] for row in pack_rows([lengths[j] for j in call], row_tokens)]
+            call, tokens = [], 0
+        call.append(i)
+        tokens += lengths[i]
+    if call:
+        yield [[call[k] for k in row] for row in pack_rows([lengths[j] for j in call], row_tokens)]
+
+
 def map_batched(items: Sequence[T], lengths: Sequence[int], max_count: int, max_tokens: int,
                 run: Callable[[list[T]], list[R]]) -> list[R]:
     """Apply `run` to budgeted batches of `items`; return one result per item, in input order."""

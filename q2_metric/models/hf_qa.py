@@ -32,7 +32,7 @@ import torch
 
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
-from q2_metric.models.batching import budget_batches, pack_rows
+from q2_metric.models.batching import budget_batches, packed_calls
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
                                      uses_segment_ids)
 
@@ -98,6 +98,7 @@ class HFQuestionAnswerer:
         ).to(self.device).eval()
         self.cls_text = self.tokenizer.cls_token or "[CLS]"
         self.window = model_window(self.tokenizer, self.model)
+        self.packs()  # qa_packing='on' with a model that cannot pack fails here, at load
         self.tokens_processed = 0  # padded tokens through the model, for benchmarks
 
     @torch.inference_mode()
@@ -161,18 +162,9 @@ class HFQuestionAnswerer:
                 for i, result in zip(idx, self._logits([features[i] for i in idx])):
                     logits[i] = result
             return logits
-        # calls of at most qa_batch_size inputs and qa_max_tokens tokens, each packed into rows
-        order = sorted(range(len(features)), key=lambda i: -lengths[i])
-        call: list[int] = []
-        for i in order + [-1]:  # the sentinel flushes the last call
-            if call and (i < 0 or len(call) >= c.qa_batch_size
-                         or sum(lengths[j] for j in call) + lengths[i] > c.qa_max_tokens):
-                rows = pack_rows([lengths[j] for j in call], PACK_ROW_TOKENS)
-                for j, result in self._packed_logits(features, [[call[k] for k in row] for row in rows]).items():
-                    logits[j] = result
-                call = []
-            if i >= 0:
-                call.append(i)
+        for rows in packed_calls(lengths, c.qa_batch_size, c.qa_max_tokens, PACK_ROW_TOKENS):
+            for i, result in self._packed_logits(features, rows).items():
+                logits[i] = result
         return logits
 
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:
