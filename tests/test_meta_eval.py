@@ -113,6 +113,11 @@ def test_run_meta_eval_synthetic(tmp_path, nlp):
     assert report["table3"]["q2"]["accuracy"] == 1.0
     assert report["table4"]["q2"]["mean"] == pytest.approx(1.0) and report["contexts_one_inconsistent"] == 10
     assert report["table4"]["q2_no_nli"]["no_correlation"] == 30  # a constant metric never correlates
+    # TRUE, cross annotation: Q² is 0.9 for every consistent response and 0.1 for every other one
+    # (AUC 1); Q² without NLI is 0.5 everywhere (all pairs tied: AUC 1/2)
+    cross = report["true"]["metrics"]
+    assert cross["q2"]["cross"]["roc_auc"] == 1.0 and cross["q2"]["cross"]["n"] == 20
+    assert cross["q2_no_nli"]["cross"]["roc_auc"] == 0.5 == cross["q2_no_nli"]["cross"]["low"]
     assert set(figures) == {"pr_curve.png", "roc_curve.png", "hist_q2.png", "hist_q2_no_nli.png", "hist_overlap.png",
                             "hist_bleu.png"}
     assert all(png.startswith(b"\x89PNG") and len(png) > 1000 for png in figures.values())
