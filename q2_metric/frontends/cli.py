@@ -146,8 +146,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     if args.write_template:
         keys, _, records = data.template()
         path = write_template(args.write_template, records)
-        print(f"Wrote {len(records)} rows (one per distinct response/knowledge pair) to {path}; score them, "
-              f"then pass --scores NAME={path.name}:COLUMN (or a file in the same row order).")
+        print(f"Wrote {len(records)} rows (one per distinct response/knowledge pair) to {path}; score every "
+              "row, then pass --scores NAME=FILE[:COLUMN] (FILE with the same 'response' and 'knowledge' "
+              "columns, or with its rows in the template's order).")
         return 0
     if args.auc_draws < 1:
         raise Q2InputError(f"--auc-draws must be at least 1, got {args.auc_draws}.")

@@ -29,8 +29,11 @@ def token_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
 
 def overlap_scores(responses: Sequence[str], knowledge: Sequence[str], nlp) -> list[float]:
     """Overlap(r, k): token F1 of the lower-cased knowledge (gold) and the response."""
-    k_docs = list(nlp.pipe([k.lower() for k in knowledge]))
-    r_docs = list(nlp.pipe(list(responses)))
+    # Only the tokenizer: token text, is_stop and is_punct are lexical, and no component of the
+    # pipeline re-tokenizes, so the tokens are those of the full pipeline the released code runs
+    # (checked on all 1,086 annotated pairs), ~100x faster.
+    k_docs = list(nlp.tokenizer.pipe([k.lower() for k in knowledge]))
+    r_docs = list(nlp.tokenizer.pipe(list(responses)))
     return [token_f1(content_tokens(k), content_tokens(r)) for k, r in zip(k_docs, r_docs)]
 
 
