@@ -305,3 +305,16 @@ def test_baselines_true_table_and_outputs(annotated_run):
     latex = (out / "meta_eval.tex").read_text()
     assert latex.count(r"\begin{tabular}") == 4 and latex.count(r"\end{table}") == 4
     assert r"label & 1.000 [1.000, 1.000] & 1.000 [1.000, 1.000] \\" in latex
+
+
+def test_plots_with_a_one_label_set():
+    """A set whose responses are all consistent has no PR/ROC curve; the figure says so instead
+    of failing (scikit-learn's roc_auc_score raises on one class)."""
+    from q2_metric.frontends import meta_plots
+
+    curves = {"m": {"a": (np.array([0.1, 0.5, 0.9]), np.array([1, 1, 1])),
+                    "b": (np.array([0.1, 0.5, 0.9]), np.array([0, 1, 1]))}}
+    titles = {"a": "A", "b": "B"}
+    for png in (meta_plots.pr_curves_png(curves, titles), meta_plots.roc_curves_png(curves, titles),
+                meta_plots.histogram_png("m", curves["m"], titles)):
+        assert png.startswith(b"\x89PNG")

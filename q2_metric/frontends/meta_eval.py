@@ -177,7 +177,10 @@ class Responses:
         return list(zip(self.response, self.knowledge))
 
 
-SET_TITLES = {"split": "600 split responses", "cross": "1,088 cross-annotated responses"}
+def set_titles(sets: dict[str, Responses]) -> dict[str, str]:
+    """"600 split responses", "1,088 cross-annotated responses" (with the sizes of this run)."""
+    return {"split": f"{len(sets['split'].consistent):,} split responses",
+            "cross": f"{len(sets['cross'].consistent):,} cross-annotated responses"}
 
 
 def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_no_nli"), prefix: str = "",
@@ -260,7 +263,7 @@ def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_
         draws = resample_indices(len(r.consistent), auc_draws, seed)
         true_sets[name] = {m: roc_auc_interval(scores[m][name], labels[name], draws).to_dict() for m in raw}
     true = {"draws": auc_draws, "seed": seed, "confidence": 0.95,
-            "sets": {name: {"title": SET_TITLES[name], "n": len(r.consistent),
+            "sets": {name: {"title": set_titles(sets)[name], "n": len(r.consistent),
                             "inconsistent": int(len(r.consistent) - sum(r.consistent))} for name, r in sets.items()},
             "metrics": {m: {name: true_sets[name][m] for name in sets} for m in raw}}
     report = {"threshold": threshold, "seed": seed, "sources": data.sources,
@@ -270,22 +273,22 @@ def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_
     if figures is not None:
         if progress:
             progress("plots")
-        figures.update(make_figures(raw, scores, labels))
+        figures.update(make_figures(raw, scores, labels, set_titles(sets)))
         report["plots"] = list(figures)
     return report
 
 
 def make_figures(raw: dict[str, dict[str, np.ndarray]], scores: dict[str, dict[str, np.ndarray]],
-                 labels: dict[str, np.ndarray]) -> dict[str, bytes]:
+                 labels: dict[str, np.ndarray], titles: dict[str, str]) -> dict[str, bytes]:
     """PR curves, ROC curves and one histogram per metric, as PNG bytes by file name."""
     from q2_metric.frontends import meta_plots
 
     curves = {m: {name: (scores[m][name], labels[name]) for name in labels} for m in scores}
-    out = {"pr_curve.png": meta_plots.pr_curves_png(curves, SET_TITLES),
-           "roc_curve.png": meta_plots.roc_curves_png(curves, SET_TITLES)}
+    out = {"pr_curve.png": meta_plots.pr_curves_png(curves, titles),
+           "roc_curve.png": meta_plots.roc_curves_png(curves, titles)}
     for m in raw:
         out[meta_plots.histogram_name(m)] = meta_plots.histogram_png(
-            m, {name: (raw[m][name], labels[name]) for name in labels}, SET_TITLES)
+            m, {name: (raw[m][name], labels[name]) for name in labels}, titles)
     return out
 
 

@@ -38,6 +38,8 @@ def pr_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
     for ax, (key, title) in zip(axes[0], titles.items()):
         for metric, per_set in curves.items():
             scores, consistent = per_set[key]
+            if _one_class(ax, consistent):
+                break
             flagged, target = -np.asarray(scores), 1 - np.asarray(consistent)
             precision, recall, _ = precision_recall_curve(target, flagged)
             ap = average_precision_score(target, flagged)
@@ -60,6 +62,8 @@ def roc_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
     for ax, (key, title) in zip(axes[0], titles.items()):
         for metric, per_set in curves.items():
             scores, consistent = per_set[key]
+            if _one_class(ax, consistent):
+                break
             fpr, tpr, _ = roc_curve(consistent, scores)
             ax.plot(fpr, tpr, label=f"{label(metric)} (AUC {roc_auc_score(consistent, scores):.3f})")
         ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance (0.5)")
@@ -85,6 +89,14 @@ def histogram_png(metric: str, per_set: Mapping[str, tuple[Sequence[float], Sequ
         ax.legend(fontsize="small")
     fig.suptitle(f"{label(metric)}: scores by human label")
     return _png(fig)
+
+
+def _one_class(ax, consistent) -> bool:
+    """A set with one label only has no curve: say so in the panel."""
+    if len(set(np.asarray(consistent).tolist())) > 1:
+        return False
+    ax.text(0.5, 0.5, "one label only: no curve", ha="center", va="center", transform=ax.transAxes)
+    return True
 
 
 def histogram_name(metric: str) -> str:

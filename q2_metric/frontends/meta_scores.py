@@ -64,8 +64,9 @@ class ScoreSpec:
 def parse_score_spec(text: str) -> ScoreSpec:
     """`NAME=FILE[:COLUMN][:lower][:LO..HI]` -> ScoreSpec (COLUMN defaults to `score`).
 
-    >>> parse_score_spec("judge=out/j.jsonl:rating:lower:1..5")
-    ScoreSpec(name='judge', path=PosixPath('out/j.jsonl'), column='rating', lower=True, low=1.0, high=5.0)
+    >>> s = parse_score_spec("judge=out/j.jsonl:rating:lower:1..5")
+    >>> (s.name, s.path.name, s.column, s.lower, s.low, s.high)
+    ('judge', 'j.jsonl', 'rating', True, 1.0, 5.0)
     """
     name, sep, rest = text.partition("=")
     if not sep or not rest:
