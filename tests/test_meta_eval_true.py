@@ -81,6 +81,7 @@ def test_parse_score_spec(text, expected):
     ("judge", "expected NAME=FILE[:COLUMN][:lower][:LO..HI]"),
     ("1bad=x.csv", "the name '1bad' must start with a letter"),
     ("q2=x.csv", "'q2' is a built-in metric"),
+    ("coverage=x.csv", "'coverage' is a built-in metric or row"),
     ("x=a.csv:s:5..1", "the range 5..1 is empty"),
 ])
 def test_bad_score_spec(text, message):

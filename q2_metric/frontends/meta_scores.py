@@ -31,6 +31,7 @@ Key = tuple[str, str]  # (response, knowledge)
 TEMPLATE_FILE = "meta_eval_template.csv"
 TEMPLATE_COLUMNS = ["id", "response", "knowledge", "message"]
 BUILT_IN = ("q2", "q2_no_nli", "overlap", "bleu", "bertscore", "e2e_nli")
+RESERVED = (*BUILT_IN, "n", "valid_questions", "no_answer_share", "coverage")  # Table 2's other rows
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 _RANGE = re.compile(r"(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\.\.(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\Z")
 SPEC_FORM = "NAME=FILE[:COLUMN][:lower][:LO..HI]"
@@ -74,8 +75,8 @@ def parse_score_spec(text: str) -> ScoreSpec:
     if not _NAME.match(name):
         raise ScoreFileError(f"--scores '{text}': the name '{name}' must start with a letter and hold only "
                              "letters, digits, '_' and '-'.")
-    if name in BUILT_IN:
-        raise ScoreFileError(f"--scores '{text}': '{name}' is a built-in metric; give yours another name.")
+    if name in RESERVED:
+        raise ScoreFileError(f"--scores '{text}': '{name}' is a built-in metric or row; give yours another name.")
     tokens = rest.split(":")
     lower, bounds = False, None
     while len(tokens) > 1 and (tokens[-1] == "lower" or _RANGE.match(tokens[-1])):
