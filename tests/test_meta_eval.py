@@ -104,8 +104,8 @@ def synthetic(tmp_path, q2=True):
 
 
 def test_run_meta_eval_synthetic(tmp_path, nlp):
-    report = run_meta_eval(synthetic(tmp_path), repetitions=30, nlp=nlp, bertscore=False,
-                           pr_png=str(tmp_path / "pr.png"))
+    figures = {}
+    report = run_meta_eval(synthetic(tmp_path), repetitions=30, nlp=nlp, bertscore=False, figures=figures)
     assert report["table2"]["dodeca_consistent"]["q2"] == pytest.approx(0.8)
     assert report["table2"]["dodeca_consistent"]["valid_questions"] == 8
     assert report["table2"]["dodeca_consistent"]["no_answer_share"] == 0.5
@@ -113,7 +113,14 @@ def test_run_meta_eval_synthetic(tmp_path, nlp):
     assert report["table3"]["q2"]["accuracy"] == 1.0
     assert report["table4"]["q2"]["mean"] == pytest.approx(1.0) and report["contexts_one_inconsistent"] == 10
     assert report["table4"]["q2_no_nli"]["no_correlation"] == 30  # a constant metric never correlates
-    assert (tmp_path / "pr.png").stat().st_size > 1000
+    # TRUE, cross annotation: Q² is 0.9 for every consistent response and 0.1 for every other one
+    # (AUC 1); Q² without NLI is 0.5 everywhere (all pairs tied: AUC 1/2)
+    cross = report["true"]["metrics"]
+    assert cross["q2"]["cross"]["roc_auc"] == 1.0 and cross["q2"]["cross"]["n"] == 20
+    assert cross["q2_no_nli"]["cross"]["roc_auc"] == 0.5 == cross["q2_no_nli"]["cross"]["low"]
+    assert set(figures) == {"pr_curve.png", "roc_curve.png", "hist_q2.png", "hist_q2_no_nli.png", "hist_overlap.png",
+                            "hist_bleu.png"}
+    assert all(png.startswith(b"\x89PNG") and len(png) > 1000 for png in figures.values())
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -150,7 +157,8 @@ def test_bad_cross_annotation_stops(tmp_path, nlp):
 
 
 def test_cli_baselines_only_on_the_annotated_set(tmp_path):
-    """The real annotated set, no model: Table 2 and Table 4 for overlap and BLEU."""
+    """The real annotated set, no model: Tables 2-4 and the TRUE table for overlap and BLEU, the plots,
+    meta_eval.md and meta_eval.tex."""
     res = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "meta-eval", "--annotated-dir",
                           str(SHARED), "--baselines-only", "--no-bertscore", "--repetitions", "200",
                           "--out-dir", str(tmp_path / "me")], capture_output=True, text=True, timeout=600)
@@ -163,7 +171,15 @@ def test_cli_baselines_only_on_the_annotated_set(tmp_path):
     for metric in ("overlap", "bleu"):
         assert set(data["table4"][metric]) >= {"mean", "low", "high"}
         assert -1 <= data["table4"][metric]["low"] <= data["table4"][metric]["mean"] <= data["table4"][metric]["high"] <= 1
-    assert "Table 4" in (tmp_path / "me" / "meta_eval.md").read_text()
+    for metric in ("overlap", "bleu"):  # the TRUE table, on both annotated sets
+        for name, n in (("split", 600), ("cross", 1088)):
+            t = data["true"]["metrics"][metric][name]
+            assert t["n"] == n and t["low"] < t["roc_auc"] < t["high"] and t["draws"] == 1000
+    markdown = (tmp_path / "me" / "meta_eval.md").read_text()
+    assert "Table 4" in markdown and "## TRUE protocol" in markdown
+    for name in ("pr_curve.png", "roc_curve.png", "hist_overlap.png", "hist_bleu.png"):  # no Q², still plots
+        assert (tmp_path / "me" / name).read_bytes().startswith(b"\x89PNG") and f"]({name})" in markdown
+    assert r"\begin{tabular}" in (tmp_path / "me" / "meta_eval.tex").read_text()
 
 
 def test_cli_missing_column_exit_code(tmp_path):

@@ -1,34 +1,43 @@
 """`q2 meta-eval`: the paper's validation of Q² against human consistency labels, as the released
-code computes it.
+code computes it, and the TRUE protocol (Honovich et al., 2022) that the field compares metrics by.
 
 - Table 2: mean score per split (and, for Q², valid questions, no-answer share and coverage).
 - Table 3: a score <= threshold (0.5) is *inconsistent*, above it *consistent*; accuracy,
   precision/recall/F1 of both classes, ROC AUC. BLEU is divided by 100 and BERTScore min-max
   scaled to [0, 1] first, as the released code does.
 - Table 4: system-level bootstrap over the contexts where exactly one system is inconsistent.
+- TRUE: ROC AUC of each metric's score against the human label (consistent = positive) with a
+  95% percentile-bootstrap interval, on the 600 split responses and on the 1,088 responses of
+  the cross annotation.
 
-Baselines: overlap (token F1 of spaCy tokens, stop words and punctuation dropped), BLEU (sacrebleu,
-0-100), BERTScore (F1, rescaled with baseline) and end-to-end NLI; the knowledge is lower-cased.
-Inputs are validated first: a missing or partly empty score column, a non-numeric or out-of-range
-score, or a label other than 0/1 stops with one sentence naming the file, column and row.
+Metrics: Q² and Q² without NLI (`q2 score` columns), the baselines (`meta_baselines`), and any
+user-supplied metric (`meta_scores`). Statistics are pure functions in `meta_stats`, figures in
+`meta_plots`, the Markdown and LaTeX reports in `meta_report`. Inputs are validated first: a
+missing or partly empty score column, a non-numeric or out-of-range score, or a label other than
+0/1 stops with one sentence naming the file, column and row.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
+from q2_metric.frontends.meta_baselines import (baseline_scores, bertscore_scores, bleu_scores,  # noqa: F401
+                                                content_tokens, e2e_nli_scores, overlap_scores, token_f1)
+from q2_metric.frontends.meta_report import render_latex, render_markdown  # noqa: F401
+from q2_metric.frontends.meta_scores import Key, ScoreSpec, read_scores
+from q2_metric.frontends.meta_stats import (AUC_DRAWS, SHARES, BootstrapResult, classification_report,  # noqa: F401
+                                            resample_indices, roc_auc, roc_auc_interval, simulate_systems,
+                                            spearman, system_bootstrap, to_unit_scale)
 from q2_metric.validation import Q2InputError
 
 SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 SYSTEMS = ("dodeca", "memnet")
-SHARES = (0.05, 0.10, 0.15, 0.20, 0.25)
 RANGES = {"q2": (0.0, 1.0), "q2_no_nli": (0.0, 1.0)}
 
 
@@ -82,181 +91,6 @@ def label_column(rows: Sequence[dict], column: str, source: str) -> list[int]:
     return out
 
 
-# -- baselines ---------------------------------------------------------------------------------
-def content_tokens(doc) -> list[str]:
-    """Lower-cased spaCy tokens without stop words and punctuation (the released overlap)."""
-    return [tok.text.lower() for tok in doc if not tok.is_stop and not tok.is_punct]
-
-
-def token_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
-    """Token F1 of two token lists; 0 when nothing is shared.
-
-    >>> token_f1(["paris", "capital"], ["paris", "city"])
-    0.5
-    """
-    same = sum((Counter(gold) & Counter(pred)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def overlap_scores(responses: Sequence[str], knowledge: Sequence[str], nlp) -> list[float]:
-    """Overlap(r, k): token F1 of the lower-cased knowledge (gold) and the response."""
-    k_docs = list(nlp.pipe([k.lower() for k in knowledge]))
-    r_docs = list(nlp.pipe(list(responses)))
-    return [token_f1(content_tokens(k), content_tokens(r)) for k, r in zip(k_docs, r_docs)]
-
-
-def bleu_scores(responses: Sequence[str], knowledge: Sequence[str]) -> list[float]:
-    """Per-response sacrebleu corpus BLEU against the lower-cased knowledge, on the 0-100 scale."""
-    import sacrebleu
-
-    return [sacrebleu.corpus_bleu([r], [[k.lower()]]).score for r, k in zip(responses, knowledge)]
-
-
-def bertscore_scores(responses: Sequence[str], knowledge: Sequence[str]) -> list[float] | None:
-    """BERTScore F1 (lang="en", rescaled with baseline) against the lower-cased knowledge; None
-    when bert-score or its model is unavailable (it is optional)."""
-    try:
-        import bert_score
-
-        _, _, f1 = bert_score.score(list(responses), [k.lower() for k in knowledge], lang="en",
-                                    rescale_with_baseline=True, verbose=False)
-    except Exception:  # noqa: BLE001 - not installed, or its model cannot be loaded offline
-        return None
-    return [float(x) for x in f1]
-
-
-def e2e_nli_scores(responses: Sequence[str], knowledge: Sequence[str], nli) -> list[float]:
-    """End-to-end NLI: premise = the lower-cased knowledge, hypothesis = the response."""
-    from q2_metric.response_scores import fallback_score
-
-    return [fallback_score(label) for label in nli.classify([k.lower() for k in knowledge], list(responses))]
-
-
-def baseline_scores(responses: Sequence[str], knowledge: Sequence[str], *, nlp, nli=None,
-                    bertscore: bool = True, notes: list[str] | None = None) -> dict[str, list[float]]:
-    """Every available baseline's scores."""
-    out = {"overlap": overlap_scores(responses, knowledge, nlp), "bleu": bleu_scores(responses, knowledge)}
-    if bertscore:
-        bert = bertscore_scores(responses, knowledge)
-        if bert is not None:
-            out["bertscore"] = bert
-        elif notes is not None and not any(n.startswith("BERTScore") for n in notes):
-            notes.append("BERTScore baseline skipped: bert-score is not installed or its model is unavailable.")
-    if nli is not None:
-        out["e2e_nli"] = e2e_nli_scores(responses, knowledge, nli)
-    return out
-
-
-# -- Table 3 -----------------------------------------------------------------------------------
-def to_unit_scale(metric: str, scores: Sequence[float]) -> list[float]:
-    """BLEU / 100; BERTScore min-max scaled over all responses; others unchanged."""
-    if metric == "bleu":
-        return [s / 100 for s in scores]
-    if metric == "bertscore":
-        lo = min(scores)
-        hi = max(s - lo for s in scores) or 1.0
-        return [(s - lo) / hi for s in scores]
-    return list(scores)
-
-
-def classification_report(scores: Sequence[float], consistent: Sequence[int], threshold: float = 0.5) -> dict:
-    """A score <= threshold predicts *inconsistent*; `consistent[i]` is 1 for consistent.
-
-    >>> classification_report([0.9, 0.5, 0.6, 0.1], [1, 0, 0, 0])["accuracy"]
-    0.75
-    """
-    pred = [int(s > threshold) for s in scores]
-    out = {"threshold": threshold, "n": len(scores),
-           "accuracy": sum(p == y for p, y in zip(pred, consistent)) / len(scores) if scores else float("nan")}
-    for name, cls in (("consistent", 1), ("inconsistent", 0)):
-        tp = sum(p == cls and y == cls for p, y in zip(pred, consistent))
-        fp = sum(p == cls and y != cls for p, y in zip(pred, consistent))
-        fn = sum(p != cls and y == cls for p, y in zip(pred, consistent))
-        precision = tp / (tp + fp) if tp + fp else 0.0
-        recall = tp / (tp + fn) if tp + fn else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        out[name] = {"precision": precision, "recall": recall, "f1": f1}
-    return out
-
-
-def roc_auc(scores: Sequence[float], consistent: Sequence[int]) -> float:
-    """Probability that a consistent response outscores an inconsistent one (ties count half).
-
-    >>> roc_auc([0.9, 0.5, 0.5, 0.1], [1, 1, 0, 0])
-    0.875
-    """
-    pos = [s for s, y in zip(scores, consistent) if y == 1]
-    neg = [s for s, y in zip(scores, consistent) if y == 0]
-    if not pos or not neg:
-        return float("nan")
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
-
-
-# -- Table 4 -----------------------------------------------------------------------------------
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    import warnings
-
-    from scipy.stats import spearmanr
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # constant input: NaN, counted by the caller
-        return float(spearmanr(x, y)[0])
-
-
-@dataclass(frozen=True)
-class BootstrapResult:
-    mean: float
-    low: float
-    high: float
-    no_correlation: int  # repetitions whose system scores were all equal (Spearman undefined)
-    repetitions: int
-    sample_size: int
-    shares: tuple[float, ...]
-
-    def to_dict(self) -> dict:
-        return {"mean": self.mean, "low": self.low, "high": self.high, "no_correlation": self.no_correlation,
-                "repetitions": self.repetitions, "sample_size": self.sample_size, "shares": list(self.shares)}
-
-
-def simulate_systems(consistent: np.ndarray, inconsistent: np.ndarray, rng: np.random.Generator,
-                     shares: Sequence[float] = SHARES, sample_size: int = 350) -> list[float]:
-    """One repetition: ONE sample of contexts with replacement, shared by every simulated system;
-    for share c, round(c * size) of its positions (without replacement) take the inconsistent
-    response, the rest the consistent one; a system's score is the mean."""
-    sample = rng.integers(0, len(consistent), size=sample_size)
-    scores = []
-    for share in shares:
-        bad = np.zeros(sample_size, dtype=bool)
-        bad[rng.choice(sample_size, size=round(share * sample_size), replace=False)] = True
-        scores.append(float(np.mean(np.where(bad, inconsistent[sample], consistent[sample]))))
-    return scores
-
-
-def system_bootstrap(consistent_scores: Sequence[float], inconsistent_scores: Sequence[float],
-                     shares: Sequence[float] = SHARES, sample_size: int = 350, repetitions: int = 1000,
-                     seed: int = 0) -> BootstrapResult:
-    """Spearman of the simulated systems' scores against their quality ranks (fewer inconsistent
-    responses = better), over `repetitions`: mean and 2.5/97.5 percentiles (linear
-    interpolation) of the repetitions where it is defined."""
-    cons, incons = np.asarray(consistent_scores, float), np.asarray(inconsistent_scores, float)
-    if len(cons) != len(incons) or not len(cons):
-        raise ValueError("need one consistent and one inconsistent score per context")
-    rng = np.random.default_rng(seed)
-    ranks = np.arange(1, len(shares) + 1)[::-1]
-    rhos = [spearman(ranks, simulate_systems(cons, incons, rng, shares, sample_size)) for _ in range(repetitions)]
-    kept = [r for r in rhos if not math.isnan(r)]
-    nan = float("nan")
-    return BootstrapResult(mean=float(np.mean(kept)) if kept else nan,
-                           low=float(np.percentile(kept, 2.5)) if kept else nan,
-                           high=float(np.percentile(kept, 97.5)) if kept else nan,
-                           no_correlation=len(rhos) - len(kept), repetitions=repetitions,
-                           sample_size=sample_size, shares=tuple(shares))
-
-
 # -- the whole evaluation ----------------------------------------------------------------------
 @dataclass
 class AnnotatedSet:
@@ -282,69 +116,190 @@ class AnnotatedSet:
         data = {name: read_table(path) for name, path in sources.items()}
         return cls({s: data[s] for s in SPLITS}, data["cross"], sources)
 
+    def responses(self) -> dict[str, "Responses"]:
+        """The two TRUE sets: `split` (the four split files, in SPLITS order) and `cross` (every
+        dodeca response of the cross annotation, then every MemNet one), labels as consistent = 1."""
+        def text(rows: list[dict], column: str, source: str) -> list[str]:
+            if rows and column not in rows[0]:
+                raise MetaEvalInputError(f"{source}: column '{column}' is missing.")
+            return [r[column] or "" for r in rows]
+
+        split_r, split_k, split_y, split_g, split_where = [], [], [], [], []
+        for s in SPLITS:
+            rows, source = self.splits[s], self.sources[s]
+            split_r += text(rows, "response", source)
+            split_k += text(rows, "knowledge", source)
+            split_y += [int(s.endswith("_consistent"))] * len(rows)
+            split_g += [s] * len(rows)
+            split_where += [f"{source} row {i}" for i in range(1, len(rows) + 1)]
+        source = self.sources["cross"]
+        knowledge = text(self.cross, "knowledge", source)
+        cross_r, cross_y, cross_where = [], [], []
+        for system in SYSTEMS:
+            cross_r += text(self.cross, f"{system}_response", source)
+            cross_y += [1 - y for y in label_column(self.cross, f"{system}_label", source)]
+            cross_where += [f"{source} row {i} ({system})" for i in range(1, len(self.cross) + 1)]
+        return {"split": Responses(split_r, split_k, split_y, split_g, split_where),
+                "cross": Responses(cross_r, knowledge * len(SYSTEMS), cross_y,
+                                   [s for s in SYSTEMS for _ in self.cross], cross_where)}
+
+    def template(self) -> tuple[list[Key], dict[Key, str], list[dict]]:
+        """The distinct (response, knowledge) pairs of both sets, in order of first appearance
+        (split files, then the cross annotation), where each first appears, and the template's
+        records (with the user turn, `message`, of the first appearance)."""
+        keys: list[Key] = []
+        where: dict[Key, str] = {}
+        records = []
+        messages = ([r.get("message", "") for s in SPLITS for r in self.splits[s]]
+                    + [r.get("message", "") for _ in SYSTEMS for r in self.cross])
+        both = self.responses()
+        for i, (key, place) in enumerate(zip([*both["split"].keys(), *both["cross"].keys()],
+                                             [*both["split"].where, *both["cross"].where])):
+            if key not in where:
+                keys.append(key)
+                where[key] = place
+                records.append({"response": key[0], "knowledge": key[1], "message": messages[i]})
+        return keys, where, records
+
+
+@dataclass
+class Responses:
+    """One TRUE set: each response with its knowledge, label (consistent = 1), group (a split or a
+    system) and where it is (file and row)."""
+
+    response: list[str]
+    knowledge: list[str]
+    consistent: list[int]
+    group: list[str]
+    where: list[str]
+
+    def keys(self) -> list[Key]:
+        return list(zip(self.response, self.knowledge))
+
+
+def set_titles(sets: dict[str, Responses]) -> dict[str, str]:
+    """"600 split responses", "1,088 cross-annotated responses" (with the sizes of this run)."""
+    return {"split": f"{len(sets['split'].consistent):,} split responses",
+            "cross": f"{len(sets['cross'].consistent):,} cross-annotated responses"}
+
 
 def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_no_nli"), prefix: str = "",
                   baselines_only: bool = False, threshold: float = 0.5, seed: int = 0,
-                  repetitions: int = 1000, sample_size: int = 350, nlp=None, nli=None, bertscore: bool = True,
-                  pr_png: str | None = None,
+                  repetitions: int = 1000, sample_size: int = 350, auc_draws: int = AUC_DRAWS,
+                  extra: Sequence[ScoreSpec] = (), nlp=None, nli=None, bertscore: bool = True,
+                  figures: dict[str, bytes] | None = None,
                   progress: Callable[[str], None] | None = None) -> dict:
-    """Tables 2-4 as one JSON-ready dict. Inputs are validated before any computation."""
+    """Tables 2-4 and the TRUE table as one JSON-ready dict; with `figures`, it is filled with the
+    plots (file name -> PNG bytes). Every input (Q² columns, labels, `extra` score files) is
+    validated before any computation."""
     notes: list[str] = []
+    sets = data.responses()
     metrics = [] if baselines_only else _present_metrics(data, q2_metrics, prefix)
-    scores: dict[str, dict[str, list[float]]] = {s: {} for s in SPLITS}
-    cross_scores: dict[str, dict[str, list[float]]] = {s: {} for s in SYSTEMS}
-    for split in SPLITS:  # validation first: nothing is computed on part of the data
-        for m in metrics:
-            scores[split][m] = numeric_column(data.splits[split], prefix + m, data.sources[split], RANGES.get(m))
-    labels = {s: label_column(data.cross, f"{s}_label", data.sources["cross"]) for s in SYSTEMS}
-    for s in SYSTEMS:
-        for m in metrics:
-            cross_scores[s][m] = numeric_column(data.cross, f"{s}_{m}", data.sources["cross"], RANGES.get(m))
+    raw: dict[str, dict[str, np.ndarray]] = {}  # metric -> set -> scores on the metric's own scale
+    for m in metrics:
+        split = [v for s in SPLITS
+                 for v in numeric_column(data.splits[s], prefix + m, data.sources[s], RANGES.get(m))]
+        cross = [v for s in SYSTEMS
+                 for v in numeric_column(data.cross, f"{s}_{m}", data.sources["cross"], RANGES.get(m))]
+        raw[m] = {"split": np.array(split), "cross": np.array(cross)}
+    keys, where, _ = data.template()
+    position = {k: i for i, k in enumerate(keys)}
+    index = {name: np.array([position[k] for k in r.keys()], dtype=int) for name, r in sets.items()}
+    names = [spec.name for spec in extra]
+    if len(set(names)) < len(names):
+        raise MetaEvalInputError(f"--scores: the name '{next(n for n in names if names.count(n) > 1)}' "
+                                 "is given twice.")
+    supplied = {spec.name: read_scores(spec, keys, where) for spec in extra}
+
     if nlp is None:
         from q2_metric.models.spacy_parser import load_spacy
         nlp = load_spacy()
-    for split in SPLITS:
-        if progress:
-            progress(f"baselines: {split}")
-        rows = data.splits[split]
-        scores[split].update(baseline_scores([r["response"] for r in rows], [r["knowledge"] for r in rows],
-                                             nlp=nlp, nli=nli, bertscore=bertscore, notes=notes))
+    if progress:
+        progress(f"baselines on the {len(keys)} distinct responses")
+    base = baseline_scores([k[0] for k in keys], [k[1] for k in keys], nlp=nlp, nli=nli,
+                           bertscore=bertscore, notes=notes)
+    for m, values in [*base.items(), *supplied.items()]:
+        values = np.asarray(values, float)
+        raw[m] = {name: values[idx] for name, idx in index.items()}
+    specs = {spec.name: spec for spec in extra}
+
+    def oriented(m: str, name: str) -> np.ndarray:
+        if m in specs:
+            return specs[m].oriented(raw[m][name])
+        return np.asarray(to_unit_scale(m, raw[m][name]), float)
+
+    scores = {m: {name: oriented(m, name) for name in sets} for m in raw}
+    labels = {name: np.array(r.consistent) for name, r in sets.items()}
+    groups = {name: np.array(r.group) for name, r in sets.items()}
 
     table2 = {}
-    for split in SPLITS:
-        table2[split] = {m: float(np.mean(v)) for m, v in scores[split].items()}
-        table2[split]["n"] = len(data.splits[split])
+    for s in SPLITS:
+        mask = groups["split"] == s
+        table2[s] = {m: float(np.mean(raw[m]["split"][mask])) for m in raw}
+        table2[s]["n"] = int(mask.sum())
         if not baselines_only:
-            table2[split].update(_question_stats(data.splits[split], prefix))
+            table2[s].update(_question_stats(data.splits[s], prefix))
 
-    all_metrics = list(scores[SPLITS[0]])
-    consistent = [int(s.endswith("_consistent")) for s in SPLITS for _ in data.splits[s]]
-    table3 = {}
-    for m in all_metrics:
-        pooled = to_unit_scale(m, [v for s in SPLITS for v in scores[s][m]])
-        table3[m] = {**classification_report(pooled, consistent, threshold), "roc_auc": roc_auc(pooled, consistent)}
+    table3 = {m: {**classification_report(list(scores[m]["split"]), list(labels["split"]), threshold),
+                  "roc_auc": roc_auc(list(scores[m]["split"]), list(labels["split"]))} for m in raw}
 
-    one = [i for i in range(len(data.cross)) if labels["dodeca"][i] + labels["memnet"][i] == 1]
-    for s in SYSTEMS:
-        if progress:
-            progress(f"baselines: cross annotation, {s}")
-        rows = [data.cross[i] for i in one]
-        base = baseline_scores([r[f"{s}_response"] for r in rows], [r["knowledge"] for r in rows],
-                               nlp=nlp, nli=nli, bertscore=bertscore, notes=notes)
-        cross_scores[s] = {**{m: [v[i] for i in one] for m, v in cross_scores[s].items()}, **base}
+    if progress:
+        progress("system-level bootstrap (Table 4)")
+    cross_labels = {s: labels["cross"][groups["cross"] == s] for s in SYSTEMS}
+    one = np.flatnonzero(cross_labels["dodeca"] + cross_labels["memnet"] == 1)  # one consistent, one not
     table4 = {}
-    for m in cross_scores["dodeca"]:
-        bad_is_dodeca = [labels["dodeca"][i] == 1 for i in one]
-        good = [cross_scores["memnet" if d else "dodeca"][m][j] for j, d in enumerate(bad_is_dodeca)]
-        bad = [cross_scores["dodeca" if d else "memnet"][m][j] for j, d in enumerate(bad_is_dodeca)]
+    for m in raw:
+        per_system = {s: scores[m]["cross"][groups["cross"] == s][one] for s in SYSTEMS}
+        dodeca_good = cross_labels["dodeca"][one] == 1
+        good = np.where(dodeca_good, per_system["dodeca"], per_system["memnet"])
+        bad = np.where(dodeca_good, per_system["memnet"], per_system["dodeca"])
         result = system_bootstrap(good, bad, sample_size=sample_size, repetitions=repetitions, seed=seed)
         table4[m] = {**result.to_dict(), "contexts": len(one)}
-    report = {"threshold": threshold, "seed": seed, "sources": data.sources, "table2": table2,
-              "table3": table3, "table4": table4, "contexts_one_inconsistent": len(one), "notes": notes}
-    if pr_png and "q2" in table3:
-        pooled = [v for s in SPLITS for v in scores[s]["q2"]]
-        report["pr_curve_png"] = pr_curve_png(pooled, consistent, pr_png)
+
+    if progress:
+        progress(f"ROC AUC with {auc_draws} bootstrap resamples (TRUE protocol)")
+    true_sets = {}
+    for name, r in sets.items():
+        draws = resample_indices(len(r.consistent), auc_draws, seed)
+        true_sets[name] = {m: roc_auc_interval(scores[m][name], labels[name], draws).to_dict() for m in raw}
+    true = {"draws": auc_draws, "seed": seed, "confidence": 0.95,
+            "sets": {name: {"title": set_titles(sets)[name], "n": len(r.consistent),
+                            "inconsistent": int(len(r.consistent) - sum(r.consistent))} for name, r in sets.items()},
+            "metrics": {m: {name: true_sets[name][m] for name in sets} for m in raw}}
+    report = {"threshold": threshold, "seed": seed, "sources": data.sources,
+              "metrics": {m: _metric_source(m, specs) for m in raw},
+              "table2": table2, "table3": table3, "table4": table4, "true": true,
+              "contexts_one_inconsistent": len(one), "notes": notes}
+    if figures is not None:
+        if progress:
+            progress("plots")
+        figures.update(make_figures(raw, scores, labels, set_titles(sets)))
+        report["plots"] = list(figures)
     return report
+
+
+def make_figures(raw: dict[str, dict[str, np.ndarray]], scores: dict[str, dict[str, np.ndarray]],
+                 labels: dict[str, np.ndarray], titles: dict[str, str]) -> dict[str, bytes]:
+    """PR curves, ROC curves and one histogram per metric, as PNG bytes by file name."""
+    from q2_metric.frontends import meta_plots
+
+    curves = {m: {name: (scores[m][name], labels[name]) for name in labels} for m in scores}
+    out = {"pr_curve.png": meta_plots.pr_curves_png(curves, titles),
+           "roc_curve.png": meta_plots.roc_curves_png(curves, titles)}
+    for m in raw:
+        out[meta_plots.histogram_name(m)] = meta_plots.histogram_png(
+            m, {name: (raw[m][name], labels[name]) for name in labels}, titles)
+    return out
+
+
+def _metric_source(metric: str, specs: dict[str, ScoreSpec]) -> dict:
+    if metric in specs:
+        spec = specs[metric]
+        return {"source": str(spec.path), "column": spec.column, "lower": spec.lower,
+                "range": [spec.low, spec.high]}
+    if metric in ("q2", "q2_no_nli"):
+        return {"source": "q2 score columns", "lower": False, "range": [0.0, 1.0]}
+    return {"source": "baseline", "lower": False}
 
 
 def _present_metrics(data: AnnotatedSet, wanted: Sequence[str], prefix: str) -> list[str]:
@@ -380,71 +335,3 @@ def _question_stats(rows: Sequence[dict], prefix: str) -> dict[str, float]:
     covered = sum(str(r[cols[2]]).strip().lower() in ("false", "0", "") for r in rows)
     return {"valid_questions": questions, "no_answer_share": no_answer / questions if questions else float("nan"),
             "coverage": covered / len(rows)}
-
-
-def pr_curve_png(scores: Sequence[float], consistent: Sequence[int], path: str, label: str = "Q²") -> str:
-    """Precision-recall curve of the inconsistent class (low score = inconsistent), as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from sklearn.metrics import precision_recall_curve
-
-    precision, recall, _ = precision_recall_curve([1 - y for y in consistent], [-s for s in scores])
-    fig, ax = plt.subplots(figsize=(5, 4))
-    ax.plot(recall, precision, label=label)
-    ax.set_xlabel("recall (inconsistent)")
-    ax.set_ylabel("precision (inconsistent)")
-    ax.set_title("Q² precision-recall, annotated WoW responses")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
-
-
-def render_markdown(report: dict) -> str:
-    """The report as Markdown tables, with the paper's figures beside Q²."""
-    from q2_metric.card_text import PAPER_ACCURACY, PAPER_SPEARMAN
-
-    t2 = report["table2"]
-    metrics = [m for m in t2[SPLITS[0]] if m != "n"]
-    lines = ["# Q² meta-evaluation", "", "## Table 2: mean score per split", "",
-             "| metric | " + " | ".join(SPLITS) + " |", "|---" * (len(SPLITS) + 1) + "|"]
-    for m in metrics:
-        lines.append(f"| {m} | " + " | ".join(_fmt(t2[s].get(m)) for s in SPLITS) + " |")
-    lines.append("| n | " + " | ".join(str(t2[s]["n"]) for s in SPLITS) + " |")
-    lines.append("\nBLEU on the 0-100 scale. Paper (Q², Table 2): dodeca inconsistent 0.238, consistent 0.696; "
-                 "MemNet inconsistent 0.135, consistent 0.756.")
-    lines += ["", f"## Table 3: classification (score <= {report['threshold']} is inconsistent)", "",
-              "| metric | accuracy | ROC AUC | incons. P | incons. R | incons. F1 | cons. P | cons. R | cons. F1 |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for m, r in report["table3"].items():
-        i, c = r["inconsistent"], r["consistent"]
-        lines.append(f"| {m} | {r['accuracy']:.3f} | {r['roc_auc']:.3f} | {i['precision']:.3f} | {i['recall']:.3f} | "
-                     f"{i['f1']:.3f} | {c['precision']:.3f} | {c['recall']:.3f} | {c['f1']:.3f} |")
-    lines.append(f"\nBLEU / 100 and BERTScore min-max scaled before thresholding. Paper: Q² accuracy {PAPER_ACCURACY:.1%}.")
-    first = next(iter(report["table4"].values()), None)
-    if first:
-        lines += ["", "## Table 4: system-level bootstrap", "",
-                  f"{report['contexts_one_inconsistent']} contexts with exactly one inconsistent system; one sample "
-                  f"of {first['sample_size']} per repetition shared by the systems; inconsistent shares "
-                  f"{first['shares']}; {first['repetitions']} repetitions; seed {report['seed']}.", "",
-                  "| metric | mean Spearman | 2.5% | 97.5% | no correlation |", "|---|---|---|---|---|"]
-        for m, r in report["table4"].items():
-            lines.append(f"| {m} | {_fmt(r['mean'], 4)} | {_fmt(r['low'], 4)} | {_fmt(r['high'], 4)} | "
-                         f"{r['no_correlation']} |")
-        lines.append(f"\nPaper: Q² {PAPER_SPEARMAN}.")
-    if report.get("pr_curve_png"):
-        lines += ["", f"![precision-recall]({Path(report['pr_curve_png']).name})"]
-    if report["notes"]:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in report["notes"]]
-    return "\n".join(lines) + "\n"
-
-
-def _fmt(value, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return str(value)
-    return "nan" if math.isnan(value) else f"{value:.{digits}f}"

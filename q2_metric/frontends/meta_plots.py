@@ -1,0 +1,115 @@
+"""The meta-evaluation's figures (matplotlib, Agg backend): precision-recall curves for detecting
+inconsistent responses (the paper's figure), ROC curves, and score histograms split by label, each
+with one panel per annotated set."""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping, Sequence
+
+import numpy as np
+
+# metric -> set -> (oriented scores, consistent labels); set titles in panel order
+Curves = Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def label(metric: str) -> str:
+    return {"q2": "Q²", "q2_no_nli": "Q² w/o NLI", "overlap": "Overlap", "bleu": "BLEU",
+            "bertscore": "BERTScore", "e2e_nli": "E2E NLI"}.get(metric, metric)
+
+
+def pr_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
+    """Precision/recall of the *inconsistent* class (a low oriented score flags a response), one
+    line per metric with its average precision, and the share of inconsistent responses as the
+    chance level."""
+    from sklearn.metrics import average_precision_score, precision_recall_curve
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(titles), figsize=(5.5 * len(titles), 4.5), squeeze=False)
+    for ax, (key, title) in zip(axes[0], titles.items()):
+        for metric, per_set in curves.items():
+            scores, consistent = per_set[key]
+            if _one_class(ax, consistent):
+                break
+            flagged, target = -np.asarray(scores), 1 - np.asarray(consistent)
+            precision, recall, _ = precision_recall_curve(target, flagged)
+            ap = average_precision_score(target, flagged)
+            ax.plot(recall, precision, label=f"{label(metric)} (AP {ap:.2f})", drawstyle="steps-post")
+        share = 1 - np.mean(next(iter(curves.values()))[key][1]) if curves else 0.5
+        ax.axhline(share, color="grey", linestyle=":", label=f"chance ({share:.2f})")
+        ax.set(xlabel="recall (inconsistent)", ylabel="precision (inconsistent)", title=title,
+               xlim=(0, 1), ylim=(0, 1.02))
+        ax.legend(fontsize="small", loc="lower left")
+    fig.suptitle("Detecting inconsistent responses")
+    return _png(fig)
+
+
+def roc_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
+    """ROC curves with consistent as the positive class (the TRUE convention), AUC in the legend."""
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(titles), figsize=(5.5 * len(titles), 4.5), squeeze=False)
+    for ax, (key, title) in zip(axes[0], titles.items()):
+        for metric, per_set in curves.items():
+            scores, consistent = per_set[key]
+            if _one_class(ax, consistent):
+                break
+            fpr, tpr, _ = roc_curve(consistent, scores)
+            ax.plot(fpr, tpr, label=f"{label(metric)} (AUC {roc_auc_score(consistent, scores):.3f})")
+        ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance (0.5)")
+        ax.set(xlabel="false positive rate", ylabel="true positive rate (consistent)", title=title,
+               xlim=(0, 1), ylim=(0, 1.02))
+        ax.legend(fontsize="small", loc="lower right")
+    fig.suptitle("ROC, consistent = positive")
+    return _png(fig)
+
+
+def histogram_png(metric: str, per_set: Mapping[str, tuple[Sequence[float], Sequence[int]]],
+                  titles: Mapping[str, str], bins: int = 20) -> bytes:
+    """The metric's scores (its own scale) of consistent and inconsistent responses, overlaid."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(titles), figsize=(5.5 * len(titles), 3.6), squeeze=False)
+    for ax, (key, title) in zip(axes[0], titles.items()):
+        scores, consistent = (np.asarray(a) for a in per_set[key])
+        edges = np.histogram_bin_edges(scores, bins=bins)
+        for cls, name, color in ((1, "consistent", "tab:green"), (0, "inconsistent", "tab:red")):
+            part = scores[consistent == cls]
+            ax.hist(part, bins=edges, alpha=0.55, color=color, label=f"{name} (n={len(part)})")
+        ax.set(xlabel=f"{label(metric)} score", ylabel="responses", title=title)
+        ax.legend(fontsize="small")
+    fig.suptitle(f"{label(metric)}: scores by human label")
+    return _png(fig)
+
+
+def _one_class(ax, consistent) -> bool:
+    """A set with one label only has no curve: say so in the panel."""
+    if len(set(np.asarray(consistent).tolist())) > 1:
+        return False
+    ax.text(0.5, 0.5, "one label only: no curve", ha="center", va="center", transform=ax.transAxes)
+    return True
+
+
+def histogram_name(metric: str) -> str:
+    return "hist_" + re.sub(r"[^A-Za-z0-9_-]", "_", metric) + ".png"
+
+
+def _png(fig) -> bytes:
+    """The figure as PNG bytes (written with the tables, all-or-nothing, by the caller)."""
+    import io
+
+    plt = _pyplot()
+    buffer = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return buffer.getvalue()
