@@ -102,7 +102,8 @@ def make_app(config: Q2Config | None = None):
         with gr.Row(equal_height=True):
             score = gr.Textbox(label="Q² score", value="", interactive=False, elem_id="q2-score", scale=1)
             reason = gr.Textbox(label="Why", value="", interactive=False, elem_id="q2-reason", scale=5)
-        spans = gr.HTML(value="", label="Spans by span score (red 0, green 1)", elem_id="q2-spans")
+        gr.Markdown("The response's spans, coloured by span score (red 0, green 1; grey: no valid question):")
+        spans = gr.HTML(value="", elem_id="q2-spans")
         table = gr.Dataframe(headers=TABLE_COLUMNS, label="Questions (explanation)", elem_id="q2-table",
                              interactive=False, wrap=True, column_widths=COLUMN_WIDTHS)
         signature = gr.Textbox(label="Signature", elem_id="q2-signature")
