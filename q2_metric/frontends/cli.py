@@ -90,7 +90,9 @@ def ensure_tiny_models(folder: Path, say=lambda msg: None) -> dict[str, str]:
     say(f"Building small random models into {folder} (once)...")
     rows = [r.fields for r in read_rows(SAMPLE) if r.error is None]
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".tiny-") as tmp:
+    from q2_metric.models.loading import _quiet
+
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".tiny-") as tmp, _quiet():
         build_random_models(tmp, [r["response"] for r in rows] + [r["knowledge"] for r in rows], size="tiny")
         if folder.exists():
             shutil.rmtree(folder)
