@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -85,13 +86,12 @@ def ensure_tiny_models(folder: Path, say=lambda msg: None) -> dict[str, str]:
     if all((folder / role / "config.json").is_file() for role in paths):
         return paths
     from q2_metric.frontends.io import read_rows
+    from q2_metric.models.loading import _quiet
     from q2_metric.random_models import build_random_models
 
     say(f"Building small random models into {folder} (once)...")
     rows = [r.fields for r in read_rows(SAMPLE) if r.error is None]
     folder.parent.mkdir(parents=True, exist_ok=True)
-    from q2_metric.models.loading import _quiet
-
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".tiny-") as tmp, _quiet():
         build_random_models(tmp, [r["response"] for r in rows] + [r["knowledge"] for r in rows], size="tiny")
         if folder.exists():
@@ -121,6 +121,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if not quiet:
             print(msg, file=sys.stderr, flush=True)
 
+    if args.limit is not None and args.limit < 1:
+        raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
     if args.tiny:
         paths = ensure_tiny_models(tiny_models_dir(), say)
         args.qg_model, args.qa_model, args.nli_model = paths["qg"], paths["qa"], paths["nli"]
@@ -132,7 +134,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for row in read:
         if row.error:
             print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
-    rows = [r.fields for r in read if r.error is None][:args.limit]
+    rows = [r.fields for r in read if r.error is None]
+    if args.tiny:  # a few of each system and label, in turn
+        groups_of: dict[tuple[str, str], list[dict]] = {}
+        for row in rows:
+            groups_of.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(row)
+        rows = [r for turn in itertools.zip_longest(*groups_of.values()) for r in turn if r is not None]
+    rows = rows[:args.limit]
     scorer = Q2Scorer(config_from_args(args))
     progress = None if quiet else tqdm_progress("Q²", leave=True)
     scorer.check_models()  # a missing model: one sentence, before anything else is printed
@@ -154,9 +162,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why")
     for i, (row, res) in enumerate(zip(rows, result.responses)):
         print(f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{res.q2:>6.3f}  {reason_line(res)}")
-    s = result.system
-    print(f"\nQ2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}  "
-          f"no-answer share = {s.no_answer_share:.3f}  ({s.num_scored}/{s.num_responses} scored)")
+    print("\n" + str(result).splitlines()[0])  # the system figures
     print(_signature_text(str(result.signature), args.short))
     if args.explain:
         for row, res in zip(rows[:args.explain], result.responses):
@@ -317,7 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--encoding", default="utf-8", help="text encoding of the input (default utf-8)")
     demo.add_argument("--tiny", action="store_true",
                       help="no download: small random models built once into a cache folder "
-                           f"($Q2_TINY_MODELS, default ~/.cache/q2-metric/tiny-models), {TINY_ROWS} responses, "
+                           f"($Q2_TINY_MODELS, default ~/.cache/q2-metric/tiny-models), {TINY_ROWS} responses "
+                           "(of each system and label in turn), "
                            f"questions capped at {TINY_QUESTION_LENGTH} tokens; the scores mean nothing")
     demo.add_argument("--limit", type=int, default=None, help="score only the first N responses")
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
