@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup run test bench clean browser
+.PHONY: setup run try test bench clean browser
 
 setup: $(VENV)/.installed
 
@@ -12,10 +12,11 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PIP) torch==2.13.0
 	# the newest versions the ranges allow (transformers 5, huggingface_hub 1.x, gradio, Ray for `q2 score --ray`)
 	$(PIP) -e '.[test,ray]'
-	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install it without them,
-	# plus the runtime needs it really has (never a dependency of setup.cfg).
-	$(PIP) --no-deps parlai==1.7.2
+	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install the runtime needs it really
+	# has, then ParlAI itself without its pins, last: pip checks conflicts only when it resolves
+	# dependencies, so this prints no "dependency resolver" errors (`pip check` lists the pins: expected).
 	$(PIP) iopath 'setuptools>=77,<81' Pillow nltk scikit-learn
+	$(PIP) --no-deps parlai==1.7.2
 	touch $@
 
 # Headless Chromium for the Space's browser test (Debian's package; needs root for apt-get).
@@ -26,6 +27,10 @@ browser:
 
 run: setup
 	$(VENV)/bin/q2 demo
+
+# The whole pipeline without the paper's weights: small random models, built once (scores meaningless).
+try: setup
+	$(VENV)/bin/q2 demo --tiny
 
 test: setup browser
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

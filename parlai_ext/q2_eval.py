@@ -201,6 +201,9 @@ class Q2Buffer:
         from parlai.core.metrics import Metrics
 
         self.size = max(1, int(opt.get("q2_batch_size") or 64))
+        # progress lines while scoring: per stage, and at ParlAI's log interval (none if it is <= 0)
+        interval = float(opt.get("log_every_n_secs") or 10)
+        self.log_interval = interval if interval > 0 else float("inf")
         self.config = config_from_opt(opt)
         check_models(self.config)
         self.training = _is_training(opt)
@@ -278,7 +281,8 @@ class Q2Buffer:
         result, batch = None, None
         if scorable:
             result = SCORER_FACTORY(self.config).score([t.response for t in scorable],
-                                                       [t.knowledge for t in scorable])
+                                                       [t.knowledge for t in scorable],
+                                                       progress=self.progress(len(scorable)))
             batch = self.current.engine_calls
             self.current.engine_calls += 1
         scores = iter(result.responses if result is not None else [])
@@ -301,6 +305,16 @@ class Q2Buffer:
         if lines:
             with open(self.explain_file, "a", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
+
+    def progress(self, count: int):
+        """A log line per engine stage, and at ParlAI's log interval within one (--log-every-n-secs),
+        through ParlAI's own logging: scoring a batch takes minutes on a CPU."""
+        from parlai.utils import logging as parlai_logging
+
+        from q2_metric.progress import log_progress
+
+        parlai_logging.info(f"Q²: scoring {count} responses")
+        return log_progress(parlai_logging.info, interval=self.log_interval)
 
     def _explain_line(self, turn: _Turn, status: str, res, result, batch: int | None) -> str:
         details = res.to_dict() if res is not None else {

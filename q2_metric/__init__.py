@@ -11,6 +11,7 @@ from pathlib import Path
 
 from q2_metric.components import NO_ANSWER, Answer, ParsedText
 from q2_metric.config import Q2Config
+from q2_metric.frontends.hub import quiet_evaluate_cache_notice
 from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError
 from q2_metric.models.loading import ModelNotAvailable
 from q2_metric.normalize import f1_score, normalize_answer
@@ -22,7 +23,6 @@ from q2_metric.validation import Q2InputError
 
 __version__ = "0.2.0"
 
-
 def module_path() -> str:
     """Directory of the `evaluate` metric module: `evaluate.load(q2_metric.module_path())`."""
     return str(Path(__file__).resolve().parent)
@@ -32,3 +32,5 @@ __all__ = ["Q2Scorer", "Q2Config", "Q2Result", "ResponseScore", "QuestionTrace",
            "Signature", "Answer", "NO_ANSWER", "ParsedText", "ModelNotAvailable", "ModelCheckError",
            "DeviceNotAvailable", "Q2InputError",
            "score", "cached_scorer", "f1_score", "normalize_answer", "module_path", "__version__"]
+
+quiet_evaluate_cache_notice()  # `evaluate.load("q2")` after `q2-metric register`: no misleading warning

@@ -7,6 +7,7 @@ from typing import Sequence
 from q2_metric.components import Answer, QuestionAnswerer
 from q2_metric.normalize import f1_score
 from q2_metric.results import DISCARDED, Pair
+from q2_metric.unique import unique_call
 
 
 def keep_answerable(answerable: Sequence[bool]) -> list[bool]:
@@ -25,9 +26,8 @@ def answer_from_knowledge(pairs: Sequence[Pair], qa: QuestionAnswerer, *,
     """Stage 5: one QA call over the distinct (valid question, knowledge) pairs; sets each valid
     trace's knowledge answer and token F1 (0 for "no answer")."""
     valid = [(p, t) for p in pairs for t in p.result.valid_questions]
-    keys = list(dict.fromkeys((t.question, p.knowledge) for p, t in valid))
-    answers: dict[tuple[str, str], Answer] = (
-        dict(zip(keys, qa.answer([q for q, _ in keys], [k for _, k in keys]))) if keys else {})
+    answers: dict[tuple[str, str], Answer] = unique_call(
+        [(t.question, p.knowledge) for p, t in valid], lambda ks: qa.answer([q for q, _ in ks], [k for _, k in ks]))
     for p, t in valid:
         ans = answers[(t.question, p.knowledge)]
         t.knowledge_answer, t.knowledge_has_answer = ans.text, ans.has_answer

@@ -16,7 +16,7 @@ from q2_metric.candidates import find_candidates
 from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
                                   describe)
 from q2_metric.config import Q2Config
-from q2_metric.progress import ProgressCallback, notify
+from q2_metric.progress import DONE, ProgressCallback, notify, stage
 from q2_metric.question_filter import filter_questions
 from q2_metric.questions import generate_questions
 from q2_metric.response_scores import score_responses
@@ -59,7 +59,8 @@ class Q2Scorer:
 
         Returns each checked role's identity (`qg`/`qa`/`nli`/`parser` -> `id@revision`, the Hub
         commit or a digest of a local directory). Raises `ModelNotAvailable`, `ModelCheckError`
-        or `DeviceNotAvailable`, each with a one-sentence message.
+        or `DeviceNotAvailable`: one error naming every model that failed (all the missing ones
+        in one sentence).
         """
         from q2_metric.models import checks
 
@@ -71,14 +72,12 @@ class Q2Scorer:
         if self.needs_nli:
             wanted.append(("nli", self._nli, c.nli_model))
         wanted = [(role, model_id) for role, component, model_id in wanted if built_from_config(component)]
-        identities: dict[str, str] = {}
         if wanted:
             checks.check_device(c.device)
-        for role, model_id in wanted:
-            identities[role] = str(checks.check_model(model_id, role))
+        todo = {role: (lambda m=model_id, r=role: str(checks.check_model(m, r))) for role, model_id in wanted}
         if built_from_config(self._parser):
-            identities["parser"] = checks.check_spacy(c.spacy_model)
-        return identities
+            todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
+        return checks.check_each(todo)  # one error naming every model that failed
 
     def load(self) -> "Q2Scorer":
         """Load every component now (otherwise each loads on first use)."""
@@ -145,7 +144,7 @@ class Q2Scorer:
 
     def signature(self, identities: dict[str, str] | None = None) -> Signature:
         """How scores are made: options, versions, and each model's checked identity (`id@commit`
-        or `id@local-<digest>`, from `check_models()` unless given) or `describe()` when injected."""
+        or `local-<digest>`, from `check_models()` unless given) or `describe()` when injected."""
         if identities is None:
             identities = self.check_models()
         return Signature.create(self.config, {**self.component_names(), **identities})
@@ -155,8 +154,8 @@ class Q2Scorer:
               progress: ProgressCallback | None = None) -> Q2Result:
         """Score each response against its knowledge; see `Q2Result` for what comes back.
 
-        `progress(stage, done, total)` is called as each stage starts and ends (see
-        `q2_metric.progress`).
+        `progress(stage, done, total)` is called as each stage starts and as its model inputs go
+        through, batch by batch (see `q2_metric.progress`).
         """
         responses, knowledge = validate_inputs(responses, knowledge)
         c = self.config
@@ -177,11 +176,11 @@ class Q2Scorer:
                 pairs, self.nli if c.fallback_nli else None, fallback=c.fallback_nli,
                 lowercase=c.fallback_lowercase, scores=c.fallback_scores)),
         ]
-        for done, (name, run) in enumerate(stages):
-            notify(progress, name, done, len(stages))
-            if pairs:
-                run()
-        notify(progress, "done", len(stages), len(stages))
+        for name, run in stages:
+            with stage(progress, name):  # reports the stage's model inputs as they go (progress.STAGES)
+                if pairs:
+                    run()
+        notify(progress, DONE, len(stages), len(stages))
 
         all_valid = [t for r in results for t in r.valid_questions]
         system = system_score(

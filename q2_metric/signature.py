@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from q2_metric.config import SPEED_OPTIONS, Q2Config
+from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, SPEED_OPTIONS, Q2Config
+
+# Signature fields that hold the scoring rules (the short form names those that depart from the paper).
+RULE_FIELDS = ("dec", "drop", "personal", "mode", "qadec", "spannli", "dnli", "fallback")
+# Model options named in the signature by their checked identity (a local folder by its digest).
+_MODEL_ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "parser": "spacy_model"}
 
 
 def _version(dist: str) -> str:
@@ -53,8 +58,33 @@ class Signature:
         ]
         return cls(tuple(fields))
 
+    @classmethod
+    def parse(cls, text: str) -> "Signature":
+        """The signature a `str(signature)` was made from."""
+        return cls(tuple(tuple(part.partition(":")[::2]) for part in text.split("|")))  # type: ignore[misc]
+
     def to_dict(self) -> dict[str, str]:
         return dict(self.fields)
+
+    def short(self) -> str:
+        """A short form (like sacrebleu's `--short`): the version, whether the models and the rules
+        are the paper's, the precision, and a hash of the full signature, e.g.
+        `q2:0.2.0|models:paper|rules:paper|dtype:float32|sig:1a2b3c4d5e`. Rules name the fields
+        that depart from the paper's (`rules:paper+dec,mode`); models the roles whose model is not the
+        paper's (`models:custom(qg)`)."""
+        mine = self.to_dict()
+        paper = Signature.create(Q2Config.paper()).to_dict()
+        dnli = Signature.create(Q2Config.dnli()).to_dict()
+        defaults = {"qg": DEFAULT_QG_MODEL, "qa": DEFAULT_QA_MODEL, "nli": DEFAULT_NLI_MODEL}
+        models = [role for role, model in defaults.items() if mine.get(role, "").partition("@")[0] != model]
+        if all(mine.get(k) == dnli[k] for k in RULE_FIELDS):
+            rules = "dnli"
+        else:
+            changed = [k for k in RULE_FIELDS if mine.get(k) != paper[k]]
+            rules = "paper" + ("+" + ",".join(changed) if changed else "")
+        digest = hashlib.sha256(str(self).encode()).hexdigest()[:10]
+        return (f"q2:{mine.get('q2', '?')}|models:{'custom(' + ','.join(models) + ')' if models else 'paper'}"
+                f"|rules:{rules}|dtype:{mine.get('dtype', '?')}|sig:{digest}")
 
     def __str__(self) -> str:
         return "|".join(f"{k}:{v}" for k, v in self.fields)
@@ -76,7 +106,9 @@ def _personal(c: Q2Config) -> str:
 
 def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) -> str:
     """Hash of every option that can change a score (speed options left out)."""
-    opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS}
+    # a model identified in `extra` is keyed by its identity, not by how its path was typed
+    named = {_MODEL_ROLES[role] for role in (extra or {}) if role in _MODEL_ROLES}
+    opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS and k not in named}
     payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _version("q2-metric")},
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Callable, Hashable, Sequence, TypeVar
 
+from q2_metric.progress import model_inputs
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -15,4 +17,7 @@ def unique_call(keys: Sequence[K], run: Callable[[list[K]], list[V]]) -> dict[K,
     {'a': 'A', 'b': 'B'}
     """
     distinct = list(dict.fromkeys(keys))
-    return dict(zip(distinct, run(distinct))) if distinct else {}
+    if not distinct:
+        return {}
+    with model_inputs(len(distinct)):  # counted in the running stage's progress
+        return dict(zip(distinct, run(distinct)))

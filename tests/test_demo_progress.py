@@ -32,5 +32,5 @@ def test_demo_progress(flags, shown, rows, tiny_models, tmp_path, monkeypatch, c
     assert code == 0 and "Scored 2 responses" in out.out
     assert (seen[0] is not None) == shown
     assert ("Loading the models, then scoring 2 responses" in out.err) == shown
-    assert ("Q² questions" in out.err) == shown
+    assert ("Q² 2/6 questions" in out.err) == shown
     assert "Loading weights" not in out.err

@@ -249,7 +249,7 @@ def test_progress_bar_default_and_off(opts, monkeypatch, capsys):
     assert [p is not None for p in seen] == [False, True, False, True]
     capsys.readouterr()
     seen[1]("questions", 3, 8)  # the engine reports a stage: a tqdm bar shows it
-    assert "Q² questions" in capsys.readouterr().err
+    assert "Q² 2/6 questions" in capsys.readouterr().err
 
 
 def test_results_are_strict_json(opts, tmp_path):

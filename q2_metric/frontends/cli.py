@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
+from q2_metric import __version__
 from q2_metric.config import Q2Config
 from q2_metric.frontends.hub import PublishError
 from q2_metric.frontends.space import SpaceBuildError
@@ -16,6 +20,9 @@ from q2_metric.validation import Q2InputError
 SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 SAMPLE = DATA_DIR / "wow_sample.csv"
+# `q2 demo --tiny`: random weights never stop a question early, so questions are capped.
+TINY_QUESTION_LENGTH = 16
+TINY_ROWS = 6
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +46,8 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fallback-cased", action="store_true",
                    help="keep the case of knowledge and response in the fallback NLI (a departure)")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI")
+    g.add_argument("--max-question-length", type=int, default=None,
+                   help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)")
 
 
 def config_from_args(args: argparse.Namespace) -> Q2Config:
@@ -49,6 +58,8 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
                 fallback_lowercase=not args.fallback_cased)
     if args.no_personal_filter:
         opts["personal_filter"] = False
+    if args.max_question_length is not None:
+        opts["max_question_length"] = args.max_question_length
     if args.batch_size:
         opts.update(qg_batch_size=args.batch_size, qa_batch_size=args.batch_size, nli_batch_size=args.batch_size)
     try:
@@ -57,25 +68,86 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
         raise Q2InputError(str(err)) from None
 
 
+def tiny_models_dir() -> Path:
+    """Where `q2 demo --tiny` keeps its small random models: $Q2_TINY_MODELS, else
+    `$XDG_CACHE_HOME/q2-metric/tiny-models` (~/.cache by default)."""
+    if os.environ.get("Q2_TINY_MODELS"):
+        return Path(os.environ["Q2_TINY_MODELS"]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "q2-metric" / "tiny-models"
+
+
+def ensure_tiny_models(folder: Path, say=lambda msg: None) -> dict[str, str]:
+    """The qg/, qa/ and nli/ tiny random models in `folder`, built once (with a tokenizer trained on
+    the bundled sample) and reused on later runs."""
+    import shutil
+    import tempfile
+
+    paths = {role: str(folder / role) for role in ("qg", "qa", "nli")}
+    if all((folder / role / "config.json").is_file() for role in paths):
+        return paths
+    from q2_metric.frontends.io import read_rows
+    from q2_metric.models.loading import _quiet
+    from q2_metric.random_models import build_random_models
+
+    say(f"Building small random models into {folder} (once)...")
+    rows = [r.fields for r in read_rows(SAMPLE) if r.error is None]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".tiny-") as tmp, _quiet():
+        build_random_models(tmp, [r["response"] for r in rows] + [r["knowledge"] for r in rows], size="tiny")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+        os.makedirs(tmp)  # for the context manager's clean-up
+    return paths
+
+
+def _signature_text(signature: str, short: bool) -> str:
+    from q2_metric.signature import Signature
+
+    return Signature.parse(signature).short() if short else signature
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
+    from q2_metric.frontends.explain import reason_line
     from q2_metric.frontends.io import read_rows
     from q2_metric.scorer import Q2Scorer
 
     from q2_metric.models.loading import verbose_loading
     from q2_metric.progress import tqdm_progress
 
+    quiet = args.quiet or args.no_progress
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    if args.limit is not None and args.limit < 1:
+        raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
+    if args.tiny:
+        paths = ensure_tiny_models(tiny_models_dir(), say)
+        args.qg_model, args.qa_model, args.nli_model = paths["qg"], paths["qa"], paths["nli"]
+        if args.max_question_length is None:
+            args.max_question_length = TINY_QUESTION_LENGTH
+        if args.limit is None:
+            args.limit = TINY_ROWS
     read = read_rows(args.input, encoding=args.encoding)
     for row in read:
         if row.error:
             print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
     rows = [r.fields for r in read if r.error is None]
+    if args.tiny:  # a few of each system and label, in turn
+        groups_of: dict[tuple[str, str], list[dict]] = {}
+        for row in rows:
+            groups_of.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(row)
+        rows = [r for turn in itertools.zip_longest(*groups_of.values()) for r in turn if r is not None]
+    rows = rows[:args.limit]
     scorer = Q2Scorer(config_from_args(args))
-    progress = None if args.no_progress else tqdm_progress("Q²", leave=True)
+    progress = None if quiet else tqdm_progress("Q²", leave=True)
     scorer.check_models()  # a missing model: one sentence, before anything else is printed
     with verbose_loading(args.verbose):
-        if progress is not None:
-            print(f"Loading the models, then scoring {len(rows)} responses (on a CPU with the paper's "
-                  "models this takes minutes)...", file=sys.stderr, flush=True)
+        say(f"Loading the models, then scoring {len(rows)} responses"
+            + (" with tiny random models..." if args.tiny else
+               " (on a CPU with the paper's models this takes minutes)..."))
         scorer.load()
         result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress)
     groups: dict[tuple[str, str], list[float]] = {}
@@ -87,7 +159,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         kept = [v for v in vals if v == v]
         mean = sum(kept) / len(kept) if kept else float("nan")
         print(f"{system:<10}{label:<14}{len(vals):>4}{mean:>10.3f}")
-    print(result)
+    print(f"\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why")
+    for i, (row, res) in enumerate(zip(rows, result.responses)):
+        print(f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{res.q2:>6.3f}  {reason_line(res)}")
+    print("\n" + str(result).splitlines()[0])  # the system figures
+    print(_signature_text(str(result.signature), args.short))
     if args.explain:
         for row, res in zip(rows[:args.explain], result.responses):
             print(f"\n[{res.index}] {row['response']}\n  Q2={res.q2:.3f}"
@@ -96,6 +172,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 print(f"  - {t.candidate!r}: {t.question!r} -> knowledge: "
                       f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
                       f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}")
+    if args.tiny:
+        c = Q2Config()
+        print(f"\nThese scores are meaningless: the models are tiny and random (questions capped at "
+              f"{args.max_question_length} tokens). For the paper's scores download its models once "
+              f"(`hf download {c.qg_model}`, `hf download {c.qa_model}`, `hf download {c.nli_model}`) "
+              f"and run `q2 demo`.")
     return 0
 
 
@@ -118,18 +200,33 @@ def cmd_score(args: argparse.Namespace) -> int:
     elif args.workers is not None or args.gpus_per_worker:
         print("q2: --workers and --gpus-per-worker need --ray", file=sys.stderr)
         return 2
-    report = score(Q2Scorer(config_from_args(args)), args.input, args.output,
-                   response_col=args.response_col, knowledge_col=args.knowledge_col,
-                   prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
-                   cache_dir=None if args.no_cache else args.cache_dir,
-                   chunk_size=args.chunk_size, progress=not args.no_progress,
-                   encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline, **extra)
+    from q2_metric.frontends.score_files import summary_dict
+    from q2_metric.models.loading import verbose_loading
+
+    if args.ray is not None:
+        extra["verbose"] = args.verbose
+    with verbose_loading(args.verbose):
+        report = score(Q2Scorer(config_from_args(args)), args.input, args.output,
+                       response_col=args.response_col, knowledge_col=args.knowledge_col,
+                       prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
+                       cache_dir=None if args.no_cache else args.cache_dir,
+                       chunk_size=args.chunk_size, progress=not (args.no_progress or args.quiet),
+                       encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline, **extra)
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
-    print(f"Scored {report.num_rows - report.num_bad}/{report.num_rows} rows "
-          f"({report.num_scored_now} now, {report.num_cached} from the cache) -> {args.output}")
+    done = (f"Scored {report.num_rows - report.num_bad}/{report.num_rows} rows "
+            f"({report.num_scored_now} now, {report.num_cached} from the cache) -> {args.output}")
     s = report.system
-    print(f"Q2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}\n{report.signature}")
+    if args.format == "json":  # the figures and signature on stdout, strict JSON; the rest on stderr
+        if not args.quiet:
+            print(done, file=sys.stderr)
+        print(json.dumps({**summary_dict(report), "output": str(args.output)}, indent=2, allow_nan=False))
+    elif args.score_only:
+        print(f"{s.q2:.4f}")
+    else:
+        print(done)
+        print(f"Q2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}\n"
+              f"{_signature_text(report.signature, args.short)}")
     return 3 if report.num_bad else 0
 
 
@@ -221,7 +318,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
         print(f"Wrote Q² results into {args.card}")
     else:
         existing = hub.read_card_metadata(args.card) if args.card else None
-        print(yaml.safe_dump(hub.card_metadata(results, args.model_name, existing, **dataset), sort_keys=False))
+        print(yaml.safe_dump(hub.card_metadata(results, args.model_name, existing, **dataset), sort_keys=False,
+                             allow_unicode=True))
     return 0
 
 
@@ -238,12 +336,21 @@ def cmd_space(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="q2", description="Q² factual-consistency metric for dialogue")
+    parser.add_argument("--version", action="version", version=f"q2-metric {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="score the bundled sample of the annotated WoW set")
     demo.add_argument("--input", default=str(SAMPLE), help="CSV with response/knowledge columns")
     demo.add_argument("--explain", type=int, default=3, help="explain the first N responses")
     demo.add_argument("--encoding", default="utf-8", help="text encoding of the input (default utf-8)")
+    demo.add_argument("--tiny", action="store_true",
+                      help="no download: small random models built once into a cache folder "
+                           f"($Q2_TINY_MODELS, default ~/.cache/q2-metric/tiny-models), {TINY_ROWS} responses "
+                           "(of each system and label in turn), "
+                           f"questions capped at {TINY_QUESTION_LENGTH} tokens; the scores mean nothing")
+    demo.add_argument("--limit", type=int, default=None, help="score only the first N responses")
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    demo.add_argument("--quiet", action="store_true", help="no progress bars or status messages")
+    demo.add_argument("--short", action="store_true", help="print the short form of the signature")
     demo.add_argument("--verbose", action="store_true", help="show transformers' model-loading output")
     add_config_args(demo)
     demo.set_defaults(func=cmd_demo)
@@ -265,7 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="resumable cache, keyed by the options and each model's identity")
     sc.add_argument("--no-cache", action="store_true")
     sc.add_argument("--chunk-size", type=int, default=64, help="responses per engine call (and cache write)")
-    sc.add_argument("--no-progress", action="store_true")
+    sc.add_argument("--no-progress", action="store_true", help="no progress bars")
+    sc.add_argument("--quiet", action="store_true", help="no progress bars or status messages on stderr")
+    sc.add_argument("--verbose", action="store_true",
+                    help="show transformers' model-loading output and, with --ray, Ray's own logs")
+    sc.add_argument("--format", choices=("text", "json"), default="text",
+                    help="json: the system figures and signature (full and short) as JSON on stdout")
+    sc.add_argument("-b", "--score-only", action="store_true", help="print only the system Q² score")
+    sc.add_argument("--short", action="store_true", help="print the short form of the signature")
     sc.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                     help="score on Ray Data (needs q2-metric[ray]), resumably, with --chunk-size responses "
                          "per worker call: the cluster at ADDRESS (auto, HOST:6379, ray://HOST:10001), "

@@ -74,11 +74,13 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
                    response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
                    steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                    cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
-                   encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = False) -> ScoreReport:
+                   encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = False,
+                   verbose: bool = False) -> ScoreReport:
     """`score_file` over Ray Data. `scorer` should be unloaded: it is shipped to every worker, which
     loads its own models. `address`: a Ray cluster (`auto`, `host:6379`, `ray://host:10001`); by
     default $RAY_ADDRESS, else a new local Ray with this machine's CPUs (an already initialised Ray
-    is used as it is). `chunk_size`: responses per worker call and per part file."""
+    is used as it is). `chunk_size`: responses per worker call and per part file. Ray's own log
+    lines are hidden unless `verbose`."""
     ray = import_ray()
     run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
                                            "--summary": summary_path},
@@ -90,7 +92,7 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
         todo = [k for k in dict.fromkeys(run.keys.values()) if k not in results]
         cached = sum(1 for k in run.keys.values() if k in results)
         if todo:
-            started = connect(ray, address)
+            started = connect(ray, address, verbose=verbose)
             try:
                 _score_remote(ray, scorer, [(k, *run.texts[k]) for k in todo], run_dir, results, signatures,
                               workers=workers, gpus_per_worker=gpus_per_worker, chunk_size=chunk_size,
@@ -108,15 +110,46 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
                          signature=used.most_common(1)[0][0] if used else None)
 
 
-def connect(ray, address: str | None) -> bool:
+def connect(ray, address: str | None, verbose: bool = False) -> bool:
     """Join the cluster at `address` (default $RAY_ADDRESS, else a new local Ray); True if this call
-    initialised Ray, so it should shut it down."""
+    initialised Ray, so it should shut it down. Ray's own log lines are hidden unless `verbose`."""
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS") or "local"
     local = {"include_dashboard": False} if address == "local" else {}
-    ray.init(address=address, logging_level=logging.WARNING, **local)
+    if verbose:
+        ray.init(address=address, logging_level=logging.WARNING, **local)
+        return True
+    quiet_ray_logs()
+    with _native_stderr_hidden():  # the core's "Set ray log level ..." line, printed as it starts
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, **local)
     return True
+
+
+@contextmanager
+def _native_stderr_hidden() -> Iterator[None]:
+    """Send file descriptor 2 (where native code writes) to /dev/null inside the block; Python
+    exceptions still carry their messages."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def quiet_ray_logs() -> None:
+    """Silence Ray's own log lines on the driver: its Python loggers (start-up and token notices,
+    Ray Data's execution plan) and its C++ core's, which on every run logs an error-level
+    "max_restarts > 0" note about Ray Data's actor pool that reads like a failure. A failing run
+    still raises, with its own message."""
+    for name in ("ray", "ray.data", "ray._private", "ray.util"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # read by the C++ core when Ray starts
 
 
 def worker_resources(ray, workers: int | None, gpus_per_worker: float) -> tuple[int, float]:

@@ -75,7 +75,7 @@ class ScoreReport:
 
 def model_names(scorer: Q2Scorer) -> dict[str, str]:
     """What each component is, for the cache key and the signature: the checked identity
-    (`id@commit` or `id@local-<digest>`) of every model built from the config, `describe()` of
+    (`id@commit`, or `local-<digest>` for a directory) of every model built from the config, `describe()` of
     injected ones. The same before and after loading, so cached and fresh runs agree."""
     return {**scorer.component_names(), **scorer.check_models()}
 
@@ -136,13 +136,17 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
     cached = sum(1 for k in run.keys.values() if k in results)
 
-    chunks = [todo[i:i + chunk_size] for i in range(0, len(todo), chunk_size)]
-    bar = None
+    chunks = chunked(todo, chunk_size)
+    bar, stages = None, None
     if progress and chunks:
         from tqdm.auto import tqdm
-        bar = tqdm(total=len(todo), unit="resp", desc="Q²")
+
+        from q2_metric.progress import tqdm_progress
+        bar = tqdm(total=len(todo), unit="resp", desc="Q² responses", position=0)
+        stages = tqdm_progress("Q²", leave=False, position=1)
     for n, chunk in enumerate(chunks, 1):
-        scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk])
+        scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
+                              progress=stages)
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
         if cache:
             cache.add(items)
@@ -154,6 +158,23 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         bar.close()
     return write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
                          summary_path=summary_path, num_cached=cached, num_scored_now=len(todo))
+
+
+def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
+    """Engine calls (and cache writes) of 1, 2, 4, ... responses, then `chunk_size` each: the first
+    results reach the cache within a minute or so even with the paper's models on a CPU (about
+    20 s a response there), so a run killed early keeps something, while later calls batch fully.
+
+    >>> [len(c) for c in chunked(list("abcdefghijklmnopqrst"), 8)]
+    [1, 2, 4, 8, 5]
+    """
+    chunks, start, size = [], 0, 1
+    while start < len(keys):
+        size = min(size, chunk_size)
+        chunks.append(keys[start:start + size])
+        start += size
+        size *= 2
+    return chunks
 
 
 def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Path, *, prefix: str = "",
@@ -194,7 +215,7 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
     if steps_path:
         files.append((steps_path, table_writer(steps_path, step_records, STEP_COLUMNS)))
     if summary_path:
-        body = json.dumps(summary_dict(report), indent=2) + "\n"
+        body = json.dumps(summary_dict(report), indent=2, allow_nan=False) + "\n"
         files.append((summary_path, lambda f: f.write(body)))
     commit_outputs(files)
     return report
@@ -209,7 +230,12 @@ def _nan(value: Any) -> float:
 
 
 def summary_dict(report: ScoreReport) -> dict[str, Any]:
-    """The system figures, signature and row counts (nothing that differs between equal runs)."""
-    return {**report.system.to_dict(), "signature": report.signature, "num_rows": report.num_rows,
-            "num_bad_rows": report.num_bad}
+    """The system figures, signature (full and short) and row counts (nothing that differs between
+    equal runs), as strict JSON: an undefined figure (e.g. the no-answer share without a valid
+    question) is None, never NaN."""
+    from q2_metric.frontends.options import json_safe
+
+    return json_safe({**report.system.to_dict(), "signature": report.signature,
+                      "signature_short": Signature.parse(report.signature).short(),
+                      "num_rows": report.num_rows, "num_bad_rows": report.num_bad})
 

@@ -1,7 +1,9 @@
 """The Hugging Face Space: a gradio app over the engine, and `q2-metric space OUT_DIR` to assemble it.
 
-The app takes a response and its knowledge and shows the score, one row per question (the
-explanation) and the signature. The models come from `Q2_QG_MODEL`, `Q2_QA_MODEL`, `Q2_NLI_MODEL`
+The app takes a response and its knowledge and shows the score with a one-line reason, the
+response with its spans highlighted by span score, one row per question (the explanation) and the
+signature. Inputs are bounded (`MAX_RESPONSE_CHARS`, `MAX_KNOWLEDGE_CHARS`) and so is the queue
+(`QUEUE_SIZE`). The models come from `Q2_QG_MODEL`, `Q2_QA_MODEL`, `Q2_NLI_MODEL`
 (default: the paper's); `Q2_SPACE_OPTIONS` may hold more options as JSON (e.g. `{"device": "cpu"}`).
 """
 
@@ -16,13 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.config import Q2Config
+from q2_metric.frontends.explain import TABLE_COLUMNS, highlighted_html, question_rows, reason_line
+from q2_metric.progress import stage_label
 
 ROOT = Path(__file__).resolve().parents[2]
 CARD_DIR = ROOT / "hub_card"
 MODULE_FILE = Path(__file__).resolve().parents[1] / "q2_metric.py"
 GRADIO_REQUIREMENT = "gradio>=5.0,<7"
-TABLE_COLUMNS = ["candidate", "question", "status", "answer from the response",
-                 "answer from the knowledge", "F1", "NLI", "span score"]
+# Input bounds and the queue of the public Space (documented in the README and the card).
+MAX_RESPONSE_CHARS = 1000
+MAX_KNOWLEDGE_CHARS = 4000
+QUEUE_SIZE = 16
+# The table fits a 1280 px window: texts wrap, numbers get narrow columns.
+COLUMN_WIDTHS = ["13%", "25%", "9%", "14%", "14%", "7%", "10%", "8%"]
 EXAMPLE = ("he hosted the joy of painting on pbs",
            "Bob Ross was the creator and host of The Joy of Painting, which aired on PBS.")
 
@@ -44,29 +52,26 @@ def space_config() -> Q2Config:
     return build_config(variant, options, options.pop("batch_size", None))
 
 
-def _num(value: float | None) -> float | None:
-    return None if value is None or value != value else round(value, 3)
+def check_lengths(response: Any, knowledge: Any) -> None:
+    """The Space's input bounds: one sentence naming the field and the limit when exceeded."""
+    for name, text, limit in (("response", response, MAX_RESPONSE_CHARS), ("knowledge", knowledge, MAX_KNOWLEDGE_CHARS)):
+        if isinstance(text, str) and len(text) > limit:
+            raise ValueError(f"The {name} is {len(text):,} characters long; this Space takes at most {limit:,} "
+                             f"(score longer texts with `q2 score` on your own machine).")
 
 
-def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) -> tuple[Any, list[list], str]:
-    """Score one pair: (score or None, one row per generated question, signature)."""
+def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) -> tuple[str, str, str, list[list], str]:
+    """Score one pair: (score as text, "" when not scored; the one-line reason; the response with
+    its spans highlighted, as HTML; one row per generated question; the signature)."""
     result = scorer.score([response], [knowledge], progress=progress)
     res = result.responses[0]
-    rows = [[t.candidate, t.question, t.status,
-             "" if t.response_answer is None else (t.response_answer if t.response_has_answer else "(no answer)"),
-             "" if t.knowledge_answer is None else (t.knowledge_answer if t.knowledge_has_answer else "(no answer)"),
-             _num(t.f1), t.nli_label or "", _num(t.score)]
-            for t in res.questions]
-    if res.fallback:
-        rows.append(["(whole response)", "(no valid question: end-to-end NLI)", "fallback", "", "", None,
-                     res.fallback_label or "", _num(res.q2)])
-    elif not res.scored:
-        rows.append(["", "", f"not scored: {res.reason}", "", "", None, "", None])
-    return (None if not res.scored else round(res.q2, 4)), rows, str(result.signature)
+    score = f"{res.q2:.3f}" if res.scored else ""
+    return (score, reason_line(res), highlighted_html(response, res), question_rows(res), str(result.signature))
 
 
 def make_app(config: Q2Config | None = None):
-    """The gradio Blocks app (models load on the first request and are kept)."""
+    """The gradio Blocks app (models load on the first request and are kept). Serve it with
+    `launch()`, which bounds the queue."""
     import gradio as gr
 
     from q2_metric.models.loading import ModelNotAvailable
@@ -76,28 +81,41 @@ def make_app(config: Q2Config | None = None):
 
     def run(response: str, knowledge: str, progress=gr.Progress()):
         def report(stage: str, done: int, total: int) -> None:
-            progress((done, total), desc=f"Q² {stage}")
+            progress((done, max(total, 1)), desc=f"Q² {stage_label(stage)}")
 
         try:
+            check_lengths(response, knowledge)
             return explain(response, knowledge, scorer, report)
-        except ModelNotAvailable as err:  # shown on the page as its one sentence
+        except (ModelNotAvailable, ValueError) as err:  # shown on the page as its one sentence
             raise gr.Error(str(err)) from None
 
     with gr.Blocks(title="Q²") as app:
         gr.Markdown("# Q²: factual consistency of a dialogue response with its knowledge\n"
                     "Each informative span of the response becomes a question; the answers from the "
                     "response and from the knowledge are compared (token F1, then NLI). "
-                    "Higher is more consistent (0 to 1).")
+                    f"Higher is more consistent (0 to 1). At most {MAX_RESPONSE_CHARS:,} characters of "
+                    f"response and {MAX_KNOWLEDGE_CHARS:,} of knowledge.")
         with gr.Row():
             response = gr.Textbox(label="Response", lines=3, value=EXAMPLE[0], elem_id="q2-response")
             knowledge = gr.Textbox(label="Knowledge", lines=3, value=EXAMPLE[1], elem_id="q2-knowledge")
         button = gr.Button("Score", variant="primary", elem_id="q2-submit")
-        score = gr.Number(label="Q² score", value=None, elem_id="q2-score")
+        with gr.Row(equal_height=True):
+            score = gr.Textbox(label="Q² score", value="", interactive=False, elem_id="q2-score", scale=1)
+            reason = gr.Textbox(label="Why", value="", interactive=False, elem_id="q2-reason", scale=5)
+        gr.Markdown("The response's spans, coloured by span score (red 0, green 1; grey: no valid question):")
+        spans = gr.HTML(value="", elem_id="q2-spans")
         table = gr.Dataframe(headers=TABLE_COLUMNS, label="Questions (explanation)", elem_id="q2-table",
-                             interactive=False)
+                             interactive=False, wrap=True, column_widths=COLUMN_WIDTHS)
         signature = gr.Textbox(label="Signature", elem_id="q2-signature")
-        button.click(run, inputs=[response, knowledge], outputs=[score, table, signature])
+        button.click(run, inputs=[response, knowledge], outputs=[score, reason, spans, table, signature])
     return app
+
+
+def launch(app: Any = None) -> None:
+    """Serve the app with a bounded queue: at most `QUEUE_SIZE` requests wait (later ones are told
+    the queue is full), one is scored at a time."""
+    app = app if app is not None else make_app()
+    app.queue(max_size=QUEUE_SIZE, default_concurrency_limit=1).launch()
 
 
 def _skip_in_copy(folder: str, names: list[str]) -> set[str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, Sequence, TypeVar
 
+from q2_metric.progress import batch_done
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -75,7 +77,10 @@ def map_batched(items: Sequence[T], lengths: Sequence[int], max_count: int, max_
                 run: Callable[[list[T]], list[R]]) -> list[R]:
     """Apply `run` to budgeted batches of `items`; return one result per item, in input order."""
     out: list[R | None] = [None] * len(items)
+    done = 0
     for idx in budget_batches(lengths, max_count, max_tokens):
         for i, result in zip(idx, run([items[i] for i in idx])):
             out[i] = result
+        done += len(idx)
+        batch_done(done, len(items))
     return out  # type: ignore[return-value]

@@ -32,6 +32,14 @@ class ModelCheckError(ModelNotAvailable):
     """A model exists but cannot serve its role (no weights, wrong kind, unusable labels)."""
 
 
+class ModelMissing(ModelNotAvailable):
+    """A Hub model that is neither in the cache nor downloadable now (`why`: the reason)."""
+
+    def __init__(self, message: str, model_id: str, role: str, why: str) -> None:
+        super().__init__(message)
+        self.model_id, self.role, self.why = model_id, role, why
+
+
 class DeviceNotAvailable(RuntimeError):
     """The device asked for cannot be used here."""
 
@@ -68,15 +76,19 @@ _HEAD_KINDS = (  # architecture-name suffix -> what it is, for "is X, not Y" mes
 
 @dataclass(frozen=True)
 class ModelIdentity:
-    """Which model a role uses: `model_id@revision` (`revision`: a Hub commit or `local-<digest>`)."""
+    """Which model a role uses: `model_id@revision` for a Hub model (`revision`: its commit), or
+    `local-<digest>` for a local directory (`revision`), whatever path named it."""
 
     model_id: str
     revision: str
     architecture: str
 
     def __str__(self) -> str:
-        rev = self.revision if self.revision.startswith("local-") else self.revision[:10]
-        return f"{self.model_id}@{rev}"
+        # A local directory is named by its digest only: the same folder gives the same signature
+        # however its path was typed (relative, absolute, through a link).
+        if self.revision.startswith("local-"):
+            return self.revision
+        return f"{self.model_id}@{self.revision[:10]}"
 
 
 def _kind(arch: str) -> str:
@@ -189,10 +201,7 @@ def _hub_remote(model_id: str, role: Role) -> tuple[Callable[[str], str | None],
     try:
         info = HfApi().model_info(model_id, timeout=10)
     except Exception as err:  # noqa: BLE001 - unreachable, unknown repo, gated: all mean "cannot use"
-        raise ModelNotAvailable(
-            f"The {role.name} model '{model_id}' is not in the Hugging Face cache and the Hub cannot give "
-            f"it ({type(err).__name__}): download it once where the Hub is reachable "
-            f"(`hf download {model_id}`) or pass a local model directory as {role.option}.") from None
+        raise _missing(model_id, role, f"the Hub cannot give it ({type(err).__name__})") from None
     names = {s.rfilename for s in info.siblings or []}
     commit = info.sha or "unknown"
 
@@ -204,6 +213,38 @@ def _hub_remote(model_id: str, role: Role) -> tuple[Callable[[str], str | None],
         return name  # present upstream; downloaded when the model loads
 
     return find, commit
+
+
+def _missing(model_id: str, role: Role, why: str) -> ModelMissing:
+    return ModelMissing(f"The {role.name} model '{model_id}' is not in the Hugging Face cache and {why}: "
+                        f"download it once where the Hub is reachable (`hf download {model_id}`) or pass a "
+                        f"local model directory as {role.option}.", model_id, role.name, why)
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def combine_errors(errors: list[ModelNotAvailable]) -> ModelNotAvailable:
+    """One error for every model that failed its check: the missing Hub models in one sentence
+    (each named, with its `hf download` command and its option), then each other failure's own
+    sentence. A single error is returned as it is."""
+    if len(errors) == 1:
+        return errors[0]
+    missing = [e for e in errors if isinstance(e, ModelMissing)]
+    sentences = [str(e) for e in errors if not isinstance(e, ModelMissing)]
+    if len(missing) == 1:
+        sentences.insert(0, str(missing[0]))
+    elif missing:
+        roles = {r.name: r for r in ROLES.values()}
+        whys = list(dict.fromkeys(e.why for e in missing))
+        sentences.insert(0, (
+            f"The {_and([f'the {e.role} model {e.model_id!r}' for e in missing])[4:]} are not in the Hugging Face "
+            f"cache and {_and(whys)}: download them once where the Hub is reachable "
+            f"({', '.join(f'`hf download {e.model_id}`' for e in missing)}) or pass local model directories "
+            f"as {_and([roles[e.role].option for e in missing])}."))
+    kind = ModelCheckError if all(isinstance(e, ModelCheckError) for e in errors) else ModelNotAvailable
+    return kind(" ".join(sentences))
 
 
 def _offline() -> bool:
@@ -235,10 +276,7 @@ def check_model(model_id: str, role: str) -> ModelIdentity:
         located = _hub_locator(model_id)
         if located is None:
             if _offline():
-                raise ModelNotAvailable(
-                    f"The {r.name} model '{model_id}' is not in the Hugging Face cache and the Hub cannot "
-                    f"be reached (HF_HUB_OFFLINE is set): download it once where the Hub is reachable "
-                    f"(`hf download {model_id}`) or pass a local model directory as {r.option}.")
+                raise _missing(model_id, r, "the Hub cannot be reached (HF_HUB_OFFLINE is set)")
             located = _hub_remote(model_id, r)
         find, commit = located
         where = f"model '{model_id}' (Hub snapshot {commit[:10]})"
@@ -319,7 +357,7 @@ def check_spacy(name: str | None) -> str:
                                     "written by nlp.to_disk() or an installed package as spacy_model "
                                     "(--spacy-model).")
         digest = hashlib.sha256(meta.read_bytes() if meta.is_file() else b"").hexdigest()[:12]
-        return f"spacy:{name}@local-{digest}"
+        return f"spacy:local-{digest}"
     if util.find_spec(name) is None:
         raise ModelNotAvailable(f"The spaCy model '{name}' is not installed; install it (`python -m spacy "
                                 f"download {name}`) or pass an installed one as spacy_model (--spacy-model).")
@@ -334,4 +372,17 @@ def model_identities(config: Any, roles: tuple[str, ...] = ("qg", "qa", "nli")) 
     """Check the device and each role's model of a `Q2Config`; return the identities by role."""
     check_device(config.device)
     attr = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model"}
-    return {role: check_model(getattr(config, attr[role]), role) for role in roles}
+    return check_each({role: (lambda role=role: check_model(getattr(config, attr[role]), role)) for role in roles})
+
+
+def check_each(checks: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Run every check (role -> check); if any fails, raise one error naming every failure."""
+    results, errors = {}, []
+    for role, check in checks.items():
+        try:
+            results[role] = check()
+        except ModelNotAvailable as err:
+            errors.append(err)
+    if errors:
+        raise combine_errors(errors)
+    return results

@@ -33,6 +33,7 @@ import torch
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import budget_batches, packed_calls
+from q2_metric.progress import batch_done
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
                                      uses_segment_ids)
 
@@ -157,14 +158,19 @@ class HFQuestionAnswerer:
         c = self.config
         lengths = [len(f["input_ids"]) for f in features]
         logits: list = [None] * len(features)
+        done = 0
         if not self.packs():
             for idx in budget_batches(lengths, c.qa_batch_size, c.qa_max_tokens):
                 for i, result in zip(idx, self._logits([features[i] for i in idx])):
                     logits[i] = result
+                done += len(idx)
+                batch_done(done, len(features))
             return logits
         for rows in packed_calls(lengths, c.qa_batch_size, c.qa_max_tokens, PACK_ROW_TOKENS):
             for i, result in self._packed_logits(features, rows).items():
                 logits[i] = result
+            done += sum(map(len, rows))
+            batch_done(done, len(features))
         return logits
 
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:

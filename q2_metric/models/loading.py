@@ -6,9 +6,10 @@ import contextlib
 import contextvars
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-import torch
+if TYPE_CHECKING:  # torch is imported when a model is needed, so that `q2 --help` starts fast
+    import torch
 
 
 class ModelNotAvailable(RuntimeError):
@@ -17,6 +18,8 @@ class ModelNotAvailable(RuntimeError):
 
 def resolve_device(device: str) -> torch.device:
     """`auto` -> CUDA when present, else CPU."""
+    import torch
+
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -26,6 +29,8 @@ def resolve_device(device: str) -> torch.device:
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     """`auto` -> half precision on CUDA (bfloat16 where supported: T5 overflows in float16)."""
+    import torch
+
     if dtype == "auto":
         if device.type != "cuda":
             return torch.float32
@@ -84,6 +89,7 @@ def _quiet() -> Iterator[None]:
 def load_pretrained(loader: Callable[..., Any], model_id: str, dtype: torch.dtype | None = None,
                     **kwargs: Any) -> Any:
     """Call `loader.from_pretrained`, preferring the local cache so that no retries happen."""
+    import torch
     import transformers
     from packaging.version import Version
 
@@ -104,6 +110,7 @@ def fuse_tanh_gelu(model: torch.nn.Module) -> int:
     elementwise operations) as PyTorch's one fused kernel for the same function. Outputs agree to
     float rounding (as with batching or SDPA attention); ALBERT-xlarge runs about a fifth faster
     on a CPU. Returns how many activation modules were replaced."""
+    import torch
     from transformers.activations import NewGELUActivation
 
     replaced = 0
