@@ -22,13 +22,16 @@ class StageProfile:
     `tokens` counts positions through the model: padded input tokens of encoder passes, and for
     generation also one per beam row per decoder step. `flops` is matrix-product work (see
     `q2_metric.models.flops`); a role is absent when its component has no measurable model
-    (an injected scripted component)."""
+    (an injected scripted component). `seconds - sum(model_seconds)` is the stage's time outside
+    the models' forward passes (tokenization, spaCy, beam bookkeeping between decoder steps).
+    A stage's first call also loads the model it first uses (`Q2Scorer.load()` keeps that out)."""
 
     stage: str
     seconds: float
     tokens: dict[str, int] = field(default_factory=dict)
     flops: dict[str, int] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
+    model_seconds: dict[str, float] = field(default_factory=dict)  # inside the model's forward passes
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,12 +50,12 @@ def meter_of(component: object):
         return None
 
 
-def _snapshot(components: Mapping[str, object]) -> dict[str, tuple[int, int, int]]:
+def _snapshot(components: Mapping[str, object]) -> dict[str, tuple[int, int, int, float]]:
     out = {}
     for role, comp in components.items():
         meter = meter_of(comp) if comp is not None else None
         if meter is not None:
-            out[role] = (meter.tokens, meter.flops, meter.calls)
+            out[role] = (meter.tokens, meter.flops, meter.calls, meter.seconds)
     return out
 
 
@@ -65,10 +68,11 @@ def run_stage(name: str, run: Callable[[], Any], components: Callable[[], Mappin
     seconds = time.perf_counter() - t0
     after = _snapshot(components())
     prof = StageProfile(name, seconds)
-    for role, (tokens, flops, calls) in after.items():
-        t, f, c = before.get(role, (0, 0, 0))
+    for role, (tokens, flops, calls, secs) in after.items():
+        t, f, c, s = before.get(role, (0, 0, 0, 0.0))
         if calls - c:
             prof.tokens[role], prof.flops[role], prof.calls[role] = tokens - t, flops - f, calls - c
+            prof.model_seconds[role] = secs - s
     return prof
 
 
@@ -79,31 +83,30 @@ def merge_profiles(runs: Iterable[list[StageProfile]]) -> list[StageProfile]:
         for p in profile:
             m = merged.setdefault(p.stage, StageProfile(p.stage, 0.0))
             m.seconds += p.seconds
-            for mine, theirs in ((m.tokens, p.tokens), (m.flops, p.flops), (m.calls, p.calls)):
+            for mine, theirs in ((m.tokens, p.tokens), (m.flops, p.flops), (m.calls, p.calls),
+                                 (m.model_seconds, p.model_seconds)):
                 for role, value in theirs.items():
                     mine[role] = mine.get(role, 0) + value
     return list(merged.values())
 
 
 def format_profile(profile: list[StageProfile]) -> str:
-    """A table: stage, seconds, share of the time, model tokens, GFLOP and GFLOP/s per stage.
+    """A table per stage: seconds, share of the run, seconds inside model forward passes, model
+    tokens, GFLOP and achieved GFLOP/s (over the stage's whole time)."""
+    total = sum(p.seconds for p in profile)
+    lines = [f"{'stage':<20}{'seconds':>9}{'share':>8}{'in model':>10}{'tokens':>14}{'GFLOP':>10}{'GFLOP/s':>9}"]
 
-    >>> print(format_profile([StageProfile("questions", 2.0, {"qg": 1200}, {"qg": 3 * 10**9}, {"qg": 9})]))
-    stage                   seconds   share      tokens      GFLOP   GFLOP/s
-    questions                  2.00  100.0%   qg:1,200        3.0       1.5
-    total                      2.00  100.0%                   3.0       1.5
-    """
-    total = sum(p.seconds for p in profile) or float("nan")
-    lines = [f"{'stage':<20}{'seconds':>10}{'share':>8}{'tokens':>12}{'GFLOP':>11}{'GFLOP/s':>10}"]
-    all_flops = 0
+    def row(name: str, seconds: float, model: float | None, tokens: str, flops: int) -> str:
+        share = f"{seconds / total:.1%}" if total > 0 else "-"
+        inside = f"{model:.2f}" if model is not None else "-"
+        gflop = f"{flops / 1e9:.2f}" if flops else "-"
+        rate = f"{flops / seconds / 1e9:.1f}" if flops and seconds > 0 else "-"
+        return f"{name:<20}{seconds:>9.2f}{share:>8}{inside:>10}{tokens:>14}{gflop:>10}{rate:>9}"
+
     for p in profile:
-        flops = sum(p.flops.values())
-        all_flops += flops
         tokens = " ".join(f"{r}:{n:,}" for r, n in p.tokens.items()) or "-"
-        rate = f"{flops / p.seconds / 1e9:10.1f}" if flops and p.seconds > 0 else f"{'-':>10}"
-        gflop = f"{flops / 1e9:11.1f}" if flops else f"{'-':>11}"
-        lines.append(f"{p.stage:<20}{p.seconds:>10.2f}{p.seconds / total:>8.1%}{tokens:>12}{gflop}{rate}")
-    rate = f"{all_flops / total / 1e9:10.1f}" if all_flops else f"{'-':>10}"
-    lines.append(f"{'total':<20}{total:>10.2f}{1:>8.1%}{'':>12}"
-                 + (f"{all_flops / 1e9:11.1f}" if all_flops else f"{'-':>11}") + rate)
+        model = sum(p.model_seconds.values()) if p.model_seconds else None
+        lines.append(row(p.stage, p.seconds, model, tokens, sum(p.flops.values())))
+    model_total = sum(sum(p.model_seconds.values()) for p in profile)
+    lines.append(row("total", total, model_total, "", sum(sum(p.flops.values()) for p in profile)))
     return "\n".join(lines)

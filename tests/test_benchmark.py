@@ -18,3 +18,9 @@ def test_benchmark_ci_sized():
     ref, eng = map(int, re.search(r"qa response examples\s+(\d+)\s+(\d+)", res.stdout).groups())
     assert 0 < eng <= ref
     assert "peak memory:" in res.stdout and "QA tokens" in res.stdout
+    # the machine's measured peak, and each model stage's FLOPs and fraction of it
+    assert re.search(r"Matrix-product peak \(torch.mm, measured now\): float32 [\d,.]+ GFLOP/s", res.stdout)
+    assert re.search(r"fraction of float32 peak\s+[\d.]+%\s+[\d.]+%", res.stdout)
+    for role in ("qg", "qa"):
+        assert re.search(rf"^{role}\s+[\d.]+\s+\d+%\s+\d+\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+[\d.]+%", res.stdout, re.M), role
+    assert re.search(r"^questions\s+[\d.]+\s+[\d.]+%\s+[\d.]+\s+qg:[\d,]+", res.stdout, re.M)

@@ -128,7 +128,7 @@ def test_profile_counts_match_the_model_inputs(tiny_config, rows):
     profile = result.profile
     assert [p.stage for p in profile] == ["candidates", "questions", "question filter", "knowledge answers",
                                          "span scores", "response scores"]
-    assert all(p.seconds >= 0 for p in profile)
+    assert all(0 <= t <= p.seconds for p in profile for t in p.model_seconds.values())
     by_stage = {p.stage: p for p in profile}
     assert by_stage["candidates"].flops == {} and set(by_stage["questions"].flops) == {"qg"}
     # every model FLOP torch saw is in exactly one stage
@@ -155,12 +155,14 @@ def test_scripted_components_profile_time_only():
 
 
 def test_merge_and_format_profiles():
-    a = [StageProfile("questions", 1.0, {"qg": 10}, {"qg": 2 * 10**9}, {"qg": 3})]
-    b = [StageProfile("questions", 3.0, {"qg": 5}, {"qg": 2 * 10**9}, {"qg": 1}),
+    a = [StageProfile("questions", 1.0, {"qg": 10}, {"qg": 2 * 10**9}, {"qg": 3}, {"qg": 0.5})]
+    b = [StageProfile("questions", 3.0, {"qg": 5}, {"qg": 2 * 10**9}, {"qg": 1}, {"qg": 1.5}),
          StageProfile("span scores", 1.0)]
     merged = merge_profiles([a, b])
-    assert merged == [StageProfile("questions", 4.0, {"qg": 15}, {"qg": 4 * 10**9}, {"qg": 4}),
+    assert merged == [StageProfile("questions", 4.0, {"qg": 15}, {"qg": 4 * 10**9}, {"qg": 4}, {"qg": 2.0}),
                       StageProfile("span scores", 1.0)]
     table = format_profile(merged).splitlines()
-    assert table[1].split() == ["questions", "4.00", "80.0%", "qg:15", "4.0", "1.0"]
-    assert table[-1].split() == ["total", "5.00", "100.0%", "4.0", "0.8"]
+    # 4 GFLOP in 4 s: 1.0 GFLOP/s; over the whole 5 s: 0.8
+    assert table[1].split() == ["questions", "4.00", "80.0%", "2.00", "qg:15", "4.00", "1.0"]
+    assert table[2].split() == ["span", "scores", "1.00", "20.0%", "-", "-", "-", "-"]
+    assert table[-1].split() == ["total", "5.00", "100.0%", "2.00", "4.00", "0.8"]

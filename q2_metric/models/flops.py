@@ -16,6 +16,7 @@ the first step), the LM head on every row.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,13 +106,16 @@ class FlopMeter:
         self.flops = 0
         self.tokens = 0  # tokens through the model (encoder inputs + decoder tokens x rows)
         self.calls = 0  # forward passes (decoder steps count one each)
+        # wall time inside those forward passes (on a GPU: the time to queue them, as nothing waits)
+        self.seconds = 0.0
+        self._started = 0.0
         self._handles = []
         hook = dict(with_kwargs=True)
-        if self.dims.kind == "t5":
-            self._handles += [model.encoder.register_forward_pre_hook(self._encoder, **hook),
-                              model.decoder.register_forward_pre_hook(self._decoder, **hook)]
-        else:
-            self._handles.append(model.register_forward_pre_hook(self._encoder, **hook))
+        modules = [(model.encoder, self._encoder), (model.decoder, self._decoder)] if self.dims.kind == "t5" \
+            else [(model, self._encoder)]
+        for module, count in modules:
+            self._handles += [module.register_forward_pre_hook(count, **hook),
+                              module.register_forward_hook(self._stop)]
 
     @classmethod
     def attach(cls, model: torch.nn.Module) -> "FlopMeter":
@@ -127,7 +131,13 @@ class FlopMeter:
             h.remove()
         self._handles = []
 
+    def _stop(self, module, args, output) -> None:
+        if self._started:
+            self.seconds += time.perf_counter() - self._started
+            self._started = 0.0
+
     def _encoder(self, module, args, kwargs) -> None:
+        self._started = time.perf_counter()
         shape = _shape(args, kwargs, "input_ids")
         if shape is None:
             return
@@ -137,6 +147,7 @@ class FlopMeter:
         self.calls += 1
 
     def _decoder(self, module, args, kwargs) -> None:
+        self._started = time.perf_counter()
         shape = _shape(args, kwargs, "input_ids")
         source = kwargs.get("encoder_hidden_states")
         if shape is None or source is None:
@@ -159,8 +170,6 @@ def matmul_peak(dtype: torch.dtype = torch.float32, n: int = 2048, seconds: floa
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    import time
-
     torch.mm(a, b)
     sync()
     best, spent = float("inf"), 0.0
