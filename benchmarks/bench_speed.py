@@ -241,9 +241,29 @@ def efficiency_report(profile, peak: float, peak_name: str) -> list[str]:
     return lines
 
 
+# A GPU does far more per call than a CPU's 16 to 32 inputs: bigger batches and token budgets
+# (runtime options: they change float rounding at most, never the rules).
+GPU_RUNTIME = dict(qg_batch_size=128, qa_batch_size=256, nli_batch_size=256, qg_max_tokens=262144,
+                   qa_max_tokens=131072, nli_max_tokens=131072)
+
+
+def runtime_options(args) -> dict:
+    """Batch sizes, token budgets and QA packing: the config's defaults, GPU-sized on CUDA, or the flags."""
+    from q2_metric.models.loading import resolve_device
+
+    out = dict(GPU_RUNTIME) if resolve_device(args.device).type == "cuda" else {}
+    if args.batch_size:
+        out.update(qg_batch_size=args.batch_size, qa_batch_size=args.batch_size, nli_batch_size=args.batch_size)
+    if args.max_tokens:
+        out.update(qg_max_tokens=args.max_tokens, qa_max_tokens=args.max_tokens, nli_max_tokens=args.max_tokens)
+    if args.qa_packing:
+        out["qa_packing"] = args.qa_packing
+    return out
+
+
 def build(args, responses: list[str], knowledge: list[str]):
     """(parser, qg, qa, nli, description): the paper's models, or working random ones."""
-    base = dict(device=args.device, dtype=args.dtype)
+    base = dict(device=args.device, dtype=args.dtype, **runtime_options(args))
     try:
         scorer = Q2Scorer(Q2Config(**base)).load()
         return scorer.config, scorer.parser, scorer.qg, scorer.qa, scorer.nli, "the paper's pretrained models"
@@ -268,6 +288,10 @@ def main() -> int:
                     help="shape of the random models when the paper's weights are unavailable")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    ap.add_argument("--batch-size", type=int, default=None, help="QG, QA and NLI batch size (default: the "
+                    "config's on a CPU, GPU-sized on CUDA)")
+    ap.add_argument("--max-tokens", type=int, default=None, help="QG, QA and NLI padded tokens per batch")
+    ap.add_argument("--qa-packing", choices=("auto", "on", "off"), default=None)
     ap.add_argument("--reference-no-grad", action="store_true",
                     help="run the loop's QA in inference mode (the released code leaves autograd on)")
     args = ap.parse_args()
@@ -281,6 +305,9 @@ def main() -> int:
     print(f"Machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
           f"device {device}" + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else "")
           + f", dtype {Q2Scorer(config)._dtype_name()}")
+    print(f"Runtime: batch sizes QG {config.qg_batch_size}, QA {config.qa_batch_size}, NLI {config.nli_batch_size}; "
+          f"token budgets {config.qg_max_tokens}/{config.qa_max_tokens}/{config.nli_max_tokens}; "
+          f"QA packed: {qa.packs()}")
 
     peaks = measure_peaks(device, qa.model.dtype)
     print("Matrix-product peak (torch.mm, measured now): "

@@ -44,10 +44,7 @@ def meter_of(component: object):
         return None
     from q2_metric.models.flops import FlopMeter
 
-    try:
-        return FlopMeter.attach(model)
-    except (AttributeError, TypeError):  # a model type the meter does not know
-        return None
+    return FlopMeter.attach_if_known(model)
 
 
 def _snapshot(components: Mapping[str, object]) -> dict[str, tuple[int, int, int, float]]:

@@ -103,6 +103,7 @@ class FlopMeter:
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.dims = dims_of(model.config)
+        self._model = model
         self.flops = 0
         self.tokens = 0  # tokens through the model (encoder inputs + decoder tokens x rows)
         self.calls = 0  # forward passes (decoder steps count one each)
@@ -126,10 +127,20 @@ class FlopMeter:
             model._q2_flop_meter = meter
         return meter
 
+    @classmethod
+    def attach_if_known(cls, model: torch.nn.Module) -> "FlopMeter | None":
+        """`attach`, or None for a model whose sizes the meter cannot read."""
+        try:
+            return cls.attach(model)
+        except (AttributeError, TypeError):
+            return None
+
     def detach(self) -> None:
         for h in self._handles:
             h.remove()
         self._handles = []
+        if getattr(self._model, "_q2_flop_meter", None) is self:
+            del self._model._q2_flop_meter
 
     def _stop(self, module, args, output) -> None:
         if self._started:
