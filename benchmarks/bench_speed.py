@@ -364,6 +364,8 @@ def main() -> int:
     print("\nModel efficiency ('in model': inside forward passes; the rest is tokenization, spaCy, decoding,")
     print("beam bookkeeping between decoder steps):")
     print("\n".join(efficiency_report(result.profile, peak, peak_name)))
+    if device.type == "cuda":
+        print("(on CUDA 'in model' is the time to queue the kernels, not to run them: read the stage columns)")
     print(f"peak memory: {peak_memory(device)}")
     print(f"speed-up: {rate_engine / rate_ref:.2f}x ({rate_engine:.3f} vs {rate_ref:.3f} responses/s)  "
           f"same scores: {same}")
