@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_benchmark_ci_sized():
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_speed.py"), "--n", "6", "--size",
                           "tiny", "--device", "cpu"], capture_output=True, text=True, timeout=600,
-                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
     assert res.returncode == 0, res.stderr
     last = res.stdout.strip().splitlines()[-1]
     assert re.match(r"speed-up: [\d.]+x .* same scores: True$", last), last
@@ -33,7 +33,7 @@ def test_benchmark_gpu_path_on_a_cpu_stand_in():
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_speed.py"), "--n", "3", "--size",
                           "tiny", "--device", "cpu", "--dtype", "bfloat16", "--qa-packing", "off",
                           "--batch-size", "256", "--max-tokens", "131072"], capture_output=True, text=True,
-                         timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                         timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
     assert res.returncode == 0, res.stderr
     assert "dtype bfloat16" in res.stdout and "QA packed: False" in res.stdout
     assert "batch sizes QG 256, QA 256, NLI 256" in res.stdout
