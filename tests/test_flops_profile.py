@@ -109,6 +109,15 @@ def test_t5_generation_meter_matches_torch_flop_counter(tiny, beams):
     assert meter.tokens == enc["input_ids"].numel() + steps * 2 * beams
 
 
+def test_unknown_architectures_get_no_flop_figures():
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    model = BartForConditionalGeneration(BartConfig(vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1,
+                                                    encoder_attention_heads=2, decoder_attention_heads=2,
+                                                    encoder_ffn_dim=32, decoder_ffn_dim=32))
+    assert FlopMeter.attach_if_known(model) is None
+
+
 def test_matmul_peak_is_a_rate():
     rate = matmul_peak(torch.float32, n=256, seconds=0.05)
     assert math.isfinite(rate) and rate > 1e6

@@ -45,9 +45,18 @@ class Dims:
         return 2 * (4 * self.hidden * self.inner + (self.ff_inputs + 1) * self.hidden * self.ff)
 
 
+# Architectures whose matrix products the formulas describe exactly (others: no FLOP figures
+# rather than wrong ones, e.g. DeBERTa's relative attention or BART's separate decoder).
+ENCODERS = frozenset({"albert", "bert", "roberta", "xlm-roberta", "electra"})
+SEQ2SEQ = frozenset({"t5", "mt5"})
+
+
 def dims_of(config: Any) -> Dims:
-    """The `Dims` of a transformers config (ALBERT, BERT, RoBERTa, ELECTRA, T5)."""
-    if config.model_type in ("t5", "mt5"):
+    """The `Dims` of a transformers config (ALBERT, BERT, RoBERTa, XLM-R, ELECTRA, T5); TypeError
+    for another model type."""
+    if config.model_type not in ENCODERS | SEQ2SEQ:
+        raise TypeError(f"no FLOP formulas for model type {config.model_type!r}")
+    if config.model_type in SEQ2SEQ:
         gated = bool(getattr(config, "is_gated_act", False))
         return Dims("t5", config.d_model, config.num_heads * config.d_kv, config.d_ff, config.num_layers,
                     ff_inputs=2 if gated else 1, decoder_layers=config.num_decoder_layers,
