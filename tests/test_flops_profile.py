@@ -5,6 +5,7 @@ and torch's own `FlopCounterMode` (which counts every matrix product the kernels
 tiny models run with eager attention (its CPU SDPA kernel is not one it counts)."""
 
 import math
+import time
 
 import pytest
 import torch
@@ -99,14 +100,22 @@ def test_t5_generation_meter_matches_torch_flop_counter(tiny, beams):
               padding=True, return_tensors="pt")
     steps = 6
     try:
+        t0 = time.perf_counter()
         expected = _counted(lambda: model.generate(**enc, num_beams=beams, num_return_sequences=beams,
                                                    min_new_tokens=steps, max_new_tokens=steps,
                                                    no_repeat_ngram_size=3 if beams > 1 else 0))
+        elapsed = time.perf_counter() - t0
+        generated = (meter.flops, meter.calls, meter.tokens)
+        # a direct call runs the encoder inside the model's forward: its time is counted once
+        before = meter.seconds
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            model(**enc, decoder_input_ids=torch.zeros(2, 1, dtype=torch.long))
+        direct = time.perf_counter() - t0
     finally:
         meter.detach()
-    assert meter.flops == expected
-    assert meter.calls == 1 + steps
-    assert meter.tokens == enc["input_ids"].numel() + steps * 2 * beams
+    assert generated == (expected, 1 + steps, enc["input_ids"].numel() + steps * 2 * beams)
+    assert 0 < before <= elapsed and 0 < meter.seconds - before <= direct
 
 
 def test_unknown_architectures_get_no_flop_figures():

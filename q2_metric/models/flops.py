@@ -118,14 +118,18 @@ class FlopMeter:
         self.calls = 0  # forward passes (decoder steps count one each)
         # wall time inside those forward passes (on a GPU: the time to queue them, as nothing waits)
         self.seconds = 0.0
-        self._started = 0.0
+        self._started, self._depth = 0.0, 0
         self._handles = []
         hook = dict(with_kwargs=True)
-        modules = [(model.encoder, self._encoder), (model.decoder, self._decoder)] if self.dims.kind == "t5" \
-            else [(model, self._encoder)]
-        for module, count in modules:
-            self._handles += [module.register_forward_pre_hook(count, **hook),
-                              module.register_forward_hook(self._stop)]
+        if self.dims.kind == "t5":
+            counted = [(model.encoder, self._encoder), (model.decoder, self._decoder)]
+            timed = [model.encoder, model]  # generate() calls the encoder alone, then the model per step
+        else:
+            counted, timed = [(model, self._encoder)], [model]
+        for module in timed:
+            self._handles += [module.register_forward_pre_hook(self._start), module.register_forward_hook(self._stop, always_call=True)]
+        for module, count in counted:
+            self._handles.append(module.register_forward_pre_hook(count, **hook))
 
     @classmethod
     def attach(cls, model: torch.nn.Module) -> "FlopMeter":
@@ -151,13 +155,17 @@ class FlopMeter:
         if getattr(self._model, "_q2_flop_meter", None) is self:
             del self._model._q2_flop_meter
 
+    def _start(self, module, args) -> None:
+        if self._depth == 0:
+            self._started = time.perf_counter()
+        self._depth += 1
+
     def _stop(self, module, args, output) -> None:
-        if self._started:
+        self._depth -= 1
+        if self._depth == 0:
             self.seconds += time.perf_counter() - self._started
-            self._started = 0.0
 
     def _encoder(self, module, args, kwargs) -> None:
-        self._started = time.perf_counter()
         shape = _shape(args, kwargs, "input_ids")
         if shape is None:
             return
@@ -167,7 +175,6 @@ class FlopMeter:
         self.calls += 1
 
     def _decoder(self, module, args, kwargs) -> None:
-        self._started = time.perf_counter()
         shape = _shape(args, kwargs, "input_ids")
         source = kwargs.get("encoder_hidden_states")
         if shape is None or source is None:
