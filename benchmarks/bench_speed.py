@@ -40,8 +40,10 @@ from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.hf_qa import HFQuestionAnswerer
+from q2_metric.models.flops import FlopMeter, matmul_peak
 from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
 from q2_metric.models.loading import uses_segment_ids
+from q2_metric.profile import format_profile
 from q2_metric.random_models import build_random_models
 from q2_metric.reference_loop import reference_q2
 
@@ -202,9 +204,66 @@ def peak_memory(device: torch.device) -> str:
     return f"{rss:,.0f} MB RSS{gpu}"
 
 
+def measure_peaks(device: torch.device, model_dtype: torch.dtype) -> dict[str, float]:
+    """FLOP/s of a large torch.mm on this device with the current threads: float32, and bfloat16
+    where the hardware has it (a CPU with AVX-512 BF16/AMX, any recent GPU), and the models' dtype."""
+    peaks = {"float32": matmul_peak(torch.float32, n=2048 if device.type == "cpu" else 8192, device=device)}
+    has_bf16 = (torch.cuda.is_bf16_supported() if device.type == "cuda"
+                else torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    wanted = {torch.bfloat16} if has_bf16 else set()
+    wanted.add(model_dtype)
+    for dtype in sorted(wanted - {torch.float32}, key=str):
+        peaks[str(dtype).replace("torch.", "")] = matmul_peak(dtype, n=2048 if device.type == "cpu" else 8192,
+                                                           device=device)
+    return peaks
+
+
+# engine stages by the model that does their work
+STAGE_MODEL = {"questions": "qg", "question filter": "qa", "knowledge answers": "qa", "span scores": "nli",
+               "response scores": "nli"}
+
+
+def efficiency_report(profile, peak: float, peak_name: str) -> list[str]:
+    """Per model: seconds, share of them inside forward passes, model FLOPs, achieved FLOP/s and
+    its fraction of the measured matrix-product peak (over the stage time and over model time)."""
+    lines = [f"{'model':<6}{'seconds':>9}{'in model':>10}{'calls':>7}{'tokens':>10}{'GFLOP':>10}"
+             f"{'GFLOP/s':>9}{'of peak':>9}{'in model':>10}   ({peak_name} peak {peak / 1e9:.1f} GFLOP/s)"]
+    for role in ("qg", "qa", "nli"):
+        stages = [p for p in profile if STAGE_MODEL.get(p.stage) == role and role in p.flops]
+        if not stages:
+            continue
+        secs = sum(p.seconds for p in stages)
+        model = sum(p.model_seconds[role] for p in stages)
+        flops = sum(p.flops[role] for p in stages)
+        calls, tokens = sum(p.calls[role] for p in stages), sum(p.tokens[role] for p in stages)
+        lines.append(f"{role:<6}{secs:>9.2f}{model / secs:>10.0%}{calls:>7}{tokens:>10,}{flops / 1e9:>10.1f}"
+                     f"{flops / secs / 1e9:>9.1f}{flops / secs / peak:>9.1%}{flops / max(model, 1e-9) / peak:>10.1%}")
+    return lines
+
+
+# A GPU does far more per call than a CPU's 16 to 32 inputs: bigger batches and token budgets
+# (runtime options: they change float rounding at most, never the rules).
+GPU_RUNTIME = dict(qg_batch_size=128, qa_batch_size=256, nli_batch_size=256, qg_max_tokens=262144,
+                   qa_max_tokens=131072, nli_max_tokens=131072)
+
+
+def runtime_options(args) -> dict:
+    """Batch sizes, token budgets and QA packing: the config's defaults, GPU-sized on CUDA, or the flags."""
+    from q2_metric.models.loading import resolve_device
+
+    out = dict(GPU_RUNTIME) if resolve_device(args.device).type == "cuda" else {}
+    if args.batch_size:
+        out.update(qg_batch_size=args.batch_size, qa_batch_size=args.batch_size, nli_batch_size=args.batch_size)
+    if args.max_tokens:
+        out.update(qg_max_tokens=args.max_tokens, qa_max_tokens=args.max_tokens, nli_max_tokens=args.max_tokens)
+    if args.qa_packing:
+        out["qa_packing"] = args.qa_packing
+    return out
+
+
 def build(args, responses: list[str], knowledge: list[str]):
     """(parser, qg, qa, nli, description): the paper's models, or working random ones."""
-    base = dict(device=args.device, dtype=args.dtype)
+    base = dict(device=args.device, dtype=args.dtype, **runtime_options(args))
     try:
         scorer = Q2Scorer(Q2Config(**base)).load()
         return scorer.config, scorer.parser, scorer.qg, scorer.qa, scorer.nli, "the paper's pretrained models"
@@ -229,6 +288,10 @@ def main() -> int:
                     help="shape of the random models when the paper's weights are unavailable")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    ap.add_argument("--batch-size", type=int, default=None, help="QG, QA and NLI batch size (default: the "
+                    "config's on a CPU, GPU-sized on CUDA)")
+    ap.add_argument("--max-tokens", type=int, default=None, help="QG, QA and NLI padded tokens per batch")
+    ap.add_argument("--qa-packing", choices=("auto", "on", "off"), default=None)
     ap.add_argument("--reference-no-grad", action="store_true",
                     help="run the loop's QA in inference mode (the released code leaves autograd on)")
     args = ap.parse_args()
@@ -242,6 +305,15 @@ def main() -> int:
     print(f"Machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
           f"device {device}" + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else "")
           + f", dtype {Q2Scorer(config)._dtype_name()}")
+    print(f"Runtime: batch sizes QG {config.qg_batch_size}, QA {config.qa_batch_size}, NLI {config.nli_batch_size}; "
+          f"token budgets {config.qg_max_tokens}/{config.qa_max_tokens}/{config.nli_max_tokens}; "
+          f"QA packed: {qa.packs()}")
+
+    peaks = measure_peaks(device, qa.model.dtype)
+    print("Matrix-product peak (torch.mm, measured now): "
+          + ", ".join(f"{k} {v / 1e9:,.1f} GFLOP/s" for k, v in peaks.items()))
+    peak_name = str(qa.model.dtype).replace("torch.", "")
+    peak = peaks[peak_name]
 
     n_ref = min(args.reference_n or args.n, args.n)
     # the loop's QA: the released code's call where the decisions are scripted, else the backend
@@ -250,12 +322,15 @@ def main() -> int:
                for name, comp, method in (("qg", qg, "generate"), ("qa", qa, "answer"), ("nli", nli, "classify"))}
     ref_counted = {**counted, "qa": Counted(ref_qa, "answer", response_set)}
     qa.tokens_processed = 0
+    ref_meters = [FlopMeter.attach(m) for m in {id(m): m for m in (qg.model, ref_qa.model, nli.model)}.values()]
+    ref_flops0 = sum(m.flops for m in ref_meters)
     t0 = time.perf_counter()
     ref = [reference_q2(r, k, parser, ref_counted["qg"], ref_counted["qa"], ref_counted["nli"])
            for r, k in zip(responses[:n_ref], knowledge[:n_ref])]
     t_ref = time.perf_counter() - t0
     ref_counts = {name: c.counts.copy() for name, c in ref_counted.items()}
     ref_tokens = qa.tokens_processed
+    ref_flops = sum(m.flops for m in ref_meters) - ref_flops0
 
     for c in counted.values():
         c.counts.clear()
@@ -278,9 +353,19 @@ def main() -> int:
                       ("qa", "knowledge calls"), ("qa", "knowledge examples"), ("nli", "calls"), ("nli", "examples")):
         print(f"{name + ' ' + key:<28}{ref_counts[name][key]:>18}{eng_counts[name][key]:>18}")
     print(f"{'QA tokens (padded)':<28}{ref_tokens:>18}{qa.tokens_processed:>18}")
+    eng_flops = sum(sum(p.flops.values()) for p in result.profile)
+    print(f"{'model GFLOP':<28}{ref_flops / 1e9:>18.1f}{eng_flops / 1e9:>18.1f}")
+    print(f"{'fraction of ' + peak_name + ' peak':<28}{ref_flops / t_ref / peak:>18.1%}{eng_flops / t_engine / peak:>18.1%}")
     per_ref = ref_counts["qa"]["response examples"] / max(n_ref, 1)
     per_eng = eng_counts["qa"]["response examples"] / args.n
     print(f"response-side QA examples per response: reference {per_ref:.2f}, engine {per_eng:.2f}")
+    print("\nEngine stages (Q2Result.profile):")
+    print(format_profile(result.profile))
+    print("\nModel efficiency ('in model': inside forward passes; the rest is tokenization, spaCy, decoding,")
+    print("beam bookkeeping between decoder steps):")
+    print("\n".join(efficiency_report(result.profile, peak, peak_name)))
+    if device.type == "cuda":
+        print("(on CUDA 'in model' is the time to queue the kernels, not to run them: read the stage columns)")
     print(f"peak memory: {peak_memory(device)}")
     print(f"speed-up: {rate_engine / rate_ref:.2f}x ({rate_engine:.3f} vs {rate_ref:.3f} responses/s)  "
           f"same scores: {same}")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from q2_metric.system_score import SystemScore
 
 if TYPE_CHECKING:
+    from q2_metric.profile import StageProfile
     from q2_metric.signature import Signature
 
 
@@ -87,6 +88,8 @@ class Q2Result:
     system: SystemScore
     responses: list[ResponseScore]
     signature: "Signature"
+    # wall time, model tokens and FLOPs per stage (`q2_metric.profile`); not part of `to_dict()`
+    profile: "list[StageProfile]" = field(default_factory=list)
 
     @property
     def q2(self) -> float:

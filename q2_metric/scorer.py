@@ -16,6 +16,7 @@ from q2_metric.candidates import find_candidates
 from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
                                   describe)
 from q2_metric.config import Q2Config
+from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
 from q2_metric.question_filter import filter_questions
 from q2_metric.questions import generate_questions
@@ -176,10 +177,12 @@ class Q2Scorer:
                 pairs, self.nli if c.fallback_nli else None, fallback=c.fallback_nli,
                 lowercase=c.fallback_lowercase, scores=c.fallback_scores)),
         ]
+        profile: list[StageProfile] = []
+        loaded = lambda: {"qg": self._qg, "qa": self._qa, "nli": self._nli}  # noqa: E731
         for name, run in stages:
             with stage(progress, name):  # reports the stage's model inputs as they go (progress.STAGES)
                 if pairs:
-                    run()
+                    profile.append(run_stage(name, run, loaded))
         notify(progress, DONE, len(stages), len(stages))
 
         all_valid = [t for r in results for t in r.valid_questions]
@@ -189,7 +192,7 @@ class Q2Scorer:
             valid_questions=len(all_valid),
             unanswered_questions=sum(t.unanswered for t in all_valid),
         )
-        return Q2Result(system=system, responses=results, signature=self.signature(identities))
+        return Q2Result(system=system, responses=results, signature=self.signature(identities), profile=profile)
 
 
 def score(responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None,

@@ -142,15 +142,34 @@ def test_cli_score_csv_and_jsonl_on_tiny_models(tiny_config, tmp_path, rows):
               "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu"]
     res = run_cli("score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.jsonl"), "--steps",
                   str(tmp_path / "steps.csv"), "--summary", str(tmp_path / "summary.json"),
-                  "--cache-dir", str(tmp_path / "cache"), *models)
+                  "--cache-dir", str(tmp_path / "cache"), "--profile", *models)
     assert res.returncode == 0, res.stderr
     out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
     assert len(out) == 6 and all(0 <= o["q2"] <= 1 for o in out)
-    assert json.load(open(tmp_path / "summary.json"))["num_scored"] == 6
+    summary = json.load(open(tmp_path / "summary.json"))
+    assert summary["num_scored"] == 6 and "profile" not in summary  # the summary holds no timings
     assert read_csv(tmp_path / "steps.csv")
+    table = {line.split()[0]: line.split() for line in res.stderr.splitlines()[1:] if line.strip()}
+    assert {"candidates", "questions", "question", "knowledge", "total"} <= set(table)
+    assert table["questions"][4].startswith("qg:") and table["question"][5].startswith("qa:"), res.stderr
     res = run_cli("score", str(tmp_path / "out.jsonl"), "-o", str(tmp_path / "again.csv"),
-                  "--cache-dir", str(tmp_path / "cache"), *models)
+                  "--cache-dir", str(tmp_path / "cache"), "--profile", *models)
     assert res.returncode == 0 and "(0 now, 6 from the cache)" in res.stdout
+    assert "nothing was scored in this process" in res.stderr
+
+
+def test_score_file_profile_sums_chunks(tiny_config, tmp_path, rows):
+    from q2_metric import Q2Scorer
+
+    write_csv(tmp_path / "in.csv", rows[:4], columns=list(rows[0]))
+    scorer = Q2Scorer(tiny_config.replace(decoding="greedy")).load()
+    scorer.qa.tokens_processed = scorer.qg.tokens_processed = 0
+    report = score_file(scorer, tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=None, chunk_size=2)
+    stages = {p.stage: p for p in report.profile}
+    assert list(stages)[:3] == ["candidates", "questions", "question filter"]
+    # two chunks: two QG calls of the stage; the QA tokens are all the backend fed its model
+    assert stages["questions"].calls["qg"] >= 2
+    assert sum(p.tokens.get("qa", 0) for p in report.profile) == scorer.qa.tokens_processed
 
 
 def tiny_flags(config):

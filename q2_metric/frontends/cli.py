@@ -181,6 +181,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_profile(profile: list) -> None:
+    """`--profile`: time, model tokens and model FLOPs per engine stage, on stderr."""
+    from q2_metric.profile import format_profile
+
+    if not profile:
+        print("q2: profile: nothing was scored in this process (cached rows, or --ray)", file=sys.stderr)
+        return
+    print("Time per stage (this run; model loading counts in the stage that first uses the model):\n"
+          + format_profile(profile), file=sys.stderr)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from q2_metric.frontends.score_files import score_file
     from q2_metric.scorer import Q2Scorer
@@ -214,6 +225,8 @@ def cmd_score(args: argparse.Namespace) -> int:
                        encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline, **extra)
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
+    if args.profile:
+        print_profile(report.profile)
     done = (f"Scored {report.num_rows - report.num_bad}/{report.num_rows} rows "
             f"({report.num_scored_now} now, {report.num_cached} from the cache) -> {args.output}")
     s = report.system
@@ -380,6 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="json: the system figures and signature (full and short) as JSON on stdout")
     sc.add_argument("-b", "--score-only", action="store_true", help="print only the system Q² score")
     sc.add_argument("--short", action="store_true", help="print the short form of the signature")
+    sc.add_argument("--profile", action="store_true",
+                    help="print time, model tokens and model FLOPs per stage (to stderr)")
     sc.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                     help="score on Ray Data (needs q2-metric[ray]), resumably, with --chunk-size responses "
                          "per worker call: the cluster at ADDRESS (auto, HOST:6379, ray://HOST:10001), "

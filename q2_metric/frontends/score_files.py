@@ -6,12 +6,13 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from q2_metric.frontends.io import (Row, check_output_paths, commit_outputs, pause_point, read_rows,
                                      recover_outputs, table_writer)
+from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.question_filter import VALID
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature, config_fingerprint
@@ -71,6 +72,8 @@ class ScoreReport:
     num_scored_now: int
     bad_rows: list[str]
     signature: str
+    # per engine stage, summed over the chunks scored now (`q2_metric.profile`); not in the summary
+    profile: list[StageProfile] = field(default_factory=list)
 
 
 def model_names(scorer: Q2Scorer) -> dict[str, str]:
@@ -144,9 +147,11 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         from q2_metric.progress import tqdm_progress
         bar = tqdm(total=len(todo), unit="resp", desc="Q² responses", position=0)
         stages = tqdm_progress("Q²", leave=False, position=1)
+    profiles = []
     for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
                               progress=stages)
+        profiles.append(scored.profile)
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
         if cache:
             cache.add(items)
@@ -156,8 +161,10 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         pause_point(f"chunk-{n}")
     if bar:
         bar.close()
-    return write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
-                         summary_path=summary_path, num_cached=cached, num_scored_now=len(todo))
+    report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
+                           summary_path=summary_path, num_cached=cached, num_scored_now=len(todo))
+    report.profile = merge_profiles(profiles)
+    return report
 
 
 def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
