@@ -181,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--released", default=str(ROOT.parent / "shared" / "reference" / "q-squared"))
     ap.add_argument("--limit", type=int, help="only the first N responses (quick checks)")
     ap.add_argument("--max-length", type=int, default=12, help="question length cap (random weights never stop)")
+    ap.add_argument("--generate", choices=["first", "all"], default="first",
+                    help="generate questions for every candidate, or for each response's first (and the torture set's)")
     ap.add_argument("--no-greedy", action="store_true", help="skip greedy decoding")
     ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--project-tokenization", choices=["reference", "hf"], default="reference")
@@ -201,10 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     run_reference(python, "build", {"models": str(models), "t5_spiece": spiece["t5"], "albert_spiece": spiece["albert"],
                                     "t5_shape": SHAPES["t5"], "albert_shape": SHAPES["albert"]}, "build")
     qg_jobs = [(c, r) for (r, _), cs in zip(pairs, cands) for c in cs]
+    # which prompts are also generated from (all of them are compared as model inputs)
+    generate = [args.generate == "all" or j == 0 or i >= len(pairs) - len(TORTURE)
+                for i, cs in enumerate(cands) for j in range(len(cs))]
     t_ref = time.time()
     ref_qg = run_reference(python, "run", {"released": args.released, "models": str(models), "variants": ["bias", "zeroed"],
                                            "max_length": args.max_length, "greedy": not args.no_greedy,
-                                           "qg": qg_jobs, "qa": [], "output": str(WORK / "ref_qg.out.json")}, "qg")
+                                           "qg": qg_jobs, "generate": generate, "qa": [], "output": str(WORK / "ref_qg.out.json")}, "qg")
     # QA pairs as the pipeline makes them: the first candidate's best question (3.2, bias present)
     # with the response (the filter) and with the knowledge; plus the torture questions
     qa_jobs, k = [], 0
@@ -215,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         k += len(cs)
     qa_jobs += EXTRA_QA
     ref_qa = run_reference(python, "run", {"released": args.released, "models": str(models), "variants": ["bias"],
-                                           "max_length": args.max_length, "greedy": False, "qg": [], "qa": qa_jobs,
+                                           "max_length": args.max_length, "greedy": False, "qg": [], "generate": [], "qa": qa_jobs,
                                            "output": str(WORK / "ref_qa.out.json")}, "qa")
     ref_seconds = time.time() - t_ref
 
@@ -229,8 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     tallies = {name: Tally(name) for name in (
         "QG prompt ids", "QG attention masks", "QA pair ids", "QA segment ids", "QA attention masks",
         "questions, beam 5, bias present", "questions, beam 5, bias zeroed", "questions, greedy, bias present",
-        "questions, greedy, bias zeroed", "question texts decoded from the same ids", "answers (QA spans)",
-        "answer texts decoded from the same ids")}
+        "questions, greedy, bias zeroed", "question texts decoded from the same ids",
+        "QG prompts decoded from the same ids", "answers (QA spans)", "answer texts decoded from the same ids",
+        "QA texts decoded from the same ids")}
     near_ties: list[str] = []
     signature_paths = {}
     for variant in ("bias", "zeroed"):
@@ -246,10 +252,15 @@ def main(argv: list[str] | None = None) -> int:
                 for prompt, ids, row in zip(prompts, qg.encode(prompts), rows):
                     tallies["QG prompt ids"].add(ids == row["input_ids"], f"{prompt!r}: {first_diff(row['input_ids'], ids)}")
                     tallies["QG attention masks"].add([1] * len(ids) == row["attention_mask"], repr(prompt))
-            out = qg.generate_ids(prompts)
+                    text = qg.decode(row["input_ids"])
+                    tallies["QG prompts decoded from the same ids"].add(
+                        text == row["prompt_decoded"], f"3.2 {row['prompt_decoded']!r} vs project {text!r}")
+            chosen = [i for i, g in enumerate(generate) if g]
+            out = dict(zip(chosen, qg.generate_ids([prompts[i] for i in chosen])))
             key = "beam_ids" if decoding == "beam" else "greedy_ids"
             name = f"questions, {'beam 5' if decoding == 'beam' else 'greedy'}, bias {'present' if variant == 'bias' else 'zeroed'}"
-            for prompt, beams, row in zip(prompts, out, rows):
+            for i in chosen:
+                prompt, beams, row = prompts[i], out[i], rows[i]
                 ref_ids = row[key] if decoding == "beam" else [row[key]]
                 texts = [qg.decode(b) for b in beams]
                 ref_texts = row["beam"] if decoding == "beam" else [row["greedy"]]
@@ -284,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         if not same and row["margin"] < 1e-4:
             near_ties.append(f"{label}: 3.2 {row['answer']!r} vs project {got!r}, logit margin {row['margin']:.2e}")
         tallies["answers (QA spans)"].add(same or row["margin"] < 1e-4, f"{label}: 3.2 {row['answer']!r} vs project {got!r}")
+        if f["input_ids"] == row["input_ids"] and 1 in row["token_type_ids"]:
+            ids = row["input_ids"][row["token_type_ids"].index(1):-1]
+            tallies["QA texts decoded from the same ids"].add(
+                qa.tokens_to_text(ids) == row["text_decoded"],
+                f"3.2 {row['text_decoded'][:80]!r} vs project {qa.tokens_to_text(ids)[:80]!r}")
         if f["input_ids"] == row["input_ids"]:
             span = row["input_ids"][row["start"]:row["end"] + 1]
             tallies["answer texts decoded from the same ids"].add(
@@ -293,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.time() - started
     print(f"\nConformance with the released code on transformers {ref_qa['versions']['transformers']} "
           f"(torch {ref_qa['versions']['torch']}), project on transformers {__import__('transformers').__version__}")
-    print(f"{len(pairs)} responses ({len(TORTURE)} torture), {len(prompts)} QG prompts, {len(qa_jobs)} QA pairs; "
+    print(f"{len(pairs)} responses ({len(TORTURE)} torture), {len(prompts)} QG prompts ({sum(generate)} generated from), "
+          f"{len(qa_jobs)} QA pairs; "
           f"random-weight models ({SHAPES['t5']['d_model']}-dim T5, {SHAPES['albert']['hidden_size']}-dim ALBERT), "
           f"questions capped at {args.max_length} tokens; project tokenization: {signature_paths}\n")
     print("| compared | identical | share |\n|---|---|---|")

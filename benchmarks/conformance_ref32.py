@@ -63,10 +63,15 @@ class Recorder(torch.nn.Module):
 
     def __init__(self, model, log: list) -> None:
         super().__init__()
-        self.model, self.log = model, log
+        self.model, self.log, self.active = model, log, True
 
     def generate(self, **kwargs):
-        out = self.model.generate(**kwargs)
+        if self.active:
+            out = self.model.generate(**kwargs)
+        else:  # only the input is compared for this prompt: an empty question stands in
+            n = kwargs.get("num_return_sequences", 1)
+            c = self.model.config
+            out = torch.tensor([[c.decoder_start_token_id, c.eos_token_id]] * n)
         self.log.append({"input_ids": kwargs["input_ids"][0].tolist(),
                          "attention_mask": kwargs["attention_mask"][0].tolist(), "output": out.tolist()})
         return out
@@ -108,14 +113,18 @@ def run(job: dict) -> None:
     for variant in job["variants"]:
         qg = load_released(released, "question_generation", models / variant)
         log: list = []
-        qg.qg_model = Recorder(qg.qg_model.eval(), log)
+        qg.qg_model = recorder = Recorder(qg.qg_model.eval(), log)
         rows = []
-        for answer, context in job["qg"]:
+        for (answer, context), generate in zip(job["qg"], job["generate"]):
+            recorder.active = generate
             beams = qg.get_questions_beam(answer, context, max_length=L)
             beam_rec = log.pop()
             row = {"input_ids": beam_rec["input_ids"], "attention_mask": beam_rec["attention_mask"],
-                   "beam_ids": beam_rec["output"], "beam": beams}
-            if job["greedy"]:
+                   "beam_ids": beam_rec["output"], "beam": beams,
+                   # the prompt decoded as the beam path decodes a question
+                   "prompt_decoded": qg.qg_tokenizer.decode(beam_rec["input_ids"], skip_special_tokens=True)
+                   .replace("question: ", "", 1)}
+            if job["greedy"] and generate:
                 greedy = qg.get_question_greedy(answer, context, max_length=L)
                 ids = log.pop()["output"][0]
                 # the released greedy path decodes without skip_special_tokens; also record 3.2's
@@ -136,7 +145,11 @@ def run(job: dict) -> None:
         rec = log.pop()
         rows.append({"input_ids": rec["input_ids"], "token_type_ids": rec["token_type_ids"],
                      "attention_mask": rec["attention_mask"], "start": rec["start"], "end": rec["end"],
-                     "margin": rec["margin"], "answer": answer})
+                     "margin": rec["margin"], "answer": answer,
+                     # the text's tokens as the released code turns a span into its answer
+                     "text_decoded": qa.qa_tokenizer.convert_tokens_to_string(
+                         qa.qa_tokenizer.convert_ids_to_tokens(rec["input_ids"][rec["token_type_ids"].index(1):-1]))
+                     if 1 in rec["token_type_ids"] else ""})
     result["qa"] = rows
     result["seconds"] = time.time() - started
     import transformers
