@@ -11,7 +11,7 @@ model fine-tuned and saved on 3.x, as the paper's was, computes another function
 0's cross-attention to pass that bias in as its `position_bias` (T5's attention then adds it to the
 scores and hands it on to the later blocks, as 3.x did). Nothing else of the model changes; a
 checkpoint without the weight runs unchanged. A checkpoint saved by transformers 3.x without it
-(`transformers_version` 3.x in its config) gets one warning: it cannot be the model 3.x ran.
+(see `saved_by_transformers_3`) gets one warning: it cannot be the model 3.x ran.
 """
 
 from __future__ import annotations
@@ -59,16 +59,20 @@ def read_checkpoint_tensor(find: Callable[[str], str | None], key: str) -> torch
 
 
 def saved_by_transformers_3(find: Callable[[str], str | None]) -> bool:
-    """Whether the checkpoint's config.json was written by transformers 3.x (before 4.0 the
-    cross-attention bias was part of every T5)."""
+    """Whether the checkpoint's config.json was written by transformers 3.x or older (before 4.0
+    the cross-attention bias was part of every T5): its `transformers_version` says 2.x/3.x, or it
+    has none (3.2 did not record it; it still wrote T5's `n_positions`)."""
     path = find("config.json")
     if not path:
         return False
     try:
-        version = json.loads(Path(path).read_text(encoding="utf-8")).get("transformers_version")
+        config = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(version, str) and version.startswith("3.")
+    version = config.get("transformers_version") if isinstance(config, dict) else None
+    if version is None:
+        return isinstance(config, dict) and "n_positions" in config
+    return isinstance(version, str) and version.split(".")[0] in ("2", "3")
 
 
 def cross_attention_bias(module: torch.nn.Module, weight: torch.Tensor, query_length: int, key_length: int,
