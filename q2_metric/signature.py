@@ -48,6 +48,8 @@ class Signature:
             ("fallback", "e2e-nli:" + "/".join(f"{x:g}" for x in c.fallback_scores)
              + ("-lower" if c.fallback_lowercase else "-cased") if c.fallback_nli else "none"),
             ("dtype", comps.get("dtype", c.dtype)),
+            # qg/qa/nli tokenization: ref32 = transformers 3.2's (the paper's), hf = transformers' own
+            ("tok", comps.get("tok", "unknown")),
             ("transformers", _version("transformers")), ("torch", _version("torch")),
             ("spacy", _version("spacy")),
         ]

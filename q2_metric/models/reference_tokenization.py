@@ -28,6 +28,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -299,3 +300,26 @@ def load_reference_tokenizer(model_id: str) -> ReferenceTokenizer | None:
         lower_first=bool(init.get("do_lower_case", False)),
         do_lower_case=bool(init.get("do_lower_case", True)), remove_space=bool(init.get("remove_space", True)),
         keep_accents=bool(init.get("keep_accents", False)))
+
+
+@lru_cache(maxsize=32)
+def _paths(model_id: str, config_file: str | None, role: str, qa_decoding: str) -> str:
+    ref = load_reference_tokenizer(model_id)
+    if role == "qg":
+        from q2_metric.models.t5_cross_bias import CROSS_BIAS, read_checkpoint_tensor
+
+        label = REFERENCE if ref is not None else HF
+        if _read_json(model_file_finder(model_id), "config.json").get("model_type") == "t5" and \
+                read_checkpoint_tensor(model_file_finder(model_id), CROSS_BIAS) is not None:
+            label += "+xbias"
+        return label
+    if role == "qa":
+        return REFERENCE if ref is not None and ref.kind == "albert" and qa_decoding == "reference" else HF
+    return HF
+
+
+def tokenization_path(model_id: str, role: str, qa_decoding: str = "reference") -> str:
+    """The path a backend built from `model_id` for `role` (qg/qa/nli) takes, read from its files
+    without loading it: `ref32` or `hf`, and for QG `+xbias` when the 3.x cross-attention bias is
+    applied (what the loaded backends' `tokenization` says)."""
+    return _paths(model_id, model_file_finder(model_id)("config.json"), role, qa_decoding)

@@ -53,7 +53,10 @@ def read_checkpoint_tensor(find: Callable[[str], str | None], key: str) -> torch
 
             with safe_open(path, framework="pt") as f:
                 return f.get_tensor(key) if key in f.keys() else None
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:  # a file in torch's legacy (pre-zip) format cannot be memory-mapped
+            state = torch.load(path, map_location="cpu", weights_only=True)
         return state[key].clone() if key in state else None
     return None
 
