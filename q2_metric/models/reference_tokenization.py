@@ -235,16 +235,27 @@ def _special_value(value: Any) -> str | None:
     return None
 
 
-def model_file_finder(model_id: str) -> Callable[[str], str | None]:
-    """Find a file of a model: in its directory, else in the Hugging Face cache (no network)."""
+def model_file_finder(model_id: str, download: bool = False) -> Callable[[str], str | None]:
+    """Find a file of a model: in its directory, else in the Hugging Face cache; with `download`,
+    a file the cache has never seen is fetched from the Hub unless offline (transformers 5 may
+    load a tokenizer from `tokenizer.json` and never fetch `spiece.model`)."""
     path = Path(model_id).expanduser()
     if path.is_dir():
         return lambda name: str(path / name) if (path / name).is_file() else None
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+    from q2_metric.models.loading import _offline
 
     def find(name: str) -> str | None:
         hit = try_to_load_from_cache(model_id, name)
-        return hit if isinstance(hit, str) else None
+        if isinstance(hit, str):
+            return hit
+        if download and hit is None and not _offline():
+            try:
+                return hf_hub_download(model_id, name)
+            except Exception:  # noqa: BLE001 - absent upstream or unreachable: no such file
+                return None
+        return None
 
     return find
 
@@ -265,7 +276,7 @@ def load_reference_tokenizer(model_id: str) -> ReferenceTokenizer | None:
     holding all its special tokens and no added tokens; None for any other model."""
     find = model_file_finder(model_id)
     kind = _read_json(find, "config.json").get("model_type")
-    spiece = find("spiece.model")
+    spiece = model_file_finder(model_id, download=True)("spiece.model") if kind in ("t5", "albert") else None
     if kind not in ("t5", "albert") or spiece is None:
         return None
     added = _read_json(find, "added_tokens.json")
