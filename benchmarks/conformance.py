@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import subprocess
@@ -38,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / ".conformance"
-VENV = WORK / "venv"
+VENV = ROOT / ".conformance" / "venv"
 REFERENCE_PACKAGES = [["torch==2.13.0"], ["--no-deps", "transformers==3.2.0"],
                       ["tokenizers==0.23.3", "sentencepiece", "sacremoses", "regex", "filelock", "requests",
                        "tqdm", "packaging", "numpy", "six"]]
@@ -123,7 +124,7 @@ def train_spiece(texts: list[str], out: Path, vocab_size: int) -> dict[str, str]
 
     out.mkdir(parents=True, exist_ok=True)
     common = dict(vocab_size=vocab_size, model_type="unigram", hard_vocab_limit=False, minloglevel=2,
-                  num_threads=2)
+                  num_threads=1)  # one thread: the same files on every run
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts), model_prefix=str(out / "t5"), pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
         pad_piece="<pad>", eos_piece="</s>", unk_piece="<unk>", **common)
@@ -134,11 +135,29 @@ def train_spiece(texts: list[str], out: Path, vocab_size: int) -> dict[str, str]
     return {"t5": str(out / "t5.model"), "albert": str(out / "albert.model")}
 
 
-def run_reference(python: Path, what: str, job: dict, name: str) -> dict:
+def start_reference(python: Path, what: str, job: dict, name: str) -> tuple[subprocess.Popen | None, dict]:
+    """Start the 3.2 side on a job (it runs beside the project side: one core each). A job done
+    before with the same inputs (same tokenizer files, models, texts and settings) is not redone."""
     path = WORK / f"{name}.json"
-    path.write_text(json.dumps(job))
-    subprocess.run([str(python), str(ROOT / "benchmarks" / "conformance_ref32.py"), what, str(path)], check=True,
-                   cwd=WORK, env={**os.environ, "PYTHONPATH": "", "TOKENIZERS_PARALLELISM": "false", "PYTHONWARNINGS": "ignore"})
+    text = json.dumps(job)
+    done = WORK / f"{name}.done"
+    if path.exists() and path.read_text() == text and done.exists():
+        log(f"the 3.2 side's {name} results are up to date (delete {done} to redo them)")
+        return None, job
+    done.unlink(missing_ok=True)
+    path.write_text(text)
+    proc = subprocess.Popen([str(python), str(ROOT / "benchmarks" / "conformance_ref32.py"), what, str(path)],
+                            cwd=WORK, env={**os.environ, "PYTHONPATH": "", "TOKENIZERS_PARALLELISM": "false",
+                                           "PYTHONWARNINGS": "ignore"})
+    return proc, job
+
+
+def finish_reference(started: tuple[subprocess.Popen | None, dict], name: str) -> dict:
+    proc, job = started
+    if proc is not None:
+        if proc.wait() != 0:
+            raise SystemExit(f"the transformers 3.2 side failed (exit code {proc.returncode})")
+        (WORK / f"{name}.done").write_text("")
     return json.loads(Path(job["output"]).read_text()) if "output" in job else {}
 
 
@@ -176,6 +195,7 @@ def first_diff(a: list, b: list) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global WORK
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--inputs", help="CSV/JSONL with response and knowledge columns (default: the annotated set)")
     ap.add_argument("--released", default=str(ROOT.parent / "shared" / "reference" / "q-squared"))
@@ -186,8 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-greedy", action="store_true", help="skip greedy decoding")
     ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--project-tokenization", choices=["reference", "hf"], default="reference")
-    ap.add_argument("--report", default=str(WORK / "report.json"))
+    ap.add_argument("--work", default=str(WORK), help="folder for the tokenizer files, models and results")
+    ap.add_argument("--report", help="JSON report (default: WORK/report.json)")
     args = ap.parse_args(argv)
+    WORK = Path(args.work).resolve()
     started = time.time()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -200,16 +222,41 @@ def main(argv: list[str] | None = None) -> int:
     cands = candidates_of([r for r, _ in pairs])
     spiece = train_spiece([t for p in pairs for t in p], WORK / "tok", args.vocab_size)
     models = WORK / "models"
-    run_reference(python, "build", {"models": str(models), "t5_spiece": spiece["t5"], "albert_spiece": spiece["albert"],
-                                    "t5_shape": SHAPES["t5"], "albert_shape": SHAPES["albert"]}, "build")
+    digest = hashlib.sha256(Path(spiece["t5"]).read_bytes() + Path(spiece["albert"]).read_bytes()).hexdigest()
+    finish_reference(start_reference(python, "build", {
+        "models": str(models), "t5_spiece": spiece["t5"], "albert_spiece": spiece["albert"], "spiece_sha": digest,
+        "t5_shape": SHAPES["t5"], "albert_shape": SHAPES["albert"]}, "build"), "build")
     qg_jobs = [(c, r) for (r, _), cs in zip(pairs, cands) for c in cs]
     # which prompts are also generated from (all of them are compared as model inputs)
     generate = [args.generate == "all" or j == 0 or i >= len(pairs) - len(TORTURE)
                 for i, cs in enumerate(cands) for j in range(len(cs))]
     t_ref = time.time()
-    ref_qg = run_reference(python, "run", {"released": args.released, "models": str(models), "variants": ["bias", "zeroed"],
-                                           "max_length": args.max_length, "greedy": not args.no_greedy,
-                                           "qg": qg_jobs, "generate": generate, "qa": [], "output": str(WORK / "ref_qg.out.json")}, "qg")
+    ref_jobs = [start_reference(python, "run", {
+        "released": args.released, "models": str(models), "variants": [variant], "max_length": args.max_length,
+        "greedy": not args.no_greedy, "spiece_sha": digest, "qg": qg_jobs, "generate": generate, "qa": [],
+        "output": str(WORK / f"ref_qg_{variant}.out.json")}, f"qg_{variant}") for variant in ("bias", "zeroed")]
+
+    from q2_metric.config import Q2Config
+    from q2_metric.models.hf_qa import HFQuestionAnswerer
+    from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
+
+    reference = args.project_tokenization == "reference"
+    t_proj = time.time()
+    prompts = [qg_input(a, c) for a, c in qg_jobs]
+    chosen = [i for i, g in enumerate(generate) if g]
+    project: dict = {}  # (variant, decoding) -> (generator, {prompt index: generated ids})
+    signature_paths = {}
+    for variant in ("bias", "zeroed"):
+        qg_dir = str(models / variant / "mrm8488" / "t5-base-finetuned-question-generation-ap")
+        for decoding in ("beam",) if args.no_greedy else ("beam", "greedy"):
+            qg = HFQuestionGenerator(Q2Config(qg_model=qg_dir, device="cpu", dtype="float32", decoding=decoding,
+                                              max_question_length=args.max_length), reference=reference)
+            signature_paths[f"qg-{variant}"] = qg.tokenization
+            project[variant, decoding] = (qg, dict(zip(chosen, qg.generate_ids([prompts[i] for i in chosen]))))
+    proj_seconds = time.time() - t_proj
+    ref_qg = {"qg": {}}
+    for job in ref_jobs:
+        ref_qg["qg"].update(finish_reference(job, f"qg_{job[1]['variants'][0]}")["qg"])
     # QA pairs as the pipeline makes them: the first candidate's best question (3.2, bias present)
     # with the response (the filter) and with the knowledge; plus the torture questions
     qa_jobs, k = [], 0
@@ -219,18 +266,19 @@ def main(argv: list[str] | None = None) -> int:
             qa_jobs += [(q, r), (q, kn)]
         k += len(cs)
     qa_jobs += EXTRA_QA
-    ref_qa = run_reference(python, "run", {"released": args.released, "models": str(models), "variants": ["bias"],
-                                           "max_length": args.max_length, "greedy": False, "qg": [], "generate": [], "qa": qa_jobs,
-                                           "output": str(WORK / "ref_qa.out.json")}, "qa")
+    ref_qa_job = start_reference(python, "run", {
+        "released": args.released, "models": str(models), "variants": ["bias"], "max_length": args.max_length,
+        "greedy": False, "spiece_sha": digest, "qg": [], "generate": [], "qa": qa_jobs, "output": str(WORK / "ref_qa.out.json")}, "qa")
+    t_proj = time.time()
+    qa = HFQuestionAnswerer(Q2Config(qa_model=str(models / "bias" / "ktrapeznikov" / "albert-xlarge-v2-squad-v2"),
+                                     device="cpu", dtype="float32"), reference=reference)
+    signature_paths["qa"] = qa.tokenization
+    features, examples, _ = qa.features([q for q, _ in qa_jobs], [t for _, t in qa_jobs])
+    answers = qa.answer([q for q, _ in qa_jobs], [t for _, t in qa_jobs])
+    proj_seconds += time.time() - t_proj
+    ref_qa = finish_reference(ref_qa_job, "qa")
     ref_seconds = time.time() - t_ref
 
-    from q2_metric.config import Q2Config
-    from q2_metric.models.hf_qa import HFQuestionAnswerer
-    from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
-
-    reference = args.project_tokenization == "reference"
-    t_proj = time.time()
-    prompts = [qg_input(a, c) for a, c in qg_jobs]
     tallies = {name: Tally(name) for name in (
         "QG prompt ids", "QG attention masks", "QA pair ids", "QA segment ids", "QA attention masks",
         "questions, beam 5, bias present", "questions, beam 5, bias zeroed", "questions, greedy, bias present",
@@ -238,48 +286,32 @@ def main(argv: list[str] | None = None) -> int:
         "QG prompts decoded from the same ids", "answers (QA spans)", "answer texts decoded from the same ids",
         "QA texts decoded from the same ids")}
     near_ties: list[str] = []
-    signature_paths = {}
-    for variant in ("bias", "zeroed"):
-        qg_dir = str(models / variant / "mrm8488" / "t5-base-finetuned-question-generation-ap")
-        for decoding in ("beam", "greedy"):
-            if decoding == "greedy" and args.no_greedy:
-                continue
-            qg = HFQuestionGenerator(Q2Config(qg_model=qg_dir, device="cpu", dtype="float32", decoding=decoding,
-                                              max_question_length=args.max_length), reference=reference)
-            signature_paths[f"qg-{variant}"] = qg.tokenization
-            rows = ref_qg["qg"][variant]
-            if variant == "bias" and decoding == "beam":
-                for prompt, ids, row in zip(prompts, qg.encode(prompts), rows):
-                    tallies["QG prompt ids"].add(ids == row["input_ids"], f"{prompt!r}: {first_diff(row['input_ids'], ids)}")
-                    tallies["QG attention masks"].add([1] * len(ids) == row["attention_mask"], repr(prompt))
-                    text = qg.decode(row["input_ids"])
-                    tallies["QG prompts decoded from the same ids"].add(
-                        text == row["prompt_decoded"], f"3.2 {row['prompt_decoded']!r} vs project {text!r}")
-            chosen = [i for i, g in enumerate(generate) if g]
-            out = dict(zip(chosen, qg.generate_ids([prompts[i] for i in chosen])))
-            key = "beam_ids" if decoding == "beam" else "greedy_ids"
-            name = f"questions, {'beam 5' if decoding == 'beam' else 'greedy'}, bias {'present' if variant == 'bias' else 'zeroed'}"
-            for i in chosen:
-                prompt, beams, row = prompts[i], out[i], rows[i]
-                ref_ids = row[key] if decoding == "beam" else [row[key]]
-                texts = [qg.decode(b) for b in beams]
-                ref_texts = row["beam"] if decoding == "beam" else [row["greedy"]]
-                same_ids = [list(b) for b in beams] == [list(r) for r in ref_ids]
-                tallies[name].add(same_ids and texts == ref_texts, f"{prompt!r}: 3.2 {ref_texts} vs project {texts}")
-                for b, r_ids, r_text in zip(beams, ref_ids, ref_texts):
-                    if list(b) == list(r_ids):
-                        tallies["question texts decoded from the same ids"].add(
-                            qg.decode(b) == r_text, f"{r_ids}: 3.2 {r_text!r} vs project {qg.decode(b)!r}")
-            del qg
+    for (variant, decoding), (qg, out) in project.items():
+        rows = ref_qg["qg"][variant]
+        if variant == "bias" and decoding == "beam":
+            for prompt, ids, row in zip(prompts, qg.encode(prompts), rows):
+                tallies["QG prompt ids"].add(ids == row["input_ids"], f"{prompt!r}: {first_diff(row['input_ids'], ids)}")
+                tallies["QG attention masks"].add([1] * len(ids) == row["attention_mask"], repr(prompt))
+                text = qg.decode(row["input_ids"])
+                tallies["QG prompts decoded from the same ids"].add(
+                    text == row["prompt_decoded"], f"3.2 {row['prompt_decoded']!r} vs project {text!r}")
+        key = "beam_ids" if decoding == "beam" else "greedy_ids"
+        name = f"questions, {'beam 5' if decoding == 'beam' else 'greedy'}, bias {'present' if variant == 'bias' else 'zeroed'}"
+        for i in chosen:
+            prompt, beams, row = prompts[i], out[i], rows[i]
+            ref_ids = row[key] if decoding == "beam" else [row[key]]
+            texts = [qg.decode(b) for b in beams]
+            ref_texts = row["beam"] if decoding == "beam" else [row["greedy"]]
+            same_ids = [list(b) for b in beams] == [list(r) for r in ref_ids]
+            tallies[name].add(same_ids and texts == ref_texts, f"{prompt!r}: 3.2 {ref_texts} vs project {texts}")
+            for b, r_ids, r_text in zip(beams, ref_ids, ref_texts):
+                if list(b) == list(r_ids):
+                    tallies["question texts decoded from the same ids"].add(
+                        qg.decode(b) == r_text, f"{r_ids}: 3.2 {r_text!r} vs project {qg.decode(b)!r}")
 
-    qa = HFQuestionAnswerer(Q2Config(qa_model=str(models / "bias" / "ktrapeznikov" / "albert-xlarge-v2-squad-v2"),
-                                     device="cpu", dtype="float32"), reference=reference)
-    signature_paths["qa"] = qa.tokenization
-    features, examples, _ = qa.features([q for q, _ in qa_jobs], [t for _, t in qa_jobs])
     first = {}
     for f, e in zip(features, examples):
         first.setdefault(e, f)
-    answers = qa.answer([q for q, _ in qa_jobs], [t for _, t in qa_jobs])
     for i, ((q, t), row) in enumerate(zip(qa_jobs, ref_qa["qa"])):
         f = first[i]
         label = f"({q[:40]!r}, {t[:60]!r})"
@@ -304,8 +336,6 @@ def main(argv: list[str] | None = None) -> int:
             span = row["input_ids"][row["start"]:row["end"] + 1]
             tallies["answer texts decoded from the same ids"].add(
                 qa.tokens_to_text(span) == row["answer"], f"{span}: 3.2 {row['answer']!r} vs project {qa.tokens_to_text(span)!r}")
-    proj_seconds = time.time() - t_proj
-
     wall = time.time() - started
     print(f"\nConformance with the released code on transformers {ref_qa['versions']['transformers']} "
           f"(torch {ref_qa['versions']['torch']}), project on transformers {__import__('transformers').__version__}")
@@ -323,9 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         print("QA answers that differ at a float-rounding near-tie (logit margin < 1e-4):")
         for n in near_ties[:10]:
             print("  " + n)
-    print(f"\nwall time {wall:.0f} s (3.2 side {ref_seconds:.0f} s, project side {proj_seconds:.0f} s); "
+    print(f"\nwall time {wall:.0f} s (3.2 side {ref_seconds:.0f} s and project side {proj_seconds:.0f} s, side by side); "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    Path(args.report).write_text(json.dumps({n: {"same": t.same, "total": t.total, "examples": t.examples}
+    Path(args.report or WORK / "report.json").write_text(json.dumps({n: {"same": t.same, "total": t.total, "examples": t.examples}
                                              for n, t in tallies.items()} | {"wall_s": wall, "near_ties": near_ties,
                                                                              "paths": signature_paths}, indent=1))
     ids_ok = all(tallies[n].same == tallies[n].total for n in
