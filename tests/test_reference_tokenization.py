@@ -191,3 +191,50 @@ def test_qg_backend_uses_the_reference_path(tmp_path):
     assert together == alone
     hf = HFQuestionGenerator(Q2Config(qg_model=str(DATA / "t5"), device="cpu"), reference=False)
     assert hf.tokenization == "hf" and hf.encode(prompts[:1]) != qg.encode(prompts[:1])
+
+
+@pytest.fixture(scope="module")
+def tiny_albert_ref(albert_dir, tmp_path_factory) -> str:
+    """A random tiny ALBERT beside the 3.2-saved ALBERT tokenizer files."""
+    from transformers import AlbertConfig, AlbertForQuestionAnswering
+
+    out = tmp_path_factory.mktemp("albert_qa") / "qa"
+    shutil.copytree(albert_dir, out)
+    torch.manual_seed(0)
+    size = load_reference_tokenizer(albert_dir).vocab_size
+    AlbertForQuestionAnswering(AlbertConfig(vocab_size=size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=512,
+                                            pad_token_id=0)).save_pretrained(out)
+    return str(out)
+
+
+def test_qa_backend_feeds_the_3_2_pairs_whatever_the_batching(tiny_albert_ref):
+    from q2_metric.models.hf_qa import HFQuestionAnswerer
+
+    cases = EXPECTED["pairs"]
+    questions, texts = [c["question"] for c in cases], [c["text"] for c in cases]
+    answers = {}
+    for packing, batch in (("on", 7), ("off", 3), ("off", 64)):
+        qa = HFQuestionAnswerer(Q2Config(qa_model=tiny_albert_ref, device="cpu", qa_packing=packing, qa_batch_size=batch))
+        assert qa.tokenization == "ref32"
+        features, examples, _ = qa.features(questions, texts)
+        assert examples == list(range(len(cases)))
+        assert [f["input_ids"] for f in features] == [c["input_ids"] for c in cases]
+        assert [f["token_type_ids"] for f in features] == [c["token_type_ids"] for c in cases]
+        answers[packing, batch] = [a.text for a in qa.answer(questions, texts)]
+    assert answers["on", 7] == answers["off", 3] == answers["off", 64]
+    best_span = HFQuestionAnswerer(Q2Config(qa_model=tiny_albert_ref, device="cpu", qa_decoding="best_span"))
+    assert best_span.tokenization == "hf"  # it cuts answers by character offsets: transformers' tokenizer
+
+
+def test_signature_names_the_path_without_loading(tiny_albert_ref, tiny_models):
+    from q2_metric.models.reference_tokenization import tokenization_path
+    from q2_metric.scorer import Q2Scorer
+
+    assert tokenization_path(str(DATA / "t5"), "qg") == "ref32+xbias"
+    assert tokenization_path(tiny_albert_ref, "qa") == "ref32"
+    assert tokenization_path(tiny_albert_ref, "qa", qa_decoding="best_span") == "hf"
+    assert tokenization_path(tiny_models["qg"], "qg") == "hf"
+    scorer = Q2Scorer(Q2Config(qg_model=str(DATA / "t5"), qa_model=tiny_albert_ref, nli_model=tiny_models["nli"],
+                               device="cpu"))
+    assert scorer.signature().to_dict()["tok"] == "ref32+xbias/ref32/hf"
