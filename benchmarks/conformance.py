@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-length", type=int, default=12, help="question length cap (random weights never stop)")
     ap.add_argument("--generate", choices=["first", "all"], default="first",
                     help="generate questions for every candidate, or for each response's first (and the torture set's)")
+    ap.add_argument("--generate-every", type=int, default=1, metavar="N",
+                    help="generate for every Nth response only (all prompts are still compared as inputs)")
     ap.add_argument("--no-greedy", action="store_true", help="skip greedy decoding")
     ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--project-tokenization", choices=["reference", "hf"], default="reference")
@@ -228,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         "t5_shape": SHAPES["t5"], "albert_shape": SHAPES["albert"]}, "build"), "build")
     qg_jobs = [(c, r) for (r, _), cs in zip(pairs, cands) for c in cs]
     # which prompts are also generated from (all of them are compared as model inputs)
-    generate = [args.generate == "all" or j == 0 or i >= len(pairs) - len(TORTURE)
+    generate = [(args.generate == "all" or j == 0) and i % args.generate_every == 0 or i >= len(pairs) - len(TORTURE)
                 for i, cs in enumerate(cands) for j in range(len(cs))]
     t_ref = time.time()
     ref_jobs = [start_reference(python, "run", {
@@ -257,12 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     ref_qg = {"qg": {}}
     for job in ref_jobs:
         ref_qg["qg"].update(finish_reference(job, f"qg_{job[1]['variants'][0]}")["qg"])
-    # QA pairs as the pipeline makes them: the first candidate's best question (3.2, bias present)
-    # with the response (the filter) and with the knowledge; plus the torture questions
+    # QA pairs as the pipeline makes them: the first candidate's best question (3.2, bias present;
+    # `what is <candidate> ?` where none was generated) with the response (the filter) and with the
+    # knowledge; plus the torture questions
     qa_jobs, k = [], 0
     for (r, kn), cs in zip(pairs, cands):
         if cs:
-            q = ref_qg["qg"]["bias"][k]["beam"][0]
+            q = ref_qg["qg"]["bias"][k]["beam"][0] if generate[k] else f"what is {cs[0]} ?"
             qa_jobs += [(q, r), (q, kn)]
         k += len(cs)
     qa_jobs += EXTRA_QA
@@ -353,7 +356,9 @@ def main(argv: list[str] | None = None) -> int:
         print("QA answers that differ at a float-rounding near-tie (logit margin < 1e-4):")
         for n in near_ties[:10]:
             print("  " + n)
-    print(f"\nwall time {wall:.0f} s (3.2 side {ref_seconds:.0f} s and project side {proj_seconds:.0f} s, side by side); "
+    cpu = os.times()
+    print(f"\nCPU time {cpu.user + cpu.system + cpu.children_user + cpu.children_system:.0f} s (both sides); "
+          f"wall time {wall:.0f} s (3.2 side {ref_seconds:.0f} s and project side {proj_seconds:.0f} s, side by side); "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     Path(args.report or WORK / "report.json").write_text(json.dumps({n: {"same": t.same, "total": t.total, "examples": t.examples}
                                              for n, t in tallies.items()} | {"wall_s": wall, "near_ties": near_ties,
