@@ -13,9 +13,11 @@ they saw for the paper, and do they answer the same?
    (given random N(0, 1) values, as a trained one would have), plus a control copy with it zeroed.
 4. Runs the released `pipeline/question_generation.py` (beam 5 and greedy) and
    `pipeline/question_answering.py`, unmodified, on 3.2, and the project's backends on this
-   environment, on the same inputs: every candidate (the project's spaCy) of every response, the
-   QA pairs (first candidate's best question with the response and with the knowledge), and a
-   built-in torture set.
+   environment, on the same inputs: every candidate (the project's spaCy) of every response as a
+   QG prompt, questions generated for the first candidate of every 8th response
+   (`--generate-every`, `--generate all`) and for the whole torture set, the QA pairs (first
+   candidate's best question, or `what is <candidate> ?` where none was generated, with the
+   response and with the knowledge).
 5. Prints the table: identical token ids (QG prompts, QA pairs), questions, answers and decoded
    texts, with the first differences and their cause; exits 1 when any input id differs.
 
@@ -211,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-length", type=int, default=12, help="question length cap (random weights never stop)")
     ap.add_argument("--generate", choices=["first", "all"], default="first",
                     help="generate questions for every candidate, or for each response's first (and the torture set's)")
-    ap.add_argument("--generate-every", type=int, default=1, metavar="N",
-                    help="generate for every Nth response only (all prompts are still compared as inputs)")
+    ap.add_argument("--generate-every", type=int, default=8, metavar="N",
+                    help="generate for every Nth response only, default 8 (all prompts are still compared as "
+                         "inputs); 1 for every response")
     ap.add_argument("--no-greedy", action="store_true", help="skip greedy decoding")
     ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--project-tokenization", choices=["reference", "hf"], default="reference")
