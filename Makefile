@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup run try test bench clean browser
+.PHONY: setup run try test bench clean browser conformance
 
 setup: $(VENV)/.installed
 
@@ -37,6 +37,11 @@ test: setup browser
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench_speed.py --size paper --n 16
+
+# Token-for-token conformance with the released code on transformers 3.2 (not part of `make test`):
+# builds .conformance/venv once, then compares on the annotated set and a torture set (~15-30 min).
+conformance: setup
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/conformance.py
 
 clean:
 	rm -rf $(VENV)

@@ -109,15 +109,16 @@ class WorkingQG(HFQuestionGenerator):
     def generate(self, answers, contexts):
         k = self.config.questions_per_candidate
         out = [self.decisions.questions(a, c, k) for a, c in zip(answers, contexts)]
-        for a, c, qs in zip(answers, contexts, out):
-            self.length[qg_input(a, c)] = max(len(self.tokenizer(q)["input_ids"]) for q in qs)
+        inputs = self.encode([qg_input(a, c) for a, c in zip(answers, contexts)])
+        for ids, qs in zip(inputs, out):
+            self.length[tuple(ids)] = max(len(self.tokenizer(q)["input_ids"]) for q in qs)
         super().generate(answers, contexts)
         return out
 
-    def _run(self, prompts):
-        n = max(self.length[p] for p in prompts)
+    def _run(self, inputs):
+        n = max(self.length[tuple(ids)] for ids in inputs)
         self._force = {"min_new_tokens": n, "max_new_tokens": n}
-        return super()._run(prompts)
+        return super()._run(inputs)
 
     def _generation_kwargs(self) -> dict:
         kwargs = super()._generation_kwargs()

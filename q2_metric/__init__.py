@@ -21,7 +21,8 @@ from q2_metric.signature import Signature
 from q2_metric.system_score import SystemScore
 from q2_metric.validation import Q2InputError
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
+
 
 def module_path() -> str:
     """Directory of the `evaluate` metric module: `evaluate.load(q2_metric.module_path())`."""

@@ -132,7 +132,27 @@ class Q2Scorer:
                  (("parser", self._parser), ("qg", self._qg), ("qa", self._qa), ("nli", self._nli))
                  if comp is not None}
         names["dtype"] = self._dtype_name()
+        names["tok"] = self._tokenization()
         return names
+
+    def _tokenization(self) -> str:
+        """Each model's tokenization path, qg/qa/nli: `ref32` (the released code's transformers 3.2
+        tokenizers; QG `+xbias`: the checkpoint's 3.x cross-attention bias applied), `hf`
+        (transformers' own), or `custom` for an injected component."""
+        from q2_metric.models.reference_tokenization import tokenization_path
+
+        c = self.config
+        out = []
+        for role, comp, model_id in (("qg", self._qg, c.qg_model), ("qa", self._qa, c.qa_model),
+                                     ("nli", self._nli, c.nli_model)):
+            if comp is not None:
+                out.append(getattr(comp, "tokenization", "custom"))
+                continue
+            try:
+                out.append(tokenization_path(model_id, role, c.qa_decoding))
+            except Exception:  # noqa: BLE001 - unreadable files: the model check reports them
+                out.append("hf")
+        return "/".join(out)
 
     def _dtype_name(self) -> str:
         """The precision models run in (`auto` resolved: bfloat16/float16 on CUDA, else float32)."""

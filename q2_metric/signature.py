@@ -16,6 +16,13 @@ RULE_FIELDS = ("dec", "drop", "personal", "mode", "qadec", "spannli", "dnli", "f
 _MODEL_ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "parser": "spacy_model"}
 
 
+def _q2_version() -> str:
+    """The running code's version (an editable install's metadata can lag behind it)."""
+    from q2_metric import __version__
+
+    return __version__
+
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
@@ -40,7 +47,7 @@ class Signature:
                f"beam{c.num_beams}-ret{c.num_return_sequences}-nrng{c.no_repeat_ngram_size}"
                f"-es{int(c.early_stopping)}")
         fields = [
-            ("q2", _version("q2-metric")),
+            ("q2", _q2_version()),
             ("qg", comps["qg"]), ("qa", comps["qa"]), ("nli", comps["nli"]), ("parser", comps["parser"]),
             ("dec", f"{dec}-max{c.max_question_length}-in{c.qg_max_input_tokens}"),
             ("drop", ",".join(c.drop_candidates) or "none"),
@@ -53,6 +60,8 @@ class Signature:
             ("fallback", "e2e-nli:" + "/".join(f"{x:g}" for x in c.fallback_scores)
              + ("-lower" if c.fallback_lowercase else "-cased") if c.fallback_nli else "none"),
             ("dtype", comps.get("dtype", c.dtype)),
+            # qg/qa/nli tokenization: ref32 = transformers 3.2's (the paper's), hf = transformers' own
+            ("tok", comps.get("tok", "unknown")),
             ("transformers", _version("transformers")), ("torch", _version("torch")),
             ("spacy", _version("spacy")),
         ]
@@ -109,6 +118,6 @@ def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) ->
     # a model identified in `extra` is keyed by its identity, not by how its path was typed
     named = {_MODEL_ROLES[role] for role in (extra or {}) if role in _MODEL_ROLES}
     opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS and k not in named}
-    payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _version("q2-metric")},
+    payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _q2_version()},
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

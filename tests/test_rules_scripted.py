@@ -68,7 +68,9 @@ def run(config=None):
 def test_rule2_qg_input_and_prefix():
     assert qg_input("PBS", R0) == f"answer: PBS  context: {R0} </s>"
     assert clean_question("question: Where was it shown?") == "Where was it shown?"
-    assert clean_question("Which question: is this?") == "Which question: is this?"
+    # the released code: decode(...).replace("question: ", "", 1), wherever it stands, no stripping
+    assert clean_question("Which question: is this?") == "Which is this?"
+    assert clean_question(" question: a question: b") == " a question: b"
 
 
 def test_rule6_span_score_table():

@@ -39,6 +39,8 @@ def nli_label_map(id2label: Mapping[int, str]) -> dict[int, str]:
 class HFNLIClassifier:
     """Batched premise/hypothesis classification; label names are read from the model config."""
 
+    tokenization = "hf"  # transformers' own tokenizer (the AllenNLP 1.0 input is not reproduced)
+
     def __init__(self, config: Q2Config) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

@@ -21,6 +21,11 @@ A text longer than the window (`qa_max_length`, default the model's maximum, 512
 ALBERT, so every input the released code could read is one window) is split into windows
 overlapping by `qa_doc_stride` tokens, each decoded as above. The answer is that of the window
 with the highest start+end logit among the windows that answer; "no answer" when none does.
+
+An ALBERT with a SentencePiece vocabulary (the paper's) reads, with `reference` decoding, the ids
+transformers 3.2's slow tokenizer gave the released code, and its answers are that tokenizer's
+`convert_tokens_to_string` (`reference_tokenization`); other models and `best_span` (which cuts
+answers by character offsets) use transformers' own tokenizer.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from q2_metric.models.batching import budget_batches, packed_calls
 from q2_metric.progress import batch_done
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
                                      uses_segment_ids)
+from q2_metric.models.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 
 
 def decode_reference(start: np.ndarray, end: np.ndarray) -> tuple[float, int, int]:
@@ -86,13 +92,16 @@ def model_window(tokenizer, model) -> int:
 class HFQuestionAnswerer:
     """Batched extractive QA over (question, text) pairs, windows for long texts."""
 
-    def __init__(self, config: Q2Config) -> None:
+    def __init__(self, config: Q2Config, reference: bool = True) -> None:
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
         self.model_id = config.qa_model
         self.config = config
         self.device = resolve_device(config.device)
         self.tokenizer = load_pretrained(AutoTokenizer, config.qa_model)
+        self.reference = load_reference_tokenizer(config.qa_model) if reference else None
+        if self.reference is not None and self.reference.kind != "albert":
+            self.reference = None
         self.model = load_pretrained(
             AutoModelForQuestionAnswering, config.qa_model,
             dtype=resolve_dtype(config.dtype, self.device),
@@ -173,29 +182,58 @@ class HFQuestionAnswerer:
             batch_done(done, len(features))
         return logits
 
-    def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:
-        if not questions:
-            return []
+    @property
+    def tokenization(self) -> str:
+        """The signature's name of the tokenization path: `ref32` (3.2's slow tokenizer) or `hf`."""
+        return REFERENCE if self._uses_reference() else HF
+
+    def _uses_reference(self) -> bool:
+        return self.reference is not None and self.config.qa_decoding == "reference"
+
+    def features(self, questions: Sequence[str], contexts: Sequence[str]) -> tuple[list[dict], list[int], object]:
+        """The model input of every window (`input_ids`, `attention_mask`, `token_type_ids` when
+        the model has segments), the example each window reads, and transformers' encoding (for
+        `best_span`'s offsets; None on the reference path)."""
         c = self.config
         window = min(c.qa_max_length or self.window, self.window)
+        if self._uses_reference():
+            features, examples = [], []
+            for example, (q, t) in enumerate(zip(questions, contexts)):
+                for ids, types in self.reference.pair_windows(q, t, window, c.qa_doc_stride):
+                    feature = {"input_ids": ids, "attention_mask": [1] * len(ids)}
+                    if uses_segment_ids(self.model):
+                        feature["token_type_ids"] = types
+                    features.append(feature)
+                    examples.append(example)
+            return features, examples, None
         enc = self.tokenizer(list(questions), list(contexts), truncation="only_second", max_length=window,
                              stride=c.qa_doc_stride, return_overflowing_tokens=True,
                              return_token_type_ids=uses_segment_ids(self.model),
                              return_offsets_mapping=c.qa_decoding == "best_span")
-        n = len(enc["input_ids"])
         features = [{k: enc[k][i] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
-                    for i in range(n)]
+                    for i in range(len(enc["input_ids"]))]
+        return features, list(enc["overflow_to_sample_mapping"]), enc
+
+    def tokens_to_text(self, ids: Sequence[int]) -> str:
+        """The released code's answer text of a span's ids: `convert_tokens_to_string`."""
+        if self._uses_reference():
+            return self.reference.convert_tokens_to_string(self.reference.tokens_of(ids))
+        return self.tokenizer.convert_tokens_to_string(self.tokenizer.convert_ids_to_tokens(list(ids)))
+
+    def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:
+        if not questions:
+            return []
+        c = self.config
+        features, examples, enc = self.features(questions, contexts)
         logits = self._all_logits(features)
 
         best: list[tuple[float, Answer] | None] = [None] * len(questions)
         null = [np.inf] * len(questions)
-        for i in range(n):
-            example = enc["overflow_to_sample_mapping"][i]
+        for i, example in enumerate(examples):
             start, end = logits[i]
             if c.qa_decoding == "reference":
                 score, s, e = decode_reference(start, end)
-                text = self.tokenizer.convert_tokens_to_string(
-                    self.tokenizer.convert_ids_to_tokens(features[i]["input_ids"][s:e]))
+                text = self.tokens_to_text(features[i]["input_ids"][s:e])
                 found = None if text == self.cls_text else (score, Answer(text))
             else:
                 ids = features[i]["input_ids"]
