@@ -238,8 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--prefix", default="", help="prefix of the score columns (e.g. dodeca_)")
     sc.add_argument("--encoding", default="utf-8", help="text encoding of a CSV/JSONL input (default utf-8)")
     sc.add_argument("--allow-empty", action="store_true", help="an input without data rows is not an error")
-    sc.add_argument("--multiline", action="store_true",
-                    help="CSV fields may span lines (otherwise such a field is reported as a stray quote)")
+    sc.add_argument("--multiline", action=argparse.BooleanOptionalAction, default=True,
+                    help="CSV is read as RFC 4180: a quoted field may hold line breaks (default); with "
+                         "--no-multiline every row is one line and such a field is reported as a stray quote")
     sc.add_argument("--cache-dir", default=".q2_cache",
                     help="resumable cache, keyed by the options and each model's identity")
     sc.add_argument("--no-cache", action="store_true")

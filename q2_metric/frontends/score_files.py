@@ -103,7 +103,7 @@ class ScoreRun:
 
 def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str | Path | None], *,
                 response_col: str = "response", knowledge_col: str = "knowledge", encoding: str = "utf-8",
-                allow_empty: bool = False, multiline: bool = False) -> ScoreRun:
+                allow_empty: bool = False, multiline: bool = True) -> ScoreRun:
     """Every check that can fail before model work: output paths (`outputs`: flag -> path), the
     input (encoding, columns, at least one row), every model and the device."""
     check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p})
@@ -121,7 +121,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
                steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
-               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = False) -> ScoreReport:
+               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True) -> ScoreReport:
     """Score every good row of `input_path`; write scores, steps and summary all-or-nothing at the end.
 
     Before any model work: the output paths, the input (encoding, columns, at least one row) and
