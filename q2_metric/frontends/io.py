@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
-from q2_metric.validation import Q2InputError
+from q2_metric.validation import Q2InputError, clean_text
 
 TEMP_MARK = ".q2tmp-"
 MANIFEST_SUFFIX = ".q2-manifest.json"
@@ -242,10 +242,22 @@ def _read_jsonl(path: Path, encoding: str) -> list[Row]:
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise ValueError("not a JSON object")
-            rows.append(Row(number, line_no, record))
+            rows.append(Row(number, line_no, _clean_strings(record)))
         except ValueError as err:
             rows.append(Row(number, line_no, error=f"line {line_no}: not a JSON object ({err})"))
     return rows
+
+
+def _clean_strings(value: Any) -> Any:
+    """`clean_text` on every string of a JSON value: JSON may escape lone surrogates, which no
+    model and no UTF-8 output can take (CSV, Parquet and datasets cannot hold them)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): _clean_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_strings(v) for v in value]
+    return value
 
 
 def _read_parquet(path: Path) -> tuple[list[Row], list[str]]:
