@@ -42,17 +42,17 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> Q2Config:
-    base = Q2Config.dnli if args.variant == "dnli" else Q2Config.paper
+    """The checked configuration (`options.build_config`, errors naming the flags)."""
+    from q2_metric.frontends.options import build_config, flag_name
+
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
                 spacy_model=args.spacy_model, decoding=args.decoding, question_mode=args.question_mode,
                 qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype, use_nli=not args.no_nli,
                 fallback_lowercase=not args.fallback_cased)
     if args.no_personal_filter:
         opts["personal_filter"] = False
-    if args.batch_size:
-        opts.update(qg_batch_size=args.batch_size, qa_batch_size=args.batch_size, nli_batch_size=args.batch_size)
     try:
-        return base(**opts)
+        return build_config(args.variant, opts, args.batch_size, spell=flag_name())
     except ValueError as err:
         raise Q2InputError(str(err)) from None
 
