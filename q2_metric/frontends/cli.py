@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
 
+from q2_metric import interrupts
 from q2_metric.config import Q2Config
-from q2_metric.frontends.hub import PublishError
-from q2_metric.frontends.space import SpaceBuildError
-from q2_metric.models.loading import ModelNotAvailable
 from q2_metric.validation import Q2InputError
 
 SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
@@ -307,22 +306,42 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; a known failure is one line on stderr and exit code 2, never a traceback."""
-    from q2_metric.models.checks import DeviceNotAvailable
-
-    args = build_parser().parse_args(argv)
+    """Run one command; a known failure is one line on stderr and exit code 2, never a traceback.
+    SIGINT and SIGTERM, from the first line on, are one line and exit code 130 / 143."""
+    interrupts.install()  # first: nothing heavy (torch) is imported before this line
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
-    except (ModelNotAvailable, Q2InputError, DeviceNotAvailable, PublishError, SpaceBuildError) as err:
-        print(f"q2: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:  # permissions, a full disk: the system's one-line reason
-        where = f" '{err.filename}'" if err.filename else ""
-        print(f"q2: {err.strerror or err}{where}.", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("q2: interrupted; run the same command again to resume from the cache.", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:  # SIGINT or SIGTERM (`interrupts.Interrupted`)
+        for sig in interrupts.SIGNALS:  # a second signal must not cut the message
+            signal.signal(sig, signal.SIG_IGN)
+        name = getattr(err, "args", None) and str(err) or "SIGINT"
+        resume = "; run the same command again to resume from the cache" if _command(argv) == "score" else ""
+        print(f"q2: interrupted ({name}){resume}.", file=sys.stderr)
+        return interrupts.exit_code(err)
+    except Exception as err:
+        if isinstance(err, _one_line_errors()):
+            print(f"q2: {err}", file=sys.stderr)
+            return 2
+        if isinstance(err, OSError):  # permissions, a full disk: the system's one-line reason
+            where = f" '{err.filename}'" if err.filename else ""
+            print(f"q2: {err.strerror or err}{where}.", file=sys.stderr)
+            return 2
+        raise
+
+
+def _one_line_errors() -> tuple[type[Exception], ...]:
+    from q2_metric.frontends.hub import PublishError
+    from q2_metric.frontends.space import SpaceBuildError
+    from q2_metric.models.checks import DeviceNotAvailable
+    from q2_metric.models.loading import ModelNotAvailable
+
+    return ModelNotAvailable, Q2InputError, DeviceNotAvailable, PublishError, SpaceBuildError
+
+
+def _command(argv: Sequence[str] | None) -> str | None:
+    args = sys.argv[1:] if argv is None else list(argv)
+    return next((a for a in args if not a.startswith("-")), None)
 
 
 if __name__ == "__main__":

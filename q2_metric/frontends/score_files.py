@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from q2_metric.frontends.io import (Row, check_output_paths, commit_outputs, pause_point, read_rows,
+from q2_metric.frontends.io import (Row, check_output_paths, commit_outputs, locked, pause_point, read_rows,
                                      recover_outputs, table_writer)
+from q2_metric.interrupts import uninterruptible
 from q2_metric.question_filter import VALID
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature, config_fingerprint
@@ -30,10 +33,17 @@ def pair_key(response: str, knowledge: str) -> str:
     return hashlib.sha256(json.dumps([response, knowledge]).encode()).hexdigest()
 
 
+class CacheWriteError(OSError):
+    """The cache could not be written (a full disk): the run goes on without it."""
+
+
 class ScoreCache:
     """Append-only JSONL of response results, one folder per cache key (see `cache_key`).
 
     A last line cut by a kill is removed on opening, so the next append starts on a fresh line.
+    Runs sharing the cache lock the file while they read or append, so that one never cuts
+    another's line; an append that fails (a full disk) is undone whole and raises
+    `CacheWriteError`, naming the file.
     """
 
     def __init__(self, root: str | Path, fingerprint: str) -> None:
@@ -42,11 +52,12 @@ class ScoreCache:
         self.entries: dict[str, dict] = {}
         if not self.path.exists():
             return
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):  # a cut last line: drop it (its row is scored again)
-            os.truncate(self.path, end)
-            data = data[:end]
+        with locked(self.path):
+            data = self.path.read_bytes()
+            end = data.rfind(b"\n") + 1
+            if end < len(data):  # a cut last line: drop it (its row is scored again)
+                os.truncate(self.path, end)
+                data = data[:end]
         for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
@@ -55,10 +66,27 @@ class ScoreCache:
                 continue  # not ours or damaged: that row is scored again
 
     def add(self, items: list[tuple[str, dict]]) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write("".join(json.dumps({"key": key, "result": result}) + "\n" for key, result in items))
-            f.flush()
-            os.fsync(f.fileno())
+        data = "".join(json.dumps({"key": key, "result": result}) + "\n" for key, result in items).encode()
+        with uninterruptible():  # lines are written whole, or not at all
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                try:
+                    with locked(self.path):
+                        size = os.fstat(fd).st_size
+                        try:
+                            view = memoryview(data)
+                            while view:
+                                view = view[os.write(fd, view):]
+                            os.fsync(fd)
+                        except OSError:
+                            with contextlib.suppress(OSError):
+                                os.ftruncate(fd, size)  # else the next opening drops the cut line
+                            raise
+                finally:
+                    os.close(fd)
+            except OSError as err:
+                raise CacheWriteError(err.errno, f"cannot write the cache file '{self.path}' "
+                                                 f"({err.strerror or err})") from None
         self.entries.update(items)
 
 
@@ -71,6 +99,7 @@ class ScoreReport:
     num_scored_now: int
     bad_rows: list[str]
     signature: str
+    warnings: list[str] = field(default_factory=list)  # e.g. the cache could not be written
 
 
 def model_names(scorer: Q2Scorer) -> dict[str, str]:
@@ -141,19 +170,28 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     if progress and chunks:
         from tqdm.auto import tqdm
         bar = tqdm(total=len(todo), unit="resp", desc="Q²")
+    warnings: list[str] = []
     for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk])
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
+        results.update(items)  # kept whatever happens to the cache
         if cache:
-            cache.add(items)
-        results.update(items)
+            try:
+                cache.add(items)
+            except CacheWriteError as err:
+                cache = None
+                warnings.append(f"{err.strerror}: this run goes on without the cache (its scores go to the "
+                                "outputs but will not be reused by a later run)")
+                print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
         if bar:
             bar.update(len(chunk))
         pause_point(f"chunk-{n}")
     if bar:
         bar.close()
-    return write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
-                         summary_path=summary_path, num_cached=cached, num_scored_now=len(todo))
+    report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
+                           summary_path=summary_path, num_cached=cached, num_scored_now=len(todo))
+    report.warnings = warnings
+    return report
 
 
 def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Path, *, prefix: str = "",
