@@ -296,7 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--card", help="edit this README.md on disk")
     where.add_argument("--repo-id", help="update this Hub model repo's card (needs a token)")
     pub.add_argument("--dry-run", action="store_true", help="print the metadata, write nothing")
-    pub.add_argument("--token", default=None, help="Hub token (default: the logged-in one)")
+    pub.add_argument("--token", default=None,
+                     help="Hub token; best left out: the HF_TOKEN environment variable or the saved login "
+                          "(`hf auth login`) is used, whereas a token on the command line shows in `ps` and "
+                          "in the shell's history")
     pub.set_defaults(func=cmd_publish)
 
     space = sub.add_parser("space", help="assemble a Hugging Face Space folder (card, app, wheel)")
