@@ -78,8 +78,9 @@ def read_archive(path: str | Path) -> tuple[dict, dict, list[str]]:
 def _parse(path: Path, read) -> tuple[dict, dict, list[str]]:
     import torch
 
+    raw = read("config.json")
     try:
-        config = json.loads(read("config.json").decode("utf-8"))
+        config = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
         raise ArchiveError(f"{path}: config.json is not valid JSON ({err}).") from None
     if not isinstance(config, dict):
@@ -91,8 +92,9 @@ def _parse(path: Path, read) -> tuple[dict, dict, list[str]]:
         raise ArchiveError(f"{path}: weights.th is not a PyTorch state dict ({type(err).__name__}).") from None
     if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
         raise ArchiveError(f"{path}: weights.th is not a PyTorch state dict of tensors.")
+    raw = read("vocabulary/labels.txt")
     try:
-        text = read("vocabulary/labels.txt").decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ArchiveError(f"{path}: vocabulary/labels.txt is not UTF-8 text.") from None
     return config, weights, [line.strip() for line in text.splitlines() if line.strip()]
