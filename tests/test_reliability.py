@@ -159,9 +159,9 @@ def opts(tiny_config):
 
 
 def test_evaluate_lone_surrogate_and_empty_compute_signature(metric, opts):
-    results = metric.compute(predictions=["Bob\ud800 Ross hosted the show."], references=["Bob Ross hosted it."],
-                             **opts)
-    assert results["num_scored"] == 1
+    results = metric.compute(predictions=["Bob\ud800 Ross hosted the show.", "Bob \x1b[31mRoss\x00 hosted it."],
+                             references=["Bob Ross hosted it.", "Bob Ross\x7f hosted\x0b it."], **opts)
+    assert results["num_scored"] == 2  # control characters go to the models as they are
     empty = metric.compute(predictions=[], references=[], **opts)
     assert empty["num_responses"] == 0
     for role in ("qg", "qa", "nli"):  # the model digests, as in a call that scores something
