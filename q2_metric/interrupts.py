@@ -29,11 +29,18 @@ def _raise(signum: int, frame) -> None:
     raise Interrupted(signum)
 
 
-def install() -> None:
-    """Make SIGINT and SIGTERM raise `Interrupted` (main thread only; elsewhere a no-op)."""
-    if threading.current_thread() is threading.main_thread():
-        for sig in SIGNALS:
-            signal.signal(sig, _raise)
+def install() -> dict:
+    """Make SIGINT and SIGTERM raise `Interrupted` (main thread only; elsewhere a no-op). Returns
+    the handlers it replaced, for `restore`."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, _raise) for sig in SIGNALS}
+
+
+def restore(previous: dict) -> None:
+    """Put back the handlers `install` replaced (a caller of the command line in-process keeps its own)."""
+    for sig, handler in previous.items():
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def exit_code(err: BaseException) -> int:
@@ -54,7 +61,6 @@ def uninterruptible() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        restore(previous)
         if received:
             signal.raise_signal(received[0])

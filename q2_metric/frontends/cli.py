@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a known failure is one line on stderr and exit code 2, never a traceback.
     SIGINT and SIGTERM, from the first line on, are one line and exit code 130 / 143."""
-    interrupts.install()  # first: nothing heavy (torch) is imported before this line
+    previous = interrupts.install()  # first: nothing heavy (torch) is imported before this line
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
@@ -331,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"q2: {err.strerror or err}{where}.", file=sys.stderr)
             return 2
         raise
+    finally:
+        interrupts.restore(previous)
 
 
 def _one_line_errors() -> tuple[type[Exception], ...]:
