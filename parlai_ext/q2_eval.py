@@ -13,7 +13,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
+from q2_metric.frontends.options import build_config, flag_name, flag_type
 from q2_metric.scorer import Q2Scorer, cached_scorer
+from q2_metric.validation import is_blank
 
 NO_PASSAGES = "no_passages_used"
 # An intermediate report raises the missing-knowledge error only after this many turns without
@@ -43,19 +45,26 @@ def q2_requested(opt: dict) -> bool:
     return bool(names & {"q2", "all"}) or opt.get("validation_metric") == "q2"
 
 
+# ParlAI's spelling of an engine option: `batch_size` -> `--q2-batch-size`.
+SPELL = flag_name("--q2-")
+
+
 def add_q2_args(parser) -> None:
-    """The `--q2-*` flags."""
+    """The `--q2-*` flags. Values are checked as they are parsed, by the engine's option checks
+    (`q2_metric.frontends.options`), so that a bad one stops ParlAI's parser with one line."""
     d = Q2Config()
     g = parser.add_argument_group("Q² metric (with --metrics q2)")
     g.add_argument("--q2-qg-model", type=str, default=d.qg_model, help="question generation model")
     g.add_argument("--q2-qa-model", type=str, default=d.qa_model, help="SQuAD 2.0 QA model")
     g.add_argument("--q2-nli-model", type=str, default=d.nli_model, help="NLI model")
     g.add_argument("--q2-spacy-model", type=str, default=None, help="spaCy pipeline")
-    g.add_argument("--q2-device", type=str, default="auto", choices=["auto", "cpu", "cuda"])
-    g.add_argument("--q2-batch-size", type=int, default=64,
+    g.add_argument("--q2-device", type=flag_type("device", SPELL, str), default="auto",
+                   help="auto (default), cpu, cuda or cuda:N")
+    g.add_argument("--q2-batch-size", type=flag_type("batch_size", SPELL), default=64,
                    help="responses buffered per engine call (and the engine's batch size)")
     g.add_argument("--q2-decoding", type=str, default=d.decoding, choices=["beam", "greedy"])
-    g.add_argument("--q2-max-question-length", type=int, default=d.max_question_length)
+    g.add_argument("--q2-max-question-length", type=flag_type("max_question_length", SPELL),
+                   default=d.max_question_length)
     g.add_argument("--q2-question-mode", type=str, default=d.question_mode, choices=["single", "multi"])
     g.add_argument("--q2-variant", type=str, default="paper", choices=["paper", "dnli"])
     g.add_argument("--q2-explain-file", type=str, default=None,
@@ -66,14 +75,14 @@ def add_q2_args(parser) -> None:
 
 
 def config_from_opt(opt: dict) -> Q2Config:
-    """The engine configuration the `--q2-*` flags describe."""
-    base = Q2Config.dnli if opt.get("q2_variant") == "dnli" else Q2Config.paper
-    bs = int(opt.get("q2_batch_size") or 64)
-    return base(qg_model=opt["q2_qg_model"], qa_model=opt["q2_qa_model"], nli_model=opt["q2_nli_model"],
-                spacy_model=opt.get("q2_spacy_model"), device=opt.get("q2_device") or "auto",
-                decoding=opt.get("q2_decoding") or "beam", question_mode=opt.get("q2_question_mode") or "single",
-                max_question_length=int(opt.get("q2_max_question_length") or 128),
-                qg_batch_size=bs, qa_batch_size=bs, nli_batch_size=bs)
+    """The engine configuration the `--q2-*` flags describe, checked by the engine's option checks
+    (an opt that did not come through the parser, e.g. a saved one, is checked here)."""
+    options = {name: opt.get(f"q2_{name}") for name in ("qg_model", "qa_model", "nli_model", "spacy_model",
+                                                         "device", "decoding", "question_mode",
+                                                         "max_question_length")}
+    batch_size = opt.get("q2_batch_size")
+    return build_config(opt.get("q2_variant") or "paper", options, 64 if batch_size is None else batch_size,
+                        spell=SPELL)
 
 
 _ENGINE_OPTION = re.compile(r"\b(qg|qa|nli|spacy)_model\b(?: \(--[a-z-]+\))?")
@@ -200,11 +209,11 @@ class Q2Buffer:
     def __init__(self, opt: dict) -> None:
         from parlai.core.metrics import Metrics
 
-        self.size = max(1, int(opt.get("q2_batch_size") or 64))
         # progress lines while scoring: per stage, and at ParlAI's log interval (none if it is <= 0)
         interval = float(opt.get("log_every_n_secs") or 10)
         self.log_interval = interval if interval > 0 else float("inf")
         self.config = config_from_opt(opt)
+        self.size = self.config.qg_batch_size  # --q2-batch-size, checked
         check_models(self.config)
         self.training = _is_training(opt)
         self.limit = _example_limit(opt)
@@ -399,7 +408,7 @@ class Q2EvalMixin:
         if self.q2_buffer is None or model_response is None:
             return
         knowledge = self.q2_knowledge(teacher_action)
-        has_knowledge = bool(knowledge and knowledge.strip()) and knowledge != NO_PASSAGES
+        has_knowledge = isinstance(knowledge, str) and not is_blank(knowledge) and knowledge != NO_PASSAGES
         turn = None
         if "text" in model_response:
             info = {**self.q2_buffer.base_info, "episode_idx": teacher_action.get(EPISODE_FIELD),

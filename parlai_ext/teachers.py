@@ -56,7 +56,9 @@ class DefaultTeacher(Q2WizardDialogKnowledgeTeacher):
 
 class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
     """The Q² paper's 544 annotated WoW contexts; each row is one turn (`message` -> `gold`), with
-    `knowledge` as the checked sentence and both systems' recorded responses for `ReplayAgent`.
+    `knowledge` as the checked sentence and both systems' recorded responses for `ReplayAgent`. A
+    row whose knowledge is empty (or only whitespace and control characters) is skipped and counted
+    in `q2_skipped`, as a `no_passages_used` turn is.
     Its example id is `<WoW episode_idx>:<round>` from the annotation file."""
 
     @classmethod
@@ -84,9 +86,8 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
             missing = [c for c in CROSS_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
                 raise Q2DataError(f"{path}: column(s) {', '.join(missing)} missing")
-            for number, row in enumerate(reader, 1):
-                if not (row["knowledge"] or "").strip():
-                    raise Q2DataError(f"{path} row {number}: field 'knowledge' (the checked sentence) is empty")
+            for row in reader:
+                # an empty checked sentence is a turn without knowledge: skipped and counted (q2_skipped)
                 yield {
                     "text": row["message"], "labels": [row["gold"]], "checked_sentence": row["knowledge"],
                     "topic": row.get("topic", ""), "dodeca_response": row["dodeca_response"],

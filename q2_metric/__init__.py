@@ -7,19 +7,52 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from q2_metric.components import NO_ANSWER, Answer, ParsedText
-from q2_metric.config import Q2Config
-from q2_metric.frontends.hub import quiet_evaluate_cache_notice
-from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError
-from q2_metric.models.loading import ModelNotAvailable
-from q2_metric.normalize import f1_score, normalize_answer
-from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
-from q2_metric.scorer import Q2Scorer, cached_scorer, score
-from q2_metric.signature import Signature
-from q2_metric.system_score import SystemScore
-from q2_metric.validation import Q2InputError
+if TYPE_CHECKING:
+    from q2_metric.components import NO_ANSWER, Answer, ParsedText
+    from q2_metric.config import Q2Config
+    from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError
+    from q2_metric.models.loading import ModelNotAvailable
+    from q2_metric.normalize import f1_score, normalize_answer
+    from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
+    from q2_metric.scorer import Q2Scorer, cached_scorer, score
+    from q2_metric.signature import Signature
+    from q2_metric.system_score import SystemScore
+    from q2_metric.validation import Q2InputError
+
+# The public names, imported on first use: `import q2_metric` (and so the `q2` command's start,
+# where the interrupt handlers are installed first) does not import torch.
+_EXPORTS = {
+    "q2_metric.components": ("NO_ANSWER", "Answer", "ParsedText"),
+    "q2_metric.config": ("Q2Config",),
+    "q2_metric.models.checks": ("DeviceNotAvailable", "ModelCheckError"),
+    "q2_metric.models.loading": ("ModelNotAvailable",),
+    "q2_metric.normalize": ("f1_score", "normalize_answer"),
+    "q2_metric.results": ("Q2Result", "QuestionTrace", "ResponseScore"),
+    "q2_metric.scorer": ("Q2Scorer", "cached_scorer", "score"),
+    "q2_metric.signature": ("Signature",),
+    "q2_metric.system_score": ("SystemScore",),
+    "q2_metric.validation": ("Q2InputError",),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'q2_metric' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
+from q2_metric.frontends.hub import quiet_evaluate_cache_notice  # light: no torch, no evaluate
 
 __version__ = "0.3.0"
 

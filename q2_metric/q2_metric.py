@@ -15,8 +15,10 @@ from q2_metric.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
 from q2_metric.frontends.options import (VARIANTS, Q2OptionError, build_config, check_option_names,
                                          choices_text, json_safe, option_default)
+from q2_metric.results import Q2Result
 from q2_metric.scorer import Q2Scorer
-from q2_metric.validation import validate_inputs
+from q2_metric.system_score import system_score
+from q2_metric.validation import Q2InputError, validate_inputs
 
 _KWARGS_DESCRIPTION = f"""
 Scores each prediction (a dialogue response) against its reference (the knowledge it was grounded on).
@@ -27,7 +29,11 @@ when another question of the response is answerable).
 
 Args:
     predictions (list of str): the responses.
-    references (list of str): the grounding knowledge, one text per response.
+    references (list of str, or list of lists of str): the grounding knowledge, one text per
+        response; or several texts per response (e.g. each knowledge sentence shown to the model):
+        each response is then scored against each of its references and its score is the best of
+        them (the reference with the highest Q², as QuestEval and evaluate's multi-reference metrics
+        do); `best_reference` gives its index, and `details` explain that pair.
     return_details (bool): also return, per response, each candidate, question, answers, F1,
         NLI label and span score (`details`). Default False.
     variant (str): `paper` or `dnli`; default: the configuration's.
@@ -80,6 +86,8 @@ Returns:
     num_responses, num_scored, num_skipped, num_valid_questions (int): counts.
     scores, scores_no_nli (list of float): one per response; None (JSON null) for empty input.
     signature (str): how the score was made (models and revisions, options, versions).
+    best_reference (list of int): with several references per response, the index of the
+        reference each score comes from (None when nothing could be scored).
     details (list of dict): with `return_details=True`.
     Every value is strict JSON (no NaN).
 
@@ -118,9 +126,47 @@ _EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size")
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
-def _check(predictions, references) -> None:
-    validate_inputs([] if predictions is None else predictions, [] if references is None else references,
-                    "predictions", "references")
+def _check(predictions, references) -> tuple[list[str], list]:
+    """The inputs as lists of clean strings (`q2_metric.validation.clean_text`): one reference per
+    prediction, or (when every item of `references` is a list) a list of references per prediction."""
+    predictions = [] if predictions is None else predictions
+    references = [] if references is None else references
+    multi = isinstance(references, (list, tuple)) and len(references) > 0 and all(
+        isinstance(refs, (list, tuple)) for refs in references)
+    if not multi:
+        return validate_inputs(predictions, references, "predictions", "references")
+    predictions = validate_inputs(predictions, [""] * len(references), "predictions", "references")[0]
+    checked = []
+    for i, refs in enumerate(references):
+        if not refs:
+            raise Q2InputError(f"item {i}: field 'references' is an empty list; give each prediction at least "
+                               "one reference")
+        for j, ref in enumerate(refs):
+            if not isinstance(ref, str):
+                kind = "None" if ref is None else type(ref).__name__
+                raise Q2InputError(f"item {i}: reference {j} of field 'references' must be a string, got {kind}")
+        checked.append(validate_inputs(refs, refs, "references", "references")[0])
+    return predictions, checked
+
+
+def best_of_references(result: Q2Result, counts: list[int]) -> tuple[Q2Result, list[int | None]]:
+    """Of the pairs (prediction, each of its `counts[i]` references), per prediction the one with
+    the highest Q² (a scored pair before an unscored one, the first on ties), its reference's index,
+    and the system figures over the chosen pairs."""
+    chosen, best, start = [], [], 0
+    for count in counts:
+        pairs = result.responses[start:start + count]
+        pick = max(range(count), key=lambda j: (pairs[j].scored, pairs[j].q2 if pairs[j].scored else 0.0, -j))
+        chosen.append(pairs[pick])
+        best.append(pick if pairs[pick].scored else None)
+        start += count
+    for i, res in enumerate(chosen):
+        res.index = i
+    valid = [t for r in chosen for t in r.valid_questions]
+    system = system_score([r.q2 for r in chosen], [r.q2_no_nli for r in chosen],
+                          [bool(r.valid_questions) for r in chosen], valid_questions=len(valid),
+                          unanswered_questions=sum(t.unanswered for t in valid))
+    return Q2Result(system=system, responses=chosen, signature=result.signature), best
 
 
 @evaluate.utils.file_utils.add_start_docstrings(DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -136,8 +182,10 @@ class Q2(evaluate.Metric):
             description=DESCRIPTION,
             citation=CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
+            features=[datasets.Features({"predictions": datasets.Value("string"),
+                                         "references": datasets.Value("string")}),
+                      datasets.Features({"predictions": datasets.Value("string"),
+                                         "references": datasets.Sequence(datasets.Value("string"))})],
             homepage=HOMEPAGE,
             license=LICENSE,
             codebase_urls=[HOMEPAGE],
@@ -151,7 +199,7 @@ class Q2(evaluate.Metric):
                 **kwargs: Any) -> dict[str, Any] | None:
         """Compute Q² (inputs and options are checked first, so errors name the item or option)."""
         if predictions is not None or references is not None:
-            _check(predictions, references)
+            predictions, references = _check(predictions, references)
         check_option_names(kwargs, _EXTRA)
         self._config(**{k: v for k, v in kwargs.items() if k not in ("return_details", "progress", "verbose")})
         return super().compute(predictions=predictions, references=references, **kwargs)
@@ -159,8 +207,15 @@ class Q2(evaluate.Metric):
     def add_batch(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
                   **kwargs: Any) -> None:
         """Add a batch of responses and their knowledge (checked as `compute` checks them)."""
-        _check(predictions, references)
+        predictions, references = _check(predictions, references)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def _infer_feature_from_batch(self, batch):
+        # evaluate infers the format (one reference or a list per prediction) from the first item:
+        # an empty batch has none, and is read as one reference per prediction.
+        if not batch.get("references"):
+            return self.features[0]
+        return super()._infer_feature_from_batch(batch)
 
     def scorer(self, config: Q2Config) -> Q2Scorer:
         """The scorer of this metric instance; models reload only when a model option changes."""
@@ -188,8 +243,13 @@ class Q2(evaluate.Metric):
 
         config = self._config(variant, batch_size, **options)
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
+        multi = any(not isinstance(r, str) for r in references)  # several references per prediction
+        responses = [p for p, refs in zip(predictions, references) for _ in refs] if multi else predictions
+        knowledge = [r for refs in references for r in refs] if multi else references
         with verbose_loading(bool(verbose)):
-            result = self.scorer(config).score(predictions, references,
-                                               progress=tqdm_progress("Q²") if show else None)
-        return json_safe(result.to_dict(details=bool(return_details)))
+            result = self.scorer(config).score(responses, knowledge, progress=tqdm_progress("Q²") if show else None)
+        if not multi:
+            return json_safe(result.to_dict(details=bool(return_details)))
+        result, best = best_of_references(result, [len(refs) for refs in references])
+        return json_safe({**result.to_dict(details=bool(return_details)), "best_reference": best})
 

@@ -170,6 +170,17 @@ class Q2Scorer:
             identities = self.check_models()
         return Signature.create(self.config, {**self.component_names(), **identities})
 
+    def _identities_if_available(self) -> dict[str, str]:
+        """`check_models()` for the signature of a call with nothing to score, which needs no model:
+        models that are not available are named without their revision."""
+        from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError
+        from q2_metric.models.loading import ModelNotAvailable
+
+        try:
+            return self.check_models()
+        except (ModelNotAvailable, ModelCheckError, DeviceNotAvailable):
+            return {}
+
     # -- scoring -----------------------------------------------------------------------------
     def score(self, responses: Sequence[str], knowledge: Sequence[str], *,
               progress: ProgressCallback | None = None) -> Q2Result:
@@ -183,7 +194,7 @@ class Q2Scorer:
         results = [ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
                    for i, (r, k) in enumerate(zip(responses, knowledge))]
         pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
-        identities = self.check_models() if pairs else {}
+        identities = self.check_models() if pairs else self._identities_if_available()
         stages = [
             ("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates)),
             ("questions", lambda: generate_questions(pairs, self.qg)),

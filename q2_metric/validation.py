@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
@@ -47,13 +48,34 @@ def validate_inputs(responses: Any, knowledge: Any, response_field: str = "respo
             if not isinstance(value, str):
                 kind = "None" if value is None else type(value).__name__
                 raise Q2InputError(f"item {i}: field '{name}' must be a string, got {kind}")
-    return [str.__str__(r) for r in responses], [str.__str__(k) for k in knowledge]
+    return [clean_text(str.__str__(r)) for r in responses], [clean_text(str.__str__(k)) for k in knowledge]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Whitespace and control characters (Unicode category Cc: C0, DEL, C1): no text to score.
+_BLANK = re.compile(r"[\s\x00-\x1f\x7f-\x9f]*")
+
+
+def clean_text(text: str) -> str:
+    """The text the models read: a lone surrogate (a code point U+D800-U+DFFF that is no character
+    and has no UTF-8 form, e.g. from the JSON escape `"\\ud800"`) becomes U+FFFD, the replacement
+    character; a surrogate pair becomes the character it encodes. Everything else is kept as it is,
+    control characters included (the models take them, as the released code gave them)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def is_blank(text: str) -> bool:
+    """Whether a text holds nothing but whitespace and control characters (NUL, ESC, ...)."""
+    return _BLANK.fullmatch(text) is not None
 
 
 def empty_reason(response: str, knowledge: str) -> str | None:
-    """Why a pair cannot be scored (its score is NaN, left out of the mean), or None."""
-    if not response.strip():
+    """Why a pair cannot be scored (its score is NaN, left out of the mean), or None: a response or
+    knowledge of only whitespace and control characters is empty."""
+    if is_blank(response):
         return "empty response"
-    if not knowledge.strip():
+    if is_blank(knowledge):
         return "empty knowledge"
     return None

@@ -49,7 +49,8 @@ def test_load_by_module_path_and_compute(opts):
 def test_info_fields():
     info = evaluate.load(q2_metric.module_path()).info
     assert info.citation == card_text.CITATION and info.description == card_text.DESCRIPTION
-    assert set(info.features) == {"predictions", "references"} and info.license == "MIT"
+    # one reference per prediction, or a list of them (issue 19)
+    assert [set(f) for f in info.features] == [{"predictions", "references"}] * 2 and info.license == "MIT"
     assert info.homepage and info.codebase_urls and "Examples:" in info.inputs_description
 
 

@@ -212,7 +212,9 @@ def test_cli_model_errors_exit_2_in_one_line(tiny_models, tmp_path, capsys):
     import torch
 
     if not torch.cuda.is_available():
-        cases.append(({"--device": "cuda"}, "The device 'cuda' was asked for but torch sees no CUDA GPU"))
+        # the option checks every front-end shares, naming the flag (issue 19)
+        cases.append(({"--device": "cuda"}, "Invalid Q² option --device='cuda': torch sees 0 CUDA device(s) here; "
+                                            "use 'auto' or 'cpu'."))
     for change, expected in cases:
         flags = [x for k, v in {**base, **change}.items() for x in (k, v)]
         assert main(["score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"), "--no-cache", *flags]) == 2

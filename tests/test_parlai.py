@@ -415,3 +415,24 @@ def test_validation_metric_q2_always_has_a_value(scripted):
     report = dict_report(Q2Buffer(opt).report())
     assert report == {"q2": 0.0, "q2_no_nli": 0.0, "q2_scored": 0, "q2_empty": 0, "q2_skipped": 0}
     assert "q2" not in Q2Buffer({**opt, "validation_metric": "ppl"}).report()
+
+
+def test_cross_annotation_empty_or_nul_knowledge_is_skipped_and_counted(scripted, tmp_path):
+    """Issue 19: an empty (or NUL-only) checked sentence is a turn without knowledge, skipped and
+    counted in q2_skipped like no_passages_used; it no longer stops the whole evaluation."""
+    from parlai.core.metrics import dict_report
+    from parlai.scripts.eval_model import EvalModel
+
+    with open(ANNOTATIONS, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, list(reader)[:6]
+    rows[1]["knowledge"], rows[4]["knowledge"] = "", "\x00\x00"
+    data = tmp_path / "annotations.csv"
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    report = dict_report(EvalModel.main(task=REPLAY[1], model=REPLAY[3], q2_annotations=str(data), metrics="q2",
+                                        datapath=str(tmp_path), q2_batch_size=8, log_every_n_secs=-1))
+    assert (report["q2_scored"], report["q2_skipped"], report["exs"]) == (4, 2, 6)
+    assert scripted == [4]

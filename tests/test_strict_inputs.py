@@ -27,16 +27,17 @@ def score(path, tmp_path, **kw):
         return report, list(csv.DictReader(f)), qg
 
 
-STRAY = "a quoted field opened on this line runs on to line {end} (a stray double quote?) while the rows of " \
-        "this file are one line each; fix the quote, or pass --multiline if fields really span lines"
+STRAY = "a quoted field opened on this line runs on to line {end} (a stray double quote?) while " \
+        "--no-multiline says the rows of this file are one line each; fix the quote, or leave out " \
+        "--no-multiline if fields really span lines"
 BARE = "field 'response' holds a double quote without being quoted; quote the whole field and double the " \
        "quote inside it"
 
 
-def test_stray_quote_closed_later_never_merges_rows(tmp_path):
+def test_stray_quote_closed_later_never_merges_rows_with_no_multiline(tmp_path):
     path = write(tmp_path, HEADER + 'Paris is big.,Paris is big.\n"Rome is old.,Rome is old.\n'
                                     'Berlin",Berlin is cold.\nOslo is far.,Oslo is far.\n')
-    report, out, _ = score(path, tmp_path)
+    report, out, _ = score(path, tmp_path, multiline=False)
     assert report.bad_rows == [f"line 3: {STRAY.format(end=4)}", f"line 4: {BARE}"]
     assert (report.num_rows, report.num_bad) == (4, 2)  # four data lines, four rows
     assert [o["response"] for o in out] == ["Paris is big.", "", "", "Oslo is far."]
@@ -63,13 +64,13 @@ def test_field_count_and_quote_after_closing_quote(tmp_path):
     ]
 
 
-def test_multiline_fields_when_asked(tmp_path):
+def test_multiline_fields_by_default_one_line_rows_when_asked(tmp_path):
     path = write(tmp_path, HEADER + '"two\nlines",Paris.\n"Rome ""the city"".",Rome.\n')
-    report, _, _ = score(path, tmp_path)
+    report, _, _ = score(path, tmp_path, multiline=False)
     assert report.bad_rows[0] == f"line 2: {STRAY.format(end=3)}"
-    report, out, _ = score(path, tmp_path, multiline=True)
+    report, out, _ = score(path, tmp_path)
     assert report.bad_rows == [] and [o["response"] for o in out] == ["two\nlines", 'Rome "the city".']
-    assert [r.line for r in read_rows(path, multiline=True)] == [2, 4]
+    assert [r.line for r in read_rows(path)] == [2, 4]
 
 
 def test_first_data_row_is_line_2_and_blank_lines_count(tmp_path):
@@ -207,7 +208,8 @@ def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config, capsys)
                                     'Berlin",Berlin is cold.\nOslo is far.,Oslo is far.\n')
     rc = main(["score", str(path), "-o", str(tmp_path / "out.jsonl"), "--no-cache", "--no-progress",
                "--qg-model", tiny_config.qg_model, "--qa-model", tiny_config.qa_model,
-               "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu"])
+               "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu",
+               "--no-multiline"])
     captured = capsys.readouterr()
     assert rc == 3
     ours = [line for line in captured.err.splitlines() if line.startswith("q2: ")]  # not the loading bars

@@ -6,15 +6,13 @@ import argparse
 import itertools
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from q2_metric import __version__
+from q2_metric import __version__, interrupts
 from q2_metric.config import Q2Config
-from q2_metric.frontends.hub import PublishError
-from q2_metric.frontends.space import SpaceBuildError
-from q2_metric.models.loading import ModelNotAvailable
 from q2_metric.validation import Q2InputError
 
 SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
@@ -51,7 +49,9 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> Q2Config:
-    base = Q2Config.dnli if args.variant == "dnli" else Q2Config.paper
+    """The checked configuration (`options.build_config`, errors naming the flags)."""
+    from q2_metric.frontends.options import build_config, flag_name
+
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
                 spacy_model=args.spacy_model, decoding=args.decoding, question_mode=args.question_mode,
                 qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype, use_nli=not args.no_nli,
@@ -60,10 +60,8 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
         opts["personal_filter"] = False
     if args.max_question_length is not None:
         opts["max_question_length"] = args.max_question_length
-    if args.batch_size:
-        opts.update(qg_batch_size=args.batch_size, qa_batch_size=args.batch_size, nli_batch_size=args.batch_size)
     try:
-        return base(**opts)
+        return build_config(args.variant, opts, args.batch_size, spell=flag_name())
     except ValueError as err:
         raise Q2InputError(str(err)) from None
 
@@ -379,8 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--prefix", default="", help="prefix of the score columns (e.g. dodeca_)")
     sc.add_argument("--encoding", default="utf-8", help="text encoding of a CSV/JSONL input (default utf-8)")
     sc.add_argument("--allow-empty", action="store_true", help="an input without data rows is not an error")
-    sc.add_argument("--multiline", action="store_true",
-                    help="CSV fields may span lines (otherwise such a field is reported as a stray quote)")
+    sc.add_argument("--multiline", action=argparse.BooleanOptionalAction, default=True,
+                    help="CSV is read as RFC 4180: a quoted field may hold line breaks (default); with "
+                         "--no-multiline every row is one line and such a field is reported as a stray quote")
     sc.add_argument("--cache-dir", default=".q2_cache",
                     help="resumable cache, keyed by the options and each model's identity")
     sc.add_argument("--no-cache", action="store_true")
@@ -456,7 +455,10 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--card", help="edit this README.md on disk")
     where.add_argument("--repo-id", help="update this Hub model repo's card (needs a token)")
     pub.add_argument("--dry-run", action="store_true", help="print the metadata, write nothing")
-    pub.add_argument("--token", default=None, help="Hub token (default: the logged-in one)")
+    pub.add_argument("--token", default=None,
+                     help="Hub token; best left out: the HF_TOKEN environment variable or the saved login "
+                          "(`hf auth login`) is used, whereas a token on the command line shows in `ps` and "
+                          "in the shell's history")
     pub.set_defaults(func=cmd_publish)
 
     space = sub.add_parser("space", help="assemble a Hugging Face Space folder (card, app, wheel)")
@@ -466,22 +468,44 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; a known failure is one line on stderr and exit code 2, never a traceback."""
-    from q2_metric.models.checks import DeviceNotAvailable
-
-    args = build_parser().parse_args(argv)
+    """Run one command; a known failure is one line on stderr and exit code 2, never a traceback.
+    SIGINT and SIGTERM, from the first line on, are one line and exit code 130 / 143."""
+    previous = interrupts.install()  # first: nothing heavy (torch) is imported before this line
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
-    except (ModelNotAvailable, Q2InputError, DeviceNotAvailable, PublishError, SpaceBuildError) as err:
-        print(f"q2: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:  # permissions, a full disk: the system's one-line reason
-        where = f" '{err.filename}'" if err.filename else ""
-        print(f"q2: {err.strerror or err}{where}.", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("q2: interrupted; run the same command again to resume from the cache.", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:  # SIGINT or SIGTERM (`interrupts.Interrupted`)
+        for sig in interrupts.SIGNALS:  # a second signal must not cut the message
+            signal.signal(sig, signal.SIG_IGN)
+        name = getattr(err, "args", None) and str(err) or "SIGINT"
+        resume = "; run the same command again to resume from the cache" if _command(argv) == "score" else ""
+        print(f"q2: interrupted ({name}){resume}.", file=sys.stderr)
+        return interrupts.exit_code(err)
+    except Exception as err:
+        if isinstance(err, _one_line_errors()):
+            print(f"q2: {err}", file=sys.stderr)
+            return 2
+        if isinstance(err, OSError):  # permissions, a full disk: the system's one-line reason
+            where = f" '{err.filename}'" if err.filename else ""
+            print(f"q2: {err.strerror or err}{where}.", file=sys.stderr)
+            return 2
+        raise
+    finally:
+        interrupts.restore(previous)
+
+
+def _one_line_errors() -> tuple[type[Exception], ...]:
+    from q2_metric.frontends.hub import PublishError
+    from q2_metric.frontends.space import SpaceBuildError
+    from q2_metric.models.checks import DeviceNotAvailable
+    from q2_metric.models.loading import ModelNotAvailable
+
+    return ModelNotAvailable, Q2InputError, DeviceNotAvailable, PublishError, SpaceBuildError
+
+
+def _command(argv: Sequence[str] | None) -> str | None:
+    args = sys.argv[1:] if argv is None else list(argv)
+    return next((a for a in args if not a.startswith("-")), None)
 
 
 if __name__ == "__main__":

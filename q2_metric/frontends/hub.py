@@ -177,7 +177,7 @@ def _hub_failure(repo_id: str, err: Exception) -> PublishError:
     elif isinstance(err, errors.RepositoryNotFoundError):
         why = "the repository does not exist or the token cannot see it"
     elif isinstance(err, errors.HfHubHTTPError) and getattr(err.response, "status_code", None) in (401, 403):
-        why = "the token is missing or may not write to it (log in with `hf auth login` or pass --token)"
+        why = "the token is missing or may not write to it (log in with `hf auth login` or set HF_TOKEN)"
     elif isinstance(err, (errors.LocalEntryNotFoundError, ConnectionError, OSError)) or \
             type(err).__name__ in {"ConnectError", "ConnectTimeout", "ReadTimeout"}:
         why = "the Hub cannot be reached"

@@ -1,9 +1,10 @@
 """Reading response/knowledge tables (CSV, JSONL, a `datasets` dataset on disk) strictly, and
 writing a set of outputs all-or-nothing.
 
-Reading: a row that cannot be read as written (malformed quoting, a wrong number of fields, a
-missing or non-text field) is reported by its real line number and left unscored; the other rows
-are read on. Problems that concern the whole file (it is missing, cannot be decoded, lacks a
+Reading: one record of the file is one row, whatever bytes it holds (CSV follows RFC 4180: CR, LF
+and CRLF inside a quoted field are data, and so is a CR not followed by LF anywhere). A row that
+cannot be read as written (malformed quoting, a wrong number of fields, a missing or non-text
+field) is reported by its line in the file and left unscored; the other rows are read on. Problems that concern the whole file (it is missing, cannot be decoded, lacks a
 column, has no data rows) raise `Q2InputError` before any work.
 
 Writing: `commit_outputs` writes every file of a set to a temporary file in its target folder,
@@ -15,19 +16,24 @@ set. Files are created with the user's umask.
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import io
 import json
 import os
 import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
-from q2_metric.validation import Q2InputError
+from q2_metric.interrupts import uninterruptible
+from q2_metric.validation import Q2InputError, clean_text
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no locks; a manifest whose writer is alive is then left alone
+    fcntl = None  # type: ignore[assignment]
 
 TEMP_MARK = ".q2tmp-"
 MANIFEST_SUFFIX = ".q2-manifest.json"
@@ -46,13 +52,14 @@ class Row:
 # -- reading --------------------------------------------------------------------------------------
 
 def read_rows(path: str | Path, response_col: str = "response", knowledge_col: str = "knowledge", *,
-              encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = False) -> list[Row]:
+              encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True) -> list[Row]:
     """Read every row of a CSV, JSONL or datasets folder.
 
     A malformed row gets `error` (naming its line and field) and the rest is read on. Raises
     `Q2InputError` when the file is missing or cannot be decoded, a column is missing from the whole
-    file, or there is no data row (unless `allow_empty`). `multiline`: accept CSV fields that span
-    lines (off by default: in a file of one-line rows such a field is a stray quote merging rows).
+    file, or there is no data row (unless `allow_empty`). A CSV is read as RFC 4180 (see
+    `_scan_csv`); `multiline=False` declares one-line rows, so that a quoted field running over
+    lines is reported as a stray quote instead of merging lines into one row.
     """
     path = Path(path)
     if not path.exists():
@@ -114,40 +121,14 @@ def read_text(path: Path, encoding: str) -> str:
             f"(e.g. --encoding latin-1).") from None
 
 
-def _bare_quote_field(raw: str) -> int | None:
-    """Index of the first unquoted field holding a double quote (a writer never produces one)."""
-    index, i, n = 0, 0, len(raw)
-    while i < n:
-        if raw[i] == '"':  # quoted field: skip to its closing quote ("" is an escaped quote)
-            i += 1
-            while i < n:
-                if raw[i] == '"':
-                    if i + 1 < n and raw[i + 1] == '"':
-                        i += 2
-                        continue
-                    break
-                i += 1
-            i += 1
-        while i < n and raw[i] not in ",\r\n":
-            if raw[i] == '"':
-                return index
-            i += 1
-        if i < n and raw[i] == ",":
-            index += 1
-        i += 1
-    return None
-
-
 def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], list[str] | None]:
-    text = read_text(path, encoding)
-    lines = list(io.StringIO(text, newline=""))
-    records = iter(_scan_csv(lines, multiline))
+    records = _scan_csv(read_text(path, encoding), multiline)
     header = None
-    for idx, fields, problem in records:
+    for line, fields, problem in records:
         if fields == []:
             continue
         if fields is None:
-            raise Q2InputError(f"The header on line {idx + 1} of '{path}' cannot be read: {problem}.")
+            raise Q2InputError(f"The header on line {line} of '{path}' cannot be read: {problem}.")
         header = fields
         break
     if header is None:
@@ -157,10 +138,9 @@ def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], li
         raise Q2InputError(f"The header of '{path}' names column '{duplicates[0]}' twice; "
                            "give every column its own name.")
     rows = []
-    for idx, fields, problem in records:
+    for line, fields, problem in records:
         if fields == []:
             continue  # blank line
-        line = idx + 1
         row = Row(len(rows) + 1, line)
         if fields is None:
             row.error = f"line {line}: " + re.sub(
@@ -179,47 +159,79 @@ def _field_name(header: list[str], index: int) -> str:
     return f"field '{header[index]}'" if index < len(header) else f"field {index + 1}"
 
 
-def _scan_csv(lines: list[str], multiline: bool) -> Iterator[tuple[int, list[str] | None, str]]:
-    """(0-based line index, fields or None, problem) for each record.
+_QUOTED = re.compile(r'"([^"]*(?:""[^"]*)*)"')
+_REQUOTE = "; quote the whole field and double any quote inside it"
 
-    A record that cannot be read as written (unterminated quote, text after a closing quote, a
-    quote inside an unquoted field, or a line break inside quotes when `multiline` is off) is
-    reported on its first line and reading starts again on the next line, so one stray quote
-    never merges or swallows the rows after it."""
-    pos = 0
-    while pos < len(lines):
-        base = pos
-        reader = csv.reader(islice(lines, base, None), strict=True)
+
+def _csv_patterns(text: str) -> tuple[str, re.Pattern, re.Pattern, re.Pattern]:
+    """The file's line break, and the patterns of an unquoted field (strict, and with quotes as
+    data) and of a record's end. Records end at LF or CRLF; a CR not followed by LF is data (in a
+    file without any LF, the classic Mac OS kind, CR ends records)."""
+    if "\n" in text or "\r" not in text:
+        field = r'(?:[^,"\r\n]|\r(?!\n))*'
+        return "\n", re.compile(field), re.compile(field.replace('"', "")), re.compile(r"\r?\n")
+    return "\r", re.compile(r'[^,"\r]*'), re.compile(r"[^,\r]*"), re.compile(r"\r")
+
+
+def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | None, str]]:
+    """(1-based line, fields or None, problem) for each record of RFC 4180 CSV text; a blank line
+    gives `[]`.
+
+    A quoted field may hold commas, doubled quotes, CR, LF and CRLF: they are data, so a record is
+    one row whatever it holds, and its line is the file's line it starts on. A record that cannot
+    be read as written (an unterminated quote, text after a closing quote, a quote inside an
+    unquoted field, or, with `multiline` off, a quoted field running over lines) is reported on its
+    first line; where its end is unknown, reading starts again on the next line, so one stray quote
+    never swallows the rows after it."""
+    nl, unquoted, lenient, end = _csv_patterns(text)
+    pos, line, n = 0, 1, len(text)
+    while pos < n:
+        fields: list[str] = []
+        problem, resync = "", False
+        p = pos
         while True:
-            first = pos
-            try:
-                record = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as err:
-                if "unexpected end of data" in str(err):
-                    problem = "a double quote opened on this line is never closed"
-                else:
-                    problem = "a closing double quote is followed by more text in the same field"
-                yield first, None, problem + "; quote the whole field and double any quote inside it"
-                pos = first + 1
-                break
-            pos = base + reader.line_num
-            if pos - first > 1 and not multiline:
-                yield first, None, (
-                    f"a quoted field opened on this line runs on to line {pos} (a stray double quote?) "
-                    "while the rows of this file are one line each; fix the quote, or pass "
-                    "--multiline if fields really span lines")
-                pos = first + 1
-                break
-            raw = "".join(lines[first:pos])
-            if '"' in raw and record:
-                bad = _bare_quote_field(raw)
-                if bad is not None:
-                    yield first, None, (f"field #{bad + 1} holds a double quote without being quoted; "
-                                        "quote the whole field and double the quote inside it")
-                    continue
-            yield first, record, ""
+            if text.startswith('"', p):
+                m = _QUOTED.match(text, p)
+                if m is None:
+                    problem, resync = "a double quote opened on this line is never closed" + _REQUOTE, True
+                    break
+                value = m.group(1).replace('""', '"')
+                if not multiline and nl in value:
+                    last = line + text.count(nl, pos, m.end())
+                    problem = (f"a quoted field opened on this line runs on to line {last} (a stray double "
+                               "quote?) while --no-multiline says the rows of this file are one line each; "
+                               "fix the quote, or leave out --no-multiline if fields really span lines")
+                    resync = True
+                    break
+                p = m.end()
+                if p < n and text[p] != "," and not end.match(text, p):
+                    problem = "a closing double quote is followed by more text in the same field" + _REQUOTE
+                    resync = True
+                    break
+            else:
+                first = p
+                p = unquoted.match(text, p).end()
+                if text.startswith('"', p):  # the record still ends where it seems to; it is bad
+                    problem = problem or (f"field #{len(fields) + 1} holds a double quote without being "
+                                          "quoted; quote the whole field and double the quote inside it")
+                    p = lenient.match(text, p).end()
+                value = text[first:p]
+            fields.append(value)
+            if text.startswith(",", p):
+                p += 1
+                continue
+            m = end.match(text, p)
+            p = m.end() if m else n
+            break
+        if resync:
+            cut = text.find(nl, pos)
+            yield line, None, problem
+            pos, line = (n if cut < 0 else cut + len(nl)), line + 1
+            continue
+        blank = fields == [""] and not text.startswith('"', pos)
+        yield line, None if problem else [] if blank else fields, problem
+        line += text.count(nl, pos, p)
+        pos = p
 
 
 def _read_jsonl(path: Path, encoding: str) -> list[Row]:
@@ -237,10 +249,22 @@ def _read_jsonl(path: Path, encoding: str) -> list[Row]:
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise ValueError("not a JSON object")
-            rows.append(Row(number, line_no, record))
+            rows.append(Row(number, line_no, _clean_strings(record)))
         except ValueError as err:
             rows.append(Row(number, line_no, error=f"line {line_no}: not a JSON object ({err})"))
     return rows
+
+
+def _clean_strings(value: Any) -> Any:
+    """`clean_text` on every string of a JSON value: JSON may escape lone surrogates, which no
+    model and no UTF-8 output can take (CSV, Parquet and datasets cannot hold them)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): _clean_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_strings(v) for v in value]
+    return value
 
 
 def _read_parquet(path: Path) -> tuple[list[Row], list[str]]:
@@ -307,11 +331,47 @@ def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | P
 
 
 def pause_point(point: str) -> None:
-    """Test-only hook for the kill tests: when Q2_TEST_PAUSE names `point`, touch the file named by
-    Q2_TEST_PAUSE_FILE and sleep, so that a test can SIGKILL the process exactly here."""
+    """Test-only hook for the kill tests: when Q2_TEST_PAUSE names `point`, write the file named by
+    Q2_TEST_PAUSE_FILE and wait (up to 600 s) until the test removes it, so that a test can signal
+    the process exactly here, or let it go on."""
     if os.environ.get("Q2_TEST_PAUSE") == point:
-        Path(os.environ["Q2_TEST_PAUSE_FILE"]).write_text(point)
-        time.sleep(600)
+        flag = Path(os.environ["Q2_TEST_PAUSE_FILE"])
+        flag.write_text(point)
+        deadline = time.monotonic() + 600
+        while flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def locked(path: Path, shared: bool = False) -> Iterator[None]:
+    """An advisory lock (`flock`) on `path` (a file or a folder) while the block runs: other q2
+    processes wait for it. Where locks are not supported the block runs unlocked."""
+    if fcntl is None:
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        except OSError:  # e.g. a file system without locks
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def _locked_folders(paths: Iterable[Path]) -> Iterator[None]:
+    """Lock every existing folder of `paths`, in a fixed order (no deadlock between two sets)."""
+    with contextlib.ExitStack() as stack:
+        for folder in sorted({str(p.parent.resolve()) for p in paths}):
+            if os.path.isdir(folder):
+                stack.enter_context(locked(Path(folder)))
+        yield
 
 
 def _alive(pid: int) -> bool:
@@ -345,30 +405,47 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_new(path: Path, write: Callable[[TextIO], Any]) -> None:
-    """Create `path` (mode 0666 less the umask, like any new file) and write it durably."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    binary = getattr(write, "binary", False)  # a Parquet writer writes bytes
-    with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8")) as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
+def _write_new(path: Path, write: Callable[[TextIO], Any], target: Path | None = None) -> None:
+    """Create `path` (mode 0666 less the umask, like any new file) and write it durably. An OS
+    error (a full disk) names `target`, the file being written."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        binary = getattr(write, "binary", False)  # a Parquet writer writes bytes
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8")) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as err:
+        if err.filename is not None or err.errno is None:
+            raise
+        raise OSError(err.errno, f"{err.strerror} while writing (the earlier outputs are kept)",
+                      str(target or path)) from None
 
 
 def recover_outputs(paths: Iterable[str | Path]) -> None:
     """Finish or undo what a killed run left next to `paths`.
 
     A manifest means the killed run had written its whole set: its renames are completed. Temporary
-    files of runs that are no longer alive are removed (a manifest's files are renamed first)."""
+    files of runs that are no longer alive are removed (a manifest's files are renamed first). Runs
+    the output folders' locks, so that the manifest of a live run (which holds them while it
+    commits) is never touched."""
     paths = [Path(p) for p in paths]
+    with _locked_folders(paths):
+        _recover(paths)
+
+
+def _recover(paths: list[Path]) -> None:
     for path in paths:
         manifest = _manifest_path(path)
         if not manifest.exists():
             continue
         try:
-            pairs = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+            body = json.loads(manifest.read_text(encoding="utf-8"))
+            pairs, writer = body["files"], body.get("pid")
         except (ValueError, KeyError, OSError):
-            pairs = []  # a manifest is renamed into place whole, so this is not expected
+            pairs, writer = [], None  # a manifest is renamed into place whole, so this is not expected
+        if fcntl is None and writer not in (None, os.getpid()) and _alive(writer):
+            continue  # no locks here: a live writer may be renaming this set right now
         for tmp, final in pairs:
             if Path(tmp).exists():
                 os.replace(tmp, final)
@@ -393,38 +470,46 @@ def recover_outputs(paths: Iterable[str | Path]) -> None:
 
 
 def commit_outputs(files: Sequence[tuple[str | Path, Callable[[TextIO], Any]]]) -> None:
-    """Write every `(path, write)` of the set so that the set changes all at once or not at all."""
+    """Write every `(path, write)` of the set so that the set changes all at once or not at all.
+
+    The output folders are locked while the set is written and renamed: two runs writing the same
+    outputs take turns (the last one's set is kept whole). SIGINT/SIGTERM wait while the manifest
+    and the renames are written."""
     targets = [Path(p) for p, _ in files]
-    recover_outputs(targets)
-    temps: list[Path] = []
-    try:
-        for target, (_, write) in zip(targets, files):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = _temp_name(target)
-            temps.append(tmp)
-            _write_new(tmp, write)
-        pause_point("temps-written")
-        manifest = _manifest_path(targets[0])
-        manifest_tmp = _temp_name(manifest)
-        temps.append(manifest_tmp)
-        body = json.dumps({"files": [[str(t.resolve()), str(p.resolve())] for t, p in zip(temps, targets)]})
-        _write_new(manifest_tmp, lambda f: f.write(body))
-        os.replace(manifest_tmp, manifest)
-        _fsync_dir(manifest.parent)
-    except BaseException:
-        for tmp in temps:
-            tmp.unlink(missing_ok=True)
-        raise
-    # From here on the new set is decided: a kill is completed by the next run's recover_outputs.
-    pause_point("manifest-written")
-    for i, (tmp, target) in enumerate(zip(temps, targets)):
-        os.replace(tmp, target)
-        if i == 0:
-            pause_point("first-renamed")
-    for folder in {t.parent for t in targets}:
-        _fsync_dir(folder)
-    manifest.unlink()
-    _fsync_dir(manifest.parent)
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    with _locked_folders(targets):
+        _recover(targets)
+        temps: list[Path] = []
+        try:
+            for target, (_, write) in zip(targets, files):
+                tmp = _temp_name(target)
+                temps.append(tmp)
+                _write_new(tmp, write, target)
+            pause_point("temps-written")
+            manifest = _manifest_path(targets[0])
+            manifest_tmp = _temp_name(manifest)
+            temps.append(manifest_tmp)
+            body = json.dumps({"pid": os.getpid(),
+                               "files": [[str(t.resolve()), str(p.resolve())] for t, p in zip(temps, targets)]})
+            _write_new(manifest_tmp, lambda f: f.write(body), manifest)
+        except BaseException:
+            for tmp in temps:
+                tmp.unlink(missing_ok=True)
+            raise
+        with uninterruptible():
+            os.replace(manifest_tmp, manifest)
+            _fsync_dir(manifest.parent)
+            # From here on the new set is decided: a kill is completed by the next run's recover_outputs.
+            pause_point("manifest-written")
+            for i, (tmp, target) in enumerate(zip(temps, targets)):
+                os.replace(tmp, target)
+                if i == 0:
+                    pause_point("first-renamed")
+            for folder in {t.parent for t in targets}:
+                _fsync_dir(folder)
+            manifest.unlink()
+            _fsync_dir(manifest.parent)
 
 
 def atomic_write(path: str | Path, write: Callable[[TextIO], Any]) -> None:

@@ -74,7 +74,7 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
                    response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
                    steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                    cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
-                   encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = False,
+                   encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
                    verbose: bool = False) -> ScoreReport:
     """`score_file` over Ray Data. `scorer` should be unloaded: it is shipped to every worker, which
     loads its own models. `address`: a Ray cluster (`auto`, `host:6379`, `ray://host:10001`); by

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from q2_metric.frontends.io import (Row, check_output_paths, commit_outputs, pause_point, read_rows,
+from q2_metric.frontends.io import (Row, check_output_paths, commit_outputs, locked, pause_point, read_rows,
                                      recover_outputs, table_writer)
 from q2_metric.profile import StageProfile, merge_profiles
+from q2_metric.interrupts import uninterruptible
 from q2_metric.question_filter import VALID
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature, config_fingerprint
@@ -31,10 +34,17 @@ def pair_key(response: str, knowledge: str) -> str:
     return hashlib.sha256(json.dumps([response, knowledge]).encode()).hexdigest()
 
 
+class CacheWriteError(OSError):
+    """The cache could not be written (a full disk): the run goes on without it."""
+
+
 class ScoreCache:
     """Append-only JSONL of response results, one folder per cache key (see `cache_key`).
 
     A last line cut by a kill is removed on opening, so the next append starts on a fresh line.
+    Runs sharing the cache lock the file while they read or append, so that one never cuts
+    another's line; an append that fails (a full disk) is undone whole and raises
+    `CacheWriteError`, naming the file.
     """
 
     def __init__(self, root: str | Path, fingerprint: str) -> None:
@@ -43,11 +53,12 @@ class ScoreCache:
         self.entries: dict[str, dict] = {}
         if not self.path.exists():
             return
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):  # a cut last line: drop it (its row is scored again)
-            os.truncate(self.path, end)
-            data = data[:end]
+        with locked(self.path):
+            data = self.path.read_bytes()
+            end = data.rfind(b"\n") + 1
+            if end < len(data):  # a cut last line: drop it (its row is scored again)
+                os.truncate(self.path, end)
+                data = data[:end]
         for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
@@ -56,10 +67,27 @@ class ScoreCache:
                 continue  # not ours or damaged: that row is scored again
 
     def add(self, items: list[tuple[str, dict]]) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write("".join(json.dumps({"key": key, "result": result}) + "\n" for key, result in items))
-            f.flush()
-            os.fsync(f.fileno())
+        data = "".join(json.dumps({"key": key, "result": result}) + "\n" for key, result in items).encode()
+        with uninterruptible():  # lines are written whole, or not at all
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                try:
+                    with locked(self.path):
+                        size = os.fstat(fd).st_size
+                        try:
+                            view = memoryview(data)
+                            while view:
+                                view = view[os.write(fd, view):]
+                            os.fsync(fd)
+                        except OSError:
+                            with contextlib.suppress(OSError):
+                                os.ftruncate(fd, size)  # else the next opening drops the cut line
+                            raise
+                finally:
+                    os.close(fd)
+            except OSError as err:
+                raise CacheWriteError(err.errno, f"cannot write the cache file '{self.path}' "
+                                                 f"({err.strerror or err})") from None
         self.entries.update(items)
 
 
@@ -74,6 +102,7 @@ class ScoreReport:
     signature: str
     # per engine stage, summed over the chunks scored now (`q2_metric.profile`); not in the summary
     profile: list[StageProfile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. the cache could not be written
 
 
 def model_names(scorer: Q2Scorer) -> dict[str, str]:
@@ -106,7 +135,7 @@ class ScoreRun:
 
 def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str | Path | None], *,
                 response_col: str = "response", knowledge_col: str = "knowledge", encoding: str = "utf-8",
-                allow_empty: bool = False, multiline: bool = False) -> ScoreRun:
+                allow_empty: bool = False, multiline: bool = True) -> ScoreRun:
     """Every check that can fail before model work: output paths (`outputs`: flag -> path), the
     input (encoding, columns, at least one row), every model and the device."""
     check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p})
@@ -124,7 +153,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
                steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
-               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = False) -> ScoreReport:
+               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True) -> ScoreReport:
     """Score every good row of `input_path`; write scores, steps and summary all-or-nothing at the end.
 
     Before any model work: the output paths, the input (encoding, columns, at least one row) and
@@ -148,14 +177,21 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         bar = tqdm(total=len(todo), unit="resp", desc="Q² responses", position=0)
         stages = tqdm_progress("Q²", leave=False, position=1)
     profiles = []
+    warnings: list[str] = []
     for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
                               progress=stages)
         profiles.append(scored.profile)
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
+        results.update(items)  # kept whatever happens to the cache
         if cache:
-            cache.add(items)
-        results.update(items)
+            try:
+                cache.add(items)
+            except CacheWriteError as err:
+                cache = None
+                warnings.append(f"{err.strerror}: this run goes on without the cache (its scores go to the "
+                                "outputs but will not be reused by a later run)")
+                print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
         if bar:
             bar.update(len(chunk))
         pause_point(f"chunk-{n}")
@@ -164,6 +200,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
                            summary_path=summary_path, num_cached=cached, num_scored_now=len(todo))
     report.profile = merge_profiles(profiles)
+    report.warnings = warnings
     return report
 
 
