@@ -145,7 +145,7 @@ def test_max_question_length_flag(two_rows, tiny_models, tmp_path, capsys):
     code = main(["score", str(two_rows), "-o", str(tmp_path / "x.csv"), "--max-question-length", "0",
                  *tiny_flags(tiny_models)])
     err = capsys.readouterr().err
-    assert code == 2 and "max_question_length" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "--max-question-length" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.csv").exists()
 
 
