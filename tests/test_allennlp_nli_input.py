@@ -1,7 +1,7 @@
 """The NLI input of a `q2 convert-nli` model equals what AllenNLP 1.0 fed the paper's RoBERTa SNLI
 model. Expected ids were recorded from AllenNLP 1.0.0 / allennlp-models 1.0.0 (transformers 2.11)
 running the released call, `Predictor.from_path(archive, "textual_entailment").predict(...)`, on a
-tiny RoBERTa archive: tests/data/allennlp10/record.py (tokenizer files in roberta/)."""
+tiny RoBERTa archive: tests/data/allennlp10/record_allennlp10.py (tokenizer files in roberta/)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ wrapped in `<s> ... </s>` and run separately; the `cls_pooler` reads the first s
 the label is the first segment's (the rest of a long pair, often the whole hypothesis, is unseen).
 transformers 5's pair encoding truncates instead, and the project's default backend reads long
 premises in windows; neither is what the paper's model saw. Measured against AllenNLP 1.0.0 in
-tests/data/allennlp10/ (record.py).
+tests/data/allennlp10/ (record_allennlp10.py).
 """
 
 from __future__ import annotations
