@@ -6,7 +6,8 @@ The archive's model is a `basic_classifier`: a RoBERTa embedder (`pretrained_tra
 in `vocabulary/labels.txt`. That is exactly RoBERTa's classification head (dense + tanh + out_proj
 over the first token), so the weights map one to one. The archive holds no tokenizer or
 transformer config: both come from the embedder's `model_name` (roberta-large) unless
-`base_model` names another source.
+`base_model` names another source. The written config carries `q2_nli_input: allennlp10`, so the
+NLI backend feeds the model the ids AllenNLP 1.0 built (`allennlp_input`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import json
 import posixpath
 import tarfile
 from pathlib import Path
+
+from q2_metric.models.allennlp_input import ALLENNLP, MARKER
 
 EMBEDDER = "_text_field_embedder.token_embedder_tokens.transformer_model."
 FEEDFORWARD = "_feedforward._linear_layers.0."
@@ -136,6 +139,7 @@ def convert_archive(archive: str | Path, out_dir: str | Path, base_model: str | 
     hf_config.num_labels = len(labels)
     hf_config.id2label = dict(enumerate(labels))
     hf_config.label2id = {name: i for i, name in enumerate(labels)}
+    setattr(hf_config, MARKER, ALLENNLP)  # the NLI backend then feeds AllenNLP 1.0's input (allennlp_input)
     model = RobertaForSequenceClassification(hf_config)
     state = {"roberta." + k[len(EMBEDDER):]: v for k, v in weights.items()
              if k.startswith(EMBEDDER) and not k[len(EMBEDDER):].startswith("pooler.")}

@@ -4,6 +4,9 @@ A pair longer than the model's window (the fallback's whole knowledge text can b
 the premise is split into windows that fit beside the hypothesis, each window is classified, and
 the labels are combined by `combine_window_labels` (entailment if any window entails, else
 contradiction if any contradicts, else neutral).
+
+A model written by `q2 convert-nli` (the paper's AllenNLP archive) instead receives the ids AllenNLP
+1.0 fed it (`allennlp_input.allennlp_pair_ids`: no windows, a long pair cut to its first 512 ids).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import torch
 
 from q2_metric.components import combine_window_labels
 from q2_metric.config import Q2Config
+from q2_metric.models.allennlp_input import ALLENNLP, allennlp_pair_ids, is_allennlp_converted, template_parts
 from q2_metric.models.batching import map_batched
 from q2_metric.models.checks import nli_labels
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
@@ -39,7 +43,7 @@ def nli_label_map(id2label: Mapping[int, str]) -> dict[int, str]:
 class HFNLIClassifier:
     """Batched premise/hypothesis classification; label names are read from the model config."""
 
-    tokenization = "hf"  # transformers' own tokenizer (the AllenNLP 1.0 input is not reproduced)
+    tokenization = "hf"  # transformers' own pair encoding; "allennlp10" for a `q2 convert-nli` model
 
     def __init__(self, config: Q2Config) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -55,10 +59,24 @@ class HFNLIClassifier:
         self.labels = nli_label_map(self.model.config.id2label)
         self.max_length = min(self.tokenizer.model_max_length, 512)
         self.tokens_processed = 0
+        if is_allennlp_converted(self.model.config):
+            self.tokenization = ALLENNLP
+
+            tok = self.tokenizer
+            a, b = (tok(t, add_special_tokens=False)["input_ids"] for t in ("a", "b"))
+            self._pair = template_parts(tok("a", "b")["input_ids"], [a, b])
+            self._single = template_parts(tok("a")["input_ids"], [a])
+
+    def _allennlp_ids(self, premise: str, hypothesis: str) -> list[int]:
+        tok = self.tokenizer
+        return allennlp_pair_ids(tok(premise, add_special_tokens=False)["input_ids"],
+                                 tok(hypothesis, add_special_tokens=False)["input_ids"], self._pair, self._single)
 
     def _split(self, premise: str, hypothesis: str) -> list[tuple[str, str]]:
         """The pair itself when it fits, else premise windows (overlapping by a quarter) beside
-        the whole hypothesis."""
+        the whole hypothesis. AllenNLP's input is never split (it reads the first 512 ids)."""
+        if self.tokenization == ALLENNLP:
+            return [(premise, hypothesis)]
         tok = self.tokenizer
         special = tok.num_special_tokens_to_add(pair=True)
         p_ids = tok(premise, add_special_tokens=False)["input_ids"]
@@ -76,6 +94,8 @@ class HFNLIClassifier:
 
     @torch.inference_mode()
     def _run(self, pairs: list[tuple[str, str]]) -> list[str]:
+        if self.tokenization == ALLENNLP:
+            return self._run_ids([self._allennlp_ids(p, h) for p, h in pairs])
         enc = self.tokenizer([p for p, _ in pairs], [h for _, h in pairs], return_tensors="pt",
                              padding=True, truncation=True, max_length=self.max_length,
                              return_token_type_ids=uses_segment_ids(self.model))
@@ -83,11 +103,26 @@ class HFNLIClassifier:
         logits = self.model(**enc.to(self.device)).logits
         return [self.labels[int(i)] for i in logits.argmax(dim=-1).tolist()]
 
+    @torch.inference_mode()
+    def _run_ids(self, ids: list[list[int]]) -> list[str]:
+        width = max(len(x) for x in ids)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids])
+        mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
+        self.tokens_processed += int(input_ids.numel())
+        logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
+        return [self.labels[int(i)] for i in logits.argmax(dim=-1).tolist()]
+
+    def _lengths(self, flat: list[tuple[str, str]]) -> list[int]:
+        if self.tokenization == ALLENNLP:
+            return [len(self._allennlp_ids(p, h)) for p, h in flat]
+        return [len(ids) for ids in self.tokenizer([p for p, _ in flat], [h for _, h in flat],
+                                                   truncation=True, max_length=self.max_length)["input_ids"]]
+
     def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
         split = [self._split(p, h) for p, h in zip(premises, hypotheses)]
         flat = [w for windows in split for w in windows]
-        lengths = [len(ids) for ids in self.tokenizer([p for p, _ in flat], [h for _, h in flat],
-                                                      truncation=True, max_length=self.max_length)["input_ids"]]
+        lengths = self._lengths(flat)
         labels = map_batched(flat, lengths, self.config.nli_batch_size, self.config.nli_max_tokens, self._run)
         out, i = [], 0
         for windows in split:

@@ -326,11 +326,13 @@ def _paths(model_id: str, config_file: str | None, role: str, qa_decoding: str) 
         return label
     if role == "qa":
         return REFERENCE if ref is not None and ref.kind == "albert" and qa_decoding == "reference" else HF
-    return HF
+    from q2_metric.models.allennlp_input import ALLENNLP, is_allennlp_converted
+
+    return ALLENNLP if is_allennlp_converted(_read_json(model_file_finder(model_id), "config.json")) else HF
 
 
 def tokenization_path(model_id: str, role: str, qa_decoding: str = "reference") -> str:
     """The path a backend built from `model_id` for `role` (qg/qa/nli) takes, read from its files
-    without loading it: `ref32` or `hf`, and for QG `+xbias` when the 3.x cross-attention bias is
+    without loading it: `ref32` or `hf` (NLI: `allennlp10` or `hf`), and for QG `+xbias` when the 3.x cross-attention bias is
     applied (what the loaded backends' `tokenization` says)."""
     return _paths(model_id, model_file_finder(model_id)("config.json"), role, qa_decoding)

@@ -1,0 +1,1 @@
+"""Harness-only stand-in (no S3 access in the conformance harness)."""
