@@ -33,13 +33,9 @@ def pr_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
     chance level."""
     from sklearn.metrics import average_precision_score, precision_recall_curve
 
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(titles), figsize=(5.5 * len(titles), 4.5), squeeze=False)
-    for ax, (key, title) in zip(axes[0], titles.items()):
-        for metric, per_set in curves.items():
-            scores, consistent = per_set[key]
-            if _one_class(ax, consistent):
-                break
+    fig, panels = _panels(titles, 4.5)
+    for ax, (key, title) in panels:
+        for metric, scores, consistent in _lines(ax, curves, key):
             flagged, target = -np.asarray(scores), 1 - np.asarray(consistent)
             precision, recall, _ = precision_recall_curve(target, flagged)
             ap = average_precision_score(target, flagged)
@@ -57,13 +53,9 @@ def roc_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
     """ROC curves with consistent as the positive class (the TRUE convention), AUC in the legend."""
     from sklearn.metrics import roc_auc_score, roc_curve
 
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(titles), figsize=(5.5 * len(titles), 4.5), squeeze=False)
-    for ax, (key, title) in zip(axes[0], titles.items()):
-        for metric, per_set in curves.items():
-            scores, consistent = per_set[key]
-            if _one_class(ax, consistent):
-                break
+    fig, panels = _panels(titles, 4.5)
+    for ax, (key, title) in panels:
+        for metric, scores, consistent in _lines(ax, curves, key):
             fpr, tpr, _ = roc_curve(consistent, scores)
             ax.plot(fpr, tpr, label=f"{label(metric)} (AUC {roc_auc_score(consistent, scores):.3f})")
         ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance (0.5)")
@@ -77,9 +69,8 @@ def roc_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
 def histogram_png(metric: str, per_set: Mapping[str, tuple[Sequence[float], Sequence[int]]],
                   titles: Mapping[str, str], bins: int = 20) -> bytes:
     """The metric's scores (its own scale) of consistent and inconsistent responses, overlaid."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(titles), figsize=(5.5 * len(titles), 3.6), squeeze=False)
-    for ax, (key, title) in zip(axes[0], titles.items()):
+    fig, panels = _panels(titles, 3.6)
+    for ax, (key, title) in panels:
         scores, consistent = (np.asarray(a) for a in per_set[key])
         edges = np.histogram_bin_edges(scores, bins=bins)
         for cls, name, color in ((1, "consistent", "tab:green"), (0, "inconsistent", "tab:red")):
@@ -89,6 +80,22 @@ def histogram_png(metric: str, per_set: Mapping[str, tuple[Sequence[float], Sequ
         ax.legend(fontsize="small")
     fig.suptitle(f"{label(metric)}: scores by human label")
     return _png(fig)
+
+
+def _panels(titles: Mapping[str, str], height: float):
+    """A figure with one panel per annotated set: (figure, [(axes, (set key, title)), ...])."""
+    fig, axes = _pyplot().subplots(1, len(titles), figsize=(5.5 * len(titles), height), squeeze=False)
+    return fig, list(zip(axes[0], titles.items()))
+
+
+def _lines(ax, curves: Curves, key: str):
+    """(metric, oriented scores, consistent labels) of each metric on set `key`; none when the
+    set has one label only (the panel says so)."""
+    for metric, per_set in curves.items():
+        scores, consistent = per_set[key]
+        if _one_class(ax, consistent):
+            return
+        yield metric, scores, consistent
 
 
 def _one_class(ax, consistent) -> bool:
