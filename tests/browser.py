@@ -105,11 +105,25 @@ class Browser:
                   windowsVirtualKeyCode=8)
         self.send("Input.insertText", text=text)
 
-    def click(self, selector: str) -> None:
-        """A real mouse click at the centre of the element."""
-        box = self.js(f"(() => {{ const el = document.querySelector({json.dumps(selector)}); "
-                      "el.scrollIntoView({block: 'center'}); const r = el.getBoundingClientRect(); "
-                      "return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+    def click(self, selector: str, timeout: float = 10) -> None:
+        """A real mouse click at the centre of the element, once the element has stopped moving
+        and nothing covers its centre (a text field that grows as it is typed into moves the
+        button below it a frame later; a click at the old place would hit nothing)."""
+        locate = (f"(() => {{ const el = document.querySelector({json.dumps(selector)}); "
+                  "el.scrollIntoView({block: 'center'}); const r = el.getBoundingClientRect(); "
+                  "const x = r.x + r.width / 2, y = r.y + r.height / 2; "
+                  "const hit = document.elementFromPoint(x, y); "
+                  "return [x, y, !!hit && (hit === el || el.contains(hit))]; })()")
+        deadline = time.monotonic() + timeout
+        last = None
+        while True:
+            box = self.js(locate)
+            if box[2] and box == last:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{selector} did not settle in a clickable place within {timeout:.0f} s")
+            last = box
+            time.sleep(0.2)
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
 
