@@ -9,6 +9,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -293,7 +294,10 @@ def test_demo_tiny_builds_once_and_explains(tmp_path, monkeypatch, capsys):
     lines = out.out.splitlines()
     assert "Scored 6 responses" in lines[0]
     table = lines[lines.index(next(x for x in lines if x.strip().startswith("#  system"))) + 1:][:6]
-    assert len(table) == 6 and all(("No valid question" in x or "questions" in x) for x in table)
+    # each row ends in its one-line reason; random weights usually leave no valid question, but a
+    # tiny model can answer one ("The question not answered by the knowledge.", seen in CI)
+    reason = re.compile(r"\s(No valid question \(|The question |All \d+ questions |\d+ of \d+ questions? |Not scored: )")
+    assert len(table) == 6 and all(reason.search(x) for x in table), table
     assert any(x.startswith("q2:") and "|dec:beam5-ret5-nrng3-es1-max16-in512|" in x for x in lines)
     assert "These scores are meaningless" in out.out and "hf download mrm8488/" in out.out
     stamp = (tmp_path / "tiny" / "qg" / "config.json").stat().st_mtime_ns
