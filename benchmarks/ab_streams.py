@@ -16,8 +16,7 @@ import threading
 import time
 
 import torch
-from transformers import T5Config, T5ForConditionalGeneration
-
+from ab_threads import random_t5_base
 from q2_metric.models.flops import FlopMeter, matmul_peak
 
 
@@ -28,9 +27,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2)
     args = ap.parse_args()
     torch.manual_seed(0)
-    model = T5ForConditionalGeneration(T5Config(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12,
-                                                num_decoder_layers=12, num_heads=12, decoder_start_token_id=0,
-                                                pad_token_id=0, eos_token_id=1)).eval()
+    model = random_t5_base(vocab_size=32128)
     meter = FlopMeter.attach(model)
     ids = torch.randint(2, 8000, (args.batch, 45))
     kwargs = dict(num_beams=5, num_return_sequences=5, no_repeat_ngram_size=3, min_new_tokens=args.steps,

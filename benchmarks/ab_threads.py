@@ -20,6 +20,13 @@ from transformers import T5Config, T5ForConditionalGeneration
 from q2_metric.models.flops import FlopMeter, matmul_peak
 
 
+def random_t5_base(vocab_size: int) -> T5ForConditionalGeneration:
+    """A random-weight T5-base (the paper's QG shape) in eval mode; seed torch first."""
+    return T5ForConditionalGeneration(T5Config(vocab_size=vocab_size, d_model=768, d_kv=64, d_ff=3072, num_layers=12,
+                                               num_decoder_layers=12, num_heads=12, decoder_start_token_id=0,
+                                               pad_token_id=0, eos_token_id=1)).eval()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -28,9 +35,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=8)
     args = ap.parse_args()
     torch.manual_seed(0)
-    model = T5ForConditionalGeneration(T5Config(vocab_size=8000, d_model=768, d_kv=64, d_ff=3072, num_layers=12,
-                                                num_decoder_layers=12, num_heads=12, decoder_start_token_id=0,
-                                                pad_token_id=0, eos_token_id=1)).eval()
+    model = random_t5_base(vocab_size=8000)
     meter = FlopMeter.attach(model)
     ids = torch.randint(2, 8000, (args.batch, 60))
     kwargs = dict(num_beams=5, num_return_sequences=5, no_repeat_ngram_size=3, min_new_tokens=args.steps,
