@@ -6,11 +6,11 @@
 
 Both runs use the same models on the same responses (the annotated WoW set):
 - reference: the released code's loop (`q2_metric.reference_loop`), one example per model call:
-  per candidate occurrence generate; per question in rank order until the first valid one the
-  personal check, QA on the response, QA on the knowledge; span NLI one pair at a time; the
-  fallback one response at a time. Its QA call is the released `get_answer`'s: one `encode_plus`
-  and one forward pass, on the model as `from_pretrained` builds it, with autograd left on, as
-  the released code has no `no_grad`
+  per candidate occurrence generate (cross-attention keys and values per beam, as 3.2 made them);
+  per question in rank order until the first valid one the personal check, QA on the response, QA
+  on the knowledge; span NLI one pair at a time; the fallback one response at a time. Its QA
+  call is the released `get_answer`'s: one `encode_plus` and one forward pass, on the model as
+  `from_pretrained` builds it, with autograd left on, as the released code has no `no_grad`
   (`--reference-no-grad` runs it in inference mode, a faster baseline than the released code);
 - engine: `Q2Scorer.score`, batched.
 With the paper's weights available they are used as they are. Without them (this workplace),
@@ -325,10 +325,13 @@ def main() -> int:
     qa.tokens_processed = 0
     ref_meters = [FlopMeter.attach(m) for m in {id(m): m for m in (qg.model, ref_qa.model, nli.model)}.values()]
     ref_flops0 = sum(m.flops for m in ref_meters)
+    # the released code's beam search (transformers 3.2) made cross-attention keys and values per beam
+    shared_cross, qg.shared_cross = getattr(qg, "shared_cross", None), None
     t0 = time.perf_counter()
     ref = [reference_q2(r, k, parser, ref_counted["qg"], ref_counted["qa"], ref_counted["nli"])
            for r, k in zip(responses[:n_ref], knowledge[:n_ref])]
     t_ref = time.perf_counter() - t0
+    qg.shared_cross = shared_cross
     ref_counts = {name: c.counts.copy() for name, c in ref_counted.items()}
     ref_tokens = qa.tokens_processed
     ref_flops = sum(m.flops for m in ref_meters) - ref_flops0

@@ -11,7 +11,8 @@ what each one computed. For an encoder: rows x padded width, attention over the 
 masked position is still computed). For T5's `generate`: the encoder once per input, then per
 decoder step every beam row (finished beams included, as the batch runs on), self-attention over
 the tokens so far, cross-attention over the encoder output (its keys and values computed once, at
-the first step), the LM head on every row.
+the first step, on one row per input when the beams share them: `t5_shared_cross`), the LM head on
+every row.
 """
 
 from __future__ import annotations
@@ -83,15 +84,17 @@ def encoder_flops(d: Dims, rows: int, width: int) -> int:
     return flops
 
 
-def decoder_step_flops(d: Dims, rows: int, new: int, past: int, source: int, cross_kv: bool) -> int:
+def decoder_step_flops(d: Dims, rows: int, new: int, past: int, source: int, cross_kv: bool,
+                       cross_rows: int | None = None) -> int:
     """One T5 decoder call: `rows` sequences of `new` tokens after `past` cached ones, attending to
-    `source` encoder positions; `cross_kv`: this call computes the cross-attention keys and values."""
+    `source` encoder positions; `cross_kv`: this call computes the cross-attention keys and values,
+    on `cross_rows` rows (default `rows`; one per input when beams share them)."""
     tokens = rows * new
     attended = sum(past + i + 1 for i in range(new))  # causal self-attention lengths per row
     per_layer = (tokens * 2 * (4 * d.hidden * d.inner + 2 * d.hidden * d.inner + (d.ff_inputs + 1) * d.hidden * d.ff)
                  + rows * attended * 4 * d.inner + tokens * source * 4 * d.inner)
     if cross_kv:
-        per_layer += rows * source * 2 * 2 * d.hidden * d.inner
+        per_layer += (rows if cross_rows is None else cross_rows) * source * 2 * 2 * d.hidden * d.inner
     return d.decoder_layers * per_layer + tokens * 2 * d.hidden * d.vocab
 
 
@@ -184,7 +187,9 @@ class FlopMeter:
         past = int(cache.get_seq_length()) if cache is not None else 0
         cross = getattr(cache, "cross_attention_cache", None)
         cross_kv = cross is None or int(cross.get_seq_length()) == 0
-        self.flops += decoder_step_flops(self.dims, rows, new, past, source.shape[1], cross_kv)
+        shared = getattr(getattr(self._model, "_q2_shared_cross", None), "beams", 1)
+        self.flops += decoder_step_flops(self.dims, rows, new, past, source.shape[1], cross_kv,
+                                         cross_rows=rows // shared if rows % shared == 0 else rows)
         self.tokens += rows * new
         self.calls += 1
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Sequence
 
 import torch
@@ -11,6 +12,7 @@ from q2_metric.models.batching import map_batched
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
 from q2_metric.models.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.t5_cross_bias import attach_cross_attention_bias
+from q2_metric.models.t5_shared_cross import attach_shared_cross_attention
 
 QG_PROMPT = "answer: {answer}  context: {context} </s>"
 
@@ -49,6 +51,8 @@ class HFQuestionGenerator:
         )
         self.cross_bias = attach_cross_attention_bias(self.model, config.qg_model) if reference else False
         self.model = self.model.to(self.device).eval()
+        # beam search computes each input's cross-attention keys and values once (same values)
+        self.shared_cross = attach_shared_cross_attention(self.model)
         self.tokens_processed = 0
 
     @property
@@ -91,7 +95,10 @@ class HFQuestionGenerator:
         ids = torch.tensor([x + [pad] * (width - len(x)) for x in inputs], device=self.device)
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in inputs], device=self.device)
         self.tokens_processed += int(ids.numel())
-        out = self.model.generate(input_ids=ids, attention_mask=mask, **self._generation_kwargs()).tolist()
+        kwargs = self._generation_kwargs()
+        sharing = self.shared_cross.sharing(kwargs["num_beams"]) if self.shared_cross else contextlib.nullcontext()
+        with sharing:
+            out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs).tolist()
         k = self.config.questions_per_candidate
         return [out[i * k:(i + 1) * k] for i in range(len(inputs))]
 
