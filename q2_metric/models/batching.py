@@ -50,7 +50,43 @@ def pack_rows(lengths: Sequence[int], capacity: int) -> list[list[int]]:
         r = min(range(len(rows)), key=filled.__getitem__)
         rows[r].append(i)
         filled[r] += lengths[i]
+    even_out(rows, filled, lengths)
     return [row for row in rows if row]
+
+
+def even_out(rows: list[list[int]], filled: list[int], lengths: Sequence[int], rounds: int = 10_000) -> None:
+    """Lower the fullest row, in place, by moving one of its inputs to another row or swapping it
+    with a shorter one there, as long as some move does (the greedy packing can leave the longest
+    row an input's length above the others, and every row is padded to the longest).
+
+    >>> rows, filled = [[0, 3], [1, 2]], [60, 40]
+    >>> even_out(rows, filled, [40, 25, 15, 20]); rows, filled
+    ([[3, 1], [2, 0]], [45, 55])
+    """
+    for _ in range(rounds):
+        top = max(range(len(rows)), key=filled.__getitem__)
+        best: tuple[int, int, int, int | None] | None = None  # (larger of the two rows after, row, i, j)
+        for r in range(len(rows)):
+            if r == top:
+                continue
+            for i, a in enumerate(rows[top]):
+                for j, b in [(None, None), *enumerate(rows[r])]:
+                    moved = lengths[a] - (0 if b is None else lengths[b])
+                    after = max(filled[top] - moved, filled[r] + moved)
+                    if moved > 0 and after < filled[top] and (best is None or after < best[0]):
+                        best = (after, r, i, j)
+        if best is None:
+            return
+        _, r, i, j = best
+        a = rows[top].pop(i)
+        moved = lengths[a]
+        if j is not None:
+            b = rows[r].pop(j)
+            rows[top].append(b)
+            moved -= lengths[b]
+        rows[r].append(a)
+        filled[top] -= moved
+        filled[r] += moved
 
 
 def packed_calls(lengths: Sequence[int], max_count: int, max_tokens: int,
