@@ -40,6 +40,7 @@ from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.hf_qa import HFQuestionAnswerer
+from q2_metric.models.cpu_matmul import uses_onednn
 from q2_metric.models.flops import FlopMeter, matmul_peak
 from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
 from q2_metric.models.loading import uses_segment_ids
@@ -207,15 +208,18 @@ def peak_memory(device: torch.device) -> str:
 
 def measure_peaks(device: torch.device, model_dtype: torch.dtype) -> dict[str, float]:
     """FLOP/s of a large torch.mm on this device with the current threads: float32, and bfloat16
-    where the hardware has it (a CPU with AVX-512 BF16/AMX, any recent GPU), and the models' dtype."""
-    peaks = {"float32": matmul_peak(torch.float32, n=2048 if device.type == "cpu" else 8192, device=device)}
+    where the hardware has it (a CPU with AVX-512 BF16/AMX, any recent GPU), and the models' dtype;
+    on a CPU also oneDNN's float32 product (`float32 oneDNN`), which `cpu_matmul` may choose."""
+    n = 2048 if device.type == "cpu" else 8192
+    peaks = {"float32": matmul_peak(torch.float32, n=n, device=device)}
+    if device.type == "cpu" and torch.backends.mkldnn.is_available():
+        peaks["float32 oneDNN"] = matmul_peak(torch.float32, n=n, device=device, onednn=True)
     has_bf16 = (torch.cuda.is_bf16_supported() if device.type == "cuda"
                 else torch.ops.mkldnn._is_mkldnn_bf16_supported())
     wanted = {torch.bfloat16} if has_bf16 else set()
     wanted.add(model_dtype)
     for dtype in sorted(wanted - {torch.float32}, key=str):
-        peaks[str(dtype).replace("torch.", "")] = matmul_peak(dtype, n=2048 if device.type == "cpu" else 8192,
-                                                           device=device)
+        peaks[str(dtype).replace("torch.", "")] = matmul_peak(dtype, n=n, device=device)
     return peaks
 
 
@@ -259,6 +263,8 @@ def runtime_options(args) -> dict:
         out.update(qg_max_tokens=args.max_tokens, qa_max_tokens=args.max_tokens, nli_max_tokens=args.max_tokens)
     if args.qa_packing:
         out["qa_packing"] = args.qa_packing
+    if args.cpu_matmul:
+        out["cpu_matmul"] = args.cpu_matmul
     return out
 
 
@@ -293,6 +299,8 @@ def main() -> int:
                     "config's on a CPU, GPU-sized on CUDA)")
     ap.add_argument("--max-tokens", type=int, default=None, help="QG, QA and NLI padded tokens per batch")
     ap.add_argument("--qa-packing", choices=("auto", "on", "off"), default=None)
+    ap.add_argument("--cpu-matmul", choices=("auto", "blas", "onednn"), default=None,
+                    help="who computes the engine's float32 Linear layers on a CPU (the loop keeps PyTorch's)")
     ap.add_argument("--reference-no-grad", action="store_true",
                     help="run the loop's QA in inference mode (the released code leaves autograd on)")
     args = ap.parse_args()
@@ -308,13 +316,15 @@ def main() -> int:
           + f", dtype {Q2Scorer(config)._dtype_name()}")
     print(f"Runtime: batch sizes QG {config.qg_batch_size}, QA {config.qa_batch_size}, NLI {config.nli_batch_size}; "
           f"token budgets {config.qg_max_tokens}/{config.qa_max_tokens}/{config.nli_max_tokens}; "
-          f"QA packed: {qa.packs()}")
+          f"QA packed: {qa.packs()}; Linear layers: "
+          f"{'oneDNN' if uses_onednn(config.cpu_matmul, device, qa.model.dtype) else 'PyTorch default (BLAS)'}")
 
     peaks = measure_peaks(device, qa.model.dtype)
-    print("Matrix-product peak (torch.mm, measured now): "
+    print("Matrix-product peak (torch.mm unless named, measured now): "
           + ", ".join(f"{k} {v / 1e9:,.1f} GFLOP/s" for k, v in peaks.items()))
     peak_name = str(qa.model.dtype).replace("torch.", "")
-    peak = peaks[peak_name]
+    # fractions of peak are of the fastest product of the models' dtype this machine has
+    peak = max(v for k, v in peaks.items() if k.split()[0] == peak_name)
 
     n_ref = min(args.reference_n or args.n, args.n)
     # the loop's QA: the released code's call where the decisions are scripted, else the backend
@@ -327,11 +337,17 @@ def main() -> int:
     ref_flops0 = sum(m.flops for m in ref_meters)
     # the released code's beam search (transformers 3.2) made cross-attention keys and values per beam
     shared_cross, qg.shared_cross = getattr(qg, "shared_cross", None), None
+    # ... and its Linear layers ran on PyTorch's default path (the loop's own QA model never switches)
+    linears = {comp: getattr(comp, "linears", None) for comp in (qg, nli)}
+    for comp in linears:
+        comp.linears = None
     t0 = time.perf_counter()
     ref = [reference_q2(r, k, parser, ref_counted["qg"], ref_counted["qa"], ref_counted["nli"])
            for r, k in zip(responses[:n_ref], knowledge[:n_ref])]
     t_ref = time.perf_counter() - t0
     qg.shared_cross = shared_cross
+    for comp, value in linears.items():
+        comp.linears = value
     ref_counts = {name: c.counts.copy() for name, c in ref_counted.items()}
     ref_tokens = qa.tokens_processed
     ref_flops = sum(m.flops for m in ref_meters) - ref_flops0

@@ -18,13 +18,15 @@ Decoding = Literal["beam", "greedy"]
 QuestionMode = Literal["single", "multi"]
 QADecoding = Literal["reference", "best_span"]
 Packing = Literal["auto", "on", "off"]
+CpuMatmul = Literal["auto", "blas", "onednn"]
 Device = str  # "auto", "cpu", "cuda" or "cuda:N"
 
 # Options that only change how fast a score is made, never its value: left out of the signature.
 # (`dtype` is not one of them: half precision changes generated questions and answers.)
 SPEED_OPTIONS = frozenset(
     {"device", "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
-     "qg_max_tokens", "qa_max_tokens", "nli_max_tokens", "qa_packing"}
+     "qg_max_tokens", "qa_max_tokens", "nli_max_tokens", "qa_packing",
+     "cpu_matmul"}
 )
 MODEL_OPTIONS = frozenset(
     {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype"}
@@ -100,6 +102,9 @@ class Q2Config:
     # QA pairs packed into unpadded rows (see q2_metric.models.hf_qa): "auto" = on a CPU, for
     # ALBERT/BERT/ELECTRA models.
     qa_packing: Packing = "auto"
+    # Who computes float32 Linear layers on a CPU (see q2_metric.models.cpu_matmul): "auto" = oneDNN
+    # on non-Intel CPUs with AVX-512, where MKL runs AVX2 code; "blas" = PyTorch's default; "onednn".
+    cpu_matmul: CpuMatmul = "auto"
 
     def __post_init__(self) -> None:
         choices = {
@@ -108,6 +113,7 @@ class Q2Config:
             "qa_decoding": ("reference", "best_span"),
             "dtype": ("auto", "float32", "float16", "bfloat16"),
             "qa_packing": ("auto", "on", "off"),
+            "cpu_matmul": ("auto", "blas", "onednn"),
         }
         kind, _, index = str(self.device).partition(":")
         if not (self.device in ("auto", "cpu", "cuda") or kind == "cuda" and index.isdigit()):

@@ -74,6 +74,8 @@ Args:
         ({option_default("qg_max_tokens")}, {option_default("qa_max_tokens")}, {option_default("nli_max_tokens")}).
     qa_packing (str): `auto` (QA pairs packed without padding on a CPU), `on` or `off`
         ({option_default("qa_packing")!r}); speed only.
+    cpu_matmul (str): `auto` (oneDNN for float32 Linear layers on non-Intel CPUs with AVX-512,
+        where MKL runs AVX2 code), `blas` or `onednn` ({option_default("cpu_matmul")!r}); speed only.
     qg_batch_size, qa_batch_size, nli_batch_size, spacy_batch_size (int): batch sizes
         ({option_default("qg_batch_size")}, {option_default("qa_batch_size")}, {option_default("nli_batch_size")}, {option_default("spacy_batch_size")}).
     A bad value fails at once with one sentence naming the option and its allowed values.
@@ -236,7 +238,7 @@ class Q2(evaluate.Metric):
                  use_nli=None, discard_unanswerable_if_any_answerable=None, fallback_nli=None,
                  fallback_scores=None, fallback_lowercase=None, device=None, dtype=None, qg_batch_size=None,
                  qa_batch_size=None, nli_batch_size=None, spacy_batch_size=None, qg_max_tokens=None,
-                 qa_max_tokens=None, nli_max_tokens=None, qa_packing=None):
+                 qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None):
         options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
         from q2_metric.models.loading import verbose_loading
         from q2_metric.progress import tqdm_progress

@@ -19,7 +19,9 @@ def test_benchmark_ci_sized():
     assert 0 < eng <= ref
     assert "peak memory:" in res.stdout and "QA tokens" in res.stdout
     # the machine's measured peak, and each model stage's FLOPs and fraction of it
-    assert re.search(r"Matrix-product peak \(torch.mm, measured now\): float32 [\d,.]+ GFLOP/s", res.stdout)
+    assert re.search(r"Matrix-product peak \(torch.mm unless named, measured now\): float32 [\d,.]+ GFLOP/s, "
+                     r"float32 oneDNN [\d,.]+ GFLOP/s", res.stdout)
+    assert re.search(r"Linear layers: (oneDNN|PyTorch default \(BLAS\))$", res.stdout, re.M)
     assert re.search(r"fraction of float32 peak\s+[\d.]+%\s+[\d.]+%", res.stdout)
     for role in ("qg", "qa"):
         assert re.search(rf"^{role}\s+[\d.]+\s+\d+%\s+\d+\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+[\d.]+%", res.stdout, re.M), role

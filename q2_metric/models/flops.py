@@ -195,19 +195,25 @@ class FlopMeter:
 
 
 def matmul_peak(dtype: torch.dtype = torch.float32, n: int = 2048, seconds: float = 1.0,
-                device: torch.device | str = "cpu") -> float:
+                device: torch.device | str = "cpu", onednn: bool = False) -> float:
     """Measured FLOP/s of a large square `torch.mm` in `dtype` (the best of repeated runs over
-    about `seconds`): the machine's practical matrix-product peak for the current thread setting."""
+    about `seconds`): the machine's practical matrix-product peak for the current thread setting.
+    `onednn=True` times oneDNN's product instead (the CPU kernel of `cpu_matmul='onednn'`)."""
     device = torch.device(device)
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    torch.mm(a, b)
+    if onednn:
+        def mm(a, b):  # a @ b.T, the same FLOPs
+            return torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], "")
+    else:
+        mm = torch.mm
+    mm(a, b)
     sync()
     best, spent = float("inf"), 0.0
     while spent < seconds:
         t0 = time.perf_counter()
-        torch.mm(a, b)
+        mm(a, b)
         sync()
         dt = time.perf_counter() - t0
         best, spent = min(best, dt), spent + dt

@@ -20,6 +20,7 @@ from q2_metric.config import Q2Config
 from q2_metric.models.allennlp_input import ALLENNLP, allennlp_pair_ids, is_allennlp_converted, template_parts
 from q2_metric.models.batching import map_batched
 from q2_metric.models.checks import nli_labels
+from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
                                      uses_segment_ids)
 
@@ -57,6 +58,7 @@ class HFNLIClassifier:
             dtype=resolve_dtype(config.dtype, self.device),
         ).to(self.device).eval()
         self.labels = nli_label_map(self.model.config.id2label)
+        self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.max_length = min(self.tokenizer.model_max_length, 512)
         self.tokens_processed = 0
         if is_allennlp_converted(self.model.config):
@@ -100,7 +102,8 @@ class HFNLIClassifier:
                              padding=True, truncation=True, max_length=self.max_length,
                              return_token_type_ids=uses_segment_ids(self.model))
         self.tokens_processed += int(enc["input_ids"].numel())
-        logits = self.model(**enc.to(self.device)).logits
+        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+            logits = self.model(**enc.to(self.device)).logits
         return [self.labels[int(i)] for i in logits.argmax(dim=-1).tolist()]
 
     @torch.inference_mode()
@@ -110,7 +113,8 @@ class HFNLIClassifier:
         input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids])
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
         self.tokens_processed += int(input_ids.numel())
-        logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
+        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+            logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
         return [self.labels[int(i)] for i in logits.argmax(dim=-1).tolist()]
 
     def _lengths(self, flat: list[tuple[str, str]]) -> list[int]:

@@ -38,6 +38,7 @@ import torch
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import budget_batches, packed_calls
+from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.progress import batch_done
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
                                      uses_segment_ids)
@@ -106,6 +107,7 @@ class HFQuestionAnswerer:
             AutoModelForQuestionAnswering, config.qa_model,
             dtype=resolve_dtype(config.dtype, self.device),
         ).to(self.device).eval()
+        self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.cls_text = self.tokenizer.cls_token or "[CLS]"
         self.window = model_window(self.tokenizer, self.model)
         self.packs()  # qa_packing='on' with a model that cannot pack fails here, at load
@@ -116,7 +118,8 @@ class HFQuestionAnswerer:
         names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features[0]]
         batch = self.tokenizer.pad([{k: f[k] for k in names} for f in features], return_tensors="pt")
         self.tokens_processed += int(batch["input_ids"].numel())
-        out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
+        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+            out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
         start = out.start_logits.float().cpu().numpy()
         end = out.end_logits.float().cpu().numpy()
         mask = batch["attention_mask"].bool().numpy()
@@ -157,8 +160,9 @@ class HFQuestionAnswerer:
         mask = torch.zeros((*shape, width), dtype=dtype).masked_fill_(
             segment[:, :, None] != segment[:, None, :], torch.finfo(dtype).min)[:, None]
         self.tokens_processed += ids.numel()
-        out = self.model(input_ids=ids.to(self.device), token_type_ids=types.to(self.device),
-                         position_ids=positions.to(self.device), attention_mask=mask.to(self.device))
+        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+            out = self.model(input_ids=ids.to(self.device), token_type_ids=types.to(self.device),
+                             position_ids=positions.to(self.device), attention_mask=mask.to(self.device))
         start, end = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
         return {i: (start[r, o:o + n], end[r, o:o + n]) for i, r, o, n in spans}
 

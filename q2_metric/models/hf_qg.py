@@ -9,6 +9,7 @@ import torch
 
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import map_batched
+from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
 from q2_metric.models.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.t5_cross_bias import attach_cross_attention_bias
@@ -53,6 +54,7 @@ class HFQuestionGenerator:
         self.model = self.model.to(self.device).eval()
         # beam search computes each input's cross-attention keys and values once (same values)
         self.shared_cross = attach_shared_cross_attention(self.model)
+        self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.tokens_processed = 0
 
     @property
@@ -97,7 +99,7 @@ class HFQuestionGenerator:
         self.tokens_processed += int(ids.numel())
         kwargs = self._generation_kwargs()
         sharing = self.shared_cross.sharing(kwargs["num_beams"]) if self.shared_cross else contextlib.nullcontext()
-        with sharing:
+        with sharing, linear_kernels(self.linears, self.config.cpu_matmul, self.device):
             out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs).tolist()
         k = self.config.questions_per_candidate
         return [out[i * k:(i + 1) * k] for i in range(len(inputs))]
