@@ -127,3 +127,13 @@ def test_backends_switch_inside_their_calls_only_and_decide_alike(tiny_config, r
     assert [r.fallback_label for r in a.responses] == [r.fallback_label for r in b.responses]
     assert a.scores == b.scores
     assert a.signature.to_dict() == b.signature.to_dict()  # a speed option: not in the signature
+
+
+def test_command_line_flag():
+    from q2_metric.frontends.cli import build_parser, config_from_args
+
+    parser = build_parser()
+    assert config_from_args(parser.parse_args(["score", "in.csv", "-o", "o.csv"])).cpu_matmul == "auto"
+    assert config_from_args(parser.parse_args(["score", "in.csv", "-o", "o.csv", "--cpu-matmul", "blas"])).cpu_matmul == "blas"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["score", "in.csv", "-o", "o.csv", "--cpu-matmul", "mkl"])

@@ -44,6 +44,9 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fallback-cased", action="store_true",
                    help="keep the case of knowledge and response in the fallback NLI (a departure)")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI")
+    g.add_argument("--cpu-matmul", choices=("auto", "blas", "onednn"), default=d.cpu_matmul,
+                   help="who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with "
+                        "AVX-512, where MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only")
     g.add_argument("--max-question-length", type=int, default=None,
                    help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)")
 
@@ -55,7 +58,7 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
                 spacy_model=args.spacy_model, decoding=args.decoding, question_mode=args.question_mode,
                 qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype, use_nli=not args.no_nli,
-                fallback_lowercase=not args.fallback_cased)
+                fallback_lowercase=not args.fallback_cased, cpu_matmul=args.cpu_matmul)
     if args.no_personal_filter:
         opts["personal_filter"] = False
     if args.max_question_length is not None:

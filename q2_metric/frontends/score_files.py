@@ -142,6 +142,7 @@ def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str
     recover_outputs([p for p in outputs.values() if p])
     rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
                      multiline=multiline)
+    pause_point("models-check")  # tests: a signal while the models are being checked
     names = model_names(scorer)
     good = [r for r in rows if r.error is None]
     keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col]) for r in good}
