@@ -113,7 +113,7 @@ def test_long_knowledge_uses_sliding_windows(tiny_config):
             out.append((start, end))
         return out
 
-    qa._logits = fake_logits
+    qa._launch_padded, qa._collect_padded = fake_logits, lambda results: results
     [answer] = qa.answer(["Where?"], [context])
     # reference decoding: the tokenizer's text of the answering window's span (lower-cased)
     assert target["seen"] and answer.text == "gardening"
@@ -147,7 +147,7 @@ def test_best_span_null_threshold(tiny_config):
     def logits(features):
         return [(np.where(np.arange(len(f["input_ids"])) == 0, 10.0, 0.0),) * 2 for f in features]
 
-    qa._logits = logits
+    qa._launch_padded, qa._collect_padded = logits, lambda results: results
     assert qa.answer(["Who?"], ["Bob Ross hosted it."]) == [NO_ANSWER]
 
 
@@ -225,7 +225,7 @@ def test_fallback_reads_long_knowledge_in_windows(tiny_config):
         seen.extend(pairs)
         return ["entailment" if "bob ross" in p else "neutral" for p, _ in pairs]
 
-    nli._run = fake_run
+    nli._launch, nli._collect = fake_run, lambda labels: labels
     scorer = Q2Scorer(tiny_config, parser=ScriptedParser({response: ParsedText()}), nli=nli)
     res = scorer.score([response], [knowledge]).responses[0]
     assert res.fallback and res.fallback_windows == len(seen) > 1

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from q2_metric.progress import batch_done
 
 T = TypeVar("T")
 R = TypeVar("R")
+H = TypeVar("H")
 
 
 def budget_batches(lengths: Sequence[int], max_count: int, max_tokens: int,
@@ -109,13 +110,37 @@ def packed_calls(lengths: Sequence[int], max_count: int, max_tokens: int,
         yield [[call[k] for k in row] for row in pack_rows([lengths[j] for j in call], row_tokens)]
 
 
+def pipelined(calls: Iterable[T], launch: Callable[[T], H], collect: Callable[[H], R]) -> Iterator[tuple[T, R]]:
+    """(call, collect(launch(call))) for each call, in order, with each call launched before the
+    previous one is collected. On a GPU `launch` only queues the kernels, so the CPU prepares
+    (tokenizes, pads) the next batch while the device still runs the one before. On a CPU `launch`
+    does the work itself, and the order of the results is all that matters.
+
+    >>> log = []
+    >>> launch = lambda c: log.append(f"launch {c}") or c
+    >>> collect = lambda h: log.append(f"collect {h}") or h * 10
+    >>> list(pipelined([1, 2, 3], launch, collect)), log
+    ([(1, 10), (2, 20), (3, 30)], ['launch 1', 'launch 2', 'collect 1', 'launch 3', 'collect 2', 'collect 3'])
+    """
+    pending: tuple[T, H] | None = None
+    for call in calls:
+        handle = launch(call)
+        if pending is not None:
+            yield pending[0], collect(pending[1])
+        pending = (call, handle)
+    if pending is not None:
+        yield pending[0], collect(pending[1])
+
+
 def map_batched(items: Sequence[T], lengths: Sequence[int], max_count: int, max_tokens: int,
-                run: Callable[[list[T]], list[R]]) -> list[R]:
-    """Apply `run` to budgeted batches of `items`; return one result per item, in input order."""
+                run: Callable[[list[T]], H], collect: Callable[[H], list[R]] = lambda results: results) -> list[R]:
+    """Apply `run` to budgeted batches of `items`; return one result per item, in input order.
+    With `collect`, `run` only launches a batch and `collect` waits for its results (`pipelined`)."""
     out: list[R | None] = [None] * len(items)
     done = 0
-    for idx in budget_batches(lengths, max_count, max_tokens):
-        for i, result in zip(idx, run([items[i] for i in idx])):
+    batches = budget_batches(lengths, max_count, max_tokens)
+    for idx, results in pipelined(batches, lambda idx: run([items[i] for i in idx]), collect):
+        for i, result in zip(idx, results):
             out[i] = result
         done += len(idx)
         batch_done(done, len(items))

@@ -94,28 +94,34 @@ class HFNLIClassifier:
         """How many premise windows the pair is read in (1 when it fits)."""
         return len(self._split(premise, hypothesis))
 
-    @torch.inference_mode()
     def _run(self, pairs: list[tuple[str, str]]) -> list[str]:
+        """The label of each (premise, hypothesis) pair, in one padded batch."""
+        return self._collect(self._launch(pairs))
+
+    @torch.inference_mode()
+    def _launch(self, pairs: list[tuple[str, str]]) -> torch.Tensor:
+        """Queue one padded batch; its predicted label ids (on the device)."""
         if self.tokenization == ALLENNLP:
-            return self._run_ids([self._allennlp_ids(p, h) for p, h in pairs])
+            return self._launch_ids([self._allennlp_ids(p, h) for p, h in pairs])
         enc = self.tokenizer([p for p, _ in pairs], [h for _, h in pairs], return_tensors="pt",
                              padding=True, truncation=True, max_length=self.max_length,
                              return_token_type_ids=uses_segment_ids(self.model))
         self.tokens_processed += int(enc["input_ids"].numel())
         with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
-            logits = self.model(**enc.to(self.device)).logits
-        return [self.labels[int(i)] for i in logits.argmax(dim=-1).tolist()]
+            return self.model(**enc.to(self.device)).logits.argmax(dim=-1)
 
     @torch.inference_mode()
-    def _run_ids(self, ids: list[list[int]]) -> list[str]:
+    def _launch_ids(self, ids: list[list[int]]) -> torch.Tensor:
         width = max(len(x) for x in ids)
         pad = self.tokenizer.pad_token_id
         input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids])
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
         self.tokens_processed += int(input_ids.numel())
         with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
-            logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
-        return [self.labels[int(i)] for i in logits.argmax(dim=-1).tolist()]
+            return self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits.argmax(dim=-1)
+
+    def _collect(self, predicted: torch.Tensor) -> list[str]:
+        return [self.labels[int(i)] for i in predicted.tolist()]
 
     def _lengths(self, flat: list[tuple[str, str]]) -> list[int]:
         if self.tokenization == ALLENNLP:
@@ -127,7 +133,8 @@ class HFNLIClassifier:
         split = [self._split(p, h) for p, h in zip(premises, hypotheses)]
         flat = [w for windows in split for w in windows]
         lengths = self._lengths(flat)
-        labels = map_batched(flat, lengths, self.config.nli_batch_size, self.config.nli_max_tokens, self._run)
+        labels = map_batched(flat, lengths, self.config.nli_batch_size, self.config.nli_max_tokens,
+                             self._launch, self._collect)
         out, i = [], 0
         for windows in split:
             out.append(labels[i] if len(windows) == 1 else combine_window_labels(labels[i:i + len(windows)]))

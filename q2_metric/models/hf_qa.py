@@ -37,7 +37,7 @@ import torch
 
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
-from q2_metric.models.batching import budget_batches, packed_calls
+from q2_metric.models.batching import budget_batches, packed_calls, pipelined
 from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.progress import batch_done
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
@@ -113,18 +113,26 @@ class HFQuestionAnswerer:
         self.packs()  # qa_packing='on' with a model that cannot pack fails here, at load
         self.tokens_processed = 0  # padded tokens through the model, for benchmarks
 
-    @torch.inference_mode()
     def _logits(self, features: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Start and end logits of each feature, in one padded batch."""
+        return self._collect_padded(self._launch_padded(features))
+
+    @torch.inference_mode()
+    def _launch_padded(self, features: list[dict]):
         names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features[0]]
         batch = self.tokenizer.pad([{k: f[k] for k in names} for f in features], return_tensors="pt")
         self.tokens_processed += int(batch["input_ids"].numel())
         with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
             out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
-        start = out.start_logits.float().cpu().numpy()
-        end = out.end_logits.float().cpu().numpy()
-        mask = batch["attention_mask"].bool().numpy()
+        return out.start_logits, out.end_logits, batch["attention_mask"]
+
+    @staticmethod
+    def _collect_padded(launched) -> list[tuple[np.ndarray, np.ndarray]]:
+        start, end, mask = launched
+        start, end = start.float().cpu().numpy(), end.float().cpu().numpy()
+        mask = mask.bool().numpy()
         # the unpadded sequence's logits, whichever side the tokenizer pads
-        return [(start[i][mask[i]], end[i][mask[i]]) for i in range(len(features))]
+        return [(start[i][mask[i]], end[i][mask[i]]) for i in range(len(mask))]
 
     def packs(self) -> bool:
         """Whether calls are packed: `qa_packing` 'on', or 'auto' on a CPU with a packable model."""
@@ -135,10 +143,13 @@ class HFQuestionAnswerer:
                              f"{self.model_id} is not one of them (use qa_packing='auto' or 'off')")
         return mode == "on" or (mode == "auto" and packable and self.device.type == "cpu")
 
-    @torch.inference_mode()
     def _packed_logits(self, features: list[dict], rows: list[list[int]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """Logits of the features packed in `rows`: one batch row per packed row, no pad tokens
         except at the end of the shorter rows (which attend only to themselves)."""
+        return self._collect_packed(self._launch_packed(features, rows))
+
+    @torch.inference_mode()
+    def _launch_packed(self, features: list[dict], rows: list[list[int]]):
         width = max(sum(len(features[i]["input_ids"]) for i in row) for row in rows)
         shape = (len(rows), width)
         ids = torch.full(shape, self.tokenizer.pad_token_id or 0, dtype=torch.long)
@@ -163,7 +174,12 @@ class HFQuestionAnswerer:
         with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
             out = self.model(input_ids=ids.to(self.device), token_type_ids=types.to(self.device),
                              position_ids=positions.to(self.device), attention_mask=mask.to(self.device))
-        start, end = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
+        return out.start_logits, out.end_logits, spans
+
+    @staticmethod
+    def _collect_packed(launched) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        start, end, spans = launched
+        start, end = start.float().cpu().numpy(), end.float().cpu().numpy()
         return {i: (start[r, o:o + n], end[r, o:o + n]) for i, r, o, n in spans}
 
     def _all_logits(self, features: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -172,15 +188,19 @@ class HFQuestionAnswerer:
         lengths = [len(f["input_ids"]) for f in features]
         logits: list = [None] * len(features)
         done = 0
+        # each call is launched before the previous one is collected (`pipelined`)
         if not self.packs():
-            for idx in budget_batches(lengths, c.qa_batch_size, c.qa_max_tokens):
-                for i, result in zip(idx, self._logits([features[i] for i in idx])):
+            batches = budget_batches(lengths, c.qa_batch_size, c.qa_max_tokens)
+            for idx, results in pipelined(batches, lambda idx: self._launch_padded([features[i] for i in idx]),
+                                          self._collect_padded):
+                for i, result in zip(idx, results):
                     logits[i] = result
                 done += len(idx)
                 batch_done(done, len(features))
             return logits
-        for rows in packed_calls(lengths, c.qa_batch_size, c.qa_max_tokens, PACK_ROW_TOKENS):
-            for i, result in self._packed_logits(features, rows).items():
+        calls = packed_calls(lengths, c.qa_batch_size, c.qa_max_tokens, PACK_ROW_TOKENS)
+        for rows, results in pipelined(calls, lambda rows: self._launch_packed(features, rows), self._collect_packed):
+            for i, result in results.items():
                 logits[i] = result
             done += sum(map(len, rows))
             batch_done(done, len(features))
