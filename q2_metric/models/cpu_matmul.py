@@ -4,12 +4,12 @@ On a CPU, PyTorch computes a float32 `nn.Linear` with its BLAS (MKL in the offic
 chooses its kernels by CPU vendor, and on AMD processors it runs its AVX2 code even where the
 cores have AVX-512 (Zen 4 and Zen 5). oneDNN, which the same PyTorch build carries, chooses by
 instruction set. On a 2-core AMD EPYC (Zen 5) it ran every Linear shape of the three paper models
-at 2.0 to 2.5x MKL's rate (`benchmarks/RESULTS.md`).
+at 2.0 to 2.9x MKL's rate (`benchmarks/RESULTS.md`).
 
 `cpu_matmul` (a runtime option, like batching: float rounding only, outputs agree to about 1e-6):
 - `auto`: oneDNN for float32 models on a CPU that has AVX-512 and is not Intel's. On Intel CPUs
   MKL already runs AVX-512. On AVX2-only CPUs MKL was measured faster.
-- `onednn`: always, on a CPU.
+- `onednn`: always, for float32 models on a CPU.
 - `blas`: never (PyTorch's own path).
 
 The layers are switched only inside `active()`, around the backends' own model calls. The model
@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Iterator
+from typing import Iterator, get_args
 
 import torch
 
-CHOICES = ("auto", "blas", "onednn")
+from q2_metric.config import CpuMatmul
+
+CHOICES = get_args(CpuMatmul)
 
 
 def prefers_onednn(capability: str, vendor: str) -> bool:
@@ -53,9 +55,8 @@ def uses_onednn(setting: str, device: torch.device, dtype: torch.dtype) -> bool:
     """Whether a model on `device` in `dtype` runs its Linear layers with oneDNN under `setting`."""
     if setting not in CHOICES:
         raise ValueError(f"cpu_matmul must be one of {CHOICES}, got {setting!r}")
-    if setting == "blas" or device.type != "cpu" or not torch.backends.mkldnn.is_available():
-        return False
-    if dtype != torch.float32:  # PyTorch already runs half-precision Linear layers with oneDNN
+    # (PyTorch already runs half-precision Linear layers with oneDNN)
+    if setting == "blas" or device.type != "cpu" or dtype != torch.float32 or not torch.backends.mkldnn.is_available():
         return False
     return setting == "onednn" or prefers_onednn(torch.backends.cpu.get_cpu_capability(), cpu_vendor())
 

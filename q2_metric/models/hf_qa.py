@@ -188,21 +188,19 @@ class HFQuestionAnswerer:
         lengths = [len(f["input_ids"]) for f in features]
         logits: list = [None] * len(features)
         done = 0
+        if self.packs():
+            calls = packed_calls(lengths, c.qa_batch_size, c.qa_max_tokens, PACK_ROW_TOKENS)
+            launch = lambda rows: self._launch_packed(features, rows)  # noqa: E731
+            collect = self._collect_packed
+        else:
+            calls = budget_batches(lengths, c.qa_batch_size, c.qa_max_tokens)
+            launch = lambda idx: (idx, self._launch_padded([features[i] for i in idx]))  # noqa: E731
+            collect = lambda launched: dict(zip(launched[0], self._collect_padded(launched[1])))  # noqa: E731
         # each call is launched before the previous one is collected (`pipelined`)
-        if not self.packs():
-            batches = budget_batches(lengths, c.qa_batch_size, c.qa_max_tokens)
-            for idx, results in pipelined(batches, lambda idx: self._launch_padded([features[i] for i in idx]),
-                                          self._collect_padded):
-                for i, result in zip(idx, results):
-                    logits[i] = result
-                done += len(idx)
-                batch_done(done, len(features))
-            return logits
-        calls = packed_calls(lengths, c.qa_batch_size, c.qa_max_tokens, PACK_ROW_TOKENS)
-        for rows, results in pipelined(calls, lambda rows: self._launch_packed(features, rows), self._collect_packed):
+        for _, results in pipelined(calls, launch, collect):
             for i, result in results.items():
                 logits[i] = result
-            done += sum(map(len, rows))
+            done += len(results)
             batch_done(done, len(features))
         return logits
 
