@@ -174,6 +174,35 @@ def _explain_path(opt: dict) -> str | None:
     return path
 
 
+def check_explain_file(opt: dict, path: str) -> None:
+    """The output-path rule (`q2_metric.frontends.paths`) for --q2-explain-file, before any model
+    work: it must not be, contain or lie inside an input (the annotations, the data file, the
+    model file, a Q² model folder) nor be another output; its folder is created. A collision is one
+    line on stderr and exit code 2 (ParlAI would print a traceback for an exception)."""
+    import sys
+
+    from q2_metric.frontends.paths import OutputPathError, check_outputs
+
+    inputs = {f"--{name.replace('_', '-')}": opt.get(name) for name in
+              ("q2_annotations", "datafile", "model_file", "init_model", "q2_qg_model", "q2_qa_model",
+               "q2_nli_model", "q2_spacy_model")}
+    inputs = {flag: p for flag, p in inputs.items() if isinstance(p, str) and os.path.exists(p)}
+    outputs = {"--report-filename": opt.get("report_filename"), "--world-logs": opt.get("world_logs")}
+    outputs = {flag: p for flag, p in outputs.items() if isinstance(p, str) and p}
+    try:
+        check_outputs(inputs, {**outputs, "--q2-explain-file": path})
+    except OutputPathError as err:
+        print(f"q2: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        print(f"q2: the folder '{folder}' of --q2-explain-file cannot be created ({err.strerror}).",
+              file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 @dataclass
 class _Turn:
     """One evaluated turn waiting for its batch."""
@@ -214,12 +243,14 @@ class Q2Buffer:
         self.log_interval = interval if interval > 0 else float("inf")
         self.config = config_from_opt(opt)
         self.size = self.config.qg_batch_size  # --q2-batch-size, checked
+        self.explain_file = _explain_path(opt)
+        if self.explain_file:
+            check_explain_file(opt, self.explain_file)
         check_models(self.config)
         self.training = _is_training(opt)
         self.limit = _example_limit(opt)
         self.always_q2 = opt.get("validation_metric") == "q2" and not self.training
         self.base_info = {"teacher": opt.get("task"), "datatype": opt.get("datatype"), "system": _system(opt)}
-        self.explain_file = _explain_path(opt)
         if self.explain_file and self.explain_file not in _STARTED_EXPLAIN_FILES:
             _STARTED_EXPLAIN_FILES.add(self.explain_file)
             if not opt.get("q2_explain_append"):

@@ -30,6 +30,15 @@ def _version(dist: str) -> str:
         return "none"
 
 
+# Libraries whose version can change a score (tokenization, model code, the spaCy parse).
+SCORING_LIBRARIES = ("transformers", "tokenizers", "torch", "spacy", "sentencepiece")
+
+
+def library_versions() -> dict[str, str]:
+    """The installed version of each of `SCORING_LIBRARIES` (part of the cache key)."""
+    return {name: _version(name) for name in SCORING_LIBRARIES}
+
+
 @dataclass(frozen=True)
 class Signature:
     """Models (with revisions), options that change the score, and library versions."""
@@ -118,6 +127,6 @@ def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) ->
     # a model identified in `extra` is keyed by its identity, not by how its path was typed
     named = {_MODEL_ROLES[role] for role in (extra or {}) if role in _MODEL_ROLES}
     opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS and k not in named}
-    payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _q2_version()},
+    payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _q2_version(), "libs": library_versions()},
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
@@ -66,14 +67,28 @@ def clean_text(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+# Characters that show nothing: Unicode's Default_Ignorable_Code_Point ranges (zero-width
+# spaces and joiners, bidi marks and embeddings, variation selectors, fillers, tags) and the
+# blank Braille pattern.
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+                        "\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+                        "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+
+
 def is_blank(text: str) -> bool:
-    """Whether a text holds nothing but whitespace and control characters (NUL, ESC, ...)."""
-    return _BLANK.fullmatch(text) is not None
+    """Whether a text has no visible character after NFKC normalisation: only whitespace, control
+    characters (NUL, ESC, ...), format characters (Unicode category Cf: zero-width space, bidi
+    controls, ...), separators and other default-ignorable code points."""
+    if _BLANK.fullmatch(text) is not None:
+        return True
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    return all(unicodedata.category(ch)[0] in "CZ" and unicodedata.category(ch) not in ("Co", "Cn")
+               or ch.isspace() for ch in text)
 
 
 def empty_reason(response: str, knowledge: str) -> str | None:
     """Why a pair cannot be scored (its score is NaN, left out of the mean), or None: a response or
-    knowledge of only whitespace and control characters is empty."""
+    knowledge without a visible character (`is_blank`) is empty."""
     if is_blank(response):
         return "empty response"
     if is_blank(knowledge):

@@ -328,7 +328,11 @@ tmp, limit, old = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 scorer = scripted_scorer()
 cache = tmp / "cache" / cache_key(scorer) / "responses.jsonl"
 cache.parent.mkdir(parents=True, exist_ok=True)
-cache.write_text("x" * 20000 + "\n")  # an earlier run's cache, near the limit
+# an earlier run's cache, near the limit: one valid entry of 20000 bytes (a damaged one would be dropped)
+entry = {"key": "earlier", "result": {"q2": 1.0, "q2_no_nli": 1.0, "fallback": False, "reason": None,
+                                      "questions": []}, "pad": ""}
+entry["pad"] = "x" * (20000 - len(json.dumps(entry)))
+cache.write_text(json.dumps(entry) + "\n")
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG, as on a full disk
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 try:

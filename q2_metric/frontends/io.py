@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
+from q2_metric.frontends.paths import OutputPathError, check_outputs
 from q2_metric.interrupts import uninterruptible
 from q2_metric.validation import Q2InputError, clean_text
 
@@ -64,11 +65,15 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
     path = Path(path)
     if not path.exists():
         raise Q2InputError(f"The input file '{path}' does not exist; check the path.")
-    if path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet"))):
+    if response_col == knowledge_col:
+        raise Q2InputError(f"The response and knowledge columns are both '{response_col}'; name two different "
+                           "columns with --response-col and --knowledge-col.")
+    kind = input_format(path)
+    if kind == "parquet":
         rows, columns = _read_parquet(path)
-    elif path.is_dir():
+    elif kind == "dataset":
         rows, columns = _read_dataset(path)
-    elif path.suffix in (".jsonl", ".json"):
+    elif kind == "jsonl":
         rows, columns = _read_jsonl(path, encoding), None
     else:
         rows, columns = _read_csv(path, encoding, multiline)
@@ -104,10 +109,70 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
     return rows
 
 
+# Input larger than this (the file, or a Parquet table once decoded) is refused before it is read
+# whole; Q2_MAX_INPUT_BYTES sets another limit.
+MAX_INPUT_BYTES = 2 * 1024 ** 3
+TABLE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
+# What a file is, by its first bytes, where it is not a table this tool reads.
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed", "decompress it first (gunzip)"),
+          (b"BZh", "bzip2-compressed", "decompress it first (bunzip2)"),
+          (b"\xfd7zXZ\x00", "xz-compressed", "decompress it first (unxz)"),
+          (b"\x28\xb5\x2f\xfd", "zstd-compressed", "decompress it first (unzstd)"),
+          (b"PK\x03\x04", "a ZIP archive (an .xlsx workbook is one)", "export it as CSV, or unzip it first"),
+          (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "extract it first"))
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+         (b"\xfe\xff", "utf-16"))
+
+
+def max_input_bytes() -> int:
+    """The input size limit: $Q2_MAX_INPUT_BYTES, else `MAX_INPUT_BYTES` (2 GiB)."""
+    try:
+        return int(os.environ.get("Q2_MAX_INPUT_BYTES") or MAX_INPUT_BYTES)
+    except ValueError:
+        raise Q2InputError(f"Q2_MAX_INPUT_BYTES must be a number of bytes, got "
+                           f"{os.environ['Q2_MAX_INPUT_BYTES']!r}.") from None
+
+
+def _too_big(path: Path, size: int, what: str) -> Q2InputError:
+    return Q2InputError(f"The input '{path}' is {what} {size:,} bytes, above the limit of {max_input_bytes():,} "
+                        "bytes; split it, or raise the limit with Q2_MAX_INPUT_BYTES if the memory is there.")
+
+
+def input_format(path: Path) -> str:
+    """`parquet`, `dataset` (a save_to_disk folder), `jsonl` or `csv`: by the content where it tells
+    (Parquet's magic bytes, a first line that is a JSON object), else by the extension, in any case.
+    A compressed file or an archive is refused, saying what it is."""
+    if path.is_dir():
+        return "parquet" if any(path.glob("*.parquet")) else "dataset"
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    for magic, what, fix in _MAGIC:
+        if head.startswith(magic):
+            raise Q2InputError(f"The input file '{path}' is {what}, not a CSV, JSONL or Parquet table; {fix}.")
+    size = path.stat().st_size
+    if size > max_input_bytes():
+        raise _too_big(path, size, "a file of")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        return "jsonl"
+    if suffix == ".parquet":
+        return "parquet"  # not Parquet's magic: the reader says the file is damaged
+    first = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if suffix != ".csv" and first.startswith(b"{"):
+        return "jsonl"  # no (or another) extension, but JSON objects
+    return "csv"
+
+
 def read_text(path: Path, encoding: str) -> str:
-    """The file's text; a decoding failure is one sentence naming the byte offset."""
+    """The file's text; a decoding failure is one sentence naming the byte offset. A UTF-16 or
+    UTF-32 file with its byte-order mark is read as such when the encoding is UTF-8 (the default)."""
     data = path.read_bytes()
-    codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    utf8 = encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+    codec = "utf-8-sig" if utf8 else encoding
+    if utf8:
+        codec = next((name for bom, name in _BOMS if data.startswith(bom)), codec)
     try:
         return data.decode(codec)
     except LookupError:
@@ -115,10 +180,13 @@ def read_text(path: Path, encoding: str) -> str:
                            "utf-8 or latin-1 to --encoding.") from None
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
+        hint = "(e.g. --encoding latin-1)"
+        if b"\x00" in data[:4096] and codec.startswith("utf-8"):
+            hint = "(it holds NUL bytes: UTF-16 without a byte-order mark? e.g. --encoding utf-16-le)"
         raise Q2InputError(
-            f"The input file '{path}' is not valid {encoding}: byte 0x{data[err.start]:02x} at offset "
-            f"{err.start} (line {line}) cannot be decoded; pass the file's encoding with --encoding "
-            f"(e.g. --encoding latin-1).") from None
+            f"The input file '{path}' is not valid {codec if codec.startswith('utf-16') or codec.startswith('utf-32') else encoding}: "
+            f"byte 0x{data[err.start]:02x} at offset {err.start} (line {line}) cannot be decoded; pass the file's "
+            f"encoding with --encoding {hint}.") from None
 
 
 def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], list[str] | None]:
@@ -246,13 +314,32 @@ def _read_jsonl(path: Path, encoding: str) -> list[Row]:
             continue
         number += 1
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_no_duplicate_keys)
             if not isinstance(record, dict):
                 raise ValueError("not a JSON object")
             rows.append(Row(number, line_no, _clean_strings(record)))
+        except _DuplicateKey as err:
+            rows.append(Row(number, line_no, error=f"line {line_no}: the key '{err.key}' appears twice in one "
+                                                   "JSON object (which value is meant?)"))
         except ValueError as err:
             rows.append(Row(number, line_no, error=f"line {line_no}: not a JSON object ({err})"))
     return rows
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (json keeps the last one silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def _clean_strings(value: Any) -> Any:
@@ -271,8 +358,52 @@ def _read_parquet(path: Path) -> tuple[list[Row], list[str]]:
     """A Parquet file, or a folder of Parquet part files; `line` is the row number."""
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    _check_parquet_size(path)
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        raise Q2InputError(f"The input '{path}' cannot be read as Parquet ({str(err).splitlines()[0]}).") from None
     return [Row(i, i, record) for i, record in enumerate(table.to_pylist(), 1)], list(table.column_names)
+
+
+def _check_parquet_size(path: Path) -> None:
+    """Refuse a Parquet input whose table is above `max_input_bytes()` once decoded, one row group
+    at a time: a row group's uncompressed size comes from the metadata (before any decompression),
+    and dictionary-encoded columns (where a small file can expand a thousandfold) are read still
+    encoded and measured as they would be decoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    limit, total = max_input_bytes(), 0
+    files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
+    for file in files:
+        try:
+            pf = pq.ParquetFile(file)
+            pf = pq.ParquetFile(file, read_dictionary=pf.schema_arrow.names)
+        except (OSError, ValueError) as err:
+            raise Q2InputError(f"The input '{file}' cannot be read as Parquet "
+                               f"({str(err).splitlines()[0]}).") from None
+        for i in range(pf.metadata.num_row_groups):
+            group = pf.metadata.row_group(i)
+            stored = max(group.total_byte_size, sum(group.column(c).total_uncompressed_size
+                                                     for c in range(group.num_columns)))
+            if total + stored > limit:
+                raise _too_big(path, total + stored, "a Parquet table of at least")
+            for column in pf.read_row_group(i).columns:
+                for chunk in column.chunks:
+                    if pa.types.is_dictionary(chunk.type):
+                        values = chunk.dictionary
+                        if pa.types.is_string(values.type) or pa.types.is_binary(values.type) or \
+                                pa.types.is_large_string(values.type):
+                            lengths = pc.binary_length(values).take(chunk.indices.fill_null(0))
+                            total += int(pc.sum(lengths).as_py() or 0) + 8 * len(chunk)
+                        else:
+                            total += chunk.indices.nbytes * 2
+                    else:
+                        total += chunk.nbytes
+                if total > limit:
+                    raise _too_big(path, total, "a Parquet table of at least")
 
 
 def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:
@@ -291,10 +422,6 @@ def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:
 
 # -- writing ----------------------------------------------------------------------------------------
 
-class OutputPathError(Q2InputError):
-    """An output path that cannot be written as asked (a directory, the input, a clash)."""
-
-
 def _same(a: Path, b: Path) -> bool:
     try:
         if a.exists() and b.exists():
@@ -304,9 +431,12 @@ def _same(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | Path]) -> None:
+def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | Path],
+                       inputs: dict[str, str | Path | None] | None = None) -> None:
     """Raise `OutputPathError` unless every output (by its flag) is a writable file path that is
-    neither the input nor another output; run before any work."""
+    neither the input nor another output, does not contain or lie inside an input (the input file
+    or folder, and any of `inputs`: name -> path), and is a regular file where it exists (never a
+    link, a device or a pipe; see `paths.check_outputs`); run before any work."""
     named = [(flag, Path(p)) for flag, p in outputs.items()]
     for i, (flag, path) in enumerate(named):
         if path.is_dir():
@@ -328,6 +458,7 @@ def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | P
         if not os.access(folder, os.W_OK | os.X_OK):
             raise OutputPathError(f"The folder '{folder}' of the output path '{path}' ({flag}) is not "
                                   "writable; choose another path.")
+    check_outputs({"input": input_path, **(inputs or {})}, outputs)
 
 
 def pause_point(point: str) -> None:
@@ -517,13 +648,25 @@ def atomic_write(path: str | Path, write: Callable[[TextIO], Any]) -> None:
     commit_outputs([(path, write)])
 
 
+def check_table_suffix(path: str | Path, flag: str = "-o/--output") -> None:
+    """Refuse a table output whose extension names a format that is not written (.xlsx, .txt,
+    .tsv, none): it would get CSV under a misleading name."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        what = f"the extension '{Path(path).suffix}'" if suffix else "no extension"
+        raise OutputPathError(f"The output path '{path}' ({flag}) has {what}; tables are written as .csv, "
+                              ".jsonl (or .json: one object per line) or .parquet, so name one of those.")
+
+
 def table_writer(path: str | Path, records: Iterable[dict[str, Any]],
                  columns: list[str]) -> Callable[[TextIO], None]:
     """A `write(f)` for a CSV, JSONL when the name ends in .jsonl/.json, Parquet for .parquet."""
     records = list(records)
-    if Path(path).suffix == ".parquet":
+    check_table_suffix(path)
+    suffix = Path(path).suffix.lower()
+    if suffix == ".parquet":
         return parquet_writer(records, columns)
-    if Path(path).suffix in (".jsonl", ".json"):
+    if suffix in (".jsonl", ".json"):
         return lambda f: f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
     def write_csv(f: TextIO) -> None:

@@ -85,7 +85,7 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
     run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
                                            "--summary": summary_path},
                       response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
-                      allow_empty=allow_empty, multiline=multiline)
+                      allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir)
 
     with _run_dir(cache_dir, run.fingerprint) as run_dir:
         results, signatures = read_parts(run_dir)
@@ -226,9 +226,16 @@ def read_parts(run_dir: Path) -> tuple[dict[str, dict], dict[str, str]]:
 
 
 def _add(table, results: dict[str, dict], signatures: dict[str, str]) -> None:
+    from q2_metric.frontends.score_files import valid_result
+
     for key, result, signature in zip(*(table.column(c).to_pylist() for c in ("key", "result", "signature"))):
-        results[key] = json.loads(result)
-        signatures[key] = signature
+        try:
+            value = json.loads(result)
+        except (TypeError, ValueError):
+            continue  # damaged: that row is scored again
+        if valid_result(value):
+            results[key] = value
+            signatures[key] = signature
 
 
 @contextmanager

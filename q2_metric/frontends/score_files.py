@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from q2_metric.frontends.io import (Row, check_output_paths, commit_outputs, locked, pause_point, read_rows,
-                                     recover_outputs, table_writer)
+from q2_metric.frontends.io import (Row, check_output_paths, check_table_suffix, commit_outputs, locked,
+                                     pause_point, read_rows, recover_outputs, table_writer)
+from q2_metric.frontends.paths import check_outputs
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.interrupts import uninterruptible
 from q2_metric.question_filter import VALID
@@ -34,6 +35,19 @@ def pair_key(response: str, knowledge: str) -> str:
     return hashlib.sha256(json.dumps([response, knowledge]).encode()).hexdigest()
 
 
+def valid_result(result: Any) -> bool:
+    """Whether a cached response result has every field the outputs read (`write_results`)."""
+    def number(v: Any) -> bool:
+        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+    if not (isinstance(result, dict) and number(result.get("q2")) and number(result.get("q2_no_nli"))
+            and isinstance(result.get("fallback"), bool) and isinstance(result.get("reason"), (str, type(None)))
+            and isinstance(result.get("questions"), list)):
+        return False
+    return all(isinstance(q, dict) and isinstance(q.get("status"), str) and "knowledge_answer" in q
+               and "knowledge_has_answer" in q for q in result["questions"])
+
+
 class CacheWriteError(OSError):
     """The cache could not be written (a full disk): the run goes on without it."""
 
@@ -51,6 +65,7 @@ class ScoreCache:
         self.path = Path(root) / fingerprint / "responses.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.entries: dict[str, dict] = {}
+        self.damaged = 0  # lines dropped on opening (reported by the caller)
         if not self.path.exists():
             return
         with locked(self.path):
@@ -59,12 +74,28 @@ class ScoreCache:
             if end < len(data):  # a cut last line: drop it (its row is scored again)
                 os.truncate(self.path, end)
                 data = data[:end]
+        kept: list[str] = []
         for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
-                self.entries[entry["key"]] = entry["result"]
-            except (ValueError, KeyError, TypeError):
-                continue  # not ours or damaged: that row is scored again
+                if not (isinstance(entry, dict) and isinstance(entry.get("key"), str)
+                        and valid_result(entry.get("result"))):
+                    raise ValueError("damaged")
+            except ValueError:
+                self.damaged += 1  # not ours or damaged: dropped, and that row is scored again
+                continue
+            self.entries[entry["key"]] = entry["result"]
+            kept.append(line)
+        if self.damaged:
+            self._rewrite(kept)
+
+    def _rewrite(self, lines: list[str]) -> None:
+        """Keep only the good lines (written beside, renamed into place under the lock), so that a
+        damaged entry is reported once, not on every later run."""
+        tmp = self.path.with_name(f".{self.path.name}.q2tmp-{os.getpid()}")
+        with uninterruptible(), locked(self.path):
+            tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            os.replace(tmp, self.path)
 
     def add(self, items: list[tuple[str, dict]]) -> None:
         data = "".join(json.dumps({"key": key, "result": result}) + "\n" for key, result in items).encode()
@@ -133,21 +164,44 @@ class ScoreRun:
         return [r for r in self.rows if r.error is None]
 
 
+SCORE_COLUMNS = ("q2", "q2_no_nli", "fallback", "num_questions", "num_no_answer", "reason", "error")
+
+
 def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str | Path | None], *,
                 response_col: str = "response", knowledge_col: str = "knowledge", encoding: str = "utf-8",
-                allow_empty: bool = False, multiline: bool = True) -> ScoreRun:
-    """Every check that can fail before model work: output paths (`outputs`: flag -> path), the
-    input (encoding, columns, at least one row), every model and the device."""
+                allow_empty: bool = False, multiline: bool = True, prefix: str = "",
+                cache_dir: str | Path | None = None) -> ScoreRun:
+    """Every check that can fail before model work: output paths (`outputs`: flag -> path) and the
+    cache folder against the input (`paths.check_outputs`), the input (encoding, columns, at least
+    one row, no column the output writes), every model and the device."""
     check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p})
+    for flag in ("-o/--output", "--steps"):
+        if outputs.get(flag):
+            check_table_suffix(outputs[flag], flag)
+    if cache_dir:
+        check_outputs({"input": input_path}, {"--cache-dir": cache_dir}, folders=["--cache-dir"])
     recover_outputs([p for p in outputs.values() if p])
     rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
                      multiline=multiline)
+    check_score_columns(input_path, rows, prefix)
     pause_point("models-check")  # tests: a signal while the models are being checked
     names = model_names(scorer)
     good = [r for r in rows if r.error is None]
     keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col]) for r in good}
     texts = {keys[r.number]: (r.fields[response_col], r.fields[knowledge_col]) for r in good}
     return ScoreRun(rows, keys, texts, str(Signature.create(scorer.config, names)), cache_key(scorer, names))
+
+
+def check_score_columns(input_path: str | Path, rows: list[Row], prefix: str) -> None:
+    """Refuse an input that already has a column the output writes (it would be overwritten)."""
+    from q2_metric.validation import Q2InputError
+
+    present = {k for row in rows for k in row.fields}
+    clash = [f"{prefix}{c}" for c in SCORE_COLUMNS if f"{prefix}{c}" in present]
+    if clash:
+        raise Q2InputError(f"The input '{input_path}' already has the column '{clash[0]}', which the output "
+                           f"writes; pass --prefix (e.g. --prefix {prefix}new_) so that the scores go to new "
+                           "columns, or rename that column, so that no column of yours is overwritten.")
 
 
 def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path, *,
@@ -163,8 +217,13 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
                                            "--summary": summary_path},
                       response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
-                      allow_empty=allow_empty, multiline=multiline)
+                      allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir)
     cache = ScoreCache(cache_dir, run.fingerprint) if cache_dir else None
+    warnings: list[str] = []
+    if cache and cache.damaged:
+        warnings.append(f"{cache.damaged} damaged line(s) of the cache file '{cache.path}' were dropped; "
+                        "their rows are scored again")
+        print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
     results: dict[str, dict] = dict(cache.entries) if cache else {}
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
     cached = sum(1 for k in run.keys.values() if k in results)
@@ -178,7 +237,6 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         bar = tqdm(total=len(todo), unit="resp", desc="Q² responses", position=0)
         stages = tqdm_progress("Q²", leave=False, position=1)
     profiles = []
-    warnings: list[str] = []
     for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
                               progress=stages)
@@ -253,8 +311,7 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
                          num_cached=num_cached, num_scored_now=num_scored_now,
                          bad_rows=[r.error for r in run.rows if r.error], signature=signature or run.signature)
 
-    score_columns = [f"{prefix}{c}" for c in ("q2", "q2_no_nli", "fallback", "num_questions", "num_no_answer",
-                                                "reason", "error")]
+    score_columns = [f"{prefix}{c}" for c in SCORE_COLUMNS]
     columns = list(dict.fromkeys([c for rec in out_records for c in rec] + score_columns))
     files = [(output_path, table_writer(output_path, out_records, columns))]
     if steps_path:

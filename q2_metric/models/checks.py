@@ -177,6 +177,25 @@ def _local_digest(folder: Path, config_text: str) -> str:
     return h.hexdigest()
 
 
+def tree_digest(folder: Path) -> str:
+    """A digest of every file under `folder` that loading may read: the content of its small text
+    files (meta.json, config.cfg, ...), and the name, size and modification time of every other
+    file, subfolders included (a spaCy pipeline keeps each component's weights in one)."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = Path(root, name)
+            st = path.stat()
+            rel = path.relative_to(folder).as_posix()
+            h.update(f"\0{rel}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+            if st.st_size <= 65536 and path.suffix in (".json", ".cfg", ".txt"):
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def _hub_locator(model_id: str) -> tuple[Callable[[str], str | None], str] | None:
     """(file finder, commit) of a Hub model whose config is in the local cache, else None."""
     from huggingface_hub import try_to_load_from_cache
@@ -351,13 +370,11 @@ def check_spacy(name: str | None) -> str:
     name = name or default_spacy_model()
     folder = Path(name).expanduser()
     if folder.is_dir():
-        meta = folder / "meta.json"
         if not (folder / "config.cfg").is_file():
             raise ModelNotAvailable(f"The spaCy model directory '{name}' has no config.cfg; pass a directory "
                                     "written by nlp.to_disk() or an installed package as spacy_model "
                                     "(--spacy-model).")
-        digest = hashlib.sha256(meta.read_bytes() if meta.is_file() else b"").hexdigest()[:12]
-        return f"spacy:local-{digest}"
+        return f"spacy:local-{tree_digest(folder)[:12]}"
     if util.find_spec(name) is None:
         raise ModelNotAvailable(f"The spaCy model '{name}' is not installed; install it (`python -m spacy "
                                 f"download {name}`) or pass an installed one as spacy_model (--spacy-model).")
