@@ -6,6 +6,8 @@ Space ships a copy of this file as `q2.py` (`q2-metric space`).
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any, Sequence
 
 import datasets
@@ -124,6 +126,7 @@ Examples:
     q2_metric.frontends.options.Q2OptionError: Invalid Q² option decoding='sampling': allowed values are 'beam' or 'greedy'.
 """
 
+_LOCKS_GUARD = threading.Lock()
 _EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size")
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
@@ -197,20 +200,45 @@ class Q2(evaluate.Metric):
     def _config(self, variant: str | None = None, batch_size: int | None = None, **options: Any) -> Q2Config:
         return build_config(variant or self.config_name, options, batch_size)
 
+    def _lock(self) -> threading.RLock:
+        """One lock per instance: evaluate keeps one cache file and one writer per instance, which
+        calls from several threads would share (and remove under each other)."""
+        with _LOCKS_GUARD:
+            lock = self.__dict__.get("_q2_lock")
+            if lock is None:
+                lock = self.__dict__["_q2_lock"] = threading.RLock()
+            return lock
+
+    def _check_cache_dir(self, config: Q2Config) -> None:
+        """The output-path rule: evaluate's cache folder is not, and is not inside, a model folder."""
+        from q2_metric.frontends.paths import check_outputs
+
+        models = {name: getattr(config, name) for name in ("qg_model", "qa_model", "nli_model", "spacy_model")}
+        check_outputs({k: v for k, v in models.items() if v and os.path.isdir(v)},
+                      {"cache_dir": getattr(self, "data_dir", None)}, folders=["cache_dir"])
+
     def compute(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
                 **kwargs: Any) -> dict[str, Any] | None:
-        """Compute Q² (inputs and options are checked first, so errors name the item or option)."""
+        """Compute Q² (inputs and options are checked first, so errors name the item or option).
+        Safe to call from several threads on one instance: the calls take turns (a lock)."""
         if predictions is not None or references is not None:
             predictions, references = _check(predictions, references)
         check_option_names(kwargs, _EXTRA)
-        self._config(**{k: v for k, v in kwargs.items() if k not in ("return_details", "progress", "verbose")})
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        config = self._config(**{k: v for k, v in kwargs.items() if k not in ("return_details", "progress", "verbose")})
+        self._check_cache_dir(config)
+        with self._lock():
+            return super().compute(predictions=predictions, references=references, **kwargs)
 
     def add_batch(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
                   **kwargs: Any) -> None:
         """Add a batch of responses and their knowledge (checked as `compute` checks them)."""
         predictions, references = _check(predictions, references)
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
+        with self._lock():
+            return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs: Any) -> None:
+        with self._lock():
+            return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _infer_feature_from_batch(self, batch):
         # evaluate infers the format (one reference or a list per prediction) from the first item:

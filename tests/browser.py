@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 import urllib.request
@@ -34,7 +36,8 @@ class Browser:
              "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
              "--remote-allow-origins=*", f"--user-data-dir={profile_dir}",
              f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)  # its own process group: close() ends the renderers and helpers too
         port_file = Path(profile_dir) / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().strip()):
@@ -56,13 +59,28 @@ class Browser:
         self.close()
 
     def close(self) -> None:
+        """End chromium and every process it started (its process group), waiting until none is
+        left (bounded)."""
         if getattr(self, "ws", None) is not None:
+            try:
+                self.ws.send(json.dumps({"id": 0, "method": "Browser.close", "params": {}}))
+            except Exception:  # noqa: BLE001 - already gone
+                pass
             self.ws.close()
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self.ws = None
+        pgid = self.proc.pid  # start_new_session: the group is chromium's own
+        for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                self.proc.poll()  # reap chromium itself; its children are reaped by init
+                if not group_alive(pgid):
+                    return
+                time.sleep(0.1)
+        self.proc.poll()
 
     def send(self, method: str, **params: Any) -> dict:
         """Call a DevTools method and return its result (events in between are skipped)."""
@@ -131,3 +149,15 @@ class Browser:
         data = self.send("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
         path.write_bytes(base64.b64decode(data))
         return path
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of the group `pgid` is still running (zombies do not count)."""
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False

@@ -252,7 +252,18 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     from q2_metric.frontends.meta_scores import parse_score_spec, write_template
     from q2_metric.frontends.options import json_safe
 
+    from q2_metric.frontends.paths import check_outputs, check_regular_target
+
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
+    inputs = {"--annotated-dir": args.annotated_dir, "--nli-model": args.nli_model,
+              **{f"--{name.replace('_', '-')}": path for name, path in overrides.items()},
+              **{f"--scores {text}": text.partition("=")[2].split(":")[0] for text in args.scores}}
+    out_flag = "--write-template" if args.write_template else "--out-dir"
+    check_outputs({k: v for k, v in inputs.items() if v and os.path.exists(v)},
+                  {out_flag: args.write_template or args.out_dir}, folders=[out_flag])
+    if not args.write_template:
+        for name in ("meta_eval.json", "meta_eval.md", "meta_eval.tex"):
+            check_regular_target(Path(args.out_dir) / name, "--out-dir")
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
     if args.write_template:
         keys, _, records = data.template()
@@ -299,6 +310,11 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
 def cmd_convert_nli(args: argparse.Namespace) -> int:
     from q2_metric.models.allennlp_convert import ArchiveError, convert_archive
 
+    from q2_metric.frontends.paths import check_outputs
+
+    local_base = args.base_model if args.base_model and os.path.exists(args.base_model) else None
+    check_outputs({"archive": args.archive, "--base-model": local_base}, {"out_dir": args.out_dir},
+                  folders=["out_dir"])
     try:
         out = convert_archive(args.archive, args.out_dir, base_model=args.base_model)
     except ArchiveError as err:
@@ -320,7 +336,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
     import yaml
 
     from q2_metric.frontends import hub
+    from q2_metric.frontends.paths import check_outputs
 
+    if args.card and not args.dry_run:
+        check_outputs({"--results": args.results}, {"--card": args.card})
     results = hub.load_results(args.results)
     dataset = dict(dataset_name=args.dataset_name, dataset_type=args.dataset_type,
                    dataset_split=args.split, dataset_config=args.dataset_config)
@@ -338,8 +357,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_space(args: argparse.Namespace) -> int:
-    from q2_metric.frontends.space import build_space
+    from q2_metric.frontends.space import build_space, check_space_folder
 
+    check_space_folder(args.out_dir)
     out = build_space(args.out_dir)
     files = sorted(p.name for p in out.iterdir() if p.is_file())
     print(f"Wrote the Space to {out}: {', '.join(files)}\n"

@@ -149,23 +149,76 @@ def card_metadata(results: dict[str, Any], model_name: str, existing: dict | Non
 
 
 def read_card_metadata(card: str | Path) -> dict:
-    """The YAML header of a README.md on disk ({} when missing)."""
+    """The YAML header of a README.md on disk ({} when missing); a header that is not valid YAML (or
+    not a mapping) raises `PublishError` naming the card and the line."""
+    import yaml
     from huggingface_hub import metadata_load
 
     path = Path(card)
-    return (metadata_load(path) or {}) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        meta = metadata_load(path)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 2} of the card)" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise PublishError(f"The YAML header of the card '{path}' cannot be read{where}: {problem}; fix it "
+                           "between the two '---' lines, then run again.") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise PublishError(f"Cannot read the card '{path}': {getattr(err, 'strerror', None) or err}.") from None
+    if meta is not None and not isinstance(meta, dict):
+        raise PublishError(f"The YAML header of the card '{path}' is a {type(meta).__name__}, not a mapping of "
+                           "fields; fix it between the two '---' lines.")
+    return meta or {}
 
 
 def write_model_card(card: str | Path, results: dict[str, Any], model_name: str, **dataset) -> dict:
-    """Edit a README.md on disk (created if missing); return the metadata written."""
+    """Edit a README.md on disk (created if missing) beside it and renamed into place; return the
+    metadata written. A card that is a link, a folder or a device is refused (`paths`)."""
+    import shutil
+    import tempfile
+
     from huggingface_hub import metadata_save
 
+    from q2_metric.frontends.io import atomic_write
+    from q2_metric.frontends.paths import check_regular_target
+
     path = Path(card)
-    if not path.exists():
-        path.write_text(f"# {model_name}\n", encoding="utf-8")
+    check_regular_target(path, "--card")
     meta = card_metadata(results, model_name, read_card_metadata(path), **dataset)
-    metadata_save(path, meta)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "README.md"
+        if path.exists():
+            shutil.copyfile(path, work)
+        else:
+            work.write_text(f"# {model_name}\n", encoding="utf-8")
+        metadata_save(work, meta)
+        text = work.read_text(encoding="utf-8")
+    atomic_write(path, lambda f: f.write(text))
     return meta
+
+
+def check_hub_reachable(timeout: float = 5.0) -> None:
+    """Fail at once, in one sentence, when the Hub's host (or the proxy in between) does not
+    accept a connection within `timeout` seconds, instead of the client's retries (~23 s)."""
+    import socket
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    url = urlsplit(constants.ENDPOINT)
+    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = p.hostname or host, p.port or 8080
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        raise PublishError(f"The Hub cannot be reached ({host}:{port}: {err.strerror or err}); check the "
+                           "network (or HF_ENDPOINT), then run again.") from None
 
 
 def _hub_failure(repo_id: str, err: Exception) -> PublishError:
@@ -194,7 +247,11 @@ def push_model_card(repo_id: str, results: dict[str, Any], model_name: str, toke
 
     from huggingface_hub import HfApi, errors, metadata_load, metadata_save
 
+    from huggingface_hub import constants, hf_api
+
     api = api or HfApi(token=token)
+    if isinstance(api, hf_api.HfApi) and not constants.HF_HUB_OFFLINE:
+        check_hub_reachable()
     with tempfile.TemporaryDirectory() as tmp:
         card = Path(tmp) / "README.md"
         try:

@@ -113,3 +113,16 @@ def check_outputs(inputs: Mapping[str, str | os.PathLike | None] | Iterable[tupl
 def ensure_parent(path: str | os.PathLike) -> None:
     """Create the folders above `path` (an output about to be written)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+def move_into(source: str | os.PathLike, out_dir: str | os.PathLike) -> None:
+    """Move every file of the folder `source` (written beside `out_dir`) into `out_dir`, each by one
+    rename, refusing first any target that exists and is not a regular file."""
+    source, out = Path(source), Path(out_dir)
+    files = [p for p in sorted(source.rglob("*")) if p.is_file()]
+    for path in files:
+        check_regular_target(out / path.relative_to(source), str(out))
+    for path in files:
+        target = out / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)

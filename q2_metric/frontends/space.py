@@ -148,13 +148,36 @@ def build_wheel(out_dir: Path) -> Path:
 def build_space(out_dir: str | Path) -> Path:
     """Write a complete Space folder: README.md (the card), app.py, q2.py (the evaluate module),
     requirements.txt and this package's wheel. Returns the folder."""
+    import tempfile
+
+    from q2_metric.frontends.paths import move_into
+
+    check_space_folder(out_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # every file is written beside the folder, then renamed into it (a link in its place is refused)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.q2tmp-") as tmp:
+        new = Path(tmp)
+        wheel = build_wheel(new)
+        shutil.copyfile(CARD_DIR / "README.md", new / "README.md")
+        shutil.copyfile(CARD_DIR / "app.py", new / "app.py")
+        shutil.copyfile(MODULE_FILE, new / "q2.py")
+        (new / "requirements.txt").write_text(f"./{wheel.name}\n{GRADIO_REQUIREMENT}\n", encoding="utf-8")
+        move_into(new, out)
     for old in out.glob("q2_metric-*.whl"):
-        old.unlink()
-    wheel = build_wheel(out)
-    shutil.copyfile(CARD_DIR / "README.md", out / "README.md")
-    shutil.copyfile(CARD_DIR / "app.py", out / "app.py")
-    shutil.copyfile(MODULE_FILE, out / "q2.py")
-    (out / "requirements.txt").write_text(f"./{wheel.name}\n{GRADIO_REQUIREMENT}\n", encoding="utf-8")
+        if old.name != wheel.name and old.is_file() and not old.is_symlink():
+            old.unlink()
     return out
+
+
+def check_space_folder(out_dir: str | Path) -> None:
+    """The output-path rule for the Space folder: it is not, and does not hold, the package, the
+    card's sources or the checkout; it does not lie inside the package or the card's sources (a
+    folder inside the checkout is fine: the wheel takes only the package)."""
+    from q2_metric.frontends.paths import OutputPathError, check_outputs, relation
+
+    check_outputs({"the q2_metric package": MODULE_FILE.parent, "the card's sources": CARD_DIR},
+                  {"out_dir": out_dir}, folders=["out_dir"])
+    if relation(out_dir, ROOT) in ("is", "contains"):
+        raise OutputPathError(f"The output '{out_dir}' (out_dir) {relation(out_dir, ROOT)} the source checkout "
+                              f"'{ROOT}'; write the Space to a folder of its own.")

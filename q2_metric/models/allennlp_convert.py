@@ -152,7 +152,15 @@ def convert_archive(archive: str | Path, out_dir: str | Path, base_model: str | 
     missing = [m for m in missing if not m.endswith("position_ids")]
     if missing or unexpected:
         raise ArchiveError(f"the archive's weights do not fit {base}: missing {missing[:3]}, unexpected {unexpected[:3]}.")
+    import tempfile
+
+    from q2_metric.frontends.paths import move_into
+
     out = Path(out_dir)
-    model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # written beside the target folder, then each file renamed into it: never a half-written model
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.q2tmp-") as tmp:
+        model.save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(base).save_pretrained(tmp)
+        move_into(tmp, out)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -53,6 +54,17 @@ def _offline() -> bool:
 def _is_cached(model_id: str) -> bool:
     return cached_revision(model_id) is not None
 
+
+class _NoLengthWarning(logging.Filter):
+    """transformers warns "Token indices sequence length is longer than the specified maximum
+    sequence length" when a text is tokenized whole; the backends read long texts in windows (or
+    cut them as the released code did), so the warning says nothing true about the run."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Token indices sequence length is longer")
+
+
+logging.getLogger("transformers.tokenization_utils_base").addFilter(_NoLengthWarning())
 
 _VERBOSE: contextvars.ContextVar[bool] = contextvars.ContextVar("q2_verbose_loading", default=False)
 
