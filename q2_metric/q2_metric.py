@@ -237,6 +237,7 @@ class Q2(evaluate.Metric):
             return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, **kwargs: Any) -> None:
+        """Add one response and its knowledge (calls from several threads take turns)."""
         with self._lock():
             return super().add(prediction=prediction, reference=reference, **kwargs)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
-from q2_metric.frontends.paths import OutputPathError, check_outputs
+from q2_metric.frontends.paths import OutputPathError, check_outputs, relation
 from q2_metric.interrupts import uninterruptible
 from q2_metric.validation import Q2InputError, clean_text
 
@@ -173,6 +173,13 @@ def read_text(path: Path, encoding: str) -> str:
     codec = "utf-8-sig" if utf8 else encoding
     if utf8:
         codec = next((name for bom, name in _BOMS if data.startswith(bom)), codec)
+        head = data[:4096]
+        if codec == "utf-8-sig" and len(head) >= 8:  # UTF-16 without a BOM: every other byte NUL
+            order = "le" if head[1::2].count(0) > len(head) // 4 else "be" if head[0::2].count(0) > len(head) // 4 \
+                else None
+            if order:
+                raise Q2InputError(f"The input file '{path}' looks like UTF-16 text without a byte-order mark "
+                                   f"(every other byte is NUL); pass --encoding utf-16-{order}.")
     try:
         return data.decode(codec)
     except LookupError:
@@ -439,16 +446,19 @@ def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | P
     link, a device or a pipe; see `paths.check_outputs`); run before any work."""
     named = [(flag, Path(p)) for flag, p in outputs.items()]
     for i, (flag, path) in enumerate(named):
-        if path.is_dir():
+        onto_input = input_path is not None and relation(path, input_path) in ("is", "lies inside")
+        if path.is_dir() and not onto_input:  # (a folder that is the input: said so below)
             raise OutputPathError(f"The output path '{path}' ({flag}) is a directory; name a file in it, "
                                   f"e.g. {path / 'scores.csv'}.")
-        if input_path is not None and _same(path, Path(input_path)):
+        if input_path is not None and not Path(input_path).is_dir() and _same(path, Path(input_path)):
             raise OutputPathError(f"The output path '{path}' ({flag}) is the input file; write to another "
                                   "file so that the input is kept.")
         for other_flag, other in named[:i]:
             if _same(path, other):
                 raise OutputPathError(f"{other_flag} and {flag} name the same file '{path}'; give each "
                                       "output its own file.")
+        if onto_input:
+            break
         folder = path.parent
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent
