@@ -507,3 +507,53 @@ def test_browser_close_leaves_no_process(tmp_path):
     assert group_alive(pgid)
     browser.close()
     assert not group_alive(pgid)
+
+
+def test_parlai_explain_file_against_every_input_and_output(tmp_path, capsys):
+    pytest.importorskip("parlai")
+    from parlai_ext.q2_eval import check_explain_file
+
+    model = tmp_path / "model"
+    model.write_text("weights")
+    report = tmp_path / "report.json"
+    opt = {"model_file": str(model), "report_filename": str(report), "world_logs": str(tmp_path / "logs.jsonl")}
+    for path, needle in ((model, "is the input"), (report, "name the same path"),
+                         (tmp_path / "logs.jsonl", "name the same path"), (model / "x.jsonl", "lies inside")):
+        with pytest.raises(SystemExit) as exit_:
+            check_explain_file(opt, str(path))
+        assert exit_.value.code == 2 and needle in capsys.readouterr().err
+    assert model.read_text() == "weights"
+
+
+def test_ray_checks_paths_and_columns_before_ray_starts(tmp_path):
+    pytest.importorskip("ray")
+    from q2_metric.frontends.paths import OutputPathError
+    from q2_metric.frontends.ray_score import score_file_ray
+
+    folder = tmp_path / "data"
+    write_parquet(folder / "part-0.parquet", PAIRS)
+    before = snapshot(folder)
+    with pytest.raises(OutputPathError, match="lies inside the input"):
+        score_file_ray(scripted_scorer(), folder, folder / "scores.parquet", cache_dir=None)
+    write_parquet(tmp_path / "cols.parquet", [{**p, "q2": 1.0} for p in PAIRS])
+    with pytest.raises(Q2InputError, match="already has the column 'q2'"):
+        score_file_ray(scripted_scorer(), tmp_path / "cols.parquet", tmp_path / "o.csv", cache_dir=None)
+    assert snapshot(folder) == before
+
+
+def test_evaluate_cache_folder_inside_a_model_folder_is_refused(tmp_path, tiny_config):
+    import shutil
+
+    import evaluate
+
+    import q2_metric
+    from q2_metric.frontends.paths import OutputPathError
+
+    qg = tmp_path / "qg"
+    shutil.copytree(tiny_config.qg_model, qg)
+    before = snapshot(qg)
+    metric = evaluate.load(q2_metric.module_path(), cache_dir=str(tmp_path / "cache"))
+    opts = dict(qa_model=tiny_config.qa_model, nli_model=tiny_config.nli_model, device="cpu")
+    with pytest.raises(OutputPathError, match="lies inside|contains"):
+        metric.compute(predictions=["a"], references=["b"], qg_model=str(tmp_path), **opts)
+    assert snapshot(qg) == before
