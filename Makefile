@@ -25,8 +25,9 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
 	  >/dev/null; } || echo "chromium is not installed (apt-get install chromium): the Space's browser test will be skipped"
 
+# Without the paper's models (offline, not downloaded) it stops with one sentence pointing to `make try`.
 run: setup
-	$(VENV)/bin/q2 demo
+	@$(VENV)/bin/q2 demo
 
 # The whole pipeline without the paper's weights: small random models, built once (scores meaningless).
 try: setup
