@@ -15,6 +15,7 @@ Each `config.json` carries `"q2_tiny_random": true`, so the signature names thes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -79,6 +80,11 @@ def _is_tiny(path: Path) -> bool:
         return False
 
 
+def uses_tiny(config: Any) -> bool:
+    """Whether any model of `config` (a `Q2Config`) is one of these tiny random models."""
+    return any(_is_tiny(Path(str(getattr(config, f"{role}_model")))) for role in ROLES)
+
+
 def tiny_options(options: Mapping[str, Any] | None = None, say: Callable[[str], None] = lambda msg: None
                  ) -> dict[str, Any]:
     """`options` with the tiny models as qg/qa/nli models and questions capped at
@@ -101,3 +107,18 @@ def meaningless_note() -> str:
             f"{TINY_QUESTION_LENGTH} tokens). For the paper's scores download its models once where the Hub "
             f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
             f"`hf download {DEFAULT_NLI_MODEL}`) and leave out --tiny / Q2_TINY.")
+
+
+@contextlib.contextmanager
+def tiny_hint(how: str):
+    """A model missing: its message ends by pointing to the tiny models (`how`: the front-end's switch)."""
+    from q2_metric.models.loading import ModelNotAvailable
+
+    try:
+        yield
+    except ModelNotAvailable as err:
+        text = str(err).rstrip(".")
+        if "tiny random models" in text:
+            raise
+        raise ModelNotAvailable(f"{text}; or try the whole pipeline now on tiny random models (meaningless "
+                                f"scores, no download): {how}.") from None

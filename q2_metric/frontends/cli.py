@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import os
@@ -14,7 +13,7 @@ from typing import Sequence
 
 from q2_metric import __version__, interrupts
 from q2_metric.config import Q2Config
-from q2_metric.tiny import TINY_QUESTION_LENGTH, meaningless_note, tiny_requested
+from q2_metric.tiny import TINY_QUESTION_LENGTH, meaningless_note, tiny_hint, tiny_requested
 from q2_metric.validation import Q2InputError
 
 SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
@@ -77,21 +76,6 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
         return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny)
     except ValueError as err:
         raise Q2InputError(str(err)) from None
-
-
-@contextlib.contextmanager
-def tiny_hint(how: str):
-    """A paper model missing: its sentence ends by pointing to the tiny models (`how`)."""
-    from q2_metric.models.loading import ModelNotAvailable
-
-    try:
-        yield
-    except ModelNotAvailable as err:
-        text = str(err).rstrip(".")
-        if "tiny" in text:
-            raise
-        raise ModelNotAvailable(f"{text}; or try the whole pipeline now on tiny random models (meaningless scores, "
-                        f"no download): {how}.") from None
 
 
 def _signature_text(signature: str, short: bool) -> str:
