@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from q2_metric import __version__, interrupts
+from q2_metric.progress import on_terminal
 from q2_metric.config import Q2Config
 from q2_metric.tiny import TINY_QUESTION_LENGTH, meaningless_note, tiny_hint, tiny_requested
 from q2_metric.validation import Q2InputError
@@ -365,8 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="scores: .csv, .jsonl or .parquet (with --steps and --summary, written all-or-nothing)")
     sc.add_argument("--steps", help="also write one row per question here")
     sc.add_argument("--summary", help="write the system figures and signature as JSON here")
-    sc.add_argument("--response-col", default="response")
-    sc.add_argument("--knowledge-col", default="knowledge")
+    sc.add_argument("--response-col", default="response", help="column of the responses (default: response)")
+    sc.add_argument("--knowledge-col", default="knowledge",
+                    help="column of the knowledge they are checked against (default: knowledge)")
     sc.add_argument("--prefix", default="", help="prefix of the score columns (e.g. dodeca_)")
     sc.add_argument("--encoding", default="utf-8", help="text encoding of a CSV/JSONL input (default utf-8)")
     sc.add_argument("--allow-empty", action="store_true", help="an input without data rows is not an error")
@@ -423,7 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("--nli-model", default=None, help="also run the end-to-end NLI baseline with this model")
     me.add_argument("--no-bertscore", action="store_true", help="skip the BERTScore baseline")
     me.add_argument("--device", default="auto")
-    me.add_argument("--out-dir", default="meta_eval")
+    me.add_argument("--out-dir", default="meta_eval",
+                    help="folder of the tables and figures (default: meta_eval, which git ignores in this repository)")
     me.set_defaults(func=cmd_meta_eval)
 
     conv = sub.add_parser("convert-nli", help="turn the paper's AllenNLP RoBERTa NLI archive into a "
@@ -472,7 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(sig, signal.SIG_IGN)
         name = getattr(err, "args", None) and str(err) or "SIGINT"
         resume = "; run the same command again to resume from the cache" if _command(argv) == "score" else ""
-        print(f"q2: interrupted ({name}){resume}.", file=sys.stderr)
+        # on a terminal a progress bar may hold the cursor: the message starts its own line
+        start = "\n" if on_terminal() else ""
+        print(f"{start}q2: interrupted ({name}){resume}.", file=sys.stderr)
         return interrupts.exit_code(err)
     except Exception as err:
         if isinstance(err, _one_line_errors()):
