@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup run try test bench clean browser conformance
+.PHONY: setup run try test bench clean browser conformance docs
 
 setup: $(VENV)/.installed
 
@@ -44,5 +44,14 @@ bench: setup
 conformance: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/conformance.py
 
+# The documentation site (MkDocs, Material theme) into site/; --strict: a broken link or any warning fails.
+docs: setup $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	@echo "Built the documentation into site/ (open site/index.html)"
+
+$(VENV)/.docs-installed: setup.cfg
+	$(PIP) -e '.[docs]'
+	touch $@
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) site
