@@ -155,7 +155,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
                   f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}")
     print("\nSystem figures:\n" + describe(result.system))
-    print("\nSignature: " + _signature_text(str(result.signature), args.short))
+    print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
     if args.tiny:
         print("\n" + meaningless_note())
     return 0
@@ -219,7 +219,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(figure(s.q2))
     else:
         print(done)
-        print(f"{describe(s)}\nSignature: {_signature_text(report.signature, args.short)}")
+        print(f"{describe(s)}\n{_signature_text(report.signature, args.short)}")
         if "tiny-random-" in report.signature:
             print(meaningless_note())
     return 3 if report.num_bad else 0

@@ -91,12 +91,24 @@ def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) ->
     return (score, reason_line(res), highlighted_html(response, res), question_rows(res), str(result.signature))
 
 
+def score_or_message(response: str, knowledge: str, scorer: Any, note: str = "", progress: Any = None) -> tuple:
+    """The app's six outputs: `explain`'s five and the message line (`note`, e.g. that tiny models
+    make meaningless scores). What stops scoring (a model missing, an input over the limit) leaves
+    the five empty and is the message, in one place: gr.Error would mark every output box "Error"."""
+    from q2_metric.models.loading import ModelNotAvailable
+
+    try:
+        check_lengths(response, knowledge)
+        return (*explain(response, knowledge, scorer, progress), note)
+    except (ModelNotAvailable, ValueError) as err:
+        return "", "", "", [], "", f"**Not scored:** {space_message(err)}"
+
+
 def make_app(config: Q2Config | None = None):
     """The gradio Blocks app (models load on the first request and are kept). Serve it with
     `launch()`, which bounds the queue."""
     import gradio as gr
 
-    from q2_metric.models.loading import ModelNotAvailable
     from q2_metric.scorer import Q2Scorer
 
     from q2_metric.tiny import meaningless_note, uses_tiny
@@ -109,12 +121,7 @@ def make_app(config: Q2Config | None = None):
         def report(stage: str, done: int, total: int) -> None:
             progress((done, max(total, 1)), desc=f"Q² {stage_label(stage)}")
 
-        try:
-            check_lengths(response, knowledge)
-            return (*explain(response, knowledge, scorer, report), note)
-        except (ModelNotAvailable, ValueError) as err:
-            # one message in one place (gr.Error would mark every output box "Error")
-            return "", "", "", [], "", f"**Not scored:** {space_message(err)}"
+        return score_or_message(response, knowledge, scorer, note, report)
 
     with gr.Blocks(title="Q²") as app:
         gr.Markdown("# Q²: factual consistency of a dialogue response with its knowledge\n"
