@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup run try test bench clean browser conformance
+.PHONY: setup run try test bench clean browser conformance docs
 
 setup: $(VENV)/.installed
 
@@ -25,8 +25,9 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
 	  >/dev/null; } || echo "chromium is not installed (apt-get install chromium): the Space's browser test will be skipped"
 
+# Without the paper's models (offline, not downloaded) it stops with one sentence pointing to `make try`.
 run: setup
-	$(VENV)/bin/q2 demo
+	@$(VENV)/bin/q2 demo
 
 # The whole pipeline without the paper's weights: small random models, built once (scores meaningless).
 try: setup
@@ -43,5 +44,14 @@ bench: setup
 conformance: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/conformance.py
 
+# The documentation site (MkDocs, Material theme) into site/; --strict: a broken link or any warning fails.
+docs: setup $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	@echo "Built the documentation into site/ (open site/index.html)"
+
+$(VENV)/.docs-installed: setup.cfg
+	$(PIP) -e '.[docs]'
+	touch $@
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) site

@@ -35,8 +35,25 @@ _PASS_NUMBERS = itertools.count()
 _STARTED_EXPLAIN_FILES: set[str] = set()
 
 
-class Q2DataError(ValueError):
-    """The data cannot be scored with Q² (e.g. it has no checked sentence)."""
+class _Sentence(SystemExit):
+    """Ends a ParlAI command with its one-sentence message and exit status 1, no traceback (Python
+    prints a SystemExit's message as it is), while staying catchable as its other base class."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.code = message
+
+
+class Q2DataError(_Sentence, ValueError):
+    """The data cannot be scored with Q² (e.g. it has no checked sentence, or is not there)."""
+
+
+class Q2ModelError(_Sentence, ModelNotAvailable):
+    """A Q² model or the spaCy pipeline cannot be used; the message names the --q2-* flag."""
+
+
+class Q2OptionValueError(_Sentence, ValueError):
+    """A `--q2-*` value the engine refuses (one that argparse could not check alone)."""
 
 
 def q2_requested(opt: dict) -> bool:
@@ -52,19 +69,27 @@ SPELL = flag_name("--q2-")
 def add_q2_args(parser) -> None:
     """The `--q2-*` flags. Values are checked as they are parsed, by the engine's option checks
     (`q2_metric.frontends.options`), so that a bad one stops ParlAI's parser with one line."""
-    d = Q2Config()
+    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
+
+    d = Q2Config(qg_model=DEFAULT_QG_MODEL, qa_model=DEFAULT_QA_MODEL, nli_model=DEFAULT_NLI_MODEL)
     g = parser.add_argument_group("Q² metric (with --metrics q2)")
-    g.add_argument("--q2-qg-model", type=str, default=d.qg_model, help="question generation model")
-    g.add_argument("--q2-qa-model", type=str, default=d.qa_model, help="SQuAD 2.0 QA model")
-    g.add_argument("--q2-nli-model", type=str, default=d.nli_model, help="NLI model")
+    g.add_argument("--q2-qg-model", type=str, default=None,
+                   help=f"question generation model (default $Q2_QG_MODEL, else {d.qg_model})")
+    g.add_argument("--q2-qa-model", type=str, default=None,
+                   help=f"SQuAD 2.0 QA model (default $Q2_QA_MODEL, else {d.qa_model})")
+    g.add_argument("--q2-nli-model", type=str, default=None,
+                   help=f"NLI model (default $Q2_NLI_MODEL, else {d.nli_model})")
+    g.add_argument("--q2-tiny", type="bool", default=None,
+                   help="tiny random models instead of the paper's (no download; the scores mean "
+                        "nothing; default: the Q2_TINY environment variable)")
     g.add_argument("--q2-spacy-model", type=str, default=None, help="spaCy pipeline")
     g.add_argument("--q2-device", type=flag_type("device", SPELL, str), default="auto",
                    help="auto (default), cpu, cuda or cuda:N")
     g.add_argument("--q2-batch-size", type=flag_type("batch_size", SPELL), default=64,
                    help="responses buffered per engine call (and the engine's batch size)")
     g.add_argument("--q2-decoding", type=str, default=d.decoding, choices=["beam", "greedy"])
-    g.add_argument("--q2-max-question-length", type=flag_type("max_question_length", SPELL),
-                   default=d.max_question_length)
+    g.add_argument("--q2-max-question-length", type=flag_type("max_question_length", SPELL), default=None,
+                   help=f"longest question in tokens (default {d.max_question_length}; 16 with --q2-tiny)")
     g.add_argument("--q2-question-mode", type=str, default=d.question_mode, choices=["single", "multi"])
     g.add_argument("--q2-variant", type=str, default="paper", choices=["paper", "dnli"])
     g.add_argument("--q2-explain-file", type=str, default=None,
@@ -81,8 +106,11 @@ def config_from_opt(opt: dict) -> Q2Config:
                                                          "device", "decoding", "question_mode",
                                                          "max_question_length")}
     batch_size = opt.get("q2_batch_size")
-    return build_config(opt.get("q2_variant") or "paper", options, 64 if batch_size is None else batch_size,
-                        spell=SPELL)
+    try:
+        return build_config(opt.get("q2_variant") or "paper", options, 64 if batch_size is None else batch_size,
+                            spell=SPELL, tiny=opt.get("q2_tiny") or None)
+    except ValueError as err:
+        raise Q2OptionValueError(str(err)) from None
 
 
 _ENGINE_OPTION = re.compile(r"\b(qg|qa|nli|spacy)_model\b(?: \(--[a-z-]+\))?")
@@ -96,12 +124,15 @@ def parlai_flags(message: str) -> str:
 
 def check_models(config: Q2Config) -> None:
     """Fail before any generation if a Q² model or the spaCy pipeline cannot be loaded."""
+    from q2_metric.tiny import tiny_hint
+
     scorer = SCORER_FACTORY(config)
     try:
-        scorer.check_models()
+        with tiny_hint("--q2-tiny true"):
+            scorer.check_models()
         scorer.parser  # noqa: B018 - loads spaCy now (it is reused for scoring)
     except ModelNotAvailable as err:
-        raise ModelNotAvailable(parlai_flags(str(err))) from None
+        raise Q2ModelError(parlai_flags(str(err))) from None
 
 
 def number_turns(examples: Iterable[tuple[dict, bool]]) -> Iterator[tuple[dict, bool]]:
@@ -247,6 +278,12 @@ class Q2Buffer:
         if self.explain_file:
             check_explain_file(opt, self.explain_file)
         check_models(self.config)
+        from q2_metric.tiny import meaningless_note, uses_tiny
+
+        if uses_tiny(self.config):
+            from parlai.utils import logging as parlai_logging
+
+            parlai_logging.warning(f"Q² on tiny random models (--q2-tiny / Q2_TINY): {meaningless_note()}")
         self.training = _is_training(opt)
         self.limit = _example_limit(opt)
         self.always_q2 = opt.get("validation_metric") == "q2" and not self.training

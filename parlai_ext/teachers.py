@@ -16,9 +16,23 @@ from parlai.tasks.wizard_of_wikipedia.agents import GeneratorTeacher, WizardDial
 
 from parlai_ext.q2_eval import EXAMPLE_ID_FIELD, Q2DataError, Q2EvalMixin, number_turns
 
+WOW_VERSION = "1.0"  # parlai/tasks/wizard_of_wikipedia/build.py's
 ANNOTATIONS = Path(__file__).resolve().parent / "data" / "cross_annotation.csv"
 CROSS_COLUMNS = ("message", "knowledge", "gold", "dodeca_response", "memnet_response", "dodeca_label",
                  "memnet_label")
+
+
+def check_wow_data(opt) -> None:
+    """Wizard of Wikipedia must already be in `--datapath`: a missing copy is one sentence, never a
+    download attempt (ParlAI would otherwise try to download it, and fail offline with a traceback)."""
+    from parlai.core.build_data import built
+
+    folder = os.path.join(opt.get("datapath") or "data", "wizard_of_wikipedia")
+    if not built(folder, WOW_VERSION):
+        raise Q2DataError(
+            f"Wizard of Wikipedia (version {WOW_VERSION}) is not in {folder} (no .built file there): download it "
+            f"once where the network is reachable (`parlai display_data -t wizard_of_wikipedia --datapath "
+            f"{opt.get('datapath') or 'data'}`), or pass as --datapath the folder that holds it.")
 
 
 class _WizardQ2(Q2EvalMixin):
@@ -26,6 +40,8 @@ class _WizardQ2(Q2EvalMixin):
     streams by (see `Q2Buffer.check_data`), so every datatype works, `:stream` included."""
 
     def __init__(self, opt, shared=None):
+        if shared is None:
+            check_wow_data(opt)
         self._q2_setup(opt, shared)
         super().__init__(opt, shared)
         # GeneratorTeacher forces the checked sentence on; the dialog-knowledge teacher obeys the flag.

@@ -114,18 +114,20 @@ def tqdm_progress(desc: str = "Q²", leave: bool = False, position: int | None =
 
 
 def log_progress(log: Callable[[str], None], interval: float = 10.0, desc: str = "Q²") -> ProgressCallback:
-    """A callback that writes a line when a stage starts and then at most every `interval` seconds
-    (`Q² 2/6 questions: 40/120 model inputs`), and one when scoring is done."""
+    """A callback that writes a line when a stage ends, with what it scored and its time
+    (`Q² 2/6 questions: 120 model inputs in 3.4 s`), within a long stage at most every `interval`
+    seconds (`Q² 2/6 questions: 40/120 model inputs so far`), and one when scoring is done."""
+    ended = line_progress(desc, log)
     state = {"stage": None, "last": 0.0}
 
     def report(name: str, done: int, total: int) -> None:
         now = time.monotonic()
-        if name == DONE:
-            log(f"{desc}: all {len(STAGES)} stages done")
-            state["stage"] = None
-        elif name != state["stage"] or now - state["last"] >= interval:
-            log(f"{desc} {stage_label(name)}: {done}/{total} model inputs")
+        ended(name, done, total)
+        if name != state["stage"]:
             state.update(stage=name, last=now)
+        elif name != DONE and now - state["last"] >= interval:
+            log(f"{desc} {stage_label(name)}: {done}/{total} model inputs so far")
+            state["last"] = now
 
     return report
 
@@ -134,3 +136,76 @@ def notify(progress: Optional[ProgressCallback], stage: str, done: int, total: i
     """Call `progress` when there is one."""
     if progress is not None:
         progress(stage, done, total)
+
+
+def on_terminal(stream=None) -> bool:
+    """Whether `stream` (default stderr) is a terminal: bars there, plain lines elsewhere (CI logs,
+    `2> file`), where a bar's carriage returns would pile up on one line."""
+    import sys
+
+    stream = sys.stderr if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _stderr_line(text: str) -> None:
+    import sys
+
+    print(text, file=sys.stderr, flush=True)
+
+
+def line_progress(desc: str = "Q²", write: Callable[[str], None] = _stderr_line) -> ProgressCallback:
+    """A callback that writes one line per stage when it ends, with its count and time
+    (`Q² 2/6 questions: 120 model inputs in 3.4 s`), and one when scoring is done."""
+    state: dict = {"stage": None, "done": 0, "start": 0.0, "first": None}
+
+    def finish(now: float) -> None:
+        if state["stage"] is not None:
+            write(f"{desc} {stage_label(state['stage'])}: {state['done']} model inputs in "
+                  f"{now - state['start']:.1f} s")
+
+    def report(name: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if name != state["stage"]:
+            finish(now)
+            if state["first"] is None:
+                state["first"] = now
+            if name == DONE:
+                write(f"{desc}: all {len(STAGES)} stages done in {now - state['first']:.1f} s")
+                state.update(stage=None, first=None)
+                return
+            state.update(stage=name, start=now)
+        state["done"] = done
+
+    return report
+
+
+def stage_progress(desc: str = "Q²", leave: bool = False, position: int | None = None) -> ProgressCallback:
+    """A bar per stage on a terminal (`tqdm_progress`), else a line per stage (`line_progress`)."""
+    return tqdm_progress(desc, leave=leave, position=position) if on_terminal() else line_progress(desc)
+
+
+class Counter:
+    """Counts finished items (e.g. responses): a tqdm bar on a terminal, else a line per update
+    (`Q² responses: 3/150 done, 2.1 s`)."""
+
+    def __init__(self, total: int, desc: str, unit: str, position: int | None = None) -> None:
+        self.total, self.desc, self.n, self.start = total, desc, 0, time.monotonic()
+        self.bar = None
+        if on_terminal():
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, unit=unit, desc=desc, position=position)
+
+    def update(self, count: int) -> None:
+        self.n += count
+        if self.bar is not None:
+            self.bar.update(count)
+        else:
+            _stderr_line(f"{self.desc}: {self.n}/{self.total} done, {time.monotonic() - self.start:.1f} s")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -42,6 +42,8 @@ Args:
     progress (bool): a progress bar per stage; default: on for more than a few responses.
     verbose (bool): show transformers' model-loading bars and messages. Default False.
     batch_size (int): batch size of QG, QA and NLI (each `*_batch_size` overrides it).
+    tiny (bool): tiny random models instead of the paper's (built once; no download; the scores
+        mean nothing and the signature says `tiny-random`). Default: the `Q2_TINY` environment variable.
     Every other option is a field of `q2_metric.Q2Config`; None (the default) keeps the
     configuration's value, shown here for the paper's:
     qg_model, qa_model, nli_model (str): Hub ids or local directories (default: the paper's,
@@ -127,7 +129,7 @@ Examples:
 """
 
 _LOCKS_GUARD = threading.Lock()
-_EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size")
+_EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tiny")
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
@@ -197,8 +199,9 @@ class Q2(evaluate.Metric):
             reference_urls=[PAPER],
         )
 
-    def _config(self, variant: str | None = None, batch_size: int | None = None, **options: Any) -> Q2Config:
-        return build_config(variant or self.config_name, options, batch_size)
+    def _config(self, variant: str | None = None, batch_size: int | None = None, tiny: bool | None = None,
+                **options: Any) -> Q2Config:
+        return build_config(variant or self.config_name, options, batch_size, tiny=tiny)
 
     def _lock(self) -> threading.RLock:
         """One lock per instance: evaluate keeps one cache file and one writer per instance, which
@@ -258,7 +261,7 @@ class Q2(evaluate.Metric):
         return current
 
     def _compute(self, predictions, references, return_details=False, variant=None, progress=None,
-                 verbose=False, batch_size=None, qg_model=None, qa_model=None, nli_model=None,
+                 verbose=False, batch_size=None, tiny=None, qg_model=None, qa_model=None, nli_model=None,
                  spacy_model=None, drop_candidates=None, decoding=None, num_beams=None,
                  num_return_sequences=None, no_repeat_ngram_size=None, early_stopping=None,
                  max_question_length=None, qg_max_input_tokens=None, personal_filter=None,
@@ -270,15 +273,15 @@ class Q2(evaluate.Metric):
                  qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None):
         options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
         from q2_metric.models.loading import verbose_loading
-        from q2_metric.progress import tqdm_progress
+        from q2_metric.progress import stage_progress
 
-        config = self._config(variant, batch_size, **options)
+        config = self._config(variant, batch_size, tiny, **options)
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
         multi = any(not isinstance(r, str) for r in references)  # several references per prediction
         responses = [p for p, refs in zip(predictions, references) for _ in refs] if multi else predictions
         knowledge = [r for refs in references for r in refs] if multi else references
         with verbose_loading(bool(verbose)):
-            result = self.scorer(config).score(responses, knowledge, progress=tqdm_progress("Q²") if show else None)
+            result = self.scorer(config).score(responses, knowledge, progress=stage_progress("Q²") if show else None)
         if not multi:
             return json_safe(result.to_dict(details=bool(return_details)))
         result, best = best_of_references(result, [len(refs) for refs in references])

@@ -119,7 +119,9 @@ class Q2Result:
         return out
 
     def __str__(self) -> str:
+        from q2_metric.system_score import figure
+
         s = self.system
-        return (f"Q2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}  "
-                f"no-answer share = {s.no_answer_share:.3f}  ({s.num_scored}/{s.num_responses} scored)\n"
+        return (f"Q2 = {figure(s.q2)}  Q2(no NLI) = {figure(s.q2_no_nli)}  coverage = {figure(s.coverage, 3)}  "
+                f"no-answer share = {figure(s.no_answer_share, 3)}  ({s.num_scored}/{s.num_responses} scored)\n"
                 f"{self.signature}")

@@ -89,19 +89,21 @@ class Signature:
         are the paper's, the precision, and a hash of the full signature, e.g.
         `q2:0.2.0|models:paper|rules:paper|dtype:float32|sig:1a2b3c4d5e`. Rules name the fields
         that depart from the paper's (`rules:paper+dec,mode`); models the roles whose model is not the
-        paper's (`models:custom(qg)`)."""
+        paper's (`models:custom(qg)`), or `models:tiny-random` for `q2_metric.tiny`'s meaningless models."""
         mine = self.to_dict()
         paper = Signature.create(Q2Config.paper()).to_dict()
         dnli = Signature.create(Q2Config.dnli()).to_dict()
         defaults = {"qg": DEFAULT_QG_MODEL, "qa": DEFAULT_QA_MODEL, "nli": DEFAULT_NLI_MODEL}
         models = [role for role, model in defaults.items() if mine.get(role, "").partition("@")[0] != model]
+        tiny = all(mine.get(role, "").startswith("tiny-random-") for role in defaults)
         if all(mine.get(k) == dnli[k] for k in RULE_FIELDS):
             rules = "dnli"
         else:
             changed = [k for k in RULE_FIELDS if mine.get(k) != paper[k]]
             rules = "paper" + ("+" + ",".join(changed) if changed else "")
         digest = hashlib.sha256(str(self).encode()).hexdigest()[:10]
-        return (f"q2:{mine.get('q2', '?')}|models:{'custom(' + ','.join(models) + ')' if models else 'paper'}"
+        named = "tiny-random" if tiny else "custom(" + ",".join(models) + ")" if models else "paper"
+        return (f"q2:{mine.get('q2', '?')}|models:{named}"
                 f"|rules:{rules}|dtype:{mine.get('dtype', '?')}|sig:{digest}")
 
     def __str__(self) -> str:

@@ -49,3 +49,26 @@ def system_score(q2: Sequence[float], q2_no_nli: Sequence[float], covered: Seque
         num_skipped=len(q2) - len(scored),
         num_valid_questions=valid_questions,
     )
+
+
+def figure(value: float, digits: int = 4) -> str:
+    """A figure as a person reads it: `n/a` where it is undefined (never `nan`).
+
+    >>> figure(0.5), figure(float("nan"))
+    ('0.5000', 'n/a')
+    """
+    return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def describe(s: SystemScore) -> str:
+    """The system figures, each with what it means, one per line (no NaN: undefined is `n/a`, with why)."""
+    empty = f"; {s.num_skipped} with an empty response or knowledge, left out" if s.num_skipped else ""
+    why_q2 = "" if s.num_scored else " (no response could be scored)"
+    why_na = "" if s.num_valid_questions else " (no valid question)"
+    return (f"Q2 = {figure(s.q2)}{why_q2}: mean response score over {s.num_scored} of {s.num_responses} "
+            f"responses{empty}; 0 to 1, higher is more consistent\n"
+            f"Q2 without NLI = {figure(s.q2_no_nli)}: the same, spans compared by token F1 only\n"
+            f"coverage = {figure(s.coverage, 3)}: share of scored responses with at least one valid question "
+            f"(the others are scored by end-to-end NLI)\n"
+            f"no-answer share = {figure(s.no_answer_share, 3)}{why_na}: share of the {s.num_valid_questions} "
+            f"valid questions that the knowledge does not answer")

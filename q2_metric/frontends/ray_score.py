@@ -178,8 +178,8 @@ def _score_remote(ray, scorer: Q2Scorer, items: list[tuple[str, str, str]], run_
                         num_cpus=cpus, **gpu)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=len(items), unit="resp", desc=f"Q² on {workers} Ray worker(s)")
+        from q2_metric.progress import Counter
+        bar = Counter(len(items), f"Q² responses on {workers} Ray worker(s)", "resp")
     try:
         # No prefetching: it holds a finished block back until the next one arrives, and a block
         # not yet written is lost if the run is killed.

@@ -231,11 +231,9 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     chunks = chunked(todo, chunk_size)
     bar, stages = None, None
     if progress and chunks:
-        from tqdm.auto import tqdm
-
-        from q2_metric.progress import tqdm_progress
-        bar = tqdm(total=len(todo), unit="resp", desc="Q² responses", position=0)
-        stages = tqdm_progress("Q²", leave=False, position=1)
+        from q2_metric.progress import Counter, stage_progress
+        bar = Counter(len(todo), "Q² responses", "resp", position=0)
+        stages = stage_progress("Q²", leave=False, position=1)
     profiles = []
     for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],

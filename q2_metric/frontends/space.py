@@ -4,13 +4,15 @@ The app takes a response and its knowledge and shows the score with a one-line r
 response with its spans highlighted by span score, one row per question (the explanation) and the
 signature. Inputs are bounded (`MAX_RESPONSE_CHARS`, `MAX_KNOWLEDGE_CHARS`) and so is the queue
 (`QUEUE_SIZE`). The models come from `Q2_QG_MODEL`, `Q2_QA_MODEL`, `Q2_NLI_MODEL`
-(default: the paper's); `Q2_SPACE_OPTIONS` may hold more options as JSON (e.g. `{"device": "cpu"}`).
+(default: the paper's), or `Q2_TINY=1` (tiny random models); `Q2_SPACE_OPTIONS` may hold more options
+as JSON (e.g. `{"device": "cpu"}`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +62,26 @@ def check_lengths(response: Any, knowledge: Any) -> None:
                              f"(score longer texts with `q2 score` on your own machine).")
 
 
+_ENGINE_OPTION = re.compile(r"\b(qg|qa|nli)_model\b(?: \(--[a-z-]+\))?")
+STATUS_LEGEND = ("Status of each generated question: **valid**: the response, asked it, answers with its own "
+                 "span, so the question is kept and asked of the knowledge; **no_match**: the response's "
+                 "answer is not the span (or there is none), so the question is dropped; **personal**: it asks "
+                 "about I/you, dropped; **unused**: not examined, an earlier question of the span was valid; "
+                 "**discarded_unanswerable**: DNLI variant only.")
+
+
+def space_message(err: Exception) -> str:
+    """An error as the Space's owner can act on it: the environment variables a Space is set up
+    with (`Q2_QG_MODEL`), not the command line's flags; a missing model also points to `Q2_TINY=1`."""
+    from q2_metric.models.loading import ModelNotAvailable
+
+    text = _ENGINE_OPTION.sub(lambda m: f"the Space's variable Q2_{m.group(1).upper()}_MODEL", str(err))
+    if isinstance(err, ModelNotAvailable) and "Q2_TINY" not in text:
+        text = (text.rstrip(".") + "; or set the variable Q2_TINY=1 to try the Space on tiny random models "
+                "(meaningless scores, no download).")
+    return text
+
+
 def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) -> tuple[str, str, str, list[list], str]:
     """Score one pair: (score as text, "" when not scored; the one-line reason; the response with
     its spans highlighted, as HTML; one row per generated question; the signature)."""
@@ -69,25 +91,37 @@ def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) ->
     return (score, reason_line(res), highlighted_html(response, res), question_rows(res), str(result.signature))
 
 
+def score_or_message(response: str, knowledge: str, scorer: Any, note: str = "", progress: Any = None) -> tuple:
+    """The app's six outputs: `explain`'s five and the message line (`note`, e.g. that tiny models
+    make meaningless scores). What stops scoring (a model missing, an input over the limit) leaves
+    the five empty and is the message, in one place: gr.Error would mark every output box "Error"."""
+    from q2_metric.models.loading import ModelNotAvailable
+
+    try:
+        check_lengths(response, knowledge)
+        return (*explain(response, knowledge, scorer, progress), note)
+    except (ModelNotAvailable, ValueError) as err:
+        return "", "", "", [], "", f"**Not scored:** {space_message(err)}"
+
+
 def make_app(config: Q2Config | None = None):
     """The gradio Blocks app (models load on the first request and are kept). Serve it with
     `launch()`, which bounds the queue."""
     import gradio as gr
 
-    from q2_metric.models.loading import ModelNotAvailable
     from q2_metric.scorer import Q2Scorer
 
-    scorer = Q2Scorer(config or space_config())
+    from q2_metric.tiny import meaningless_note, uses_tiny
+
+    config = config or space_config()
+    scorer = Q2Scorer(config)
+    note = f"**{meaningless_note()}**" if uses_tiny(config) else ""
 
     def run(response: str, knowledge: str, progress=gr.Progress()):
         def report(stage: str, done: int, total: int) -> None:
             progress((done, max(total, 1)), desc=f"Q² {stage_label(stage)}")
 
-        try:
-            check_lengths(response, knowledge)
-            return explain(response, knowledge, scorer, report)
-        except (ModelNotAvailable, ValueError) as err:  # shown on the page as its one sentence
-            raise gr.Error(str(err)) from None
+        return score_or_message(response, knowledge, scorer, note, report)
 
     with gr.Blocks(title="Q²") as app:
         gr.Markdown("# Q²: factual consistency of a dialogue response with its knowledge\n"
@@ -99,6 +133,7 @@ def make_app(config: Q2Config | None = None):
             response = gr.Textbox(label="Response", lines=3, value=EXAMPLE[0], elem_id="q2-response")
             knowledge = gr.Textbox(label="Knowledge", lines=3, value=EXAMPLE[1], elem_id="q2-knowledge")
         button = gr.Button("Score", variant="primary", elem_id="q2-submit")
+        message = gr.Markdown(note, elem_id="q2-message")
         with gr.Row(equal_height=True):
             score = gr.Textbox(label="Q² score", value="", interactive=False, elem_id="q2-score", scale=1)
             reason = gr.Textbox(label="Why", value="", interactive=False, elem_id="q2-reason", scale=5)
@@ -106,8 +141,9 @@ def make_app(config: Q2Config | None = None):
         spans = gr.HTML(value="", elem_id="q2-spans")
         table = gr.Dataframe(headers=TABLE_COLUMNS, label="Questions (explanation)", elem_id="q2-table",
                              interactive=False, wrap=True, column_widths=COLUMN_WIDTHS)
+        gr.Markdown(STATUS_LEGEND, elem_id="q2-status-legend")
         signature = gr.Textbox(label="Signature", elem_id="q2-signature")
-        button.click(run, inputs=[response, knowledge], outputs=[score, reason, spans, table, signature])
+        button.click(run, inputs=[response, knowledge], outputs=[score, reason, spans, table, signature, message])
     return app
 
 

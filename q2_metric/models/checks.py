@@ -82,12 +82,13 @@ class ModelIdentity:
     model_id: str
     revision: str
     architecture: str
+    tiny: bool = False  # a tiny random model of `q2_metric.tiny` (its scores mean nothing)
 
     def __str__(self) -> str:
         # A local directory is named by its digest only: the same folder gives the same signature
         # however its path was typed (relative, absolute, through a link).
         if self.revision.startswith("local-"):
-            return self.revision
+            return "tiny-random-" + self.revision[len("local-"):] if self.tiny else self.revision
         return f"{self.model_id}@{self.revision[:10]}"
 
 
@@ -220,7 +221,7 @@ def _hub_remote(model_id: str, role: Role) -> tuple[Callable[[str], str | None],
     try:
         info = HfApi().model_info(model_id, timeout=10)
     except Exception as err:  # noqa: BLE001 - unreachable, unknown repo, gated: all mean "cannot use"
-        raise _missing(model_id, role, f"the Hub cannot give it ({type(err).__name__})") from None
+        raise _missing(model_id, role, f"the Hub could not be reached or does not have it ({type(err).__name__})") from None
     names = {s.rfilename for s in info.siblings or []}
     commit = info.sha or "unknown"
 
@@ -327,7 +328,7 @@ def check_model(model_id: str, role: str) -> ModelIdentity:
             f"model as {r.option}.")
     arch = check_kind(config, role, model_id)
     revision = "local-" + _local_digest(path, config_text)[:12] if local else commit
-    return ModelIdentity(str(model_id), revision, arch)
+    return ModelIdentity(str(model_id), revision, arch, tiny=config.get("q2_tiny_random") is True)
 
 
 def _has_weights(find: Callable[[str], str | None], local: bool) -> bool:
