@@ -24,6 +24,8 @@ from typing import Any, Callable
 
 import torch
 
+from q2_metric.models.t5_cache import decoder_cache
+
 CROSS_BIAS = "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight"
 log = logging.getLogger(__name__)
 _warned: set[str] = set()
@@ -110,7 +112,7 @@ def apply_cross_attention_bias(model: torch.nn.Module, weight: torch.Tensor) -> 
         hidden = args[0] if args else kwargs["hidden_states"]
         keys = kwargs["key_value_states"]
         bias = cross_attention_bias(module, module.cross_relative_attention_bias, hidden.shape[1], keys.shape[1],
-                                    _past_length(kwargs.get("past_key_values"), module.layer_idx or 0, hidden.shape[1]))
+                                    _past_length(decoder_cache(kwargs), module.layer_idx or 0, hidden.shape[1]))
         return args, {**kwargs, "position_bias": bias.to(hidden.dtype)}
 
     attention.register_forward_pre_hook(hook, with_kwargs=True)
