@@ -21,7 +21,10 @@ they saw for the paper, and do they answer the same?
 5. Prints the table: identical token ids (QG prompts, QA pairs), questions, answers and decoded
    texts, with the first differences and their cause; exits 1 when any input id differs.
 
-Random weights never stop early: questions are capped at `--max-length` tokens (default 12);
+Random weights never stop early: questions are capped at `--max-length` tokens (default 12) and
+`--short-max-length` (default 5); a third QG model (`eos`) ends its beams at different steps. The
+question rows are per model, cap and kind: a 3.2 sequence without the end token reached the length
+limit, else all ended before it; long spans (the whole response as the answer) have their own row.
 the model shapes are small (`SHAPES`), which is enough to compare tokenization and arithmetic.
 `--project-tokenization hf` runs the project's backends with transformers' own tokenizers and
 without the cross-attention bias (q2-metric 0.2.0's behaviour), for the "before" figures.
@@ -45,6 +48,10 @@ VENV = ROOT / ".conformance" / "venv"
 REFERENCE_PACKAGES = [["torch==2.13.0"], ["--no-deps", "transformers==3.2.0"],
                       ["tokenizers==0.23.3", "sentencepiece", "sacremoses", "regex", "filelock", "requests",
                        "tqdm", "packaging", "numpy", "six"]]
+# the QG models compared: the 3.x cross-attention bias present (as saved by 3.2), zeroed, and
+# present with an end token that random weights pick (beams end at different steps)
+VARIANTS = {"bias": "bias present", "zeroed": "bias zeroed", "eos": "bias present, ends early"}
+KINDS = ("reached the length limit", "ended before it")
 SPLITS = ["dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent"]
 SHAPES = {
     "t5": dict(d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2, num_heads=4),
@@ -211,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--released", default=str(ROOT.parent / "shared" / "reference" / "q-squared"))
     ap.add_argument("--limit", type=int, help="only the first N responses (quick checks)")
     ap.add_argument("--max-length", type=int, default=12, help="question length cap (random weights never stop)")
+    ap.add_argument("--short-max-length", type=int, default=5, metavar="L",
+                    help="also generate with this shorter cap (0: not), default 5: every beam reaches it")
     ap.add_argument("--generate", choices=["first", "all"], default="first",
                     help="generate questions for every candidate, or for each response's first (and the torture set's)")
     ap.add_argument("--generate-every", type=int, default=8, metavar="N",
@@ -238,16 +247,25 @@ def main(argv: list[str] | None = None) -> int:
     digest = hashlib.sha256(Path(spiece["t5"]).read_bytes() + Path(spiece["albert"]).read_bytes()).hexdigest()
     finish_reference(start_reference(python, "build", {
         "models": str(models), "t5_spiece": spiece["t5"], "albert_spiece": spiece["albert"], "spiece_sha": digest,
-        "t5_shape": SHAPES["t5"], "albert_shape": SHAPES["albert"]}, "build"), "build")
+        "t5_shape": SHAPES["t5"], "albert_shape": SHAPES["albert"],
+        "probe": [f"answer: {r[:20]}  context: {r} </s>" for r, _ in pairs[-len(TORTURE):]]}, "build"), "build")
     qg_jobs = [(c, r) for (r, _), cs in zip(pairs, cands) for c in cs]
     # which prompts are also generated from (all of them are compared as model inputs)
     generate = [(args.generate == "all" or j == 0) and i % args.generate_every == 0 or i >= len(pairs) - len(TORTURE)
                 for i, cs in enumerate(cands) for j in range(len(cs))]
+    # long spans: the whole response as the answer, for the responses generated from and the torture set
+    n_candidate_prompts = len(qg_jobs)
+    long_spans = [(r, r) for i, (r, _) in enumerate(pairs)
+                  if i % args.generate_every == 0 or i >= len(pairs) - len(TORTURE)]
+    qg_jobs += long_spans
+    generate += [True] * len(long_spans)
+    lengths = [args.max_length] + ([args.short_max_length] if args.short_max_length else [])
     t_ref = time.time()
     ref_jobs = [start_reference(python, "run", {
         "released": args.released, "models": str(models), "variants": [variant], "max_length": args.max_length,
-        "greedy": not args.no_greedy, "spiece_sha": digest, "qg": qg_jobs, "generate": generate, "qa": [],
-        "output": str(WORK / f"ref_qg_{variant}.out.json")}, f"qg_{variant}") for variant in ("bias", "zeroed")]
+        "max_lengths": lengths, "greedy": not args.no_greedy, "spiece_sha": digest, "qg": qg_jobs,
+        "generate": generate, "qa": [], "output": str(WORK / f"ref_qg_{variant}.out.json")}, f"qg_{variant}")
+        for variant in VARIANTS]
 
     from q2_metric.config import Q2Config
     from q2_metric.models.hf_qa import HFQuestionAnswerer
@@ -257,15 +275,16 @@ def main(argv: list[str] | None = None) -> int:
     t_proj = time.time()
     prompts = [qg_input(a, c) for a, c in qg_jobs]
     chosen = [i for i, g in enumerate(generate) if g]
-    project: dict = {}  # (variant, decoding) -> (generator, {prompt index: generated ids})
+    project: dict = {}  # (variant, decoding, max length) -> (generator, {prompt index: generated ids})
     signature_paths = {}
-    for variant in ("bias", "zeroed"):
+    for variant in VARIANTS:
         qg_dir = str(models / variant / "mrm8488" / "t5-base-finetuned-question-generation-ap")
         for decoding in ("beam",) if args.no_greedy else ("beam", "greedy"):
-            qg = HFQuestionGenerator(Q2Config(qg_model=qg_dir, device="cpu", dtype="float32", decoding=decoding,
-                                              max_question_length=args.max_length), reference=reference)
-            signature_paths[f"qg-{variant}"] = qg.tokenization
-            project[variant, decoding] = (qg, dict(zip(chosen, qg.generate_ids([prompts[i] for i in chosen]))))
+            for L in lengths:
+                qg = HFQuestionGenerator(Q2Config(qg_model=qg_dir, device="cpu", dtype="float32", decoding=decoding,
+                                                  max_question_length=L), reference=reference)
+                signature_paths[f"qg-{variant}"] = qg.tokenization
+                project[variant, decoding, L] = (qg, dict(zip(chosen, qg.generate_ids([prompts[i] for i in chosen]))))
     proj_seconds = time.time() - t_proj
     ref_qg = {"qg": {}}
     for job in ref_jobs:
@@ -274,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     # `what is <candidate> ?` where none was generated) with the response (the filter) and with the
     # knowledge; plus the torture questions
     qa_jobs, k = [], 0
+    assert k + sum(map(len, cands)) == n_candidate_prompts  # the long-span prompts come after these
     for (r, kn), cs in zip(pairs, cands):
         if cs:
             q = ref_qg["qg"]["bias"][k]["beam"][0] if generate[k] else f"what is {cs[0]} ?"
@@ -295,29 +315,41 @@ def main(argv: list[str] | None = None) -> int:
 
     tallies = {name: Tally(name) for name in (
         "QG prompt ids", "QG attention masks", "QA pair ids", "QA segment ids", "QA attention masks",
-        "questions, beam 5, bias present", "questions, beam 5, bias zeroed", "questions, greedy, bias present",
-        "questions, greedy, bias zeroed", "question texts decoded from the same ids",
+        *[f"questions, {decoding}, {VARIANTS[v]}, max {L}, {kind}" for decoding in ("beam 5", "greedy")
+          for v in VARIANTS for L in lengths for kind in KINDS],
+        *[f"questions, {decoding}, {kind}, all" for decoding in ("beam 5", "greedy") for kind in KINDS],
+        "questions, long spans (beam 5 and greedy, all models and lengths)",
+        "question texts decoded from the same ids",
         "QG prompts decoded from the same ids", "answers (QA spans)", "answer texts decoded from the same ids",
         "QA texts decoded from the same ids")}
     near_ties: list[str] = []
-    for (variant, decoding), (qg, out) in project.items():
+    for (variant, decoding, L), (qg, out) in project.items():
         rows = ref_qg["qg"][variant]
-        if variant == "bias" and decoding == "beam":
+        if variant == "bias" and decoding == "beam" and L == lengths[0]:
             for prompt, ids, row in zip(prompts, qg.encode(prompts), rows):
                 tallies["QG prompt ids"].add(ids == row["input_ids"], f"{prompt!r}: {first_diff(row['input_ids'], ids)}")
                 tallies["QG attention masks"].add([1] * len(ids) == row["attention_mask"], repr(prompt))
                 text = qg.decode(row["input_ids"])
                 tallies["QG prompts decoded from the same ids"].add(
                     text == row["prompt_decoded"], f"3.2 {row['prompt_decoded']!r} vs project {text!r}")
-        key = "beam_ids" if decoding == "beam" else "greedy_ids"
-        name = f"questions, {'beam 5' if decoding == 'beam' else 'greedy'}, bias {'present' if variant == 'bias' else 'zeroed'}"
+        at = "" if L == lengths[0] else f"@{L}"
+        key = ("beam_ids" if decoding == "beam" else "greedy_ids") + at
+        label = "beam 5" if decoding == "beam" else "greedy"
         for i in chosen:
             prompt, beams, row = prompts[i], out[i], rows[i]
             ref_ids = row[key] if decoding == "beam" else [row[key]]
             texts = [qg.decode(b) for b in beams]
-            ref_texts = row["beam"] if decoding == "beam" else [row["greedy"]]
+            ref_texts = row[("beam" if decoding == "beam" else "greedy") + at]
+            ref_texts = ref_texts if decoding == "beam" else [ref_texts]
             same_ids = [unpadded(b) for b in beams] == [unpadded(r) for r in ref_ids]
-            tallies[name].add(same_ids and texts == ref_texts, f"{prompt!r}: 3.2 {ref_texts} vs project {texts}")
+            same = same_ids and texts == ref_texts
+            # a sequence of 3.2 without the end token ran to the limit
+            kind = KINDS[0] if any(qg.model.config.eos_token_id not in r for r in ref_ids) else KINDS[1]
+            example = f"{prompt!r} ({variant}, max {L}): 3.2 {ref_texts} vs project {texts}"
+            tallies[f"questions, {label}, {VARIANTS[variant]}, max {L}, {kind}"].add(same, example)
+            tallies[f"questions, {label}, {kind}, all"].add(same, example)
+            if i >= n_candidate_prompts:
+                tallies["questions, long spans (beam 5 and greedy, all models and lengths)"].add(same, example)
             for b, r_ids, r_text in zip(beams, ref_ids, ref_texts):
                 if unpadded(b) == unpadded(r_ids):
                     tallies["question texts decoded from the same ids"].add(
@@ -361,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
           f"questions capped at {args.max_length} tokens; project tokenization: {signature_paths}\n")
     print("| compared | identical | share |\n|---|---|---|")
     for t in tallies.values():
-        print(t.row())
+        if t.total or not t.name.startswith("questions, "):
+            print(t.row())
     for t in tallies.values():
         for ex in t.examples:
             print(f"  {t.name} differs: {ex}")

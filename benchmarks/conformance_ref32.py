@@ -45,12 +45,24 @@ def build(job: dict) -> None:
     albert = AlbertForQuestionAnswering(AlbertConfig(
         vocab_size=albert_tok.vocab_size, pad_token_id=albert_tok.pad_token_id, max_position_embeddings=512,
         **job["albert_shape"]))
-    for folder, zero in ((out / "bias", False), (out / "zeroed", True)):
+    # `eos`: the bias present, and the end token's output embedding a scaled, perturbed copy of the
+    # token beam search picks most on the probe prompts, so that beams end at different steps
+    # (random weights almost never pick the end token): both the limit and earlier endings occur
+    eos = T5ForConditionalGeneration(t5.config)
+    eos.load_state_dict(t5.state_dict())
+    eos.eval()
+    with torch.no_grad():
+        picked = torch.cat([eos.generate(input_ids=torch.tensor([t5_tok.encode(p)]), max_length=12, num_beams=5,
+                                         num_return_sequences=5).flatten() for p in job.get("probe", ["a"])])
+        frequent = int(torch.bincount(picked[picked > 2]).argmax())
+        emb = eos.shared.weight
+        emb[1] = 0.97 * emb[frequent] + 0.02 * torch.randn_like(emb[1])
+    for folder, model, zero in ((out / "bias", t5, False), (out / "eos", eos, False), (out / "zeroed", t5, True)):
         qg_dir = folder / QG_ID
         if zero:
             with torch.no_grad():
                 t5.state_dict()[CROSS_BIAS].zero_()
-        t5.save_pretrained(str(qg_dir))
+        model.save_pretrained(str(qg_dir))
         t5_tok.save_pretrained(str(qg_dir))
         qa_dir = folder / QA_ID
         albert.save_pretrained(str(qa_dir))
@@ -107,7 +119,7 @@ def load_released(released: Path, name: str, cwd: Path):
 
 def run(job: dict) -> None:
     released, models = Path(job["released"]), Path(job["models"])
-    L = job["max_length"]
+    lengths = job.get("max_lengths", [job["max_length"]])
     result: dict = {"qg": {}, "qa": {}}
     started = time.time()
     for variant in job["variants"]:
@@ -116,21 +128,27 @@ def run(job: dict) -> None:
         qg.qg_model = recorder = Recorder(qg.qg_model.eval(), log)
         rows = []
         for (answer, context), generate in zip(job["qg"], job["generate"]):
-            recorder.active = generate
-            beams = qg.get_questions_beam(answer, context, max_length=L)
-            beam_rec = log.pop()
-            row = {"input_ids": beam_rec["input_ids"], "attention_mask": beam_rec["attention_mask"],
-                   "beam_ids": beam_rec["output"], "beam": beams,
-                   # the prompt decoded as the beam path decodes a question
-                   "prompt_decoded": qg.qg_tokenizer.decode(beam_rec["input_ids"], skip_special_tokens=True)
-                   .replace("question: ", "", 1)}
-            if job["greedy"] and generate:
-                greedy = qg.get_question_greedy(answer, context, max_length=L)
-                ids = log.pop()["output"][0]
-                # the released greedy path decodes without skip_special_tokens; also record 3.2's
-                # decoding with it, the way the beam path decodes
-                row |= {"greedy_ids": ids, "greedy_released": greedy,
-                        "greedy": qg.qg_tokenizer.decode(ids, skip_special_tokens=True).replace("question: ", "", 1)}
+            row = {}
+            for n, L in enumerate(lengths):  # the first length's keys are plain, the others' end in @L
+                at = "" if n == 0 else f"@{L}"
+                recorder.active = generate
+                beams = qg.get_questions_beam(answer, context, max_length=L)
+                beam_rec = log.pop()
+                row |= {"input_ids": beam_rec["input_ids"], "attention_mask": beam_rec["attention_mask"],
+                        "beam_ids" + at: beam_rec["output"], "beam" + at: beams,
+                        # the prompt decoded as the beam path decodes a question
+                        "prompt_decoded": qg.qg_tokenizer.decode(beam_rec["input_ids"], skip_special_tokens=True)
+                        .replace("question: ", "", 1)}
+                if job["greedy"] and generate:
+                    greedy = qg.get_question_greedy(answer, context, max_length=L)
+                    ids = log.pop()["output"][0]
+                    # the released greedy path decodes without skip_special_tokens; also record 3.2's
+                    # decoding with it, the way the beam path decodes
+                    row |= {"greedy_ids" + at: ids, "greedy_released" + at: greedy,
+                            "greedy" + at: qg.qg_tokenizer.decode(ids, skip_special_tokens=True)
+                            .replace("question: ", "", 1)}
+                if not generate:
+                    break  # only the input is compared
             rows.append(row)
         result["qg"][variant] = rows
     qa = load_released(released, "question_answering", models / job["variants"][0])

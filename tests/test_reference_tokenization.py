@@ -20,9 +20,10 @@ import pytest
 import torch
 
 from q2_metric.config import Q2Config
+from q2_metric.models.loading import read_checkpoint_tensor
 from q2_metric.models.reference_tokenization import (albert_preprocess, clean_up_tokenization,
                                                     load_reference_tokenizer, split_on_special_tokens)
-from q2_metric.models.t5_cross_bias import CROSS_BIAS, attach_cross_attention_bias, read_checkpoint_tensor
+from q2_metric.models.t5_cross_bias import CROSS_BIAS, attach_cross_attention_bias
 
 DATA = Path(__file__).resolve().parent / "data" / "ref32"
 EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))

@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from q2_metric.models.t5_cache import decoder_cache
+
 
 @dataclass(frozen=True)
 class Dims:
@@ -183,7 +185,7 @@ class FlopMeter:
         if shape is None or source is None:
             return
         rows, new = shape
-        cache = kwargs.get("past_key_values")
+        cache = decoder_cache(kwargs)
         past = int(cache.get_seq_length()) if cache is not None else 0
         cross = getattr(cache, "cross_attention_cache", None)
         cross_kv = cross is None or int(cross.get_seq_length()) == 0

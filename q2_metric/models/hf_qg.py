@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Sequence
+import inspect
+from typing import Callable, Sequence
 
 import torch
 
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import map_batched
+from q2_metric.models.beam_search import beam_search
 from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
 from q2_metric.models.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
@@ -29,8 +31,35 @@ def clean_question(text: str) -> str:
     return text.replace("question: ", "", 1)
 
 
+def decoder_steps(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, beams: int,
+                  share_cross: bool) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
+    """The `step` of `beam_search` for an encoder-decoder model: the encoder runs once per input,
+    its output goes to the input's `beams` rows, and each step feeds the rows' last tokens with the
+    cache reordered by the beams (its self-attention part only when the beams of an input share
+    their cross-attention keys and values, `t5_shared_cross`)."""
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+    from transformers.modeling_outputs import BaseModelOutput
+
+    hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
+    encoder = BaseModelOutput(last_hidden_state=hidden.repeat_interleave(beams, dim=0))
+    mask = mask.repeat_interleave(beams, dim=0)
+    cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
+    # the keyword was `past_key_values` before transformers 5.2x, `cache` since
+    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+    def step(tokens: torch.Tensor, beam_idx: torch.Tensor | None) -> torch.Tensor:
+        if beam_idx is not None:
+            (cache.self_attention_cache if share_cross else cache).reorder_cache(beam_idx)
+        out = model(encoder_outputs=encoder, attention_mask=mask, decoder_input_ids=tokens[:, None],
+                    use_cache=True, return_dict=True, **{name: cache})
+        return out.logits[:, -1, :]
+
+    return step
+
+
 class HFQuestionGenerator:
-    """Batched, padded beam search (or greedy decoding) over (answer, context) pairs.
+    """Batched, padded beam search (or greedy decoding) over (answer, context) pairs; beam search
+    by transformers 3.2's rules (`beam_search`), the length limit included.
 
     A T5 with a SentencePiece vocabulary (the paper's) is fed the ids transformers 3.2's slow
     tokenizer gave the released code and its questions are decoded as 3.2 decoded them
@@ -98,11 +127,30 @@ class HFQuestionGenerator:
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in inputs], device=self.device)
         self.tokens_processed += int(ids.numel())
         kwargs = self._generation_kwargs()
-        sharing = self.shared_cross.sharing(kwargs["num_beams"]) if self.shared_cross else contextlib.nullcontext()
+        beams = kwargs["num_beams"]
+        sharing = self.shared_cross.sharing(beams) if self.shared_cross else contextlib.nullcontext()
         with sharing, linear_kernels(self.linears, self.config.cpu_matmul, self.device):
-            out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs).tolist()
-        k = self.config.questions_per_candidate
-        return [out[i * k:(i + 1) * k] for i in range(len(inputs))]
+            if beams == 1:  # greedy: transformers' own (the same rule as 3.2's)
+                out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs).tolist()
+                return [[row] for row in out]
+            return self._beam_search(ids, mask, kwargs)
+
+    def _beam_search(self, ids: torch.Tensor, mask: torch.Tensor, kwargs: dict) -> list[list[list[int]]]:
+        """transformers 3.2's beam search (`beam_search`) over the model's decoder steps."""
+        beams, generation = kwargs["num_beams"], self.model.generation_config
+        # 3.2 counted the decoder start token in max_length and min_length
+        max_length = 1 + kwargs["max_new_tokens"] if "max_new_tokens" in kwargs else kwargs["max_length"]
+        min_length = 1 + kwargs["min_new_tokens"] if "min_new_tokens" in kwargs else (generation.min_length or 0)
+        step = decoder_steps(self.model, ids, mask, beams, share_cross=self.shared_cross is not None)
+        config = self.model.config
+        return beam_search(step, len(ids), num_beams=beams, max_length=max_length, min_length=min_length,
+                           num_return_sequences=kwargs["num_return_sequences"],
+                           no_repeat_ngram_size=kwargs["no_repeat_ngram_size"] or 0,
+                           early_stopping=bool(kwargs["early_stopping"]),
+                           length_penalty=float(generation.length_penalty if generation.length_penalty is not None
+                                                else 1.0),
+                           start_id=config.decoder_start_token_id, eos_id=config.eos_token_id,
+                           pad_id=config.pad_token_id, device=self.device)
 
     def generate_ids(self, prompts: Sequence[str]) -> list[list[list[int]]]:
         """The generated ids of each prompt's questions (best first)."""

@@ -1,9 +1,11 @@
-"""Loading pretrained models: device and dtype choice, and a fast, clear failure when offline."""
+"""Loading pretrained models: device and dtype choice, a fast, clear failure when offline, and a
+model's files (`model_file_finder`, `read_model_json`, `read_checkpoint_tensor`) read without loading it."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import logging
 import os
 from pathlib import Path
@@ -155,3 +157,73 @@ def model_revision(model: Any, model_id: str) -> str:
     # transformers 5 no longer records `config._commit_hash`; the cache snapshot is the source.
     commit = cached_revision(model_id) or getattr(getattr(model, "config", None), "_commit_hash", None)
     return (commit or "unknown")[:10]
+
+
+def model_file_finder(model_id: str, download: bool = False) -> Callable[[str], str | None]:
+    """Find a file of a model: in its directory, else in the Hugging Face cache; with `download`,
+    a file the cache has never seen is fetched from the Hub unless offline (transformers 5 may
+    load a tokenizer from `tokenizer.json` and never fetch `spiece.model`)."""
+    path = Path(model_id).expanduser()
+    if path.is_dir():
+        return lambda name: str(path / name) if (path / name).is_file() else None
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+    def find(name: str) -> str | None:
+        hit = try_to_load_from_cache(model_id, name)
+        if isinstance(hit, str):
+            return hit
+        if download and hit is None and not _offline():
+            try:
+                return hf_hub_download(model_id, name)
+            except Exception:  # noqa: BLE001 - absent upstream or unreachable: no such file
+                return None
+        return None
+
+    return find
+
+
+def read_model_json(find: Callable[[str], str | None], name: str) -> dict:
+    """A JSON file of a model (`find` from `model_file_finder`) as a dict; {} when it is absent,
+    unreadable or not an object."""
+    path = find(name)
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_checkpoint_tensor(find: Callable[[str], str | None], key: str) -> torch.Tensor | None:
+    """One tensor of a saved checkpoint (safetensors, pytorch_model.bin or their sharded
+    indexes), without loading the rest; None when it is not there."""
+    import torch
+
+    index = None
+    for name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        path = find(name)
+        if path:
+            try:
+                index = json.loads(Path(path).read_text(encoding="utf-8")).get("weight_map", {})
+            except (OSError, ValueError):
+                index = {}
+            files = [index[key]] if key in index else []
+            break
+    else:
+        files = ["model.safetensors", "pytorch_model.bin"]
+    for name in files:
+        path = find(name)
+        if not path:
+            continue
+        if name.endswith(".safetensors"):
+            from safetensors import safe_open
+
+            with safe_open(path, framework="pt") as f:
+                return f.get_tensor(key) if key in f.keys() else None
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:  # a file in torch's legacy (pre-zip) format cannot be memory-mapped
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        return state[key].clone() if key in state else None
+    return None

@@ -30,7 +30,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
+
+from q2_metric.models.loading import model_file_finder, read_checkpoint_tensor, read_model_json
 
 SPIECE_UNDERLINE = "\u2581"
 REFERENCE = "ref32"  # the signature's name of this path: transformers 3.2's slow tokenizers
@@ -235,55 +237,19 @@ def _special_value(value: Any) -> str | None:
     return None
 
 
-def model_file_finder(model_id: str, download: bool = False) -> Callable[[str], str | None]:
-    """Find a file of a model: in its directory, else in the Hugging Face cache; with `download`,
-    a file the cache has never seen is fetched from the Hub unless offline (transformers 5 may
-    load a tokenizer from `tokenizer.json` and never fetch `spiece.model`)."""
-    path = Path(model_id).expanduser()
-    if path.is_dir():
-        return lambda name: str(path / name) if (path / name).is_file() else None
-    from huggingface_hub import hf_hub_download, try_to_load_from_cache
-
-    from q2_metric.models.loading import _offline
-
-    def find(name: str) -> str | None:
-        hit = try_to_load_from_cache(model_id, name)
-        if isinstance(hit, str):
-            return hit
-        if download and hit is None and not _offline():
-            try:
-                return hf_hub_download(model_id, name)
-            except Exception:  # noqa: BLE001 - absent upstream or unreachable: no such file
-                return None
-        return None
-
-    return find
-
-
-def _read_json(find: Callable[[str], str | None], name: str) -> dict:
-    path = find(name)
-    if not path:
-        return {}
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def load_reference_tokenizer(model_id: str) -> ReferenceTokenizer | None:
     """The 3.2 tokenizer of a T5 or ALBERT model with a SentencePiece vocabulary (`spiece.model`)
     holding all its special tokens and no added tokens; None for any other model."""
     find = model_file_finder(model_id)
-    kind = _read_json(find, "config.json").get("model_type")
+    kind = read_model_json(find, "config.json").get("model_type")
     spiece = model_file_finder(model_id, download=True)("spiece.model") if kind in ("t5", "albert") else None
     if kind not in ("t5", "albert") or spiece is None:
         return None
-    added = _read_json(find, "added_tokens.json")
+    added = read_model_json(find, "added_tokens.json")
     if added:
         return None
-    init = _read_json(find, "tokenizer_config.json")
-    saved = _read_json(find, "special_tokens_map.json")
+    init = read_model_json(find, "tokenizer_config.json")
+    saved = read_model_json(find, "special_tokens_map.json")
     specials = dict(T5_SPECIALS if kind == "t5" else ALBERT_SPECIALS)
     for key in SPECIAL_KEYS:  # 3.2: tokenizer_config.json first, then special_tokens_map.json
         value = init.get(key, saved.get(key))
@@ -317,10 +283,10 @@ def load_reference_tokenizer(model_id: str) -> ReferenceTokenizer | None:
 def _paths(model_id: str, config_file: str | None, role: str, qa_decoding: str) -> str:
     ref = load_reference_tokenizer(model_id)
     if role == "qg":
-        from q2_metric.models.t5_cross_bias import CROSS_BIAS, read_checkpoint_tensor
+        from q2_metric.models.t5_cross_bias import CROSS_BIAS
 
         label = REFERENCE if ref is not None else HF
-        if _read_json(model_file_finder(model_id), "config.json").get("model_type") == "t5" and \
+        if read_model_json(model_file_finder(model_id), "config.json").get("model_type") == "t5" and \
                 read_checkpoint_tensor(model_file_finder(model_id), CROSS_BIAS) is not None:
             label += "+xbias"
         return label
@@ -328,7 +294,7 @@ def _paths(model_id: str, config_file: str | None, role: str, qa_decoding: str) 
         return REFERENCE if ref is not None and ref.kind == "albert" and qa_decoding == "reference" else HF
     from q2_metric.models.allennlp_input import ALLENNLP, is_allennlp_converted
 
-    return ALLENNLP if is_allennlp_converted(_read_json(model_file_finder(model_id), "config.json")) else HF
+    return ALLENNLP if is_allennlp_converted(read_model_json(model_file_finder(model_id), "config.json")) else HF
 
 
 def tokenization_path(model_id: str, role: str, qa_decoding: str = "reference") -> str:

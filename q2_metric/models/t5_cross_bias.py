@@ -24,41 +24,12 @@ from typing import Any, Callable
 
 import torch
 
+from q2_metric.models.loading import model_file_finder, read_checkpoint_tensor
+from q2_metric.models.t5_cache import decoder_cache
+
 CROSS_BIAS = "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight"
 log = logging.getLogger(__name__)
 _warned: set[str] = set()
-
-
-def read_checkpoint_tensor(find: Callable[[str], str | None], key: str) -> torch.Tensor | None:
-    """One tensor of a saved checkpoint (safetensors, pytorch_model.bin or their sharded
-    indexes), without loading the rest; None when it is not there."""
-    index = None
-    for name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
-        path = find(name)
-        if path:
-            try:
-                index = json.loads(Path(path).read_text(encoding="utf-8")).get("weight_map", {})
-            except (OSError, ValueError):
-                index = {}
-            files = [index[key]] if key in index else []
-            break
-    else:
-        files = ["model.safetensors", "pytorch_model.bin"]
-    for name in files:
-        path = find(name)
-        if not path:
-            continue
-        if name.endswith(".safetensors"):
-            from safetensors import safe_open
-
-            with safe_open(path, framework="pt") as f:
-                return f.get_tensor(key) if key in f.keys() else None
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except RuntimeError:  # a file in torch's legacy (pre-zip) format cannot be memory-mapped
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        return state[key].clone() if key in state else None
-    return None
 
 
 def saved_by_transformers_3(find: Callable[[str], str | None]) -> bool:
@@ -110,7 +81,7 @@ def apply_cross_attention_bias(model: torch.nn.Module, weight: torch.Tensor) -> 
         hidden = args[0] if args else kwargs["hidden_states"]
         keys = kwargs["key_value_states"]
         bias = cross_attention_bias(module, module.cross_relative_attention_bias, hidden.shape[1], keys.shape[1],
-                                    _past_length(kwargs.get("past_key_values"), module.layer_idx or 0, hidden.shape[1]))
+                                    _past_length(decoder_cache(kwargs), module.layer_idx or 0, hidden.shape[1]))
         return args, {**kwargs, "position_bias": bias.to(hidden.dtype)}
 
     attention.register_forward_pre_hook(hook, with_kwargs=True)
@@ -119,8 +90,6 @@ def apply_cross_attention_bias(model: torch.nn.Module, weight: torch.Tensor) -> 
 def attach_cross_attention_bias(model: torch.nn.Module, model_id: str) -> bool:
     """Apply the checkpoint's 3.x cross-attention bias to a loaded T5; True when it had one.
     Warns once per model when a checkpoint saved by transformers 3.x has none."""
-    from q2_metric.models.reference_tokenization import model_file_finder
-
     if getattr(getattr(model, "config", None), "model_type", None) != "t5":
         return False
     find = model_file_finder(model_id)
