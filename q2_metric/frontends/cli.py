@@ -252,6 +252,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     from q2_metric.frontends.meta_scores import parse_score_spec, write_template
     from q2_metric.frontends.options import json_safe
 
+    if args.dataset:  # the benchmark on labelled sets (meta_bench_cmd)
+        from q2_metric.frontends.meta_bench_cmd import cmd_benchmark
+        return cmd_benchmark(args)
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
     if args.write_template:
@@ -434,7 +437,11 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("--no-bertscore", action="store_true", help="skip the BERTScore baseline")
     me.add_argument("--device", default="auto")
     me.add_argument("--out-dir", default="meta_eval")
+    from q2_metric.frontends.meta_bench_cmd import add_benchmark_args
+    from q2_metric.frontends.meta_fetch import add_data_parser
+    add_benchmark_args(me)
     me.set_defaults(func=cmd_meta_eval)
+    add_data_parser(sub)
 
     conv = sub.add_parser("convert-nli", help="turn the paper's AllenNLP RoBERTa NLI archive into a "
                                              "transformers model directory")
