@@ -33,6 +33,7 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
     g.add_argument("--qa-model", default=None, help="Q²'s QA model (default: the paper's)")
     g.add_argument("--spacy-model", default=None, help="Q²'s spaCy pipeline")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for Q²'s QG, QA and NLI")
+    g.add_argument("--max-question-length", type=int, default=None, help="Q²'s longest generated question")
     g.add_argument("--cache-dir", default=".q2_cache", help="Q²'s resumable score cache (as in `q2 score`)")
     g.add_argument("--no-cache", action="store_true")
     g.add_argument("--chunk-size", type=int, default=64, help="responses per Q² engine call")
@@ -59,7 +60,8 @@ def q2_runner(args: argparse.Namespace, out: Path):
     from q2_metric.scorer import Q2Scorer
 
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
-                spacy_model=args.spacy_model, device=args.device)
+                spacy_model=args.spacy_model, device=args.device,
+                max_question_length=args.max_question_length)
     try:
         config = build_config("paper", opts, args.batch_size, spell=flag_name())
     except ValueError as err:

@@ -16,8 +16,9 @@ def _f(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _p(value: float | None) -> str:
-    return "-" if value is None else ("<0.001" if value < 0.001 else f"{value:.3f}")
+def _p(value: float | None, draws: int) -> str:
+    """A p-value; 0 (no resample on the other side) as below the bootstrap's resolution, 1/draws."""
+    return "-" if value is None else (f"<{1 / draws:.2g}" if value == 0 else f"{value:.3f}")
 
 
 def auc_cell(r: dict) -> str:
@@ -56,8 +57,8 @@ def render_markdown(report: dict) -> str:
     for name, res in report["results"].items():
         for m in metrics:
             r = res["metrics"][m]
-            lines.append(f"| {name} | {label(m)} | {_p(r['p_vs_q2'])} | "
-                         f"{_p(r['p_vs_best_baseline'])} ({label(res['best_baseline'] or '-')}) |")
+            lines.append(f"| {name} | {label(m)} | {_p(r['p_vs_q2'], r['draws'])} | "
+                         f"{_p(r['p_vs_best_baseline'], r['draws'])} ({label(res['best_baseline'] or '-')}) |")
     cal = report.get("calibration")
     if cal:
         lines += ["", f"## Calibrated decisions: threshold tuned on {cal['dev']}, applied to {cal['test']}", "",
