@@ -168,6 +168,43 @@ def test_begin_outputs(begin_run):
     assert report["results"]["begin-dev"]["metrics"]["overlap"]["p_vs_q2"] is None  # no Q² with --baselines-only
 
 
+@needs_begin
+def test_intervals_and_paired_p_value_from_the_documented_resamples(begin_run, tokenizer):
+    """The resamples are documented (numpy's default_rng(seed).integers(0, n, (draws, n)), one
+    matrix per dataset shared by the metrics); interval and p-value recomputed from them here."""
+    _, report = begin_run
+    df = read_tsv(BEGIN / "wow" / "begin_dev_wow.tsv")
+    y = np.array((df["begin_label"] == "Fully attributable").astype(int))
+    sc = {m: np.array(v) for m, v in my_scores(tokenizer, df["response"].tolist(), df["knowledge"].tolist()).items()}
+    idx = np.random.default_rng(0).integers(0, len(y), size=(DRAWS, len(y)))
+    boot = {m: np.array([my_auc(sc[m][i], y[i]) for i in idx]) for m in sc}
+    got = report["results"]["begin-wow-dev"]["metrics"]
+    for m in sc:
+        assert (got[m]["low"], got[m]["high"]) == (pytest.approx(np.percentile(boot[m], 2.5)),
+                                                   pytest.approx(np.percentile(boot[m], 97.5)))
+    diff = boot["bleu"] - boot["overlap"]
+    p = min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0)))
+    assert got["bleu"]["p_vs_best_baseline"] == pytest.approx(p)
+
+
+SHARED_Q2 = BEGIN.parent / "q2_wow"
+
+
+@pytest.mark.skipif(not SHARED_Q2.is_dir(), reason="the paper's set is not present")
+def test_the_papers_folder_is_a_dataset(tmp_path, tokenizer):
+    out = tmp_path / "out"
+    assert main(["meta-eval", "--baselines-only", "--no-bertscore", "--dataset", f"paper={SHARED_Q2}",
+                 "--bootstrap", "10", "--out-dir", str(out)]) == 0
+    report = json.loads((out / "benchmark.json").read_text())
+    parts = [pd.read_csv(SHARED_Q2 / f"{s}.csv", keep_default_na=False).assign(y=int(s.endswith("_consistent")))
+             for s in ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")]
+    df = pd.concat(parts)
+    sc = my_scores(tokenizer, df["response"].tolist(), df["knowledge"].tolist())
+    assert report["datasets"]["paper"]["n"] == 600 and report["datasets"]["paper"]["consistent"] == 300
+    for m in ("overlap", "bleu"):
+        assert report["results"]["paper"]["metrics"][m]["roc_auc"] == pytest.approx(my_auc(sc[m], df["y"]), abs=1e-12)
+
+
 # -- an unseen TRUE-format file and a mapped JSONL ----------------------------------------------
 RESPONSES = ["the eiffel tower is in paris and was built in 1889.", "it is in rome.", "i love towers!",
              "paris has the eiffel tower.", "it was built in 1920 in london.", "gustave eiffel's company built it.",
