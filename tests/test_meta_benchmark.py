@@ -242,6 +242,23 @@ def test_unseen_true_format_csv_matches_the_released_definitions(tmp_path, token
             my_balanced_accuracy(sc[m], LABELS, t))
 
 
+def test_mapped_parquet_and_tsv(tmp_path, tokenizer):
+    frame = pd.DataFrame({"passage": [KNOWLEDGE] * 10, "answer": RESPONSES,
+                          "human": ["faithful" if y else "made up" for y in LABELS]})
+    frame.to_parquet(tmp_path / "mine.parquet")
+    frame.to_csv(tmp_path / "mine.tsv", sep="\t", index=False)
+    out = tmp_path / "out"
+    assert main(["meta-eval", "--baselines-only", "--no-bertscore", "--dataset", f"pq={tmp_path / 'mine.parquet'}",
+                 "--dataset", f"tsv={tmp_path / 'mine.tsv'}", "--response-col", "answer", "--knowledge-col",
+                 "passage", "--label-col", "human", "--consistent-label", "faithful", "--bootstrap", "10",
+                 "--out-dir", str(out)]) == 0
+    report = json.loads((out / "benchmark.json").read_text())
+    want = my_auc(my_scores(tokenizer, RESPONSES, [KNOWLEDGE] * 10)["overlap"], LABELS)
+    for name in ("pq", "tsv"):
+        assert report["datasets"][name]["consistent"] == sum(LABELS)
+        assert report["results"][name]["metrics"]["overlap"]["roc_auc"] == pytest.approx(want, abs=1e-12)
+
+
 def test_supplied_scores_join_the_benchmark(tmp_path):
     src = tmp_path / "mine.csv"
     pd.DataFrame({"grounding": [KNOWLEDGE] * 10, "generated_text": RESPONSES, "label": LABELS}).to_csv(src, index=False)

@@ -78,7 +78,9 @@ def q2_runner(args: argparse.Namespace, out: Path):
         folder.mkdir(parents=True, exist_ok=True)
         source, scores = folder / f"{ds.name}.input.csv", folder / f"{ds.name}.scores.csv"
         write_table(source, [{"response": r, "knowledge": k} for r, k in ds.keys()], ["response", "knowledge"])
-        score(scorer, source, scores, cache_dir=None if args.no_cache else args.cache_dir,
+        # Ray ships the scorer to its workers unloaded; this process's one may hold the NLI model
+        score(Q2Scorer(config) if args.ray is not None else scorer, source, scores,
+              cache_dir=None if args.no_cache else args.cache_dir,
               chunk_size=args.chunk_size, progress=not args.no_progress, **extra)
         rows = [r.fields for r in read_rows(scores)]
         return {m: [float("nan") if r.get(m) in (None, "") else float(r[m]) for r in rows] for m in ("q2", "q2_no_nli")}
