@@ -165,7 +165,8 @@ def load_dataset(name: str, path: Path, mapping: Mapping = Mapping()) -> tuple[D
         rows, columns, problems = _read(path)
     except (OSError, UnicodeDecodeError, Q2InputError) as err:
         return None, [f"{head}: cannot be read ({err})."]
-    problems = [f"{head}: {p}." for p in problems[:1]]
+    more = f" (and {len(problems) - 1} other unreadable row(s))" if len(problems) > 1 else ""
+    problems = [f"{head}: {p}{more}." for p in problems[:1]]
     if not rows:
         return None, problems + [f"{head}: no data rows."]
     fmt = detect_format(columns, mapping)
