@@ -15,10 +15,12 @@ import evaluate
 
 from q2_metric.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
+from q2_metric.decision import check_threshold, decide, decision_counts
 from q2_metric.frontends.options import (VARIANTS, Q2OptionError, build_config, check_option_names,
                                          choices_text, json_safe, option_default)
 from q2_metric.results import Q2Result
 from q2_metric.scorer import Q2Scorer
+from q2_metric.signature import Signature
 from q2_metric.system_score import system_score
 from q2_metric.validation import Q2InputError, validate_inputs
 
@@ -44,6 +46,9 @@ Args:
     batch_size (int): batch size of QG, QA and NLI (each `*_batch_size` overrides it).
     tiny (bool): tiny random models instead of the paper's (built once; no download; the scores
         mean nothing and the signature says `tiny-random`). Default: the `Q2_TINY` environment variable.
+    threshold (float): decide each response: `decisions` holds "consistent" (Q² >= threshold) or
+        "inconsistent" (None when unscored), with `num_consistent`, `num_inconsistent` and
+        `threshold`; the signature ends in `thr:T`. Tune it with `q2 meta-eval --calibrate`.
     Every other option is a field of `q2_metric.Q2Config`; None (the default) keeps the
     configuration's value, shown here for the paper's:
     qg_model, qa_model, nli_model (str): Hub ids or local directories (default: the paper's,
@@ -129,7 +134,7 @@ Examples:
 """
 
 _LOCKS_GUARD = threading.Lock()
-_EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tiny")
+_EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tiny", "threshold")
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
@@ -227,7 +232,13 @@ class Q2(evaluate.Metric):
         if predictions is not None or references is not None:
             predictions, references = _check(predictions, references)
         check_option_names(kwargs, _EXTRA)
-        config = self._config(**{k: v for k, v in kwargs.items() if k not in ("return_details", "progress", "verbose")})
+        if kwargs.get("threshold") is not None:
+            try:
+                check_threshold(kwargs["threshold"])
+            except (TypeError, ValueError) as err:
+                raise Q2OptionError(f"Invalid Q² option threshold={kwargs['threshold']!r}: {err}.") from None
+        config = self._config(**{k: v for k, v in kwargs.items()
+                                 if k not in ("return_details", "progress", "verbose", "threshold")})
         self._check_cache_dir(config)
         with self._lock():
             return super().compute(predictions=predictions, references=references, **kwargs)
@@ -270,7 +281,7 @@ class Q2(evaluate.Metric):
                  use_nli=None, discard_unanswerable_if_any_answerable=None, fallback_nli=None,
                  fallback_scores=None, fallback_lowercase=None, device=None, dtype=None, qg_batch_size=None,
                  qa_batch_size=None, nli_batch_size=None, spacy_batch_size=None, qg_max_tokens=None,
-                 qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None):
+                 qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None, threshold=None):
         options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
         from q2_metric.models.loading import verbose_loading
         from q2_metric.progress import stage_progress
@@ -282,8 +293,13 @@ class Q2(evaluate.Metric):
         knowledge = [r for refs in references for r in refs] if multi else references
         with verbose_loading(bool(verbose)):
             result = self.scorer(config).score(responses, knowledge, progress=stage_progress("Q²") if show else None)
-        if not multi:
-            return json_safe(result.to_dict(details=bool(return_details)))
-        result, best = best_of_references(result, [len(refs) for refs in references])
-        return json_safe({**result.to_dict(details=bool(return_details)), "best_reference": best})
+        if multi:
+            result, best = best_of_references(result, [len(refs) for refs in references])
+        out = result.to_dict(details=bool(return_details))
+        if threshold is not None:
+            threshold = check_threshold(threshold)
+            decisions = [decide(s, threshold) for s in out["scores"]]
+            out.update(decisions=decisions, **decision_counts(decisions, threshold),
+                       signature=str(Signature.parse(out["signature"]).with_threshold(threshold)))
+        return json_safe({**out, "best_reference": best} if multi else out)
 

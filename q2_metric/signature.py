@@ -104,7 +104,15 @@ class Signature:
         digest = hashlib.sha256(str(self).encode()).hexdigest()[:10]
         named = "tiny-random" if tiny else "custom(" + ",".join(models) + ")" if models else "paper"
         return (f"q2:{mine.get('q2', '?')}|models:{named}"
-                f"|rules:{rules}|dtype:{mine.get('dtype', '?')}|sig:{digest}")
+                f"|rules:{rules}|dtype:{mine.get('dtype', '?')}" + (f"|thr:{mine['thr']}" if "thr" in mine else "")
+                + f"|sig:{digest}")
+
+    def with_threshold(self, threshold: float | None) -> "Signature":
+        """The signature of decisions made at `threshold` (consistent iff Q² >= it): a `thr` field
+        at the end; unchanged for None."""
+        if threshold is None:
+            return self
+        return Signature(tuple(f for f in self.fields if f[0] != "thr") + (("thr", f"{threshold:g}"),))
 
     def __str__(self) -> str:
         return "|".join(f"{k}:{v}" for k, v in self.fields)

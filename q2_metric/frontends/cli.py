@@ -85,6 +85,16 @@ def _signature_text(signature: str, short: bool) -> str:
     return Signature.parse(signature).short() if short else signature
 
 
+def _threshold(text: str) -> float:
+    """argparse type of --threshold: a number in [0, 1]."""
+    from q2_metric.decision import check_threshold
+
+    try:
+        return check_threshold(float(text))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).replace("could not convert string to float: ", "not a number: "))
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from q2_metric.frontends.explain import reason_line
     from q2_metric.frontends.io import read_rows
@@ -203,7 +213,8 @@ def cmd_score(args: argparse.Namespace) -> int:
                        prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
                        cache_dir=None if args.no_cache else args.cache_dir,
                        chunk_size=args.chunk_size, progress=not (args.no_progress or args.quiet),
-                       encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline, **extra)
+                       encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline,
+                       threshold=args.threshold, **extra)
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
     if args.profile:
@@ -219,6 +230,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(figure(s.q2))
     else:
         print(done)
+        if report.decisions:
+            d = report.decisions
+            print(f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
+                  f"{d['num_inconsistent']} inconsistent (consistent iff Q2 >= threshold)")
         print(f"{describe(s)}\n{_signature_text(report.signature, args.short)}")
         if "tiny-random-" in report.signature:
             print(meaningless_note())
@@ -247,6 +262,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     from q2_metric.frontends.meta_scores import parse_score_spec, write_template
     from q2_metric.frontends.options import json_safe
 
+    if args.dataset:  # the benchmark on labelled sets (meta_bench_cmd)
+        from q2_metric.frontends.meta_bench_cmd import cmd_benchmark
+        return cmd_benchmark(args)
     from q2_metric.frontends.paths import check_outputs, check_regular_target
 
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
@@ -407,6 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="json: the system figures and signature (full and short) as JSON on stdout")
     sc.add_argument("-b", "--score-only", action="store_true", help="print only the system Q² score")
     sc.add_argument("--short", action="store_true", help="print the short form of the signature")
+    sc.add_argument("--threshold", type=_threshold, default=None, metavar="T",
+                    help="add a 'decision' column (consistent iff Q2 >= T) and the counts; T goes into the "
+                         "signature (tune T with `q2 meta-eval --calibrate DEV:TEST`)")
     sc.add_argument("--profile", action="store_true",
                     help="print time, model tokens and model FLOPs per stage (to stderr)")
     sc.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
@@ -447,7 +468,11 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("--device", default="auto")
     me.add_argument("--out-dir", default="meta_eval",
                     help="folder of the tables and figures (default: meta_eval, which git ignores in this repository)")
+    from q2_metric.frontends.meta_bench_cmd import add_benchmark_args
+    from q2_metric.frontends.meta_fetch import add_data_parser
+    add_benchmark_args(me)
     me.set_defaults(func=cmd_meta_eval)
+    add_data_parser(sub)
 
     conv = sub.add_parser("convert-nli", help="turn the paper's AllenNLP RoBERTa NLI archive into a "
                                              "transformers model directory")

@@ -174,3 +174,18 @@ def roc_auc_interval(scores: Sequence[float], consistent: Sequence[int], indices
                        low=float(np.percentile(boot, 2.5)) if boot.size else nan,
                        high=float(np.percentile(boot, 97.5)) if boot.size else nan,
                        n=len(s), inconsistent=int((y == 0).sum()), draws=int(boot.size))
+
+
+def paired_bootstrap_pvalue(boot_a: np.ndarray, boot_b: np.ndarray) -> float | None:
+    """Two-sided p-value that two metrics' AUCs are equal, from their AUCs on the SAME resamples
+    (rows with one class only, NaN for both, dropped): twice the smaller share of resamples on
+    either side of 0 of the difference, at most 1; None without resamples.
+
+    >>> paired_bootstrap_pvalue(np.array([0.7, 0.8, 0.6, 0.9]), np.array([0.6, 0.7, 0.65, 0.5]))
+    0.5
+    """
+    diff = np.asarray(boot_a, float) - np.asarray(boot_b, float)
+    diff = diff[~np.isnan(diff)]
+    if not diff.size:
+        return None
+    return float(min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0))))

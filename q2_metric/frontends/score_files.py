@@ -16,8 +16,10 @@ from q2_metric.frontends.io import (Row, check_output_paths, check_table_suffix,
                                      pause_point, read_rows, recover_outputs, table_writer)
 from q2_metric.frontends.paths import check_outputs
 from q2_metric.profile import StageProfile, merge_profiles
+from q2_metric.decision import decide, decision_counts
 from q2_metric.interrupts import uninterruptible
 from q2_metric.question_filter import VALID
+from q2_metric.validation import Q2InputError
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature, config_fingerprint
 from q2_metric.system_score import SystemScore, system_score
@@ -134,6 +136,7 @@ class ScoreReport:
     # per engine stage, summed over the chunks scored now (`q2_metric.profile`); not in the summary
     profile: list[StageProfile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # e.g. the cache could not be written
+    decisions: dict | None = None  # with a threshold: `decision.decision_counts`
 
 
 def model_names(scorer: Q2Scorer) -> dict[str, str]:
@@ -208,7 +211,8 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
                steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
-               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True) -> ScoreReport:
+               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
+               threshold: float | None = None) -> ScoreReport:
     """Score every good row of `input_path`; write scores, steps and summary all-or-nothing at the end.
 
     Before any model work: the output paths, the input (encoding, columns, at least one row) and
@@ -218,6 +222,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                                            "--summary": summary_path},
                       response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
                       allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir)
+    check_decision_column(run, prefix, threshold)
     cache = ScoreCache(cache_dir, run.fingerprint) if cache_dir else None
     warnings: list[str] = []
     if cache and cache.damaged:
@@ -255,10 +260,19 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     if bar:
         bar.close()
     report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
-                           summary_path=summary_path, num_cached=cached, num_scored_now=len(todo))
+                           summary_path=summary_path, num_cached=cached, num_scored_now=len(todo),
+                           threshold=threshold)
     report.profile = merge_profiles(profiles)
     report.warnings = warnings
     return report
+
+
+def check_decision_column(run: ScoreRun, prefix: str, threshold: float | None) -> None:
+    """With a threshold, the input must not have the decision column already (it is never overwritten)."""
+    column = f"{prefix}decision"
+    if threshold is not None and any(column in r.fields for r in run.rows):
+        raise Q2InputError(f"The input already has a column '{column}', which --threshold would overwrite; "
+                           "rename it or pass --prefix.")
 
 
 def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
@@ -280,9 +294,11 @@ def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
 
 def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Path, *, prefix: str = "",
                   steps_path: str | Path | None = None, summary_path: str | Path | None = None,
-                  num_cached: int = 0, num_scored_now: int = 0, signature: str | None = None) -> ScoreReport:
+                  num_cached: int = 0, num_scored_now: int = 0, signature: str | None = None,
+                  threshold: float | None = None) -> ScoreReport:
     """Write every row with its scores (`results`: pair key -> response dict), the steps file and the
-    summary as one set; return the report (system score over the good rows)."""
+    summary as one set; return the report (system score over the good rows). With `threshold`, a
+    `decision` column (consistent iff Q² >= threshold), the counts, and the threshold in the signature."""
     out_records, step_records = [], []
     per_row = []
     for row in run.rows:
@@ -297,6 +313,8 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
                            f"{prefix}fallback": res["fallback"], f"{prefix}num_questions": len(valid),
                            f"{prefix}num_no_answer": sum(_no_answer(q) for q in valid),
                            f"{prefix}reason": res["reason"] or "", f"{prefix}error": ""})
+            if threshold is not None:
+                record[f"{prefix}decision"] = decide(_nan(res["q2"]), threshold) or ""
             for q in res["questions"]:
                 step_records.append({"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}})
         out_records.append(record)
@@ -307,9 +325,14 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
                           len(all_valid), sum(_no_answer(q) for q in all_valid))
     report = ScoreReport(system=system, num_rows=len(run.rows), num_bad=len(run.rows) - len(run.good),
                          num_cached=num_cached, num_scored_now=num_scored_now,
-                         bad_rows=[r.error for r in run.rows if r.error], signature=signature or run.signature)
+                         bad_rows=[r.error for r in run.rows if r.error],
+                         signature=signature or run.signature)
+    if threshold is not None:
+        report.signature = str(Signature.parse(report.signature).with_threshold(threshold))
+        report.decisions = decision_counts([r.get(f"{prefix}decision") or None for r in out_records], threshold)
 
     score_columns = [f"{prefix}{c}" for c in SCORE_COLUMNS]
+    score_columns += [f"{prefix}decision"] if threshold is not None else []
     columns = list(dict.fromkeys([c for rec in out_records for c in rec] + score_columns))
     files = [(output_path, table_writer(output_path, out_records, columns))]
     if steps_path:
@@ -337,5 +360,5 @@ def summary_dict(report: ScoreReport) -> dict[str, Any]:
 
     return json_safe({**report.system.to_dict(), "signature": report.signature,
                       "signature_short": Signature.parse(report.signature).short(),
-                      "num_rows": report.num_rows, "num_bad_rows": report.num_bad})
+                      "num_rows": report.num_rows, "num_bad_rows": report.num_bad, **(report.decisions or {})})
 

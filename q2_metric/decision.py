@@ -1,0 +1,34 @@
+"""A hallucination decision from a Q² score: consistent iff score >= threshold (the rule of
+`q2 meta-eval --calibrate`, which tunes the threshold on a labelled dev set)."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+CONSISTENT, INCONSISTENT = "consistent", "inconsistent"
+
+
+def check_threshold(threshold: float) -> float:
+    """The threshold as a float in [0, 1] (Q²'s range), else ValueError in one sentence."""
+    value = float(threshold)
+    if not 0.0 <= value <= 1.0 or math.isnan(value):
+        raise ValueError(f"the threshold must lie in [0, 1] (Q²'s range), got {threshold}")
+    return value
+
+
+def decide(score: float | None, threshold: float) -> str | None:
+    """`consistent` iff score >= threshold; None for an unscored response.
+
+    >>> decide(0.5, 0.5), decide(0.49, 0.5), decide(float("nan"), 0.5)
+    ('consistent', 'inconsistent', None)
+    """
+    if score is None or math.isnan(score):
+        return None
+    return CONSISTENT if score >= threshold else INCONSISTENT
+
+
+def decision_counts(decisions: Sequence[str | None], threshold: float) -> dict:
+    """The threshold and how many responses each decision got (unscored ones in neither)."""
+    return {"threshold": threshold, "num_consistent": sum(d == CONSISTENT for d in decisions),
+            "num_inconsistent": sum(d == INCONSISTENT for d in decisions)}
