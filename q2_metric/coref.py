@@ -186,3 +186,38 @@ def split_history(cell: str, separator: str = HISTORY_SEPARATOR) -> list[str]:
     ['Do you like coffee?', 'I love caffeine.']
     """
     return [t.strip() for t in cell.split(separator)] if cell.strip() else []
+
+
+def check_histories(histories: Sequence[Sequence[str]] | None, count: int,
+                    field_name: str = "histories") -> list[list[str]]:
+    """One list of turns per response (None: no history for any), checked before any model work."""
+    from q2_metric.validation import Q2InputError
+
+    if histories is None:
+        return [[] for _ in range(count)]
+    if isinstance(histories, str) or len(histories) != count:
+        got = "a string" if isinstance(histories, str) else f"{len(histories)} items"
+        raise Q2InputError(f"field '{field_name}' must hold one list of turns per response ({count}), got {got}")
+    out = []
+    for i, turns in enumerate(histories):
+        if turns is None:
+            out.append([])
+            continue
+        if isinstance(turns, str):
+            raise Q2InputError(f"item {i}: field '{field_name}' is a string; give a list of turns "
+                               f"(split a joined column with q2_metric.coref.split_history)")
+        for j, turn in enumerate(turns):
+            if not isinstance(turn, str):
+                kind = "None" if turn is None else type(turn).__name__
+                raise Q2InputError(f"item {i}: turn {j} of field '{field_name}' must be a string, got {kind}")
+        out.append(list(turns))
+    return out
+
+
+def resolve_pairs(pairs: Sequence, histories: Sequence[Sequence[str]], resolver: CorefResolver) -> None:
+    """Stage 0 (with `coref=True`): each pair's response becomes its resolved response, and its
+    `ResponseScore.coref` records the replacements (`histories` indexed by the response's index)."""
+    traces = resolve_dialogues([histories[p.result.index] for p in pairs], [p.response for p in pairs], resolver)
+    for p, trace in zip(pairs, traces):
+        p.response = trace.resolved
+        p.result.coref = trace

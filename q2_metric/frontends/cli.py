@@ -47,6 +47,10 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cpu-matmul", choices=("auto", "blas", "onednn"), default=d.cpu_matmul,
                    help="who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with "
                         "AVX-512, where MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only")
+    g.add_argument("--coref", action="store_true",
+                   help="resolve coreferences turn by turn before scoring (the first arXiv version's App. A; "
+                        "needs fastcoref; docs/coref.md)")
+    g.add_argument("--coref-model", default=d.coref_model, help="F-Coref model of --coref: Hub id or local dir")
     g.add_argument("--max-question-length", type=int, default=None,
                    help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)")
 
@@ -58,7 +62,8 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
                 spacy_model=args.spacy_model, decoding=args.decoding, question_mode=args.question_mode,
                 qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype, use_nli=not args.no_nli,
-                fallback_lowercase=not args.fallback_cased, cpu_matmul=args.cpu_matmul)
+                fallback_lowercase=not args.fallback_cased, cpu_matmul=args.cpu_matmul,
+                coref=args.coref, coref_model=args.coref_model)
     if args.no_personal_filter:
         opts["personal_filter"] = False
     if args.max_question_length is not None:
@@ -131,6 +136,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             args.max_question_length = TINY_QUESTION_LENGTH
         if args.limit is None:
             args.limit = TINY_ROWS
+        if args.coref and args.coref_model == Q2Config().coref_model:
+            from q2_metric.models.hf_coref import ensure_random_coref_model
+            texts = [r.fields.get(c, "") for r in read_rows(SAMPLE) for c in ("message", "response")]
+            args.coref_model = ensure_random_coref_model(tiny_models_dir() / "coref", texts)
     read = read_rows(args.input, encoding=args.encoding)
     for row in read:
         if row.error:
@@ -150,7 +159,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             + (" with tiny random models..." if args.tiny else
                " (on a CPU with the paper's models this takes minutes)..."))
         scorer.load()
-        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress)
+        histories = [[r["message"]] if r.get("message") else [] for r in rows] if args.coref else None  # WoW: the last turn
+        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], histories=histories,
+                              progress=progress)
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
         groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(res.q2)
@@ -199,6 +210,8 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     if args.chunk_size < 1:
         raise Q2InputError(f"--chunk-size must be at least 1, got {args.chunk_size}.")
+    if args.history_col and (not args.coref or args.ray is not None):
+        raise Q2InputError("--history-col is read by --coref only, and not with --ray; add --coref (without --ray).")
     score, extra = score_file, {}
     if args.ray is not None:
         from q2_metric.frontends.ray_score import RayNotInstalled, import_ray, score_file_ray
@@ -223,7 +236,8 @@ def cmd_score(args: argparse.Namespace) -> int:
                        prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
                        cache_dir=None if args.no_cache else args.cache_dir,
                        chunk_size=args.chunk_size, progress=not (args.no_progress or args.quiet),
-                       encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline, **extra)
+                       encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline,
+                       **({"history_col": args.history_col} if args.history_col else {}), **extra)
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
     if args.profile:
@@ -377,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--summary", help="write the system figures and signature as JSON here")
     sc.add_argument("--response-col", default="response")
     sc.add_argument("--knowledge-col", default="knowledge")
+    sc.add_argument("--history-col", default=None,
+                    help="with --coref: the column of each response's dialogue history, oldest turn first, "
+                         "turns joined by ' ||| ' (or a list of texts in JSONL/Parquet)")
     sc.add_argument("--prefix", default="", help="prefix of the score columns (e.g. dodeca_)")
     sc.add_argument("--encoding", default="utf-8", help="text encoding of a CSV/JSONL input (default utf-8)")
     sc.add_argument("--allow-empty", action="store_true", help="an input without data rows is not an error")
