@@ -296,7 +296,8 @@ class Q2Buffer:
         if scorable:
             result = SCORER_FACTORY(self.config).score([t.response for t in scorable],
                                                        [t.knowledge for t in scorable],
-                                                       histories=[t.history for t in scorable],
+                                                       **({"histories": [t.history for t in scorable]}
+                                                          if self.config.coref else {}),
                                                        progress=self.progress(len(scorable)))
             batch = self.current.engine_calls
             self.current.engine_calls += 1

@@ -262,8 +262,8 @@ class Q2(evaluate.Metric):
         if histories is not None and multi:
             histories = [h for h, refs in zip(histories, references) for _ in refs]
         with verbose_loading(bool(verbose)):
-            result = self.scorer(config).score(responses, knowledge, histories=histories,
-                                               progress=tqdm_progress("Q²") if show else None)
+            result = self.scorer(config).score(responses, knowledge, progress=tqdm_progress("Q²") if show else None,
+                                               **({} if histories is None else {"histories": histories}))
         if not multi:
             return json_safe(result.to_dict(details=bool(return_details)))
         result, best = best_of_references(result, [len(refs) for refs in references])

@@ -266,6 +266,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     from q2_metric.frontends.meta_scores import parse_score_spec, write_template
     from q2_metric.frontends.options import json_safe
 
+    if args.ladder or args.control:  # Table 7 / Table 8 of the first arXiv version
+        from q2_metric.frontends.meta_ladder import cmd_ladder
+        return cmd_ladder(args)
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
     if args.write_template:
@@ -451,6 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     me.add_argument("--no-bertscore", action="store_true", help="skip the BERTScore baseline")
     me.add_argument("--device", default="auto")
     me.add_argument("--out-dir", default="meta_eval")
+    from q2_metric.frontends.meta_ladder import add_ladder_args
+    add_ladder_args(me)
     me.set_defaults(func=cmd_meta_eval)
 
     conv = sub.add_parser("convert-nli", help="turn the paper's AllenNLP RoBERTa NLI archive into a "

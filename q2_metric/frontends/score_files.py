@@ -212,8 +212,8 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     warnings: list[str] = []
     for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
-                              histories=[run.histories[k] for k in chunk] if history_col else None,
-                              progress=stages)
+                              progress=stages, **({"histories": [run.histories[k] for k in chunk]}
+                                                  if history_col else {}))
         profiles.append(scored.profile)
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
         results.update(items)  # kept whatever happens to the cache
