@@ -14,6 +14,8 @@ model came with, is the model for the first two):
 - the first mention of a cluster is the one that starts first (the longest on a tie); every other
   mention is replaced by the first mention's text (itself resolved where it holds a replaced mention);
 - a possessive pronoun (`POSSESSIVES`) becomes the first mention plus "'s" ("its" -> "caffeine's");
+- a cluster whose first mention is a pronoun (`PRONOUNS`) is not replaced (a departure from
+  AllenNLP's `replace_corefs`, which would write "He" over a later "Paul");
 - of overlapping mentions to replace, the outer (then the earlier) one wins and the mentions inside
   it are left as they are; a mention inside a first mention is replaced (the first mention is kept);
 - mentions that cross the boundary between the history and the response are not replaced;
@@ -30,6 +32,10 @@ Clusters = list[list[Span]]
 
 # Possessive determiners that AllenNLP tags PRP$ without ambiguity ("her" may be an object: left out).
 POSSESSIVES = frozenset({"his", "its", "their", "our", "my", "your", "whose"})
+# A cluster whose first mention is one of these is left alone: a pronoun adds nothing to the mentions
+# after it, and would overwrite a name ("He ... Paul" -> "He ... He") or make "our" into "We's".
+PRONOUNS = frozenset({"i", "me", "my", "mine", "you", "your", "yours", "we", "us", "our", "ours", "he", "him",
+                      "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs"})
 # How turns are joined into the text resolved at each step (and the documented column separator).
 TURN_JOINER = " "
 HISTORY_SEPARATOR = " ||| "
@@ -94,6 +100,8 @@ def plan_replacements(text: str, clusters: Clusters, keep_from: int = 0) -> list
     wanted: list[tuple[Span, Span]] = []  # (mention, its first mention)
     for cluster in _clean(clusters, len(text)):
         fs, fe = cluster[0]
+        if text[fs:fe].lower() in PRONOUNS:
+            continue
         for s, e in cluster[1:]:
             if s < keep_from < e or (s < fe and fs < e):  # crosses the boundary, or overlaps the first mention
                 continue

@@ -119,6 +119,13 @@ def test_overlapping_mentions_and_a_mention_across_the_turn_boundary():
     assert plan == [Replacement(28, 38, "Dylan sang", "Ann")]
 
 
+def test_cluster_led_by_a_pronoun_is_left_alone():
+    text = "He met Ann. Paul smiled and he left. We know our town."
+    clusters = [[(0, 2), (12, 16), (28, 30)], [(37, 39), (45, 48)]]  # He/Paul/he, We/our
+    assert [text[s:e] for s, e in clusters[0] + clusters[1]] == ["He", "Paul", "he", "We", "our"]
+    assert plan_replacements(text, clusters) == []
+
+
 def test_cluster_with_one_mention_or_equal_text_changes_nothing():
     text = "The Beatles met The Beatles."
     assert plan_replacements(text, [[(0, 11)], [(0, 11), (16, 27)]]) == []
