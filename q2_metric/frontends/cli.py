@@ -190,6 +190,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"{args.max_question_length} tokens). For the paper's scores download its models once "
               f"(`hf download {c.qg_model}`, `hf download {c.qa_model}`, `hf download {c.nli_model}`) "
               f"and run `q2 demo`.")
+        if args.coref:
+            print(f"The coreference model was tiny and random too: the real one is `hf download {c.coref_model}` "
+                  f"(F-Coref, MIT; docs/coref.md).")
     return 0
 
 
