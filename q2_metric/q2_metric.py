@@ -38,6 +38,8 @@ Args:
         each response is then scored against each of its references and its score is the best of
         them (the reference with the highest Q², as QuestEval and evaluate's multi-reference metrics
         do); `best_reference` gives its index, and `details` explain that pair.
+    histories (list of lists of str): per prediction, the dialogue turns before it, oldest first;
+        used by `coref=True` (docs/coref.md). Default: none (coreference within the response).
     return_details (bool): also return, per response, each candidate, question, answers, F1,
         NLI label and span score (`details`). Default False.
     variant (str): `paper` or `dnli`; default: the configuration's.
@@ -77,6 +79,10 @@ Args:
     fallback_scores (3 floats): fallback score of entailment, neutral, contradiction ({option_default("fallback_scores")}).
     fallback_lowercase (bool): lower-case knowledge and response for the fallback NLI, as the
         released code ({option_default("fallback_lowercase")}).
+    coref (bool): resolve each response's coreferences with its `histories` first, the first
+        arXiv version's App. A (a departure from the final paper; {option_default("coref")}).
+    coref_model (str): the F-Coref model of `coref` ({option_default("coref_model")}; needs fastcoref).
+    coref_max_tokens (int): tokens per coreference batch ({option_default("coref_max_tokens")}); speed only.
     device (str or torch.device): `auto`, `cpu`, `cuda` or `cuda:N` ({option_default("device")!r}).
     dtype (str): `auto`, `float32`, `float16` or `bfloat16` ({option_default("dtype")!r}).
     qg_max_tokens, qa_max_tokens, nli_max_tokens (int): padded tokens per batch
@@ -134,7 +140,7 @@ Examples:
 """
 
 _LOCKS_GUARD = threading.Lock()
-_EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tiny", "threshold")
+_EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tiny", "threshold", "histories")
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
@@ -238,8 +244,11 @@ class Q2(evaluate.Metric):
             except (TypeError, ValueError) as err:
                 raise Q2OptionError(f"Invalid Q² option threshold={kwargs['threshold']!r}: {err}.") from None
         config = self._config(**{k: v for k, v in kwargs.items()
-                                 if k not in ("return_details", "progress", "verbose", "threshold")})
+                                 if k not in ("return_details", "progress", "verbose", "threshold", "histories")})
         self._check_cache_dir(config)
+        if kwargs.get("histories") is not None and predictions is not None:
+            from q2_metric.coref import check_histories
+            kwargs["histories"] = check_histories(kwargs["histories"], len(predictions or []))
         with self._lock():
             return super().compute(predictions=predictions, references=references, **kwargs)
 
@@ -281,7 +290,8 @@ class Q2(evaluate.Metric):
                  use_nli=None, discard_unanswerable_if_any_answerable=None, fallback_nli=None,
                  fallback_scores=None, fallback_lowercase=None, device=None, dtype=None, qg_batch_size=None,
                  qa_batch_size=None, nli_batch_size=None, spacy_batch_size=None, qg_max_tokens=None,
-                 qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None, threshold=None):
+                 qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None, threshold=None,
+                 histories=None, coref=None, coref_model=None, coref_max_tokens=None):
         options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
         from q2_metric.models.loading import verbose_loading
         from q2_metric.progress import stage_progress
@@ -291,8 +301,11 @@ class Q2(evaluate.Metric):
         multi = any(not isinstance(r, str) for r in references)  # several references per prediction
         responses = [p for p, refs in zip(predictions, references) for _ in refs] if multi else predictions
         knowledge = [r for refs in references for r in refs] if multi else references
+        if histories is not None and multi:
+            histories = [h for h, refs in zip(histories, references) for _ in refs]
         with verbose_loading(bool(verbose)):
-            result = self.scorer(config).score(responses, knowledge, progress=stage_progress("Q²") if show else None)
+            result = self.scorer(config).score(responses, knowledge, progress=stage_progress("Q²") if show else None,
+                                               **({} if histories is None else {"histories": histories}))
         if multi:
             result, best = best_of_references(result, [len(refs) for refs in references])
         out = result.to_dict(details=bool(return_details))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from q2_metric.system_score import SystemScore
 
 if TYPE_CHECKING:
+    from q2_metric.coref import CorefTrace
     from q2_metric.profile import StageProfile
     from q2_metric.signature import Signature
 
@@ -59,6 +60,7 @@ class ResponseScore:
     reason: str | None = None  # why the score is NaN (empty input) or why the fallback ran
     candidates: list[str] = field(default_factory=list)
     questions: list[QuestionTrace] = field(default_factory=list)
+    coref: "CorefTrace | None" = None  # with `coref=True`: the resolved response and its replacements
 
     @property
     def valid_questions(self) -> list[QuestionTrace]:
@@ -69,7 +71,10 @@ class ResponseScore:
         return not math.isnan(self.q2)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["coref"] is None:  # off by default: the default output keeps its keys
+            del out["coref"]
+        return out
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """The Q² engine: calls the stages in order, each over all responses of a call.
 
+(with `coref=True`: text -> resolved text (`coref`), first)
 text -> answer candidates (`candidates`) -> questions (`questions`) -> filtered questions
 (`question_filter`) -> answers (`answers`) -> span scores (`span_scores`) -> response scores
 (`response_scores`) -> system score (`system_score`). Each stage de-duplicates its model inputs and
@@ -16,6 +17,7 @@ from q2_metric.candidates import find_candidates
 from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
                                   describe)
 from q2_metric.config import Q2Config
+from q2_metric.coref import CorefResolver, check_histories, resolve_pairs
 from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
 from q2_metric.question_filter import filter_questions
@@ -42,10 +44,11 @@ class Q2Scorer:
 
     def __init__(self, config: Q2Config | None = None, *, parser: Parser | None = None,
                  qg: QuestionGenerator | None = None, qa: QuestionAnswerer | None = None,
-                 nli: NLIClassifier | None = None, **options) -> None:
+                 nli: NLIClassifier | None = None, coref: CorefResolver | None = None, **options) -> None:
         config = config or Q2Config()
         self.config = config.replace(**options) if options else config
         self._parser, self._qg, self._qa, self._nli = parser, qg, qa, nli
+        self._coref = coref
 
     # -- components, loaded lazily and once ------------------------------------------------
     @property
@@ -78,6 +81,9 @@ class Q2Scorer:
         todo = {role: (lambda m=model_id, r=role: str(checks.check_model(m, r))) for role, model_id in wanted}
         if built_from_config(self._parser):
             todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
+        if c.coref and built_from_config(self._coref):
+            from q2_metric.models.hf_coref import check_coref_model
+            todo["coref"] = lambda: str(check_coref_model(c.coref_model))
         return checks.check_each(todo)  # one error naming every model that failed
 
     def load(self) -> "Q2Scorer":
@@ -86,6 +92,8 @@ class Q2Scorer:
         _ = self.parser, self.qg, self.qa
         if self.needs_nli:
             _ = self.nli
+        if self.config.coref:
+            _ = self.coref
         return self
 
     @property
@@ -116,12 +124,19 @@ class Q2Scorer:
             self._nli = HFNLIClassifier(self.config)
         return self._nli
 
+    @property
+    def coref(self) -> CorefResolver:
+        if self._coref is None:
+            from q2_metric.models.hf_coref import HFCorefResolver
+            self._coref = HFCorefResolver(self.config)
+        return self._coref
+
     def reconfigure(self, config: Q2Config) -> None:
         """Use new options; components are dropped (and reloaded on use) only if their model
         options changed, otherwise they read the new options on their next call."""
         if config.model_key() != self.config.model_key():
-            self._parser = self._qg = self._qa = self._nli = None
-        for comp in (self._parser, self._qg, self._qa, self._nli):
+            self._parser = self._qg = self._qa = self._nli = self._coref = None
+        for comp in (self._parser, self._qg, self._qa, self._nli, self._coref):
             if comp is not None and hasattr(comp, "config"):
                 comp.config = config
         self.config = config
@@ -129,7 +144,8 @@ class Q2Scorer:
     def component_names(self) -> dict[str, str]:
         """`describe()` of each component in hand (loaded or injected), and the resolved dtype."""
         names = {name: describe(comp) for name, comp in
-                 (("parser", self._parser), ("qg", self._qg), ("qa", self._qa), ("nli", self._nli))
+                 (("parser", self._parser), ("qg", self._qg), ("qa", self._qa), ("nli", self._nli),
+                  ("coref", self._coref))
                  if comp is not None}
         names["dtype"] = self._dtype_name()
         names["tok"] = self._tokenization()
@@ -183,19 +199,25 @@ class Q2Scorer:
 
     # -- scoring -----------------------------------------------------------------------------
     def score(self, responses: Sequence[str], knowledge: Sequence[str], *,
+              histories: Sequence[Sequence[str]] | None = None,
               progress: ProgressCallback | None = None) -> Q2Result:
         """Score each response against its knowledge; see `Q2Result` for what comes back.
+
+        `histories`: per response, the dialogue turns before it (used with `coref=True`, which
+        resolves the response turn by turn with them; without them, within the response alone).
 
         `progress(stage, done, total)` is called as each stage starts and as its model inputs go
         through, batch by batch (see `q2_metric.progress`).
         """
         responses, knowledge = validate_inputs(responses, knowledge)
         c = self.config
+        turns = check_histories(histories, len(responses)) if c.coref else []
         results = [ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
                    for i, (r, k) in enumerate(zip(responses, knowledge))]
         pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
         identities = self.check_models() if pairs else self._identities_if_available()
-        stages = [
+        stages = [("coreference", lambda: resolve_pairs(pairs, turns, self.coref))] if c.coref else []
+        stages += [
             ("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates)),
             ("questions", lambda: generate_questions(pairs, self.qg)),
             ("question filter", lambda: filter_questions(
@@ -209,7 +231,7 @@ class Q2Scorer:
                 lowercase=c.fallback_lowercase, scores=c.fallback_scores)),
         ]
         profile: list[StageProfile] = []
-        loaded = lambda: {"qg": self._qg, "qa": self._qa, "nli": self._nli}  # noqa: E731
+        loaded = lambda: {"qg": self._qg, "qa": self._qa, "nli": self._nli}  # noqa: E731 (coref: not metered)
         for name, run in stages:
             with stage(progress, name):  # reports the stage's model inputs as they go (progress.STAGES)
                 if pairs:

@@ -13,7 +13,8 @@ from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MOD
 # Signature fields that hold the scoring rules (the short form names those that depart from the paper).
 RULE_FIELDS = ("dec", "drop", "personal", "mode", "qadec", "spannli", "dnli", "fallback")
 # Model options named in the signature by their checked identity (a local folder by its digest).
-_MODEL_ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "parser": "spacy_model"}
+_MODEL_ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "parser": "spacy_model",
+                "coref": "coref_model"}
 
 
 def _q2_version() -> str:
@@ -58,6 +59,8 @@ class Signature:
         fields = [
             ("q2", _q2_version()),
             ("qg", comps["qg"]), ("qa", comps["qa"]), ("nli", comps["nli"]), ("parser", comps["parser"]),
+            # coreference (off by default, then absent): its model and revision
+            *([("coref", comps.get("coref", c.coref_model))] if c.coref else []),
             ("dec", f"{dec}-max{c.max_question_length}-in{c.qg_max_input_tokens}"),
             ("drop", ",".join(c.drop_candidates) or "none"),
             ("personal", _personal(c)),
@@ -97,9 +100,9 @@ class Signature:
         models = [role for role, model in defaults.items() if mine.get(role, "").partition("@")[0] != model]
         tiny = all(mine.get(role, "").startswith("tiny-random-") for role in defaults)
         if all(mine.get(k) == dnli[k] for k in RULE_FIELDS):
-            rules = "dnli"
+            rules = "dnli" + "+coref" * ("coref" in mine)
         else:
-            changed = [k for k in RULE_FIELDS if mine.get(k) != paper[k]]
+            changed = [k for k in RULE_FIELDS if mine.get(k) != paper[k]] + ["coref"] * ("coref" in mine)
             rules = "paper" + ("+" + ",".join(changed) if changed else "")
         digest = hashlib.sha256(str(self).encode()).hexdigest()[:10]
         named = "tiny-random" if tiny else "custom(" + ",".join(models) + ")" if models else "paper"
@@ -136,7 +139,8 @@ def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) ->
     """Hash of every option that can change a score (speed options left out)."""
     # a model identified in `extra` is keyed by its identity, not by how its path was typed
     named = {_MODEL_ROLES[role] for role in (extra or {}) if role in _MODEL_ROLES}
-    opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS and k not in named}
+    opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS and k not in named
+            and (config.coref or not k.startswith("coref"))}  # coreference off: keys as before it existed
     payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _q2_version(), "libs": library_versions()},
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

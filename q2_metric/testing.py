@@ -101,3 +101,33 @@ def scripted_scorer(config: Q2Config | None = None, **components):
     parts = {"parser": ScriptedParser(), "qg": ScriptedQG(), "qa": ScriptedQA(), "nli": ScriptedNLI()}
     parts.update(components)
     return Q2Scorer(config, **parts)
+
+
+class ScriptedCoref(_Recorder):
+    """Coreference clusters from `clusters[text]` (character spans), else, for each group of
+    `groups` (phrases of one entity), every whole-word, case-insensitive occurrence of its phrases
+    (a cluster when there are two or more). Records each text it is asked about in `seen`."""
+
+    def __init__(self, groups: Sequence[Sequence[str]] = (),
+                 clusters: Mapping[str, list[list[tuple[int, int]]]] | None = None) -> None:
+        super().__init__()
+        self.groups = [list(g) for g in groups]
+        self.scripted = dict(clusters or {})
+        self.seen: list[str] = []
+
+    def clusters(self, texts: Sequence[str]) -> list[list[list[tuple[int, int]]]]:
+        self.calls.append(len(texts))
+        self.seen.extend(texts)
+        out = []
+        for text in texts:
+            if text in self.scripted:
+                out.append(self.scripted[text])
+                continue
+            found = []
+            for group in self.groups:
+                spans = sorted({(m.start(), m.end()) for phrase in group
+                                for m in re.finditer(rf"\b{re.escape(phrase)}\b", text, re.IGNORECASE)})
+                if len(spans) > 1:
+                    found.append(spans)
+            out.append(found)
+        return out

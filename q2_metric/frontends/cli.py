@@ -14,7 +14,7 @@ from typing import Sequence
 from q2_metric import __version__, interrupts
 from q2_metric.progress import on_terminal
 from q2_metric.config import Q2Config
-from q2_metric.tiny import TINY_QUESTION_LENGTH, meaningless_note, tiny_hint, tiny_requested
+from q2_metric.tiny import TINY_QUESTION_LENGTH, meaningless_note, tiny_hint, tiny_models_dir, tiny_requested
 from q2_metric.validation import Q2InputError
 
 SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
@@ -53,6 +53,10 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cpu-matmul", choices=("auto", "blas", "onednn"), default=d.cpu_matmul,
                    help="who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with "
                         "AVX-512, where MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only")
+    g.add_argument("--coref", action="store_true",
+                   help="resolve coreferences turn by turn before scoring (the first arXiv version's App. A; "
+                        "needs fastcoref; docs/coref.md)")
+    g.add_argument("--coref-model", default=d.coref_model, help="F-Coref model of --coref: Hub id or local dir")
     g.add_argument("--max-question-length", type=int, default=None,
                    help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)")
     g.add_argument("--tiny", action="store_true", default=None,
@@ -68,7 +72,8 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
                 spacy_model=args.spacy_model, decoding=args.decoding, question_mode=args.question_mode,
                 qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype, use_nli=not args.no_nli,
-                fallback_lowercase=not args.fallback_cased, cpu_matmul=args.cpu_matmul)
+                fallback_lowercase=not args.fallback_cased, cpu_matmul=args.cpu_matmul,
+                coref=args.coref, coref_model=args.coref_model)
     if args.no_personal_filter:
         opts["personal_filter"] = False
     if args.max_question_length is not None:
@@ -118,6 +123,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         ensure_tiny_models(say=say)
         if args.limit is None:
             args.limit = TINY_ROWS
+        if args.coref and args.coref_model == Q2Config().coref_model:
+            from q2_metric.models.hf_coref import ensure_random_coref_model
+            texts = [r.fields.get(c, "") for r in read_rows(SAMPLE) for c in ("message", "response")]
+            args.coref_model = ensure_random_coref_model(tiny_models_dir() / "coref", texts)
     read = read_rows(args.input, encoding=args.encoding)
     for row in read:
         if row.error:
@@ -138,7 +147,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             + (" with tiny random models..." if args.tiny else
                " (on a CPU with the paper's models this takes minutes)..."))
         scorer.load()
-        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress)
+        histories = [[r["message"]] if r.get("message") else [] for r in rows] if args.coref else None  # WoW: the last turn
+        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], histories=histories,
+                              progress=progress)
     from q2_metric.system_score import describe, figure
 
     groups: dict[tuple[str, str], list[float]] = {}
@@ -168,6 +179,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
     if args.tiny:
         print("\n" + meaningless_note())
+        if args.coref:
+            print(f"The coreference model was tiny and random too: the real one is "
+                  f"`hf download {Q2Config().coref_model}` (F-Coref, MIT; docs/coref.md).")
     return 0
 
 
@@ -188,6 +202,8 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     if args.chunk_size < 1:
         raise Q2InputError(f"--chunk-size must be at least 1, got {args.chunk_size}.")
+    if args.history_col and (not args.coref or args.ray is not None):
+        raise Q2InputError("--history-col is read by --coref only, and not with --ray; add --coref (without --ray).")
     score, extra = score_file, {}
     if args.ray is not None:
         from q2_metric.frontends.ray_score import RayNotInstalled, import_ray, score_file_ray
@@ -214,7 +230,8 @@ def cmd_score(args: argparse.Namespace) -> int:
                        cache_dir=None if args.no_cache else args.cache_dir,
                        chunk_size=args.chunk_size, progress=not (args.no_progress or args.quiet),
                        encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline,
-                       threshold=args.threshold, **extra)
+                       threshold=args.threshold,
+                       **({"history_col": args.history_col} if args.history_col else {}), **extra)
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
     if args.profile:
@@ -265,6 +282,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     if args.dataset:  # the benchmark on labelled sets (meta_bench_cmd)
         from q2_metric.frontends.meta_bench_cmd import cmd_benchmark
         return cmd_benchmark(args)
+    if args.ladder or args.control:  # Table 7 / Table 8 of the first arXiv version
+        from q2_metric.frontends.meta_ladder import cmd_ladder
+        return cmd_ladder(args)
     from q2_metric.frontends.paths import check_outputs, check_regular_target
 
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
@@ -407,6 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--response-col", default="response", help="column of the responses (default: response)")
     sc.add_argument("--knowledge-col", default="knowledge",
                     help="column of the knowledge they are checked against (default: knowledge)")
+    sc.add_argument("--history-col", default=None,
+                    help="with --coref: the column of each response's dialogue history, oldest turn first, "
+                         "turns joined by ' ||| ' (or a list of texts in JSONL/Parquet)")
     sc.add_argument("--prefix", default="", help="prefix of the score columns (e.g. dodeca_)")
     sc.add_argument("--encoding", default="utf-8", help="text encoding of a CSV/JSONL input (default utf-8)")
     sc.add_argument("--allow-empty", action="store_true", help="an input without data rows is not an error")
@@ -470,7 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="folder of the tables and figures (default: meta_eval, which git ignores in this repository)")
     from q2_metric.frontends.meta_bench_cmd import add_benchmark_args
     from q2_metric.frontends.meta_fetch import add_data_parser
+    from q2_metric.frontends.meta_ladder import add_ladder_args
     add_benchmark_args(me)
+    add_ladder_args(me)
     me.set_defaults(func=cmd_meta_eval)
     add_data_parser(sub)
 

@@ -37,7 +37,26 @@ def verdict(trace: Any) -> str:
 
 def reason_line(res: ResponseScore) -> str:
     """Why the response scored what it did, in one sentence, e.g. "3 of 4 questions answered the
-    same way from the knowledge; 1 contradicted."."""
+    same way from the knowledge; 1 contradicted."; with coreference, what it replaced (`coref_note`)."""
+    return _score_reason(res) + coref_note(res)
+
+
+def coref_note(res: ResponseScore) -> str:
+    """With `coref=True`: the spans replaced and the resolved response that was scored, e.g.
+    ` Coreference (1 earlier turn): "it" -> "the caffeine"; scored: "Yes, the caffeine ..."`."""
+    trace = res.coref
+    if trace is None:
+        return ""
+    turns = trace.history_turns
+    where = (f"{turns} earlier turn{'s' * (turns != 1)}" if turns else
+             "within the response alone: no history given")
+    if not trace.replacements:
+        return f" Coreference ({where}): nothing replaced."
+    spans = "; ".join(f'"{r.original}" -> "{r.replacement}"' for r in trace.replacements)
+    return f' Coreference ({where}): {spans}; scored: "{trace.resolved}".'
+
+
+def _score_reason(res: ResponseScore) -> str:
     if not res.scored:
         return f"Not scored: {res.reason}."
     valid = res.valid_questions

@@ -29,8 +29,8 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
     g.add_argument("--label-col", default="label", help="label column of a file of no known format")
     g.add_argument("--consistent-label", action="append", default=None, metavar="VALUE",
                    help="a label value meaning consistent in such a file (repeatable; default 1)")
-    g.add_argument("--qg-model", default=None, help="Q²'s question generation model (default: the paper's)")
-    g.add_argument("--qa-model", default=None, help="Q²'s QA model (default: the paper's)")
+    g.add_argument("--qg-model", default=None, help="Q²'s question generation model (also of --ladder/--control; default: the paper's)")
+    g.add_argument("--qa-model", default=None, help="Q²'s QA model (also of --ladder/--control; default: the paper's)")
     g.add_argument("--spacy-model", default=None, help="Q²'s spaCy pipeline")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for Q²'s QG, QA and NLI")
     g.add_argument("--max-question-length", type=int, default=None, help="Q²'s longest generated question")

@@ -33,8 +33,8 @@ def _no_answer(q: dict) -> bool:
     return not q["knowledge_has_answer"] or not q["knowledge_answer"]
 
 
-def pair_key(response: str, knowledge: str) -> str:
-    return hashlib.sha256(json.dumps([response, knowledge]).encode()).hexdigest()
+def pair_key(response: str, knowledge: str, *history: list[str]) -> str:
+    return hashlib.sha256(json.dumps([response, knowledge, *history]).encode()).hexdigest()
 
 
 def valid_result(result: Any) -> bool:
@@ -161,6 +161,7 @@ class ScoreRun:
     texts: dict[str, tuple[str, str]]  # pair key -> (response, knowledge)
     signature: str
     fingerprint: str
+    histories: dict[str, list[str]] = field(default_factory=dict)  # pair key -> turns (--history-col)
 
     @property
     def good(self) -> list[Row]:
@@ -173,7 +174,7 @@ SCORE_COLUMNS = ("q2", "q2_no_nli", "fallback", "num_questions", "num_no_answer"
 def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str | Path | None], *,
                 response_col: str = "response", knowledge_col: str = "knowledge", encoding: str = "utf-8",
                 allow_empty: bool = False, multiline: bool = True, prefix: str = "",
-                cache_dir: str | Path | None = None) -> ScoreRun:
+                cache_dir: str | Path | None = None, history_col: str | None = None) -> ScoreRun:
     """Every check that can fail before model work: output paths (`outputs`: flag -> path) and the
     cache folder against the input (`paths.check_outputs`), the input (encoding, columns, at least
     one row, no column the output writes), every model and the device."""
@@ -188,11 +189,40 @@ def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str
                      multiline=multiline)
     check_score_columns(input_path, rows, prefix)
     pause_point("models-check")  # tests: a signal while the models are being checked
+    turns = read_histories(input_path, rows, history_col) if history_col else {}
     names = model_names(scorer)
     good = [r for r in rows if r.error is None]
-    keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col]) for r in good}
+    keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col], *(
+        [turns[r.number]] if history_col else [])) for r in good}
     texts = {keys[r.number]: (r.fields[response_col], r.fields[knowledge_col]) for r in good}
-    return ScoreRun(rows, keys, texts, str(Signature.create(scorer.config, names)), cache_key(scorer, names))
+    histories = {keys[r.number]: turns[r.number] for r in good} if history_col else {}
+    return ScoreRun(rows, keys, texts, str(Signature.create(scorer.config, names)), cache_key(scorer, names),
+                    histories)
+
+
+def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict[int, list[str]]:
+    """Each good row's dialogue history from `column`: turns joined by `coref.HISTORY_SEPARATOR`
+    (" ||| ") in a text cell, or a list of texts (JSONL, Parquet). A row with another value gets an error."""
+    from q2_metric.coref import HISTORY_SEPARATOR, split_history
+    from q2_metric.validation import Q2InputError
+
+    good = [r for r in rows if r.error is None]
+    if good and not any(column in r.fields for r in good):
+        raise Q2InputError(f"The input file '{input_path}' has no column '{column}'; name the history column "
+                           f"with --history-col.")
+    out = {}
+    for r in good:
+        value = r.fields.get(column)
+        if value is None or value == "":
+            out[r.number] = []
+        elif isinstance(value, str):
+            out[r.number] = split_history(value, HISTORY_SEPARATOR)
+        elif isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
+            out[r.number] = list(value)
+        else:
+            r.error = (f"line {r.line}: field '{column}' must be text (turns joined by '{HISTORY_SEPARATOR}') "
+                       f"or a list of texts, got {type(value).__name__}")
+    return out
 
 
 def check_score_columns(input_path: str | Path, rows: list[Row], prefix: str) -> None:
@@ -212,7 +242,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
                encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
-               threshold: float | None = None) -> ScoreReport:
+               threshold: float | None = None, history_col: str | None = None) -> ScoreReport:
     """Score every good row of `input_path`; write scores, steps and summary all-or-nothing at the end.
 
     Before any model work: the output paths, the input (encoding, columns, at least one row) and
@@ -221,7 +251,8 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
                                            "--summary": summary_path},
                       response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
-                      allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir)
+                      allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir,
+                      history_col=history_col)
     check_decision_column(run, prefix, threshold)
     cache = ScoreCache(cache_dir, run.fingerprint) if cache_dir else None
     warnings: list[str] = []
@@ -242,7 +273,8 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     profiles = []
     for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
-                              progress=stages)
+                              progress=stages, **({"histories": [run.histories[k] for k in chunk]}
+                                                  if history_col else {}))
         profiles.append(scored.profile)
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
         results.update(items)  # kept whatever happens to the cache

@@ -58,6 +58,8 @@ ROLES: dict[str, Role] = {
                "an extractive question-answering model"),
     "nli": Role("NLI", "nli_model (--nli-model)",
                 "a sequence-classification (NLI) model"),
+    "coref": Role("coreference", "coref_model (--coref-model)",
+                  "an F-Coref coreference model (config.json with a coref_head, as biu-nlp/f-coref)"),
 }
 
 _HEAD_KINDS = (  # architecture-name suffix -> what it is, for "is X, not Y" messages
@@ -133,6 +135,11 @@ def check_kind(config: Mapping[str, Any], role: str, model_id: str) -> str:
     r = ROLES[role]
     archs = [str(a) for a in config.get("architectures") or []]
     model_type = config.get("model_type")
+    if role == "coref":  # fastcoref's own class, not a transformers Auto class
+        if not isinstance(config.get("coref_head"), dict) or "max_segment_len" not in config["coref_head"]:
+            raise ModelCheckError(f"The coreference model '{model_id}' has no coref_head in its config.json, so "
+                                  f"it is not {r.wanted}; pass the right model as {r.option}.")
+        return archs[0] if archs else str(model_type)
     if not model_type:
         raise ModelCheckError(f"The {r.name} model '{model_id}' has a config.json without a model_type; "
                               f"pass a model saved by save_pretrained() as {r.option}.")
