@@ -66,11 +66,17 @@ def test_cli_score_coref_history_col(coref_config, rows, tmp_path, capsys):
               coref_config.nli_model, "--device", "cpu", "--decoding", "greedy", "--max-question-length", "8"]
     summary = tmp_path / "summary.json"
     steps = tmp_path / "steps.csv"
-    code = main(["score", str(data), "-o", str(tmp_path / "out.csv"), "--summary", str(summary), "--no-cache",
-                 "--no-progress", "--coref", "--coref-model", coref_config.coref_model, "--history-col", "history",
-                 "--steps", str(steps), *models])
+    cache = tmp_path / "cache"
+    code = main(["score", str(data), "-o", str(tmp_path / "out.csv"), "--summary", str(summary), "--cache-dir",
+                 str(cache), "--no-progress", "--coref", "--coref-model", coref_config.coref_model,
+                 "--history-col", "history", "--steps", str(steps), *models])
     assert code == 0 and data.read_bytes() == before
     assert "|coref:local-" in json.loads(summary.read_text())["signature"]
+    # each response was resolved with its two history turns (the cache keeps what the engine returned)
+    [cached] = list(cache.glob("*/responses.jsonl"))
+    entries = [json.loads(line)["result"] for line in cached.read_text().splitlines()]
+    assert sorted(e["coref"]["original"] for e in entries) == sorted(r["response"] for r in rows[:3])
+    assert all(e["coref"]["history_turns"] == 2 for e in entries)
     # --history-col without --coref is refused in one sentence
     assert main(["score", str(data), "-o", str(tmp_path / "o2.csv"), "--history-col", "history", *models]) != 0
     assert "--history-col is read by --coref only" in capsys.readouterr().err

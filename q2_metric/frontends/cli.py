@@ -147,9 +147,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             + (" with tiny random models..." if args.tiny else
                " (on a CPU with the paper's models this takes minutes)..."))
         scorer.load()
-        histories = [[r["message"]] if r.get("message") else [] for r in rows] if args.coref else None  # WoW: the last turn
-        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], histories=histories,
-                              progress=progress)
+        # --coref: the sample's history is its last user message
+        turns = {"histories": [[r["message"]] if r.get("message") else [] for r in rows]} if args.coref else {}
+        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress,
+                              **turns)
     from q2_metric.system_score import describe, figure
 
     groups: dict[tuple[str, str], list[float]] = {}
