@@ -34,12 +34,13 @@ def test_default_path_has_no_coreference_anywhere():
     assert result.q2 == 0.0
     assert "coref" not in result.to_dict(details=True)["details"][0]
     assert "coref:" not in str(result.signature) and "coref" not in result.signature.short()
-    # the fingerprint is the hash of the same payload as before the option existed
+    # the fingerprint is the hash of the same payload as before the option existed (options, version, libraries)
     opts = {k: v for k, v in Q2Config().to_dict().items() if not k.startswith("coref")}
     import q2_metric.signature as sig
     from q2_metric.config import SPEED_OPTIONS
     opts = {k: v for k, v in opts.items() if k not in SPEED_OPTIONS}
-    payload = json.dumps({"options": opts, "extra": {}, "q2": sig._q2_version()}, sort_keys=True, default=str)
+    payload = json.dumps({"options": opts, "extra": {}, "q2": sig._q2_version(), "libs": sig.library_versions()},
+                         sort_keys=True, default=str)
     assert config_fingerprint(Q2Config()) == hashlib.sha256(payload.encode()).hexdigest()[:16]
     assert config_fingerprint(Q2Config(coref=True)) != config_fingerprint(Q2Config())
 
