@@ -190,14 +190,25 @@ def test_meta_eval_and_space_outputs_never_land_on_inputs(tmp_path, capsys):
     annotated = tmp_path / "annotated"
     annotated.mkdir()
     (annotated / "dodeca_inconsistent.csv").write_text("x\n")
-    before = snapshot(annotated)
-    refused(capsys, ["meta-eval", "--annotated-dir", str(annotated), "--baselines-only", "--out-dir",
-                     str(annotated)], "(--out-dir) is the input")
-    refused(capsys, ["meta-eval", "--annotated-dir", str(annotated), "--baselines-only", "--out-dir",
-                     str(annotated / "out")], "(--out-dir) lies inside the input")
-    refused(capsys, ["meta-eval", "--annotated-dir", str(annotated), "--write-template", str(annotated)],
-            "(--write-template) is the input")
-    assert snapshot(annotated) == before
+    (annotated / "meta_eval.md").write_text("my notes\n")
+    nli = tmp_path / "nli"
+    nli.mkdir()
+    before = snapshot(tmp_path)
+    base = ["meta-eval", "--annotated-dir", str(annotated), "--baselines-only"]
+    refused(capsys, [*base, "--out-dir", str(annotated), "--scores", f"m={annotated / 'meta_eval.md'}"],
+            f"'{annotated / 'meta_eval.md'}' (--out-dir (meta_eval.md)) is the input")
+    refused(capsys, [*base, "--out-dir", str(nli / "out"), "--nli-model", str(nli)],
+            "(--out-dir) lies inside the input")
+    assert snapshot(tmp_path) == before
+    link = annotated / "meta_eval.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    refused(capsys, [*base, "--out-dir", str(annotated)], "is a symbolic link")
+    template = annotated / "meta_eval_template.csv"  # a split file named like the template
+    template.write_text("t\n")
+    before = snapshot(tmp_path)
+    refused(capsys, ["meta-eval", "--annotated-dir", str(annotated), "--dodeca-inconsistent", str(template),
+                     "--write-template", str(annotated)], "(--write-template) is the input")
+    assert snapshot(tmp_path) == before
     card = snapshot(CARD_DIR)
     for out in (ROOT, CARD_DIR, MODULE_FILE.parent, ROOT.parent):
         refused(capsys, ["space", str(out)], f"'{out}' (out_dir)")

@@ -315,7 +315,7 @@ def test_out_dir_inside_an_input_folder_is_refused(tmp_path, capsys):
         pd.DataFrame({"response": [f"{split} a", f"{split} b"], "knowledge": ["k", "k"]}).to_csv(
             folder / f"{split}.csv", index=False)
     code = main(["meta-eval", "--baselines-only", "--dataset", f"wow={folder}", "--out-dir", str(folder / "out")])
-    assert code == 2 and "overlaps the input" in capsys.readouterr().err and not (folder / "out").exists()
+    assert code == 2 and "lies inside the input" in capsys.readouterr().err and not (folder / "out").exists()
 
 
 # -- the calibration rule on hand-made cases ----------------------------------------------------

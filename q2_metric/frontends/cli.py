@@ -286,18 +286,25 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     if args.ladder or args.control:  # Table 7 / Table 8 of the first arXiv version
         from q2_metric.frontends.meta_ladder import cmd_ladder
         return cmd_ladder(args)
-    from q2_metric.frontends.paths import check_outputs, check_regular_target
+    from q2_metric.frontends.paths import check_outputs
 
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
-    inputs = {"--annotated-dir": args.annotated_dir, "--nli-model": args.nli_model,
-              **{f"--{name.replace('_', '-')}": path for name, path in overrides.items()},
+    # the inputs are the files read (the output folder may be --annotated-dir or lie in it) and the
+    # NLI model's folder; every file written is checked against them
+    read = {f"--{name.replace('_', '-')}": path or (args.annotated_dir and os.path.join(
+        args.annotated_dir, "cross_annotation.csv" if name == "cross" else f"{name}.csv"))
+        for name, path in overrides.items()}
+    inputs = {**read, "--nli-model": args.nli_model,
               **{f"--scores {text}": text.partition("=")[2].split(":")[0] for text in args.scores}}
-    out_flag = "--write-template" if args.write_template else "--out-dir"
-    check_outputs({k: v for k, v in inputs.items() if v and os.path.exists(v)},
-                  {out_flag: args.write_template or args.out_dir}, folders=[out_flag])
-    if not args.write_template:
-        for name in ("meta_eval.json", "meta_eval.md", "meta_eval.tex"):
-            check_regular_target(Path(args.out_dir) / name, "--out-dir")
+    inputs = {k: v for k, v in inputs.items() if v and os.path.exists(v)}
+    if args.write_template:
+        from q2_metric.frontends.meta_scores import TEMPLATE_FILE
+
+        check_outputs(inputs, {"--write-template": os.path.join(args.write_template, TEMPLATE_FILE)})
+    else:
+        check_outputs({"--nli-model": inputs.get("--nli-model")}, {"--out-dir": args.out_dir}, folders=["--out-dir"])
+        check_outputs(inputs, {f"--out-dir ({name})": os.path.join(args.out_dir, name)
+                               for name in ("meta_eval.json", "meta_eval.md", "meta_eval.tex")})
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
     if args.write_template:
         keys, _, records = data.template()

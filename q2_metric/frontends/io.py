@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
-from q2_metric.frontends.paths import OutputPathError, check_outputs, relation
+from q2_metric.frontends.paths import OutputPathError, check_outputs, check_regular_target, relation
 from q2_metric.interrupts import uninterruptible
 from q2_metric.validation import Q2InputError, clean_text
 
@@ -446,7 +446,8 @@ def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | P
     link, a device or a pipe; see `paths.check_outputs`); run before any work."""
     named = [(flag, Path(p)) for flag, p in outputs.items()]
     for i, (flag, path) in enumerate(named):
-        onto_input = input_path is not None and relation(path, input_path) in ("is", "lies inside")
+        onto_input = input_path is not None and Path(input_path).is_dir() and \
+            relation(path, input_path) in ("is", "lies inside")
         if path.is_dir() and not onto_input:  # (a folder that is the input: said so below)
             raise OutputPathError(f"The output path '{path}' ({flag}) is a directory; name a file in it, "
                                   f"e.g. {path / 'scores.csv'}.")
@@ -617,6 +618,8 @@ def commit_outputs(files: Sequence[tuple[str | Path, Callable[[TextIO], Any]]]) 
     outputs take turns (the last one's set is kept whole). SIGINT/SIGTERM wait while the manifest
     and the renames are written."""
     targets = [Path(p) for p, _ in files]
+    for target in targets:  # a link, a device or a folder in a target's place is never replaced
+        check_regular_target(target, "output")
     for target in targets:
         target.parent.mkdir(parents=True, exist_ok=True)
     with _locked_folders(targets):

@@ -42,13 +42,13 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
 
 
 def _check_paths(out: Path, inputs: list[Path]) -> None:
-    """The output folder is neither an input, nor inside one, nor holding one."""
-    o = out.resolve()
-    for p in inputs:
-        p = p.resolve()
-        if o == p or p in o.parents or o in p.parents:
-            raise DatasetError(f"--out-dir {out} overlaps the input {p}; choose a folder apart from the inputs "
-                               "so that no input can be overwritten.")
+    """The output folder is neither an input, nor inside one, nor holding one (`paths.check_outputs`),
+    and every file written there is a regular file or new."""
+    from q2_metric.frontends.paths import check_outputs, check_regular_target
+
+    check_outputs({f"--dataset/--scores {p}": p for p in inputs}, {"--out-dir": out}, folders=["--out-dir"])
+    for name in OUTPUTS:
+        check_regular_target(out / name, "--out-dir")
 
 
 def q2_runner(args: argparse.Namespace, out: Path):

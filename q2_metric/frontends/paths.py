@@ -17,19 +17,21 @@ from typing import Iterable, Mapping
 
 from q2_metric.validation import Q2InputError
 
+
 class OutputPathError(Q2InputError):
     """An output path that cannot be written as asked (it is, holds or lies in an input, or is
     not a regular file)."""
 
-PathLike = "str | os.PathLike[str]"
 
 def _forms(path: str | os.PathLike) -> tuple[Path, Path]:
     """(absolute as written, fully resolved)."""
     written = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
     return written, Path(os.path.realpath(written))
 
+
 def _inside(inner: Path, outer: Path) -> bool:
     return inner != outer and outer in inner.parents
+
 
 def relation(output: str | os.PathLike, input_: str | os.PathLike) -> str | None:
     """How `output` collides with `input_`: "is", "contains", "lies inside", or None."""
@@ -49,6 +51,7 @@ def relation(output: str | os.PathLike, input_: str | os.PathLike) -> str | None
         pass
     return None
 
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a folder"
@@ -59,6 +62,7 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
 
 def check_regular_target(path: str | os.PathLike, flag: str) -> None:
     """Refuse an existing `path` that is not a regular file (a link, folder, device...)."""
@@ -79,6 +83,7 @@ def check_regular_target(path: str | os.PathLike, flag: str) -> None:
             " name a regular file"
         raise OutputPathError(f"The output path '{path}' ({flag}) is {what}, not a regular file;{hint}.")
 
+
 def check_outputs(inputs: Mapping[str, str | os.PathLike | None] | Iterable[tuple[str, str | os.PathLike | None]],
                   outputs: Mapping[str, str | os.PathLike | None] | Iterable[tuple[str, str | os.PathLike | None]],
                   *, folders: Iterable[str] = ()) -> None:
@@ -94,7 +99,8 @@ def check_outputs(inputs: Mapping[str, str | os.PathLike | None] | Iterable[tupl
         for name, inp in ins:
             how = relation(out, inp)
             if how:
-                raise OutputPathError(f"The output '{out}' ({flag}) {how} the input '{inp}' ({name}); write "
+                named = "" if name == "input" else f" ({name})"
+                raise OutputPathError(f"The output '{out}' ({flag}) {how} the input '{inp}'{named}; write "
                                       "the output somewhere else, so that the input is kept as it is.")
         for other_flag, other in outs[:i]:
             how = relation(out, other)
@@ -109,10 +115,6 @@ def check_outputs(inputs: Mapping[str, str | os.PathLike | None] | Iterable[tupl
         elif os.path.lexists(out) and (os.path.islink(out) or not os.path.isdir(out)):
             what = "a symbolic link" if os.path.islink(out) else "not a folder"
             raise OutputPathError(f"The output folder '{out}' ({flag}) is {what}; name a folder.")
-
-def ensure_parent(path: str | os.PathLike) -> None:
-    """Create the folders above `path` (an output about to be written)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def move_into(source: str | os.PathLike, out_dir: str | os.PathLike) -> None:
