@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
-from q2_metric.frontends.options import build_config, flag_name, flag_type
+from q2_metric.frontends.options import Q2OptionError, build_config, flag_name, flag_type
 from q2_metric.scorer import Q2Scorer, cached_scorer
 from q2_metric.validation import is_blank
 
@@ -52,8 +52,12 @@ class Q2ModelError(_Sentence, ModelNotAvailable):
     """A Q² model or the spaCy pipeline cannot be used; the message names the --q2-* flag."""
 
 
-class Q2OptionValueError(_Sentence, ValueError):
+class Q2OptionValueError(_Sentence, Q2OptionError):
     """A `--q2-*` value the engine refuses (one that argparse could not check alone)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 def q2_requested(opt: dict) -> bool:
@@ -114,7 +118,7 @@ def config_from_opt(opt: dict) -> Q2Config:
         return build_config(opt.get("q2_variant") or "paper", options, 64 if batch_size is None else batch_size,
                             spell=SPELL, tiny=opt.get("q2_tiny") or None)
     except ValueError as err:
-        raise Q2OptionValueError(str(err)) from None
+        raise Q2OptionValueError(str(err), getattr(err, "reason", "")) from None
 
 
 _ENGINE_OPTION = re.compile(r"\b(qg|qa|nli|spacy|coref)_model\b(?: \(--[a-z-]+\))?")

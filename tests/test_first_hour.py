@@ -211,13 +211,14 @@ def test_offline_error_names_every_missing_model(monkeypatch):
 
 
 def test_readme_quotes_the_offline_error(tmp_path):
-    """What `q2 demo` prints without the paper's models, offline, is what the README quotes."""
+    """What `q2 demo` prints without the paper's models, offline, is what the documentation quotes
+    (docs/models.md since the README became a front page; tests/test_docs.py checks the block itself)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     env.pop("HF_HUB_CACHE", None)
     run = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "demo"], env=env, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.startswith("q2: The question-generation model 'mrm8488/")
-    assert run.stderr.strip() in (ROOT / "README.md").read_text()
+    assert run.stderr.strip() in (ROOT / "docs" / "models.md").read_text()
 
 
 # -- 2. progress per stage with model-input counts; the cache written early -----------------------------------
@@ -347,7 +348,7 @@ def test_parlai_logs_each_stage(tmp_path, monkeypatch):
     stage_lines = [x for x in lines if x.startswith("Q² ") and "model inputs" in x]
     assert "Q²: scoring 4 responses" in lines
     assert [x.split(":")[0] for x in stage_lines] == [f"Q² {i}/6 {s}" for i, s in enumerate(STAGES, 1)]
-    assert "Q²: all 6 stages done" in lines
+    assert any(x.startswith("Q²: all 6 stages done in ") for x in lines)
 
 
 # -- 10. Ray's own log lines hidden -------------------------------------------------------------------------------

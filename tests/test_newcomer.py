@@ -68,7 +68,8 @@ def test_score_tiny_on_ones_own_file(tiny_env, rows, tmp_path, capsys):
     data = write_rows(tmp_path / "mine.csv", [rows[0], rows[1], rows[0]])
     assert main(["score", str(data), "-o", str(tmp_path / "out.csv"), "--tiny", "--no-cache", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert f"Scored 3/3 rows -> {tmp_path / 'out.csv'}: 2 scored now; 1 repeating a (response, knowledge) pair" in out
+    assert (f"Scored 3/3 rows (2 now, 0 from the cache) -> {tmp_path / 'out.csv'}\n1 row repeats the (response, "
+            "knowledge) pair of an earlier row and gets its score (each pair is scored once).") in out
     assert "|qg:tiny-random-" in out and "|qa:tiny-random-" in out and "|nli:tiny-random-" in out
     assert "These scores are meaningless" in out and "nan" not in out.lower().split()
     assert main(["score", str(data), "-o", str(tmp_path / "out2.csv"), "--tiny", "--no-cache", "--quiet",
@@ -219,8 +220,8 @@ def test_done_line_accounts_for_every_row():
                          signature="s")
     # 151 rows: 1 malformed, 149 distinct pairs scored, so 1 repeats another row's pair
     assert done_line(report, "o.csv") == (
-        "Scored 150/151 rows -> o.csv: 149 scored now; 1 repeating a (response, knowledge) pair of another row, "
-        "which gives them its score; 1 malformed, left unscored with their error.")
+        "Scored 150/151 rows (149 now, 0 from the cache) -> o.csv\n1 row repeats the (response, knowledge) pair "
+        "of an earlier row and gets its score (each pair is scored once).")
 
 
 def test_score_help_names_the_default_columns(capsys):

@@ -182,7 +182,7 @@ def test_sigkill_leaves_old_or_new_set_and_rerun_is_identical(tiny_config, rows,
 
     reset_to_old()
     stdout = q2_score(tmp_path, tiny_config, data, out, cache)
-    assert "0 scored now; 6 from the cache." in stdout
+    assert "(0 now, 6 from the cache)" in stdout
     assert outputs(out) == new  # byte-identical to an uninterrupted run
     assert leftovers(tmp_path) == []
     [cache_file] = cache.rglob("responses.jsonl")

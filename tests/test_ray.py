@@ -68,13 +68,13 @@ def test_ray_matches_local_command_on_tiny_models(tiny_config, tmp_path, rows):
     with open(tmp_path / "local_steps.csv") as a, open(tmp_path / "ray_steps.csv") as b:
         assert a.read() == b.read()
     assert json.load(open(tmp_path / "ray.json")) == json.load(open(tmp_path / "local.json"))
-    assert "8/9 rows -> " in remote.stdout and ": 8 scored now; 1 malformed" in remote.stdout
+    assert "8/9 rows (8 now, 0 from the cache)" in remote.stdout
 
     parts = list((tmp_path / "c_ray").glob("*/ray/part-*.parquet"))
     assert parts and sum(pq.read_metadata(p).num_rows for p in parts) == 8
     again = run_cli("score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "again.csv"),
                     "--cache-dir", str(tmp_path / "c_ray"), *models, "--ray")
-    assert again.returncode == 3 and "0 scored now; 8 from the cache; 1 malformed" in again.stdout  # nothing rescored
+    assert again.returncode == 3 and "(0 now, 8 from the cache)" in again.stdout  # nothing rescored
 
 
 KILLED_RUN = textwrap.dedent("""

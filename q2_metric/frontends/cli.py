@@ -259,17 +259,15 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def done_line(report, output) -> str:
-    """`Scored 150/151 rows -> out.csv: ...`, saying where every row went."""
+    """`Scored 150/151 rows (149 now, 0 from the cache) -> out.csv`, then where every other row went."""
     good = report.num_rows - report.num_bad
     repeats = good - report.num_cached - report.num_scored_now
-    parts = [f"{report.num_scored_now} scored now"]
-    if report.num_cached:
-        parts.append(f"{report.num_cached} from the cache")
-    if repeats:
-        parts.append(f"{repeats} repeating a (response, knowledge) pair of another row, which gives them its score")
-    if report.num_bad:
-        parts.append(f"{report.num_bad} malformed, left unscored with their error")
-    return f"Scored {good}/{report.num_rows} rows -> {output}: " + "; ".join(parts) + "."
+    line = (f"Scored {good}/{report.num_rows} rows ({report.num_scored_now} now, {report.num_cached} from the "
+            f"cache) -> {output}")
+    if repeats:  # the malformed rows are reported one by one on stderr
+        line += (f"\n{repeats} {'row repeats' if repeats == 1 else 'rows repeat'} the (response, knowledge) pair "
+                 f"of an earlier row and {'gets' if repeats == 1 else 'get'} its score (each pair is scored once).")
+    return line
 
 
 def cmd_meta_eval(args: argparse.Namespace) -> int:
