@@ -155,7 +155,7 @@ def test_cli_score_csv_and_jsonl_on_tiny_models(tiny_config, tmp_path, rows):
     # the output's score columns are the user's now: the new scores go under a prefix (issue 28)
     res = run_cli("score", str(tmp_path / "out.jsonl"), "-o", str(tmp_path / "again.csv"), "--prefix", "again_",
                   "--cache-dir", str(tmp_path / "cache"), "--profile", *models)
-    assert res.returncode == 0 and "0 scored now; 6 from the cache" in res.stdout
+    assert res.returncode == 0 and "(0 now, 6 from the cache)" in res.stdout
     assert "nothing was scored in this process" in res.stderr
 
 
