@@ -387,6 +387,9 @@ def main() -> int:
     if device.type == "cuda":
         print("(on CUDA 'in model' is the time to queue the kernels, not to run them: read the stage columns)")
     print(f"peak memory: {peak_memory(device)}")
+    scores = [(r.q2, r.q2_no_nli) for r in result.responses]
+    print(f"engine scores: {len(scores)} responses, digest {hashlib.sha256(repr(scores).encode()).hexdigest()[:16]}, "
+          f"first {scores[:3]}")
     print(f"speed-up: {rate_engine / rate_ref:.2f}x ({rate_engine:.3f} vs {rate_ref:.3f} responses/s)  "
           f"same scores: {same}")
     return 0 if same else 1

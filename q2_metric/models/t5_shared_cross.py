@@ -9,7 +9,9 @@ values are the same.
 
 `SharedCrossAttention` hooks the `k` and `v` projections of every cross-attention: inside
 `sharing(beams)` they run on one row per input and the result is copied to its beams, and the
-beam reorder leaves the cross-attention cache as it is. Outside that block the hooks do nothing.
+beam reorder leaves the cross-attention cache as it is (the project's 3.2 beam search,
+`hf_qg.decoder_steps`, reorders the self-attention cache alone; transformers' `generate` calls the
+model's `_reorder_cache`, set here). Outside that block the hooks do nothing.
 The values are the same as on the plain path, row for row, so the generated ids and scores are
 too (tested bit for bit); the signature does not change.
 """
