@@ -1,4 +1,7 @@
-"""The `q2` command line. `q2 demo` scores the bundled sample of the annotated WoW set."""
+"""The `q2` command line. `q2 demo` scores the bundled sample of the annotated WoW set.
+
+One module per verb (`demo`, `score`, `meta_eval`, `convert_nli`, `publish`, `space`), each with its
+`add_parser(sub)` and `cmd_*`; `common` holds the engine flags. Here: `build_parser` and `main`."""
 
 from __future__ import annotations
 
