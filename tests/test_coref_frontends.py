@@ -111,7 +111,6 @@ def _multi_turn_wow(root, rows):
 
 def test_parlai_q2_coref_uses_the_episode_so_far(monkeypatch, tmp_path, rows, coref_config):
     pytest.importorskip("parlai")
-    import parlai_ext.q2_eval as q2_eval
     from parlai.core.metrics import dict_report
     from parlai.scripts.eval_model import EvalModel
 
@@ -126,7 +125,7 @@ def test_parlai_q2_coref_uses_the_episode_so_far(monkeypatch, tmp_path, rows, co
             scorer.score = lambda r, k, **kw: histories.extend(kw["histories"]) or scorer.unwrapped_score(r, k, **kw)
         return scorer
 
-    monkeypatch.setattr(q2_eval, "SCORER_FACTORY", factory)
+    monkeypatch.setattr("parlai_ext.q2_report.SCORER_FACTORY", factory)
     wow = _multi_turn_wow(tmp_path / "data", rows)
     explain = tmp_path / "explain.jsonl"
     c = coref_config

@@ -336,9 +336,7 @@ def test_parlai_logs_each_stage(tmp_path, monkeypatch):
     from parlai.scripts.eval_model import EvalModel
     from parlai.utils import logging as parlai_logging
 
-    from parlai_ext import q2_eval
-
-    monkeypatch.setattr(q2_eval, "SCORER_FACTORY", lambda config: scripted_scorer(config))
+    monkeypatch.setattr("parlai_ext.q2_report.SCORER_FACTORY", lambda config: scripted_scorer(config))
     lines = []
     real_info = parlai_logging.info
     monkeypatch.setattr(parlai_logging, "info", lambda msg, *a, **k: (lines.append(str(msg)), real_info(msg, *a, **k)))

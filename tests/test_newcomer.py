@@ -178,7 +178,7 @@ def test_interrupt_message_starts_its_own_line_on_a_terminal(monkeypatch, capsys
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "cmd_demo", interrupted)
+    monkeypatch.setattr(cli.demo, "cmd_demo", interrupted)  # build_parser reads cmd_demo from cli.demo
     monkeypatch.setattr(cli, "on_terminal", lambda: True)
     assert cli.main(["demo"]) == 130
     assert capsys.readouterr().err == "\nq2: interrupted (SIGINT).\n"

@@ -277,7 +277,6 @@ def test_periodic_logs_do_not_split_batches(q2_flags, tiny_config, tmp_path):
 @pytest.fixture
 def scripted(monkeypatch):
     """The scripted engine in place of the models; returns the sizes of the engine calls."""
-    import parlai_ext.q2_eval as q2_eval
     from q2_metric.testing import scripted_scorer
 
     calls = []
@@ -293,7 +292,7 @@ def scripted(monkeypatch):
         scorer.score = counted
         return scorer
 
-    monkeypatch.setattr(q2_eval, "SCORER_FACTORY", factory)
+    monkeypatch.setattr("parlai_ext.q2_report.SCORER_FACTORY", factory)
     return calls
 
 
@@ -343,7 +342,7 @@ def test_missing_knowledge_is_reported_at_an_intermediate_report(scripted, tmp_p
 
     import parlai_ext.q2_eval as q2_eval
 
-    monkeypatch.setattr(q2_eval, "EARLY_DATA_ERROR_TURNS", 3)
+    monkeypatch.setattr("parlai_ext.q2_report.EARLY_DATA_ERROR_TURNS", 3)
     data = make_wow_datapath(tmp_path, episodes=12, checked=False)
     with pytest.raises(q2_eval.Q2DataError, match="none of the 3 evaluated turns"):
         EvalModel.main(task="parlai_ext.teachers:Q2WizardDialogKnowledgeTeacher", model="repeat_label",
