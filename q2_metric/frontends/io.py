@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from q2_metric.frontends.io_commit import (MANIFEST_SUFFIX, TEMP_MARK, atomic_write, commit_outputs,  # noqa: F401
-                                           locked, pause_point, recover_outputs)
+                                           commit_report, locked, pause_point, recover_outputs)
 from q2_metric.frontends.io_csv import _read_csv, _scan_csv  # noqa: F401
 from q2_metric.frontends.io_formats import (MAX_INPUT_BYTES, TABLE_SUFFIXES, Row, input_format,  # noqa: F401
                                             max_input_bytes, read_text)
@@ -50,15 +50,7 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
     if response_col == knowledge_col:
         raise Q2InputError(f"The response and knowledge columns are both '{response_col}'; name two different "
                            "columns with --response-col and --knowledge-col.")
-    kind = input_format(path)
-    if kind == "parquet":
-        rows, columns = _read_parquet(path)
-    elif kind == "dataset":
-        rows, columns = _read_dataset(path)
-    elif kind == "jsonl":
-        rows, columns = _read_jsonl(path, encoding), None
-    else:
-        rows, columns = _read_csv(path, encoding, multiline)
+    rows, columns = read_table(path, encoding, multiline)
     if not rows and not allow_empty:
         raise Q2InputError(f"The input file '{path}' has no data rows; pass --allow-empty "
                            "(allow_empty=True) to write an empty output anyway.")
@@ -89,3 +81,22 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
             if row.error:
                 break
     return rows
+
+
+def read_table(path: str | Path, encoding: str = "utf-8", multiline: bool = True) -> tuple[list[Row], list[str] | None]:
+    """The rows of a CSV, JSONL or Parquet file or a datasets folder, its format told by the content
+    (`input_format`), and its columns (None for JSONL, whose objects each have their own keys)."""
+    path = Path(path)
+    kind = input_format(path)
+    if kind == "parquet":
+        return _read_parquet(path)
+    if kind == "dataset":
+        return _read_dataset(path)
+    if kind == "jsonl":
+        return _read_jsonl(path, encoding), None
+    return _read_csv(path, encoding, multiline)
+
+
+def table_columns(rows: list[Row], columns: list[str] | None) -> list[str]:
+    """`read_table`'s columns, with a JSONL file's keys in the order they first appear."""
+    return list(dict.fromkeys(k for r in rows for k in r.fields)) if columns is None else columns

@@ -212,3 +212,16 @@ def commit_outputs(files: Sequence[tuple[str | Path, Callable[[TextIO], Any]]]) 
 def atomic_write(path: str | Path, write: Callable[[TextIO], Any]) -> None:
     """Write one file through a temporary file in the same folder: never a half-written file."""
     commit_outputs([(path, write)])
+
+
+def commit_report(out: Path, files: Sequence[tuple[str, Callable[[Any], Any]]], figures: dict[str, bytes]) -> None:
+    """Write the named files and the PNG `figures` into the folder `out`, all or nothing."""
+    def png(content: bytes) -> Callable[[Any], None]:
+        def write(f) -> None:
+            f.write(content)
+        write.binary = True  # type: ignore[attr-defined]
+        return write
+
+    out.mkdir(parents=True, exist_ok=True)
+    commit_outputs([*[(out / name, write) for name, write in files],
+                    *[(out / name, png(content)) for name, content in figures.items()]])

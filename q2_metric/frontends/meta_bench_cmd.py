@@ -89,7 +89,7 @@ def q2_runner(args: argparse.Namespace, out: Path):
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    from q2_metric.frontends.io import commit_outputs, table_writer
+    from q2_metric.frontends.io import commit_report, table_writer
     from q2_metric.frontends.meta_bench_report import LEADERBOARD_COLUMNS, leaderboard, render_latex, render_markdown
     from q2_metric.frontends.meta_benchmark import distinct_pairs, parse_calibrate, run_benchmark
     from q2_metric.frontends.meta_datasets import load_datasets
@@ -128,19 +128,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
                            progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr))
     markdown, latex = render_markdown(report), render_latex(report)
 
-    def png(content: bytes):
-        def write(f) -> None:
-            f.write(content)
-        write.binary = True  # type: ignore[attr-defined]
-        return write
-
-    out.mkdir(parents=True, exist_ok=True)
-    commit_outputs([(out / "benchmark.json", lambda f: json.dump(json_safe(report), f, indent=2, allow_nan=False)),
-                    (out / "benchmark.md", lambda f: f.write(markdown)),
-                    (out / "benchmark.tex", lambda f: f.write(latex)),
-                    (out / "leaderboard.csv", table_writer(out / "leaderboard.csv", leaderboard(report),
-                                                           LEADERBOARD_COLUMNS)),
-                    *[(out / name, png(content)) for name, content in figures.items()]])
+    commit_report(out, [("benchmark.json", lambda f: json.dump(json_safe(report), f, indent=2, allow_nan=False)),
+                        ("benchmark.md", lambda f: f.write(markdown)),
+                        ("benchmark.tex", lambda f: f.write(latex)),
+                        ("leaderboard.csv", table_writer(out / "leaderboard.csv", leaderboard(report),
+                                                         LEADERBOARD_COLUMNS))], figures)
     print(markdown)
     print(f"Wrote {', '.join(OUTPUTS)} and {len(figures)} plots to {out}", file=sys.stderr)
     return 0

@@ -127,15 +127,8 @@ def _read(path: Path) -> tuple[list[dict], list[str], list[str]]:
                                     f"{len(header)}")
                 rows.append(dict(zip(header, fields)))
         return rows, header, problems
-    if path.suffix == ".parquet":
-        raw, columns = io._read_parquet(path)
-    elif path.suffix in (".jsonl", ".json"):
-        raw = io._read_jsonl(path, "utf-8")
-        columns = list(dict.fromkeys(k for r in raw for k in r.fields))
-    else:
-        raw, columns = io._read_csv(path, "utf-8", multiline=True)
-        columns = columns or []
-    return [r.fields for r in raw], columns, [r.error for r in raw if r.error]
+    raw, columns = io.read_table(path)
+    return [r.fields for r in raw], io.table_columns(raw, columns), [r.error for r in raw if r.error]
 
 
 def detect_format(columns: Sequence[str], mapping: Mapping) -> Format | None:

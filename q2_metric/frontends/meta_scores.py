@@ -104,14 +104,8 @@ def _rows(path: Path) -> tuple[list, list[str]]:
 
     if not path.is_file():
         raise ScoreFileError(f"{path}: no such file.")
-    if path.suffix == ".parquet":
-        rows, columns = io._read_parquet(path)
-    elif path.suffix in (".jsonl", ".json"):
-        rows = io._read_jsonl(path, "utf-8")
-        columns = list(dict.fromkeys(k for r in rows for k in r.fields))
-    else:
-        rows, columns = io._read_csv(path, "utf-8", multiline=True)
-        columns = columns or []
+    rows, columns = io.read_table(path)
+    columns = io.table_columns(rows, columns)
     for row in rows:
         if row.error:
             raise ScoreFileError(f"{path}: {row.error}.")

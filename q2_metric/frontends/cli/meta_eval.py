@@ -16,7 +16,7 @@ SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent"
 def cmd_meta_eval(args: argparse.Namespace) -> int:
     import json
 
-    from q2_metric.frontends.io import commit_outputs
+    from q2_metric.frontends.io import commit_report
     from q2_metric.frontends.meta_eval import SPLITS, AnnotatedSet, render_latex, render_markdown, run_meta_eval
     from q2_metric.frontends.meta_scores import parse_score_spec, write_template
     from q2_metric.frontends.options import json_safe
@@ -73,17 +73,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
                            progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr))
     markdown, latex = render_markdown(report), render_latex(report)
 
-    def png(content: bytes):
-        def write(f) -> None:
-            f.write(content)
-        write.binary = True  # type: ignore[attr-defined]
-        return write
-
-    out.mkdir(parents=True, exist_ok=True)
-    commit_outputs([(out / "meta_eval.json", lambda f: json.dump(json_safe(report), f, indent=2)),
-                    (out / "meta_eval.md", lambda f: f.write(markdown)),
-                    (out / "meta_eval.tex", lambda f: f.write(latex)),
-                    *[(out / name, png(content)) for name, content in figures.items()]])
+    commit_report(out, [("meta_eval.json", lambda f: json.dump(json_safe(report), f, indent=2)),
+                        ("meta_eval.md", lambda f: f.write(markdown)),
+                        ("meta_eval.tex", lambda f: f.write(latex))], figures)
     print(markdown)
     print(f"Wrote meta_eval.md, meta_eval.tex, meta_eval.json and {len(figures)} plots to {out}", file=sys.stderr)
     return 0
