@@ -1,5 +1,6 @@
 """`--coref` from every front-end on tiny models: Python, evaluate, `q2 score --history-col`, ParlAI
-(with the teacher's episode so far as the history)."""
+(with the teacher's episode so far as the history), the Space and `q2 score --ray` (no history there:
+each response resolved alone)."""
 
 import csv
 import json
@@ -142,3 +143,55 @@ def test_parlai_q2_coref_uses_the_episode_so_far(monkeypatch, tmp_path, rows, co
     assert histories[1][2].endswith(rows[1]["message"]) and histories[2][0].endswith(rows[2]["message"])
     lines = [json.loads(line) for line in explain.read_text().splitlines()]
     assert all(line["coref"]["history_turns"] in (1, 3) and "resolved" in line["coref"] for line in lines)
+
+
+def test_space_coref_from_its_options(monkeypatch, coref_config, rows):
+    """The Space takes `coref` through Q2_SPACE_OPTIONS; it has no history field, so the response is
+    resolved alone, and its reason line and signature say so."""
+    from q2_metric import Q2Scorer
+    from q2_metric.frontends.space import explain, space_config
+
+    monkeypatch.setenv("Q2_SPACE_OPTIONS", json.dumps({
+        "qg_model": coref_config.qg_model, "qa_model": coref_config.qa_model, "nli_model": coref_config.nli_model,
+        "device": "cpu", "decoding": "greedy", "max_question_length": 8, "coref": True,
+        "coref_model": coref_config.coref_model}))
+    config = space_config()
+    assert config.coref and config.coref_model == coref_config.coref_model
+    score, reason, _, _, signature = explain(rows[0]["response"], rows[0]["knowledge"], Q2Scorer(config))
+    assert "|coref:local-" in signature
+    direct = Q2Scorer(coref_config).score([rows[0]["response"]], [rows[0]["knowledge"]]).responses[0]
+    assert direct.coref is not None and direct.coref.history_turns == 0  # no history: the response alone
+    assert score == (f"{direct.q2:.3f}" if direct.scored else "")
+
+
+def test_ray_coref_matches_the_local_command(coref_config, rows, tmp_path):
+    """`q2 score --ray --coref` (without history: each response resolved alone) gives the local
+    command's rows."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # never join another cluster
+
+    data = tmp_path / "in.csv"
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=["response", "knowledge"])
+        w.writeheader()
+        w.writerows({"response": r["response"], "knowledge": r["knowledge"]} for r in rows[:3])
+    models = ["--qg-model", coref_config.qg_model, "--qa-model", coref_config.qa_model, "--nli-model",
+              coref_config.nli_model, "--device", "cpu", "--decoding", "greedy", "--max-question-length", "8",
+              "--coref", "--coref-model", coref_config.coref_model, "--no-cache", "--no-progress"]
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "score", str(data), *args, *models],
+                              capture_output=True, text=True, timeout=400, env=env)
+
+    local = run("-o", str(tmp_path / "local.jsonl"))
+    remote = run("-o", str(tmp_path / "ray.jsonl"), "--summary", str(tmp_path / "ray.json"), "--ray", "--workers", "1")
+    assert local.returncode == 0, local.stderr
+    assert remote.returncode == 0, remote.stderr
+    want = [json.loads(line) for line in open(tmp_path / "local.jsonl")]
+    got = [json.loads(line) for line in open(tmp_path / "ray.jsonl")]
+    assert got == want and len(got) == 3
+    assert "|coref:local-" in json.loads((tmp_path / "ray.json").read_text())["signature"]  # the workers resolved
