@@ -45,7 +45,8 @@ def tiny_models_dir() -> Path:
 
 def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = lambda msg: None) -> dict[str, str]:
     """The qg/, qa/ and nli/ tiny random models in `folder` (default `tiny_models_dir()`), built
-    once and reused; a half-built folder is never left behind (built aside, then renamed)."""
+    once and reused; each is built aside and renamed into place (never half-built). Nothing else in
+    the folder is touched, and a qg/, qa/ or nli/ there that this package did not build is refused."""
     import shutil
     import tempfile
 
@@ -56,20 +57,24 @@ def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = 
     from q2_metric.frontends.io import read_rows
     from q2_metric.models.loading import _quiet
     from q2_metric.random_models import build_random_models
+    from q2_metric.validation import Q2InputError
 
+    foreign = [folder / role for role in ROLES if (folder / role).exists() and not _is_tiny(folder / role)]
+    if foreign or (folder.exists() and not folder.is_dir()):
+        raise Q2InputError(f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
+                           "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder.")
     say(f"Building small random models into {folder} (once, a few seconds)...")
     rows = [r.fields for r in read_rows(SAMPLE) if r.error is None]
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".tiny-") as tmp, _quiet():
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".tiny-") as tmp, _quiet():
         build_random_models(tmp, [r["response"] for r in rows] + [r["knowledge"] for r in rows], size="tiny")
-        for role in ROLES:  # the mark the signature reads
+        for role in ROLES:  # the mark the signature reads, then into place: only our own earlier copy is replaced
             config_file = Path(tmp, role, "config.json")
             config = json.loads(config_file.read_text(encoding="utf-8"))
             config_file.write_text(json.dumps({**config, MARKER: True}, indent=2), encoding="utf-8")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-        os.makedirs(tmp)  # for the context manager's clean-up
+            if _is_tiny(folder / role):
+                shutil.rmtree(folder / role)
+            os.replace(Path(tmp, role), folder / role)
     return paths
 
 

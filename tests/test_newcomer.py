@@ -319,3 +319,26 @@ def test_parlai_tiny_logs_what_each_stage_scored(tiny_env, tmp_path):
     assert re.search(r"Q² 3/6 question filter: [1-9]\d* model inputs in \d+\.\d s", log), log[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())["report"]
     assert report["q2_scored"] == 2 and not math.isnan(report["q2"])
+
+
+def test_tiny_folder_never_touches_what_it_did_not_build(tmp_path, tiny_dir):
+    """Q2_TINY_MODELS pointed at a folder holding the user's files: they stay byte for byte; a qg/
+    this package did not build is refused in one sentence; a damaged copy of ours is rebuilt alone."""
+    import shutil
+
+    from q2_metric.tiny import ensure_tiny_models
+    from q2_metric.validation import Q2InputError
+
+    folder = tmp_path / "mine"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "notes" / "a.txt").write_bytes(b"keep me\n")
+    (folder / "qg").mkdir()
+    (folder / "qg" / "config.json").write_text('{"model_type": "t5"}')  # the user's own model
+    with pytest.raises(Q2InputError, match="is not a tiny model this package built"):
+        ensure_tiny_models(folder)
+    assert (folder / "qg" / "config.json").read_text() == '{"model_type": "t5"}'
+    shutil.rmtree(folder / "qg")
+    shutil.copytree(tiny_dir / "qa", folder / "qa")  # one role of ours already there, the others missing
+    ensure_tiny_models(folder)
+    assert (folder / "notes" / "a.txt").read_bytes() == b"keep me\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["nli", "notes", "qa", "qg"]  # no temporary left
