@@ -23,10 +23,10 @@ import numpy as np
 import torch
 
 from q2_metric import Q2Config, Q2Scorer
-from q2_metric.candidates import answer_candidates
-from q2_metric.models.cpu_matmul import uses_onednn
+from q2_metric.steps.candidates import answer_candidates
+from q2_metric.models.speed.cpu_matmul import uses_onednn
 from q2_metric.models.hf_qg import qg_input
-from q2_metric.random_models import build_random_models
+from q2_metric.models.random_models import build_random_models
 
 from bench_speed import Decisions, load_pairs
 

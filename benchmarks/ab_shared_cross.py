@@ -1,5 +1,5 @@
 """A/B of T5 beam search with the cross-attention keys and values per beam (transformers' plain
-path) and once per input (`q2_metric.models.t5_shared_cross`), interleaved.
+path) and once per input (`q2_metric.models.speed.t5_shared_cross`), interleaved.
 
     python benchmarks/ab_shared_cross.py --reps 3
 
@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from q2_metric.models.flops import FlopMeter, matmul_peak
-from q2_metric.models.t5_shared_cross import attach_shared_cross_attention
+from q2_metric.models.speed.flops import FlopMeter, matmul_peak
+from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
 from ab_threads import random_t5_base
 

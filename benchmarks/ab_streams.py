@@ -17,7 +17,7 @@ import time
 
 import torch
 from ab_threads import random_t5_base
-from q2_metric.models.flops import FlopMeter, matmul_peak
+from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import time
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-from q2_metric.models.flops import FlopMeter, matmul_peak
+from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 
 
 def random_t5_base(vocab_size: int) -> T5ForConditionalGeneration:

@@ -34,7 +34,7 @@ MODES = {"local": None, "ray-1": 1, "ray-2": 2}
 def run_one(mode: str, config_json: str, input_path: str, out_dir: str, chunk_size: int) -> dict:
     """One timed run in this process; returns its figures."""
     from q2_metric.config import Q2Config
-    from q2_metric.frontends.score_files import score_file
+    from q2_metric.corpus.files import score_file
     from q2_metric.scorer import Q2Scorer
 
     config = Q2Config(**json.loads(config_json))
@@ -44,7 +44,7 @@ def run_one(mode: str, config_json: str, input_path: str, out_dir: str, chunk_si
         report = score_file(Q2Scorer(config), input_path, out / f"{mode}.jsonl", cache_dir=out / f"cache-{mode}",
                             chunk_size=chunk_size)
     else:
-        from q2_metric.frontends.ray_score import score_file_ray
+        from q2_metric.corpus.ray import score_file_ray
         report = score_file_ray(Q2Scorer(config), input_path, out / f"{mode}.jsonl",
                                 cache_dir=out / f"cache-{mode}", chunk_size=chunk_size, workers=MODES[mode])
     seconds = time.perf_counter() - t0
@@ -64,7 +64,7 @@ def main() -> int:
         print("RESULT " + json.dumps(run_one(*args.one, args.chunk_size)))
         return 0
 
-    from q2_metric.random_models import build_random_models
+    from q2_metric.models.random_models import build_random_models
 
     pairs = load_pairs(args.n)
     if args.n > 600:  # repeats would be scored once (same pair key): make them distinct

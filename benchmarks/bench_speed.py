@@ -5,7 +5,7 @@
     python benchmarks/bench_speed.py --device cuda --n 600                 # a GPU
 
 Both runs use the same models on the same responses (the annotated WoW set):
-- reference: the released code's loop (`q2_metric.reference_loop`), one example per model call:
+- reference: the released code's loop (`q2_metric.testing.reference_loop`), one example per model call:
   per candidate occurrence generate (cross-attention keys and values per beam, as 3.2 made them);
   per question in rank order until the first valid one the personal check, QA on the response, QA
   on the knowledge; span NLI one pair at a time; the fallback one response at a time. Its QA
@@ -40,13 +40,13 @@ from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.hf_qa import HFQuestionAnswerer
-from q2_metric.models.cpu_matmul import uses_onednn
-from q2_metric.models.flops import FlopMeter, matmul_peak
+from q2_metric.models.speed.cpu_matmul import uses_onednn
+from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
 from q2_metric.models.loading import uses_segment_ids
 from q2_metric.profile import format_profile
-from q2_metric.random_models import build_random_models
-from q2_metric.reference_loop import reference_q2
+from q2_metric.models.random_models import build_random_models
+from q2_metric.testing.reference_loop import reference_q2
 
 ROOT = Path(__file__).resolve().parents[1]
 ANNOTATED = ROOT.parent / "shared" / "data" / "q2_wow"

@@ -171,7 +171,7 @@ def finish_reference(started: tuple[subprocess.Popen | None, dict], name: str) -
 
 
 def candidates_of(responses: list[str]) -> list[list[str]]:
-    from q2_metric.candidates import answer_candidates
+    from q2_metric.steps.candidates import answer_candidates
     from q2_metric.config import Q2Config
     from q2_metric.models.spacy_parser import SpacyParser
 

@@ -9,7 +9,7 @@ as JSON in `Q2_SPACE_OPTIONS`. Address and port: gradio's
 knowledge 4,000; at most 16 requests wait in the queue.
 """
 
-from q2_metric.frontends.space import launch
+from q2_metric.hub.space import launch
 
 if __name__ == "__main__":
     launch()

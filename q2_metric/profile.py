@@ -1,7 +1,7 @@
 """Where a scoring run goes: wall time, model tokens and model FLOPs per engine stage.
 
 `Q2Scorer.score` times each stage where it calls it and reads each model's `FlopMeter`
-(`q2_metric.models.flops`) before and after, so `Q2Result.profile` says, per stage, how long it
+(`q2_metric.models.speed.flops`) before and after, so `Q2Result.profile` says, per stage, how long it
 took and what the models computed in it. Timings differ from run to run; they are never part of
 scores, summaries or signatures.
 """
@@ -21,7 +21,7 @@ class StageProfile:
 
     `tokens` counts positions through the model: padded input tokens of encoder passes, and for
     generation also one per beam row per decoder step. `flops` is matrix-product work (see
-    `q2_metric.models.flops`); a role is absent when its component has no measurable model
+    `q2_metric.models.speed.flops`); a role is absent when its component has no measurable model
     (an injected scripted component). `seconds - sum(model_seconds)` is the stage's time outside
     the models' forward passes (tokenization, spaCy, beam bookkeeping between decoder steps).
     A stage's first call also loads the model it first uses (`Q2Scorer.load()` keeps that out)."""
@@ -42,7 +42,7 @@ def meter_of(component: object):
     model = getattr(component, "model", None)
     if model is None or not hasattr(model, "config"):
         return None
-    from q2_metric.models.flops import FlopMeter
+    from q2_metric.models.speed.flops import FlopMeter
 
     return FlopMeter.attach_if_known(model)
 

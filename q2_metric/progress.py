@@ -54,7 +54,7 @@ def stage(progress: Optional[ProgressCallback], name: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def model_inputs(count: int) -> Iterator[None]:
-    """A model call on `count` distinct inputs inside the running stage (see `q2_metric.unique`)."""
+    """A model call on `count` distinct inputs inside the running stage (see `q2_metric.steps.unique`)."""
     current = _ACTIVE.get()
     if current is None or count == 0:
         yield

@@ -13,15 +13,15 @@ from typing import Any, Sequence
 import datasets
 import evaluate
 
-from q2_metric.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
+from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
-from q2_metric.decision import check_threshold, decide, decision_counts
-from q2_metric.frontends.options import (VARIANTS, Q2OptionError, build_config, check_option_names,
-                                         choices_text, json_safe, option_default)
+from q2_metric.steps.decision import check_threshold, decide, decision_counts
+from q2_metric.options import (VARIANTS, Q2OptionError, build_config, check_option_names,
+                               choices_text, json_safe, option_default)
 from q2_metric.results import Q2Result
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
-from q2_metric.system_score import system_score
+from q2_metric.steps.system_score import system_score
 from q2_metric.validation import Q2InputError, validate_inputs
 
 _KWARGS_DESCRIPTION = f"""
@@ -112,7 +112,7 @@ Examples:
     On tiny random models (meaningless scores; leave the model options out for the paper's):
 
     >>> import tempfile, evaluate, q2_metric
-    >>> from q2_metric.random_models import build_random_models
+    >>> from q2_metric.models.random_models import build_random_models
     >>> texts = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired from 1983 to 1994."]
     >>> paths = build_random_models(tempfile.mkdtemp(), texts)
     >>> tiny = dict(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"],
@@ -136,7 +136,7 @@ Examples:
     >>> q2.compute(predictions=["a"], references=["b"], decoding="sampling")
     Traceback (most recent call last):
     ...
-    q2_metric.frontends.options.Q2OptionError: Invalid Q² option decoding='sampling': allowed values are 'beam' or 'greedy'.
+    q2_metric.options.Q2OptionError: Invalid Q² option decoding='sampling': allowed values are 'beam' or 'greedy'.
 """
 
 _LOCKS_GUARD = threading.Lock()
@@ -225,7 +225,7 @@ class Q2(evaluate.Metric):
 
     def _check_cache_dir(self, config: Q2Config) -> None:
         """The output-path rule: evaluate's cache folder is not, and is not inside, a model folder."""
-        from q2_metric.frontends.paths import check_outputs
+        from q2_metric.io.paths import check_outputs
 
         models = {name: getattr(config, name) for name in ("qg_model", "qa_model", "nli_model", "spacy_model")}
         check_outputs({k: v for k, v in models.items() if v and os.path.isdir(v)},
@@ -247,7 +247,7 @@ class Q2(evaluate.Metric):
                                  if k not in ("return_details", "progress", "verbose", "threshold", "histories")})
         self._check_cache_dir(config)
         if kwargs.get("histories") is not None and predictions is not None:
-            from q2_metric.coref import check_histories
+            from q2_metric.steps.coref import check_histories
             kwargs["histories"] = check_histories(kwargs["histories"], len(predictions or []))
         with self._lock():
             return super().compute(predictions=predictions, references=references, **kwargs)

@@ -6,10 +6,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from q2_metric.system_score import SystemScore
+from q2_metric.steps.system_score import SystemScore
 
 if TYPE_CHECKING:
-    from q2_metric.coref import CorefTrace
+    from q2_metric.steps.coref import CorefTrace
     from q2_metric.profile import StageProfile
     from q2_metric.signature import Signature
 
@@ -124,7 +124,7 @@ class Q2Result:
         return out
 
     def __str__(self) -> str:
-        from q2_metric.system_score import figure
+        from q2_metric.steps.system_score import figure
 
         s = self.system
         return (f"Q2 = {figure(s.q2)}  Q2(no NLI) = {figure(s.q2_no_nli)}  coverage = {figure(s.coverage, 3)}  "

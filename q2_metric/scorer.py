@@ -12,21 +12,21 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from q2_metric.answers import answer_from_knowledge
-from q2_metric.candidates import find_candidates
+from q2_metric.steps.answers import answer_from_knowledge
+from q2_metric.steps.candidates import find_candidates
 from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
                                   describe)
 from q2_metric.config import Q2Config
-from q2_metric.coref import CorefResolver, check_histories, resolve_pairs
+from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
 from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
-from q2_metric.question_filter import filter_questions
-from q2_metric.questions import generate_questions
-from q2_metric.response_scores import score_responses
+from q2_metric.steps.question_filter import filter_questions
+from q2_metric.steps.questions import generate_questions
+from q2_metric.steps.response_scores import score_responses
 from q2_metric.results import Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature
-from q2_metric.span_scores import score_spans
-from q2_metric.system_score import system_score
+from q2_metric.steps.span_scores import score_spans
+from q2_metric.steps.system_score import system_score
 from q2_metric.validation import empty_reason, validate_inputs
 
 
@@ -35,7 +35,7 @@ class Q2Scorer:
 
     Pass `parser`, `qg`, `qa` or `nli` to replace a backend (tests script them this way).
 
-    >>> from q2_metric.testing import scripted_scorer
+    >>> from q2_metric.testing.scripted import scripted_scorer
     >>> scorer = scripted_scorer()
     >>> result = scorer.score(["Bob Ross hosted the show."], ["Bob Ross hosted the show."])
     >>> result.q2
@@ -155,7 +155,7 @@ class Q2Scorer:
         """Each model's tokenization path, qg/qa/nli: `ref32` (the released code's transformers 3.2
         tokenizers; QG `+xbias`: the checkpoint's 3.x cross-attention bias applied), `hf`
         (transformers' own), or `custom` for an injected component."""
-        from q2_metric.models.reference_tokenization import tokenization_path
+        from q2_metric.models.paper.reference_tokenization import tokenization_path
 
         c = self.config
         out = []

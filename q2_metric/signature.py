@@ -92,7 +92,7 @@ class Signature:
         are the paper's, the precision, and a hash of the full signature, e.g.
         `q2:0.2.0|models:paper|rules:paper|dtype:float32|sig:1a2b3c4d5e`. Rules name the fields
         that depart from the paper's (`rules:paper+dec,mode`); models the roles whose model is not the
-        paper's (`models:custom(qg)`), or `models:tiny-random` for `q2_metric.tiny`'s meaningless models."""
+        paper's (`models:custom(qg)`), or `models:tiny-random` for `q2_metric.models.tiny`'s meaningless models."""
         mine = self.to_dict()
         paper = Signature.create(Q2Config.paper()).to_dict()
         dnli = Signature.create(Q2Config.dnli()).to_dict()

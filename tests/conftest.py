@@ -8,7 +8,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test touches the network
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from q2_metric.config import Q2Config  # noqa: E402
-from q2_metric.random_models import build_random_models  # noqa: E402
+from q2_metric.models.random_models import build_random_models  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "q2_metric" / "data" / "wow_sample.csv"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow"

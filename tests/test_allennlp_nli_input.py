@@ -17,7 +17,7 @@ import torch
 from q2_metric.config import Q2Config
 from q2_metric.models.allennlp_convert import convert_archive
 from q2_metric.models.hf_nli import HFNLIClassifier
-from q2_metric.models.reference_tokenization import tokenization_path
+from q2_metric.models.paper.reference_tokenization import tokenization_path
 
 DATA = Path(__file__).parent / "data" / "allennlp10"
 LABELS = ["entailment", "contradiction", "neutral"]

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from q2_metric import Q2Config, Q2InputError, Q2Scorer
-from q2_metric.testing import scripted_scorer
+from q2_metric.testing.scripted import scripted_scorer
 
 
 def unloadable():

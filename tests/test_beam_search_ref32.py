@@ -1,4 +1,4 @@
-"""Beam search by transformers 3.2's rules (`q2_metric.models.beam_search`), the length limit included.
+"""Beam search by transformers 3.2's rules (`q2_metric.models.paper.beam_search`), the length limit included.
 
 Expected values: the sequences transformers 3.2.0's `generate` returned for tiny T5s saved by 3.2
 (tests/data/ref32/record_beams.py, run in the conformance environment: beams.json and
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from q2_metric.config import Q2Config
-from q2_metric.models.beam_search import Hypotheses, banned_ngram_tokens, beam_search
+from q2_metric.models.paper.beam_search import Hypotheses, banned_ngram_tokens, beam_search
 from q2_metric.models.hf_qg import HFQuestionGenerator
 
 REF32 = Path(__file__).resolve().parent / "data" / "ref32"
@@ -86,7 +86,7 @@ def test_the_recorded_cases_are_ones_where_transformers_5_finalizes_otherwise():
     sequences on many of them (so the comparison above would fail on the old code)."""
     from transformers import T5ForConditionalGeneration
 
-    from q2_metric.models.t5_cross_bias import attach_cross_attention_bias
+    from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
 
     prompts = RECORDED["prompts"]
     width = max(map(len, prompts))

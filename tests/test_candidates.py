@@ -1,6 +1,6 @@
 """Rule 1: answer candidates."""
 
-from q2_metric.candidates import answer_candidates
+from q2_metric.steps.candidates import answer_candidates
 from q2_metric.components import ParsedText
 from q2_metric.config import Q2Config
 from q2_metric.models.spacy_parser import SpacyParser

@@ -14,7 +14,7 @@ import torch
 from conftest import sample_rows
 from q2_metric.config import Q2Config
 from q2_metric.models.hf_nli import HFNLIClassifier
-from q2_metric.random_models import train_tokenizer
+from q2_metric.models.random_models import train_tokenizer
 
 LABELS = ["entailment", "contradiction", "neutral"]  # AllenNLP's order for SNLI
 
@@ -60,7 +60,7 @@ def build_archive(tmp_path):
 def test_converted_model_equals_the_archive_by_hand(tmp_path):
     archive, roberta, ff, cls = build_archive(tmp_path)
     roberta.eval()
-    res = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "convert-nli", str(archive),
+    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "convert-nli", str(archive),
                           str(tmp_path / "nli")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     nli = HFNLIClassifier(Q2Config(nli_model=str(tmp_path / "nli"), device="cpu"))
@@ -84,7 +84,7 @@ def test_not_an_allennlp_archive_is_one_sentence(tmp_path):
         info = tarfile.TarInfo("config.json")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    res = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "convert-nli", str(bad),
+    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "convert-nli", str(bad),
                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 2
     assert res.stderr.strip() == f"q2: {bad}: weights.th is missing; is this an AllenNLP model archive?"

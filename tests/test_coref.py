@@ -4,9 +4,9 @@ opening turn, append the next turn to the resolved text, resolve again, ... thro
 replace each mention by its cluster's first mention), not produced by the code. The caffeine and
 Beatles dialogues are built after the paper's examples (its exact wording is not available offline)."""
 
-from q2_metric.coref import (Replacement, apply_replacements, join_turn, plan_replacements,
-                             resolve_dialogues, split_history)
-from q2_metric.testing import ScriptedCoref
+from q2_metric.steps.coref import (Replacement, apply_replacements, join_turn, plan_replacements,
+                                   resolve_dialogues, split_history)
+from q2_metric.testing.scripted import ScriptedCoref
 
 CAFFEINE_HISTORY = ["I drink coffee every morning for the caffeine."]
 CAFFEINE = "Yes, it stimulates a certain portion of the nervous system!"

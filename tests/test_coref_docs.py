@@ -13,7 +13,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "coref.md"
 
 def test_quoted_missing_model_sentence_is_the_real_one(tiny_config):
     from q2_metric import ModelNotAvailable, Q2Scorer
-    from q2_metric.testing import ScriptedParser
+    from q2_metric.testing.scripted import ScriptedParser
 
     scorer = Q2Scorer(tiny_config.replace(coref=True, coref_model="biu-nlp/f-coref"), parser=ScriptedParser())
     with pytest.raises(ModelNotAvailable) as err:

@@ -9,9 +9,9 @@ import pytest
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.components import ParsedText
-from q2_metric.frontends.explain import reason_line
+from q2_metric.explain import reason_line
 from q2_metric.signature import config_fingerprint
-from q2_metric.testing import ScriptedCoref, ScriptedParser, scripted_scorer
+from q2_metric.testing.scripted import ScriptedCoref, ScriptedParser, scripted_scorer
 from q2_metric.validation import Q2InputError
 
 HISTORY = ["I drink coffee every morning for caffeine."]
@@ -111,7 +111,7 @@ def test_fcoref_end_to_end_on_tiny_models(tiny_config, tiny_coref, rows):
     result = scorer.score([r["response"] for r in some], [r["knowledge"] for r in some], histories=histories)
     assert steps == [6, 6, 3]  # batched across dialogues, one model call per turn step
     assert all(0.0 <= s <= 1.0 for s in result.scores)
-    from q2_metric.coref import apply_replacements
+    from q2_metric.steps.coref import apply_replacements
     for res, r in zip(result.responses, some):
         assert res.coref.original == r["response"]
         assert apply_replacements(res.coref.original, res.coref.replacements) == res.coref.resolved

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("fastcoref")
 
-from q2_metric.coref import HISTORY_SEPARATOR  # noqa: E402
+from q2_metric.steps.coref import HISTORY_SEPARATOR  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_evaluate_compute_histories(coref_config, rows):
 
 
 def test_cli_score_coref_history_col(coref_config, rows, tmp_path, capsys):
-    from q2_metric.frontends.cli import main
+    from q2_metric.cli import main
 
     data = tmp_path / "in.csv"
     with open(data, "w", newline="", encoding="utf-8") as f:
@@ -126,7 +126,7 @@ def test_parlai_q2_coref_uses_the_episode_so_far(monkeypatch, tmp_path, rows, co
             scorer.score = lambda r, k, **kw: histories.extend(kw["histories"]) or scorer.unwrapped_score(r, k, **kw)
         return scorer
 
-    monkeypatch.setattr("parlai_ext.q2_report.SCORER_FACTORY", factory)
+    monkeypatch.setattr("parlai_ext.report.SCORER_FACTORY", factory)
     wow = _multi_turn_wow(tmp_path / "data", rows)
     explain = tmp_path / "explain.jsonl"
     c = coref_config
@@ -149,7 +149,7 @@ def test_space_coref_from_its_options(monkeypatch, coref_config, rows):
     """The Space takes `coref` through Q2_SPACE_OPTIONS; it has no history field, so the response is
     resolved alone, and its reason line and signature say so."""
     from q2_metric import Q2Scorer
-    from q2_metric.frontends.space import explain, space_config
+    from q2_metric.hub.space import explain, space_config
 
     monkeypatch.setenv("Q2_SPACE_OPTIONS", json.dumps({
         "qg_model": coref_config.qg_model, "qa_model": coref_config.qa_model, "nli_model": coref_config.nli_model,
@@ -184,7 +184,7 @@ def test_ray_coref_matches_the_local_command(coref_config, rows, tmp_path):
               "--coref", "--coref-model", coref_config.coref_model, "--no-cache", "--no-progress"]
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "score", str(data), *args, *models],
+        return subprocess.run([sys.executable, "-m", "q2_metric.cli", "score", str(data), *args, *models],
                               capture_output=True, text=True, timeout=400, env=env)
 
     local = run("-o", str(tmp_path / "local.jsonl"))

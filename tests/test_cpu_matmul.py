@@ -1,4 +1,4 @@
-"""`cpu_matmul`: Linear layers run by oneDNN (q2_metric.models.cpu_matmul) compute what PyTorch's
+"""`cpu_matmul`: Linear layers run by oneDNN (q2_metric.models.speed.cpu_matmul) compute what PyTorch's
 own path computes, to float rounding, switch only inside the backends' calls, and leave every
 decision and the signature as they are."""
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from q2_metric import Q2Config, Q2Scorer
-from q2_metric.models import cpu_matmul
-from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels, prefers_onednn, uses_onednn
+from q2_metric.models.speed import cpu_matmul
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels, prefers_onednn, uses_onednn
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PyTorch built without oneDNN")
 CPU = torch.device("cpu")
@@ -134,7 +134,8 @@ def test_backends_switch_inside_their_calls_only_and_decide_alike(tiny_config, r
 
 
 def test_command_line_flag():
-    from q2_metric.frontends.cli import build_parser, config_from_args
+    from q2_metric.cli import build_parser
+    from q2_metric.cli.common import config_from_args
 
     parser = build_parser()
     assert config_from_args(parser.parse_args(["score", "in.csv", "-o", "o.csv"])).cpu_matmul == "auto"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from q2_metric.frontends.cli import main
-from q2_metric.frontends.meta_fetch import SOURCES
+from q2_metric.cli import main
+from q2_metric.meta.fetch import SOURCES
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOCAL = {"begin": SHARED / "begin", "q2-wow": SHARED / "q2_wow"}

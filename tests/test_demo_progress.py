@@ -4,7 +4,7 @@ import csv
 
 import pytest
 
-from q2_metric.frontends.cli import main
+from q2_metric.cli import main
 from q2_metric.scorer import Q2Scorer
 
 

@@ -80,7 +80,7 @@ def test_every_norun_block_says_why():
 @pytest.fixture(scope="session")
 def tiny_cache(tmp_path_factory) -> dict[str, str]:
     """The documented tiny-model cache, built once for the whole session."""
-    from q2_metric.tiny import ensure_tiny_models
+    from q2_metric.models.tiny import ensure_tiny_models
 
     return ensure_tiny_models(tmp_path_factory.mktemp("docs-tiny") / "tiny-models")
 

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 import q2_metric
-from q2_metric import Q2InputError, card_text
+from q2_metric import Q2InputError
+from q2_metric.hub import card_text
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = {"q2", "q2_no_nli", "coverage", "no_answer_share", "num_responses", "num_scored", "num_skipped",
@@ -62,7 +63,7 @@ def test_load_from_repository_root(opts, monkeypatch):
 
 def test_load_bare_name_after_register(tiny_config, tmp_path):
     env = model_env(tiny_config, tmp_path)
-    reg = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "register"], env=env,
+    reg = subprocess.run([sys.executable, "-m", "q2_metric.cli", "register"], env=env,
                          capture_output=True, text=True, timeout=120)
     assert reg.returncode == 0, reg.stderr
     code = ("import evaluate, json; m = evaluate.load('q2'); "
@@ -255,7 +256,7 @@ def test_progress_bar_default_and_off(opts, monkeypatch, capsys):
 
 
 def test_results_are_strict_json(opts, tmp_path):
-    from q2_metric.frontends.hub import save_results
+    from q2_metric.hub.publish import save_results
 
     results = evaluate.load(q2_metric.module_path()).compute(predictions=["", " "], references=REF, **opts)
     text = json.dumps(results, allow_nan=False)  # raises on NaN
@@ -299,7 +300,7 @@ def test_card_code_example_runs(tiny_config, tmp_path):
     example = next(code for lang, code in blocks if lang == "python" and "evaluate.load" in code)
     env = model_env(tiny_config, tmp_path)
     assert "q2-metric register" in setup
-    subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "register"], env=env, check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "q2_metric.cli", "register"], env=env, check=True, timeout=120)
     run = subprocess.run([sys.executable, "-c", example], env=env, cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -308,7 +309,7 @@ def test_card_code_example_runs(tiny_config, tmp_path):
 
 def test_space_script_loads(opts, tmp_path):
     """The Space's q2.py (written by `q2-metric space`) is the module itself and loads by path."""
-    from q2_metric.frontends.space import MODULE_FILE
+    from q2_metric.hub.space import MODULE_FILE
 
     (tmp_path / "q2.py").write_text(MODULE_FILE.read_text(encoding="utf-8"), encoding="utf-8")
     metric = evaluate.load(str(tmp_path / "q2.py"))
@@ -323,7 +324,7 @@ RESULTS = {"q2": 0.6512, "q2_no_nli": 0.55, "coverage": 0.9, "signature": "q2:0.
 def test_write_results_into_local_model_card(tmp_path):
     from huggingface_hub import ModelCard
 
-    from q2_metric.frontends.hub import write_model_card
+    from q2_metric.hub.publish import write_model_card
 
     card = tmp_path / "README.md"
     card.write_text("---\nlicense: mit\n---\n# My model\n", encoding="utf-8")
@@ -343,7 +344,7 @@ def test_publish_cli_card_and_dry_run(tmp_path):
     results = tmp_path / "results.json"
     results.write_text(json.dumps(RESULTS))
     card = tmp_path / "README.md"
-    base = [sys.executable, "-m", "q2_metric.frontends.cli", "publish", "--results", str(results), "--model-name", "m"]
+    base = [sys.executable, "-m", "q2_metric.cli", "publish", "--results", str(results), "--model-name", "m"]
     dry = subprocess.run(base + ["--card", str(card), "--dry-run"], capture_output=True, text=True, timeout=60)
     assert dry.returncode == 0 and "model-index" in dry.stdout and not card.exists()
     subprocess.run(base + ["--card", str(card)], check=True, timeout=60)
@@ -351,7 +352,7 @@ def test_publish_cli_card_and_dry_run(tmp_path):
 
 
 def test_evaluate_save_with_signature(tmp_path):
-    from q2_metric.frontends.hub import save_results
+    from q2_metric.hub.publish import save_results
 
     path = save_results(tmp_path, {**RESULTS, "details": [1]}, model="m")
     saved = json.loads(path.read_text())
@@ -389,7 +390,7 @@ def test_republish_with_new_signature_replaces_entries(mode, tmp_path, monkeypat
     import huggingface_hub
     from huggingface_hub import ModelCard
 
-    from q2_metric.frontends.cli import main
+    from q2_metric.cli import main
 
     other = ("---\nlicense: mit\nmodel-index:\n- name: m\n  results:\n  - task: {type: text-generation}\n"
              "    dataset: {name: Other, type: other, split: test}\n"
@@ -423,7 +424,7 @@ def test_republish_with_new_signature_replaces_entries(mode, tmp_path, monkeypat
 def test_publish_to_a_new_repo_card(tmp_path, monkeypatch):
     import huggingface_hub
 
-    from q2_metric.frontends.hub import push_model_card
+    from q2_metric.hub.publish import push_model_card
 
     hub = FakeHub(None)
     monkeypatch.setattr(huggingface_hub, "HfApi", lambda token=None: hub)
@@ -434,7 +435,7 @@ def test_publish_to_a_new_repo_card(tmp_path, monkeypatch):
 def test_publish_failures_are_one_sentence(tmp_path):
     results = tmp_path / "results.json"
     results.write_text(json.dumps(RESULTS))
-    base = [sys.executable, "-m", "q2_metric.frontends.cli", "publish", "--model-name", "m"]
+    base = [sys.executable, "-m", "q2_metric.cli", "publish", "--model-name", "m"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -454,7 +455,7 @@ def test_publish_failures_are_one_sentence(tmp_path):
 
 
 def test_undefined_results_stay_out_of_the_card():
-    from q2_metric.frontends.hub import card_metadata
+    from q2_metric.hub.publish import card_metadata
 
     meta = card_metadata({"q2": None, "q2_no_nli": float("nan"), "coverage": 0.0}, "m",
                          dataset_name="WoW", dataset_type="wow", dataset_split="test")
@@ -469,7 +470,7 @@ def test_push_failure_one_sentence(status, why, monkeypatch):
     from huggingface_hub import constants
     from huggingface_hub.errors import HfHubHTTPError
 
-    from q2_metric.frontends.hub import PublishError, push_model_card
+    from q2_metric.hub.publish import PublishError, push_model_card
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     request = httpx.Request("GET", "https://huggingface.co/api/models/me/m")

@@ -3,7 +3,7 @@
 signatures, one offline error for every missing model, progress per stage with model-input counts,
 a cache written early, `q2 demo --tiny`, evaluate's registration, ParlAI's progress lines, Ray's
 logs hidden. Expected values come from the issue's wording, hand-built inputs or the scripted
-components' rules (q2_metric/testing.py), never from the code under test."""
+components' rules (q2_metric/testing/scripted.py), never from the code under test."""
 
 import csv
 import json
@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
-from q2_metric.frontends.cli import main
-from q2_metric.frontends.score_files import score_file
+from q2_metric.cli import main
+from q2_metric.corpus.files import score_file
 from q2_metric.progress import DONE, STAGES
 from q2_metric.signature import Signature
-from q2_metric.testing import scripted_scorer
+from q2_metric.testing.scripted import scripted_scorer
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers")
@@ -54,7 +54,7 @@ IMPORTS_AFTER = """
 import json, runpy, sys
 sys.argv = ["q2", *json.loads(sys.argv[1])]
 try:
-    runpy.run_module("q2_metric.frontends.cli", run_name="__main__")
+    runpy.run_module("q2_metric.cli", run_name="__main__")
 except SystemExit as exit:
     code = exit.code
 print("\\nMODULES", json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules]}))
@@ -165,7 +165,7 @@ def test_summary_is_strict_json_without_valid_questions(tmp_path):
 # -- 7. signatures: local models by digest, the short form -----------------------------------------------
 
 def test_signature_does_not_depend_on_how_the_path_is_typed(tiny_models, tmp_path, monkeypatch):
-    from q2_metric.frontends.score_files import cache_key
+    from q2_metric.corpus.cache import cache_key
 
     qg = Path(tiny_models["qg"])
     monkeypatch.chdir(qg.parent.parent)
@@ -215,7 +215,7 @@ def test_readme_quotes_the_offline_error(tmp_path):
     (docs/models.md since the README became a front page; tests/test_docs.py checks the block itself)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     env.pop("HF_HUB_CACHE", None)
-    run = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "demo"], env=env, capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "q2_metric.cli", "demo"], env=env, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.startswith("q2: The question-generation model 'mrm8488/")
     assert run.stderr.strip() in (ROOT / "docs" / "models.md").read_text()
@@ -312,7 +312,7 @@ def test_demo_tiny_builds_once_and_explains(tmp_path, monkeypatch, capsys):
 
 def test_registered_module_follows_upgrades_without_the_warning(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
-    reg = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "register"], env=env,
+    reg = subprocess.run([sys.executable, "-m", "q2_metric.cli", "register"], env=env,
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert reg.returncode == 0, reg.stderr
     # "upgrade": another copy of the package, whose evaluate module says so, first on the path
@@ -336,7 +336,7 @@ def test_parlai_logs_each_stage(tmp_path, monkeypatch):
     from parlai.scripts.eval_model import EvalModel
     from parlai.utils import logging as parlai_logging
 
-    monkeypatch.setattr("parlai_ext.q2_report.SCORER_FACTORY", lambda config: scripted_scorer(config))
+    monkeypatch.setattr("parlai_ext.report.SCORER_FACTORY", lambda config: scripted_scorer(config))
     lines = []
     real_info = parlai_logging.info
     monkeypatch.setattr(parlai_logging, "info", lambda msg, *a, **k: (lines.append(str(msg)), real_info(msg, *a, **k)))
@@ -354,7 +354,7 @@ def test_parlai_logs_each_stage(tmp_path, monkeypatch):
 def test_ray_run_prints_no_ray_log_lines(rows, tiny_models, tmp_path):
     pytest.importorskip("ray.data")
     data = write_csv(tmp_path / "in.csv", rows[:2])
-    run = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "score", str(data), "-o",
+    run = subprocess.run([sys.executable, "-m", "q2_metric.cli", "score", str(data), "-o",
                           str(tmp_path / "out.csv"), "--summary", str(tmp_path / "summary.json"), "--no-cache",
                           "--no-progress", "--ray", "--workers", "1", *tiny_flags(tiny_models),
                           "--max-question-length", "8"],

@@ -1,4 +1,4 @@
-"""Model FLOP accounting (`q2_metric.models.flops`) and the per-stage profile of a run.
+"""Model FLOP accounting (`q2_metric.models.speed.flops`) and the per-stage profile of a run.
 
 The formulas are checked against two independent sources: a hand computation for one small shape,
 and torch's own `FlopCounterMode` (which counts every matrix product the kernels are asked for) on
@@ -12,7 +12,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from q2_metric import Q2Scorer
-from q2_metric.models.flops import Dims, FlopMeter, decoder_step_flops, encoder_flops, matmul_peak
+from q2_metric.models.speed.flops import Dims, FlopMeter, decoder_step_flops, encoder_flops, matmul_peak
 from q2_metric.profile import StageProfile, format_profile, merge_profiles
 
 
@@ -167,7 +167,7 @@ def test_profile_counts_match_the_model_inputs(tiny_config, rows):
 
 
 def test_scripted_components_profile_time_only():
-    from q2_metric.testing import scripted_scorer
+    from q2_metric.testing.scripted import scripted_scorer
 
     result = scripted_scorer().score(["Bob Ross hosted the show."], ["Bob Ross hosted the show."])
     assert [p.stage for p in result.profile][:2] == ["candidates", "questions"]

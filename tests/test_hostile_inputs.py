@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from q2_metric.frontends.cli import main
-from q2_metric.frontends.io import read_rows
-from q2_metric.frontends.score_files import score_file
-from q2_metric.testing import scripted_scorer
+from q2_metric.cli import main
+from q2_metric.io import read_rows
+from q2_metric.corpus.files import score_file
+from q2_metric.testing.scripted import scripted_scorer
 from q2_metric.validation import Q2InputError
 
 HEADER = "response,knowledge\n"
@@ -185,7 +185,7 @@ def test_convert_nli_into_its_own_folder_is_refused(tmp_path, capsys):
 
 
 def test_meta_eval_and_space_outputs_never_land_on_inputs(tmp_path, capsys):
-    from q2_metric.frontends.space import CARD_DIR, MODULE_FILE, ROOT
+    from q2_metric.hub.space import CARD_DIR, MODULE_FILE, ROOT
 
     annotated = tmp_path / "annotated"
     annotated.mkdir()
@@ -243,7 +243,7 @@ def test_publish_fails_fast_when_the_hub_cannot_be_reached(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:{port}",
            "HF_HOME": str(tmp_path / "hf"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "HF_TOKEN": ""}
     start = time.monotonic()
-    run = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "publish", "--results", str(results),
+    run = subprocess.run([sys.executable, "-m", "q2_metric.cli", "publish", "--results", str(results),
                           "--model-name", "m", "--repo-id", "me/m"], env=env, capture_output=True, text=True,
                          timeout=120)
     took = time.monotonic() - start
@@ -277,7 +277,7 @@ def test_damaged_cache_entry_is_dropped_recomputed_and_reported_once(tmp_path, c
 
 def test_cache_key_follows_library_versions(monkeypatch):
     from q2_metric import signature
-    from q2_metric.frontends.score_files import cache_key
+    from q2_metric.corpus.cache import cache_key
 
     scorer = scripted_scorer()
     keys = {cache_key(scorer)}
@@ -391,7 +391,7 @@ def test_output_extensions_it_cannot_write_are_refused(tmp_path, capsys):
 
 BOMB = r"""
 import resource, sys
-from q2_metric.frontends.io import read_rows
+from q2_metric.io import read_rows
 from q2_metric.validation import Q2InputError
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
@@ -499,7 +499,7 @@ def test_long_text_warning_hidden_under_quiet(tmp_path, tiny_config):
     long = " ".join(["Paris is a big city in France."] * (limit // 4 + 50))
     data = tmp_path / "in.csv"
     data.write_text(HEADER + f"Paris is big.,{long}\n")
-    run = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "score", str(data), "-o",
+    run = subprocess.run([sys.executable, "-m", "q2_metric.cli", "score", str(data), "-o",
                           str(tmp_path / "o.csv"), "--no-cache", "--quiet", *tiny_flags(tiny_config)],
                          capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert run.returncode == 0, run.stderr
@@ -522,7 +522,7 @@ def test_browser_close_leaves_no_process(tmp_path):
 
 def test_parlai_explain_file_against_every_input_and_output(tmp_path, capsys):
     pytest.importorskip("parlai")
-    from parlai_ext.q2_eval import check_explain_file
+    from parlai_ext.options import check_explain_file
 
     model = tmp_path / "model"
     model.write_text("weights")
@@ -538,8 +538,8 @@ def test_parlai_explain_file_against_every_input_and_output(tmp_path, capsys):
 
 def test_ray_checks_paths_and_columns_before_ray_starts(tmp_path):
     pytest.importorskip("ray")
-    from q2_metric.frontends.paths import OutputPathError
-    from q2_metric.frontends.ray_score import score_file_ray
+    from q2_metric.io.paths import OutputPathError
+    from q2_metric.corpus.ray import score_file_ray
 
     folder = tmp_path / "data"
     write_parquet(folder / "part-0.parquet", PAIRS)
@@ -558,7 +558,7 @@ def test_evaluate_cache_folder_inside_a_model_folder_is_refused(tmp_path, tiny_c
     import evaluate
 
     import q2_metric
-    from q2_metric.frontends.paths import OutputPathError
+    from q2_metric.io.paths import OutputPathError
 
     qg = tmp_path / "qg"
     shutil.copytree(tiny_config.qg_model, qg)

@@ -114,5 +114,5 @@ def test_the_walker_finds_a_circle_and_reads_the_real_edges(tmp_path):
     assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
     # the circle this issue removed: reference_tokenization <-> t5_cross_bias
     real = import_graph()
-    assert "q2_metric.models.loading" in real["q2_metric.models.t5_cross_bias"]
-    assert "q2_metric.models.t5_cross_bias" not in real["q2_metric.models.loading"]
+    assert "q2_metric.models.loading" in real["q2_metric.models.paper.t5_cross_bias"]
+    assert "q2_metric.models.paper.t5_cross_bias" not in real["q2_metric.models.loading"]

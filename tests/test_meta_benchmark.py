@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from q2_metric.frontends.cli import main
-from q2_metric.frontends.meta_calibrate import best_threshold, decision_report
+from q2_metric.cli import main
+from q2_metric.meta.calibrate import best_threshold, decision_report
 
 BEGIN = Path(__file__).resolve().parents[2] / "shared" / "data" / "begin"
 needs_begin = pytest.mark.skipif(not (BEGIN / "v1" / "test_05_24_21.tsv").is_file(), reason="BEGIN data not present")

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from q2_metric.frontends.cli import main
+from q2_metric.cli import main
 from q2_metric.signature import Signature
 
 from conftest import sample_rows
@@ -114,7 +114,7 @@ def test_compute_threshold(tiny_models):
     import evaluate
 
     import q2_metric
-    from q2_metric.frontends.options import Q2OptionError
+    from q2_metric.options import Q2OptionError
 
     rows = sample_rows()[:4]
     q2 = evaluate.load(q2_metric.module_path())

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from conftest import SHARED
-from q2_metric.frontends.meta_eval import (SPLITS, AnnotatedSet, MetaEvalInputError, bleu_scores,
-                                           classification_report, overlap_scores, roc_auc, run_meta_eval,
-                                           simulate_systems, spearman, system_bootstrap, to_unit_scale)
+from q2_metric.meta.baselines import bleu_scores, overlap_scores
+from q2_metric.meta.evaluation import SPLITS, AnnotatedSet, MetaEvalInputError, run_meta_eval
+from q2_metric.meta.stats import (classification_report, roc_auc, simulate_systems, spearman, system_bootstrap,
+                                  to_unit_scale)
 from q2_metric.models.spacy_parser import load_spacy
 
 
@@ -159,7 +160,7 @@ def test_bad_cross_annotation_stops(tmp_path, nlp):
 def test_cli_baselines_only_on_the_annotated_set(tmp_path):
     """The real annotated set, no model: Tables 2-4 and the TRUE table for overlap and BLEU, the plots,
     meta_eval.md and meta_eval.tex."""
-    res = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "meta-eval", "--annotated-dir",
+    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "meta-eval", "--annotated-dir",
                           str(SHARED), "--baselines-only", "--no-bertscore", "--repetitions", "200",
                           "--out-dir", str(tmp_path / "me")], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
@@ -184,7 +185,7 @@ def test_cli_baselines_only_on_the_annotated_set(tmp_path):
 
 def test_cli_missing_column_exit_code(tmp_path):
     synthetic(tmp_path, q2=False)
-    res = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "meta-eval", "--annotated-dir",
+    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "meta-eval", "--annotated-dir",
                           str(tmp_path), "--no-bertscore", "--out-dir", str(tmp_path / "me")],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 2

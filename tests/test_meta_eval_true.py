@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from conftest import SHARED
-from q2_metric.frontends.meta_eval import SPLITS, AnnotatedSet
-from q2_metric.frontends.meta_report import _tex
-from q2_metric.frontends.meta_scores import ScoreFileError, ScoreSpec, parse_score_spec, read_scores
-from q2_metric.frontends.meta_stats import resample_indices, roc_auc, roc_auc_interval, roc_auc_ranks
+from q2_metric.meta.evaluation import SPLITS, AnnotatedSet
+from q2_metric.meta.report import _tex
+from q2_metric.meta.scores import ScoreFileError, ScoreSpec, parse_score_spec, read_scores
+from q2_metric.meta.stats import resample_indices, roc_auc, roc_auc_interval, roc_auc_ranks
 
-CLI = [sys.executable, "-m", "q2_metric.frontends.cli", "meta-eval"]
+CLI = [sys.executable, "-m", "q2_metric.cli", "meta-eval"]
 
 
 # -- statistics --------------------------------------------------------------------------------
@@ -311,7 +311,7 @@ def test_baselines_true_table_and_outputs(annotated_run):
 def test_plots_with_a_one_label_set():
     """A set whose responses are all consistent has no PR/ROC curve; the figure says so instead
     of failing (scikit-learn's roc_auc_score raises on one class)."""
-    from q2_metric.frontends import meta_plots
+    from q2_metric.meta import plots as meta_plots
 
     curves = {"m": {"a": (np.array([0.1, 0.5, 0.9]), np.array([1, 1, 1])),
                     "b": (np.array([0.1, 0.5, 0.9]), np.array([0, 1, 1]))}}

@@ -8,9 +8,9 @@ import pytest
 
 from q2_metric.components import ParsedText
 from q2_metric.config import Q2Config
-from q2_metric.frontends.meta_ladder import (control_table, donor_knowledge, ladder_configs, ladder_table,
-                                             run_control, run_ladder)
-from q2_metric.testing import ScriptedCoref, ScriptedParser, ScriptedQA, ScriptedQG, scripted_scorer
+from q2_metric.meta.ladder import (control_table, donor_knowledge, ladder_configs, ladder_table,
+                                   run_control, run_ladder)
+from q2_metric.testing.scripted import ScriptedCoref, ScriptedParser, ScriptedQA, ScriptedQG, scripted_scorer
 
 
 def test_each_rung_adds_one_change_and_top_k_is_the_default():
@@ -91,7 +91,7 @@ def test_control_on_scripted_components_by_hand():
 
 def test_command_prints_both_tables_on_tiny_models(tmp_path, monkeypatch, capsys, rows):
     pytest.importorskip("fastcoref")
-    from q2_metric.frontends.cli import main
+    from q2_metric.cli import main
 
     monkeypatch.setenv("Q2_TINY_MODELS", str(tmp_path / "tiny"))
     folder = tmp_path / "splits"

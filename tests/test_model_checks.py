@@ -8,7 +8,7 @@ import pytest
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.models import checks
 from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError, check_model
-from q2_metric.testing import ScriptedParser, ScriptedQA, ScriptedQG
+from q2_metric.testing.scripted import ScriptedParser, ScriptedQA, ScriptedQG
 
 
 def copy_model(src, dst, keep=None):
@@ -158,7 +158,7 @@ def test_cached_hub_model_identity_is_its_snapshot_commit(tiny_models, tmp_path,
     fake_hub_cache(tmp_path, "org/qa", new, tiny_models["qa"])  # updated upstream and downloaded again
     assert check_model("org/qa", "qa").revision == new
 
-    from q2_metric.frontends.score_files import cache_key
+    from q2_metric.corpus.cache import cache_key
 
     scorer = Q2Scorer(Q2Config(qa_model="org/qa", qg_model=tiny_models["qg"], nli_model=tiny_models["nli"],
                                device="cpu"))
@@ -191,14 +191,14 @@ def test_spacy_model_must_be_installed():
 
 
 def test_injected_components_are_not_checked():
-    from q2_metric.testing import scripted_scorer
+    from q2_metric.testing.scripted import scripted_scorer
 
     assert scripted_scorer(Q2Config(qg_model="/nonexistent/qg", device="cuda")).check_models() == {}
 
 
 def test_cli_model_errors_exit_2_in_one_line(tiny_models, tmp_path, capsys):
     """Each failure: exit code 2, one line on stderr, and no output written (checked before any work)."""
-    from q2_metric.frontends.cli import main
+    from q2_metric.cli import main
 
     (tmp_path / "in.csv").write_text("response,knowledge\nParis is big.,Paris is big.\n")
     empty = tmp_path / "empty"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from q2_metric.frontends.cli import main
+from q2_metric.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -23,7 +23,7 @@ BIN = Path(sys.executable).parent
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory) -> Path:
-    from q2_metric.tiny import ensure_tiny_models
+    from q2_metric.models.tiny import ensure_tiny_models
 
     folder = tmp_path_factory.mktemp("newcomer") / "tiny-models"
     ensure_tiny_models(folder)
@@ -54,7 +54,7 @@ def test_tiny_cache_has_the_documented_subfolders_and_mark(tiny_dir):
         assert config["q2_tiny_random"] is True
         assert (tiny_dir / role / "tokenizer.json").is_file()
     stamp = (tiny_dir / "qg" / "config.json").stat().st_mtime_ns
-    from q2_metric.tiny import ensure_tiny_models
+    from q2_metric.models.tiny import ensure_tiny_models
 
     ensure_tiny_models(tiny_dir)  # built once: a second call reuses it
     assert (tiny_dir / "qg" / "config.json").stat().st_mtime_ns == stamp
@@ -80,7 +80,7 @@ def test_score_tiny_on_ones_own_file(tiny_env, rows, tmp_path, capsys):
 
 
 def test_q2_tiny_environment_variable_everywhere(tiny_env, monkeypatch):
-    from q2_metric.frontends.options import build_config
+    from q2_metric.options import build_config
 
     paper = build_config()
     assert not paper.qg_model.startswith(str(tiny_env))
@@ -173,7 +173,7 @@ def test_score_in_a_log_has_no_carriage_returns(tiny_env, rows, tmp_path):
 
 
 def test_interrupt_message_starts_its_own_line_on_a_terminal(monkeypatch, capsys):
-    from q2_metric.frontends import cli
+    from q2_metric import cli
 
     def interrupted(args):
         raise KeyboardInterrupt
@@ -187,7 +187,7 @@ def test_interrupt_message_starts_its_own_line_on_a_terminal(monkeypatch, capsys
 # -- outputs: every count explained, no NaN ----------------------------------------------------------------------
 
 def test_system_figures_in_words_without_nan():
-    from q2_metric.system_score import SystemScore, describe
+    from q2_metric.steps.system_score import SystemScore, describe
 
     text = describe(SystemScore(q2=float("nan"), q2_no_nli=float("nan"), coverage=float("nan"),
                                 no_answer_share=float("nan"), num_responses=2, num_scored=0, num_skipped=2,
@@ -211,9 +211,9 @@ def test_demo_tiny_sections_once_no_nan(tiny_env, capsys):
 
 
 def test_done_line_accounts_for_every_row():
-    from q2_metric.frontends.cli import done_line
-    from q2_metric.frontends.score_files import ScoreReport
-    from q2_metric.system_score import SystemScore
+    from q2_metric.cli.score import done_line
+    from q2_metric.corpus.files import ScoreReport
+    from q2_metric.steps.system_score import SystemScore
 
     system = SystemScore(0.5, 0.5, 1.0, 0.0, 149, 149, 0, 10)
     report = ScoreReport(system, num_rows=151, num_bad=1, num_cached=0, num_scored_now=149, bad_rows=[],
@@ -241,7 +241,7 @@ def test_meta_eval_default_folder_is_ignored_by_git():
 # -- the Space ---------------------------------------------------------------------------------------------------
 
 def test_space_messages_name_the_space_variables():
-    from q2_metric.frontends.space import space_message
+    from q2_metric.hub.space import space_message
     from q2_metric.models.loading import ModelNotAvailable
 
     err = ModelNotAvailable("The question-generation model 'x' is not in the Hugging Face cache and the Hub "
@@ -252,7 +252,7 @@ def test_space_messages_name_the_space_variables():
 
 def test_space_shows_one_message_not_error_badges(tmp_path):
     from q2_metric.config import Q2Config
-    from q2_metric.frontends.space import score_or_message
+    from q2_metric.hub.space import score_or_message
     from q2_metric.scorer import Q2Scorer
 
     scorer = Q2Scorer(Q2Config(qg_model=str(tmp_path / "missing"), device="cpu"))
@@ -264,7 +264,7 @@ def test_space_shows_one_message_not_error_badges(tmp_path):
 
 
 def test_space_status_legend_explains_every_status():
-    from q2_metric.frontends.space import STATUS_LEGEND
+    from q2_metric.hub.space import STATUS_LEGEND
     from q2_metric.results import DISCARDED, NO_MATCH, PERSONAL, UNUSED, VALID
 
     for status in (VALID, NO_MATCH, PERSONAL, UNUSED, DISCARDED):
@@ -272,8 +272,8 @@ def test_space_status_legend_explains_every_status():
 
 
 def test_space_tiny_from_the_environment(tiny_env, monkeypatch):
-    from q2_metric.frontends.space import space_config
-    from q2_metric.tiny import uses_tiny
+    from q2_metric.hub.space import space_config
+    from q2_metric.models.tiny import uses_tiny
 
     monkeypatch.setenv("Q2_TINY", "1")
     assert uses_tiny(space_config())
@@ -326,7 +326,7 @@ def test_tiny_folder_never_touches_what_it_did_not_build(tmp_path, tiny_dir):
     this package did not build is refused in one sentence; a damaged copy of ours is rebuilt alone."""
     import shutil
 
-    from q2_metric.tiny import ensure_tiny_models
+    from q2_metric.models.tiny import ensure_tiny_models
     from q2_metric.validation import Q2InputError
 
     folder = tmp_path / "mine"

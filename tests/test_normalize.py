@@ -2,7 +2,7 @@
 
 import pytest
 
-from q2_metric.normalize import answers_match, f1_score, normalize_answer
+from q2_metric.steps.normalize import answers_match, f1_score, normalize_answer
 
 
 @pytest.mark.parametrize("text, expected", [

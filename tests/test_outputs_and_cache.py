@@ -12,8 +12,8 @@ import time
 import pytest
 
 from q2_metric import Q2Scorer
-from q2_metric.frontends.io import MANIFEST_SUFFIX, TEMP_MARK, commit_outputs, recover_outputs
-from q2_metric.frontends.score_files import score_file
+from q2_metric.io import MANIFEST_SUFFIX, TEMP_MARK, commit_outputs, recover_outputs
+from q2_metric.corpus.files import score_file
 
 
 def write_input(path, rows):
@@ -57,7 +57,7 @@ def test_cache_follows_weights_and_signature_is_the_same_when_cached(tiny_config
 
 
 def test_cut_last_cache_line_is_repaired(rows, tmp_path):
-    from q2_metric.testing import scripted_scorer
+    from q2_metric.testing.scripted import scripted_scorer
 
     data = write_input(tmp_path / "in.csv", [{"response": r["response"], "knowledge": r["response"]}
                                             for r in rows[:4]])
@@ -127,7 +127,7 @@ OUTPUTS = ("scores.csv", "steps.csv", "summary.json")
 
 def q2_score(tmp_path, tiny_config, data, out_dir, cache, pause=None):
     """Start `q2 score`; with `pause`, wait until it reaches that point and SIGKILL it there."""
-    cmd = [sys.executable, "-m", "q2_metric.frontends.cli", "score", str(data), "-o", str(out_dir / OUTPUTS[0]),
+    cmd = [sys.executable, "-m", "q2_metric.cli", "score", str(data), "-o", str(out_dir / OUTPUTS[0]),
            "--steps", str(out_dir / OUTPUTS[1]), "--summary", str(out_dir / OUTPUTS[2]), "--cache-dir", str(cache),
            "--chunk-size", "2", "--no-progress", "--qg-model", tiny_config.qg_model, "--qa-model",
            tiny_config.qa_model, "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu"]

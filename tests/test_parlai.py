@@ -277,7 +277,7 @@ def test_periodic_logs_do_not_split_batches(q2_flags, tiny_config, tmp_path):
 @pytest.fixture
 def scripted(monkeypatch):
     """The scripted engine in place of the models; returns the sizes of the engine calls."""
-    from q2_metric.testing import scripted_scorer
+    from q2_metric.testing.scripted import scripted_scorer
 
     calls = []
 
@@ -292,14 +292,14 @@ def scripted(monkeypatch):
         scorer.score = counted
         return scorer
 
-    monkeypatch.setattr("parlai_ext.q2_report.SCORER_FACTORY", factory)
+    monkeypatch.setattr("parlai_ext.report.SCORER_FACTORY", factory)
     return calls
 
 
 def test_teacher_q2_equals_engine_score_in_batches(scripted, tmp_path):
     """ParlAI's q2 is the engine's system score; one engine call per full buffer, plus the last."""
     from parlai.scripts.eval_model import EvalModel
-    from q2_metric.testing import scripted_scorer
+    from q2_metric.testing.scripted import scripted_scorer
 
     n, batch = 20, 8
     report = EvalModel.main(task="parlai_ext.teachers:CrossAnnotationTeacher", model="parlai_ext.agents:ReplayAgent",
@@ -328,7 +328,7 @@ def test_batch_copies_and_example_limit(scripted, tmp_path, num_examples, q2_bat
 def test_data_without_checked_sentence_is_a_clear_error(scripted, tmp_path):
     from parlai.scripts.eval_model import EvalModel
 
-    from parlai_ext.q2_eval import Q2DataError
+    from parlai_ext.options import Q2DataError
 
     data = make_wow_datapath(tmp_path, checked=False)
     with pytest.raises(Q2DataError, match="no Wizard turn has a checked_sentence"):
@@ -340,11 +340,11 @@ def test_missing_knowledge_is_reported_at_an_intermediate_report(scripted, tmp_p
     """Past EARLY_DATA_ERROR_TURNS turns without knowledge, the next report stops the run."""
     from parlai.scripts.eval_model import EvalModel
 
-    import parlai_ext.q2_eval as q2_eval
+    from parlai_ext.options import Q2DataError
 
-    monkeypatch.setattr("parlai_ext.q2_report.EARLY_DATA_ERROR_TURNS", 3)
+    monkeypatch.setattr("parlai_ext.report.EARLY_DATA_ERROR_TURNS", 3)
     data = make_wow_datapath(tmp_path, episodes=12, checked=False)
-    with pytest.raises(q2_eval.Q2DataError, match="none of the 3 evaluated turns"):
+    with pytest.raises(Q2DataError, match="none of the 3 evaluated turns"):
         EvalModel.main(task="parlai_ext.teachers:Q2WizardDialogKnowledgeTeacher", model="repeat_label",
                        datapath=str(data), metrics="q2", log_every_n_secs=1e-9)
 
@@ -352,7 +352,7 @@ def test_missing_knowledge_is_reported_at_an_intermediate_report(scripted, tmp_p
 def test_knowledge_teacher_needs_the_checked_sentence(scripted, wow):
     from parlai.scripts.eval_model import EvalModel
 
-    from parlai_ext.q2_eval import Q2DataError
+    from parlai_ext.options import Q2DataError
 
     with pytest.raises(Q2DataError, match="--include-checked-sentence true"):
         EvalModel.main(task="parlai_ext.teachers:Q2WizardDialogKnowledgeTeacher", model="repeat_label",
@@ -360,7 +360,7 @@ def test_knowledge_teacher_needs_the_checked_sentence(scripted, wow):
 
 
 def test_parlai_flags_in_messages():
-    from parlai_ext.q2_eval import parlai_flags
+    from parlai_ext.options import parlai_flags
 
     assert parlai_flags("pass a local model directory as qg_model (--qg-model).") == \
         "pass a local model directory as --q2-qg-model."
@@ -394,7 +394,7 @@ def test_multiprocessing_eval_equals_single_process(q2_flags, tmp_path):
 def test_no_generated_text_is_a_clear_error(wow, tiny_generator, scripted):
     from parlai.scripts.eval_model import EvalModel
 
-    from parlai_ext.q2_eval import Q2DataError
+    from parlai_ext.options import Q2DataError
 
     model_file, _ = tiny_generator
     with pytest.raises(Q2DataError, match="--skip-generation false"):
@@ -407,7 +407,8 @@ def test_validation_metric_q2_always_has_a_value(scripted):
     has q2 (ParlAI's 0/0 = 0.0), so that train_model does not stop on a missing key."""
     from parlai.core.metrics import dict_report
 
-    from parlai_ext.q2_eval import Q2Buffer, q2_requested
+    from parlai_ext.report import Q2Buffer
+    from parlai_ext.options import q2_requested
 
     opt = {"q2_qg_model": "qg", "q2_qa_model": "qa", "q2_nli_model": "nli", "datatype": "valid:stream",
            "metrics": "default", "validation_metric": "q2"}

@@ -13,7 +13,7 @@ from q2_metric.models.hf_qa import HFQuestionAnswerer, decode_best_span, decode_
 from q2_metric.models.hf_nli import nli_label_map
 from q2_metric.models.batching import budget_batches
 from q2_metric.models.hf_qg import qg_input
-from q2_metric.testing import ScriptedQG
+from q2_metric.testing.scripted import ScriptedQG
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_local_path_that_is_not_a_model_dir(tmp_path):
 
 def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
     env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", "demo"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "q2_metric.cli", "demo"], capture_output=True,
                           text=True, env=env, timeout=120)
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -204,7 +204,7 @@ def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
 
 def test_demo_runs_on_local_models(tiny_models):
     proc = subprocess.run(
-        [sys.executable, "-m", "q2_metric.frontends.cli", "demo", "--qg-model", tiny_models["qg"], "--qa-model",
+        [sys.executable, "-m", "q2_metric.cli", "demo", "--qg-model", tiny_models["qg"], "--qa-model",
          tiny_models["qa"], "--nli-model", tiny_models["nli"], "--decoding", "greedy", "--device", "cpu"],
         capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -214,7 +214,7 @@ def test_demo_runs_on_local_models(tiny_models):
 def test_fallback_reads_long_knowledge_in_windows(tiny_config):
     from q2_metric.components import ParsedText
     from q2_metric.models.hf_nli import HFNLIClassifier
-    from q2_metric.testing import ScriptedParser
+    from q2_metric.testing.scripted import ScriptedParser
 
     nli = HFNLIClassifier(tiny_config)
     knowledge = " ".join(["Gardening is considered to be a relaxing activity ."] * 150) + " Bob Ross painted."

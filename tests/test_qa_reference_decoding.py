@@ -14,7 +14,7 @@ from q2_metric.config import Q2Config
 from q2_metric.models.hf_qa import HFQuestionAnswerer
 from q2_metric.results import NO_MATCH, VALID
 from q2_metric.scorer import Q2Scorer
-from q2_metric.testing import ScriptedNLI, ScriptedParser, ScriptedQG
+from q2_metric.testing.scripted import ScriptedNLI, ScriptedParser, ScriptedQG
 
 
 def annotated(n: int) -> list[tuple[str, str]]:

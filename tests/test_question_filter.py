@@ -1,7 +1,7 @@
 """Rules 3-4: the personal filter and the question filter."""
 
 from q2_metric.results import QuestionTrace
-from q2_metric import question_filter as qf
+from q2_metric.steps import question_filter as qf
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.models.spacy_parser import SpacyParser
@@ -32,7 +32,7 @@ def test_valid_question_needs_an_answer_equal_to_the_candidate():
 
 def test_single_mode_asks_rank_by_rank_and_stops_at_the_first_valid_question():
     from q2_metric.results import Pair, ResponseScore
-    from q2_metric.testing import ScriptedParser, ScriptedQA
+    from q2_metric.testing.scripted import ScriptedParser, ScriptedQA
 
     response = "Miami is in Florida."
     qa = ScriptedQA({("q0 miami", response): "Florida", ("q1 miami", response): "Miami",

@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 import ray
 
-from q2_metric.frontends import cli
-from q2_metric.frontends.ray_score import RayNotInstalled, import_ray, score_file_ray, worker_resources
-from q2_metric.frontends.score_files import score_file
-from q2_metric.testing import scripted_scorer
+from q2_metric import cli
+from q2_metric.corpus.ray import RayNotInstalled, import_ray, score_file_ray, worker_resources
+from q2_metric.corpus.files import score_file
+from q2_metric.testing.scripted import scripted_scorer
 from test_score_files import write_bad_jsonl
 
 ROWS = [{"id": i, "response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
@@ -34,7 +34,7 @@ def write_csv(path, rows, columns=("id", "response", "knowledge")):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True,
                           text=True, timeout=400, env=NO_RAY_ADDRESS)
 
 
@@ -80,8 +80,8 @@ def test_ray_matches_local_command_on_tiny_models(tiny_config, tmp_path, rows):
 KILLED_RUN = textwrap.dedent("""
     import sys, time
     import ray
-    from q2_metric.frontends.ray_score import score_file_ray
-    from q2_metric.testing import ScriptedQG, scripted_scorer
+    from q2_metric.corpus.ray import score_file_ray
+    from q2_metric.testing.scripted import ScriptedQG, scripted_scorer
 
     class StallingQG(ScriptedQG):
         '''Answers the first batch, then hangs (until the run is killed).'''

@@ -12,7 +12,7 @@ from conftest import SHARED
 from q2_metric.components import NO_ANSWER, Answer, ParsedText
 from q2_metric.config import Q2Config
 from q2_metric.scorer import Q2Scorer
-from q2_metric.reference_loop import reference_q2
+from q2_metric.testing.reference_loop import reference_q2
 
 SPLITS = ["dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent"]
 

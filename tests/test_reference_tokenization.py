@@ -21,9 +21,9 @@ import torch
 
 from q2_metric.config import Q2Config
 from q2_metric.models.loading import read_checkpoint_tensor
-from q2_metric.models.reference_tokenization import (albert_preprocess, clean_up_tokenization,
-                                                    load_reference_tokenizer, split_on_special_tokens)
-from q2_metric.models.t5_cross_bias import CROSS_BIAS, attach_cross_attention_bias
+from q2_metric.models.paper.reference_tokenization import (albert_preprocess, clean_up_tokenization,
+                                                           load_reference_tokenizer, split_on_special_tokens)
+from q2_metric.models.paper.t5_cross_bias import CROSS_BIAS, attach_cross_attention_bias
 
 DATA = Path(__file__).resolve().parent / "data" / "ref32"
 EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
@@ -229,7 +229,7 @@ def test_qa_backend_feeds_the_3_2_pairs_whatever_the_batching(tiny_albert_ref):
 
 
 def test_signature_names_the_path_without_loading(tiny_albert_ref, tiny_models):
-    from q2_metric.models.reference_tokenization import tokenization_path
+    from q2_metric.models.paper.reference_tokenization import tokenization_path
     from q2_metric.scorer import Q2Scorer
 
     assert tokenization_path(str(DATA / "t5"), "qg") == "ref32+xbias"

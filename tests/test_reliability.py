@@ -23,16 +23,16 @@ from pathlib import Path
 
 import pytest
 
-from q2_metric.frontends.io import MANIFEST_SUFFIX, TEMP_MARK, read_rows, recover_outputs
-from q2_metric.frontends.score_files import score_file
-from q2_metric.testing import ScriptedParser, scripted_scorer
+from q2_metric.io import MANIFEST_SUFFIX, TEMP_MARK, read_rows, recover_outputs
+from q2_metric.corpus.files import score_file
+from q2_metric.testing.scripted import ScriptedParser, scripted_scorer
 
 PY = sys.executable
 HEADER = "response,knowledge\n"
 
 
 def cli(*args, env=None, **kw):
-    return subprocess.run([PY, "-m", "q2_metric.frontends.cli", *args], capture_output=True, text=True,
+    return subprocess.run([PY, "-m", "q2_metric.cli", *args], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, **kw)
 
 
@@ -188,7 +188,7 @@ def test_evaluate_multi_reference_is_the_best_reference(metric, opts, rows):
 # -- option values: one check, named as each front-end spells it --------------------------------------
 
 def test_cli_batch_size_zero_is_one_sentence(tmp_path, capsys):
-    from q2_metric.frontends.cli import main
+    from q2_metric.cli import main
 
     (tmp_path / "in.csv").write_text(HEADER + "a,b\n")
     assert main(["score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "o.csv"), "--batch-size", "0",
@@ -198,9 +198,9 @@ def test_cli_batch_size_zero_is_one_sentence(tmp_path, capsys):
 
 def test_parlai_option_checks_name_the_parlai_flag():
     pytest.importorskip("parlai")
-    from parlai_ext.q2_eval import config_from_opt
+    from parlai_ext.options import config_from_opt
 
-    from q2_metric.frontends.options import Q2OptionError
+    from q2_metric.options import Q2OptionError
 
     base = {"q2_qg_model": "qg", "q2_qa_model": "qa", "q2_nli_model": "nli", "q2_device": "cpu"}
     for key, value, message in [
@@ -229,7 +229,7 @@ def test_parlai_device_without_gpu_is_one_parse_error(tmp_path):
 
 
 def test_token_help_prefers_the_environment():
-    from q2_metric.frontends.cli import build_parser
+    from q2_metric.cli import build_parser
 
     publish = build_parser()._subparsers._group_actions[0].choices["publish"]
     assert "HF_TOKEN" in publish.format_help() and "hf auth login" in publish.format_help()
@@ -239,7 +239,7 @@ def test_token_help_prefers_the_environment():
 
 def start_paused(args, pause, tmp_path, env=None):
     flag = tmp_path / f"paused-{pause}"
-    proc = subprocess.Popen([PY, "-m", "q2_metric.frontends.cli", *args], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([PY, "-m", "q2_metric.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "HF_HUB_OFFLINE": "1", "Q2_TEST_PAUSE": pause,
                                  "Q2_TEST_PAUSE_FILE": str(flag), **(env or {})})
@@ -322,8 +322,9 @@ def test_recover_outputs_leaves_a_live_runs_manifest_alone(tiny_config, rows, tm
 FULL_DISK = r"""
 import json, resource, signal, sys
 from pathlib import Path
-from q2_metric.frontends.score_files import cache_key, score_file
-from q2_metric.testing import scripted_scorer
+from q2_metric.corpus.cache import cache_key
+from q2_metric.corpus.files import score_file
+from q2_metric.testing.scripted import scripted_scorer
 tmp, limit, old = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 scorer = scripted_scorer()
 cache = tmp / "cache" / cache_key(scorer) / "responses.jsonl"

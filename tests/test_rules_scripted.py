@@ -4,14 +4,14 @@ import math
 
 import pytest
 
-from q2_metric import question_filter as qf
+from q2_metric.steps import question_filter as qf
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL, ParsedText
 from q2_metric.config import Q2Config
 from q2_metric.models.hf_qg import clean_question, qg_input
-from q2_metric.response_scores import fallback_score
-from q2_metric.span_scores import nli_pair, span_score
+from q2_metric.steps.response_scores import fallback_score
+from q2_metric.steps.span_scores import nli_pair, span_score
 from q2_metric.components import Answer, NO_ANSWER
-from q2_metric.testing import ScriptedNLI, ScriptedParser, ScriptedQA, ScriptedQG, scripted_scorer
+from q2_metric.testing.scripted import ScriptedNLI, ScriptedParser, ScriptedQA, ScriptedQG, scripted_scorer
 
 R0 = "Bob Ross hosted The Joy of Painting on PBS."
 K0 = "Bob Ross was the host of The Joy of Painting, shown on NBC."

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from q2_metric.frontends.score_files import score_file
-from q2_metric.testing import ScriptedQG, scripted_scorer
+from q2_metric.corpus.files import score_file
+from q2_metric.testing.scripted import ScriptedQG, scripted_scorer
 
 ROWS = [{"id": i, "response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
         for i in range(10)]
@@ -132,7 +132,7 @@ def test_cache_is_keyed_by_options(tmp_path):
 
 
 def run_cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True, text=True,
                           timeout=300, **kw)
 
 

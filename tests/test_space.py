@@ -26,7 +26,7 @@ KNOWLEDGE = "Bob Ross hosted The Joy of Painting, which aired on PBS from 1983 t
 
 
 def cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "q2_metric.frontends.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True,
                           text=True, timeout=300, **kw)
 
 
@@ -63,7 +63,7 @@ def test_space_folder_is_complete(space_dir):
 
 
 def test_space_needs_a_checkout_one_sentence(tmp_path, monkeypatch):
-    from q2_metric.frontends import space
+    from q2_metric.hub import space
 
     monkeypatch.setattr(space, "ROOT", tmp_path)
     with pytest.raises(space.SpaceBuildError, match=r"needs its source checkout, but .* has no setup.cfg\.$"):
@@ -178,8 +178,8 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
 
 
 def test_space_config_from_environment(monkeypatch):
-    from q2_metric.frontends.options import Q2OptionError
-    from q2_metric.frontends.space import space_config
+    from q2_metric.options import Q2OptionError
+    from q2_metric.hub.space import space_config
 
     monkeypatch.setenv("Q2_QG_MODEL", "/models/qg")
     monkeypatch.setenv("Q2_SPACE_OPTIONS", '{"variant": "dnli", "decoding": "greedy", "batch_size": 4}')
@@ -194,9 +194,9 @@ def test_space_config_from_environment(monkeypatch):
 def test_explain_rows():
     """One row per generated question, a one-line reason and the highlighted spans (scripted models:
     'Bob Ross' answered the same way from the knowledge, 'PBS' not answered by it). Expected values
-    by hand from the scripted components' rules (q2_metric/testing.py)."""
-    from q2_metric.frontends.space import TABLE_COLUMNS, explain
-    from q2_metric.testing import scripted_scorer
+    by hand from the scripted components' rules (q2_metric/testing/scripted.py)."""
+    from q2_metric.hub.space import TABLE_COLUMNS, explain
+    from q2_metric.testing.scripted import scripted_scorer
 
     scorer = scripted_scorer()
     score, reason, spans, rows, signature = explain("Bob Ross hosted the show on PBS.", "Bob Ross hosted the show.",
@@ -216,7 +216,7 @@ def test_explain_rows():
 
 def test_reason_line_counts():
     """Counts by verdict, in a fixed order (hand-built traces)."""
-    from q2_metric.frontends.explain import reason_line
+    from q2_metric.explain import reason_line
     from q2_metric.results import QuestionTrace, ResponseScore
 
     def trace(f1, nli=None, answered=True):
@@ -233,7 +233,7 @@ def test_reason_line_counts():
 
 
 def test_space_input_bounds():
-    from q2_metric.frontends.space import MAX_KNOWLEDGE_CHARS, MAX_RESPONSE_CHARS, check_lengths
+    from q2_metric.hub.space import MAX_KNOWLEDGE_CHARS, MAX_RESPONSE_CHARS, check_lengths
 
     check_lengths("a" * MAX_RESPONSE_CHARS, "b" * MAX_KNOWLEDGE_CHARS)
     with pytest.raises(ValueError, match=r"^The knowledge is 4,001 characters long; this Space takes at most 4,000 "):
@@ -242,7 +242,7 @@ def test_space_input_bounds():
 
 def test_app_file_bounds_the_queue():
     """The Space's app.py serves through `launch()`, which bounds gradio's queue (`max_size`)."""
-    from q2_metric.frontends import space
+    from q2_metric.hub import space
 
     class FakeApp:
         def queue(self, **options):
@@ -255,4 +255,4 @@ def test_app_file_bounds_the_queue():
     app = FakeApp()
     space.launch(app)
     assert app.launched and app.options["max_size"] == space.QUEUE_SIZE == 16
-    assert "from q2_metric.frontends.space import launch" in (ROOT / "hub_card" / "app.py").read_text()
+    assert "from q2_metric.hub.space import launch" in (ROOT / "hub_card" / "app.py").read_text()

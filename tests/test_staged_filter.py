@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from q2_metric.config import Q2Config
-from q2_metric.reference_loop import reference_q2
+from q2_metric.testing.reference_loop import reference_q2
 from q2_metric.scorer import Q2Scorer
 from test_reference_equivalence import HashNLI, HashParser, HashQA, HashQG, annotated_pairs
 

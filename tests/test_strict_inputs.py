@@ -7,9 +7,9 @@ import json
 import pytest
 
 from q2_metric import Q2InputError
-from q2_metric.frontends.io import OutputPathError, read_rows
-from q2_metric.frontends.score_files import score_file
-from q2_metric.testing import ScriptedQG, scripted_scorer
+from q2_metric.io import OutputPathError, read_rows
+from q2_metric.corpus.files import score_file
+from q2_metric.testing.scripted import ScriptedQG, scripted_scorer
 
 HEADER = "response,knowledge\n"
 
@@ -173,7 +173,7 @@ def test_api_accepts_any_sequence_of_strings():
 
 def test_cli_input_errors_exit_2_before_models(tmp_path, capsys):
     """The paper's default models are not available here: each input error must come first."""
-    from q2_metric.frontends.cli import main
+    from q2_metric.cli import main
 
     latin = write(tmp_path, HEADER + "Café.,Café.\n", "latin.csv", encoding="latin-1")
     nocol = write(tmp_path, "reply,knowledge\n" + "a,b\n" * 300, "nocol.csv")
@@ -202,7 +202,7 @@ def test_cli_input_errors_exit_2_before_models(tmp_path, capsys):
 
 
 def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config, capsys):
-    from q2_metric.frontends.cli import main
+    from q2_metric.cli import main
 
     path = write(tmp_path, HEADER + 'Paris is big.,Paris is big.\n"Rome is old.,Rome is old.\n'
                                     'Berlin",Berlin is cold.\nOslo is far.,Oslo is far.\n')

@@ -16,10 +16,10 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from q2_metric.models.flops import FlopMeter
+from q2_metric.models.speed.flops import FlopMeter
 from q2_metric.models.hf_qg import HFQuestionGenerator
-from q2_metric.models.t5_cross_bias import attach_cross_attention_bias
-from q2_metric.models.t5_shared_cross import attach_shared_cross_attention
+from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
+from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
 REF32 = Path(__file__).resolve().parent / "data" / "ref32"
 

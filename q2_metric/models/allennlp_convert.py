@@ -18,7 +18,7 @@ import posixpath
 import tarfile
 from pathlib import Path
 
-from q2_metric.models.allennlp_input import ALLENNLP, MARKER
+from q2_metric.models.paper.allennlp_input import ALLENNLP, MARKER
 
 EMBEDDER = "_text_field_embedder.token_embedder_tokens.transformer_model."
 FEEDFORWARD = "_feedforward._linear_layers.0."
@@ -154,7 +154,7 @@ def convert_archive(archive: str | Path, out_dir: str | Path, base_model: str | 
         raise ArchiveError(f"the archive's weights do not fit {base}: missing {missing[:3]}, unexpected {unexpected[:3]}.")
     import tempfile
 
-    from q2_metric.frontends.paths import move_into
+    from q2_metric.io.paths import move_into
 
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)

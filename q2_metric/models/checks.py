@@ -84,7 +84,7 @@ class ModelIdentity:
     model_id: str
     revision: str
     architecture: str
-    tiny: bool = False  # a tiny random model of `q2_metric.tiny` (its scores mean nothing)
+    tiny: bool = False  # a tiny random model of `q2_metric.models.tiny` (its scores mean nothing)
 
     def __str__(self) -> str:
         # A local directory is named by its digest only: the same folder gives the same signature

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from q2_metric.config import Q2Config
-from q2_metric.coref import Clusters
+from q2_metric.steps.coref import Clusters
 from q2_metric.models.checks import ModelIdentity, check_model
 from q2_metric.models.loading import ModelNotAvailable, _is_cached, _offline, _quiet, resolve_device
 
@@ -166,7 +166,7 @@ def build_random_coref_model(out_dir: str | Path, texts: Sequence[str], seed: in
     import torch
     from transformers import RobertaConfig
 
-    from q2_metric.random_models import train_tokenizer
+    from q2_metric.models.random_models import train_tokenizer
 
     torch.manual_seed(seed)
     tokenizer = train_tokenizer(texts)

@@ -17,12 +17,12 @@ import torch
 
 from q2_metric.components import combine_window_labels
 from q2_metric.config import Q2Config
-from q2_metric.models.allennlp_input import ALLENNLP, allennlp_pair_ids, is_allennlp_converted, template_parts
+from q2_metric.models.paper.allennlp_input import ALLENNLP, allennlp_pair_ids, is_allennlp_converted, template_parts
 from q2_metric.models.batching import map_batched
 from q2_metric.models.checks import nli_labels
-from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
-                                     uses_segment_ids)
+                                      uses_segment_ids)
 
 
 def nli_label_map(id2label: Mapping[int, str]) -> dict[int, str]:

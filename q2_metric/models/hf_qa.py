@@ -38,11 +38,11 @@ import torch
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import budget_batches, packed_calls, pipelined
-from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.progress import batch_done
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
-                                     uses_segment_ids)
-from q2_metric.models.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
+                                      uses_segment_ids)
+from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 
 
 def decode_reference(start: np.ndarray, end: np.ndarray) -> tuple[float, int, int]:

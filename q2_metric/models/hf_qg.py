@@ -10,12 +10,12 @@ import torch
 
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import map_batched
-from q2_metric.models.beam_search import beam_search
-from q2_metric.models.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.paper.beam_search import beam_search
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
-from q2_metric.models.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
-from q2_metric.models.t5_cross_bias import attach_cross_attention_bias
-from q2_metric.models.t5_shared_cross import attach_shared_cross_attention
+from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
+from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
+from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
 QG_PROMPT = "answer: {answer}  context: {context} </s>"
 

@@ -116,7 +116,7 @@ def load_pretrained(loader: Callable[..., Any], model_id: str, dtype: torch.dtyp
         obj.deprecation_warnings["Asking-to-pad-a-fast-tokenizer"] = True
     if isinstance(obj, torch.nn.Module):
         fuse_tanh_gelu(obj)
-        from q2_metric.models.flops import FlopMeter
+        from q2_metric.models.speed.flops import FlopMeter
 
         FlopMeter.attach_if_known(obj)  # counts model work from the first call (`Q2Result.profile`)
     return obj

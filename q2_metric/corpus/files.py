@@ -1,0 +1,290 @@
+"""`q2 score`: score a file in chunks, with an on-disk cache that makes runs resumable."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from q2_metric.io import (Row, check_output_paths, check_table_suffix, commit_outputs, pause_point,
+                          read_rows, recover_outputs, table_writer)
+from q2_metric.corpus.cache import CacheWriteError, ScoreCache, cache_key, model_names, pair_key
+from q2_metric.io.paths import check_outputs
+from q2_metric.profile import StageProfile, merge_profiles
+from q2_metric.steps.decision import decide, decision_counts
+from q2_metric.steps.question_filter import VALID
+from q2_metric.validation import Q2InputError
+from q2_metric.scorer import Q2Scorer
+from q2_metric.signature import Signature
+from q2_metric.steps.system_score import SystemScore, system_score
+
+STEP_COLUMNS = ["row", "line", "occurrence", "candidate", "question", "rank", "status", "response_answer",
+                "knowledge_answer", "f1", "nli_label", "score", "score_no_nli"]
+
+
+def _no_answer(q: dict) -> bool:
+    """`QuestionTrace.unanswered`, on a trace read back from the cache as a dict."""
+    return not q["knowledge_has_answer"] or not q["knowledge_answer"]
+
+
+@dataclass
+class ScoreReport:
+    system: SystemScore
+    num_rows: int
+    num_bad: int
+    num_cached: int
+    num_scored_now: int
+    bad_rows: list[str]
+    signature: str
+    # per engine stage, summed over the chunks scored now (`q2_metric.profile`); not in the summary
+    profile: list[StageProfile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. the cache could not be written
+    decisions: dict | None = None  # with a threshold: `decision.decision_counts`
+
+
+@dataclass
+class ScoreRun:
+    """What a scoring run knows before any model work: the checked rows, their pair keys and texts,
+    the signature and the cache key."""
+
+    rows: list[Row]
+    keys: dict[int, str]  # row number -> pair key, good rows only
+    texts: dict[str, tuple[str, str]]  # pair key -> (response, knowledge)
+    signature: str
+    fingerprint: str
+    histories: dict[str, list[str]] = field(default_factory=dict)  # pair key -> turns (--history-col)
+
+    @property
+    def good(self) -> list[Row]:
+        return [r for r in self.rows if r.error is None]
+
+
+SCORE_COLUMNS = ("q2", "q2_no_nli", "fallback", "num_questions", "num_no_answer", "reason", "error")
+
+
+def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str | Path | None], *,
+                response_col: str = "response", knowledge_col: str = "knowledge", encoding: str = "utf-8",
+                allow_empty: bool = False, multiline: bool = True, prefix: str = "",
+                cache_dir: str | Path | None = None, history_col: str | None = None) -> ScoreRun:
+    """Every check that can fail before model work: output paths (`outputs`: flag -> path) and the
+    cache folder against the input (`paths.check_outputs`), the input (encoding, columns, at least
+    one row, no column the output writes), every model and the device."""
+    check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p})
+    for flag in ("-o/--output", "--steps"):
+        if outputs.get(flag):
+            check_table_suffix(outputs[flag], flag)
+    if cache_dir:
+        check_outputs({"input": input_path}, {"--cache-dir": cache_dir}, folders=["--cache-dir"])
+    recover_outputs([p for p in outputs.values() if p])
+    rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
+                     multiline=multiline)
+    check_score_columns(input_path, rows, prefix)
+    pause_point("models-check")  # tests: a signal while the models are being checked
+    turns = read_histories(input_path, rows, history_col) if history_col else {}
+    names = model_names(scorer)
+    good = [r for r in rows if r.error is None]
+    keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col], *(
+        [turns[r.number]] if history_col else [])) for r in good}
+    texts = {keys[r.number]: (r.fields[response_col], r.fields[knowledge_col]) for r in good}
+    histories = {keys[r.number]: turns[r.number] for r in good} if history_col else {}
+    return ScoreRun(rows, keys, texts, str(Signature.create(scorer.config, names)), cache_key(scorer, names),
+                    histories)
+
+
+def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict[int, list[str]]:
+    """Each good row's dialogue history from `column`: turns joined by `coref.HISTORY_SEPARATOR`
+    (" ||| ") in a text cell, or a list of texts (JSONL, Parquet). A row with another value gets an error."""
+    from q2_metric.steps.coref import HISTORY_SEPARATOR, split_history
+    from q2_metric.validation import Q2InputError
+
+    good = [r for r in rows if r.error is None]
+    if good and not any(column in r.fields for r in good):
+        raise Q2InputError(f"The input file '{input_path}' has no column '{column}'; name the history column "
+                           f"with --history-col.")
+    out = {}
+    for r in good:
+        value = r.fields.get(column)
+        if value is None or value == "":
+            out[r.number] = []
+        elif isinstance(value, str):
+            out[r.number] = split_history(value, HISTORY_SEPARATOR)
+        elif isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
+            out[r.number] = list(value)
+        else:
+            r.error = (f"line {r.line}: field '{column}' must be text (turns joined by '{HISTORY_SEPARATOR}') "
+                       f"or a list of texts, got {type(value).__name__}")
+    return out
+
+
+def check_score_columns(input_path: str | Path, rows: list[Row], prefix: str) -> None:
+    """Refuse an input that already has a column the output writes (it would be overwritten)."""
+    from q2_metric.validation import Q2InputError
+
+    present = {k for row in rows for k in row.fields}
+    clash = [f"{prefix}{c}" for c in SCORE_COLUMNS if f"{prefix}{c}" in present]
+    if clash:
+        raise Q2InputError(f"The input '{input_path}' already has the column '{clash[0]}', which the output "
+                           f"writes; pass --prefix (e.g. --prefix {prefix}new_) so that the scores go to new "
+                           "columns, or rename that column, so that no column of yours is overwritten.")
+
+
+def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path, *,
+               response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
+               steps_path: str | Path | None = None, summary_path: str | Path | None = None,
+               cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
+               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
+               threshold: float | None = None, history_col: str | None = None) -> ScoreReport:
+    """Score every good row of `input_path`; write scores, steps and summary all-or-nothing at the end.
+
+    Before any model work: the output paths, the input (encoding, columns, at least one row) and
+    every model and the device are checked; a failure raises a one-sentence error.
+    """
+    run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
+                                           "--summary": summary_path},
+                      response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
+                      allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir,
+                      history_col=history_col)
+    check_decision_column(run, prefix, threshold)
+    cache = ScoreCache(cache_dir, run.fingerprint) if cache_dir else None
+    warnings: list[str] = []
+    if cache and cache.damaged:
+        warnings.append(f"{cache.damaged} damaged line(s) of the cache file '{cache.path}' were dropped; "
+                        "their rows are scored again")
+        print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
+    results: dict[str, dict] = dict(cache.entries) if cache else {}
+    todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
+    cached = sum(1 for k in run.keys.values() if k in results)
+
+    chunks = chunked(todo, chunk_size)
+    bar, stages = None, None
+    if progress and chunks:
+        from q2_metric.progress import Counter, stage_progress
+        bar = Counter(len(todo), "Q² responses", "resp", position=0)
+        stages = stage_progress("Q²", leave=False, position=1)
+    profiles = []
+    for n, chunk in enumerate(chunks, 1):
+        scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
+                              progress=stages, **({"histories": [run.histories[k] for k in chunk]}
+                                                  if history_col else {}))
+        profiles.append(scored.profile)
+        items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
+        results.update(items)  # kept whatever happens to the cache
+        if cache:
+            try:
+                cache.add(items)
+            except CacheWriteError as err:
+                cache = None
+                warnings.append(f"{err.strerror}: this run goes on without the cache (its scores go to the "
+                                "outputs but will not be reused by a later run)")
+                print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
+        if bar:
+            bar.update(len(chunk))
+        pause_point(f"chunk-{n}")
+    if bar:
+        bar.close()
+    report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
+                           summary_path=summary_path, num_cached=cached, num_scored_now=len(todo),
+                           threshold=threshold)
+    report.profile = merge_profiles(profiles)
+    report.warnings = warnings
+    return report
+
+
+def check_decision_column(run: ScoreRun, prefix: str, threshold: float | None) -> None:
+    """With a threshold, the input must not have the decision column already (it is never overwritten)."""
+    column = f"{prefix}decision"
+    if threshold is not None and any(column in r.fields for r in run.rows):
+        raise Q2InputError(f"The input already has a column '{column}', which --threshold would overwrite; "
+                           "rename it or pass --prefix.")
+
+
+def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
+    """Engine calls (and cache writes) of 1, 2, 4, ... responses, then `chunk_size` each: the first
+    results reach the cache within a minute or so even with the paper's models on a CPU (about
+    20 s a response there), so a run killed early keeps something, while later calls batch fully.
+
+    >>> [len(c) for c in chunked(list("abcdefghijklmnopqrst"), 8)]
+    [1, 2, 4, 8, 5]
+    """
+    chunks, start, size = [], 0, 1
+    while start < len(keys):
+        size = min(size, chunk_size)
+        chunks.append(keys[start:start + size])
+        start += size
+        size *= 2
+    return chunks
+
+
+def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Path, *, prefix: str = "",
+                  steps_path: str | Path | None = None, summary_path: str | Path | None = None,
+                  num_cached: int = 0, num_scored_now: int = 0, signature: str | None = None,
+                  threshold: float | None = None) -> ScoreReport:
+    """Write every row with its scores (`results`: pair key -> response dict), the steps file and the
+    summary as one set; return the report (system score over the good rows). With `threshold`, a
+    `decision` column (consistent iff Q² >= threshold), the counts, and the threshold in the signature."""
+    out_records, step_records = [], []
+    per_row = []
+    for row in run.rows:
+        record = dict(row.fields)
+        if row.error:
+            record.update({f"{prefix}q2": None, f"{prefix}q2_no_nli": None, f"{prefix}error": row.error})
+        else:
+            res = results[run.keys[row.number]]
+            per_row.append(res)
+            valid = [q for q in res["questions"] if q["status"] == VALID]
+            record.update({f"{prefix}q2": _num(res["q2"]), f"{prefix}q2_no_nli": _num(res["q2_no_nli"]),
+                           f"{prefix}fallback": res["fallback"], f"{prefix}num_questions": len(valid),
+                           f"{prefix}num_no_answer": sum(_no_answer(q) for q in valid),
+                           f"{prefix}reason": res["reason"] or "", f"{prefix}error": ""})
+            if threshold is not None:
+                record[f"{prefix}decision"] = decide(_nan(res["q2"]), threshold) or ""
+            for q in res["questions"]:
+                step_records.append({"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}})
+        out_records.append(record)
+
+    all_valid = [q for res in per_row for q in res["questions"] if q["status"] == VALID]
+    system = system_score([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
+                          [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
+                          len(all_valid), sum(_no_answer(q) for q in all_valid))
+    report = ScoreReport(system=system, num_rows=len(run.rows), num_bad=len(run.rows) - len(run.good),
+                         num_cached=num_cached, num_scored_now=num_scored_now,
+                         bad_rows=[r.error for r in run.rows if r.error],
+                         signature=signature or run.signature)
+    if threshold is not None:
+        report.signature = str(Signature.parse(report.signature).with_threshold(threshold))
+        report.decisions = decision_counts([r.get(f"{prefix}decision") or None for r in out_records], threshold)
+
+    score_columns = [f"{prefix}{c}" for c in SCORE_COLUMNS]
+    score_columns += [f"{prefix}decision"] if threshold is not None else []
+    columns = list(dict.fromkeys([c for rec in out_records for c in rec] + score_columns))
+    files = [(output_path, table_writer(output_path, out_records, columns))]
+    if steps_path:
+        files.append((steps_path, table_writer(steps_path, step_records, STEP_COLUMNS)))
+    if summary_path:
+        body = json.dumps(summary_dict(report), indent=2, allow_nan=False) + "\n"
+        files.append((summary_path, lambda f: f.write(body)))
+    commit_outputs(files)
+    return report
+
+
+def _num(value: float) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _nan(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def summary_dict(report: ScoreReport) -> dict[str, Any]:
+    """The system figures, signature (full and short) and row counts (nothing that differs between
+    equal runs), as strict JSON: an undefined figure (e.g. the no-answer share without a valid
+    question) is None, never NaN."""
+    from q2_metric.options import json_safe
+
+    return json_safe({**report.system.to_dict(), "signature": report.signature,
+                      "signature_short": Signature.parse(report.signature).short(),
+                      "num_rows": report.num_rows, "num_bad_rows": report.num_bad, **(report.decisions or {})})
+

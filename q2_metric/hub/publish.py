@@ -1,0 +1,282 @@
+"""Getting Q² into the Hugging Face tools: `evaluate.load("q2")`, model cards, saved results."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+MODULE_FILE = Path(__file__).resolve().parent.parent / "q2_metric.py"
+
+
+# What `q2-metric register` puts in evaluate's module cache: an import of the installed package's
+# module rather than a copy of it, so that an upgrade of q2-metric is what `evaluate.load("q2")`
+# serves next, without registering again.
+REGISTERED_MODULE = '''"""Q² for `evaluate.load("q2")`, registered by `q2-metric register`. It imports the installed
+q2-metric's evaluate module, so an upgrade of q2-metric takes effect without registering again."""
+
+from q2_metric.q2_metric import Q2  # noqa: F401
+'''
+EVALUATE_NAME = "evaluate-metric--q2"
+
+
+def evaluate_modules_dir() -> Path:
+    """evaluate's dynamic-module folder, found as evaluate finds it (HF_MODULES_CACHE, else
+    $HF_HOME/modules, else $XDG_CACHE_HOME/huggingface/modules) without importing evaluate."""
+    import os
+
+    home = os.path.expanduser(os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"),
+                                                                "huggingface")))
+    return Path(os.getenv("HF_MODULES_CACHE", os.path.join(home, "modules"))) / "evaluate_modules"
+
+
+def register_evaluate_module(dynamic_modules_path: str | None = None) -> Path:
+    """Put the module where `evaluate.load("q2")` finds it offline (evaluate's module cache, as if
+    it had been loaded from the Hub's `evaluate-metric/q2`), replacing earlier registrations.
+    Imports neither evaluate nor torch. Returns the written file."""
+    import shutil
+
+    root = Path(dynamic_modules_path) if dynamic_modules_path else evaluate_modules_dir()
+    folder = root / "metrics" / EVALUATE_NAME
+    target = folder / hashlib.sha256(REGISTERED_MODULE.encode()).hexdigest()
+    if folder.is_dir():  # earlier registrations (copies of older versions): evaluate serves the newest
+        for old in folder.iterdir():
+            if old.is_dir() and len(old.name) == 64 and old != target:
+                shutil.rmtree(old)
+    target.mkdir(parents=True, exist_ok=True)
+    for pkg in (root.parent, root, root / "metrics", folder, target):
+        (pkg / "__init__.py").touch()
+    (target / "q2.py").write_text(REGISTERED_MODULE, encoding="utf-8")
+    return target / "q2.py"
+
+
+class _CachedModuleNotice:
+    """Drops evaluate's "Using the latest cached version of the module ... couldn't be found
+    locally at evaluate-metric--q2, or remotely" warning: for the registered Q² module that is the
+    normal way it is found, not a failure."""
+
+    def filter(self, record) -> bool:
+        message = record.getMessage()
+        return not (f"found locally at {EVALUATE_NAME}," in message and "cached version" in message)
+
+
+def quiet_evaluate_cache_notice() -> None:
+    """Install the filter on evaluate's loader logger (idempotent; evaluate is not imported)."""
+    import logging
+
+    logger = logging.getLogger("evaluate.loading")
+    if not any(isinstance(f, _CachedModuleNotice) for f in logger.filters):
+        logger.addFilter(_CachedModuleNotice())
+
+
+class PublishError(RuntimeError):
+    """Results could not be read or published; the message is one sentence."""
+
+
+RESULT_FIELDS = ("q2", "q2_no_nli", "coverage")
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read a results JSON (`compute`'s output or `save_results`'s file); NaN/null values are kept
+    out of the card later, missing fields fail here."""
+    import json
+
+    try:
+        results = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise PublishError(f"Cannot read the results file {path}: {err.strerror or err}.") from None
+    except json.JSONDecodeError as err:
+        raise PublishError(f"The results file {path} is not JSON ({err.msg} at line {err.lineno}).") from None
+    if not isinstance(results, dict):
+        raise PublishError(f"The results file {path} must hold a JSON object, not {type(results).__name__}.")
+    missing = [k for k in RESULT_FIELDS if k not in results]
+    if missing:
+        raise PublishError(f"{path}: field(s) {', '.join(missing)} missing from the results.")
+    return results
+
+
+def _value(results: dict[str, Any], key: str) -> float | None:
+    value = results.get(key)
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise PublishError(f"The result {key}={value!r} is not a number.") from None
+    return value if math.isfinite(value) else None
+
+
+def eval_results(results: dict[str, Any], *, dataset_name: str, dataset_type: str,
+                 dataset_split: str | None = None, dataset_config: str | None = None,
+                 task_type: str = "text-generation", task_name: str = "Dialogue response generation"):
+    """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config);
+    undefined (NaN/null) values are left out."""
+    from huggingface_hub import EvalResult
+
+    names = {"q2": "Q²", "q2_no_nli": "Q² (token F1, no NLI)", "coverage": "Q² coverage"}
+    out = []
+    for key, name in names.items():
+        value = _value(results, key)
+        if value is not None:
+            out.append(EvalResult(task_type=task_type, task_name=task_name, dataset_type=dataset_type,
+                                  dataset_name=dataset_name, dataset_split=dataset_split,
+                                  dataset_config=dataset_config, metric_type="q2" if key == "q2" else f"q2/{key}",
+                                  metric_name=name, metric_value=round(value, 4),
+                                  metric_config=results.get("signature")))
+    return out
+
+
+def _entry_key(r) -> tuple:
+    """What a Q² entry replaces: same metric type on the same dataset and split (any signature)."""
+    return (r.metric_type, r.dataset_type, r.dataset_config, r.dataset_split)
+
+
+def card_metadata(results: dict[str, Any], model_name: str, existing: dict | None = None, **dataset) -> dict:
+    """Model-card metadata with Q² results merged into `model-index`: an entry with the same metric
+    type, dataset and split is replaced, whatever its signature; other entries are kept."""
+    from huggingface_hub.repocard_data import eval_results_to_model_index, model_index_to_eval_results
+
+    meta = dict(existing or {})
+    new = eval_results(results, **dataset)
+    old = []
+    if meta.get("model-index"):
+        _, old = model_index_to_eval_results(meta["model-index"])
+    keys = {_entry_key(r) for r in new}
+    kept = [r for r in old if _entry_key(r) not in keys]
+    meta["model-index"] = eval_results_to_model_index(model_name, kept + new)
+    return meta
+
+
+def read_card_metadata(card: str | Path) -> dict:
+    """The YAML header of a README.md on disk ({} when missing); a header that is not valid YAML (or
+    not a mapping) raises `PublishError` naming the card and the line."""
+    import yaml
+    from huggingface_hub import metadata_load
+
+    path = Path(card)
+    if not path.exists():
+        return {}
+    try:
+        meta = metadata_load(path)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 2} of the card)" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise PublishError(f"The YAML header of the card '{path}' cannot be read{where}: {problem}; fix it "
+                           "between the two '---' lines, then run again.") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise PublishError(f"Cannot read the card '{path}': {getattr(err, 'strerror', None) or err}.") from None
+    if meta is not None and not isinstance(meta, dict):
+        raise PublishError(f"The YAML header of the card '{path}' is a {type(meta).__name__}, not a mapping of "
+                           "fields; fix it between the two '---' lines.")
+    return meta or {}
+
+
+def write_model_card(card: str | Path, results: dict[str, Any], model_name: str, **dataset) -> dict:
+    """Edit a README.md on disk (created if missing) beside it and renamed into place; return the
+    metadata written. A card that is a link, a folder or a device is refused (`paths`)."""
+    import shutil
+    import tempfile
+
+    from huggingface_hub import metadata_save
+
+    from q2_metric.io import atomic_write
+    from q2_metric.io.paths import check_regular_target
+
+    path = Path(card)
+    check_regular_target(path, "--card")
+    meta = card_metadata(results, model_name, read_card_metadata(path), **dataset)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "README.md"
+        if path.exists():
+            shutil.copyfile(path, work)
+        else:
+            work.write_text(f"# {model_name}\n", encoding="utf-8")
+        metadata_save(work, meta)
+        text = work.read_text(encoding="utf-8")
+    atomic_write(path, lambda f: f.write(text))
+    return meta
+
+
+def check_hub_reachable(timeout: float = 5.0) -> None:
+    """Fail at once, in one sentence, when the Hub's host (or the proxy in between) does not
+    accept a connection within `timeout` seconds, instead of the client's retries (~23 s)."""
+    import socket
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    url = urlsplit(constants.ENDPOINT)
+    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = p.hostname or host, p.port or 8080
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        raise PublishError(f"The Hub cannot be reached ({host}:{port}: {err.strerror or err}); check the "
+                           "network (or HF_ENDPOINT), then run again.") from None
+
+
+def _hub_failure(repo_id: str, err: Exception) -> PublishError:
+    """One sentence for any failure talking to the Hub."""
+    from huggingface_hub import constants, errors
+
+    if isinstance(err, errors.OfflineModeIsEnabled) or constants.HF_HUB_OFFLINE:
+        why = "HF_HUB_OFFLINE is set"
+    elif isinstance(err, errors.RepositoryNotFoundError):
+        why = "the repository does not exist or the token cannot see it"
+    elif isinstance(err, errors.HfHubHTTPError) and getattr(err.response, "status_code", None) in (401, 403):
+        why = "the token is missing or may not write to it (log in with `hf auth login` or set HF_TOKEN)"
+    elif isinstance(err, (errors.LocalEntryNotFoundError, ConnectionError, OSError)) or \
+            type(err).__name__ in {"ConnectError", "ConnectTimeout", "ReadTimeout"}:
+        why = "the Hub cannot be reached"
+    else:
+        why = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'no message'}"
+    return PublishError(f"Cannot update the model card of {repo_id} on the Hub: {why}.")
+
+
+def push_model_card(repo_id: str, results: dict[str, Any], model_name: str, token: str | None = None,
+                    api: Any = None, **dataset) -> str:
+    """Update the model card of `repo_id` on the Hub (needs a write token): earlier Q² entries of the
+    same dataset and split are replaced, the rest of the card is kept. Returns the commit URL."""
+    import tempfile
+
+    from huggingface_hub import HfApi, errors, metadata_load, metadata_save
+
+    from huggingface_hub import constants, hf_api
+
+    api = api or HfApi(token=token)
+    if isinstance(api, hf_api.HfApi) and not constants.HF_HUB_OFFLINE:
+        check_hub_reachable()
+    with tempfile.TemporaryDirectory() as tmp:
+        card = Path(tmp) / "README.md"
+        try:
+            try:
+                card.write_text(Path(api.hf_hub_download(repo_id, "README.md", token=token)).read_text(
+                    encoding="utf-8"), encoding="utf-8")
+            except errors.RemoteEntryNotFoundError:
+                card.write_text(f"# {model_name}\n", encoding="utf-8")
+            meta = card_metadata(results, model_name, metadata_load(card) or {}, **dataset)
+            metadata_save(card, meta)
+            commit = api.upload_file(path_or_fileobj=str(card), path_in_repo="README.md", repo_id=repo_id,
+                                     token=token, commit_message="Q² results in the model card")
+        except PublishError:
+            raise
+        except Exception as err:  # noqa: BLE001 - every Hub failure becomes one sentence
+            raise _hub_failure(repo_id, err) from None
+    return str(getattr(commit, "commit_url", commit))
+
+
+def save_results(path: str | Path, results: dict[str, Any], **extra: Any) -> Path:
+    """`evaluate.save` of the figures (signature included) plus any extra parameters, as strict
+    JSON (NaN -> null)."""
+    import evaluate
+
+    from q2_metric.options import json_safe
+
+    keep = json_safe({k: v for k, v in results.items() if k != "details"})
+    return Path(evaluate.save(str(path), **keep, **json_safe(extra)))

@@ -1,0 +1,102 @@
+"""Reading response/knowledge tables (CSV, JSONL, a `datasets` dataset on disk) strictly, and
+writing a set of outputs all-or-nothing.
+
+Reading: one record of the file is one row, whatever bytes it holds (CSV follows RFC 4180: CR, LF
+and CRLF inside a quoted field are data, and so is a CR not followed by LF anywhere). A row that
+cannot be read as written (malformed quoting, a wrong number of fields, a missing or non-text
+field) is reported by its line in the file and left unscored; the other rows are read on. Problems that concern the whole file (it is missing, cannot be decoded, lacks a
+column, has no data rows) raise `Q2InputError` before any work.
+
+Writing: `commit_outputs` writes every file of a set to a temporary file in its target folder,
+then records the set in a manifest and renames the files into place. A run killed before the
+manifest is complete leaves the old set (its temporary files are removed by the next run); one
+killed after it leaves a manifest that the next run (`recover_outputs`) completes, giving the new
+set. Files are created with the user's umask.
+"""
+
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from q2_metric.io.commit import (MANIFEST_SUFFIX, TEMP_MARK, atomic_write, commit_outputs,  # noqa: F401
+                                 commit_report, locked, pause_point, recover_outputs)
+from q2_metric.io.csv import _read_csv, _scan_csv  # noqa: F401
+from q2_metric.io.formats import (MAX_INPUT_BYTES, TABLE_SUFFIXES, Row, input_format,  # noqa: F401
+                                  max_input_bytes, read_text)
+from q2_metric.io.jsonl import _read_jsonl  # noqa: F401
+from q2_metric.io.parquet import _read_dataset, _read_parquet  # noqa: F401
+from q2_metric.io.writers import (check_output_paths, check_table_suffix, parquet_writer,  # noqa: F401
+                                  table_writer, write_table)
+from q2_metric.io.paths import OutputPathError  # noqa: F401
+from q2_metric.validation import Q2InputError
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+def read_rows(path: str | Path, response_col: str = "response", knowledge_col: str = "knowledge", *,
+              encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True) -> list[Row]:
+    """Read every row of a CSV, JSONL or datasets folder.
+
+    A malformed row gets `error` (naming its line and field) and the rest is read on. Raises
+    `Q2InputError` when the file is missing or cannot be decoded, a column is missing from the whole
+    file, or there is no data row (unless `allow_empty`). A CSV is read as RFC 4180 (see
+    `_scan_csv`); `multiline=False` declares one-line rows, so that a quoted field running over
+    lines is reported as a stray quote instead of merging lines into one row.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise Q2InputError(f"The input file '{path}' does not exist; check the path.")
+    if response_col == knowledge_col:
+        raise Q2InputError(f"The response and knowledge columns are both '{response_col}'; name two different "
+                           "columns with --response-col and --knowledge-col.")
+    rows, columns = read_table(path, encoding, multiline)
+    if not rows and not allow_empty:
+        raise Q2InputError(f"The input file '{path}' has no data rows; pass --allow-empty "
+                           "(allow_empty=True) to write an empty output anyway.")
+    needed = [response_col, knowledge_col]
+    if columns is None and rows:  # JSONL: a column is missing when no object has it
+        present = {k for row in rows for k in row.fields}
+        if all(row.error for row in rows):
+            present = set(needed)  # nothing readable: the per-row errors say why
+        columns = [c for c in needed if c in present] + sorted(present - set(needed))
+    if columns is not None:
+        missing = [c for c in needed if c not in columns]
+        if missing:
+            flag = "--response-col" if missing[0] == response_col else "--knowledge-col"
+            shown = ", ".join(f"'{c}'" for c in columns[:20]) or "none"
+            raise Q2InputError(f"The input file '{path}' has no column '{missing[0]}' (its columns: "
+                               f"{shown}); name the right one with {flag}.")
+    for row in rows:
+        if row.error:
+            continue
+        where = f"row {row.line}" if path.is_dir() else f"line {row.line}"
+        for col in needed:
+            value = row.fields.get(col)
+            if col not in row.fields:
+                row.error = f"{where}: field '{col}' is missing"
+            elif not isinstance(value, str):
+                kind = "empty" if value is None else type(value).__name__
+                row.error = f"{where}: field '{col}' must be text, got {kind}"
+            if row.error:
+                break
+    return rows
+
+
+def read_table(path: str | Path, encoding: str = "utf-8", multiline: bool = True) -> tuple[list[Row], list[str] | None]:
+    """The rows of a CSV, JSONL or Parquet file or a datasets folder, its format told by the content
+    (`input_format`), and its columns (None for JSONL, whose objects each have their own keys)."""
+    path = Path(path)
+    kind = input_format(path)
+    if kind == "parquet":
+        return _read_parquet(path)
+    if kind == "dataset":
+        return _read_dataset(path)
+    if kind == "jsonl":
+        return _read_jsonl(path, encoding), None
+    return _read_csv(path, encoding, multiline)
+
+
+def table_columns(rows: list[Row], columns: list[str] | None) -> list[str]:
+    """`read_table`'s columns, with a JSONL file's keys in the order they first appear."""
+    return list(dict.fromkeys(k for r in rows for k in r.fields)) if columns is None else columns

@@ -1,0 +1,79 @@
+"""The meta-evaluation's baselines, as the released code computes them: overlap (token F1 of spaCy
+tokens, stop words and punctuation dropped), BLEU (sacrebleu, 0-100), BERTScore (F1, rescaled with
+baseline) and end-to-end NLI; the knowledge is lower-cased.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+
+def content_tokens(doc) -> list[str]:
+    """Lower-cased spaCy tokens without stop words and punctuation (the released overlap)."""
+    return [tok.text.lower() for tok in doc if not tok.is_stop and not tok.is_punct]
+
+
+def token_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
+    """Token F1 of two token lists; 0 when nothing is shared.
+
+    >>> token_f1(["paris", "capital"], ["paris", "city"])
+    0.5
+    """
+    same = sum((Counter(gold) & Counter(pred)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def overlap_scores(responses: Sequence[str], knowledge: Sequence[str], nlp) -> list[float]:
+    """Overlap(r, k): token F1 of the lower-cased knowledge (gold) and the response."""
+    # Only the tokenizer: token text, is_stop and is_punct are lexical, and no component of the
+    # pipeline re-tokenizes, so the tokens are those of the full pipeline the released code runs
+    # (checked on all 1,086 annotated pairs), ~100x faster.
+    k_docs = list(nlp.tokenizer.pipe([k.lower() for k in knowledge]))
+    r_docs = list(nlp.tokenizer.pipe(list(responses)))
+    return [token_f1(content_tokens(k), content_tokens(r)) for k, r in zip(k_docs, r_docs)]
+
+
+def bleu_scores(responses: Sequence[str], knowledge: Sequence[str]) -> list[float]:
+    """Per-response sacrebleu corpus BLEU against the lower-cased knowledge, on the 0-100 scale."""
+    import sacrebleu
+
+    return [sacrebleu.corpus_bleu([r], [[k.lower()]]).score for r, k in zip(responses, knowledge)]
+
+
+def bertscore_scores(responses: Sequence[str], knowledge: Sequence[str]) -> list[float] | None:
+    """BERTScore F1 (lang="en", rescaled with baseline) against the lower-cased knowledge; None
+    when bert-score or its model is unavailable (it is optional)."""
+    try:
+        import bert_score
+
+        _, _, f1 = bert_score.score(list(responses), [k.lower() for k in knowledge], lang="en",
+                                    rescale_with_baseline=True, verbose=False)
+    except Exception:  # noqa: BLE001 - not installed, or its model cannot be loaded offline
+        return None
+    return [float(x) for x in f1]
+
+
+def e2e_nli_scores(responses: Sequence[str], knowledge: Sequence[str], nli) -> list[float]:
+    """End-to-end NLI: premise = the lower-cased knowledge, hypothesis = the response."""
+    from q2_metric.steps.response_scores import fallback_score
+
+    return [fallback_score(label) for label in nli.classify([k.lower() for k in knowledge], list(responses))]
+
+
+def baseline_scores(responses: Sequence[str], knowledge: Sequence[str], *, nlp, nli=None,
+                    bertscore: bool = True, notes: list[str] | None = None) -> dict[str, list[float]]:
+    """Every available baseline's scores."""
+    out = {"overlap": overlap_scores(responses, knowledge, nlp), "bleu": bleu_scores(responses, knowledge)}
+    if bertscore:
+        bert = bertscore_scores(responses, knowledge)
+        if bert is not None:
+            out["bertscore"] = bert
+        elif notes is not None and not any(n.startswith("BERTScore") for n in notes):
+            notes.append("BERTScore baseline skipped: bert-score is not installed or its model is unavailable.")
+    if nli is not None:
+        out["e2e_nli"] = e2e_nli_scores(responses, knowledge, nli)
+    return out

@@ -1,0 +1,114 @@
+"""The benchmark's tables from `run_benchmark`'s dict: Markdown (`benchmark.md`), LaTeX
+(`benchmark.tex`, booktabs) and the leaderboard (`leaderboard.csv`, one row per dataset and metric)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from q2_metric.meta.plots import label
+from q2_metric.meta.report import _tex, _tex_table
+
+LEADERBOARD_COLUMNS = ["dataset", "metric", "n", "consistent_share", "roc_auc", "low", "high", "p_vs_q2",
+                       "p_vs_best_baseline", "threshold", "balanced_accuracy", "precision", "recall"]
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _p(value: float | None, draws: int) -> str:
+    """A p-value; 0 (no resample on the other side) as below the bootstrap's resolution, 1/draws."""
+    return "-" if value is None else (f"<{1 / draws:.2g}" if value == 0 else f"{value:.3f}")
+
+
+def auc_cell(r: dict) -> str:
+    """`0.852 [0.826, 0.876]`."""
+    return f"{_f(r['roc_auc'])} [{_f(r['low'])}, {_f(r['high'])}]"
+
+
+def _metrics(report: dict) -> list[str]:
+    return list(report["metrics"])
+
+
+def _caption(report: dict) -> str:
+    return (f"ROC AUC (consistent = positive; 0.5 = chance) with a 95% percentile-bootstrap interval over "
+            f"{report['draws']} resamples of each dataset's responses (seed {report['seed']}, the same resamples "
+            "for every metric).")
+
+
+def render_markdown(report: dict) -> str:
+    """The AUC table, the datasets, the p-values, the calibrated decisions and the plots."""
+    metrics = _metrics(report)
+    lines = ["# Dialogue-faithfulness benchmark", "", "## ROC AUC [95% interval]", "", _caption(report), "",
+             "| dataset | n | consistent | " + " | ".join(label(m) for m in metrics) + " |",
+             "|---" * (len(metrics) + 3) + "|"]
+    for name, res in report["results"].items():
+        d = report["datasets"][name]
+        lines.append(f"| {name} | {d['n']:,} | {d['consistent_share']:.1%} | "
+                     + " | ".join(auc_cell(res["metrics"][m]) for m in metrics) + " |")
+    lines += ["", "## Datasets", ""]
+    for name, d in report["datasets"].items():
+        lines.append(f"- {name}: {d['source']} (format {d['format']}; {d['label_rule']}); {d['consistent']:,} of "
+                     f"{d['n']:,} consistent")
+    lines += ["", "## Paired bootstrap p-values", "",
+              "Two-sided, from the AUC differences on the same resamples: against Q² (when scored) and against "
+              "the dataset's best baseline (named).", "",
+              "| dataset | metric | vs Q² | vs best baseline |", "|---|---|---|---|"]
+    for name, res in report["results"].items():
+        for m in metrics:
+            r = res["metrics"][m]
+            lines.append(f"| {name} | {label(m)} | {_p(r['p_vs_q2'], r['draws'])} | "
+                         f"{_p(r['p_vs_best_baseline'], r['draws'])} ({label(res['best_baseline'] or '-')}) |")
+    cal = report.get("calibration")
+    if cal:
+        lines += ["", f"## Calibrated decisions: threshold tuned on {cal['dev']}, applied to {cal['test']}", "",
+                  "Consistent iff score >= threshold; the threshold is the lowest of the dev scores with the "
+                  "highest dev balanced accuracy (scores on the 0-1 scale of the table above). Precision and recall "
+                  "of the consistent class.", "",
+                  "| metric | threshold | dev bal. acc. | test bal. acc. | test precision | test recall |",
+                  "|---|---|---|---|---|---|"]
+        for m, c in cal["metrics"].items():
+            lines.append(f"| {label(m)} | {c['threshold']:.4g} | {_f(c['dev']['balanced_accuracy'])} | "
+                         f"{_f(c['test']['balanced_accuracy'])} | {_f(c['test']['precision'])} | "
+                         f"{_f(c['test']['recall'])} |")
+    if report.get("plots"):
+        lines += ["", "## Figures", ""] + [f"![{name[:-4]}]({name})" for name in report["plots"]]
+    if report["notes"]:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in report["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def render_latex(report: dict) -> str:
+    """The AUC table (datasets x metrics) and the calibrated decisions (needs booktabs)."""
+    metrics = _metrics(report)
+    rows = [[_tex(name)] + [auc_cell(res["metrics"][m]) for m in metrics] for name, res in report["results"].items()]
+    out = ["% q2 meta-eval benchmark tables; needs \\usepackage{booktabs}", ""]
+    out += _tex_table(_tex(_caption(report)), "tab:q2-benchmark", ["dataset"] + [_tex(label(m)) for m in metrics],
+                      rows)
+    cal = report.get("calibration")
+    if cal:
+        rows = [[_tex(label(m)), f"{c['threshold']:.4g}", _f(c["dev"]["balanced_accuracy"]),
+                 _f(c["test"]["balanced_accuracy"]), _f(c["test"]["precision"]), _f(c["test"]["recall"])]
+                for m, c in cal["metrics"].items()]
+        out += _tex_table(_tex(f"Threshold tuned on {cal['dev']} (lowest score with the best balanced accuracy), "
+                               f"applied to {cal['test']}; consistent iff score >= threshold."),
+                          "tab:q2-calibration", ["metric", "threshold", "dev BA", "test BA", "test P", "test R"], rows)
+    return "\n".join(out)
+
+
+def leaderboard(report: dict) -> list[dict]:
+    """One record per (dataset, metric); the calibration columns on the calibration's dev and test rows."""
+    cal = report.get("calibration") or {}
+    out = []
+    for name, res in report["results"].items():
+        d = report["datasets"][name]
+        for m, r in res["metrics"].items():
+            row = {"dataset": name, "metric": m, "n": d["n"], "consistent_share": d["consistent_share"],
+                   **{k: r[k] for k in ("roc_auc", "low", "high", "p_vs_q2", "p_vs_best_baseline")}}
+            side = "dev" if name == cal.get("dev") else "test" if name == cal.get("test") else None
+            if side:
+                c = cal["metrics"][m]
+                row.update(threshold=c["threshold"], **{k: c[side][k] for k in ("balanced_accuracy", "precision",
+                                                                                  "recall")})
+            out.append(row)
+    return out

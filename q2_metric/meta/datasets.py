@@ -1,0 +1,238 @@
+"""Labelled dialogue-faithfulness sets for `q2 meta-eval --dataset NAME=FILE`: readers, column
+mapping, label rules and the checks that run before any work.
+
+A file's format is known by its columns (or, for the paper's set, by being its folder):
+
+| format     | knowledge   | response         | label          | consistent iff            |
+|------------|-------------|------------------|----------------|---------------------------|
+| `true`     | `grounding` | `generated_text` | `label`        | label is 1 (TRUE's CSVs)  |
+| `begin-v1` | `evidence`  | `response`       | `gold label`   | `entailment` (as TRUE)    |
+| `begin`    | `knowledge` | `response`       | `begin_label`  | `Fully attributable`      |
+| `q2-wow`   | the paper's folder (four split files): the split's name says consistent or not   |
+| `custom`   | `--knowledge-col` | `--response-col` | `--label-col` | a `--consistent-label` value |
+
+`.tsv` files are tab-separated without quoting (as BEGIN publishes them); `.csv` is RFC 4180;
+`.jsonl` and `.parquet` as `q2 score` reads them. Every problem of every dataset (a missing
+column, an empty text, a label outside the format's values, a set with one label only) is
+collected first and reported as one sentence each.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from q2_metric.validation import Q2InputError
+
+
+class DatasetError(Q2InputError):
+    """A `--dataset` argument or its file is wrong; the message has one sentence per problem."""
+
+
+@dataclass(frozen=True)
+class Format:
+    """How one kind of file names its columns and which label values count as consistent."""
+
+    name: str
+    knowledge: str
+    response: str
+    label: str
+    consistent: frozenset[str]
+    allowed: frozenset[str] | None  # every valid label value (None: anything non-empty)
+
+    def rule(self) -> str:
+        values = " or ".join(f"'{v}'" for v in sorted(self.consistent))
+        return f"consistent iff '{self.label}' is {values}"
+
+
+TRUE = Format("true", "grounding", "generated_text", "label", frozenset({"1", "1.0"}),
+              frozenset({"0", "1", "0.0", "1.0"}))
+BEGIN_V1 = Format("begin-v1", "evidence", "response", "gold label", frozenset({"entailment"}),
+                  frozenset({"entailment", "hallucination", "generic", "off-topic", "contradiction"}))
+BEGIN = Format("begin", "knowledge", "response", "begin_label", frozenset({"Fully attributable"}),
+               frozenset({"Fully attributable", "Not fully attributable", "Generic"}))
+KNOWN = (BEGIN_V1, BEGIN, TRUE)  # detection order: the first whose columns are all present
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """`--response-col/--knowledge-col/--label-col/--consistent-label`: the columns and
+    consistent values of a file of no known format."""
+
+    response: str = "response"
+    knowledge: str = "knowledge"
+    label: str = "label"
+    consistent: tuple[str, ...] = ("1",)
+
+    def format(self) -> Format:
+        return Format("custom", self.knowledge, self.response, self.label, frozenset(self.consistent), None)
+
+
+@dataclass
+class Dataset:
+    """One labelled set: each response with its knowledge, label (consistent = 1) and place."""
+
+    name: str
+    path: str
+    format: str
+    rule: str
+    response: list[str] = field(default_factory=list)
+    knowledge: list[str] = field(default_factory=list)
+    consistent: list[int] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+
+    def keys(self) -> list[tuple[str, str]]:
+        return list(zip(self.response, self.knowledge))
+
+    def summary(self) -> dict:
+        n = len(self.consistent)
+        return {"source": self.path, "format": self.format, "label_rule": self.rule, "n": n,
+                "consistent": sum(self.consistent), "consistent_share": sum(self.consistent) / n if n else None}
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+
+
+def parse_dataset_spec(text: str) -> tuple[str, Path]:
+    """`NAME=FILE` -> (name, path).
+
+    >>> parse_dataset_spec("begin-dev=data/dev.tsv")
+    ('begin-dev', PosixPath('data/dev.tsv'))
+    """
+    name, sep, path = text.partition("=")
+    if not sep or not path:
+        raise DatasetError(f"--dataset '{text}': expected NAME=FILE.")
+    if not _NAME.match(name):
+        raise DatasetError(f"--dataset '{text}': the name '{name}' must hold only letters, digits, '_', '-' and '.'.")
+    return name, Path(path)
+
+
+def _read(path: Path) -> tuple[list[dict], list[str], list[str]]:
+    """(rows as dicts, columns, problems of unreadable rows)."""
+    from q2_metric import io
+
+    if path.suffix == ".tsv":
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, [])
+            rows, problems = [], []
+            for i, fields in enumerate(reader, 1):
+                if not fields:
+                    continue
+                if len(fields) != len(header):
+                    problems.append(f"row {i} (line {reader.line_num}) has {len(fields)} fields, the header "
+                                    f"{len(header)}")
+                rows.append(dict(zip(header, fields)))
+        return rows, header, problems
+    raw, columns = io.read_table(path)
+    return [r.fields for r in raw], io.table_columns(raw, columns), [r.error for r in raw if r.error]
+
+
+def detect_format(columns: Sequence[str], mapping: Mapping) -> Format | None:
+    """The first known format whose columns are all present, else the mapping's when its columns
+    are; None otherwise."""
+    for fmt in KNOWN:
+        if all(c in columns for c in (fmt.knowledge, fmt.response, fmt.label)):
+            return fmt
+    custom = mapping.format()
+    if all(c in columns for c in (custom.knowledge, custom.response, custom.label)):
+        return custom
+    return None
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def load_dataset(name: str, path: Path, mapping: Mapping = Mapping()) -> tuple[Dataset | None, list[str]]:
+    """The dataset and its problems (sentences); the dataset is None when it cannot be read at all."""
+    head = f"--dataset {name} ({path})"
+    if path.is_dir():
+        return _load_q2_wow(name, path, head)
+    if not path.is_file():
+        return None, [f"{head}: no such file."]
+    try:
+        rows, columns, problems = _read(path)
+    except (OSError, UnicodeDecodeError, Q2InputError) as err:
+        return None, [f"{head}: cannot be read ({err})."]
+    more = f" (and {len(problems) - 1} other unreadable row(s))" if len(problems) > 1 else ""
+    problems = [f"{head}: {p}{more}." for p in problems[:1]]
+    if not rows:
+        return None, problems + [f"{head}: no data rows."]
+    fmt = detect_format(columns, mapping)
+    if fmt is None:
+        shown = ", ".join(f"'{c}'" for c in columns[:12])
+        return None, problems + [f"{head}: its columns ({shown}) match no known format (TRUE: grounding, "
+                                 "generated_text, label; BEGIN: evidence/knowledge, response, gold label/"
+                                 "begin_label); name them with --response-col, --knowledge-col and --label-col."]
+    ds = Dataset(name, str(path), fmt.name, fmt.rule())
+    bad: dict[str, list[int]] = {}
+    for i, row in enumerate(rows, 1):
+        resp, know = _text(row.get(fmt.response)), _text(row.get(fmt.knowledge))
+        label = row.get(fmt.label)
+        label = "" if label is None else str(label).strip()
+        for col, value in ((fmt.response, resp), (fmt.knowledge, know)):
+            if value is None or not value.strip():
+                bad.setdefault(f"column '{col}' is empty or not text", []).append(i)
+        if not label:
+            bad.setdefault(f"column '{fmt.label}' is empty", []).append(i)
+        elif fmt.allowed is not None and label not in fmt.allowed:
+            bad.setdefault(f"column '{fmt.label}' holds {label!r}, not one of "
+                           + ", ".join(f"'{v}'" for v in sorted(fmt.allowed)), []).append(i)
+        ds.response.append(resp or "")
+        ds.knowledge.append(know or "")
+        ds.consistent.append(int(label in fmt.consistent))
+        ds.where.append(f"{path} row {i}")
+    for what, where in bad.items():
+        more = f" and {len(where) - 1} other row(s)" if len(where) > 1 else ""
+        problems.append(f"{head}: {what} at row {where[0]}{more}.")
+    if not bad and len(set(ds.consistent)) < 2:
+        cls = "consistent" if ds.consistent[0] else "inconsistent"
+        problems.append(f"{head}: every one of its {len(rows)} responses is {cls} ({fmt.rule()}), so no ROC AUC "
+                        "can be computed; check the label column and --consistent-label.")
+    return ds, problems
+
+
+def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list[str]]:
+    """The paper's annotated set: its 600 split responses (the split's name is the label)."""
+    from q2_metric.meta.evaluation import SPLITS
+
+    ds = Dataset(name, str(path), "q2-wow", "consistent iff the split file is *_consistent.csv")
+    for s in SPLITS:
+        file = path / f"{s}.csv"
+        if not file.is_file():
+            return None, [f"{head}: a folder must be the paper's annotated set, but {s}.csv is not in it."]
+        with open(file, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        missing = [c for c in ("response", "knowledge") if rows and c not in rows[0]]
+        if missing:
+            return None, [f"{head}: {file.name} has no column '{missing[0]}'."]
+        for i, r in enumerate(rows, 1):
+            ds.response.append(r["response"] or "")
+            ds.knowledge.append(r["knowledge"] or "")
+            ds.consistent.append(int(s.endswith("_consistent")))
+            ds.where.append(f"{file} row {i}")
+    empty = [i for i, (a, b) in enumerate(zip(ds.response, ds.knowledge)) if not a.strip() or not b.strip()]
+    return ds, ([f"{head}: an empty response or knowledge at {ds.where[empty[0]]}."] if empty else [])
+
+
+def load_datasets(specs: Sequence[str], mapping: Mapping = Mapping()) -> list[Dataset]:
+    """Every `NAME=FILE`, read and checked; all problems of all datasets raise one
+    `DatasetError` (one sentence per problem, one per line) before any work."""
+    parsed = [parse_dataset_spec(s) for s in specs]
+    names = [n for n, _ in parsed]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise DatasetError(f"--dataset: the name '{dup}' is given twice; give every dataset its own name.")
+    out, problems = [], []
+    for name, path in parsed:
+        ds, found = load_dataset(name, path, mapping)
+        problems += found
+        if ds is not None:
+            out.append(ds)
+    if problems:
+        raise DatasetError("\n".join(problems))
+    return out

@@ -1,0 +1,129 @@
+"""Tiny random models: the whole pipeline without the paper's weights (scores mean nothing).
+
+Every front-end takes them the same way: `q2 demo --tiny`, `q2 score --tiny`, `compute(tiny=True)`,
+ParlAI's `--q2-tiny true`, or `Q2_TINY=1` in the environment (the Space, and every front-end). They are
+built once (a few seconds) into `tiny_models_dir()`:
+
+    <dir>/qg/    a T5 question generator (2 layers, d_model 32)
+    <dir>/qa/    an ALBERT extractive QA model
+    <dir>/nli/   a RoBERTa NLI classifier
+    (each with the same WordPiece tokenizer, trained on the bundled sample)
+
+Each `config.json` carries `"q2_tiny_random": true`, so the signature names these models
+`tiny-random-<digest>` and its short form says `models:tiny-random`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+# Random weights never end a question early: questions are capped at this many tokens.
+TINY_QUESTION_LENGTH = 16
+MARKER = "q2_tiny_random"
+ROLES = ("qg", "qa", "nli")
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "wow_sample.csv"
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def tiny_requested(flag: bool | None = None) -> bool:
+    """`flag` when given, else whether `Q2_TINY` is set to 1/true/yes/on."""
+    if flag is not None:
+        return bool(flag)
+    return os.environ.get("Q2_TINY", "").strip().lower() in _TRUE
+
+
+def tiny_models_dir() -> Path:
+    """$Q2_TINY_MODELS, else `$XDG_CACHE_HOME/q2-metric/tiny-models` (~/.cache by default)."""
+    if os.environ.get("Q2_TINY_MODELS"):
+        return Path(os.environ["Q2_TINY_MODELS"]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "q2-metric" / "tiny-models"
+
+
+def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = lambda msg: None) -> dict[str, str]:
+    """The qg/, qa/ and nli/ tiny random models in `folder` (default `tiny_models_dir()`), built
+    once and reused; each is built aside and renamed into place (never half-built). Nothing else in
+    the folder is touched, and a qg/, qa/ or nli/ there that this package did not build is refused."""
+    import shutil
+    import tempfile
+
+    folder = Path(folder) if folder is not None else tiny_models_dir()
+    paths = {role: str(folder / role) for role in ROLES}
+    if all(_is_tiny(folder / role) for role in ROLES):
+        return paths
+    from q2_metric.io import read_rows
+    from q2_metric.models.loading import _quiet
+    from q2_metric.models.random_models import build_random_models
+    from q2_metric.validation import Q2InputError
+
+    foreign = [folder / role for role in ROLES if (folder / role).exists() and not _is_tiny(folder / role)]
+    if foreign or (folder.exists() and not folder.is_dir()):
+        raise Q2InputError(f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
+                           "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder.")
+    say(f"Building small random models into {folder} (once, a few seconds)...")
+    rows = [r.fields for r in read_rows(SAMPLE) if r.error is None]
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".tiny-") as tmp, _quiet():
+        build_random_models(tmp, [r["response"] for r in rows] + [r["knowledge"] for r in rows], size="tiny")
+        for role in ROLES:  # the mark the signature reads, then into place: only our own earlier copy is replaced
+            config_file = Path(tmp, role, "config.json")
+            config = json.loads(config_file.read_text(encoding="utf-8"))
+            config_file.write_text(json.dumps({**config, MARKER: True}, indent=2), encoding="utf-8")
+            if _is_tiny(folder / role):
+                shutil.rmtree(folder / role)
+            os.replace(Path(tmp, role), folder / role)
+    return paths
+
+
+def _is_tiny(path: Path) -> bool:
+    try:
+        return json.loads((path / "config.json").read_text(encoding="utf-8")).get(MARKER) is True
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def uses_tiny(config: Any) -> bool:
+    """Whether any model of `config` (a `Q2Config`) is one of these tiny random models."""
+    return any(_is_tiny(Path(str(getattr(config, f"{role}_model")))) for role in ROLES)
+
+
+def tiny_options(options: Mapping[str, Any] | None = None, say: Callable[[str], None] = lambda msg: None
+                 ) -> dict[str, Any]:
+    """`options` with the tiny models as qg/qa/nli models and questions capped at
+    `TINY_QUESTION_LENGTH` tokens, unless the options name them."""
+    paths = ensure_tiny_models(say=say)
+    out = dict(options or {})
+    for role in ROLES:
+        if out.get(f"{role}_model") is None:
+            out[f"{role}_model"] = paths[role]
+    if out.get("max_question_length") is None:
+        out["max_question_length"] = TINY_QUESTION_LENGTH
+    return out
+
+
+def meaningless_note() -> str:
+    """The one line every front-end prints after scoring on tiny models."""
+    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
+
+    return ("These scores are meaningless: the models are tiny and random (questions capped at "
+            f"{TINY_QUESTION_LENGTH} tokens). For the paper's scores download its models once where the Hub "
+            f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
+            f"`hf download {DEFAULT_NLI_MODEL}`) and leave out --tiny / Q2_TINY.")
+
+
+@contextlib.contextmanager
+def tiny_hint(how: str):
+    """A model missing: its message ends by pointing to the tiny models (`how`: the front-end's switch)."""
+    from q2_metric.models.loading import ModelNotAvailable
+
+    try:
+        yield
+    except ModelNotAvailable as err:
+        text = str(err).rstrip(".")
+        if "tiny random models" in text:
+            raise
+        raise ModelNotAvailable(f"{text}; or try the whole pipeline now on tiny random models (meaningless "
+                                f"scores, no download): {how}.") from None

@@ -1,0 +1,224 @@
+"""Option handling shared by every front-end (command line, `evaluate` module, ParlAI, Space):
+strict checks, presets, JSON.
+
+Every option value from a user is checked here, once, before any model loads: a bad one fails with
+one sentence naming the option as the front-end spells it (`spell`: `batch_size` for Python,
+`--batch-size` for `q2`, `--q2-batch-size` for ParlAI) and its allowed values. The allowed values
+are read from `Q2Config`'s type hints, so they follow the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import functools
+import math
+import typing
+from typing import Any, Callable, Iterable, Mapping
+
+from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, Q2Config, option_names
+
+# evaluate's `config_name` and the `variant` option: the preset the other options start from.
+VARIANTS = {"default": Q2Config.paper, "paper": Q2Config.paper, "dnli": Q2Config.dnli}
+BATCH_OPTIONS = ("qg_batch_size", "qa_batch_size", "nli_batch_size")
+MODEL_DEFAULTS = {"qg_model": ("Q2_QG_MODEL", DEFAULT_QG_MODEL), "qa_model": ("Q2_QA_MODEL", DEFAULT_QA_MODEL),
+                  "nli_model": ("Q2_NLI_MODEL", DEFAULT_NLI_MODEL)}
+# Integer options that may be 0 (the others must be >= 1).
+_MAY_BE_ZERO = {"no_repeat_ngram_size", "qa_doc_stride"}
+
+
+class Q2OptionError(ValueError):
+    """A bad option name or value; the message is one sentence naming the option. `reason` is the
+    part after the value (what to use instead)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
+
+
+Spelling = Callable[[str], str]  # an option's name -> the front-end's name for it
+
+
+def python_name(name: str) -> str:
+    return name
+
+
+def flag_name(prefix: str = "--") -> Spelling:
+    """The spelling of a command line: `qg_batch_size` -> `--qg-batch-size` (ParlAI: `--q2-...`)."""
+    return lambda name: prefix + name.replace("_", "-")
+
+
+def choices_text(values: Iterable[Any]) -> str:
+    shown = [repr(v) for v in values]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+@functools.lru_cache(maxsize=1)
+def option_types() -> dict[str, Any]:
+    """`Q2Config` field name -> its type hint."""
+    import q2_metric.config as config_module
+
+    return typing.get_type_hints(Q2Config, vars(config_module))
+
+
+def allowed_values(name: str) -> tuple | None:
+    """The allowed values of a choice option (`decoding`: ('beam', 'greedy')), else None."""
+    hint = option_types().get(name)
+    return typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
+
+
+def option_default(name: str) -> Any:
+    """The paper preset's value of an option (model ids: the built-in default, not the env)."""
+    if name in MODEL_DEFAULTS:
+        return MODEL_DEFAULTS[name][1]
+    field = next(f for f in dataclasses.fields(Q2Config) if f.name == name)
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    return None  # spacy_model: chosen at load time
+
+
+def _bad(name: str, value: Any, allowed: str) -> Q2OptionError:
+    return Q2OptionError(f"Invalid Q² option {name}={value!r}: {allowed}.", allowed)
+
+
+def normalize_device(value: Any, spelled: str = "device") -> str:
+    """`auto`, `cpu`, `cuda`, `cuda:N` or a `torch.device` -> a device string torch understands."""
+    import sys
+
+    allowed = "use 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device"
+    torch = sys.modules.get("torch")  # a torch.device can only come from a loaded torch
+    if torch is not None and isinstance(value, torch.device):
+        value = str(value)
+    if not isinstance(value, str):
+        raise _bad(spelled, value, allowed)
+    kind, _, index = value.partition(":")
+    if value == "auto" or value == "cpu" or kind == "cuda" and (not index or index.isdigit()):
+        if kind == "cuda":  # only a CUDA device needs torch (a CPU-only check stays light)
+            import torch
+
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if count == 0 or index and int(index) >= count:
+                raise _bad(spelled, value, f"torch sees {count} CUDA device(s) here; use 'auto' or 'cpu'")
+        return value
+    raise _bad(spelled, value, allowed)
+
+
+def check_option(name: str, value: Any, spell: Spelling = python_name) -> Any:
+    """Check one option value; return it in the form `Q2Config` takes (lists -> tuples). `name` is
+    a `Q2Config` field or `batch_size` (QG, QA and NLI at once); errors name it as `spell` does."""
+    if name == "device":
+        return normalize_device(value, spell(name))
+    if name == "batch_size":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _bad(spell(name), value, "use an integer >= 1")
+        return value
+    return _check_field(name, value, spell(name))
+
+
+def _check_field(name: str, value: Any, spelled: str) -> Any:
+    hint = option_types()[name]
+    allowed = allowed_values(name)
+    if allowed is not None:
+        if value not in allowed or isinstance(value, bool):
+            raise _bad(spelled, value, f"allowed values are {choices_text(allowed)}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise _bad(spelled, value, "use True or False")
+        return value
+    if hint is int or hint == (int | None):  # qa_max_length: None means the model's maximum
+        low = 0 if name in _MAY_BE_ZERO else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise _bad(spelled, value, f"use an integer >= {low}")
+        return value
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        items = list(value) if isinstance(value, (list, tuple)) else None
+        if args[-1] is Ellipsis:  # tuple[str, ...]
+            if items is None or not all(isinstance(v, str) for v in items):
+                raise _bad(spelled, value, "use a list of strings")
+            return tuple(items)
+        numbers = items is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                            for v in items)
+        if not numbers or len(items) != len(args) or not all(0 <= v <= 1 for v in items):
+            raise _bad(spelled, value, f"use {len(args)} numbers in [0, 1]")
+        return tuple(float(v) for v in items)
+    # model ids and the spaCy pipeline
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(spelled, value, "use a Hub id or a local directory" if name.endswith("_model")
+                   else "use a non-empty string")
+    return value
+
+
+def check_variant(variant: Any, spell: Spelling = python_name) -> str:
+    """`default`/`paper` or `dnli` (also evaluate's `config_name`)."""
+    if variant not in VARIANTS or not isinstance(variant, str):
+        raise _bad(spell("variant"), variant, f"allowed values are {choices_text(VARIANTS)}")
+    return variant
+
+
+def check_option_names(names: Iterable[str], extra: Iterable[str] = ()) -> None:
+    """Raise `TypeError` (one sentence) for a keyword that is no Q² option."""
+    known = set(option_names()) | set(extra)
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else "; see the module's inputs description"
+            raise TypeError(f"'{name}' is not a Q² option{hint}.")
+
+
+def build_config(variant: str = "paper", options: Mapping[str, Any] | None = None,
+                 batch_size: int | None = None, spell: Spelling = python_name,
+                 tiny: bool | None = None) -> Q2Config:
+    """A checked `Q2Config`: the preset `variant`, then `options` (None values left at the preset's);
+    `batch_size` sets the QG, QA and NLI batch sizes unless one of them is given. `tiny` (default:
+    the `Q2_TINY` environment variable) puts `q2_metric.models.tiny`'s random models in place of the models
+    not named in `options`. Every front-end builds its configuration here; errors name each option
+    as `spell` does."""
+    if not isinstance(tiny, (bool, type(None))):
+        raise _bad(spell("tiny"), tiny, "use True or False")
+    from q2_metric.models.tiny import tiny_options, tiny_requested
+
+    if tiny_requested(tiny):
+        options = tiny_options(options)
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    check_option_names(given)
+    checked = {name: check_option(name, value, spell) for name, value in given.items()}
+    if batch_size is not None:
+        batch_size = check_option("batch_size", batch_size, spell)
+        for name in BATCH_OPTIONS:
+            checked.setdefault(name, batch_size)
+    return _make(VARIANTS[check_variant(variant, spell)], checked)
+
+
+def _make(preset, options: dict[str, Any]) -> Q2Config:
+    try:
+        return preset(**options)
+    except ValueError as err:  # cross-option checks of Q2Config (e.g. num_return_sequences > num_beams)
+        raise Q2OptionError(f"Invalid Q² options: {err}.") from None
+
+
+def flag_type(name: str, spell: Spelling, convert: Callable[[str], Any] = int) -> Callable[[str], Any]:
+    """An argparse `type=` for the flag of option `name`: its text converted and checked by
+    `check_option`, so that a bad value stops the parser with argparse's one line naming the flag."""
+    def parse(text: str) -> Any:
+        try:
+            return check_option(name, convert(text), spell)
+        except ValueError as err:  # Q2OptionError, or the conversion's
+            reason = err.reason if isinstance(err, Q2OptionError) else "use an integer"
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: {reason}") from None
+
+    parse.__name__ = spell(name)
+    return parse
+
+
+def json_safe(value: Any) -> Any:
+    """Strict JSON: NaN and infinities -> None (null), recursively; tuples -> lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value

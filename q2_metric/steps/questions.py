@@ -1,0 +1,20 @@
+"""Step 2, answer candidates -> questions: ranked questions for every candidate occurrence."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from q2_metric.components import QuestionGenerator
+from q2_metric.results import UNUSED, Pair, QuestionTrace
+from q2_metric.steps.unique import unique_call
+
+
+def generate_questions(pairs: Sequence[Pair], qg: QuestionGenerator) -> None:
+    """Stage 2: one generation per distinct (candidate, response); every occurrence of a candidate
+    gets its own traces (status `unused` until the question filter examines them)."""
+    keys = [(cand, p.response) for p in pairs for cand in p.result.candidates]
+    generated = unique_call(keys, lambda ks: qg.generate([a for a, _ in ks], [c for _, c in ks]))
+    for p in pairs:
+        p.result.questions = [QuestionTrace(cand, q, rank, UNUSED, occurrence=j)
+                              for j, cand in enumerate(p.result.candidates)
+                              for rank, q in enumerate(generated[(cand, p.response)])]
