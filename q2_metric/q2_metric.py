@@ -16,13 +16,15 @@ import evaluate
 from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
 from q2_metric.steps.decision import check_threshold, decide, decision_counts
-from q2_metric.options import (VARIANTS, Q2OptionError, build_config, check_option_names,
-                               choices_text, json_safe, option_default)
+from q2_metric.options import (VARIANTS, build_config, check_option_names, choices_text, json_safe,
+                               option_default)
+from q2_metric.errors import Q2OptionError
 from q2_metric.results import Q2Result
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.steps.system_score import system_score
-from q2_metric.validation import Q2InputError, validate_inputs
+from q2_metric.validation import validate_inputs
+from q2_metric.errors import Q2InputError
 
 _KWARGS_DESCRIPTION = f"""
 Scores each prediction (a dialogue response) against its reference (the knowledge it was grounded on).

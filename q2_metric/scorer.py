@@ -17,6 +17,7 @@ from q2_metric.steps.candidates import find_candidates
 from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
                                   describe)
 from q2_metric.config import Q2Config
+from q2_metric.models.provision import provide_models
 from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
 from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
@@ -46,7 +47,7 @@ class Q2Scorer:
                  qg: QuestionGenerator | None = None, qa: QuestionAnswerer | None = None,
                  nli: NLIClassifier | None = None, coref: CorefResolver | None = None, **options) -> None:
         config = config or Q2Config()
-        self.config = config.replace(**options) if options else config
+        self.config = provide_models(config.replace(**options) if options else config)
         self._parser, self._qg, self._qa, self._nli = parser, qg, qa, nli
         self._coref = coref
 
@@ -134,6 +135,7 @@ class Q2Scorer:
     def reconfigure(self, config: Q2Config) -> None:
         """Use new options; components are dropped (and reloaded on use) only if their model
         options changed, otherwise they read the new options on their next call."""
+        config = provide_models(config)
         if config.model_key() != self.config.model_key():
             self._parser = self._qg = self._qa = self._nli = self._coref = None
         for comp in (self._parser, self._qg, self._qa, self._nli, self._coref):
@@ -189,8 +191,8 @@ class Q2Scorer:
     def _identities_if_available(self) -> dict[str, str]:
         """`check_models()` for the signature of a call with nothing to score, which needs no model:
         models that are not available are named without their revision."""
-        from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError
-        from q2_metric.models.loading import ModelNotAvailable
+        from q2_metric.errors import DeviceNotAvailable, ModelCheckError
+        from q2_metric.errors import ModelNotAvailable
 
         try:
             return self.check_models()
@@ -259,7 +261,7 @@ _CACHE: dict[tuple, Q2Scorer] = {}
 
 def cached_scorer(config: Q2Config | None = None, **options) -> Q2Scorer:
     """A scorer whose models are reused while the model options stay the same."""
-    config = (config or Q2Config()).replace(**options) if options else (config or Q2Config())
+    config = provide_models((config or Q2Config()).replace(**options) if options else (config or Q2Config()))
     key = config.model_key()
     scorer = _CACHE.get(key)
     if scorer is None:

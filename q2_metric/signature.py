@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, SPEED_OPTIONS, Q2Config
+from q2_metric.config import (DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, PROVISION_OPTIONS, SPEED_OPTIONS,
+                              Q2Config)
 
 # Signature fields that hold the scoring rules (the short form names those that depart from the paper).
 RULE_FIELDS = ("dec", "drop", "personal", "mode", "qadec", "spannli", "dnli", "fallback")
@@ -19,7 +20,7 @@ _MODEL_ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "parser"
 
 def _q2_version() -> str:
     """The running code's version (an editable install's metadata can lag behind it)."""
-    from q2_metric import __version__
+    from q2_metric.version import __version__
 
     return __version__
 
@@ -139,7 +140,7 @@ def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) ->
     """Hash of every option that can change a score (speed options left out)."""
     # a model identified in `extra` is keyed by its identity, not by how its path was typed
     named = {_MODEL_ROLES[role] for role in (extra or {}) if role in _MODEL_ROLES}
-    opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS and k not in named
+    opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS | PROVISION_OPTIONS and k not in named
             and (config.coref or not k.startswith("coref"))}  # coreference off: keys as before it existed
     payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _q2_version(), "libs": library_versions()},
                          sort_keys=True, default=str)

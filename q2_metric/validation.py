@@ -6,10 +6,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
-
-
-class Q2InputError(ValueError):
-    """Bad input to the scorer; the message names the item and the field."""
+from q2_metric.errors import Q2InputError
 
 
 _ACCEPTED = "a sequence of strings (list, tuple, numpy array, pandas Series)"

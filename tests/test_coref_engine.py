@@ -12,7 +12,7 @@ from q2_metric.components import ParsedText
 from q2_metric.explain import reason_line
 from q2_metric.signature import config_fingerprint
 from q2_metric.testing.scripted import ScriptedCoref, ScriptedParser, scripted_scorer
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 HISTORY = ["I drink coffee every morning for caffeine."]
 RESPONSE = "Yes, it stimulates a certain portion of the nervous system!"

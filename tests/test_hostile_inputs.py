@@ -25,7 +25,7 @@ from q2_metric.cli import main
 from q2_metric.io import read_rows
 from q2_metric.corpus.files import score_file
 from q2_metric.testing.scripted import scripted_scorer
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 HEADER = "response,knowledge\n"
 ROWS = "Paris is big.,Paris is big.\nRome is old.,Rome is very old.\n"
@@ -538,7 +538,7 @@ def test_parlai_explain_file_against_every_input_and_output(tmp_path, capsys):
 
 def test_ray_checks_paths_and_columns_before_ray_starts(tmp_path):
     pytest.importorskip("ray")
-    from q2_metric.io.paths import OutputPathError
+    from q2_metric.errors import OutputPathError
     from q2_metric.corpus.ray import score_file_ray
 
     folder = tmp_path / "data"
@@ -558,7 +558,7 @@ def test_evaluate_cache_folder_inside_a_model_folder_is_refused(tmp_path, tiny_c
     import evaluate
 
     import q2_metric
-    from q2_metric.io.paths import OutputPathError
+    from q2_metric.errors import OutputPathError
 
     qg = tmp_path / "qg"
     shutil.copytree(tiny_config.qg_model, qg)

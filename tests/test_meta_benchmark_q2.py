@@ -114,7 +114,7 @@ def test_compute_threshold(tiny_models):
     import evaluate
 
     import q2_metric
-    from q2_metric.options import Q2OptionError
+    from q2_metric.errors import Q2OptionError
 
     rows = sample_rows()[:4]
     q2 = evaluate.load(q2_metric.module_path())

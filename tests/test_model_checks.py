@@ -7,7 +7,8 @@ import pytest
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.models import checks
-from q2_metric.models.checks import DeviceNotAvailable, ModelCheckError, check_model
+from q2_metric.models.checks import check_model
+from q2_metric.errors import DeviceNotAvailable, ModelCheckError
 from q2_metric.testing.scripted import ScriptedParser, ScriptedQA, ScriptedQG
 
 

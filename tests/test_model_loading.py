@@ -12,7 +12,8 @@ import pytest
 from packaging.version import Version
 
 from q2_metric.models.checks import check_model
-from q2_metric.models.loading import ModelNotAvailable, load_pretrained, verbose_loading
+from q2_metric.models.loading import load_pretrained, verbose_loading
+from q2_metric.errors import ModelNotAvailable
 
 COMMITS = {"qg": "a" * 8 + "1" * 32, "qa": "b" * 8 + "2" * 32, "nli": "c" * 8 + "3" * 32}
 

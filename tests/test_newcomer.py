@@ -242,7 +242,7 @@ def test_meta_eval_default_folder_is_ignored_by_git():
 
 def test_space_messages_name_the_space_variables():
     from q2_metric.hub.space import space_message
-    from q2_metric.models.loading import ModelNotAvailable
+    from q2_metric.errors import ModelNotAvailable
 
     err = ModelNotAvailable("The question-generation model 'x' is not in the Hugging Face cache and the Hub "
                             "cannot be reached: download it or pass a local model directory as qg_model (--qg-model).")
@@ -327,7 +327,7 @@ def test_tiny_folder_never_touches_what_it_did_not_build(tmp_path, tiny_dir):
     import shutil
 
     from q2_metric.models.tiny import ensure_tiny_models
-    from q2_metric.validation import Q2InputError
+    from q2_metric.errors import Q2InputError
 
     folder = tmp_path / "mine"
     (folder / "notes").mkdir(parents=True)

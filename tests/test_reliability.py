@@ -200,7 +200,7 @@ def test_parlai_option_checks_name_the_parlai_flag():
     pytest.importorskip("parlai")
     from parlai_ext.options import config_from_opt
 
-    from q2_metric.options import Q2OptionError
+    from q2_metric.errors import Q2OptionError
 
     base = {"q2_qg_model": "qg", "q2_qa_model": "qa", "q2_nli_model": "nli", "q2_device": "cpu"}
     for key, value, message in [

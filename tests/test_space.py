@@ -178,7 +178,7 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
 
 
 def test_space_config_from_environment(monkeypatch):
-    from q2_metric.options import Q2OptionError
+    from q2_metric.errors import Q2OptionError
     from q2_metric.hub.space import space_config
 
     monkeypatch.setenv("Q2_QG_MODEL", "/models/qg")

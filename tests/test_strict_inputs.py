@@ -7,7 +7,8 @@ import json
 import pytest
 
 from q2_metric import Q2InputError
-from q2_metric.io import OutputPathError, read_rows
+from q2_metric.errors import OutputPathError
+from q2_metric.io import read_rows
 from q2_metric.corpus.files import score_file
 from q2_metric.testing.scripted import ScriptedQG, scripted_scorer
 

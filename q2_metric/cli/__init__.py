@@ -10,11 +10,11 @@ import signal
 import sys
 from typing import Sequence
 
-from q2_metric import __version__
+from q2_metric.version import __version__
 from q2_metric.io import interrupts
 from q2_metric.cli import convert_nli, demo, meta_eval, publish, score, space
 from q2_metric.progress import on_terminal
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2Error
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{start}q2: interrupted ({name}){resume}.", file=sys.stderr)
         return interrupts.exit_code(err)
     except Exception as err:
-        if isinstance(err, _one_line_errors()):
+        if isinstance(err, Q2Error):
             print(f"q2: {err}", file=sys.stderr)
             return 2
         if isinstance(err, OSError):  # permissions, a full disk: the system's one-line reason
@@ -53,15 +53,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     finally:
         interrupts.restore(previous)
-
-
-def _one_line_errors() -> tuple[type[Exception], ...]:
-    from q2_metric.hub.publish import PublishError
-    from q2_metric.hub.space import SpaceBuildError
-    from q2_metric.models.checks import DeviceNotAvailable
-    from q2_metric.models.loading import ModelNotAvailable
-
-    return ModelNotAvailable, Q2InputError, DeviceNotAvailable, PublishError, SpaceBuildError
 
 
 def _command(argv: Sequence[str] | None) -> str | None:

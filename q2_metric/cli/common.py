@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Callable
 
 from q2_metric.config import Q2Config
 from q2_metric.models.tiny import TINY_QUESTION_LENGTH
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +42,8 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--coref", action="store_true",
                    help="resolve coreferences turn by turn before scoring (the first arXiv version's App. A; "
                         "needs fastcoref; docs/coref.md)")
-    g.add_argument("--coref-model", default=d.coref_model, help="F-Coref model of --coref: Hub id or local dir")
+    g.add_argument("--coref-model", default=None,
+                   help=f"F-Coref model of --coref: Hub id or local dir (default {d.coref_model})")
     g.add_argument("--max-question-length", type=int, default=None,
                    help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)")
     g.add_argument("--tiny", action="store_true", default=None,
@@ -50,8 +52,9 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                         f"{TINY_QUESTION_LENGTH} tokens; the scores mean nothing (also: Q2_TINY=1)")
 
 
-def config_from_args(args: argparse.Namespace) -> Q2Config:
-    """The checked configuration (`options.build_config`, errors naming the flags)."""
+def config_from_args(args: argparse.Namespace, say: Callable[[str], None] = lambda msg: None) -> Q2Config:
+    """The checked configuration with its models provided (`options.build_config`, errors naming
+    the flags; `say` hears that tiny models are being built)."""
     from q2_metric.options import build_config, flag_name
 
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
@@ -64,7 +67,7 @@ def config_from_args(args: argparse.Namespace) -> Q2Config:
     if args.max_question_length is not None:
         opts["max_question_length"] = args.max_question_length
     try:
-        return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny)
+        return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny, say=say)
     except ValueError as err:
         raise Q2InputError(str(err)) from None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 
 def cmd_convert_nli(args: argparse.Namespace) -> int:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from q2_metric.config import Q2Config
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
-from q2_metric.models.tiny import meaningless_note, tiny_hint, tiny_models_dir, tiny_requested
-from q2_metric.validation import Q2InputError
+from q2_metric.models.tiny import meaningless_note, tiny_hint
+from q2_metric.errors import Q2InputError
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 SAMPLE = DATA_DIR / "wow_sample.csv"
@@ -34,35 +34,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
-    args.tiny = tiny_requested(args.tiny)
-    if args.tiny:
-        from q2_metric.models.tiny import ensure_tiny_models
-
-        ensure_tiny_models(say=say)
-        if args.limit is None:
-            args.limit = TINY_ROWS
-        if args.coref and args.coref_model == Q2Config().coref_model:
-            from q2_metric.models.hf_coref import ensure_random_coref_model
-            texts = [r.fields.get(c, "") for r in read_rows(SAMPLE) for c in ("message", "response")]
-            args.coref_model = ensure_random_coref_model(tiny_models_dir() / "coref", texts)
+    config = config_from_args(args, say=say)  # with --tiny (or Q2_TINY=1): the tiny models, built once
+    if config.tiny and args.limit is None:
+        args.limit = TINY_ROWS
     read = read_rows(args.input, encoding=args.encoding)
     for row in read:
         if row.error:
             print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
     rows = [r.fields for r in read if r.error is None]
-    if args.tiny:  # a few of each system and label, in turn
+    if config.tiny:  # a few of each system and label, in turn
         groups_of: dict[tuple[str, str], list[dict]] = {}
         for row in rows:
             groups_of.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(row)
         rows = [r for turn in itertools.zip_longest(*groups_of.values()) for r in turn if r is not None]
     rows = rows[:args.limit]
-    scorer = Q2Scorer(config_from_args(args))
+    scorer = Q2Scorer(config)
     progress = None if quiet else stage_progress("Q²", leave=True)
     with tiny_hint("`make try` (`q2 demo --tiny`)"):
         scorer.check_models()  # a missing model: one sentence, before anything else is printed
     with verbose_loading(args.verbose):
         say(f"Loading the models, then scoring {len(rows)} responses"
-            + (" with tiny random models..." if args.tiny else
+            + (" with tiny random models..." if config.tiny else
                " (on a CPU with the paper's models this takes minutes)..."))
         scorer.load()
         # --coref: the sample's history is its last user message
@@ -96,7 +88,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}")
     print("\nSystem figures:\n" + describe(result.system))
     print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
-    if args.tiny:
+    if config.tiny:
         print("\n" + meaningless_note())
         if args.coref:
             print(f"The coreference model was tiny and random too: the real one is "

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from q2_metric.config import Q2Config
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 

@@ -6,7 +6,7 @@ import argparse
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    from q2_metric.hub.publish import register_evaluate_module
+    from q2_metric.evaluate_registry import register_evaluate_module
 
     path = register_evaluate_module()
     print(f"Registered the Q² evaluate module at {path}; evaluate.load(\"q2\") now finds it "

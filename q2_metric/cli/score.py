@@ -8,7 +8,7 @@ import sys
 
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
 from q2_metric.models.tiny import meaningless_note, tiny_hint
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 
 def _threshold(text: str) -> float:

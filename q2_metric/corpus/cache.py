@@ -13,6 +13,7 @@ from q2_metric.io import locked
 from q2_metric.io.interrupts import uninterruptible
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import config_fingerprint
+from q2_metric.errors import CacheWriteError
 
 
 def pair_key(response: str, knowledge: str, *history: list[str]) -> str:
@@ -30,10 +31,6 @@ def valid_result(result: Any) -> bool:
         return False
     return all(isinstance(q, dict) and isinstance(q.get("status"), str) and "knowledge_answer" in q
                and "knowledge_has_answer" in q for q in result["questions"])
-
-
-class CacheWriteError(OSError):
-    """The cache could not be written (a full disk): the run goes on without it."""
 
 
 class ScoreCache:

@@ -11,12 +11,13 @@ from typing import Any
 
 from q2_metric.io import (Row, check_output_paths, check_table_suffix, commit_outputs, pause_point,
                           read_rows, recover_outputs, table_writer)
-from q2_metric.corpus.cache import CacheWriteError, ScoreCache, cache_key, model_names, pair_key
+from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
+from q2_metric.errors import CacheWriteError
 from q2_metric.io.paths import check_outputs
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.steps.decision import decide, decision_counts
 from q2_metric.steps.question_filter import VALID
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.steps.system_score import SystemScore, system_score
@@ -98,7 +99,7 @@ def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict
     """Each good row's dialogue history from `column`: turns joined by `coref.HISTORY_SEPARATOR`
     (" ||| ") in a text cell, or a list of texts (JSONL, Parquet). A row with another value gets an error."""
     from q2_metric.steps.coref import HISTORY_SEPARATOR, split_history
-    from q2_metric.validation import Q2InputError
+    from q2_metric.errors import Q2InputError
 
     good = [r for r in rows if r.error is None]
     if good and not any(column in r.fields for r in good):
@@ -121,7 +122,7 @@ def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict
 
 def check_score_columns(input_path: str | Path, rows: list[Row], prefix: str) -> None:
     """Refuse an input that already has a column the output writes (it would be overwritten)."""
-    from q2_metric.validation import Q2InputError
+    from q2_metric.errors import Q2InputError
 
     present = {k for row in rows for k in row.fields}
     clash = [f"{prefix}{c}" for c in SCORE_COLUMNS if f"{prefix}{c}" in present]

@@ -34,11 +34,12 @@ from typing import Any, Iterator
 
 from q2_metric.corpus.files import ScoreReport, check_decision_column, prepare_run, write_results
 from q2_metric.scorer import Q2Scorer
+from q2_metric.errors import Q2Error
 
 PART_GLOB = "part-*.parquet"
 
 
-class RayNotInstalled(ImportError):
+class RayNotInstalled(Q2Error, ImportError):
     """Ray (with Ray Data) is missing; the message is one sentence."""
 
 

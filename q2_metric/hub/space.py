@@ -22,6 +22,7 @@ from typing import Any
 from q2_metric.config import Q2Config
 from q2_metric.explain import TABLE_COLUMNS, highlighted_html, question_rows, reason_line
 from q2_metric.progress import stage_label
+from q2_metric.errors import Q2Error
 
 ROOT = Path(__file__).resolve().parents[2]
 CARD_DIR = ROOT / "hub_card"
@@ -37,7 +38,7 @@ EXAMPLE = ("he hosted the joy of painting on pbs",
            "Bob Ross was the creator and host of The Joy of Painting, which aired on PBS.")
 
 
-class SpaceBuildError(RuntimeError):
+class SpaceBuildError(Q2Error, RuntimeError):
     """The Space folder could not be assembled; the message is one sentence."""
 
 
@@ -73,7 +74,7 @@ STATUS_LEGEND = ("Status of each generated question: **valid**: the response, as
 def space_message(err: Exception) -> str:
     """An error as the Space's owner can act on it: the environment variables a Space is set up
     with (`Q2_QG_MODEL`), not the command line's flags; a missing model also points to `Q2_TINY=1`."""
-    from q2_metric.models.loading import ModelNotAvailable
+    from q2_metric.errors import ModelNotAvailable
 
     text = _ENGINE_OPTION.sub(lambda m: f"the Space's variable Q2_{m.group(1).upper()}_MODEL", str(err))
     if isinstance(err, ModelNotAvailable) and "Q2_TINY" not in text:
@@ -95,7 +96,7 @@ def score_or_message(response: str, knowledge: str, scorer: Any, note: str = "",
     """The app's six outputs: `explain`'s five and the message line (`note`, e.g. that tiny models
     make meaningless scores). What stops scoring (a model missing, an input over the limit) leaves
     the five empty and is the message, in one place: gr.Error would mark every output box "Error"."""
-    from q2_metric.models.loading import ModelNotAvailable
+    from q2_metric.errors import ModelNotAvailable
 
     try:
         check_lengths(response, knowledge)
@@ -210,7 +211,8 @@ def check_space_folder(out_dir: str | Path) -> None:
     """The output-path rule for the Space folder: it is not, and does not hold, the package, the
     card's sources or the checkout; it does not lie inside the package or the card's sources (a
     folder inside the checkout is fine: the wheel takes only the package)."""
-    from q2_metric.io.paths import OutputPathError, check_outputs, relation
+    from q2_metric.io.paths import check_outputs, relation
+    from q2_metric.errors import OutputPathError
 
     check_outputs({"the q2_metric package": MODULE_FILE.parent, "the card's sources": CARD_DIR},
                   {"out_dir": out_dir}, folders=["out_dir"])

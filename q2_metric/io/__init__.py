@@ -28,8 +28,7 @@ from q2_metric.io.jsonl import _read_jsonl  # noqa: F401
 from q2_metric.io.parquet import _read_dataset, _read_parquet  # noqa: F401
 from q2_metric.io.writers import (check_output_paths, check_table_suffix, parquet_writer,  # noqa: F401
                                   table_writer, write_table)
-from q2_metric.io.paths import OutputPathError  # noqa: F401
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 
 # -- reading --------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterator
 
 from q2_metric.io.formats import Row, read_text
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 
 def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], list[str] | None]:

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.io.formats import Row, read_text
-from q2_metric.validation import Q2InputError, clean_text
+from q2_metric.validation import clean_text
+from q2_metric.errors import Q2InputError
 
 
 def _read_jsonl(path: Path, encoding: str) -> list[Row]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from q2_metric.io.formats import Row, _too_big, max_input_bytes
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 
 def _read_parquet(path: Path) -> tuple[list[Row], list[str]]:

@@ -14,13 +14,8 @@ import os
 import stat
 from pathlib import Path
 from typing import Iterable, Mapping
+from q2_metric.errors import OutputPathError
 
-from q2_metric.validation import Q2InputError
-
-
-class OutputPathError(Q2InputError):
-    """An output path that cannot be written as asked (it is, holds or lies in an input, or is
-    not a regular file)."""
 
 
 def _forms(path: str | os.PathLike) -> tuple[Path, Path]:

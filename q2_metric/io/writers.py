@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterable, TextIO
 
 from q2_metric.io.commit import atomic_write
 from q2_metric.io.formats import TABLE_SUFFIXES
-from q2_metric.io.paths import OutputPathError, check_outputs, relation
+from q2_metric.io.paths import check_outputs, relation
+from q2_metric.errors import OutputPathError
 
 
 def _same(a: Path, b: Path) -> bool:

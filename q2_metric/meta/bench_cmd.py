@@ -63,7 +63,7 @@ def q2_runner(args: argparse.Namespace, out: Path):
                 spacy_model=args.spacy_model, device=args.device,
                 max_question_length=args.max_question_length)
     try:
-        config = build_config("paper", opts, args.batch_size, spell=flag_name())
+        config = build_config("paper", opts, args.batch_size, spell=flag_name(), tiny=getattr(args, "tiny", None) or None)
     except ValueError as err:
         raise DatasetError(str(err)) from None
     scorer = Q2Scorer(config)
@@ -95,7 +95,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from q2_metric.meta.datasets import load_datasets
     from q2_metric.meta.scores import parse_score_spec, write_template
     from q2_metric.options import json_safe
-    from q2_metric.validation import Q2InputError
+    from q2_metric.errors import Q2InputError
 
     if args.auc_draws is None or args.auc_draws < 1:
         raise Q2InputError(f"--auc-draws/--bootstrap must be at least 1, got {args.auc_draws}.")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 
 class DatasetError(Q2InputError):

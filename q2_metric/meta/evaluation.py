@@ -31,7 +31,7 @@ from q2_metric.meta.baselines import baseline_scores
 from q2_metric.meta.scores import Key, ScoreSpec, read_scores
 from q2_metric.meta.stats import (AUC_DRAWS, classification_report, resample_indices, roc_auc, roc_auc_interval,
                                   system_bootstrap, to_unit_scale)
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 SYSTEMS = ("dodeca", "memnet")

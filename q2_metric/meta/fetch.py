@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 GITHUB_RAW = "https://raw.githubusercontent.com"
 

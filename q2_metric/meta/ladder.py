@@ -155,7 +155,7 @@ def cmd_ladder(args) -> int:
     """`q2 meta-eval --ladder / --control random-knowledge`: print the tables."""
     from q2_metric.meta.evaluation import read_table
     from q2_metric.scorer import Q2Scorer
-    from q2_metric.validation import Q2InputError
+    from q2_metric.errors import Q2InputError
 
     def say(msg: str) -> None:
         print(f"q2 meta-eval: {msg}", file=sys.stderr, flush=True)
@@ -173,7 +173,7 @@ def cmd_ladder(args) -> int:
             if missing:
                 raise Q2InputError(f"{path}: column '{missing[0]}' is missing (row {i}).")
         splits[name] = rows
-    config = _config(args, [r[c] for rows in splits.values() for r in rows for c in ("message", "response", "knowledge")])
+    config = _config(args)
     scorer = Q2Scorer(config)
     scorer.reconfigure(config.replace(coref=True))
     scorer.check_models()  # every model, the coreference one included, before any work
@@ -185,23 +185,16 @@ def cmd_ladder(args) -> int:
         scorer.reconfigure(config)
         print("\nTable 8 (first arXiv version): knowledge from elsewhere, seed", args.seed, "\n")
         print(control_table(run_control(scorer, splits, args.seed, say)))
-    if args.tiny:
+    if config.tiny:
         print("\n" + MEANINGLESS)
     return 0
 
 
-def _config(args, texts: list[str]) -> Q2Config:
-    d = Q2Config()
-    opts = dict(qg_model=args.qg_model or d.qg_model, qa_model=args.qa_model or d.qa_model,
-                nli_model=args.nli_model or d.nli_model, coref_model=args.coref_model or d.coref_model,
-                device=args.device)
-    if args.tiny:
-        from q2_metric.models.hf_coref import ensure_random_coref_model
-        from q2_metric.models.tiny import TINY_QUESTION_LENGTH, ensure_tiny_models, tiny_models_dir
+def _config(args) -> Q2Config:
+    """The ladder's configuration through the one options path; the coreference model is provided
+    too (the +coreference row turns `coref` on), so the models stay loaded across the rows."""
+    from q2_metric.options import build_config, flag_name
 
-        paths = ensure_tiny_models(tiny_models_dir())
-        opts.update(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"],
-                    max_question_length=TINY_QUESTION_LENGTH)
-        if not args.coref_model:
-            opts["coref_model"] = ensure_random_coref_model(tiny_models_dir() / "coref", texts[:2000])
-    return Q2Config(**opts)
+    opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
+                coref_model=args.coref_model, device=args.device, coref=True)
+    return build_config("paper", opts, spell=flag_name(), tiny=args.tiny or None).replace(coref=False)

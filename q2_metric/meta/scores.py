@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 
 Key = tuple[str, str]  # (response, knowledge)
 TEMPLATE_FILE = "meta_eval_template.csv"

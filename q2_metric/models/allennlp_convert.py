@@ -19,13 +19,14 @@ import tarfile
 from pathlib import Path
 
 from q2_metric.models.paper.allennlp_input import ALLENNLP, MARKER
+from q2_metric.errors import Q2Error
 
 EMBEDDER = "_text_field_embedder.token_embedder_tokens.transformer_model."
 FEEDFORWARD = "_feedforward._linear_layers.0."
 CLASSIFIER = "_classification_layer."
 
 
-class ArchiveError(ValueError):
+class ArchiveError(Q2Error, ValueError):
     """The archive is not an AllenNLP RoBERTa classifier this converter understands."""
 
 

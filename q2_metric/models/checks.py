@@ -19,29 +19,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
+from q2_metric.errors import DeviceNotAvailable, ModelCheckError, ModelMissing, ModelNotAvailable
 
-from q2_metric.models.loading import ModelNotAvailable
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "spiece.model", "vocab.txt", "vocab.json",
                    "sentencepiece.bpe.model")
-
-
-class ModelCheckError(ModelNotAvailable):
-    """A model exists but cannot serve its role (no weights, wrong kind, unusable labels)."""
-
-
-class ModelMissing(ModelNotAvailable):
-    """A Hub model that is neither in the cache nor downloadable now (`why`: the reason)."""
-
-    def __init__(self, message: str, model_id: str, role: str, why: str) -> None:
-        super().__init__(message)
-        self.model_id, self.role, self.why = model_id, role, why
-
-
-class DeviceNotAvailable(RuntimeError):
-    """The device asked for cannot be used here."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from typing import Iterator, Sequence
 from q2_metric.config import Q2Config
 from q2_metric.steps.coref import Clusters
 from q2_metric.models.checks import ModelIdentity, check_model
-from q2_metric.models.loading import ModelNotAvailable, _is_cached, _offline, _quiet, resolve_device
+from q2_metric.models.loading import _is_cached, _offline, _quiet, resolve_device
+from q2_metric.errors import ModelNotAvailable
 
 INSTALL = "pip install fastcoref --no-deps (or pip install \"q2-metric[coref]\")"
 

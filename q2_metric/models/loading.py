@@ -15,10 +15,6 @@ if TYPE_CHECKING:  # torch is imported when a model is needed, so that `q2 --hel
     import torch
 
 
-class ModelNotAvailable(RuntimeError):
-    """A model could not be found locally and could not be downloaded. The message is one sentence."""
-
-
 def resolve_device(device: str) -> torch.device:
     """`auto` -> CUDA when present, else CPU."""
     import torch

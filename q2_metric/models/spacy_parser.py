@@ -7,7 +7,7 @@ from typing import Sequence
 
 from q2_metric.components import ParsedText
 from q2_metric.config import DEFAULT_SPACY_MODELS, Q2Config
-from q2_metric.models.loading import ModelNotAvailable
+from q2_metric.errors import ModelNotAvailable
 
 
 def default_spacy_model() -> str:

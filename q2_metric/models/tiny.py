@@ -19,12 +19,14 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator
 
 # Random weights never end a question early: questions are capped at this many tokens.
 TINY_QUESTION_LENGTH = 16
 MARKER = "q2_tiny_random"
 ROLES = ("qg", "qa", "nli")
+COREF = "coref"  # the F-Coref model of `coref=True`, built only when asked for
+LOCK_FILE = ".lock"
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "wow_sample.csv"
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -43,39 +45,71 @@ def tiny_models_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "q2-metric" / "tiny-models"
 
 
-def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = lambda msg: None) -> dict[str, str]:
-    """The qg/, qa/ and nli/ tiny random models in `folder` (default `tiny_models_dir()`), built
-    once and reused; each is built aside and renamed into place (never half-built). Nothing else in
-    the folder is touched, and a qg/, qa/ or nli/ there that this package did not build is refused."""
-    import shutil
-    import tempfile
-
+def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = lambda msg: None, *,
+                       coref: bool = False) -> dict[str, str]:
+    """The qg/, qa/ and nli/ tiny random models (and coref/ with `coref=True`) in `folder` (default
+    `tiny_models_dir()`), built once and reused: role -> folder. Runs building at the same time
+    wait for each other (a lock file in the folder); each model is built aside and renamed into
+    place (never half-built). Nothing else in the folder is touched, and a model folder there that
+    this package did not build is refused."""
     folder = Path(folder) if folder is not None else tiny_models_dir()
-    paths = {role: str(folder / role) for role in ROLES}
-    if all(_is_tiny(folder / role) for role in ROLES):
+    roles = ROLES + (COREF,) * coref
+    paths = {role: str(folder / role) for role in roles}
+    if all(_is_tiny(folder / role) for role in roles):
         return paths
-    from q2_metric.io import read_rows
-    from q2_metric.models.loading import _quiet
-    from q2_metric.models.random_models import build_random_models
-    from q2_metric.validation import Q2InputError
+    from q2_metric.errors import Q2InputError
 
-    foreign = [folder / role for role in ROLES if (folder / role).exists() and not _is_tiny(folder / role)]
+    foreign = [folder / role for role in roles if (folder / role).exists() and not _is_tiny(folder / role)]
     if foreign or (folder.exists() and not folder.is_dir()):
         raise Q2InputError(f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
                            "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder.")
-    say(f"Building small random models into {folder} (once, a few seconds)...")
-    rows = [r.fields for r in read_rows(SAMPLE) if r.error is None]
     folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder / LOCK_FILE):
+        missing = [role for role in roles if not _is_tiny(folder / role)]  # another run may have built them
+        if missing:
+            say(f"Building small random models into {folder} (once, a few seconds)...")
+            _build(folder, [role for role in missing if role != COREF], coref=COREF in missing)
+    return paths
+
+
+def _build(folder: Path, roles: list[str], coref: bool) -> None:
+    import shutil
+    import tempfile
+
+    from q2_metric.io import read_rows
+    from q2_metric.models.loading import _quiet
+
+    rows = [r.fields for r in read_rows(SAMPLE) if r.error is None]
+    texts = [r["response"] for r in rows] + [r["knowledge"] for r in rows]
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tiny-") as tmp, _quiet():
-        build_random_models(tmp, [r["response"] for r in rows] + [r["knowledge"] for r in rows], size="tiny")
-        for role in ROLES:  # the mark the signature reads, then into place: only our own earlier copy is replaced
+        if roles:
+            from q2_metric.models.random_models import build_random_models
+
+            build_random_models(tmp, texts, size="tiny")
+        if coref:
+            from q2_metric.models.hf_coref import build_random_coref_model
+
+            build_random_coref_model(Path(tmp, COREF), texts)
+        for role in roles + [COREF] * coref:  # the mark the signature reads, then into place
             config_file = Path(tmp, role, "config.json")
             config = json.loads(config_file.read_text(encoding="utf-8"))
             config_file.write_text(json.dumps({**config, MARKER: True}, indent=2), encoding="utf-8")
-            if _is_tiny(folder / role):
+            if _is_tiny(folder / role):  # only our own earlier copy is replaced
                 shutil.rmtree(folder / role)
             os.replace(Path(tmp, role), folder / role)
-    return paths
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` (created if needed), held for the block."""
+    import fcntl
+
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _is_tiny(path: Path) -> bool:
@@ -88,20 +122,6 @@ def _is_tiny(path: Path) -> bool:
 def uses_tiny(config: Any) -> bool:
     """Whether any model of `config` (a `Q2Config`) is one of these tiny random models."""
     return any(_is_tiny(Path(str(getattr(config, f"{role}_model")))) for role in ROLES)
-
-
-def tiny_options(options: Mapping[str, Any] | None = None, say: Callable[[str], None] = lambda msg: None
-                 ) -> dict[str, Any]:
-    """`options` with the tiny models as qg/qa/nli models and questions capped at
-    `TINY_QUESTION_LENGTH` tokens, unless the options name them."""
-    paths = ensure_tiny_models(say=say)
-    out = dict(options or {})
-    for role in ROLES:
-        if out.get(f"{role}_model") is None:
-            out[f"{role}_model"] = paths[role]
-    if out.get("max_question_length") is None:
-        out["max_question_length"] = TINY_QUESTION_LENGTH
-    return out
 
 
 def meaningless_note() -> str:
@@ -117,7 +137,7 @@ def meaningless_note() -> str:
 @contextlib.contextmanager
 def tiny_hint(how: str):
     """A model missing: its message ends by pointing to the tiny models (`how`: the front-end's switch)."""
-    from q2_metric.models.loading import ModelNotAvailable
+    from q2_metric.errors import ModelNotAvailable
 
     try:
         yield

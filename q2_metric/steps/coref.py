@@ -199,7 +199,7 @@ def split_history(cell: str, separator: str = HISTORY_SEPARATOR) -> list[str]:
 def check_histories(histories: Sequence[Sequence[str]] | None, count: int,
                     field_name: str = "histories") -> list[list[str]]:
     """One list of turns per response (None: no history for any), checked before any model work."""
-    from q2_metric.validation import Q2InputError
+    from q2_metric.errors import Q2InputError
 
     if histories is None:
         return [[] for _ in range(count)]

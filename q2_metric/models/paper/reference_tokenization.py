@@ -24,12 +24,10 @@ models' are), else None: such models keep transformers' own tokenization (`tok:h
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Sequence
 
 from q2_metric.models.loading import model_file_finder, read_checkpoint_tensor, read_model_json

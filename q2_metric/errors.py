@@ -1,0 +1,60 @@
+"""Every error a user of Q² can see, under one root: `Q2Error`. Its message is one sentence.
+
+Front-ends catch `Q2Error` (the command line prints `q2: <message>` and exits 2); each class also
+keeps the built-in base a caller may already catch (`ValueError`, `RuntimeError`, `OSError`).
+
+>>> issubclass(OutputPathError, Q2Error) and issubclass(OutputPathError, ValueError)
+True
+"""
+
+from __future__ import annotations
+
+
+class Q2Error(Exception):
+    """The root of every error of this package that a user can see."""
+
+
+class Q2InputError(Q2Error, ValueError):
+    """Bad input to the scorer or a front-end; the message names the item (row) and the field."""
+
+
+class OutputPathError(Q2InputError):
+    """An output path that cannot be written as asked (it is, holds or lies in something the run
+    reads, or is not a regular file)."""
+
+
+class Q2OptionError(Q2Error, ValueError):
+    """A bad option name or value; the message is one sentence naming the option as the front-end
+    spells it. `reason` is the part after the value (what to use instead)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
+
+
+class ModelNotAvailable(Q2Error, RuntimeError):
+    """A model could not be found locally and could not be downloaded."""
+
+
+class ModelCheckError(ModelNotAvailable):
+    """A model exists but cannot serve its role (no weights, wrong kind, unusable labels)."""
+
+
+class ModelMissing(ModelNotAvailable):
+    """A Hub model that is neither in the cache nor downloadable now (`why`: the reason)."""
+
+    def __init__(self, message: str, model_id: str, role: str, why: str) -> None:
+        super().__init__(message)
+        self.model_id, self.role, self.why = model_id, role, why
+
+
+class DeviceNotAvailable(Q2Error, RuntimeError):
+    """The device asked for cannot be used here."""
+
+
+class CacheWriteError(Q2Error, OSError):
+    """The score cache could not be written (a full disk): the run goes on without it."""
+
+
+__all__ = ["Q2Error", "Q2InputError", "OutputPathError", "Q2OptionError", "ModelNotAvailable",
+           "ModelCheckError", "ModelMissing", "DeviceNotAvailable", "CacheWriteError"]

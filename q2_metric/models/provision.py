@@ -1,0 +1,39 @@
+"""Where every model comes from: the one place that turns a `Q2Config` into concrete models.
+
+The paper's models (or the ones a user names) are Hub ids or local folders that `from_pretrained`
+reads; `tiny=True` puts this package's tiny random models (`q2_metric.models.tiny`, built once
+under a lock, the coreference model included when `coref=True`) in place of every model left at
+its default. Every front-end reaches it through `q2_metric.options.build_config` or `Q2Scorer`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from q2_metric.config import Q2Config
+from q2_metric.models.tiny import COREF, ROLES, TINY_QUESTION_LENGTH, ensure_tiny_models
+
+
+def provide_models(config: Q2Config, say: Callable[[str], None] = lambda msg: None) -> Q2Config:
+    """`config` with its models provided: unchanged unless `config.tiny`; then the tiny random
+    models replace the qg/qa/nli (and, with `coref`, the coreference) models left at their
+    defaults, and questions are capped at `TINY_QUESTION_LENGTH` tokens unless another cap is set.
+    Idempotent: a provided config comes back as it is.
+
+    >>> Q2Config(tiny=False).qg_model == provide_models(Q2Config(tiny=False)).qg_model
+    True
+    """
+    if not config.tiny:
+        return config
+    defaults = Q2Config(tiny=False)
+    roles = [role for role in ROLES if getattr(config, f"{role}_model") == getattr(defaults, f"{role}_model")]
+    tiny_coref = config.coref and config.coref_model == defaults.coref_model
+    if tiny_coref:
+        roles.append(COREF)
+    if not roles:
+        return config
+    paths = ensure_tiny_models(say=say, coref=tiny_coref)
+    changes = {f"{role}_model": paths[role] for role in roles}
+    if config.max_question_length == defaults.max_question_length:
+        changes["max_question_length"] = TINY_QUESTION_LENGTH
+    return config.replace(**changes)

@@ -1,0 +1,3 @@
+"""The package version (read by setup.cfg and `q2 --version`)."""
+
+__version__ = "0.4.0"
