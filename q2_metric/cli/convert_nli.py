@@ -11,11 +11,10 @@ from q2_metric.errors import Q2InputError
 def cmd_convert_nli(args: argparse.Namespace) -> int:
     from q2_metric.models.allennlp_convert import ArchiveError, convert_archive
 
-    from q2_metric.io.paths import check_outputs
+    from q2_metric.io.paths import check_run
 
     local_base = args.base_model if args.base_model and os.path.exists(args.base_model) else None
-    check_outputs({"archive": args.archive, "--base-model": local_base}, {"out_dir": args.out_dir},
-                  folders=["out_dir"])
+    check_run({"archive": args.archive, "--base-model": local_base}, {"out_dir": args.out_dir}, folders=["out_dir"])
     try:
         out = convert_archive(args.archive, args.out_dir, base_model=args.base_model)
     except ArchiveError as err:

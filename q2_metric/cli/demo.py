@@ -61,7 +61,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         turns = {"histories": [[r["message"]] if r.get("message") else [] for r in rows]} if args.coref else {}
         result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress,
                               **turns)
-    from q2_metric.steps.system_score import describe, figure
+    from q2_metric.steps.system_score import figure, figures_text
 
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
@@ -86,7 +86,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"  - {t.candidate!r}: {t.question!r} -> knowledge: "
                   f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
                   f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}")
-    print("\nSystem figures:\n" + describe(result.system))
+    print("\nSystem figures:\n" + figures_text(result.system))
     print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
     if config.tiny:
         print("\n" + meaningless_note())

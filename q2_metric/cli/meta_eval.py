@@ -28,7 +28,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     if args.ladder or args.control:  # Table 7 / Table 8 of the first arXiv version
         from q2_metric.meta.ladder import cmd_ladder
         return cmd_ladder(args)
-    from q2_metric.io.paths import check_outputs
+    from q2_metric.io.paths import check_run
 
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
     # the inputs are the files read (the output folder may be --annotated-dir or lie in it) and the
@@ -42,11 +42,11 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     if args.write_template:
         from q2_metric.meta.scores import TEMPLATE_FILE
 
-        check_outputs(inputs, {"--write-template": os.path.join(args.write_template, TEMPLATE_FILE)})
+        check_run(inputs, {"--write-template": os.path.join(args.write_template, TEMPLATE_FILE)})
     else:
-        check_outputs({"--nli-model": inputs.get("--nli-model")}, {"--out-dir": args.out_dir}, folders=["--out-dir"])
-        check_outputs(inputs, {f"--out-dir ({name})": os.path.join(args.out_dir, name)
-                               for name in ("meta_eval.json", "meta_eval.md", "meta_eval.tex")})
+        check_run({"--nli-model": inputs.get("--nli-model")}, {"--out-dir": args.out_dir}, folders=["--out-dir"])
+        check_run(inputs, {f"--out-dir ({name})": os.path.join(args.out_dir, name)
+                           for name in ("meta_eval.json", "meta_eval.md", "meta_eval.tex")})
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
     if args.write_template:
         keys, _, records = data.template()

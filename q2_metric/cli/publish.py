@@ -18,10 +18,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
     import yaml
 
     from q2_metric.hub import publish as hub
-    from q2_metric.io.paths import check_outputs
+    from q2_metric.io.paths import check_run
 
     if args.card and not args.dry_run:
-        check_outputs({"--results": args.results}, {"--card": args.card})
+        check_run({"--results": args.results}, {"--card": args.card})
     results = hub.load_results(args.results)
     dataset = dict(dataset_name=args.dataset_name, dataset_type=args.dataset_type,
                    dataset_split=args.split, dataset_config=args.dataset_config)

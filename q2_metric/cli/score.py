@@ -55,7 +55,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 2
     from q2_metric.corpus.files import summary_dict
     from q2_metric.models.loading import verbose_loading
-    from q2_metric.steps.system_score import describe, figure
+    from q2_metric.steps.system_score import figure, figures_text
 
     if args.ray is not None:
         extra["verbose"] = args.verbose
@@ -87,7 +87,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             d = report.decisions
             print(f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
                   f"{d['num_inconsistent']} inconsistent (consistent iff Q2 >= threshold)")
-        print(f"{describe(s)}\n{_signature_text(report.signature, args.short)}")
+        print(f"{figures_text(s)}\n{_signature_text(report.signature, args.short)}")
         if "tiny-random-" in report.signature:
             print(meaningless_note())
     return 3 if report.num_bad else 0

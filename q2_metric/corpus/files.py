@@ -13,7 +13,6 @@ from q2_metric.io import (Row, check_output_paths, check_table_suffix, commit_ou
                           read_rows, recover_outputs, table_writer)
 from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
 from q2_metric.errors import CacheWriteError
-from q2_metric.io.paths import check_outputs
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.steps.decision import decide, decision_counts
 from q2_metric.steps.question_filter import VALID
@@ -71,14 +70,13 @@ def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str
                 allow_empty: bool = False, multiline: bool = True, prefix: str = "",
                 cache_dir: str | Path | None = None, history_col: str | None = None) -> ScoreRun:
     """Every check that can fail before model work: output paths (`outputs`: flag -> path) and the
-    cache folder against the input (`paths.check_outputs`), the input (encoding, columns, at least
+    cache folder against the input and the model folders (`paths.check_run`), the input (encoding, columns, at least
     one row, no column the output writes), every model and the device."""
-    check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p})
+    check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p}, config=scorer.config,
+                       folders={"--cache-dir": cache_dir})
     for flag in ("-o/--output", "--steps"):
         if outputs.get(flag):
             check_table_suffix(outputs[flag], flag)
-    if cache_dir:
-        check_outputs({"input": input_path}, {"--cache-dir": cache_dir}, folders=["--cache-dir"])
     recover_outputs([p for p in outputs.values() if p])
     rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
                      multiline=multiline)
@@ -162,8 +160,8 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     chunks = chunked(todo, chunk_size)
     bar, stages = None, None
     if progress and chunks:
-        from q2_metric.progress import Counter, stage_progress
-        bar = Counter(len(todo), "Q² responses", "resp", position=0)
+        from q2_metric.progress import ResponseCounter, stage_progress
+        bar = ResponseCounter(len(todo), "Q² responses", "resp", position=0)
         stages = stage_progress("Q²", leave=False, position=1)
     profiles = []
     for n, chunk in enumerate(chunks, 1):

@@ -211,11 +211,11 @@ def check_space_folder(out_dir: str | Path) -> None:
     """The output-path rule for the Space folder: it is not, and does not hold, the package, the
     card's sources or the checkout; it does not lie inside the package or the card's sources (a
     folder inside the checkout is fine: the wheel takes only the package)."""
-    from q2_metric.io.paths import check_outputs, relation
     from q2_metric.errors import OutputPathError
+    from q2_metric.io.paths import check_run, relation
 
-    check_outputs({"the q2_metric package": MODULE_FILE.parent, "the card's sources": CARD_DIR},
-                  {"out_dir": out_dir}, folders=["out_dir"])
+    check_run({"the q2_metric package": MODULE_FILE.parent, "the card's sources": CARD_DIR},
+              {"out_dir": out_dir}, folders=["out_dir"])
     if relation(out_dir, ROOT) in ("is", "contains"):
         raise OutputPathError(f"The output '{out_dir}' (out_dir) {relation(out_dir, ROOT)} the source checkout "
                               f"'{ROOT}'; write the Space to a folder of its own.")

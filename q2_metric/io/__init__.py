@@ -26,6 +26,7 @@ from q2_metric.io.formats import (MAX_INPUT_BYTES, TABLE_SUFFIXES, Row, input_fo
                                   max_input_bytes, read_text)
 from q2_metric.io.jsonl import _read_jsonl  # noqa: F401
 from q2_metric.io.parquet import _read_dataset, _read_parquet  # noqa: F401
+from q2_metric.io.tsv import _read_tsv
 from q2_metric.io.writers import (check_output_paths, check_table_suffix, parquet_writer,  # noqa: F401
                                   table_writer, write_table)
 from q2_metric.errors import Q2InputError
@@ -83,8 +84,14 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
 
 
 def read_table(path: str | Path, encoding: str = "utf-8", multiline: bool = True) -> tuple[list[Row], list[str] | None]:
-    """The rows of a CSV, JSONL or Parquet file or a datasets folder, its format told by the content
-    (`input_format`), and its columns (None for JSONL, whose objects each have their own keys)."""
+    """The rows of a CSV, TSV, JSONL or Parquet file or a datasets folder, its format told by the
+    content (`input_format`), and its columns (None for JSONL, whose objects each have their own
+    keys). The one reader of every table: each front-end reads through it or `read_rows`.
+
+    Raises:
+        Q2InputError: the whole input cannot be read (missing, too large, compressed, undecodable,
+            a bad header); a bad row gets its `error` instead and the rest is read on.
+    """
     path = Path(path)
     kind = input_format(path)
     if kind == "parquet":
@@ -93,6 +100,8 @@ def read_table(path: str | Path, encoding: str = "utf-8", multiline: bool = True
         return _read_dataset(path)
     if kind == "jsonl":
         return _read_jsonl(path, encoding), None
+    if kind == "tsv":
+        return _read_tsv(path, encoding)
     return _read_csv(path, encoding, multiline)
 
 

@@ -51,10 +51,13 @@ def _too_big(path: Path, size: int, what: str) -> Q2InputError:
 
 
 def input_format(path: Path) -> str:
-    """`parquet`, `dataset` (a save_to_disk folder), `jsonl` or `csv`: by the content where it tells
+    """`parquet`, `dataset` (a save_to_disk folder), `jsonl`, `tsv` or `csv`: by the content where it tells
     (Parquet's magic bytes, a first line that is a JSON object), else by the extension, in any case.
     A compressed file or an archive is refused, saying what it is."""
     if path.is_dir():
+        size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        if size > max_input_bytes():  # Arrow and Parquet files: about their decoded size, or less
+            raise _too_big(path, size, "a folder of")
         return "parquet" if any(path.glob("*.parquet")) else "dataset"
     with open(path, "rb") as f:
         head = f.read(4096)
@@ -71,6 +74,8 @@ def input_format(path: Path) -> str:
         return "jsonl"
     if suffix == ".parquet":
         return "parquet"  # not Parquet's magic: the reader says the file is damaged
+    if suffix == ".tsv":
+        return "tsv"
     first = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if suffix != ".csv" and first.startswith(b"{"):
         return "jsonl"  # no (or another) extension, but JSON objects

@@ -34,7 +34,9 @@ def _check_parquet_size(path: Path) -> None:
     for file in files:
         try:
             pf = pq.ParquetFile(file)
-            pf = pq.ParquetFile(file, read_dictionary=pf.schema_arrow.names)
+            # text columns read still dictionary-encoded; nested ones (lists, structs) as they are
+            flat = [f.name for f in pf.schema_arrow if _is_text(f.type)]
+            pf = pq.ParquetFile(file, read_dictionary=flat)
         except (OSError, ValueError) as err:
             raise Q2InputError(f"The input '{file}' cannot be read as Parquet "
                                f"({str(err).splitlines()[0]}).") from None
@@ -48,8 +50,7 @@ def _check_parquet_size(path: Path) -> None:
                 for chunk in column.chunks:
                     if pa.types.is_dictionary(chunk.type):
                         values = chunk.dictionary
-                        if pa.types.is_string(values.type) or pa.types.is_binary(values.type) or \
-                                pa.types.is_large_string(values.type):
+                        if _is_text(values.type):
                             lengths = pc.binary_length(values).take(chunk.indices.fill_null(0))
                             total += int(pc.sum(lengths).as_py() or 0) + 8 * len(chunk)
                         else:
@@ -58,6 +59,13 @@ def _check_parquet_size(path: Path) -> None:
                         total += chunk.nbytes
                 if total > limit:
                     raise _too_big(path, total, "a Parquet table of at least")
+
+
+def _is_text(kind) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or \
+        pa.types.is_large_binary(kind)
 
 
 def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:

@@ -1,5 +1,7 @@
-"""The output-path rule every front-end applies before any model work: no output may be, contain
-or lie inside an input, and no output replaces anything but a regular file.
+"""The one output-path guard every front-end calls before any work (`check_run`): no output may
+be, contain or lie inside anything the run reads (its data, every local model folder, the
+tiny-model folder, the Hugging Face cache), two outputs may not collide, and no output replaces
+anything but a regular file.
 
 Paths are compared twice: as written (absolute, `..` folded, no link followed) and as the file
 system resolves them (every link followed), so that neither a link to the input nor a link
@@ -13,9 +15,16 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
+
 from q2_metric.errors import OutputPathError
 
+if TYPE_CHECKING:
+    from q2_metric.config import Q2Config
+
+PathMap = Mapping[str, "str | os.PathLike | None"]
+# The options of a `Q2Config` that may name a local model folder.
+MODEL_FIELDS = ("qg_model", "qa_model", "nli_model", "spacy_model", "coref_model")
 
 
 def _forms(path: str | os.PathLike) -> tuple[Path, Path]:
@@ -110,6 +119,62 @@ def check_outputs(inputs: Mapping[str, str | os.PathLike | None] | Iterable[tupl
         elif os.path.lexists(out) and (os.path.islink(out) or not os.path.isdir(out)):
             what = "a symbolic link" if os.path.islink(out) else "not a folder"
             raise OutputPathError(f"The output folder '{out}' ({flag}) is {what}; name a folder.")
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face cache of downloaded models (HF_HUB_CACHE, else $HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub), found as huggingface_hub finds it, without importing it."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+TINY_FOLDER = "the tiny-model folder, Q2_TINY_MODELS"
+
+
+def protected_reads(config: Q2Config | None = None) -> dict[str, str]:
+    """What every run reads besides its data (description -> path): each local model folder of
+    `config`, the tiny-model folder and the Hugging Face cache."""
+    from q2_metric.config import tiny_models_dir
+
+    reads = {}
+    for name in MODEL_FIELDS if config is not None else ():
+        value = getattr(config, name, None)
+        if isinstance(value, str) and value and os.path.isdir(os.path.expanduser(value)):
+            reads[f"the {name} folder"] = value
+    reads[TINY_FOLDER] = str(tiny_models_dir())
+    reads["the Hugging Face cache"] = str(hub_cache_dir())
+    return reads
+
+
+def check_run(reads: PathMap, writes: PathMap, *, config: Q2Config | None = None,
+              folders: Iterable[str] = (), builds_tiny_models: bool = False) -> None:
+    """The one guard of a run's paths, called by every front-end before any work.
+
+    Args:
+        reads: what the run reads (its name as the user gave it, e.g. `input` or `--dataset`
+            -> path). The model folders of `config`, the tiny-model folder and the Hugging Face
+            cache are added here; an output may not be or lie inside them.
+        writes: what the run writes (flag -> path); None entries are skipped.
+        config: the run's configuration, whose local model folders are read.
+        folders: the names in `writes` that are folders the run writes into.
+        builds_tiny_models: the run writes the tiny-model folder (`models.tiny`'s builder).
+
+    Raises:
+        OutputPathError: one sentence naming both paths, when an output is, contains or lies inside
+            something read, two outputs collide, or an existing output is not a regular file.
+    """
+    check_outputs(reads, writes, folders=folders)
+    outs = [(n, p) for n, p in writes.items() if p]
+    for name, folder in protected_reads(config).items():
+        if builds_tiny_models and name == TINY_FOLDER:
+            continue
+        for flag, out in outs:
+            how = relation(out, folder)
+            if how in ("is", "lies inside"):  # (an output folder may hold them: it writes only its own files)
+                raise OutputPathError(f"The output '{out}' ({flag}) {how} {name} '{folder}'; write the output "
+                                      "somewhere else, so that it is kept as it is.")
 
 
 def move_into(source: str | os.PathLike, out_dir: str | os.PathLike) -> None:

@@ -6,12 +6,15 @@ import csv
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TextIO
 
 from q2_metric.io.commit import atomic_write
 from q2_metric.io.formats import TABLE_SUFFIXES
-from q2_metric.io.paths import check_outputs, relation
+from q2_metric.io.paths import check_run, relation
 from q2_metric.errors import OutputPathError
+
+if TYPE_CHECKING:
+    from q2_metric.config import Q2Config
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -24,11 +27,12 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | Path],
-                       inputs: dict[str, str | Path | None] | None = None) -> None:
+                       inputs: dict[str, str | Path | None] | None = None, *, config: Q2Config | None = None,
+                       folders: dict[str, str | Path | None] | None = None) -> None:
     """Raise `OutputPathError` unless every output (by its flag) is a writable file path that is
     neither the input nor another output, does not contain or lie inside an input (the input file
     or folder, and any of `inputs`: name -> path), and is a regular file where it exists (never a
-    link, a device or a pipe; see `paths.check_outputs`); run before any work."""
+    link, a device or a pipe; see `paths.check_run`); run before any work."""
     named = [(flag, Path(p)) for flag, p in outputs.items()]
     for i, (flag, path) in enumerate(named):
         onto_input = input_path is not None and Path(input_path).is_dir() and \
@@ -54,7 +58,8 @@ def check_output_paths(input_path: str | Path | None, outputs: dict[str, str | P
         if not os.access(folder, os.W_OK | os.X_OK):
             raise OutputPathError(f"The folder '{folder}' of the output path '{path}' ({flag}) is not "
                                   "writable; choose another path.")
-    check_outputs({"input": input_path, **(inputs or {})}, outputs)
+    writes = {**outputs, **{flag: p for flag, p in (folders or {}).items() if p}}
+    check_run({"input": input_path, **(inputs or {})}, writes, config=config, folders=list(folders or {}))
 
 
 def check_table_suffix(path: str | Path, flag: str = "-o/--output") -> None:
@@ -81,9 +86,14 @@ def table_writer(path: str | Path, records: Iterable[dict[str, Any]],
     def write_csv(f: TextIO) -> None:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(records)
+        writer.writerows({k: _csv_cell(v) for k, v in r.items()} for r in records)
 
     return write_csv
+
+
+def _csv_cell(value: Any) -> Any:
+    """A nested value (a Parquet or JSONL list or struct) in a CSV cell: as JSON, which reads back."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
 
 
 def write_table(path: str | Path, records: Iterable[dict[str, Any]], columns: list[str]) -> None:

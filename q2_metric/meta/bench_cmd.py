@@ -4,6 +4,7 @@ through the normal file scorer, the outputs). The computation is `meta_benchmark
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 from pathlib import Path
@@ -41,14 +42,20 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
     g.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS", help="score Q² on Ray Data")
 
 
-def _check_paths(out: Path, inputs: list[Path]) -> None:
-    """The output folder is neither an input, nor inside one, nor holding one (`paths.check_outputs`),
-    and every file written there is a regular file or new."""
-    from q2_metric.io.paths import check_outputs, check_regular_target
+def _check_paths(args: argparse.Namespace, inputs: list[Path], writes: dict[str, Path | None]) -> None:
+    """The one output-path guard (`paths.check_run`): the output folder and the score cache are
+    neither an input, nor inside one (a dataset, a score file, a model folder), nor holding one, and
+    every file written into the output folder is a regular file or new."""
+    from q2_metric.io.paths import check_regular_target, check_run
 
-    check_outputs({f"--dataset/--scores {p}": p for p in inputs}, {"--out-dir": out}, folders=["--out-dir"])
-    for name in OUTPUTS:
-        check_regular_target(out / name, "--out-dir")
+    reads = {f"--dataset/--scores {p}": p for p in inputs}
+    reads.update({f"--{name.replace('_', '-')}": getattr(args, name, None) for name in
+                  ("qg_model", "qa_model", "nli_model", "spacy_model")})
+    check_run({k: v for k, v in reads.items() if v and os.path.exists(v)}, writes,
+              folders=[name for name in writes if name != "--write-template"])
+    if "--out-dir" in writes:
+        for name in OUTPUTS:
+            check_regular_target(writes["--out-dir"] / name, "--out-dir")
 
 
 def q2_runner(args: argparse.Namespace, out: Path):
@@ -103,13 +110,17 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     datasets = load_datasets(args.dataset, mapping)
     calibration = parse_calibrate(args.calibrate, [d.name for d in datasets])
     if args.write_template:
+        from q2_metric.meta.scores import TEMPLATE_FILE
+
+        _check_paths(args, [Path(d.path) for d in datasets], {"--write-template": Path(args.write_template) / TEMPLATE_FILE})
         keys, _ = distinct_pairs(datasets)
         path = write_template(args.write_template, [{"response": r, "knowledge": k, "message": ""} for r, k in keys])
         print(f"Wrote {len(keys)} rows (one per distinct response/knowledge pair of the datasets) to {path}.")
         return 0
     extra = [parse_score_spec(text) for text in args.scores]
     out = Path(args.out_dir)
-    _check_paths(out, [Path(d.path) for d in datasets] + [s.path for s in extra])
+    cache = None if args.no_cache or args.baselines_only else Path(args.cache_dir)
+    _check_paths(args, [Path(d.path) for d in datasets] + [s.path for s in extra], {"--out-dir": out, "--cache-dir": cache})
     q2, nli = None, None
     if not args.baselines_only:
         q2, scorer = q2_runner(args, out)

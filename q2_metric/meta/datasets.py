@@ -19,7 +19,6 @@ collected first and reported as one sentence each.
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,19 +113,6 @@ def _read(path: Path) -> tuple[list[dict], list[str], list[str]]:
     """(rows as dicts, columns, problems of unreadable rows)."""
     from q2_metric import io
 
-    if path.suffix == ".tsv":
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-            header = next(reader, [])
-            rows, problems = [], []
-            for i, fields in enumerate(reader, 1):
-                if not fields:
-                    continue
-                if len(fields) != len(header):
-                    problems.append(f"row {i} (line {reader.line_num}) has {len(fields)} fields, the header "
-                                    f"{len(header)}")
-                rows.append(dict(zip(header, fields)))
-        return rows, header, problems
     raw, columns = io.read_table(path)
     return [r.fields for r in raw], io.table_columns(raw, columns), [r.error for r in raw if r.error]
 
@@ -198,15 +184,17 @@ def load_dataset(name: str, path: Path, mapping: Mapping = Mapping()) -> tuple[D
 
 def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list[str]]:
     """The paper's annotated set: its 600 split responses (the split's name is the label)."""
-    from q2_metric.meta.evaluation import SPLITS
+    from q2_metric.meta.evaluation import MetaEvalInputError, SPLITS, read_split
 
     ds = Dataset(name, str(path), "q2-wow", "consistent iff the split file is *_consistent.csv")
     for s in SPLITS:
         file = path / f"{s}.csv"
         if not file.is_file():
             return None, [f"{head}: a folder must be the paper's annotated set, but {s}.csv is not in it."]
-        with open(file, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
+        try:
+            rows = read_split(file)
+        except MetaEvalInputError as err:
+            return None, [f"{head}: {err}"]
         missing = [c for c in ("response", "knowledge") if rows and c not in rows[0]]
         if missing:
             return None, [f"{head}: {file.name} has no column '{missing[0]}'."]

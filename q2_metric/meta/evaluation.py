@@ -19,7 +19,6 @@ missing or partly empty score column, a non-numeric or out-of-range score, or a 
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,13 +42,19 @@ class MetaEvalInputError(Q2InputError):
 
 
 # -- inputs ------------------------------------------------------------------------------------
-def read_table(path: str | Path) -> list[dict]:
-    """Rows of a CSV file (one sentence when it is missing or cannot be read)."""
+def read_split(path: str | Path) -> list[dict]:
+    """The rows of an annotated split or score file, read by the one table reader (`io.read_table`);
+    one sentence when it is missing or a row cannot be read."""
+    from q2_metric import io
+
     path = Path(path)
     if not path.is_file():
         raise MetaEvalInputError(f"{path}: no such file.")
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    rows, _ = io.read_table(path)
+    bad = next((r for r in rows if r.error), None)
+    if bad is not None:
+        raise MetaEvalInputError(f"{path}: {bad.error}.")
+    return [r.fields for r in rows]
 
 
 def numeric_column(rows: Sequence[dict], column: str, source: str,
@@ -110,7 +115,7 @@ class AnnotatedSet:
                     raise MetaEvalInputError(f"no file for {name}: pass --annotated-dir or --{name.replace('_', '-')}.")
                 path = directory / ("cross_annotation.csv" if name == "cross" else f"{name}.csv")
             sources[name] = str(path)
-        data = {name: read_table(path) for name, path in sources.items()}
+        data = {name: read_split(path) for name, path in sources.items()}
         return cls({s: data[s] for s in SPLITS}, data["cross"], sources)
 
     def responses(self) -> dict[str, "Responses"]:

@@ -151,7 +151,11 @@ def add_data_parser(sub) -> None:
 def cmd_data_fetch(args) -> int:
     import sys
 
-    paths = fetch(args.name, args.out or Path("data") / args.name, args.base_url,
+    from q2_metric.io.paths import check_run
+
+    out = args.out or Path("data") / args.name
+    check_run({}, {"--out": out}, folders=["--out"])  # never into a model folder or a cache
+    paths = fetch(args.name, out, args.base_url,
                   say=lambda msg: print(f"q2 data fetch: {msg}", file=sys.stderr))
     for p in paths:
         print(p)

@@ -153,7 +153,7 @@ def add_ladder_args(parser) -> None:
 
 def cmd_ladder(args) -> int:
     """`q2 meta-eval --ladder / --control random-knowledge`: print the tables."""
-    from q2_metric.meta.evaluation import read_table
+    from q2_metric.meta.evaluation import read_split
     from q2_metric.scorer import Q2Scorer
     from q2_metric.errors import Q2InputError
 
@@ -167,7 +167,7 @@ def cmd_ladder(args) -> int:
         path = getattr(args, name, None) or (Path(args.annotated_dir) / f"{name}.csv" if args.annotated_dir else None)
         if path is None:
             raise Q2InputError(f"--ladder and --control need the split files: pass --annotated-dir or --{name.replace('_', '-')}.")
-        rows = read_table(path)[:args.limit]
+        rows = read_split(path)[:args.limit]
         for i, r in enumerate(rows, 1):
             missing = [c for c in ("response", "knowledge", "message", "episode_idx", "round") if c not in r]
             if missing:

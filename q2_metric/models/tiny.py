@@ -2,7 +2,7 @@
 
 Every front-end takes them the same way: `q2 demo --tiny`, `q2 score --tiny`, `compute(tiny=True)`,
 ParlAI's `--q2-tiny true`, or `Q2_TINY=1` in the environment (the Space, and every front-end). They are
-built once (a few seconds) into `tiny_models_dir()`:
+built once (a few seconds) into `q2_metric.config.tiny_models_dir()`:
 
     <dir>/qg/    a T5 question generator (2 layers, d_model 32)
     <dir>/qa/    an ALBERT extractive QA model
@@ -38,13 +38,6 @@ def tiny_requested(flag: bool | None = None) -> bool:
     return os.environ.get("Q2_TINY", "").strip().lower() in _TRUE
 
 
-def tiny_models_dir() -> Path:
-    """$Q2_TINY_MODELS, else `$XDG_CACHE_HOME/q2-metric/tiny-models` (~/.cache by default)."""
-    if os.environ.get("Q2_TINY_MODELS"):
-        return Path(os.environ["Q2_TINY_MODELS"]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "q2-metric" / "tiny-models"
-
-
 def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = lambda msg: None, *,
                        coref: bool = False) -> dict[str, str]:
     """The qg/, qa/ and nli/ tiny random models (and coref/ with `coref=True`) in `folder` (default
@@ -52,6 +45,8 @@ def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = 
     wait for each other (a lock file in the folder); each model is built aside and renamed into
     place (never half-built). Nothing else in the folder is touched, and a model folder there that
     this package did not build is refused."""
+    from q2_metric.config import tiny_models_dir
+
     folder = Path(folder) if folder is not None else tiny_models_dir()
     roles = ROLES + (COREF,) * coref
     paths = {role: str(folder / role) for role in roles}
@@ -63,6 +58,10 @@ def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = 
     if foreign or (folder.exists() and not folder.is_dir()):
         raise Q2InputError(f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
                            "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder.")
+    from q2_metric.io.paths import check_run
+
+    check_run({"the q2_metric package": SAMPLE.parents[1]}, {"Q2_TINY_MODELS": folder}, folders=["Q2_TINY_MODELS"],
+              builds_tiny_models=True)
     folder.mkdir(parents=True, exist_ok=True)
     with _locked(folder / LOCK_FILE):
         missing = [role for role in roles if not _is_tiny(folder / role)]  # another run may have built them

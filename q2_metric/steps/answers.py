@@ -1,4 +1,5 @@
-"""Step 5, filtered questions -> answers: each valid question answered from the knowledge."""
+"""Stage "knowledge answers", filtered questions -> answers: each valid question answered from
+the knowledge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Step 1, text -> answer candidates: named entities, then new noun chunks, minus "i"."""
+"""Stage "candidates", text -> answer candidates: named entities, then new noun chunks, minus "i"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Steps 3-4, questions -> filtered questions: the personal filter and the round-trip check.
+"""Stage "question filter", questions -> filtered questions: the personal filter and the round-trip check.
 
 In `single` mode the released code examines a candidate's questions in rank order and stops at the
 first valid one: later questions are never parsed nor answered. The stage below does the same work

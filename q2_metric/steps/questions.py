@@ -1,4 +1,4 @@
-"""Step 2, answer candidates -> questions: ranked questions for every candidate occurrence."""
+"""Stage "questions", answer candidates -> questions: ranked questions for every candidate occurrence."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Step 7, span scores -> response score, with the end-to-end NLI fallback."""
+"""Stage "response scores", span scores -> response score, with the end-to-end NLI fallback."""
 
 from __future__ import annotations
 

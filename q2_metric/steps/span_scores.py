@@ -1,4 +1,4 @@
-"""Step 6, answers -> span scores: token F1 first, NLI when the answers differ."""
+"""Stage "span scores", answers -> span scores: token F1 first, NLI when the answers differ."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Step 9, response scores -> system score, with coverage and the no-answer share."""
+"""After the stages, response scores -> system score, with coverage and the no-answer share."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def figure(value: float, digits: int = 4) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def describe(s: SystemScore) -> str:
+def figures_text(s: SystemScore) -> str:
     """The system figures, each with what it means, one per line (no NaN: undefined is `n/a`, with why)."""
     empty = f"; {s.num_skipped} with an empty response or knowledge, left out" if s.num_skipped else ""
     why_q2 = "" if s.num_scored else " (no response could be scored)"

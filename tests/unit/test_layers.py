@@ -1,4 +1,9 @@
-"""No module of `q2_metric` imports another in a circle.
+"""The package's layers: data flows downward, and nothing imports in a circle.
+
+Core (the engine: the top-level modules, `steps/`, `models/`, `io/`) never imports a front-end
+(`cli/`, `meta/`, `hub/`, `corpus/`, `harness/`, the `evaluate` module `q2_metric.q2_metric`) nor the
+test aids (`testing/`); the rules in `steps/` import no model backend, reader or scorer; nothing of
+`q2_metric` imports `parlai_ext`; and no module but a package `__init__` passes on names it imported.
 
 The import graph is read from the source files with `ast` (nothing of the package is imported):
 every `import` and `from ... import` of a `q2_metric` module, at module level or inside a function
@@ -12,7 +17,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "q2_metric"
+PACKAGE = Path(__file__).resolve().parents[2] / "q2_metric"
+FRONT_ENDS = ("cli", "meta", "hub", "corpus", "harness", "q2_metric", "testing")
 
 
 def module_names(root: Path = PACKAGE) -> dict[str, Path]:
@@ -116,3 +122,74 @@ def test_the_walker_finds_a_circle_and_reads_the_real_edges(tmp_path):
     real = import_graph()
     assert "q2_metric.models.loading" in real["q2_metric.models.paper.t5_cross_bias"]
     assert "q2_metric.models.paper.t5_cross_bias" not in real["q2_metric.models.loading"]
+
+
+def layer(module: str, package: str = "q2_metric") -> str:
+    """`front` for a front-end or test aid, `init` for the package itself, else `core`."""
+    if module == package:
+        return "init"
+    first = module.split(".")[1]
+    return "front" if first in FRONT_ENDS else "core"
+
+
+def upward_imports(graph: dict[str, set[str]], package: str = "q2_metric") -> list[tuple[str, str]]:
+    """(core module, front-end module it imports), for every such edge."""
+    return sorted((m, d) for m, deps in graph.items() if layer(m, package) == "core"
+                  for d in deps if layer(d, package) == "front")
+
+
+def test_core_imports_no_front_end():
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import(tmp_path):
+    pkg = tmp_path / "pkg"
+    for folder in ("cli", "steps"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cli" / "main.py").write_text("from pkg.steps import rule\n")
+    (pkg / "steps" / "rule.py").write_text("def f():\n    from pkg.cli import main\n")
+    modules = module_names(pkg)
+    graph = {n: imports_of(n, p, modules) for n, p in modules.items()}
+    assert upward_imports(graph, "pkg") == [("pkg.steps.rule", "pkg.cli.main")]
+
+
+def test_rules_import_no_backend_reader_or_scorer():
+    banned = ("q2_metric.models", "q2_metric.io", "q2_metric.scorer")
+    found = {m: sorted(d for d in deps if d.startswith(banned)) for m, deps in import_graph().items()
+             if m.startswith("q2_metric.steps")}
+    assert {m: d for m, d in found.items() if d} == {}
+
+
+def test_the_package_never_imports_parlai_ext():
+    users = [str(p) for p in PACKAGE.rglob("*.py")
+             if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "parlai_ext" in ast.unparse(n)
+                    for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    assert users == []
+
+
+def passed_on(path: Path) -> list[str]:
+    """Names a module imports from this project and never uses itself (it only passes them on)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    text = " ".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("q2_metric", "parlai_ext")):
+            out += [a.asname or a.name for a in node.names
+                    if (a.asname or a.name) not in used and (a.asname or a.name) not in text.split()]
+    return out
+
+
+def test_no_module_but_a_package_init_passes_names_on():
+    files = [p for p in list(PACKAGE.rglob("*.py")) + list((PACKAGE.parent / "parlai_ext").glob("*.py"))
+             if p.name != "__init__.py"]
+    assert {str(p): names for p in files if (names := passed_on(p))} == {}
+
+
+def test_the_re_export_check_sees_one(tmp_path):
+    shim = tmp_path / "shim.py"
+    shim.write_text("from q2_metric.config import Q2Config  # noqa: F401\nfrom q2_metric.errors import Q2Error\n"
+                    "def f() -> None:\n    raise Q2Error('x')\n")
+    assert passed_on(shim) == ["Q2Config"]
