@@ -91,9 +91,9 @@ def q2_runner(args: argparse.Namespace, out: Path):
 def cmd_benchmark(args: argparse.Namespace) -> int:
     from q2_metric.io import commit_report, table_writer
     from q2_metric.meta.bench_report import LEADERBOARD_COLUMNS, leaderboard, render_latex, render_markdown
-    from q2_metric.meta.benchmark import distinct_pairs, parse_calibrate, run_benchmark
+    from q2_metric.meta.benchmark import parse_calibrate, run_benchmark, template_records
     from q2_metric.meta.datasets import load_datasets
-    from q2_metric.meta.scores import parse_score_spec, write_template
+    from q2_metric.meta.scores import check_names, parse_score_spec, write_template
     from q2_metric.options import json_safe
     from q2_metric.validation import Q2InputError
 
@@ -103,11 +103,13 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     datasets = load_datasets(args.dataset, mapping)
     calibration = parse_calibrate(args.calibrate, [d.name for d in datasets])
     if args.write_template:
-        keys, _ = distinct_pairs(datasets)
-        path = write_template(args.write_template, [{"response": r, "knowledge": k, "message": ""} for r, k in keys])
-        print(f"Wrote {len(keys)} rows (one per distinct response/knowledge pair of the datasets) to {path}.")
+        records = template_records(datasets)
+        path = write_template(args.write_template, records)
+        print(f"Wrote {len(records)} rows (one per distinct response/knowledge pair of the datasets; id NAME:ROW "
+              f"of its first row) to {path}.")
         return 0
     extra = [parse_score_spec(text) for text in args.scores]
+    check_names(extra)  # before any output
     out = Path(args.out_dir)
     _check_paths(out, [Path(d.path) for d in datasets] + [s.path for s in extra])
     q2, nli = None, None

@@ -18,7 +18,7 @@ import numpy as np
 from q2_metric.meta.baselines import baseline_scores
 from q2_metric.meta.calibrate import calibrate
 from q2_metric.meta.datasets import Dataset, DatasetError
-from q2_metric.meta.scores import Key, ScoreSpec, read_scores
+from q2_metric.meta.scores import Key, ScoreSpec, check_names, read_scores
 from q2_metric.meta.stats import (AUC_DRAWS, paired_bootstrap_pvalue, resample_indices, roc_auc_ranks,
                                   to_unit_scale)
 
@@ -50,6 +50,20 @@ def distinct_pairs(datasets: Sequence[Dataset]) -> tuple[list[Key], dict[Key, st
     return list(where), where
 
 
+def row_ids(datasets: Sequence[Dataset]) -> dict[str, Key]:
+    """`NAME:ROW` (ROW 1-based within the dataset) -> its pair, for every row of every dataset: a
+    score file's `id` names its response whatever the order of the --dataset arguments."""
+    return {f"{ds.name}:{i}": key for ds in datasets for i, key in enumerate(ds.keys(), 1)}
+
+
+def template_records(datasets: Sequence[Dataset]) -> list[dict[str, str]]:
+    """`--write-template`'s rows: each distinct pair once, with the id of its first row."""
+    first: dict[Key, str] = {}
+    for ident, key in row_ids(datasets).items():
+        first.setdefault(key, ident)
+    return [{"id": ident, "response": key[0], "knowledge": key[1], "message": ""} for key, ident in first.items()]
+
+
 def auc_with_draws(scores: np.ndarray, consistent: np.ndarray, indices: np.ndarray) -> tuple[float, np.ndarray]:
     """ROC AUC on all responses, and on each resample (NaN where a resample has one class only)."""
     return float(roc_auc_ranks(scores, consistent)[0]), roc_auc_ranks(scores[indices], consistent[indices])
@@ -69,7 +83,9 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
     say = progress or (lambda msg: None)
     notes: list[str] = []
     keys, where = distinct_pairs(datasets)
-    supplied = {spec.name: spec.oriented(read_scores(spec, keys, where)) for spec in extra}  # checked first
+    check_names(extra)
+    ids = row_ids(datasets)
+    supplied = {spec.name: spec.oriented(read_scores(spec, keys, where, ids)) for spec in extra}  # checked first
     position = {k: i for i, k in enumerate(keys)}
     index = {ds.name: np.array([position[k] for k in ds.keys()], dtype=int) for ds in datasets}
 
