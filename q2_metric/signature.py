@@ -115,7 +115,7 @@ class Signature:
         at the end; unchanged for None."""
         if threshold is None:
             return self
-        return Signature(tuple(f for f in self.fields if f[0] != "thr") + (("thr", f"{threshold:g}"),))
+        return Signature(tuple(f for f in self.fields if f[0] != "thr") + (("thr", f"{threshold + 0.0:g}"),))
 
     def __str__(self) -> str:
         return "|".join(f"{k}:{v}" for k, v in self.fields)
