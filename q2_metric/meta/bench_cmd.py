@@ -63,7 +63,7 @@ def q2_runner(args: argparse.Namespace, out: Path):
                 spacy_model=args.spacy_model, device=args.device,
                 max_question_length=args.max_question_length)
     try:
-        config = build_config("paper", opts, args.batch_size, spell=flag_name())
+        config = build_config("paper", opts, args.batch_size, spell=flag_name(), tiny=getattr(args, "tiny", False) or None)
     except ValueError as err:
         raise DatasetError(str(err)) from None
     scorer = Q2Scorer(config)
@@ -112,10 +112,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     check_names(extra)  # before any output
     out = Path(args.out_dir)
     _check_paths(out, [Path(d.path) for d in datasets] + [s.path for s in extra])
-    q2, nli = None, None
+    q2, nli, signature = None, None, None
     if not args.baselines_only:
         q2, scorer = q2_runner(args, out)
         nli = scorer.nli  # the end-to-end NLI baseline with Q²'s own NLI model
+        signature = str(scorer.signature())
     elif args.nli_model:
         from q2_metric.config import Q2Config
         from q2_metric.models import checks
@@ -127,7 +128,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     figures: dict[str, bytes] = {}
     report = run_benchmark(datasets, q2=q2, extra=extra, nli=nli, bertscore=not args.no_bertscore,
                            draws=args.auc_draws, seed=args.seed, calibration=calibration, figures=figures,
-                           progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr))
+                           progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr), signature=signature)
     markdown, latex = render_markdown(report), render_latex(report)
 
     commit_report(out, [("benchmark.json", lambda f: json.dump(json_safe(report), f, indent=2, allow_nan=False)),

@@ -77,9 +77,11 @@ def _interval(boot: np.ndarray) -> tuple[float | None, float | None]:
 def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, extra: Sequence[ScoreSpec] = (),
                   nlp=None, nli=None, bertscore: bool = True, draws: int = AUC_DRAWS, seed: int = 0,
                   calibration: tuple[str, str] | None = None, figures: dict[str, bytes] | None = None,
-                  progress: Callable[[str], None] | None = None) -> dict:
+                  progress: Callable[[str], None] | None = None, signature: str | None = None) -> dict:
     """The benchmark as one JSON-ready dict (see the module's docstring); with `figures`, it is
-    filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes)."""
+    filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes).
+    `signature` (Q²'s, when `q2` scores) goes into the report with its short form; when it names a
+    tiny random model, the report says the numbers are meaningless (`meaningless`, and a note)."""
     say = progress or (lambda msg: None)
     notes: list[str] = []
     keys, where = distinct_pairs(datasets)
@@ -131,7 +133,17 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
                              if best and m != best else None}
         results[ds.name] = {"best_baseline": best, "metrics": per_metric}
 
+    meaningless = None
+    if signature:
+        from q2_metric.models.tiny import meaningless_note
+        from q2_metric.signature import Signature
+
+        if Signature.parse(signature).tiny():
+            meaningless = meaningless_note()
+            notes.insert(0, meaningless)
     report = {"kind": "benchmark", "draws": draws, "seed": seed, "confidence": 0.95,
+              **({"signature": signature, "signature_short": _short_signature(signature),
+                  "meaningless": meaningless} if signature else {}),
               "decision_rule": "consistent iff score >= threshold",
               "datasets": {ds.name: ds.summary() for ds in datasets},
               "metrics": {m: _metric_source(m, extra) for m in scores}, "results": results, "notes": notes}
@@ -145,6 +157,12 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
         figures.update(benchmark_figures(datasets, scores))
         report["plots"] = list(figures)
     return report
+
+
+def _short_signature(signature: str) -> str:
+    from q2_metric.signature import Signature
+
+    return Signature.parse(signature).short()
 
 
 def _metric_source(metric: str, extra: Sequence[ScoreSpec]) -> dict:
