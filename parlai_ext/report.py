@@ -27,6 +27,9 @@ _PASS_NUMBERS = itertools.count()
 # Explain files this process has already started (truncated or opened for appending): a second
 # teacher of the same run (train_model's valid and test teachers) appends instead of truncating.
 _STARTED_EXPLAIN_FILES: set[str] = set()
+# Whether this process has said that its models are tiny: once, not once per teacher (train_model
+# builds four: the dictionary pass, train, valid and test).
+_TINY_WARNED: list[bool] = []
 
 
 def check_models(config: Q2Config) -> None:
@@ -106,9 +109,10 @@ class Q2Buffer:
         check_models(self.config)
         from q2_metric.models.tiny import meaningless_note, uses_tiny
 
-        if uses_tiny(self.config):
+        if uses_tiny(self.config) and not _TINY_WARNED:
             from parlai.utils import logging as parlai_logging
 
+            _TINY_WARNED.append(True)
             parlai_logging.warning(f"Q² on tiny random models (--q2-tiny / Q2_TINY): {meaningless_note()}")
         self.training = _is_training(opt)
         self.limit = _example_limit(opt)

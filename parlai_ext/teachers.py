@@ -35,6 +35,22 @@ def check_wow_data(opt) -> None:
             f"{opt.get('datapath') or 'data'}`), or pass as --datapath the folder that holds it.")
 
 
+def lengths_file(datafile: str, datapath: str) -> str:
+    """Where a streamed pass counts the annotation file's episodes: `<datapath>/q2_cross_annotation/`,
+    named by the file's path, size and time, never beside the file (ParlAI's default, which wrote
+    into the installed package's data folder)."""
+    import hashlib
+
+    try:
+        st = os.stat(datafile)
+        stamp = f"{os.path.abspath(datafile)}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:  # a missing file is reported by `_rows`, in one sentence
+        stamp = os.path.abspath(datafile)
+    folder = os.path.join(datapath, "q2_cross_annotation")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, hashlib.sha256(stamp.encode()).hexdigest()[:16] + ".lengths")
+
+
 class _WizardQ2(Q2EvalMixin):
     """Q² against each turn's checked sentence, for the WoW teachers. The data is checked as it
     streams by (see `Q2Buffer.check_data`), so every datatype works, `:stream` included."""
@@ -88,6 +104,8 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
         self._q2_setup(opt, shared)
         opt = opt.copy()
         opt["datafile"] = opt.get("q2_annotations") or str(ANNOTATIONS)
+        if not opt.get("length_datafile"):
+            opt["length_datafile"] = lengths_file(opt["datafile"], opt.get("datapath") or "data")
         self.id = "q2_cross_annotation"
         super().__init__(opt, shared)
 

@@ -245,6 +245,10 @@ class Q2(evaluate.Metric):
         config = self._config(**{k: v for k, v in kwargs.items()
                                  if k not in ("return_details", "progress", "verbose", "threshold", "histories")})
         self._check_cache_dir(config)
+        if kwargs.get("histories") is not None and not config.coref:
+            # as `q2 score --history-col` without --coref: histories would be silently ignored
+            raise Q2OptionError("Invalid Q² option histories: it is read by coref=True only; add coref=True "
+                                "or leave histories out.")
         if kwargs.get("histories") is not None and predictions is not None:
             from q2_metric.steps.coref import check_histories
             kwargs["histories"] = check_histories(kwargs["histories"], len(predictions or []))

@@ -111,12 +111,17 @@ class Signature:
                 f"|rules:{rules}|dtype:{mine.get('dtype', '?')}" + (f"|thr:{mine['thr']}" if "thr" in mine else "")
                 + f"|sig:{digest}")
 
+    def tiny(self) -> bool:
+        """Whether any of its QG, QA and NLI models is a tiny random one (`models.tiny`): the scores
+        it signs mean nothing."""
+        return any(v.startswith("tiny-random-") for k, v in self.fields if k in ("qg", "qa", "nli"))
+
     def with_threshold(self, threshold: float | None) -> "Signature":
         """The signature of decisions made at `threshold` (consistent iff Q² >= it): a `thr` field
         at the end; unchanged for None."""
         if threshold is None:
             return self
-        return Signature(tuple(f for f in self.fields if f[0] != "thr") + (("thr", f"{threshold:g}"),))
+        return Signature(tuple(f for f in self.fields if f[0] != "thr") + (("thr", f"{threshold + 0.0:g}"),))
 
     def __str__(self) -> str:
         return "|".join(f"{k}:{v}" for k, v in self.fields)

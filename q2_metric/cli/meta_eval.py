@@ -52,8 +52,8 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         keys, _, records = data.template()
         path = write_template(args.write_template, records)
         print(f"Wrote {len(records)} rows (one per distinct response/knowledge pair) to {path}; score every "
-              "row, then pass --scores NAME=FILE[:COLUMN] (FILE with the same 'response' and 'knowledge' "
-              "columns, or with its rows in the template's order).")
+              "row, then pass --scores NAME=FILE[:COLUMN] (FILE with the template's 'id' column, or its "
+              "'response' and 'knowledge' columns; rows in any order).")
         return 0
     if args.auc_draws < 1:
         raise Q2InputError(f"--auc-draws must be at least 1, got {args.auc_draws}.")
@@ -93,15 +93,15 @@ def add_parser(sub) -> None:
     me.add_argument("--cross", default=None, help="cross_annotation.csv with dodeca_q2 and memnet_q2 columns")
     me.add_argument("--baselines-only", action="store_true", help="no Q² columns needed: overlap, BLEU, ...")
     me.add_argument("--prefix", default="", help="prefix of the Q² columns in the split files")
-    me.add_argument("--threshold", type=float, default=0.5, help="a score <= threshold is inconsistent")
+    me.add_argument("--threshold", type=float, default=0.5, help="consistent iff score >= threshold (as q2 score --threshold)")
     me.add_argument("--seed", type=int, default=0, help="seed of both bootstraps (Table 4, ROC AUC intervals)")
     me.add_argument("--repetitions", type=int, default=1000, help="Table 4 bootstrap repetitions")
     me.add_argument("--auc-draws", type=int, default=1000,
                     help="bootstrap resamples behind each ROC AUC interval of the TRUE table")
     me.add_argument("--scores", action="append", default=[], metavar="NAME=FILE[:COLUMN][:lower][:LO..HI]",
                     help="add a metric to every table (repeatable): CSV, JSONL or Parquet with one score per "
-                         "annotated response, matched by its 'response' and 'knowledge' columns or by the row "
-                         "order of --write-template; COLUMN defaults to 'score'; 'lower' if lower means more "
+                         "annotated response, matched by the 'id' of --write-template's template or by its "
+                         "'response' and 'knowledge' text (never by row order); COLUMN defaults to 'score'; 'lower' if lower means more "
                          "consistent; LO..HI the score range (default 0..1)")
     me.add_argument("--write-template", metavar="DIR", default=None,
                     help="write DIR/meta_eval_template.csv (the annotated responses to score) and stop")

@@ -23,6 +23,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if args.card and not args.dry_run:
         check_run({"--results": args.results}, {"--card": args.card})
     results = hub.load_results(args.results)
+    hub.check_publishable(results)  # tiny random models: refused before the card or the Hub is touched
     dataset = dict(dataset_name=args.dataset_name, dataset_type=args.dataset_type,
                    dataset_split=args.split, dataset_config=args.dataset_config)
     if args.repo_id and not args.dry_run:

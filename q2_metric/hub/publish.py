@@ -50,9 +50,10 @@ def eval_results(results: dict[str, Any], *, dataset_name: str, dataset_type: st
                  dataset_split: str | None = None, dataset_config: str | None = None,
                  task_type: str = "text-generation", task_name: str = "Dialogue response generation"):
     """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config);
-    undefined (NaN/null) values are left out."""
+    undefined (NaN/null) values are left out. Results of tiny random models are refused."""
     from huggingface_hub import EvalResult
 
+    check_publishable(results)
     names = {"q2": "Q²", "q2_no_nli": "Q² (token F1, no NLI)", "coverage": "Q² coverage"}
     out = []
     for key, name in names.items():
@@ -64,6 +65,18 @@ def eval_results(results: dict[str, Any], *, dataset_name: str, dataset_type: st
                                   metric_name=name, metric_value=round(value, 4),
                                   metric_config=results.get("signature")))
     return out
+
+
+def check_publishable(results: dict[str, Any]) -> None:
+    """Refuse (one sentence) results whose signature names a tiny random model: their scores mean
+    nothing, and a model card's `model-index` would show them as the model's Q²."""
+    from q2_metric.signature import Signature
+
+    signature = results.get("signature")
+    if isinstance(signature, str) and Signature.parse(signature).tiny():
+        raise PublishError(f"These results were made with tiny random models ({Signature.parse(signature).short()}), "
+                           "whose scores are meaningless, so they are not written into a model card; score with "
+                           "the paper's models (without --tiny / Q2_TINY) and publish those results.")
 
 
 def _entry_key(r) -> tuple:

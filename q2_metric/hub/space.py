@@ -43,16 +43,34 @@ class SpaceBuildError(Q2Error, RuntimeError):
 
 
 def space_config() -> Q2Config:
-    """The app's options: the paper's, with the environment's models and `Q2_SPACE_OPTIONS`."""
-    from q2_metric.options import build_config
+    """The app's options: the paper's, with the environment's models and `Q2_SPACE_OPTIONS` (a JSON
+    object, checked by `options.build_config` as every front-end's); a bad one is `Q2OptionError`
+    in one sentence."""
+    from q2_metric.options import Q2OptionError, build_config
 
     raw = os.environ.get("Q2_SPACE_OPTIONS") or "{}"
     try:
         options = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise ValueError(f"Q2_SPACE_OPTIONS is not JSON ({err.msg}): {raw!r}") from None
+        raise Q2OptionError(f"The Space's variable Q2_SPACE_OPTIONS is not JSON ({err.msg}): {raw!r}; write "
+                            'a JSON object such as {"device": "cpu"}.') from None
+    if not isinstance(options, dict):
+        kind = {list: "a list", type(None): "null", str: "a string", bool: "a boolean"}.get(type(options), "a number")
+        raise Q2OptionError(f"The Space's variable Q2_SPACE_OPTIONS holds {kind} ({raw!r}), not a JSON object; "
+                            'write one such as {"device": "cpu"}.')
     variant = options.pop("variant", "paper")
-    return build_config(variant, options, options.pop("batch_size", None))
+    try:
+        return build_config(variant, options, options.pop("batch_size", None))
+    except TypeError as err:  # an unknown option name (`check_option_names`)
+        raise Q2OptionError(f"The Space's variable Q2_SPACE_OPTIONS names an unknown option: {err}") from None
+
+
+def space_note() -> str:
+    """The tiny-models banner in the Space's words: its switch is the variable Q2_TINY=1 (it has
+    no --tiny flag)."""
+    from q2_metric.models.tiny import meaningless_note
+
+    return meaningless_note().replace("leave out --tiny / Q2_TINY", "remove the Space's variable Q2_TINY=1")
 
 
 def check_lengths(response: Any, knowledge: Any) -> None:
@@ -112,13 +130,21 @@ def make_app(config: Q2Config | None = None):
 
     from q2_metric.scorer import Q2Scorer
 
-    from q2_metric.models.tiny import meaningless_note, uses_tiny
+    from q2_metric.models.tiny import uses_tiny
 
-    config = config or space_config()
-    scorer = Q2Scorer(config)
-    note = f"**{meaningless_note()}**" if uses_tiny(config) else ""
+    problem = ""  # a bad Q2_SPACE_OPTIONS: the one message under the Score button, the Space still up
+    if config is None:
+        try:
+            config = space_config()
+        except ValueError as err:  # Q2OptionError included
+            problem = f"**Not scored:** {space_message(err)}"
+    scorer = Q2Scorer(config) if config is not None else None
+    note = problem or (f"**{space_note()}**" if uses_tiny(config) else "")
 
     def run(response: str, knowledge: str, progress=gr.Progress()):
+        if problem:
+            return "", "", "", [], "", problem
+
         def report(stage: str, done: int, total: int) -> None:
             progress((done, max(total, 1)), desc=f"Q² {stage_label(stage)}")
 

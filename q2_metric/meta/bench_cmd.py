@@ -98,9 +98,9 @@ def q2_runner(args: argparse.Namespace, out: Path):
 def cmd_benchmark(args: argparse.Namespace) -> int:
     from q2_metric.io import commit_report, table_writer
     from q2_metric.meta.bench_report import LEADERBOARD_COLUMNS, leaderboard, render_latex, render_markdown
-    from q2_metric.meta.benchmark import distinct_pairs, parse_calibrate, run_benchmark
+    from q2_metric.meta.benchmark import parse_calibrate, run_benchmark, template_records
     from q2_metric.meta.datasets import load_datasets
-    from q2_metric.meta.scores import parse_score_spec, write_template
+    from q2_metric.meta.scores import check_names, parse_score_spec, write_template
     from q2_metric.options import json_safe
     from q2_metric.errors import Q2InputError
 
@@ -113,18 +113,21 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         from q2_metric.meta.scores import TEMPLATE_FILE
 
         _check_paths(args, [Path(d.path) for d in datasets], {"--write-template": Path(args.write_template) / TEMPLATE_FILE})
-        keys, _ = distinct_pairs(datasets)
-        path = write_template(args.write_template, [{"response": r, "knowledge": k, "message": ""} for r, k in keys])
-        print(f"Wrote {len(keys)} rows (one per distinct response/knowledge pair of the datasets) to {path}.")
+        records = template_records(datasets)
+        path = write_template(args.write_template, records)
+        print(f"Wrote {len(records)} rows (one per distinct response/knowledge pair of the datasets; id NAME:ROW "
+              f"of its first row) to {path}.")
         return 0
     extra = [parse_score_spec(text) for text in args.scores]
+    check_names(extra)  # before any output
     out = Path(args.out_dir)
     cache = None if args.no_cache or args.baselines_only else Path(args.cache_dir)
     _check_paths(args, [Path(d.path) for d in datasets] + [s.path for s in extra], {"--out-dir": out, "--cache-dir": cache})
-    q2, nli = None, None
+    q2, nli, signature = None, None, None
     if not args.baselines_only:
         q2, scorer = q2_runner(args, out)
         nli = scorer.nli  # the end-to-end NLI baseline with Q²'s own NLI model
+        signature = str(scorer.signature())
     elif args.nli_model:
         from q2_metric.config import Q2Config
         from q2_metric.models import checks
@@ -136,7 +139,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     figures: dict[str, bytes] = {}
     report = run_benchmark(datasets, q2=q2, extra=extra, nli=nli, bertscore=not args.no_bertscore,
                            draws=args.auc_draws, seed=args.seed, calibration=calibration, figures=figures,
-                           progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr))
+                           progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr), signature=signature)
     markdown, latex = render_markdown(report), render_latex(report)
 
     commit_report(out, [("benchmark.json", lambda f: json.dump(json_safe(report), f, indent=2, allow_nan=False)),

@@ -9,7 +9,8 @@ from q2_metric.meta.plots import label
 from q2_metric.meta.report import _tex, _tex_table
 
 LEADERBOARD_COLUMNS = ["dataset", "metric", "n", "consistent_share", "roc_auc", "low", "high", "p_vs_q2",
-                       "p_vs_best_baseline", "threshold", "balanced_accuracy", "precision", "recall"]
+                       "p_vs_best_baseline", "threshold", "balanced_accuracy", "precision", "recall", "signature"]
+Q2_ROWS = ("q2", "q2_no_nli")  # the leaderboard rows that Q²'s signature signs
 
 
 def _f(value: Any, digits: int = 3) -> str:
@@ -39,7 +40,8 @@ def _caption(report: dict) -> str:
 def render_markdown(report: dict) -> str:
     """The AUC table, the datasets, the p-values, the calibrated decisions and the plots."""
     metrics = _metrics(report)
-    lines = ["# Dialogue-faithfulness benchmark", "", "## ROC AUC [95% interval]", "", _caption(report), "",
+    warning = [f"**{report['meaningless']}**", ""] if report.get("meaningless") else []
+    lines = ["# Dialogue-faithfulness benchmark", "", *warning, "## ROC AUC [95% interval]", "", _caption(report), "",
              "| dataset | n | consistent | " + " | ".join(label(m) for m in metrics) + " |",
              "|---" * (len(metrics) + 3) + "|"]
     for name, res in report["results"].items():
@@ -73,6 +75,8 @@ def render_markdown(report: dict) -> str:
                          f"{_f(c['test']['recall'])} |")
     if report.get("plots"):
         lines += ["", "## Figures", ""] + [f"![{name[:-4]}]({name})" for name in report["plots"]]
+    if report.get("signature"):
+        lines += ["", "## Signature", "", f"Q²: `{report['signature_short']}`", "", f"`{report['signature']}`"]
     if report["notes"]:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in report["notes"]]
     return "\n".join(lines) + "\n"
@@ -82,8 +86,16 @@ def render_latex(report: dict) -> str:
     """The AUC table (datasets x metrics) and the calibrated decisions (needs booktabs)."""
     metrics = _metrics(report)
     rows = [[_tex(name)] + [auc_cell(res["metrics"][m]) for m in metrics] for name, res in report["results"].items()]
-    out = ["% q2 meta-eval benchmark tables; needs \\usepackage{booktabs}", ""]
-    out += _tex_table(_tex(_caption(report)), "tab:q2-benchmark", ["dataset"] + [_tex(label(m)) for m in metrics],
+    out = ["% q2 meta-eval benchmark tables; needs \\usepackage{booktabs}"]
+    if report.get("signature"):
+        out.append(f"% Q2 signature: {report['signature']}")
+    out.append("")
+    caption = _caption(report)
+    if report.get("signature"):
+        caption += f" Q² signature {report['signature_short']}."
+    if report.get("meaningless"):
+        caption = f"{report['meaningless']} {caption}"
+    out += _tex_table(_tex(caption), "tab:q2-benchmark", ["dataset"] + [_tex(label(m)) for m in metrics],
                       rows)
     cal = report.get("calibration")
     if cal:
@@ -104,7 +116,8 @@ def leaderboard(report: dict) -> list[dict]:
         d = report["datasets"][name]
         for m, r in res["metrics"].items():
             row = {"dataset": name, "metric": m, "n": d["n"], "consistent_share": d["consistent_share"],
-                   **{k: r[k] for k in ("roc_auc", "low", "high", "p_vs_q2", "p_vs_best_baseline")}}
+                   **{k: r[k] for k in ("roc_auc", "low", "high", "p_vs_q2", "p_vs_best_baseline")},
+                   "signature": report.get("signature_short") if m in Q2_ROWS else None}
             side = "dev" if name == cal.get("dev") else "test" if name == cal.get("test") else None
             if side:
                 c = cal["metrics"][m]

@@ -18,7 +18,7 @@ import numpy as np
 from q2_metric.meta.baselines import baseline_scores
 from q2_metric.meta.calibrate import calibrate
 from q2_metric.meta.datasets import Dataset, DatasetError
-from q2_metric.meta.scores import Key, ScoreSpec, read_scores
+from q2_metric.meta.scores import Key, ScoreSpec, check_names, read_scores
 from q2_metric.meta.stats import (AUC_DRAWS, paired_bootstrap_pvalue, resample_indices, roc_auc_ranks,
                                   to_unit_scale)
 
@@ -50,6 +50,20 @@ def distinct_pairs(datasets: Sequence[Dataset]) -> tuple[list[Key], dict[Key, st
     return list(where), where
 
 
+def row_ids(datasets: Sequence[Dataset]) -> dict[str, Key]:
+    """`NAME:ROW` (ROW 1-based within the dataset) -> its pair, for every row of every dataset: a
+    score file's `id` names its response whatever the order of the --dataset arguments."""
+    return {f"{ds.name}:{i}": key for ds in datasets for i, key in enumerate(ds.keys(), 1)}
+
+
+def template_records(datasets: Sequence[Dataset]) -> list[dict[str, str]]:
+    """`--write-template`'s rows: each distinct pair once, with the id of its first row."""
+    first: dict[Key, str] = {}
+    for ident, key in row_ids(datasets).items():
+        first.setdefault(key, ident)
+    return [{"id": ident, "response": key[0], "knowledge": key[1], "message": ""} for key, ident in first.items()]
+
+
 def auc_with_draws(scores: np.ndarray, consistent: np.ndarray, indices: np.ndarray) -> tuple[float, np.ndarray]:
     """ROC AUC on all responses, and on each resample (NaN where a resample has one class only)."""
     return float(roc_auc_ranks(scores, consistent)[0]), roc_auc_ranks(scores[indices], consistent[indices])
@@ -63,13 +77,17 @@ def _interval(boot: np.ndarray) -> tuple[float | None, float | None]:
 def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, extra: Sequence[ScoreSpec] = (),
                   nlp=None, nli=None, bertscore: bool = True, draws: int = AUC_DRAWS, seed: int = 0,
                   calibration: tuple[str, str] | None = None, figures: dict[str, bytes] | None = None,
-                  progress: Callable[[str], None] | None = None) -> dict:
+                  progress: Callable[[str], None] | None = None, signature: str | None = None) -> dict:
     """The benchmark as one JSON-ready dict (see the module's docstring); with `figures`, it is
-    filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes)."""
+    filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes).
+    `signature` (Q²'s, when `q2` scores) goes into the report with its short form; when it names a
+    tiny random model, the report says the numbers are meaningless (`meaningless`, and a note)."""
     say = progress or (lambda msg: None)
     notes: list[str] = []
     keys, where = distinct_pairs(datasets)
-    supplied = {spec.name: spec.oriented(read_scores(spec, keys, where)) for spec in extra}  # checked first
+    check_names(extra)
+    ids = row_ids(datasets)
+    supplied = {spec.name: spec.oriented(read_scores(spec, keys, where, ids)) for spec in extra}  # checked first
     position = {k: i for i, k in enumerate(keys)}
     index = {ds.name: np.array([position[k] for k in ds.keys()], dtype=int) for ds in datasets}
 
@@ -115,7 +133,17 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
                              if best and m != best else None}
         results[ds.name] = {"best_baseline": best, "metrics": per_metric}
 
+    meaningless = None
+    if signature:
+        from q2_metric.models.tiny import meaningless_note
+        from q2_metric.signature import Signature
+
+        if Signature.parse(signature).tiny():
+            meaningless = meaningless_note()
+            notes.insert(0, meaningless)
     report = {"kind": "benchmark", "draws": draws, "seed": seed, "confidence": 0.95,
+              **({"signature": signature, "signature_short": _short_signature(signature),
+                  "meaningless": meaningless} if signature else {}),
               "decision_rule": "consistent iff score >= threshold",
               "datasets": {ds.name: ds.summary() for ds in datasets},
               "metrics": {m: _metric_source(m, extra) for m in scores}, "results": results, "notes": notes}
@@ -129,6 +157,12 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
         figures.update(benchmark_figures(datasets, scores))
         report["plots"] = list(figures)
     return report
+
+
+def _short_signature(signature: str) -> str:
+    from q2_metric.signature import Signature
+
+    return Signature.parse(signature).short()
 
 
 def _metric_source(metric: str, extra: Sequence[ScoreSpec]) -> dict:

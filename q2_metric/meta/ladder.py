@@ -162,6 +162,17 @@ def cmd_ladder(args) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
+    from q2_metric.io.paths import check_run
+
+    config = _config(args)
+    out = Path(args.out_dir)
+    outputs = {f"--out-dir ({name})": out / name for name, run in (("ladder.md", args.ladder),
+                                                                   ("control.md", args.control)) if run}
+    paths = {f"--{name.replace('_', '-')}": getattr(args, name, None)
+             or (Path(args.annotated_dir) / f"{name}.csv" if args.annotated_dir else None) for name in SPLITS}
+    # before any model work; the output folder may be the annotated folder (only the files read count)
+    check_run(paths, outputs, config=config)
+    check_run({}, {"--out-dir": out}, config=config, folders=["--out-dir"])
     splits = {}
     for name in SPLITS:
         path = getattr(args, name, None) or (Path(args.annotated_dir) / f"{name}.csv" if args.annotated_dir else None)
@@ -173,20 +184,25 @@ def cmd_ladder(args) -> int:
             if missing:
                 raise Q2InputError(f"{path}: column '{missing[0]}' is missing (row {i}).")
         splits[name] = rows
-    config = _config(args)
     scorer = Q2Scorer(config)
     scorer.reconfigure(config.replace(coref=True))
     scorer.check_models()  # every model, the coreference one included, before any work
     scorer.reconfigure(config)
+    texts = {}
+    note = f"\n{MEANINGLESS}\n" if config.tiny else ""
     if args.ladder:
-        print("Table 7 (first arXiv version): each row adds one step to the previous one\n")
-        print(ladder_table(run_ladder(scorer, splits, say)))
+        texts["ladder.md"] = ("# Table 7 (first arXiv version): each row adds one step to the previous one\n\n"
+                              + ladder_table(run_ladder(scorer, splits, say)) + "\n" + note)
+        print(texts["ladder.md"])
     if args.control:
         scorer.reconfigure(config)
-        print("\nTable 8 (first arXiv version): knowledge from elsewhere, seed", args.seed, "\n")
-        print(control_table(run_control(scorer, splits, args.seed, say)))
-    if config.tiny:
-        print("\n" + MEANINGLESS)
+        texts["control.md"] = (f"# Table 8 (first arXiv version): knowledge from elsewhere, seed {args.seed}\n\n"
+                               + control_table(run_control(scorer, splits, args.seed, say)) + "\n" + note)
+        print(texts["control.md"])
+    from q2_metric.io import commit_report
+
+    commit_report(out, [(name, lambda f, text=text: f.write(text)) for name, text in texts.items()], {})
+    say(f"wrote {' and '.join(texts)} to {out}")
     return 0
 
 

@@ -1,13 +1,16 @@
 """Any metric's scores beside Q² in `q2 meta-eval`: `--scores NAME=FILE[:COLUMN][:lower][:LO..HI]`.
 
-A score file (CSV, JSONL or Parquet) gives one score per annotated response. Its rows are matched
-to the annotated set by a key:
-- with `response` and `knowledge` columns: by that exact text pair (the annotated files' text);
-  rows for other pairs are ignored;
-- without them: by row order, row i scoring row i of the template that
-  `q2 meta-eval --write-template DIR` writes (one row per distinct response/knowledge pair of the
-  four split files and the cross annotation); an `id` column, when present, must match the
-  template's.
+A score file (CSV, JSONL or Parquet) gives one score per annotated response. Each row is bound to
+its response by identity, never by its position in the file (a re-sorted file scores the same):
+- with an `id` column: by the id of the template that `q2 meta-eval --write-template DIR` writes
+  (one row per distinct response/knowledge pair: of the annotated set, ids 1..N in its fixed order;
+  of `--dataset` files, `NAME:ROW` of the pair's first row, valid in any `--dataset` order); any
+  `response`/`knowledge` column beside it must hold the id's text;
+- else with `response` and `knowledge` columns: by that exact text pair; rows for other pairs are
+  ignored;
+- else with one of them: by that text where it names one annotated pair; a text shared by several
+  pairs is refused as ambiguous;
+- a file with none of these columns is refused.
 
 The file is checked whole before anything is computed: a missing column, an empty, non-numeric,
 non-finite or out-of-range score (default range [0, 1]; declare another with `:LO..HI`), a pair
@@ -133,29 +136,80 @@ def _score(spec: ScoreSpec, raw: Any, row: int, line: int) -> float:
     return value
 
 
-def read_scores(spec: ScoreSpec, keys: Sequence[Key], where: Mapping[Key, str]) -> np.ndarray:
+def read_scores(spec: ScoreSpec, keys: Sequence[Key], where: Mapping[Key, str],
+                ids: Mapping[str, Key] | None = None) -> np.ndarray:
     """The scores of `keys` (the template's rows, in order) from the spec's file; `where[key]`
-    names an annotated row holding the key, for the message when it is not scored."""
+    names an annotated row holding the key, for the message when it is not scored. `ids` maps
+    every id the template may hold to its pair (default: the row numbers 1..len(keys)).
+
+    A row binds to its pair by identity, never by its position: by its `id`, else by its
+    `response` and/or `knowledge` text; a text that fits several pairs, an id and a text that
+    disagree, or a file with neither is refused."""
     rows, columns = _rows(spec.path)
     if spec.column not in columns:
         shown = ", ".join(f"'{c}'" for c in columns[:20]) or "none"
         raise ScoreFileError(f"{spec.path}: column '{spec.column}' is missing (its columns: {shown}); "
                              f"name the right one with {spec.name}={spec.path}:COLUMN.")
-    if "response" in columns and "knowledge" in columns:
-        return _by_key(spec, rows, keys, where)
-    return _by_order(spec, rows, columns, keys)
+    texts = [c for c in ("response", "knowledge") if c in columns]
+    if "id" not in columns and not texts:
+        raise ScoreFileError(f"{spec.path}: no column says which response each row scores (column "
+                             f"'{spec.column}'); keep the template's 'id' column, or its 'response' and 'knowledge' "
+                             "columns, since rows are never matched by their order.")
+    ids = {str(i): k for i, k in enumerate(keys, 1)} if ids is None else ids
+    return _bind(spec, rows, "id" in columns, texts, keys, where, ids)
 
 
-def _by_key(spec: ScoreSpec, rows: list, keys: Sequence[Key], where: Mapping[Key, str]) -> np.ndarray:
+def _ident(raw: Any) -> str | None:
+    """An id cell as text: 3, 3.0 and '3' are the same id; None when empty or not an id."""
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, float):
+        return str(int(raw)) if raw.is_integer() else None
+    text = str(raw).strip()
+    return re.sub(r"\.0\Z", "", text) if re.fullmatch(r"\d+\.0", text) else (text or None)
+
+
+def _bind(spec: ScoreSpec, rows: list, by_id: bool, texts: list[str], keys: Sequence[Key],
+          where: Mapping[Key, str], ids: Mapping[str, Key]) -> np.ndarray:
     index = {key: i for i, key in enumerate(keys)}
+    pick = [("response", "knowledge").index(c) for c in texts]
+    by_text: dict[tuple, list[Key]] = {}
+    for key in keys:
+        by_text.setdefault(tuple(key[i] for i in pick), []).append(key)
     values = np.full(len(keys), np.nan)
     first_row: dict[Key, int] = {}
     for row in rows:
-        key = (row.fields.get("response"), row.fields.get("knowledge"))
-        for col, text in zip(("response", "knowledge"), key):
+        found = tuple(row.fields.get(c) for c in texts)
+        for col, text in zip(texts, found):
             if not isinstance(text, str):
                 raise ScoreFileError(f"{spec.path}: column '{col}' is not text at row {row.number}; "
                                      "it is the key that matches the row to an annotated response.")
+        if by_id:
+            raw = row.fields.get("id")
+            ident = _ident(raw)
+            if ident not in ids:
+                example = next(iter(ids), "")
+                raise ScoreFileError(f"{spec.path}: column 'id' holds {raw!r} at row {row.number}, which is no id "
+                                     f"of the template (its ids look like {example!r}); score the template that "
+                                     "`q2 meta-eval --write-template DIR` writes for these inputs.")
+            key = ids[ident]
+            if texts and found != tuple(key[i] for i in pick):
+                col = texts[0] if found[0] != key[pick[0]] else texts[-1]
+                raise ScoreFileError(f"{spec.path}: row {row.number} has id {ident!r}, which is the response "
+                                     f"{_short(key[0])}, but its '{col}' column does not hold that text; the id "
+                                     "and the text must name the same response.")
+        elif len(texts) == 2:
+            key = found
+        else:
+            fits = by_text.get(found, [])
+            if len(fits) > 1:
+                raise ScoreFileError(f"{spec.path}: the {texts[0]} {_short(found[0])} at row {row.number} belongs "
+                                     f"to {len(fits)} annotated responses, so the row's score is ambiguous; add the "
+                                     f"'{'knowledge' if texts[0] == 'response' else 'response'}' column or the "
+                                     "template's 'id'.")
+            if not fits:
+                continue
+            key = fits[0]
         value = _score(spec, row.fields.get(spec.column), row.number, row.line)
         if key in first_row:
             raise ScoreFileError(f"{spec.path}: rows {first_row[key]} and {row.number} both score the response "
@@ -172,16 +226,13 @@ def _by_key(spec: ScoreSpec, rows: list, keys: Sequence[Key], where: Mapping[Key
     return values
 
 
-def _by_order(spec: ScoreSpec, rows: list, columns: list[str], keys: Sequence[Key]) -> np.ndarray:
-    if len(rows) != len(keys):
-        raise ScoreFileError(f"{spec.path}: {len(rows)} rows but the template has {len(keys)}; without "
-                             "'response' and 'knowledge' columns, row i scores row i of "
-                             f"`q2 meta-eval --write-template DIR` (column '{spec.column}').")
-    for i, row in enumerate(rows, 1):
-        if "id" in columns and str(row.fields.get("id", "")).strip() not in (str(i), f"{i}.0"):
-            raise ScoreFileError(f"{spec.path}: column 'id' holds {row.fields.get('id')!r} at row {row.number}, "
-                                 f"where the template's row {i} has id {i}; keep the template's row order.")
-    return np.array([_score(spec, row.fields.get(spec.column), row.number, row.line) for row in rows])
+def check_names(specs: Sequence[ScoreSpec]) -> None:
+    """Each `--scores NAME` once: a second file under one name would be used while the first is
+    named as the source."""
+    names = [spec.name for spec in specs]
+    for name in names:
+        if names.count(name) > 1:
+            raise ScoreFileError(f"--scores: the name '{name}' is given twice.")
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -189,7 +240,8 @@ def _short(text: str, limit: int = 60) -> str:
 
 
 def write_template(directory: str | Path, records: Sequence[Mapping[str, Any]]) -> Path:
-    """`DIR/meta_eval_template.csv`: id (1-based row number), response, knowledge, message."""
+    """`DIR/meta_eval_template.csv`: id (a record's own `id`, else its 1-based row number),
+    response, knowledge, message."""
     from q2_metric.io import write_table
 
     path = Path(directory) / TEMPLATE_FILE

@@ -30,12 +30,13 @@ def to_unit_scale(metric: str, scores: Sequence[float]) -> list[float]:
 
 
 def classification_report(scores: Sequence[float], consistent: Sequence[int], threshold: float = 0.5) -> dict:
-    """A score <= threshold predicts *inconsistent*; `consistent[i]` is 1 for consistent.
+    """Consistent iff score >= threshold (the project's one rule, as `q2 score --threshold`);
+    `consistent[i]` is 1 for consistent.
 
-    >>> classification_report([0.9, 0.5, 0.6, 0.1], [1, 0, 0, 0])["accuracy"]
+    >>> classification_report([0.9, 0.5, 0.4, 0.1], [1, 0, 0, 0])["accuracy"]
     0.75
     """
-    pred = [int(s > threshold) for s in scores]
+    pred = [int(s >= threshold) for s in scores]
     out = {"threshold": threshold, "n": len(scores),
            "accuracy": sum(p == y for p, y in zip(pred, consistent)) / len(scores) if scores else float("nan")}
     for name, cls in (("consistent", 1), ("inconsistent", 0)):

@@ -10,11 +10,17 @@ CONSISTENT, INCONSISTENT = "consistent", "inconsistent"
 
 
 def check_threshold(threshold: float) -> float:
-    """The threshold as a float in [0, 1] (Q²'s range), else ValueError in one sentence."""
+    """The threshold as a float in [0, 1] (Q²'s range; -0 is 0), else ValueError in one sentence.
+
+    >>> check_threshold(-0.0), check_threshold(1)
+    (0.0, 1.0)
+    """
+    if isinstance(threshold, bool):  # True would pass as 1
+        raise ValueError(f"the threshold must be a number in [0, 1], not the bool {threshold}")
     value = float(threshold)
     if not 0.0 <= value <= 1.0 or math.isnan(value):
         raise ValueError(f"the threshold must lie in [0, 1] (Q²'s range), got {threshold}")
-    return value
+    return value + 0.0  # -0.0 + 0.0 is 0.0: the signature says thr:0, never thr:-0
 
 
 def decide(score: float | None, threshold: float) -> str | None:
