@@ -49,7 +49,7 @@ Args:
     batch_size (int): batch size of QG, QA and NLI (each `*_batch_size` overrides it).
     tiny (bool): tiny random models instead of the paper's (built once; no download; the scores
         mean nothing and the signature says `tiny-random`). Default: the `Q2_TINY` environment variable.
-    threshold (float): decide each response: `decisions` holds "consistent" (Q² >= threshold) or
+    threshold (float): decide each response: `decisions` holds "consistent" (Q² > threshold) or
         "inconsistent" (None when unscored), with `num_consistent`, `num_inconsistent` and
         `threshold`; the signature ends in `thr:T`. Tune it with `q2 meta-eval --calibrate`.
     Every other option is a field of `q2_metric.Q2Config`; None (the default) keeps the

@@ -117,7 +117,7 @@ class Signature:
         return any(v.startswith("tiny-random-") for k, v in self.fields if k in ("qg", "qa", "nli"))
 
     def with_threshold(self, threshold: float | None) -> "Signature":
-        """The signature of decisions made at `threshold` (consistent iff Q² >= it): a `thr` field
+        """The signature of decisions made at `threshold` (inconsistent iff Q² <= it): a `thr` field
         at the end; unchanged for None."""
         if threshold is None:
             return self

@@ -320,9 +320,10 @@ def test_out_dir_inside_an_input_folder_is_refused(tmp_path, capsys):
 
 # -- the calibration rule on hand-made cases ----------------------------------------------------
 def test_best_threshold_by_hand():
-    # dev: consistent scores 0.3 and 0.8, inconsistent 0.1 and 0.3. Candidates 0.1 (BA 0.5),
-    # 0.3 (TPR 1, TNR 1/2: 0.75), 0.8 (TPR 1/2, TNR 1: 0.75): the lowest of the tie, 0.3.
-    assert best_threshold([0.3, 0.8, 0.1, 0.3], [1, 1, 0, 0]) == (0.3, 0.75)
-    r = decision_report([0.3, 0.8, 0.1, 0.3], [1, 1, 0, 0], 0.3)
+    # dev: consistent scores 0.3 and 0.8, inconsistent 0.1 and 0.3; a score <= T is inconsistent.
+    # Candidates 0 (TPR 1, TNR 0: BA 0.5), 0.1 (TPR 1, TNR 1/2: 0.75), 0.3 (TPR 1/2, TNR 1: 0.75),
+    # 0.8 (TPR 0, TNR 1: 0.5): the lowest of the tie, 0.1.
+    assert best_threshold([0.3, 0.8, 0.1, 0.3], [1, 1, 0, 0]) == (0.1, 0.75)
+    r = decision_report([0.3, 0.8, 0.1, 0.3], [1, 1, 0, 0], 0.1)
     assert (r["tp"], r["fp"], r["tn"], r["fn"]) == (2, 1, 1, 0)
     assert (r["precision"], r["recall"], r["balanced_accuracy"]) == (2 / 3, 1.0, 0.75)

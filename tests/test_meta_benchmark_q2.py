@@ -83,7 +83,7 @@ def test_score_threshold_adds_decisions_counts_and_signature(tmp_path, tiny_mode
                  "--threshold", "0.4", *flags]) == 0
     plain, decided = read(tmp_path / "a.csv"), read(tmp_path / "b.csv")
     assert "decision" not in plain[0]
-    expected = ["consistent" if float(r["q2"]) >= 0.4 else "inconsistent" for r in decided]
+    expected = ["consistent" if float(r["q2"]) > 0.4 else "inconsistent" for r in decided]
     assert [r["decision"] for r in decided] == expected
     summary, before = json.loads((tmp_path / "b.json").read_text()), json.loads((tmp_path / "a.json").read_text())
     assert (summary["threshold"], summary["num_consistent"], summary["num_inconsistent"]) == (
@@ -123,7 +123,7 @@ def test_compute_threshold(tiny_models):
     preds, refs = [r["response"] for r in rows] + [""], [r["knowledge"] for r in rows] + ["k"]
     plain = q2.compute(predictions=preds, references=refs, **tiny)
     got = q2.compute(predictions=preds, references=refs, threshold=0.3, **tiny)
-    expected = [None if s is None else "consistent" if s >= 0.3 else "inconsistent" for s in plain["scores"]]
+    expected = [None if s is None else "consistent" if s > 0.3 else "inconsistent" for s in plain["scores"]]
     assert got["decisions"] == expected and expected[-1] is None
     assert (got["num_consistent"], got["num_inconsistent"]) == (expected.count("consistent"),
                                                                 expected.count("inconsistent"))

@@ -93,7 +93,7 @@ def add_parser(sub) -> None:
     me.add_argument("--cross", default=None, help="cross_annotation.csv with dodeca_q2 and memnet_q2 columns")
     me.add_argument("--baselines-only", action="store_true", help="no Q² columns needed: overlap, BLEU, ...")
     me.add_argument("--prefix", default="", help="prefix of the Q² columns in the split files")
-    me.add_argument("--threshold", type=float, default=0.5, help="consistent iff score >= threshold (as q2 score --threshold)")
+    me.add_argument("--threshold", type=float, default=0.5, help="a score <= threshold is inconsistent, above it consistent (the paper's rule; as q2 score --threshold)")
     me.add_argument("--seed", type=int, default=0, help="seed of both bootstraps (Table 4, ROC AUC intervals)")
     me.add_argument("--repetitions", type=int, default=1000, help="Table 4 bootstrap repetitions")
     me.add_argument("--auc-draws", type=int, default=1000,

@@ -86,7 +86,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         if report.decisions:
             d = report.decisions
             print(f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
-                  f"{d['num_inconsistent']} inconsistent (consistent iff Q2 >= threshold)")
+                  f"{d['num_inconsistent']} inconsistent (consistent iff Q2 > threshold)")
         print(f"{figures_text(s)}\n{_signature_text(report.signature, args.short)}")
         if "tiny-random-" in report.signature:
             print(meaningless_note())
@@ -137,7 +137,7 @@ def add_parser(sub) -> None:
     sc.add_argument("-b", "--score-only", action="store_true", help="print only the system Q² score")
     sc.add_argument("--short", action="store_true", help="print the short form of the signature")
     sc.add_argument("--threshold", type=_threshold, default=None, metavar="T",
-                    help="add a 'decision' column (consistent iff Q2 >= T) and the counts; T goes into the "
+                    help="add a 'decision' column (consistent iff Q2 > T; a score <= T is inconsistent, as in the paper) and the counts; T goes into the "
                          "signature (tune T with `q2 meta-eval --calibrate DEV:TEST`)")
     sc.add_argument("--profile", action="store_true",
                     help="print time, model tokens and model FLOPs per stage (to stderr)")

@@ -223,7 +223,7 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
                   threshold: float | None = None) -> ScoreReport:
     """Write every row with its scores (`results`: pair key -> response dict), the steps file and the
     summary as one set; return the report (system score over the good rows). With `threshold`, a
-    `decision` column (consistent iff Q² >= threshold), the counts, and the threshold in the signature."""
+    `decision` column (consistent iff Q² > threshold, the released code's rule), the counts, and the threshold in the signature."""
     out_records, step_records = [], []
     per_row = []
     for row in run.rows:

@@ -64,7 +64,7 @@ def render_markdown(report: dict) -> str:
     cal = report.get("calibration")
     if cal:
         lines += ["", f"## Calibrated decisions: threshold tuned on {cal['dev']}, applied to {cal['test']}", "",
-                  "Consistent iff score >= threshold; the threshold is the lowest of the dev scores with the "
+                  "Consistent iff score > threshold; the threshold is the lowest of the dev scores with the "
                   "highest dev balanced accuracy (scores on the 0-1 scale of the table above). Precision and recall "
                   "of the consistent class.", "",
                   "| metric | threshold | dev bal. acc. | test bal. acc. | test precision | test recall |",
@@ -103,7 +103,7 @@ def render_latex(report: dict) -> str:
                  _f(c["test"]["balanced_accuracy"]), _f(c["test"]["precision"]), _f(c["test"]["recall"])]
                 for m, c in cal["metrics"].items()]
         out += _tex_table(_tex(f"Threshold tuned on {cal['dev']} (lowest score with the best balanced accuracy), "
-                               f"applied to {cal['test']}; consistent iff score >= threshold."),
+                               f"applied to {cal['test']}; consistent iff score > threshold."),
                           "tab:q2-calibration", ["metric", "threshold", "dev BA", "test BA", "test P", "test R"], rows)
     return "\n".join(out)
 

@@ -144,7 +144,7 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
     report = {"kind": "benchmark", "draws": draws, "seed": seed, "confidence": 0.95,
               **({"signature": signature, "signature_short": _short_signature(signature),
                   "meaningless": meaningless} if signature else {}),
-              "decision_rule": "consistent iff score >= threshold",
+              "decision_rule": "consistent iff score > threshold",
               "datasets": {ds.name: ds.summary() for ds in datasets},
               "metrics": {m: _metric_source(m, extra) for m in scores}, "results": results, "notes": notes}
     if calibration:

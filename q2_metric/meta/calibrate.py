@@ -1,6 +1,7 @@
-"""Calibrated decisions, as pure functions: a response is *consistent* iff its score >= the
-threshold. `best_threshold` picks, among a dev set's distinct scores, the one that maximizes the
-dev set's balanced accuracy (the lowest among ties), as LLM-AggreFact tunes its thresholds;
+"""Calibrated decisions, as pure functions, by the project's one rule (`steps.decision`: a score
+<= the threshold is *inconsistent*). `best_threshold` picks, among 0 and a dev set's distinct
+scores, the one that maximizes the dev set's balanced accuracy (the lowest among ties), as
+LLM-AggreFact tunes its thresholds;
 `decision_report` gives the balanced accuracy, precision and recall that a threshold gives on
 another set. `consistent[i]` is 1 for a consistent response (the positive class)."""
 
@@ -10,14 +11,16 @@ from typing import Sequence
 
 import numpy as np
 
+from q2_metric.steps.decision import CONSISTENT, decide
 
-def decide(scores: Sequence[float], threshold: float) -> np.ndarray:
-    """1 (consistent) where score >= threshold, else 0.
 
-    >>> decide([0.2, 0.5, 0.7], 0.5).tolist()
-    [0, 1, 1]
+def decide_all(scores: Sequence[float], threshold: float) -> np.ndarray:
+    """1 (consistent) where `steps.decision.decide` says so (score > threshold), else 0.
+
+    >>> decide_all([0.2, 0.5, 0.7], 0.5).tolist()
+    [0, 0, 1]
     """
-    return (np.asarray(scores, float) >= threshold).astype(int)
+    return np.array([int(decide(s, threshold) == CONSISTENT) for s in scores], int)
 
 
 def balanced_accuracies(scores: Sequence[float], consistent: Sequence[int],
@@ -26,19 +29,19 @@ def balanced_accuracies(scores: Sequence[float], consistent: Sequence[int],
     s, y = np.asarray(scores, float), np.asarray(consistent, int)
     pos, neg = np.sort(s[y == 1]), np.sort(s[y == 0])
     t = np.asarray(thresholds, float)
-    tpr = (len(pos) - np.searchsorted(pos, t, side="left")) / max(len(pos), 1)  # share of pos >= t
-    tnr = np.searchsorted(neg, t, side="left") / max(len(neg), 1)  # share of neg < t
+    tpr = (len(pos) - np.searchsorted(pos, t, side="right")) / max(len(pos), 1)  # share of pos > t
+    tnr = np.searchsorted(neg, t, side="right") / max(len(neg), 1)  # share of neg <= t
     return (tpr + tnr) / 2
 
 
 def best_threshold(scores: Sequence[float], consistent: Sequence[int]) -> tuple[float, float]:
-    """(threshold, its balanced accuracy): the lowest of the distinct scores with the highest
-    balanced accuracy.
+    """(threshold, its balanced accuracy): the lowest of 0 and the distinct scores with the highest
+    balanced accuracy (0: everything above 0 is consistent).
 
     >>> best_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1])
-    (0.35, 0.75)
+    (0.1, 0.75)
     """
-    candidates = np.unique(np.asarray(scores, float))  # ascending
+    candidates = np.unique(np.append(np.asarray(scores, float), 0.0)) if len(scores) else np.array([])  # ascending
     if not len(candidates):
         raise ValueError("no scores to calibrate on")
     ba = balanced_accuracies(scores, consistent, candidates)
@@ -49,7 +52,7 @@ def best_threshold(scores: Sequence[float], consistent: Sequence[int]) -> tuple[
 def decision_report(scores: Sequence[float], consistent: Sequence[int], threshold: float) -> dict:
     """Balanced accuracy, and precision/recall of the consistent class (and of the inconsistent
     one), with the confusion counts, at `threshold`."""
-    pred, y = decide(scores, threshold), np.asarray(consistent, int)
+    pred, y = decide_all(scores, threshold), np.asarray(consistent, int)
     tp, fp = int(((pred == 1) & (y == 1)).sum()), int(((pred == 1) & (y == 0)).sum())
     fn, tn = int(((pred == 0) & (y == 1)).sum()), int(((pred == 0) & (y == 0)).sum())
 

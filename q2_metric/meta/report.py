@@ -55,7 +55,7 @@ def render_markdown(report: dict) -> str:
     lines.append("| n | " + " | ".join(str(t2[s]["n"]) for s in SPLITS) + " |")
     lines.append("\nEach metric on its own scale (BLEU 0-100). Paper (Q², Table 2): dodeca inconsistent 0.238, "
                  "consistent 0.696; MemNet inconsistent 0.135, consistent 0.756.")
-    lines += ["", f"## Table 3: classification (consistent iff score >= {report['threshold']})", "",
+    lines += ["", f"## Table 3: classification (consistent iff score > {report['threshold']})", "",
               "| metric | accuracy | ROC AUC | incons. P | incons. R | incons. F1 | cons. P | cons. R | cons. F1 |",
               "|---|---|---|---|---|---|---|---|---|"]
     for m, r in report["table3"].items():
@@ -104,12 +104,12 @@ def render_markdown(report: dict) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}", "<=": r"$\le$", ">=": r"$\ge$",
-        "²": "$^2$"}
+        "<": "$<$", ">": "$>$", "²": "$^2$"}
 
 
 def _tex(text: Any) -> str:
-    """Escape LaTeX specials in one pass; Q² becomes Q$^2$, <= $\\le$ and >= $\\ge$."""
-    return re.sub(r"<=|>=|[\\&%$#_{}~^²]", lambda m: _TEX[m.group(0)], str(text))
+    """Escape LaTeX specials in one pass; Q² becomes Q$^2$, <= $\\le$, >= $\\ge$, > $>$ and < $<$."""
+    return re.sub(r"<=|>=|[\\&%$#_{}~^²<>]", lambda m: _TEX[m.group(0)], str(text))
 
 
 def _tex_table(caption: str, label: str, header: list[str], rows: list[list[str]]) -> list[str]:
@@ -131,7 +131,7 @@ def render_latex(report: dict) -> str:
     rows = [[_tex(m), _fmt(r["accuracy"]), _fmt(r["roc_auc"]), _fmt(r["inconsistent"]["precision"]),
              _fmt(r["inconsistent"]["recall"]), _fmt(r["inconsistent"]["f1"]), _fmt(r["consistent"]["precision"]),
              _fmt(r["consistent"]["recall"]), _fmt(r["consistent"]["f1"])] for m, r in report["table3"].items()]
-    out += _tex_table(_tex(f"Classification of the 600 split responses; consistent iff score >= "
+    out += _tex_table(_tex(f"Classification of the 600 split responses; consistent iff score > "
                            f"{report['threshold']} (P/R/F1 of the inconsistent and consistent classes)."),
                       "tab:q2-classification",
                       ["metric", "acc.", "ROC AUC", "incons. P", "incons. R", "incons. F1", "cons. P", "cons. R",

@@ -13,6 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
+from q2_metric.steps.decision import CONSISTENT, decide
+
 AUC_DRAWS = 1000  # bootstrap resamples behind each ROC AUC interval
 SHARES = (0.05, 0.10, 0.15, 0.20, 0.25)  # inconsistent shares of the simulated systems (Table 4)
 
@@ -30,13 +32,13 @@ def to_unit_scale(metric: str, scores: Sequence[float]) -> list[float]:
 
 
 def classification_report(scores: Sequence[float], consistent: Sequence[int], threshold: float = 0.5) -> dict:
-    """Consistent iff score >= threshold (the project's one rule, as `q2 score --threshold`);
-    `consistent[i]` is 1 for consistent.
+    """Predictions by `steps.decision.decide` (the released code's rule: a score <= threshold is
+    *inconsistent*); `consistent[i]` is 1 for consistent.
 
-    >>> classification_report([0.9, 0.5, 0.4, 0.1], [1, 0, 0, 0])["accuracy"]
+    >>> classification_report([0.9, 0.5, 0.6, 0.1], [1, 0, 0, 0])["accuracy"]
     0.75
     """
-    pred = [int(s >= threshold) for s in scores]
+    pred = [int(decide(s, threshold) == CONSISTENT) for s in scores]
     out = {"threshold": threshold, "n": len(scores),
            "accuracy": sum(p == y for p, y in zip(pred, consistent)) / len(scores) if scores else float("nan")}
     for name, cls in (("consistent", 1), ("inconsistent", 0)):

@@ -1,5 +1,9 @@
-"""A hallucination decision from a Q² score: consistent iff score >= threshold (the rule of
-`q2 meta-eval --calibrate`, which tunes the threshold on a labelled dev set)."""
+"""A hallucination decision from a Q² score, by the released code's rule (`precision_recall.py`,
+which made the paper's Table 3): a response is *inconsistent* iff its score <= the threshold,
+*consistent* iff its score is above it.
+
+The one rule of the whole project: `q2 score --threshold`, `compute(threshold=)`, meta-eval's
+Table 3 and the benchmark's `--calibrate` all decide here."""
 
 from __future__ import annotations
 
@@ -24,14 +28,14 @@ def check_threshold(threshold: float) -> float:
 
 
 def decide(score: float | None, threshold: float) -> str | None:
-    """`consistent` iff score >= threshold; None for an unscored response.
+    """`inconsistent` iff score <= threshold, else `consistent`; None for an unscored response.
 
-    >>> decide(0.5, 0.5), decide(0.49, 0.5), decide(float("nan"), 0.5)
+    >>> decide(0.51, 0.5), decide(0.5, 0.5), decide(float("nan"), 0.5)
     ('consistent', 'inconsistent', None)
     """
     if score is None or math.isnan(score):
         return None
-    return CONSISTENT if score >= threshold else INCONSISTENT
+    return CONSISTENT if score > threshold else INCONSISTENT
 
 
 def decision_counts(decisions: Sequence[str | None], threshold: float) -> dict:

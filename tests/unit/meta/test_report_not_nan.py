@@ -1,5 +1,5 @@
 """`meta_eval.md` and `meta_eval.tex` write an undefined figure as `n/a`, never `nan` (issue 36), and
-state the one threshold rule (consistent iff score >= T)."""
+state the one threshold rule (consistent iff score > T)."""
 
 import csv
 
@@ -42,5 +42,5 @@ def test_undefined_is_n_a(report):
 
 
 def test_the_rule_is_stated(report):
-    assert "consistent iff score >= 0.5" in render_markdown(report)
-    assert r"consistent iff score $\ge$ 0.5" in render_latex(report)
+    assert "consistent iff score > 0.5" in render_markdown(report)
+    assert r"consistent iff score $>$ 0.5" in render_latex(report)
