@@ -221,7 +221,8 @@ def _score_remote(ray, scorer: Q2Scorer, items: list[tuple[str, str, str]], run_
     bar = None
     if progress:
         from q2_metric.progress import Counter
-        bar = Counter(len(items), f"Q² responses on {workers} Ray worker(s)", "resp")
+        from q2_metric.progress import plural
+        bar = Counter(len(items), f"Q² responses on {plural(workers, 'Ray worker')}", "resp")
     try:
         # No prefetching: it holds a finished block back until the next one arrives, and a block
         # not yet written is lost if the run is killed.
