@@ -199,7 +199,7 @@ def stage_progress(desc: str = "Q²", leave: bool = False, position: int | None 
 class StageTotals:
     """Off a terminal, for a run of many engine calls (`q2 score`'s chunks): adds up each stage's
     model inputs and time over every call and writes one line per stage at the end (`close`),
-    instead of a line per stage per call (22 lines for 5 rows). Use it as the progress callback."""
+    instead of a line per stage per call (24 lines for 5 rows in 3 chunks). Use it as the progress callback."""
 
     def __init__(self, desc: str = "Q²", write: Callable[[str], None] = _stderr_line) -> None:
         self.desc, self.write = desc, write

@@ -52,7 +52,7 @@ def test_one_line_per_stage_off_a_terminal(tmp_path, capsys):
     stage_lines = [line for line in lines if re.match(r"Q² \d/6 ", line)]
     assert [line.split(":")[0] for line in stage_lines] == [f"Q² {i}/6 {name}" for i, name in enumerate(STAGES, 1)]
     assert len([line for line in lines if line.startswith("Q² responses: ")]) == 3  # one per chunk
-    assert len(lines) == 3 + 6 + 1  # was 22: 6 stage lines and a "done" line per chunk
+    assert len(lines) == 3 + 6 + 1  # was 24: 6 stage lines and a "done" line per chunk
     assert lines[-1].startswith("Q²: all 6 stages done in ")
 
 
