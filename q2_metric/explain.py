@@ -50,6 +50,8 @@ def coref_note(res: ResponseScore) -> str:
     turns = trace.history_turns
     where = (f"{turns} earlier turn{'s' * (turns != 1)}" if turns else
              "within the response alone: no history given")
+    if getattr(trace, "skipped", None):
+        return f" Coreference ({where}): nothing replaced, {trace.skipped}; scored as written."
     if not trace.replacements:
         return f" Coreference ({where}): nothing replaced."
     spans = "; ".join(f'"{r.original}" -> "{r.replacement}"' for r in trace.replacements)

@@ -84,6 +84,15 @@ def batch_done(done: int, total: int) -> None:
         current.report()
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """`count` and `noun`, in the plural unless `count` is 1.
+
+    >>> plural(1, "model input"), plural(3, "response"), plural(1, "row"), plural(0, "query", "queries")
+    ('1 model input', '3 responses', '1 row', '0 queries')
+    """
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
 def stage_label(name: str) -> str:
     """`2/6 questions` for an engine stage, the name itself otherwise."""
     return f"{STAGES.index(name) + 1}/{len(STAGES)} {name}" if name in STAGES else name
@@ -126,7 +135,7 @@ def log_progress(log: Callable[[str], None], interval: float = 10.0, desc: str =
         if name != state["stage"]:
             state.update(stage=name, last=now)
         elif name != DONE and now - state["last"] >= interval:
-            log(f"{desc} {stage_label(name)}: {done}/{total} model inputs so far")
+            log(f"{desc} {stage_label(name)}: {done}/{plural(total, 'model input')} so far")
             state["last"] = now
 
     return report
@@ -163,7 +172,7 @@ def line_progress(desc: str = "Q²", write: Callable[[str], None] = _stderr_line
 
     def finish(now: float) -> None:
         if state["stage"] is not None:
-            write(f"{desc} {stage_label(state['stage'])}: {state['done']} model inputs in "
+            write(f"{desc} {stage_label(state['stage'])}: {plural(state['done'], 'model input')} in "
                   f"{now - state['start']:.1f} s")
 
     def report(name: str, done: int, total: int) -> None:
@@ -185,6 +194,47 @@ def line_progress(desc: str = "Q²", write: Callable[[str], None] = _stderr_line
 def stage_progress(desc: str = "Q²", leave: bool = False, position: int | None = None) -> ProgressCallback:
     """A bar per stage on a terminal (`tqdm_progress`), else a line per stage (`line_progress`)."""
     return tqdm_progress(desc, leave=leave, position=position) if on_terminal() else line_progress(desc)
+
+
+class StageTotals:
+    """Off a terminal, for a run of many engine calls (`q2 score`'s chunks): adds up each stage's
+    model inputs and time over every call and writes one line per stage at the end (`close`),
+    instead of a line per stage per call (24 lines for 5 rows in 3 chunks). Use it as the progress callback."""
+
+    def __init__(self, desc: str = "Q²", write: Callable[[str], None] = _stderr_line) -> None:
+        self.desc, self.write = desc, write
+        self.inputs: dict[str, int] = {}  # stage -> model inputs, in the order the stages first ran
+        self.seconds: dict[str, float] = {}
+        self.current: str | None = None
+        self.started = 0.0
+        self.done = 0
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if name != self.current:
+            self._end(now)
+            self.current = None if name == DONE else name
+            self.started, self.done = now, 0
+        if self.current is not None:
+            self.done = done
+
+    def _end(self, now: float) -> None:
+        if self.current is not None:
+            self.inputs[self.current] = self.inputs.get(self.current, 0) + self.done
+            self.seconds[self.current] = self.seconds.get(self.current, 0.0) + now - self.started
+            self.current = None
+
+    def close(self) -> None:
+        """Write the stage lines (nothing if no stage ran)."""
+        self._end(time.monotonic())
+        for name, count in self.inputs.items():
+            self.write(f"{self.desc} {stage_label(name)}: {plural(count, 'model input')} in "
+                       f"{self.seconds[name]:.1f} s")
+        if self.inputs:
+            n = len(self.inputs)
+            stages = f"all {n} stages" if n > 1 else plural(n, "stage")  # as `line_progress` says it
+            self.write(f"{self.desc}: {stages} done in {sum(self.seconds.values()):.1f} s")
+        self.inputs, self.seconds = {}, {}
 
 
 class ResponseCounter:

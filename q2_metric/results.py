@@ -74,6 +74,8 @@ class ResponseScore:
         out = asdict(self)
         if out["coref"] is None:  # off by default: the default output keeps its keys
             del out["coref"]
+        elif out["coref"].get("skipped") is None:  # only when the model could not read the text
+            out["coref"].pop("skipped", None)
         return out
 
 

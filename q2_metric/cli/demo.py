@@ -9,8 +9,9 @@ from pathlib import Path
 
 from q2_metric.config import Q2Config
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
-from q2_metric.models.tiny import meaningless_note, tiny_hint
 from q2_metric.errors import Q2InputError
+from q2_metric.models.tiny import meaningless_note, tiny_hint
+from q2_metric.progress import plural
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 SAMPLE = DATA_DIR / "wow_sample.csv"
@@ -53,7 +54,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with tiny_hint("`make try` (`q2 demo --tiny`)"):
         scorer.check_models()  # a missing model: one sentence, before anything else is printed
     with verbose_loading(args.verbose):
-        say(f"Loading the models, then scoring {len(rows)} responses"
+        say(f"Loading the models, then scoring {plural(len(rows), 'response')}"
             + (" with tiny random models..." if config.tiny else
                " (on a CPU with the paper's models this takes minutes)..."))
         scorer.load()
@@ -66,7 +67,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
         groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(res.q2)
-    print(f"Scored {len(rows)} responses from {args.input}\n")
+    print(f"Scored {plural(len(rows), 'response')} from {args.input}\n")
     print("Mean Q2 per system and human label (n: responses):")
     print(f"{'system':<10}{'label':<14}{'n':>4}{'mean Q2':>10}")
     for (system, label), vals in sorted(groups.items()):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
 from q2_metric.models.tiny import meaningless_note, tiny_hint
 from q2_metric.errors import Q2InputError
+from q2_metric.progress import plural
 
 
 def _threshold(text: str) -> float:
@@ -97,16 +99,33 @@ def done_line(report, output) -> str:
     """`Scored 150/151 rows (149 now, 0 from the cache) -> out.csv`, then where every other row went."""
     good = report.num_rows - report.num_bad
     repeats = good - report.num_cached - report.num_scored_now
-    line = (f"Scored {good}/{report.num_rows} rows ({report.num_scored_now} now, {report.num_cached} from the "
-            f"cache) -> {output}")
+    line = (f"Scored {good}/{plural(report.num_rows, 'row')} ({report.num_scored_now} now, {report.num_cached} "
+            f"from the cache) -> {output}")
     if repeats:  # the malformed rows are reported one by one on stderr
         line += (f"\n{repeats} {'row repeats' if repeats == 1 else 'rows repeat'} the (response, knowledge) pair "
                  f"of an earlier row and {'gets' if repeats == 1 else 'get'} its score (each pair is scored once).")
     return line
 
 
+class DefaultsShown(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already gives it ("(default...")."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (not action.option_strings or action.required or action.default is argparse.SUPPRESS
+                or re.search(r"\(default\b", text)):
+            return text
+        value = action.default
+        if isinstance(action, argparse.BooleanOptionalAction) or value is True or value is False:
+            shown = "on" if value else "off"
+        else:
+            shown = "not set" if value is None else "empty" if value == "" else "%(default)s"
+        return f"{text} (default: {shown})" if text else f"default: {shown}"
+
+
 def add_parser(sub) -> None:
-    sc = sub.add_parser("score", help="score a CSV, JSONL, Parquet or datasets-on-disk file")
+    sc = sub.add_parser("score", help="score a CSV, JSONL, Parquet or datasets-on-disk file",
+                        formatter_class=DefaultsShown)
     sc.add_argument("input", help="CSV, JSONL, Parquet, or a folder written by Dataset.save_to_disk")
     sc.add_argument("-o", "--output", required=True,
                     help="scores: .csv, .jsonl or .parquet (with --steps and --summary, written all-or-nothing)")
@@ -126,7 +145,7 @@ def add_parser(sub) -> None:
                          "--no-multiline every row is one line and such a field is reported as a stray quote")
     sc.add_argument("--cache-dir", default=".q2_cache",
                     help="resumable cache, keyed by the options and each model's identity")
-    sc.add_argument("--no-cache", action="store_true")
+    sc.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     sc.add_argument("--chunk-size", type=int, default=64, help="responses per engine call (and cache write)")
     sc.add_argument("--no-progress", action="store_true", help="no progress bars")
     sc.add_argument("--quiet", action="store_true", help="no progress bars or status messages on stderr")

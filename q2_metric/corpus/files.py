@@ -14,6 +14,7 @@ from q2_metric.io import (Row, check_output_paths, check_table_suffix, commit_ou
 from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
 from q2_metric.errors import CacheWriteError
 from q2_metric.profile import StageProfile, merge_profiles
+from q2_metric.progress import plural
 from q2_metric.steps.decision import decide, decision_counts
 from q2_metric.steps.question_filter import VALID
 from q2_metric.errors import Q2InputError
@@ -150,8 +151,9 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     cache = ScoreCache(cache_dir, run.fingerprint) if cache_dir else None
     warnings: list[str] = []
     if cache and cache.damaged:
-        warnings.append(f"{cache.damaged} damaged line(s) of the cache file '{cache.path}' were dropped; "
-                        "their rows are scored again")
+        was = "was" if cache.damaged == 1 else "were"
+        warnings.append(f"{plural(cache.damaged, 'damaged line')} of the cache file '{cache.path}' {was} dropped; "
+                        + ("its row is" if cache.damaged == 1 else "their rows are") + " scored again")
         print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
     results: dict[str, dict] = dict(cache.entries) if cache else {}
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
@@ -160,9 +162,10 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     chunks = chunked(todo, chunk_size)
     bar, stages = None, None
     if progress and chunks:
-        from q2_metric.progress import ResponseCounter, stage_progress
+        from q2_metric.progress import ResponseCounter, StageTotals, on_terminal, stage_progress
         bar = ResponseCounter(len(todo), "Q² responses", "resp", position=0)
-        stages = stage_progress("Q²", leave=False, position=1)
+        # a bar per stage on a terminal; elsewhere one line per stage for the whole run, at its end
+        stages = stage_progress("Q²", leave=False, position=1) if on_terminal() else StageTotals("Q²")
     profiles = []
     for n, chunk in enumerate(chunks, 1):
         scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
@@ -184,6 +187,8 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         pause_point(f"chunk-{n}")
     if bar:
         bar.close()
+    if hasattr(stages, "close"):  # StageTotals: its one line per stage
+        stages.close()
     report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
                            summary_path=summary_path, num_cached=cached, num_scored_now=len(todo),
                            threshold=threshold)

@@ -120,12 +120,53 @@ def connect(ray, address: str | None, verbose: bool = False) -> bool:
     address = address or os.environ.get("RAY_ADDRESS") or "local"
     local = {"include_dashboard": False} if address == "local" else {}
     if verbose:
+        loud_cluster_errors()
         ray.init(address=address, logging_level=logging.WARNING, **local)
         return True
     quiet_ray_logs()
     with _native_stderr_hidden():  # the core's "Set ray log level ..." line, printed as it starts
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, **local)
+    quiet_cluster_errors()
     return True
+
+
+NODE_DIED = "Raylet is terminated"
+NODE_DIED_NOTE = ("q2: warning: a Ray node stopped during the run; the batches it held are scored again "
+                  "on the nodes still alive")
+
+
+def quiet_cluster_errors() -> None:
+    """Ray's driver prints the cluster's error messages as they arrive, whatever `log_to_driver`
+    says: when a node dies, the last 20 lines of its raylet's log ("state-dump" lines) and one
+    "... submit failed ... will be retried" line per retried task. Ray Data retries on the nodes
+    still alive, so these are not failures of the run: a dead node becomes one warning line and the
+    rest is hidden (`--verbose` shows it all). Ray prints them through a module-level function,
+    replaced here; if a later Ray moves it, its messages are simply printed as before."""
+    try:
+        from ray._private import worker
+    except ImportError:  # pragma: no cover - another Ray layout
+        return
+    if getattr(worker.print_to_stdstream, "_q2_quiet", False) or not hasattr(worker, "listen_error_messages"):
+        return
+    seen: set[str] = set()
+
+    def condensed(data: dict, ignore_prefix: bool = False) -> None:
+        if any(NODE_DIED in line for line in data.get("lines", [])) and NODE_DIED not in seen:
+            seen.add(NODE_DIED)
+            print(NODE_DIED_NOTE, file=sys.stderr, flush=True)
+
+    condensed._q2_quiet = True  # type: ignore[attr-defined]
+    condensed._q2_original = worker.print_to_stdstream  # type: ignore[attr-defined]
+    worker.print_to_stdstream = condensed
+
+
+def loud_cluster_errors() -> None:
+    """Undo `quiet_cluster_errors` (for a `--verbose` run in the same process)."""
+    try:
+        from ray._private import worker
+    except ImportError:  # pragma: no cover
+        return
+    worker.print_to_stdstream = getattr(worker.print_to_stdstream, "_q2_original", worker.print_to_stdstream)
 
 
 @contextmanager
@@ -180,8 +221,8 @@ def _score_remote(ray, scorer: Q2Scorer, items: list[tuple[str, str, str]], run_
                         num_cpus=cpus, **gpu)
     bar = None
     if progress:
-        from q2_metric.progress import ResponseCounter
-        bar = ResponseCounter(len(items), f"Q² responses on {workers} Ray worker(s)", "resp")
+        from q2_metric.progress import ResponseCounter, plural
+        bar = ResponseCounter(len(items), f"Q² responses on {plural(workers, 'Ray worker')}", "resp")
     try:
         # No prefetching: it holds a finished block back until the next one arrives, and a block
         # not yet written is lost if the run is killed.

@@ -46,7 +46,8 @@ def space_config() -> Q2Config:
     """The app's options: the paper's, with the environment's models and `Q2_SPACE_OPTIONS` (a JSON
     object, checked by `options.build_config` as every front-end's); a bad one is `Q2OptionError`
     in one sentence."""
-    from q2_metric.options import Q2OptionError, build_config
+    from q2_metric.errors import Q2OptionError
+    from q2_metric.options import build_config
 
     raw = os.environ.get("Q2_SPACE_OPTIONS") or "{}"
     try:

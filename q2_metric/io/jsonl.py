@@ -28,8 +28,13 @@ def _read_jsonl(path: Path, encoding: str) -> list[Row]:
                 raise ValueError("not a JSON object")
             rows.append(Row(number, line_no, _clean_strings(record)))
         except _DuplicateKey as err:
-            rows.append(Row(number, line_no, error=f"line {line_no}: the key '{err.key}' appears twice in one "
-                                                   "JSON object (which value is meant?)"))
+            rows.append(Row(number, line_no, error=f"line {line_no}: the key '{_shown(err.key)}' appears twice in "
+                                                   "one JSON object (which value is meant?)"))
+        except _SurrogateKeys as err:
+            rows.append(Row(number, line_no, error=f"line {line_no}: the keys '{_shown(err.first)}' and "
+                                                   f"'{_shown(err.second)}' differ only in lone surrogates, "
+                                                   f"which are read as U+FFFD, so both would be the column "
+                                                   f"'{_shown(err.cleaned)}'; rename one"))
         except ValueError as err:
             rows.append(Row(number, line_no, error=f"line {line_no}: not a JSON object ({err})"))
     return rows
@@ -39,6 +44,19 @@ class _DuplicateKey(ValueError):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+class _SurrogateKeys(ValueError):
+    """Two keys of one object that `clean_text` makes equal."""
+
+    def __init__(self, first: str, second: str, cleaned: str) -> None:
+        super().__init__(first, second)
+        self.first, self.second, self.cleaned = first, second, cleaned
+
+
+def _shown(key: str) -> str:
+    """`key` as it can be printed and written as UTF-8: a lone surrogate as its escape (\\ud800)."""
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -57,7 +75,14 @@ def _clean_strings(value: Any) -> Any:
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, dict):
-        return {clean_text(k): _clean_strings(v) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        original: dict[str, str] = {}
+        for k, v in value.items():
+            cleaned = clean_text(k)
+            if cleaned in out:  # e.g. \ud800a and \udc00a both read as U+FFFD a: one value would be lost
+                raise _SurrogateKeys(original[cleaned], k, cleaned)
+            out[cleaned], original[cleaned] = _clean_strings(v), k
+        return out
     if isinstance(value, list):
         return [_clean_strings(v) for v in value]
     return value

@@ -5,17 +5,30 @@ Each file is `BASE/COMMIT/PATH` (BASE: GitHub's raw server by default; `--base-u
 mirror, e.g. `file:///data/mirror`, laid out the same way). All files are downloaded to temporary
 files beside their targets and checked; only when every one matches are they renamed into place,
 so a failed or corrupted download leaves the folder as it was. A file already there with the
-right SHA-256 is kept; one with another SHA-256 is refused (it is not ours to replace).
+right SHA-256 is kept; one with another SHA-256, or a FIFO, device or folder in a file's place, is
+refused (it is not ours to replace, and is never opened). The download stops past a size cap
+(`--max-mb`); a folder that cannot be written is reported as such before anything is downloaded;
+part files left by a run killed with SIGKILL are removed by the next run (each live run holds a
+lock on its own).
 """
 
 from __future__ import annotations
 
+import errno
+import glob
 import hashlib
 import os
+import stat
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import BinaryIO, Callable
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: stale part files are told by their process id
+    fcntl = None  # type: ignore[assignment]
 
 from q2_metric.errors import Q2InputError
 
@@ -88,48 +101,198 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(url: str, dest: Path, opener: Callable = urllib.request.urlopen) -> None:
+# The published sets are a few MB each; a server that sends far more is not sending them.
+DEFAULT_MAX_MB = 256
+PART = ".part-"
+
+
+def _kind(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+            "not a regular file")
+
+
+def _write_problem(folder: Path, err: OSError) -> FetchError:
+    """One sentence for a local write that failed: the folder, not the network, is to blame."""
+    if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return FetchError(f"{folder} cannot be written ({err.strerror}: a read-only folder or file system); "
+                          "choose another --out (nothing was downloaded).")
+    if err.errno in (errno.ENOTDIR, errno.EEXIST):
+        return FetchError(f"{folder} is not a folder (a file is in its place or above it); choose another "
+                          "--out (nothing was written).")
+    return FetchError(f"{folder}: {err.strerror} while writing there; nothing was written.")
+
+
+def _try_lock(fd: int) -> bool:
+    """Take an exclusive lock on `fd` without waiting; True if taken (or locks are not supported)."""
+    if fcntl is None:
+        return True
     try:
-        with opener(url, timeout=60) as response, open(dest, "wb") as out:
-            for block in iter(lambda: response.read(1 << 20), b""):
-                out.write(block)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # a file system without locks
+        return True
+    return True
+
+
+def _remove_stale_parts(target: Path) -> None:
+    """Remove `.NAME.part-*` files beside `target` that no running fetch holds: a run killed with
+    SIGKILL leaves its part files, and each running fetch holds a lock on its own until it renames
+    them (where there are no locks, a part file of a process that is gone is stale)."""
+    if not target.parent.is_dir():
+        return
+    for stale in target.parent.glob(f".{glob.escape(target.name)}{PART}*"):
+        try:
+            st = os.lstat(stale)
+            if not stat.S_ISREG(st.st_mode):
+                continue  # not ours (we only write regular files); opening a FIFO could block
+            fd = os.open(stale, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            if fcntl is None:
+                pid = stale.name.rsplit(PART, 1)[1]
+                free = pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid))
+            else:
+                free = _try_lock(fd)
+            if free:
+                stale.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _open_part(target: Path) -> tuple[Path, BinaryIO]:
+    """Create the locked part file beside `target` (never an existing file: O_EXCL)."""
+    temp = target.with_name(f".{target.name}{PART}{os.getpid()}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    _try_lock(fd)
+    return temp, os.fdopen(fd, "wb")
+
+
+def _local_source(url: str) -> None:
+    """A file:// source must be a regular file: reading a FIFO or a device would block or never end."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "file":
+        return
+    path = urllib.request.url2pathname(parts.path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # the opener reports it missing
+    if not stat.S_ISREG(mode):
+        raise FetchError(f"{url} is {_kind(mode)}, not a regular file; point --base-url at a copy of the files.")
+
+
+def _download(url: str, out: BinaryIO, folder: Path, opener: Callable = urllib.request.urlopen,
+              limit: int | None = None, cap_mb: float = DEFAULT_MAX_MB) -> int:
+    """Copy `url` into `out`; the number of bytes. Stops past `limit` bytes."""
+    def too_big() -> FetchError:
+        return FetchError(f"{url} goes past the {cap_mb:g} MB cap on what one fetch downloads (--max-mb); "
+                          "stopped, nothing was written.")
+
+    def network(err: BaseException) -> FetchError:
+        return FetchError(f"{url} could not be downloaded ({getattr(err, 'reason', None) or err}); check the "
+                          "network or --base-url.")
+
+    _local_source(url)
+    try:
+        response = opener(url, timeout=60)
     except (OSError, ValueError) as err:
-        raise FetchError(f"{url} could not be downloaded ({getattr(err, 'reason', None) or err}); check the "
-                         "network or --base-url.") from None
+        raise network(err) from None
+    total = 0
+    with response:
+        length = getattr(response, "headers", None) and response.headers.get("Content-Length")
+        if limit is not None and length and str(length).isdigit() and int(length) > limit:
+            raise too_big()
+        while True:
+            try:
+                block = response.read(1 << 20)
+            except (OSError, ValueError) as err:
+                raise network(err) from None
+            if not block:
+                return total
+            total += len(block)
+            if limit is not None and total > limit:
+                raise too_big()
+            try:
+                out.write(block)
+            except OSError as err:
+                raise _write_problem(folder, err) from None
 
 
 def fetch(name: str, out_dir: str | Path, base_url: str = GITHUB_RAW, *,
-          say: Callable[[str], None] = lambda msg: None, opener: Callable = urllib.request.urlopen) -> list[Path]:
-    """Download every pinned file of `name` into `out_dir` (all or none); the paths, in order."""
+          say: Callable[[str], None] = lambda msg: None, opener: Callable = urllib.request.urlopen,
+          max_mb: float = DEFAULT_MAX_MB) -> list[Path]:
+    """Download every pinned file of `name` into `out_dir` (all or none); the paths, in order.
+    `max_mb`: a cap on the bytes downloaded in all (past it the fetch stops, nothing written)."""
     if name not in SOURCES:
         raise FetchError(f"unknown dataset '{name}'; choose one of {', '.join(SOURCES)}.")
+    if not max_mb > 0:
+        raise FetchError(f"--max-mb must be more than 0, got {max_mb:g}.")
     out = Path(out_dir)
     plan = [(src, f, out / f.target) for src in SOURCES[name] for f in src.files]
     for _, f, target in plan:  # refuse before downloading anything
-        if target.exists() and (not target.is_file() or sha256_of(target) != f.sha256):
+        try:
+            st = os.stat(target)  # follows a link, like the check below
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            if err.errno == errno.ENOTDIR:
+                raise _write_problem(out, err) from None
+            raise FetchError(f"{target} cannot be examined ({err.strerror}); choose another folder.") from None
+        if not stat.S_ISREG(st.st_mode):  # never opened: a FIFO would block the read forever
+            raise FetchError(f"{target} exists and is {_kind(st.st_mode)}, not the published {f.path}; move it "
+                             "away or choose another folder (nothing was downloaded).")
+        if sha256_of(target) != f.sha256:
             raise FetchError(f"{target} exists and is not the published {f.path}; move it away or choose another "
                              "folder (nothing was downloaded).")
-    temps: list[tuple[Path, Path]] = []
+    todo = [(src, f, target) for src, f, target in plan if not target.exists()]
+    temps: list[tuple[Path, BinaryIO, Path]] = []
     try:
-        for src, f, target in plan:
-            if target.exists():
-                say(f"{target}: already there, SHA-256 checked")
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temp = target.with_name(f".{target.name}.part-{os.getpid()}")
-            temps.append((temp, target))
+        for _, _, target in todo:  # every part file first: a folder we cannot write is found before any download
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _remove_stale_parts(target)
+                temp, handle = _open_part(target)
+            except OSError as err:
+                raise _write_problem(target.parent, err) from None
+            temps.append((temp, handle, target))
+        left = int(max_mb * 2**20)
+        for (src, f, target), (temp, handle, _) in zip(todo, temps):
             url = src.url(f, base_url)
             say(f"downloading {url}")
-            _download(url, temp, opener)
+            left -= _download(url, handle, target.parent, opener, limit=left, cap_mb=max_mb)
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as err:
+                raise _write_problem(target.parent, err) from None
             got = sha256_of(temp)
             if got != f.sha256:
                 raise FetchError(f"{url} has SHA-256 {got}, not the published {f.sha256}; nothing was written.")
-        for temp, target in temps:
+        for temp, _, target in temps:  # renamed while still locked: no other fetch takes them for stale
             os.replace(temp, target)
-        temps = []
+        for _, _, target in plan:
+            if target not in {t for _, _, t in todo}:
+                say(f"{target}: already there, SHA-256 checked")
+        done, temps = temps, []
+        for _, handle, _ in done:
+            handle.close()
     finally:
-        for temp, _ in temps:
+        for temp, handle, _ in temps:
             temp.unlink(missing_ok=True)
+            handle.close()
     for src in SOURCES[name]:
         say(f"{src.repo}@{src.commit[:12]}: license {src.license}; cite the dataset's paper when you publish numbers.")
     return [target for _, _, target in plan]
@@ -145,6 +308,8 @@ def add_data_parser(sub) -> None:
     f.add_argument("--base-url", default=GITHUB_RAW,
                    help="server or mirror laid out as BASE/OWNER/REPO/COMMIT/PATH (default GitHub's raw server; "
                         "file:///folder works)")
+    f.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB,
+                   help=f"stop if the download goes past this many MB in all (default {DEFAULT_MAX_MB})")
     f.set_defaults(func=cmd_data_fetch)
 
 
@@ -155,7 +320,7 @@ def cmd_data_fetch(args) -> int:
 
     out = args.out or Path("data") / args.name
     check_run({}, {"--out": out}, folders=["--out"])  # never into a model folder or a cache
-    paths = fetch(args.name, out, args.base_url,
+    paths = fetch(args.name, out, args.base_url, max_mb=args.max_mb,
                   say=lambda msg: print(f"q2 data fetch: {msg}", file=sys.stderr))
     for p in paths:
         print(p)

@@ -7,8 +7,9 @@ touching the installed package:
   `post_init()` has run; `FCorefModel` below runs `post_init()` there instead;
 - it uses spaCy only to split words, and would download `en_core_web_sm` when that is missing: a
   blank English pipeline (the same tokenizer rules) is passed instead, so nothing is downloaded;
-- it drops documents longer than the model's `max_doc_len` without a word: such a text gets no
-  clusters here (`skipped` counts them) instead of shifting every later result;
+- it drops documents longer than the model's `max_doc_len` without a word: such a text gets None
+  here (not read; `skipped` counts them, `max_tokens` is the limit) instead of shifting every later
+  result, and the explanation says it was too long;
 - its import-time `logging.basicConfig`, its global transformers verbosity change and its progress
   bars are undone or hidden.
 The model loads once per scorer; `clusters` sends every text of a turn step in one `predict` call,
@@ -111,11 +112,13 @@ class HFCorefResolver:
         with _quiet(), _keep_global_logging():
             self.coref = _FCoref(_local_folder(config.coref_model), str(resolve_device(config.device)))
         self.model = self.coref.model
+        limit = getattr(self.coref, "max_doc_len", None)
+        self.max_tokens: int | None = int(limit) if limit else None  # longer texts are not read
 
     def describe(self) -> str:
         return f"fcoref:{self.model_id}"
 
-    def clusters(self, texts: Sequence[str]) -> list[Clusters]:
+    def clusters(self, texts: Sequence[str]) -> list[Clusters | None]:
         import datasets
 
         texts = list(texts)
@@ -131,10 +134,13 @@ class HFCorefResolver:
                 datasets.enable_progress_bars()
         by_index = {int(r.text_idx): r for r in results}
         self.skipped += len(texts) - len(by_index)
-        out: list[Clusters] = []
+        out: list[Clusters | None] = []
         for i in range(len(texts)):
             r = by_index.get(i)
-            spans = r.get_clusters(as_strings=False) if r is not None else []
+            if r is None:  # dropped by fastcoref: longer than max_doc_len
+                out.append(None)
+                continue
+            spans = r.get_clusters(as_strings=False)
             out.append([[tuple(s) for s in cluster if s is not None and None not in s] for cluster in spans])
         return out
 

@@ -19,7 +19,10 @@ model came with, is the model for the first two):
 - of overlapping mentions to replace, the outer (then the earlier) one wins and the mentions inside
   it are left as they are; a mention inside a first mention is replaced (the first mention is kept);
 - mentions that cross the boundary between the history and the response are not replaced;
-- a mention whose replacement equals its text is not reported.
+- a mention whose replacement equals its text is not reported;
+- a text the model cannot read whole (longer than it reads: the resolver answers None for it) is
+  left as written, and the trace says why (`CorefTrace.skipped`), so that an explanation does not
+  read as if the model had found nothing to replace.
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ HISTORY_SEPARATOR = " ||| "
 class CorefResolver(Protocol):
     """Coreference clusters of each text: lists of character spans, one list per entity."""
 
-    def clusters(self, texts: Sequence[str]) -> list[Clusters]:
-        """For each text, its clusters of mention spans (each cluster at least two mentions)."""
+    def clusters(self, texts: Sequence[str]) -> list[Clusters | None]:
+        """For each text, its clusters of mention spans (each cluster at least two mentions), or
+        None for a text the model could not read whole (too long for it). A resolver may say how
+        much it reads in `max_tokens` (an int), which the explanation then names."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class CorefTrace:
     resolved: str
     replacements: list[Replacement] = field(default_factory=list)  # offsets in `original`
     history_turns: int = 0  # 0: resolved within the response alone
+    skipped: str | None = None  # why nothing was resolved (the text was too long for the model)
 
     @property
     def changed(self) -> bool:
@@ -168,6 +174,20 @@ def resolve_step(text: str, clusters: Clusters, turn_start: int) -> tuple[str, i
     return resolved, shift(turn_start, plan), in_turn
 
 
+TOO_LONG = "the text was too long for the coreference model"
+
+
+def too_long_reason(resolver: CorefResolver) -> str:
+    """`TOO_LONG`, with how much the model reads where the resolver says (`max_tokens`).
+
+    >>> class R: max_tokens = 4096
+    >>> too_long_reason(R())
+    'the text was too long for the coreference model (it reads at most 4096 tokens)'
+    """
+    limit = getattr(resolver, "max_tokens", None)
+    return f"{TOO_LONG} (it reads at most {limit} tokens)" if isinstance(limit, int) else TOO_LONG
+
+
 def resolve_dialogues(histories: Sequence[Sequence[str]], responses: Sequence[str],
                       resolver: CorefResolver) -> list[CorefTrace]:
     """The paper's procedure for every dialogue at once: step t resolves, in one resolver call, the
@@ -181,9 +201,13 @@ def resolve_dialogues(histories: Sequence[Sequence[str]], responses: Sequence[st
         found = resolver.clusters([joined[i][0] for i in todo]) if todo else []
         for i, clusters in zip(todo, found):
             text, start = joined[i]
-            resolved[i], new_start, replaced = resolve_step(text, clusters, start)
+            if clusters is None:  # not read: this step's text goes on as written
+                resolved[i], new_start, replaced = text, start, []
+            else:
+                resolved[i], new_start, replaced = resolve_step(text, clusters, start)
             if step == len(dialogues[i]) - 1:
-                traces[i] = CorefTrace(responses[i], resolved[i][new_start:], replaced, len(dialogues[i]) - 1)
+                traces[i] = CorefTrace(responses[i], resolved[i][new_start:], replaced, len(dialogues[i]) - 1,
+                                       skipped=too_long_reason(resolver) if clusters is None else None)
     return traces
 
 

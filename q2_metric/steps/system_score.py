@@ -8,6 +8,8 @@ from typing import Sequence
 
 import numpy as np
 
+from q2_metric.progress import plural as _plural
+
 
 @dataclass(frozen=True)
 class SystemScore:
@@ -65,10 +67,10 @@ def figures_text(s: SystemScore) -> str:
     empty = f"; {s.num_skipped} with an empty response or knowledge, left out" if s.num_skipped else ""
     why_q2 = "" if s.num_scored else " (no response could be scored)"
     why_na = "" if s.num_valid_questions else " (no valid question)"
-    return (f"Q2 = {figure(s.q2)}{why_q2}: mean response score over {s.num_scored} of {s.num_responses} "
-            f"responses{empty}; 0 to 1, higher is more consistent\n"
+    return (f"Q2 = {figure(s.q2)}{why_q2}: mean response score over {s.num_scored} of "
+            f"{_plural(s.num_responses, 'response')}{empty}; 0 to 1, higher is more consistent\n"
             f"Q2 without NLI = {figure(s.q2_no_nli)}: the same, spans compared by token F1 only\n"
             f"coverage = {figure(s.coverage, 3)}: share of scored responses with at least one valid question "
             f"(the others are scored by end-to-end NLI)\n"
-            f"no-answer share = {figure(s.no_answer_share, 3)}{why_na}: share of the {s.num_valid_questions} "
-            f"valid questions that the knowledge does not answer")
+            f"no-answer share = {figure(s.no_answer_share, 3)}{why_na}: share of the "
+            f"{_plural(s.num_valid_questions, 'valid question')} that the knowledge does not answer")

@@ -7,7 +7,7 @@ import evaluate
 import pytest
 
 import q2_metric
-from q2_metric.options import Q2OptionError
+from q2_metric.errors import Q2OptionError
 
 PRED, REF = ["it aired in canada"], ["The show aired in Canada."]
 

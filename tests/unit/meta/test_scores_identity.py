@@ -7,7 +7,6 @@ import csv
 import json
 import re
 
-import numpy as np
 import pytest
 
 from q2_metric.meta.benchmark import distinct_pairs, row_ids, template_records
