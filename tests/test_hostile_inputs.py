@@ -266,9 +266,9 @@ def test_damaged_cache_entry_is_dropped_recomputed_and_reported_once(tmp_path, c
     capsys.readouterr()
     second = score_file(scripted_scorer(), data, tmp_path / "b.csv", cache_dir=tmp_path / "cache")
     assert (second.num_cached, second.num_scored_now) == (1, 1)
-    assert second.warnings == [f"3 damaged line(s) of the cache file '{cache}' were dropped; their rows are "
+    assert second.warnings == [f"3 damaged lines of the cache file '{cache}' were dropped; their rows are "
                                "scored again"]
-    assert capsys.readouterr().err.count("damaged line(s)") == 1
+    assert capsys.readouterr().err.count("damaged lines") == 1
     third = score_file(scripted_scorer(), data, tmp_path / "c.csv", cache_dir=tmp_path / "cache")
     assert (third.num_cached, third.warnings) == (2, [])  # reported once: the damaged lines are gone
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes() == (tmp_path / "c.csv").read_bytes()

@@ -104,7 +104,7 @@ def test_command_prints_both_tables_on_tiny_models(tmp_path, monkeypatch, capsys
                 w.writeheader()
                 w.writerows(picked)
     code = main(["meta-eval", "--annotated-dir", str(folder), "--ladder", "--control", "random-knowledge",
-                 "--tiny", "--limit", "1", "--device", "cpu"])
+                 "--tiny", "--limit", "1", "--device", "cpu", "--out-dir", str(tmp_path / "out")])
     out = capsys.readouterr().out
     assert code == 0
     for name in ("| base |", "| +filter personal |", "| +top-k (k=5) |", "| +coreference |",
