@@ -203,13 +203,23 @@ class Q2Scorer:
     def score(self, responses: Sequence[str], knowledge: Sequence[str], *,
               histories: Sequence[Sequence[str]] | None = None,
               progress: ProgressCallback | None = None) -> Q2Result:
-        """Score each response against its knowledge; see `Q2Result` for what comes back.
+        """Score each response against its knowledge, every stage over the whole batch.
 
-        `histories`: per response, the dialogue turns before it (used with `coref=True`, which
-        resolves the response turn by turn with them; without them, within the response alone).
+        Args:
+            responses: the dialogue responses (any ordered sequence of strings).
+            knowledge: the knowledge each response was grounded on, one per response.
+            histories: per response, the dialogue turns before it (read with `coref=True`, which
+                resolves the response turn by turn with them; without them, within the response).
+            progress: `progress(stage, done, total)`, called as each stage starts and as its model
+                inputs go through, batch by batch (see `q2_metric.progress`).
 
-        `progress(stage, done, total)` is called as each stage starts and as its model inputs go
-        through, batch by batch (see `q2_metric.progress`).
+        Returns:
+            The system figures, one `ResponseScore` per response (NaN with a reason for an empty
+            response or knowledge), the signature and the time per stage.
+
+        Raises:
+            Q2InputError: a malformed input, naming the item and the field, before any model work.
+            ModelNotAvailable: a model is missing (one sentence saying how to get it).
         """
         responses, knowledge = validate_inputs(responses, knowledge)
         c = self.config
@@ -252,7 +262,17 @@ class Q2Scorer:
 
 def score(responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None,
           **options) -> Q2Result:
-    """Functional API: score once with a scorer cached per model options."""
+    """Score once with a scorer cached per model options (`cached_scorer`).
+
+    Args:
+        responses: the dialogue responses.
+        knowledge: the knowledge of each response.
+        config: the options (default: the paper's); `options` override single ones, e.g.
+            `tiny=True` or `device="cpu"`.
+
+    Returns:
+        The `Q2Result`: `.q2`, `.scores`, `.responses`, `.signature`.
+    """
     return cached_scorer(config, **options).score(responses, knowledge)
 
 
@@ -260,7 +280,14 @@ _CACHE: dict[tuple, Q2Scorer] = {}
 
 
 def cached_scorer(config: Q2Config | None = None, **options) -> Q2Scorer:
-    """A scorer whose models are reused while the model options stay the same."""
+    """A scorer whose models are reused while the model options stay the same.
+
+    Args:
+        config: the options (default: the paper's); `options` override single ones.
+
+    Returns:
+        The cached `Q2Scorer`, reconfigured with the other options (one set of models in memory).
+    """
     config = provide_models((config or Q2Config()).replace(**options) if options else (config or Q2Config()))
     key = config.model_key()
     scorer = _CACHE.get(key)

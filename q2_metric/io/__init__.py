@@ -36,13 +36,25 @@ from q2_metric.errors import Q2InputError
 
 def read_rows(path: str | Path, response_col: str = "response", knowledge_col: str = "knowledge", *,
               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True) -> list[Row]:
-    """Read every row of a CSV, JSONL or datasets folder.
+    """Read every row of a table (`read_table`'s formats) with a response and a knowledge column.
 
-    A malformed row gets `error` (naming its line and field) and the rest is read on. Raises
-    `Q2InputError` when the file is missing or cannot be decoded, a column is missing from the whole
-    file, or there is no data row (unless `allow_empty`). A CSV is read as RFC 4180 (see
-    `_scan_csv`); `multiline=False` declares one-line rows, so that a quoted field running over
-    lines is reported as a stray quote instead of merging lines into one row.
+    A malformed row gets `error` (naming its line and field) and the rest is read on. A CSV is read
+    as RFC 4180; `multiline=False` declares one-line rows, so that a quoted field running over lines
+    is reported as a stray quote instead of merging lines into one row.
+
+    Args:
+        path: a CSV, TSV, JSONL or Parquet file, or a folder of Parquet parts or `save_to_disk`.
+        response_col: the response column.
+        knowledge_col: the knowledge column.
+        encoding: the text encoding (UTF-16/32 with a byte-order mark are told apart by it).
+        allow_empty: a table without data rows is not an error.
+
+    Returns:
+        One `Row` per data row, with its fields and, for a bad row, its `error`.
+
+    Raises:
+        Q2InputError: the file is missing or cannot be decoded, a column is missing from the whole
+            file, or there is no data row (unless `allow_empty`).
     """
     path = Path(path)
     if not path.exists():

@@ -20,6 +20,16 @@ def provide_models(config: Q2Config, say: Callable[[str], None] = lambda msg: No
     defaults, and questions are capped at `TINY_QUESTION_LENGTH` tokens unless another cap is set.
     Idempotent: a provided config comes back as it is.
 
+    Args:
+        config: the run's options.
+        say: hears, once, that the tiny models are being built.
+
+    Returns:
+        The configuration whose model options name the models to load.
+
+    Raises:
+        Q2InputError: the tiny-model folder holds a model this package did not build.
+
     >>> Q2Config(tiny=False).qg_model == provide_models(Q2Config(tiny=False)).qg_model
     True
     """

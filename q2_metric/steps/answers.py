@@ -24,8 +24,14 @@ def keep_answerable(answerable: Sequence[bool]) -> list[bool]:
 
 def answer_from_knowledge(pairs: Sequence[Pair], qa: QuestionAnswerer, *,
                           discard_unanswerable: bool = False) -> None:
-    """Stage 5: one QA call over the distinct (valid question, knowledge) pairs; sets each valid
-    trace's knowledge answer and token F1 (0 for "no answer")."""
+    """Stage "knowledge answers": one QA call over the distinct (valid question, knowledge) pairs;
+    sets each valid trace's knowledge answer and token F1 (0 for "no answer").
+
+    Args:
+        pairs: the batch, with the question filter's statuses set.
+        qa: the extractive QA backend.
+        discard_unanswerable: the DNLI rule (`keep_answerable`).
+    """
     valid = [(p, t) for p in pairs for t in p.result.valid_questions]
     answers: dict[tuple[str, str], Answer] = unique_call(
         [(t.question, p.knowledge) for p, t in valid], lambda ks: qa.answer([q for q, _ in ks], [k for _, k in ks]))

@@ -28,7 +28,13 @@ def answer_candidates(parsed: ParsedText, drop: Iterable[str] = ("i",)) -> list[
 
 
 def find_candidates(pairs: Sequence[Pair], parser: Parser, drop: Iterable[str]) -> None:
-    """Stage 1: parse each distinct response once and set `candidates` of every pair."""
+    """Stage "candidates": parse each distinct response once and set `candidates` of every pair.
+
+    Args:
+        pairs: the batch's (response, knowledge) pairs, each with the `ResponseScore` it fills.
+        parser: the spaCy backend (one call over the distinct responses).
+        drop: candidates removed, compared case-insensitively (the paper's: "i").
+    """
     parsed = unique_call([p.response for p in pairs], parser.parse)
     for p in pairs:
         p.result.candidates = answer_candidates(parsed[p.response], drop)

@@ -247,7 +247,7 @@ def check_histories(histories: Sequence[Sequence[str]] | None, count: int,
 
 
 def resolve_pairs(pairs: Sequence, histories: Sequence[Sequence[str]], resolver: CorefResolver) -> None:
-    """Stage 0 (with `coref=True`): each pair's response becomes its resolved response, and its
+    """Stage "coreference" (with `coref=True`): each pair's response becomes its resolved response, and its
     `ResponseScore.coref` records the replacements (`histories` indexed by the response's index)."""
     traces = resolve_dialogues([histories[p.result.index] for p in pairs], [p.response for p in pairs], resolver)
     for p, trace in zip(pairs, traces):

@@ -49,8 +49,19 @@ def is_valid_question(candidate: str, response_answer: Answer) -> bool:
 def filter_questions(pairs: Sequence[Pair], parser: Parser, qa: QuestionAnswerer, *, mode: str,
                      personal_filter: bool, subjects: Iterable[str] = ("i", "you"),
                      possessives: Iterable[str] = ("my", "your")) -> int:
-    """Stages 3-4: set each examined trace's status to personal, no_match or valid; traces never
-    examined stay `unused`. Returns the number of response-side QA calls made."""
+    """Stage "question filter": set each examined trace's status to personal, no_match or valid;
+    traces never examined stay `unused`.
+
+    Args:
+        pairs: the batch, with `questions` set.
+        parser: parses questions for the personal filter.
+        qa: answers each question from its response (one call per rank in `single` mode).
+        mode: `single` (the best valid question of each candidate, the paper's) or `multi`.
+        personal_filter: drop questions about I/you (`subjects`, `possessives`).
+
+    Returns:
+        The number of response-side QA calls made.
+    """
     rounds = max((t.rank + 1 for p in pairs for t in p.result.questions), default=0)
     ranks = [[r] for r in range(rounds)] if mode == "single" else [list(range(rounds))]
     calls = 0

@@ -38,8 +38,16 @@ def fallback_pair(response: str, knowledge: str, lowercase: bool = True) -> tupl
 
 def score_responses(pairs: Sequence[Pair], nli: NLIClassifier | None, *, fallback: bool,
                     lowercase: bool = True, scores: tuple[float, float, float] = (1.0, 0.5, 0.0)) -> None:
-    """Stage 7: the mean span score of each response with a valid question; end-to-end NLI (one
-    call over the distinct pairs) for the others, or NaN when the fallback is off."""
+    """Stage "response scores": the mean span score of each response with a valid question;
+    end-to-end NLI (one call over the distinct pairs) for the others, or NaN when the fallback is off.
+
+    Args:
+        pairs: the batch, with span scores set.
+        nli: the NLI backend of the fallback.
+        fallback: whether a response with no valid question falls back to end-to-end NLI.
+        lowercase: lower-case premise and hypothesis, as the released code does.
+        scores: the fallback's score for entailment, neutral and contradiction.
+    """
     uncovered = [p for p in pairs if not p.result.valid_questions]
     nli_pairs = [fallback_pair(p.response, p.knowledge, lowercase) for p in uncovered] if fallback else []
     labels = unique_call(nli_pairs, lambda ps: nli.classify([a for a, _ in ps], [b for _, b in ps]))

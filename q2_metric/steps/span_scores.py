@@ -44,8 +44,14 @@ def span_score(has_answer: bool, f1: float, nli_label: str | None) -> float:
 
 
 def score_spans(pairs: Sequence[Pair], nli: NLIClassifier | None, *, cls_text: str = "[CLS]") -> None:
-    """Stage 6: span NLI (one call over the distinct pairs; none when `nli` is None) and both span
-    scores of every valid question."""
+    """Stage "span scores": span NLI (one call over the distinct pairs; none when `nli` is None)
+    and both span scores of every valid question.
+
+    Args:
+        pairs: the batch, with knowledge answers set.
+        nli: the NLI backend, or None for token F1 only.
+        cls_text: the QA tokenizer's CLS text (an answer holding it gets no NLI, as released).
+    """
     valid = [t for p in pairs for t in p.result.valid_questions]
     compare = [t for t in valid
                if nli is not None and needs_nli(t.knowledge_answer or "", bool(t.knowledge_has_answer), t.f1, cls_text)]
