@@ -43,7 +43,7 @@ def test_demo_progress(flags, shown, rows, tiny_models, tmp_path, monkeypatch, c
 
 def test_readme_quotes_the_offline_error(tmp_path):
     """What `q2 demo` prints without the paper's models, offline, is what the documentation quotes
-    (docs/models.md since the README became a front page; tests/test_docs.py checks the block itself)."""
+    (docs/models.md since the README became a front page; tests/integration/test_docs.py checks the block itself)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     env.pop("HF_HUB_CACHE", None)
     run = subprocess.run([sys.executable, "-m", "q2_metric.cli", "demo"], env=env, capture_output=True,

@@ -68,7 +68,7 @@ RUNNABLE = [b for b in ALL if b.lang in ("bash", "python")]
 
 
 def test_every_norun_block_says_why():
-    """The blocks not run, each with its reason (printed: `pytest -s tests/test_docs.py`)."""
+    """The blocks not run, each with its reason (printed: `pytest -s tests/integration/test_docs.py`)."""
     skipped = [b for b in RUNNABLE if b.norun is not None]
     for b in skipped:
         print(f"norun {b.page}:{b.line} ({b.lang}): {b.norun}")

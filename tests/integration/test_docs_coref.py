@@ -1,5 +1,5 @@
 """docs/coref.md: the error it quotes is the one the code raises (its runnable blocks run in
-tests/test_docs.py, with every other page's)."""
+tests/integration/test_docs.py, with every other page's)."""
 
 import re
 

@@ -233,7 +233,7 @@ def test_missing_model_fails_before_generation(q2_flags, tmp_path):
     res = eval_model(*REPLAY, "--datapath", str(tmp_path / "data"), "--metrics", "q2", *flags,
                      "--display-examples", "true", "--world-logs", str(logs))
     assert res.returncode != 0
-    # one sentence, no traceback (tests/test_newcomer.py checks the other failures)
+    # one sentence, no traceback (tests/integration/test_parlai_messages.py checks the other failures)
     assert "Traceback" not in res.stderr and "--q2-qg-model" in res.stderr and "--q2-tiny true" in res.stderr
     assert "(--qg-model)" not in res.stderr
     first = annotated_rows(1)[0]["dodeca_response"]

@@ -152,7 +152,7 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
                                   "the length error")
         assert 0.0 <= score <= 1.0
         # the one-line reason beside the score; random weights: no question survives the filter, so
-        # the fallback explains the score (tests/test_space.py::test_explain_rows covers the counts)
+        # the fallback explains the score (tests/integration/test_space.py::test_explain_rows covers the counts)
         assert reason.startswith("No valid question (none of the ") and "end-to-end NLI" in reason, reason
         # the response's answer candidates are highlighted, in order, each with its status
         assert spans_text.replace("\n", "") == RESPONSE

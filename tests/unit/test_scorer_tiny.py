@@ -192,6 +192,7 @@ def test_local_path_that_is_not_a_model_dir(tmp_path):
         Q2Scorer(Q2Config(qa_model=str(tmp_path / "missing")), qg=ScriptedQG()).load()
 
 
+@pytest.mark.slow  # a subprocess
 def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
     env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-m", "q2_metric.cli", "demo"], capture_output=True,
@@ -202,6 +203,7 @@ def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
     assert "`hf download " in lines[0] and "--qg-model" in lines[0]
 
 
+@pytest.mark.slow  # a subprocess
 def test_demo_runs_on_local_models(tiny_models):
     proc = subprocess.run(
         [sys.executable, "-m", "q2_metric.cli", "demo", "--qg-model", tiny_models["qg"], "--qa-model",

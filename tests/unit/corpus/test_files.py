@@ -118,6 +118,7 @@ def run_cli(*args, **kw):
                           timeout=300, **kw)
 
 
+@pytest.mark.slow  # a subprocess
 def test_cli_score_csv_and_jsonl_on_tiny_models(tiny_config, tmp_path, rows):
     write_csv(tmp_path / "in.csv", rows[:6], columns=list(rows[0]))
     models = ["--qg-model", tiny_config.qg_model, "--qa-model", tiny_config.qa_model,
@@ -155,6 +156,7 @@ def test_score_file_profile_sums_chunks(tiny_config, tmp_path, rows):
     assert sum(p.tokens.get("qa", 0) for p in report.profile) == scorer.qa.tokens_processed
 
 
+@pytest.mark.slow  # a subprocess
 def test_cli_bad_rows_exit_code(tmp_path, tiny_config):
     (tmp_path / "in.jsonl").write_text('{"response": "", "knowledge": "x"}\n{bad\n')
     res = run_cli("score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o.csv"), "--no-cache",

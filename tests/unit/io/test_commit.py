@@ -153,6 +153,7 @@ def outputs(out_dir):
     return [(out_dir / name).read_bytes() for name in OUTPUTS]
 
 
+@pytest.mark.slow  # a subprocess
 def test_sigkill_leaves_old_or_new_set_and_rerun_is_identical(tiny_config, rows, tmp_path):
     data = write_input(tmp_path / "in.csv", rows[:6])
     ref_dir, out = tmp_path / "ref", tmp_path / "out"

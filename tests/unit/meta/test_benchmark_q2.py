@@ -46,6 +46,7 @@ def read(path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow  # seconds: tiny models end to end, several times
 def test_q2_column_of_the_benchmark(tmp_path, tiny_models, small):
     path, labels = small
     out, cache = tmp_path / "out", tmp_path / "cache"
@@ -75,6 +76,7 @@ def test_missing_q2_model_stops_before_any_work(tmp_path, small, capsys):
     assert code == 2 and "no-such-model" in err and not out.exists()
 
 
+@pytest.mark.slow  # seconds: tiny models end to end, several times
 def test_score_threshold_adds_decisions_counts_and_signature(tmp_path, tiny_models, small):
     path, _ = small
     flags = [*tiny_flags(tiny_models), "--no-cache", "--no-progress"]

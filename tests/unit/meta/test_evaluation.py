@@ -157,6 +157,7 @@ def test_bad_cross_annotation_stops(tmp_path, nlp):
         run_meta_eval(AnnotatedSet.from_dir(tmp_path), baselines_only=True, repetitions=5, nlp=nlp, bertscore=False)
 
 
+@pytest.mark.slow  # a subprocess
 def test_cli_baselines_only_on_the_annotated_set(tmp_path):
     """The real annotated set, no model: Tables 2-4 and the TRUE table for overlap and BLEU, the plots,
     meta_eval.md and meta_eval.tex."""
@@ -183,6 +184,7 @@ def test_cli_baselines_only_on_the_annotated_set(tmp_path):
     assert r"\begin{tabular}" in (tmp_path / "me" / "meta_eval.tex").read_text()
 
 
+@pytest.mark.slow  # a subprocess
 def test_cli_missing_column_exit_code(tmp_path):
     synthetic(tmp_path, q2=False)
     res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "meta-eval", "--annotated-dir",

@@ -199,6 +199,7 @@ def test_bad_row_order_files(tmp_path, small_set):
         read_scores(ScoreSpec("m", tmp_path / "nothing.csv"), keys, where)
 
 
+@pytest.mark.slow  # a subprocess
 def test_cli_bad_score_file_exits_2_and_writes_nothing(tmp_path, small_set):
     keys, _, _ = small_set.template()
     rows = key_rows(keys)
@@ -260,6 +261,7 @@ def annotated_run(tmp_path_factory):
     return tmp, template, labels, json.load(open(tmp / "me" / "meta_eval.json"))
 
 
+@pytest.mark.slow  # a subprocess
 def test_template_has_every_distinct_response(annotated_run):
     _, template, labels, _ = annotated_run
     assert len(template) == len(labels) == len({(r["response"], r["knowledge"]) for r in template})
@@ -267,6 +269,7 @@ def test_template_has_every_distinct_response(annotated_run):
                                                                                        "knowledge", "message"}
 
 
+@pytest.mark.slow  # a subprocess
 @pytest.mark.parametrize("metric", ["label", "reverse"])
 def test_known_metric_through_every_table(annotated_run, metric):
     _, _, _, report = annotated_run
@@ -286,6 +289,7 @@ def test_known_metric_through_every_table(annotated_run, metric):
     assert report["metrics"][metric]["lower"] == (metric == "reverse")
 
 
+@pytest.mark.slow  # a subprocess
 def test_baselines_true_table_and_outputs(annotated_run):
     tmp, _, _, report = annotated_run
     assert report["true"]["draws"] == 300 and report["true"]["sets"]["cross"]["n"] == 1088

@@ -89,6 +89,7 @@ def test_control_on_scripted_components_by_hand():
     assert "| same dialogue, other turn | 2 | 4 | 0.000 | 1.000 |" in control_table(table)
 
 
+@pytest.mark.slow  # seconds: tiny models end to end, several times
 def test_command_prints_both_tables_on_tiny_models(tmp_path, monkeypatch, capsys, rows):
     pytest.importorskip("fastcoref")
     from q2_metric.cli import main

@@ -39,6 +39,7 @@ def prepared_cache(root, tiny_models) -> dict[str, str]:
     return ids
 
 
+@pytest.mark.slow  # a subprocess
 def test_hub_id_from_offline_cache_signs_snapshot_revision(tiny_models, tmp_path):
     ids = prepared_cache(tmp_path / "hub", tiny_models)
     code = ("import json; from q2_metric import Q2Scorer, Q2Config; "

@@ -113,6 +113,7 @@ def switched_during_calls(model: torch.nn.Module) -> list[bool]:
     return seen
 
 
+@pytest.mark.slow  # seconds: tiny models end to end, several times
 def test_backends_switch_inside_their_calls_only_and_decide_alike(tiny_config, rows):
     responses = [r["response"] for r in rows[:6]]
     knowledge = [r["knowledge"] for r in rows[:6]]
