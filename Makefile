@@ -1,9 +1,10 @@
-# `make run` scores the bundled sample; `make test` runs the tests. Both set up .venv first.
+# `make run` scores the bundled sample; `make test` runs every test, `make test-fast` the unit tests and
+# doctests (-m "not slow": no subprocess, ParlAI, Ray, browser or docs run). All set up .venv first.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup run try test bench clean browser conformance docs
+.PHONY: setup run try test test-fast bench clean browser conformance docs
 
 setup: $(VENV)/.installed
 
@@ -37,6 +38,10 @@ try: setup
 
 test: setup browser
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+# The fast loop: tests/unit/ and the doctests, without the tests marked slow (all of tests/integration/).
+test-fast: setup
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench_speed.py --size paper --n 16

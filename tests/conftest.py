@@ -1,4 +1,3 @@
-import csv
 import os
 from pathlib import Path
 
@@ -9,14 +8,17 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from q2_metric.config import Q2Config  # noqa: E402
 from q2_metric.models.random_models import build_random_models  # noqa: E402
+from support.data import sample_rows  # noqa: E402
 
-SAMPLE = Path(__file__).resolve().parents[1] / "q2_metric" / "data" / "wow_sample.csv"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow"
+INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 
-def sample_rows() -> list[dict]:
-    with open(SAMPLE, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/integration/ is `slow` (subprocesses, ParlAI, Ray, the browser, the docs):
+    `pytest -m "not slow"` (make test-fast) leaves them out."""
+    for item in items:
+        if item.path.resolve().is_relative_to(INTEGRATION):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +38,21 @@ def tiny_config(tiny_models) -> Q2Config:
     # Random weights never stop early: short questions keep the tests fast.
     return Q2Config(qg_model=tiny_models["qg"], qa_model=tiny_models["qa"], nli_model=tiny_models["nli"],
                     device="cpu", max_question_length=16)
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory) -> Path:
+    """The tiny-models folder `q2 demo --tiny` builds (Q2_TINY_MODELS), built once here."""
+    from q2_metric.models.tiny import ensure_tiny_models
+
+    folder = tmp_path_factory.mktemp("newcomer") / "tiny-models"
+    ensure_tiny_models(folder)
+    return folder
+
+
+@pytest.fixture
+def tiny_env(tiny_dir, monkeypatch):
+    monkeypatch.setenv("Q2_TINY_MODELS", str(tiny_dir))
+    for name in ("Q2_TINY", "Q2_QG_MODEL", "Q2_QA_MODEL", "Q2_NLI_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    return tiny_dir

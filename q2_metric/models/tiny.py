@@ -28,14 +28,6 @@ ROLES = ("qg", "qa", "nli")
 COREF = "coref"  # the F-Coref model of `coref=True`, built only when asked for
 LOCK_FILE = ".lock"
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "wow_sample.csv"
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def tiny_requested(flag: bool | None = None) -> bool:
-    """`flag` when given, else whether `Q2_TINY` is set to 1/true/yes/on."""
-    if flag is not None:
-        return bool(flag)
-    return os.environ.get("Q2_TINY", "").strip().lower() in _TRUE
 
 
 def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = lambda msg: None, *,

@@ -17,7 +17,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "q2_metric"
+from support.data import ROOT
+
+PACKAGE = ROOT / "q2_metric"
 FRONT_ENDS = ("cli", "meta", "hub", "corpus", "harness", "q2_metric", "testing")
 
 

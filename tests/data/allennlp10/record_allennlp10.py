@@ -1,4 +1,4 @@
-"""Records the expected values of tests/test_allennlp_nli_input.py from AllenNLP 1.0.
+"""Records the expected values of tests/unit/models/paper/test_allennlp_input.py from AllenNLP 1.0.
 
 The released `run_nli.py` calls `Predictor.from_path(snli_roberta-2020.06.09.tar.gz,
 predictor_name="textual_entailment").predict(premise=..., hypothesis=...)`. This script runs the

@@ -1,4 +1,4 @@
-"""Records the expected values of tests/test_reference_tokenization.py from transformers 3.2.0.
+"""Records the expected values of tests/unit/models/paper/test_reference_tokenization.py from transformers 3.2.0.
 
 Run with the conformance environment's Python (benchmarks/conformance.py builds it):
     .conformance/venv/bin/python tests/data/ref32/record.py

@@ -1,4 +1,4 @@
-"""Records the expected values of tests/test_beam_search_ref32.py from transformers 3.2.0: beam
+"""Records the expected values of tests/unit/models/paper/test_beam_search.py from transformers 3.2.0: beam
 search on inputs whose beams reach the length limit.
 
 Run with the conformance environment's Python (benchmarks/conformance.py builds it), after record.py:

@@ -10,7 +10,7 @@ import re
 from q2_metric.cli.score import add_parser, done_line
 from q2_metric.corpus.files import score_file
 from q2_metric.progress import STAGES, StageTotals, plural
-from q2_metric.steps.system_score import describe
+from q2_metric.steps.system_score import figures_text
 from q2_metric.testing.scripted import scripted_scorer
 
 
@@ -38,10 +38,10 @@ def test_one_row_summary_lines(tmp_path, capsys):
     write_rows(tmp_path / "in.csv", 1)
     report = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=None)
     assert done_line(report, "out.csv") == "Scored 1/1 row (1 now, 0 from the cache) -> out.csv"
-    text = describe(report.system)
+    text = figures_text(report.system)
     assert "over 1 of 1 response;" in text and "1 responses" not in text
     one_valid = dataclasses.replace(report.system, num_valid_questions=1)
-    assert "share of the 1 valid question that" in describe(one_valid)
+    assert "share of the 1 valid question that" in figures_text(one_valid)
 
 
 def test_one_line_per_stage_off_a_terminal(tmp_path, capsys):

@@ -1,0 +1,43 @@
+"""The speed benchmark runs CI-sized: same scores as the reference loop, never more response-side QA."""
+
+import re
+import subprocess
+import sys
+from support.data import ROOT
+
+
+
+def test_benchmark_ci_sized():
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_speed.py"), "--n", "6", "--size",
+                          "tiny", "--device", "cpu"], capture_output=True, text=True, timeout=600,
+                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    last = res.stdout.strip().splitlines()[-1]
+    assert re.match(r"speed-up: [\d.]+x .* same scores: True$", last), last
+    ref, eng = map(int, re.search(r"qa response examples\s+(\d+)\s+(\d+)", res.stdout).groups())
+    assert 0 < eng <= ref
+    assert "peak memory:" in res.stdout and "QA tokens" in res.stdout
+    # the machine's measured peak, and each model stage's FLOPs and fraction of it
+    assert re.search(r"Matrix-product peak \(torch.mm unless named, measured now\): float32 [\d,.]+ GFLOP/s, "
+                     r"float32 oneDNN [\d,.]+ GFLOP/s", res.stdout)
+    assert re.search(r"Linear layers: (oneDNN|PyTorch default \(BLAS\))$", res.stdout, re.M)
+    assert re.search(r"fraction of float32 peak\s+[\d.]+%\s+[\d.]+%", res.stdout)
+    for role in ("qg", "qa"):
+        assert re.search(rf"^{role}\s+[\d.]+\s+\d+%\s+\d+\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+[\d.]+%", res.stdout, re.M), role
+    assert re.search(r"^questions\s+[\d.]+\s+[\d.]+%\s+[\d.]+\s+qg:[\d,]+", res.stdout, re.M)
+
+
+def test_benchmark_gpu_path_on_a_cpu_stand_in():
+    """What `--device cuda` runs, minus the device: bfloat16 models (and their peak), padded QA
+    batches instead of packed rows, large batches and token budgets; the decisions are scripted,
+    so the scores must still equal the loop's."""
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_speed.py"), "--n", "3", "--size",
+                          "tiny", "--device", "cpu", "--dtype", "bfloat16", "--qa-packing", "off",
+                          "--batch-size", "256", "--max-tokens", "131072"], capture_output=True, text=True,
+                         timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    assert "dtype bfloat16" in res.stdout and "QA packed: False" in res.stdout
+    assert "batch sizes QG 256, QA 256, NLI 256" in res.stdout
+    assert re.search(r"Matrix-product peak .*bfloat16 [\d,.]+ GFLOP/s", res.stdout)
+    assert re.search(r"fraction of bfloat16 peak\s+[\d.]+%\s+[\d.]+%", res.stdout)
+    assert res.stdout.strip().splitlines()[-1].endswith("same scores: True")

@@ -1,0 +1,192 @@
+"""The documentation cannot drift: every ```bash and ```python block of README.md and docs/*.md runs here
+on the tiny random models (Q2_TINY=1, the repo's .venv/bin first on PATH, a temporary working folder with
+the sample files the blocks name), except a block directly after a `<!-- norun: REASON -->` line, which is
+listed with its reason. Also: the offline error quoted in docs/models.md is what `q2 demo` prints, the output
+columns listed are those `q2 score` writes, the README is short, and `mkdocs build --strict` passes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from support.data import ROOT
+
+BIN = Path(sys.executable).parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\s*$")
+NORUN = re.compile(r"^<!--\s*norun:\s*(.*?)\s*-->\s*$")
+
+
+@dataclass
+class Block:
+    page: str
+    line: int  # 1-based line of the opening fence
+    lang: str
+    code: str
+    norun: str | None  # the reason, when not run
+
+
+def blocks(path: Path) -> list[Block]:
+    """Every fenced block of a Markdown file, with the norun reason of the line right before it."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        start, lang = i, m.group(1)
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+        before = NORUN.match(lines[start - 1]) if start else None
+        name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+        out.append(Block(name, start + 1, lang, "\n".join(lines[start + 1:end]) + "\n",
+                         before.group(1) if before else None))
+        i = end + 1
+    return out
+
+
+def test_block_parser_reads_norun_and_languages(tmp_path):
+    """The parser itself, on a hand-written page."""
+    page = tmp_path / "p.md"
+    page.write_text("x\n<!-- norun: needs a GPU -->\n```bash\nnvidia-smi\n```\n\n```python\nprint(1)\n```\n"
+                    "<!-- norun: -->\n```text\nout\n```\n")
+    got = [(b.lang, b.code, b.norun, b.line) for b in blocks(page)]
+    assert got == [("bash", "nvidia-smi\n", "needs a GPU", 3), ("python", "print(1)\n", None, 7),
+                   ("text", "out\n", "", 11)]
+
+
+ALL = [b for page in PAGES for b in blocks(page)]
+RUNNABLE = [b for b in ALL if b.lang in ("bash", "python")]
+
+
+def test_every_norun_block_says_why():
+    """The blocks not run, each with its reason (printed: `pytest -s tests/integration/test_docs.py`)."""
+    skipped = [b for b in RUNNABLE if b.norun is not None]
+    for b in skipped:
+        print(f"norun {b.page}:{b.line} ({b.lang}): {b.norun}")
+    assert all(b.norun.strip() for b in skipped), [(b.page, b.line) for b in skipped if not b.norun.strip()]
+    # most of what a newcomer copies does run
+    assert len(RUNNABLE) - len(skipped) >= 8, len(RUNNABLE) - len(skipped)
+
+
+@pytest.fixture(scope="session")
+def tiny_cache(tmp_path_factory) -> dict[str, str]:
+    """The documented tiny-model cache, built once for the whole session."""
+    from q2_metric.models.tiny import ensure_tiny_models
+
+    return ensure_tiny_models(tmp_path_factory.mktemp("docs-tiny") / "tiny-models")
+
+
+def _workdir(tmp_path: Path, rows: list[dict]) -> Path:
+    """The sample files the documentation's commands name."""
+    work = tmp_path / "work"
+    work.mkdir()
+    two = [{"response": r["response"], "knowledge": r["knowledge"]} for r in rows[:2]]
+    with open(work / "responses.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["response", "knowledge"])
+        writer.writeheader()
+        writer.writerows(two)
+    with open(work / "data.jsonl", "w", encoding="utf-8") as f:
+        for r in two:
+            f.write(json.dumps({"reply": r["response"], "checked_sentence": r["knowledge"]}) + "\n")
+    import datasets
+
+    datasets.Dataset.from_list(two).save_to_disk(str(work / "my_dataset_dir"))
+    return work
+
+
+def _env(tmp_path: Path, tiny: dict[str, str]) -> dict[str, str]:
+    folder = str(Path(tiny["qg"]).parent)
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "Q2_TINY": "1",
+            "Q2_TINY_MODELS": folder, "Q2_QG_MODEL": tiny["qg"], "Q2_QA_MODEL": tiny["qa"],
+            "Q2_NLI_MODEL": tiny["nli"], "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"),
+            "XDG_CACHE_HOME": str(tmp_path / "xdg"), "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+
+
+def _run(block: Block, work: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    if block.lang == "bash":
+        cmd = ["bash", "-e", "-o", "pipefail", "-c", block.code]
+    else:
+        cmd = [sys.executable, "-c", block.code]
+    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+
+
+PAGES_WITH_CODE = sorted({b.page for b in RUNNABLE if b.norun is None})
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE)
+def test_page_snippets_run(page, tiny_cache, rows, tmp_path):
+    """Each page's runnable blocks, in order, in one working folder (a later block may use an
+    earlier one's files, as a reader would)."""
+    work, env = _workdir(tmp_path, rows), _env(tmp_path, tiny_cache)
+    for block in [b for b in RUNNABLE if b.page == page and b.norun is None]:
+        res = _run(block, work, env)
+        where = f"{block.page}:{block.line}"
+        assert res.returncode == 0, f"{where} failed:\n{block.code}\n--- stdout\n{res.stdout[-3000:]}\n" \
+                                    f"--- stderr\n{res.stderr[-3000:]}"
+        assert "Traceback" not in res.stderr, f"{where}:\n{res.stderr[-3000:]}"
+        assert not re.search(r"\bnan\b", res.stdout), f"{where} printed nan:\n{res.stdout[-3000:]}"
+
+
+def _marked_block(path: Path, marker: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    after = text[text.index(f"<!-- {marker}"):]
+    return after.split("```", 2)[1].split("\n", 1)[1]
+
+
+def test_offline_error_quoted_is_what_q2_demo_prints(tmp_path):
+    """docs/models.md quotes the offline error word for word (an empty Hugging Face cache, offline)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("Q2_")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    res = subprocess.run(["q2", "demo"], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.strip() == _marked_block(ROOT / "docs" / "models.md", "offline-error").strip()
+    assert "`make try`" in res.stderr and "hf download" in res.stderr
+
+
+def _column_table(text: str) -> list[str]:
+    return re.findall(r"^\| `(\w+)` \|", text, flags=re.M)
+
+
+def test_output_columns_documented_are_written(tiny_cache, rows, tmp_path):
+    work = _workdir(tmp_path, rows)
+    res = subprocess.run(["q2", "score", "responses.csv", "-o", "out.csv", "--quiet", "--no-cache"], cwd=work,
+                         env=_env(tmp_path, tiny_cache), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    with open(work / "out.csv", newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f))
+    added = header[2:]  # after the input's response and knowledge
+    cli = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert _column_table(cli[cli.index("<!-- output-columns"):]) [:len(added)] == added
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert _column_table(readme[readme.index("## What comes out"):]) == added
+
+
+def test_readme_is_a_short_front_page():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 250
+    for page in re.findall(r"\]\(docs/([\w-]+\.md)", text):
+        assert (ROOT / "docs" / page).is_file(), page
+
+
+def test_mkdocs_build_strict(tmp_path):
+    """`make docs` builds the site with --strict: a broken link or any warning fails."""
+    mkdocs = BIN / "mkdocs"
+    if not mkdocs.exists():
+        pytest.skip("mkdocs is not installed (make docs installs the docs extra)")
+    res = subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "WARNING" not in res.stderr, res.stderr[-3000:]
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "One example per front-end" in index and 'href="models/"' in index  # the README, links rewritten
+    assert "fonts.googleapis" not in index
+    shutil.rmtree(tmp_path / "site")
