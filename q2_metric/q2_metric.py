@@ -137,7 +137,7 @@ Examples:
     >>> q2.compute(predictions=["a"], references=["b"], decoding="sampling")
     Traceback (most recent call last):
     ...
-    q2_metric.options.Q2OptionError: Invalid Q² option decoding='sampling': allowed values are 'beam' or 'greedy'.
+    q2_metric.errors.Q2OptionError: Invalid Q² option decoding='sampling': allowed values are 'beam' or 'greedy'.
 """
 
 _LOCKS_GUARD = threading.Lock()

@@ -65,7 +65,7 @@ def my_auc(scores, consistent) -> float:
 
 
 def my_balanced_accuracy(scores, consistent, t) -> float:
-    pred = [s >= t for s in scores]
+    pred = [s > t for s in scores]  # the released code's rule: a score <= t is inconsistent
     pos = [p for p, y in zip(pred, consistent) if y == 1]
     neg = [not p for p, y in zip(pred, consistent) if y == 0]
     return (sum(pos) / len(pos) + sum(neg) / len(neg)) / 2
@@ -73,7 +73,7 @@ def my_balanced_accuracy(scores, consistent, t) -> float:
 
 def my_threshold(scores, consistent) -> float:
     best, best_t = -1.0, None
-    for t in sorted(set(scores)):  # ascending: the first of equals is the lowest
+    for t in sorted(set(scores) | {0.0}):  # ascending: the first of equals is the lowest
         ba = my_balanced_accuracy(scores, consistent, t)
         if ba > best + 1e-15:
             best, best_t = ba, t
@@ -81,9 +81,9 @@ def my_threshold(scores, consistent) -> float:
 
 
 def my_precision_recall(scores, consistent, t) -> tuple[float, float]:
-    tp = sum(s >= t and y == 1 for s, y in zip(scores, consistent))
-    fp = sum(s >= t and y == 0 for s, y in zip(scores, consistent))
-    fn = sum(s < t and y == 1 for s, y in zip(scores, consistent))
+    tp = sum(s > t and y == 1 for s, y in zip(scores, consistent))
+    fp = sum(s > t and y == 0 for s, y in zip(scores, consistent))
+    fn = sum(s <= t and y == 1 for s, y in zip(scores, consistent))
     return tp / (tp + fp), tp / (tp + fn)
 
 

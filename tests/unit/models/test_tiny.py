@@ -43,4 +43,5 @@ def test_tiny_folder_never_touches_what_it_did_not_build(tmp_path, tiny_dir):
     shutil.copytree(tiny_dir / "qa", folder / "qa")  # one role of ours already there, the others missing
     ensure_tiny_models(folder)
     assert (folder / "notes" / "a.txt").read_bytes() == b"keep me\n"
-    assert sorted(p.name for p in folder.iterdir()) == ["nli", "notes", "qa", "qg"]  # no temporary left
+    # no temporary left; the builders' lock file (`.lock`, so that runs at once build once) is ours
+    assert sorted(p.name for p in folder.iterdir()) == [".lock", "nli", "notes", "qa", "qg"]
