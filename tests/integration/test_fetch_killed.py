@@ -7,32 +7,19 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
+from support.fetch import BODIES, COMMIT, listing, serve_toy
 
-from q2_metric.meta import fetch as fetch_mod
-from q2_metric.meta.fetch import PinnedFile, Source, fetch
+from q2_metric.meta.fetch import fetch
 
 pytestmark = pytest.mark.slow
-
-BODIES = {"a.tsv": b"x\ty\n" * 1000, "sub/b.tsv": b"hello\tworld\n" * 500}
-COMMIT = "0" * 40
 
 
 @pytest.fixture
 def source(monkeypatch, tmp_path):
-    files = tuple(PinnedFile(name, name, hashlib.sha256(body).hexdigest()) for name, body in BODIES.items())
-    monkeypatch.setitem(fetch_mod.SOURCES, "toy", (Source("me/toy", COMMIT, files, "CC0"),))
-    base = tmp_path / "server"
-    for name, body in BODIES.items():
-        (base / "me/toy" / COMMIT / name).parent.mkdir(parents=True, exist_ok=True)
-        (base / "me/toy" / COMMIT / name).write_bytes(body)
-    return base.as_uri()
-
-
-def listing(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+    """A dataset "toy" of two files on a file:// mirror; the base URL."""
+    return serve_toy(monkeypatch, tmp_path)
 
 
 KILLED = textwrap.dedent("""

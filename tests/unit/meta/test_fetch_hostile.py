@@ -5,36 +5,23 @@ tests/integration/test_fetch_killed.py). The
 expected digests come from hashlib, not from the code under test."""
 
 import errno
-import hashlib
 import http.server
 import os
 import threading
 from pathlib import Path
 
 import pytest
+from support.fetch import BODIES, COMMIT, listing, serve_toy
 
 from q2_metric.cli import main
 from q2_metric.meta import fetch as fetch_mod
-from q2_metric.meta.fetch import FetchError, PinnedFile, Source, fetch
-
-BODIES = {"a.tsv": b"x\ty\n" * 1000, "sub/b.tsv": b"hello\tworld\n" * 500}  # 4000 and 6000 bytes
-COMMIT = "0" * 40
+from q2_metric.meta.fetch import FetchError, fetch
 
 
 @pytest.fixture
 def source(monkeypatch, tmp_path):
     """A dataset "toy" of two files on a file:// mirror; the base URL."""
-    files = tuple(PinnedFile(name, name, hashlib.sha256(body).hexdigest()) for name, body in BODIES.items())
-    monkeypatch.setitem(fetch_mod.SOURCES, "toy", (Source("me/toy", COMMIT, files, "CC0"),))
-    base = tmp_path / "server"
-    for name, body in BODIES.items():
-        (base / "me/toy" / COMMIT / name).parent.mkdir(parents=True, exist_ok=True)
-        (base / "me/toy" / COMMIT / name).write_bytes(body)
-    return base.as_uri()
-
-
-def listing(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+    return serve_toy(monkeypatch, tmp_path)
 
 
 def in_thread(fn, timeout: float = 20):
