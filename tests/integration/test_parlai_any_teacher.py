@@ -63,6 +63,22 @@ def test_wrapper_adds_q2_to_parlai_wow_generator(wow, tmp_path):
     assert report["q2"] == pytest.approx(sum(expected) / len(expected), abs=1e-6)
 
 
+def test_wrapper_streamed_in_batches(wow, tmp_path):
+    """ParlAI's default WoW teacher, streamed, three batch copies: every turn counted once; a
+    streamed task does not say its positions in the data."""
+    from parlai.core.metrics import dict_report
+    from parlai.scripts.eval_model import EvalModel
+
+    explain = tmp_path / "explain.jsonl"
+    report = dict_report(EvalModel.main(task=WRAPPER, q2_task="wizard_of_wikipedia", model="repeat_label",
+                                        datatype="valid:stream", metrics="q2", q2_tiny=True, q2_device="cpu",
+                                        q2_explain_file=str(explain), datapath=str(wow), log_every_n_secs=-1,
+                                        batchsize=3))
+    assert (report["exs"], report["q2_scored"], report["q2_skipped"], report["q2_empty"]) == (6, 5, 1, 0)
+    lines = [json.loads(line) for line in explain.read_text().splitlines()]
+    assert len(lines) == 6 and {(line["episode_idx"], line["turn_idx"]) for line in lines} == {(None, None)}
+
+
 def test_task_without_knowledge_gets_one_sentence(tmp_path):
     """ParlAI's `integration_tests` teacher (no data to download) carries no knowledge field: the
     command stops with exit status 1 and one sentence, no traceback."""
