@@ -1,6 +1,9 @@
-"""Q² teachers: Wizard of Wikipedia (dialog-knowledge and generator) and the paper's annotated set.
+"""Q² teachers: Wizard of Wikipedia (dialog-knowledge and generator), the paper's annotated set, and
+`Q2Teacher`, which adds Q² to any ParlAI task whose messages carry their knowledge.
 
     parlai eval_model -t parlai_ext.teachers:Q2GeneratorTeacher -m ... --metrics q2 --datapath DATA
+    parlai eval_model -t parlai_ext.teachers:Q2Teacher --q2-task wizard_of_wikipedia:Generator -m ... \
+        --metrics q2 --datapath DATA
     parlai eval_model -t parlai_ext.teachers:CrossAnnotationTeacher -m parlai_ext.agents:ReplayAgent \
         --replay-system dodeca --metrics q2 --datapath DATA
 """
@@ -10,11 +13,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from parlai.core.teachers import DialogTeacher
+from parlai.core.teachers import DialogTeacher, FixedDialogTeacher, Teacher
 from parlai.tasks.wizard_of_wikipedia.agents import GeneratorTeacher, WizardDialogKnowledgeTeacher
 
-from parlai_ext.hook import EXAMPLE_ID_FIELD, Q2EvalMixin, number_turns
-from parlai_ext.options import Q2DataError
+from parlai_ext.hook import EPISODE_FIELD, EXAMPLE_ID_FIELD, TURN_FIELD, Q2EvalMixin, number_turns
+from parlai_ext.options import Q2DataError, Q2OptionValueError
+from parlai_ext.report import _set
 
 WOW_VERSION = "1.0"  # parlai/tasks/wizard_of_wikipedia/build.py's
 ANNOTATIONS = Path(__file__).resolve().parent / "data" / "cross_annotation.csv"
@@ -141,3 +145,123 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
 
     def q2_knowledge(self, teacher_action):
         return teacher_action.get("checked_sentence")
+
+
+# The message fields `Q2Teacher` reads the knowledge from, in this order.
+KNOWLEDGE_FIELDS = ("checked_sentence", "knowledge")
+
+
+def message_knowledge(message) -> str | None:
+    """The knowledge a message carries: its `checked_sentence`, else its `knowledge` (a WoW raw
+    `{passage: sentence}` dict gives its sentence); None when it carries neither."""
+    for name in KNOWLEDGE_FIELDS:
+        value = message.get(name)
+        if isinstance(value, dict) and len(value) == 1:
+            value = next(iter(value.values()))
+        if value is not None:
+            return value
+    return None
+
+
+class _TaskWrapper(Teacher):
+    """Builds the teacher of `opt["task"]` and forwards its messages, metrics and report; calls
+    `custom_evaluation` on each reply to a labelled message after the inner teacher has scored it."""
+
+    def __init__(self, opt, shared=None):
+        from parlai.core.agents import create_agent_from_shared
+        from parlai.core.teachers import create_task_agent_from_taskname
+
+        super().__init__(opt, shared)
+        self.task = (create_agent_from_shared(shared["task"]) if shared is not None
+                     else create_task_agent_from_taskname(opt)[0])
+        self.lastY, self.last_act = None, None
+
+    def share(self):
+        shared = super().share()
+        shared["task"] = self.task.share()
+        return shared
+
+    def act(self):
+        action = self.task.act()
+        self.epochDone = self.task.epoch_done()
+        labels = action.get("labels", action.get("eval_labels"))
+        if labels is not None:
+            if isinstance(self.task, FixedDialogTeacher) and not getattr(self.task, "stream", False):
+                # positions in the data, as `number_turns` stamps them (unknown for a streamed task)
+                _set(action, EPISODE_FIELD, getattr(self.task, "episode_idx", None))
+                _set(action, TURN_FIELD, getattr(self.task, "entry_idx", None))
+            self.lastY, self.last_act = labels, action
+        return action
+
+    def observe(self, observation):
+        observation = self.task.observe(observation)  # the task's own metrics first
+        if self.lastY is not None:
+            labels, self.lastY = self.lastY, None
+            self.custom_evaluation(self.last_act, labels, observation)
+        return observation
+
+    def custom_evaluation(self, teacher_action, labels, model_response) -> None:
+        """The inner teacher has already done its own (in its `observe`)."""
+
+    def epoch_done(self):
+        return self.task.epoch_done()
+
+    def num_examples(self):
+        return self.task.num_examples()
+
+    def num_episodes(self):
+        return self.task.num_episodes()
+
+    def report(self):
+        return self.task.report()
+
+    def reset(self):
+        self.task.reset()
+        self.lastY, self.epochDone = None, False
+
+    def reset_metrics(self):
+        self.task.reset_metrics()
+
+    def save(self):
+        self.task.save()
+
+
+class Q2Teacher(Q2EvalMixin, _TaskWrapper):
+    """Any ParlAI task (`--q2-task`, e.g. `wizard_of_wikipedia:Generator`) with Q² in its report:
+    it builds that task's teacher, forwards its messages, metrics and report unchanged, and scores
+    each response against the message's `checked_sentence` (else `knowledge`), in batches, with
+    one model load. Like ParlAI's `wrapper` tasks (`--wrapper-task`), but the messages are kept."""
+
+    @classmethod
+    def add_cmdline_args(cls, parser, partial_opt=None):
+        super().add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("Q² over another task")
+        group.add_argument("--q2-task", type=str, default=None,
+                           help="the ParlAI task whose messages Q² scores (e.g. wizard_of_wikipedia:Generator)")
+        task = (partial_opt or {}).get("q2_task")
+        if task:
+            parser.add_task_args(task, partial_opt)
+        return parser
+
+    def __init__(self, opt, shared=None):
+        task = opt.get("q2_task")
+        if not task:
+            raise Q2OptionValueError("Q2Teacher needs --q2-task, the ParlAI task whose messages Q² scores "
+                                     "(e.g. --q2-task wizard_of_wikipedia:Generator)")
+        if "Q2Teacher" in task:
+            raise Q2OptionValueError(f"--q2-task {task}: name the task to score, not Q2Teacher itself")
+        opt = opt.copy()
+        opt["task"] = task  # the inner teacher's, and the explain file's `teacher`
+        if shared is None and task.split(":")[0] == "wizard_of_wikipedia":
+            check_wow_data(opt)  # one sentence, where ParlAI would try to download it
+        self._q2_setup(opt, shared)
+        super().__init__(opt, shared)
+
+    def q2_knowledge(self, teacher_action) -> str | None:
+        knowledge = message_knowledge(teacher_action)
+        if knowledge is None:
+            raise Q2DataError(
+                f"Q² needs each message's knowledge in a checked_sentence or knowledge field, and a message of "
+                f"{self.id} has neither; ParlAI's wizard_of_wikipedia teachers (such as "
+                f"wizard_of_wikipedia:Generator) and cmu_dog provide one.")
+        return knowledge
