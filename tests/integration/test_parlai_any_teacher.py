@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("parlai")
 
-from parlai_data import ANNOTATIONS, make_wow_datapath  # noqa: E402
+from support.parlai_data import ANNOTATIONS, make_wow_datapath  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
