@@ -48,7 +48,7 @@ def test_wrapper_adds_q2_to_parlai_wow_generator(wow, tmp_path):
                                         datatype="valid", metrics="q2,f1", q2_tiny=True, q2_device="cpu",
                                         q2_batch_size=2, q2_explain_file=str(explain), datapath=str(wow),
                                         log_every_n_secs=-1, batchsize=2))
-    # the data: the first 6 annotated rows, the last grounded on nothing (tests/parlai_data.py)
+    # the data: the first 6 annotated rows, the last grounded on nothing (tests/support/parlai_data.py)
     with open(ANNOTATIONS, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))[:6]
     assert (report["q2_scored"], report["q2_skipped"], report["q2_empty"]) == (5, 1, 0)
