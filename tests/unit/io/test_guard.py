@@ -132,3 +132,24 @@ def test_the_evaluate_cache_folder_may_not_lie_in_a_model_folder(places):
     module = evaluate.load(q2_metric.module_path(), cache_dir=str(places["model"] / "cache"))
     with pytest.raises(OutputPathError, match="lies inside the qg_model folder"):
         module.compute(predictions=["a"], references=["b"], qg_model=str(places["model"]))
+
+
+def test_q2_score_ray_refuses_before_starting_ray(places, capsys):
+    pytest.importorskip("ray")
+    import ray
+
+    _refused(capsys, ["score", str(places["data"]), "-o", str(places["tiny"] / "x.csv"), "--ray", "--quiet"],
+             "lies inside the tiny-model folder")
+    assert not ray.is_initialized()
+
+
+def test_parlai_explain_file_in_a_model_folder_is_refused(places, capsys):
+    pytest.importorskip("parlai")
+    from parlai_ext.options import check_explain_file
+
+    with pytest.raises(SystemExit) as stop:
+        check_explain_file({"q2_qg_model": str(places["model"])}, str(places["hub"] / "explain.jsonl"))
+    assert stop.value.code == 2 and "lies inside the Hugging Face cache" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        check_explain_file({"q2_qg_model": str(places["model"])}, str(places["model"] / "explain.jsonl"))
+    assert "lies inside the input" in capsys.readouterr().err
