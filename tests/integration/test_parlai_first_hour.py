@@ -13,7 +13,9 @@ import pytest
 pytest.importorskip("parlai")
 pytestmark = pytest.mark.slow
 
-PACKAGE_DATA = Path(__file__).resolve().parents[2] / "parlai_ext" / "data"
+from support.data import ROOT  # noqa: E402
+
+PACKAGE_DATA = ROOT / "parlai_ext" / "data"
 
 
 def tree(folder: Path) -> dict[str, str]:

@@ -31,7 +31,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 from q2_metric.corpus.ray import NODE_DIED_NOTE  # noqa: E402
 
-SAMPLE = Path(__file__).resolve().parents[2] / "q2_metric" / "data" / "wow_sample.csv"
+from support.data import SAMPLE  # noqa: E402
 TIMEOUT = 240  # seconds for any one wait: a hang fails the test instead of stalling the suite
 
 

@@ -4,7 +4,9 @@ import csv
 import json
 from pathlib import Path
 
-ANNOTATIONS = Path(__file__).resolve().parents[1] / "parlai_ext" / "data" / "cross_annotation.csv"
+from support.data import ROOT
+
+ANNOTATIONS = ROOT / "parlai_ext" / "data" / "cross_annotation.csv"
 
 
 def make_wow_datapath(root: Path, episodes: int = 6, checked: bool = True) -> Path:
