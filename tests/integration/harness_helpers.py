@@ -1,0 +1,77 @@
+"""Shared by the harness tests: a tiny random causal LM built here (the model under evaluation),
+the tiny Q² models, and `q2 score --tiny` (the CLI) as the yardstick."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def build_tiny_lm(folder: Path, texts: list[str]) -> Path:
+    """A GPT-2 of 2 layers (d 32) with a byte-level BPE tokenizer trained on `texts`, saved with
+    save_pretrained (random weights: the replies are gibberish, which is all these tests need)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    folder = Path(folder)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                                   unk_token="<|endoftext|>", pad_token="<|endoftext|>")
+    fast.model_max_length = 512
+    import torch
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(fast), n_positions=512, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)
+    model = GPT2LMHeadModel(config).eval()
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+def wow_texts() -> list[str]:
+    with open(ROOT / "q2_metric" / "data" / "wow_contexts.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return [t for r in rows[:200] for t in (r["topic"], r["message"], r["knowledge"])]
+
+
+def env(tiny: dict[str, str], tmp: Path) -> dict[str, str]:
+    """Offline, the tiny Q² models, a private cache."""
+    folder = str(Path(tiny["qg"]).parent)
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "Q2_TINY": "1",
+            "Q2_TINY_MODELS": folder, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(tmp / "hf"), "HF_MODULES_CACHE": str(tmp / "modules"),
+            "INSPECT_LOG_DIR": str(tmp / "inspect-logs"), "RAGAS_DO_NOT_TRACK": "true",
+            "DO_NOT_TRACK": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
+            "PYTHONWARNINGS": "ignore"}
+
+
+def cli_scores(pairs: list[tuple[str, str]], tmp: Path, environ: dict[str, str]) -> list[float | None]:
+    """`q2 score --tiny` on the pairs: one score per pair (None: not scored)."""
+    src, out = tmp / "cli_in.jsonl", tmp / "cli_out.jsonl"
+    with open(src, "w", encoding="utf-8") as f:
+        for r, k in pairs:
+            f.write(json.dumps({"response": r, "knowledge": k}) + "\n")
+    res = subprocess.run([str(BIN / "q2"), "score", str(src), "-o", str(out), "--tiny", "--quiet", "--no-cache",
+                          "--allow-empty"], env=environ, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(got) == len(pairs)
+    return [None if g.get("q2") in (None, "") else float(g["q2"]) for g in got]
+
+
+def close(a: float | None, b: float | None, tol: float = 1e-6) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= tol
