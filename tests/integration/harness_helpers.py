@@ -57,18 +57,24 @@ def env(tiny: dict[str, str], tmp: Path) -> dict[str, str]:
             "PYTHONWARNINGS": "ignore"}
 
 
-def cli_scores(pairs: list[tuple[str, str]], tmp: Path, environ: dict[str, str]) -> list[float | None]:
-    """`q2 score --tiny` on the pairs: one score per pair (None: not scored)."""
-    src, out = tmp / "cli_in.jsonl", tmp / "cli_out.jsonl"
+def cli_score(pairs: list[tuple[str, str]], tmp: Path, environ: dict[str, str]) -> tuple[list[dict], dict]:
+    """`q2 score --tiny` (the command line) on the pairs: its output rows and its summary."""
+    src, out, summary = tmp / "cli_in.jsonl", tmp / "cli_out.jsonl", tmp / "cli_summary.json"
     with open(src, "w", encoding="utf-8") as f:
         for r, k in pairs:
             f.write(json.dumps({"response": r, "knowledge": k}) + "\n")
     res = subprocess.run([str(BIN / "q2"), "score", str(src), "-o", str(out), "--tiny", "--quiet", "--no-cache",
-                          "--allow-empty"], env=environ, capture_output=True, text=True, timeout=600)
+                          "--summary", str(summary)], env=environ, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(got) == len(pairs)
-    return [None if g.get("q2") in (None, "") else float(g["q2"]) for g in got]
+    return got, json.loads(summary.read_text(encoding="utf-8"))
+
+
+def cli_scores(pairs: list[tuple[str, str]], tmp: Path, environ: dict[str, str]) -> list[float | None]:
+    """`q2 score --tiny` on the pairs: one score per pair (None: not scored)."""
+    rows, _ = cli_score(pairs, tmp, environ)
+    return [None if r.get("q2") in (None, "") else float(r["q2"]) for r in rows]
 
 
 def close(a: float | None, b: float | None, tol: float = 1e-6) -> bool:
