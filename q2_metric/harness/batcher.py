@@ -4,14 +4,16 @@ Harnesses hand replies to a metric one at a time; Q² is fast only over many at 
 de-duplicates its model inputs and makes one component call per engine call). Two ways in:
 
 - `Q2Engine.score_pairs` (and `collect`): a whole run's (reply, knowledge) pairs at once, in
-  engine calls of at most `max_batch` replies; `collect` remembers the last result, so that the
-  several figures of one run (lm-eval aggregates each metric apart) cost one engine call.
+  engine calls of at most `max_batch` replies (lm-eval: by default the whole run in one call);
+  `collect` remembers the last result, so that the several figures of one run (lm-eval aggregates
+  each metric apart) cost one engine call.
 - `AsyncBatcher`: concurrent `await batcher.score(reply, knowledge)` calls (Inspect AI's
   scorers, ragas' samples) are gathered into one engine call of at most `max_batch` replies,
   waiting at most `max_wait` seconds for more after the first; the engine runs in a worker
   thread, so the event loop goes on.
 
-One engine (so one model load) per process and configuration: `engine(config)`.
+One engine (so one model load) per process and configuration: `engine(config)`, whatever the
+batch sizes asked of it.
 """
 
 from __future__ import annotations
@@ -64,11 +66,13 @@ class Q2Engine:
         self._lock = threading.Lock()  # one engine call at a time (the models are not re-entrant)
         self._last: tuple[tuple, Any] | None = None
 
-    def score_pairs(self, replies: Sequence[str], knowledge: Sequence[str]) -> list[Scored]:
-        """Every pair scored, in engine calls of at most `max_batch` replies."""
+    def score_pairs(self, replies: Sequence[str], knowledge: Sequence[str],
+                    max_batch: int | None = None) -> list[Scored]:
+        """Every pair scored, in engine calls of at most `max_batch` replies (default: the engine's)."""
+        step = max_batch or self.max_batch
         out: list[Scored] = []
-        for start in range(0, len(replies), self.max_batch):
-            stop = start + self.max_batch
+        for start in range(0, len(replies), step):
+            stop = start + step
             with self._lock:
                 result = self.scorer.score(list(replies[start:stop]), list(knowledge[start:stop]))
                 self.engine_calls += 1
@@ -76,13 +80,14 @@ class Q2Engine:
             out += [Scored(r, result.signature) for r in result.responses]
         return out
 
-    def collect(self, pairs: Sequence[tuple[str, str]]) -> "Collected":
-        """A run's pairs scored once: the same pairs asked again give the remembered result."""
+    def collect(self, pairs: Sequence[tuple[str, str]], max_batch: int | None = None) -> "Collected":
+        """A run's pairs scored once (engine calls of at most `max_batch`): the same pairs asked
+        again give the remembered result."""
         key = tuple((str(r), str(k)) for r, k in pairs)
         with self._lock:
             if self._last is not None and self._last[0] == key:
                 return self._last[1]
-        scored = self.score_pairs([r for r, _ in key], [k for _, k in key])
+        scored = self.score_pairs([r for r, _ in key], [k for _, k in key], max_batch)
         collected = Collected(scored)
         with self._lock:
             self._last = (key, collected)
@@ -110,13 +115,12 @@ _ENGINES: dict[tuple, Q2Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def engine(config: Any, max_batch: int = DEFAULT_MAX_BATCH) -> Q2Engine:
-    """The process's engine for `config` (one per model configuration: one model load)."""
-    key = (config, max_batch)
+def engine(config: Any) -> Q2Engine:
+    """The process's engine for `config` (one per configuration: one model load)."""
     with _ENGINES_LOCK:
-        found = _ENGINES.get(key)
+        found = _ENGINES.get(config)
         if found is None:
-            found = _ENGINES[key] = Q2Engine(config, max_batch)
+            found = _ENGINES[config] = Q2Engine(config)
         return found
 
 
@@ -142,7 +146,7 @@ class AsyncBatcher:
     def __init__(self, q2_engine: Q2Engine, max_batch: int | None = None,
                  max_wait: float = DEFAULT_MAX_WAIT) -> None:
         self.engine = q2_engine
-        self.max_batch = max_batch or q2_engine.max_batch
+        self.max_batch = max_batch or getattr(q2_engine, "max_batch", DEFAULT_MAX_BATCH)
         if not (isinstance(max_wait, (int, float)) and max_wait >= 0 and math.isfinite(max_wait)):
             raise ValueError(f"Invalid max_wait={max_wait!r}: use a number of seconds >= 0.")
         self.max_wait = float(max_wait)
@@ -180,7 +184,7 @@ class AsyncBatcher:
             self.batches.append(len(batch))
             try:
                 scored = await asyncio.to_thread(self.engine.score_pairs, [b[0] for b in batch],
-                                                 [b[1] for b in batch])
+                                                 [b[1] for b in batch], self.max_batch)
             except BaseException as err:  # noqa: BLE001 - every waiting sample gets the error
                 for *_, fut in batch:
                     if not fut.done():
@@ -198,10 +202,11 @@ class AsyncBatcher:
 HARNESS_OPTIONS = ("variant", "batch_size", "tiny", "max_batch")
 
 
-def harness_config(options: dict[str, Any] | None = None, spell: Any = None) -> tuple[Any, int]:
+def harness_config(options: dict[str, Any] | None = None, spell: Any = None) -> tuple[Any, int | None]:
     """(`Q2Config`, max_batch) from a harness's option values: `variant`, `batch_size`, `tiny`,
-    `max_batch` (replies per engine call) and any `Q2Config` option, checked by the project's one
-    options path (`build_config`; `tiny` defaults to the `Q2_TINY` environment variable)."""
+    `max_batch` (replies per engine call; None: the adapter's default) and any `Q2Config` option,
+    checked by the project's one options path (`build_config`; `tiny` defaults to the `Q2_TINY`
+    environment variable)."""
     from q2_metric.harness._engine import build_config
 
     options = dict(options or {})
@@ -211,14 +216,13 @@ def harness_config(options: dict[str, Any] | None = None, spell: Any = None) -> 
     max_batch = options.pop("max_batch", None)
     kwargs = {"spell": spell} if spell is not None else {}
     config = build_config(variant, options, batch_size=batch_size, tiny=tiny, **kwargs)
-    if max_batch is None:
-        max_batch = DEFAULT_MAX_BATCH
-    if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
         raise ValueError(f"Invalid Q² option max_batch={max_batch!r}: use an integer >= 1.")
     return config, max_batch
 
 
-def engine_for(options: dict[str, Any] | None = None) -> Q2Engine:
-    """The process's engine for these harness options (see `harness_config`)."""
+def engine_for(options: dict[str, Any] | None = None) -> tuple[Q2Engine, int | None]:
+    """The process's engine for these harness options and the `max_batch` they ask for (see
+    `harness_config`)."""
     config, max_batch = harness_config(options)
-    return engine(config, max_batch)
+    return engine(config), max_batch

@@ -63,11 +63,11 @@ def q2_stderr() -> Metric:
 
 
 def _batcher(options: dict[str, Any], max_wait: float) -> AsyncBatcher:
-    engine = engine_for(options)
-    key = (id(engine), max_wait)
+    engine, max_batch = engine_for(options)
+    key = (id(engine), max_batch, max_wait)
     found = _BATCHERS.get(key)
     if found is None:
-        found = _BATCHERS[key] = AsyncBatcher(engine, max_wait=max_wait)
+        found = _BATCHERS[key] = AsyncBatcher(engine, max_batch=max_batch, max_wait=max_wait)
     return found
 
 

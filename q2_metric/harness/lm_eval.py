@@ -11,8 +11,8 @@ imports what it needs from here, so that the state (one engine per process) live
   ` ||| `): `--metadata '{"path": "dialogues.csv"}'`.
 
 `process_results` only records each (reply, knowledge) pair; the aggregation of the first figure
-scores all of the run's pairs in engine calls of at most `max_batch` replies, and the other figures
-reuse that result (`Q2Engine.collect`). Q² options go in `--metadata` under `q2_options`
+scores all of the run's pairs in one engine call (or calls of at most `max_batch` replies, when the
+options set it), and the other figures reuse that result (`Q2Engine.collect`). Q² options go in `--metadata` under `q2_options`
 (`{"q2_options": {"tiny": true, "batch_size": 16}}`), checked by the project's options path.
 """
 
@@ -104,8 +104,8 @@ def _collected(items: list[tuple[str, str, str]]):
     options = {o for _, _, o in items}
     if len(options) != 1:
         raise ValueError(f"One task run has {len(options)} sets of Q² options; use one per task.")
-    engine = engine_for(json.loads(options.pop()))
-    return engine.collect([(r, k) for r, k, _ in items])
+    engine, max_batch = engine_for(json.loads(options.pop()))
+    return engine.collect([(r, k) for r, k, _ in items], max_batch or max(len(items), 1))
 
 
 def _figure(value: float) -> float | str:

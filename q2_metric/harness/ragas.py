@@ -43,7 +43,8 @@ class Q2Faithfulness(SingleTurnMetric):
         parent = getattr(super(), "__post_init__", None)
         if parent is not None:
             parent()
-        self._batcher = AsyncBatcher(engine_for(dict(self.options)), max_wait=self.max_wait)
+        engine, max_batch = engine_for(dict(self.options))
+        self._batcher = AsyncBatcher(engine, max_batch=max_batch, max_wait=self.max_wait)
 
     def init(self, run_config: t.Any) -> None:  # no LLM, no embeddings
         pass

@@ -105,7 +105,7 @@ def test_async_batcher_gives_every_waiter_the_engines_error():
     class Broken:
         max_batch = 4
 
-        def score_pairs(self, replies, knowledge):
+        def score_pairs(self, replies, knowledge, max_batch=None):
             raise RuntimeError("engine failed")
 
     batcher = B.AsyncBatcher(Broken(), max_wait=0.1)
@@ -129,6 +129,7 @@ def test_harness_options_go_through_the_options_path():
                                           "tiny": False})
     assert config == Q2Config.dnli(qg_batch_size=4, qa_batch_size=4, nli_batch_size=4, decoding="greedy")
     assert max_batch == 8
+    assert B.harness_config({"tiny": False}) == (Q2Config(), None)  # None: the adapter's default
     with pytest.raises(ValueError, match="decoding"):
         B.harness_config({"decoding": "sampling", "tiny": False})
     with pytest.raises(TypeError, match="not a Q² option"):
@@ -172,3 +173,25 @@ def test_lm_eval_documents_and_prompts(tmp_path):
     item = L.process_results(docs[1], [" Paris is in France.\n"])
     assert item["q2"] == ("Paris is in France.", "Paris is in France.", docs[1]["q2_options"])
     assert set(item) == set(L.FIGURES)
+
+
+def test_lm_eval_aggregation_scores_the_whole_run_in_one_engine_call(monkeypatch):
+    """lm-eval's figures: one engine call for the run however long (unless `max_batch` is set),
+    shared by every figure; the same engine (one model load) for other batch sizes."""
+    B.reset_engines()
+    config, _ = B.harness_config({"tiny": False})
+    e = B.engine(config)
+    e.scorer = scripted_scorer()
+    options = json.dumps({"tiny": False})
+    items = [(r, k, options) for r, k in PAIRS] * 12  # 84 replies, more than the default batch of 64
+    figures = [L.agg_q2(items), L.agg_q2_no_nli(items), L.agg_coverage(items), L.agg_signature(items)]
+    assert e.engine_calls == 1 and e.replies == len(items)
+    want = scripted_scorer().score([r for r, _, _ in items], [k for _, k, _ in items])
+    assert figures[0] == want.q2 and figures[1] == want.q2_no_nli and figures[2] == want.coverage
+    assert figures[3] == want.signature.short()
+    three = json.dumps({"tiny": False, "max_batch": 30})
+    L.agg_q2([(r, k, three) for r, k, _ in items[:-1]])
+    assert B.engines() == [e] and e.engine_calls == 1 + 3
+    with pytest.raises(ValueError, match="sets of Q² options"):
+        L.agg_q2(items[:2] + [(PAIRS[0][0], PAIRS[0][1], three)])
+    B.reset_engines()
