@@ -13,7 +13,7 @@ import q2_metric
 from q2_metric.coref import split_history  # a history cell -> its turns (" ||| " between turns)
 from q2_metric.frontends.explain import reason_line  # a reply's score in one sentence (`q2 score`'s reason)
 from q2_metric.frontends.io import read_rows  # the project's one table reader (CSV, JSONL, Parquet, datasets)
-from q2_metric.frontends.options import Q2OptionError, build_config, json_safe  # the one options path
+from q2_metric.frontends.options import build_config  # the one options path
 from q2_metric.system_score import system_score  # the system figures of many replies
 from q2_metric.tiny import meaningless_note, uses_tiny  # the tiny random models' note and test
 
@@ -21,5 +21,5 @@ from q2_metric.tiny import meaningless_note, uses_tiny  # the tiny random models
 DATA_DIR = Path(q2_metric.__file__).resolve().parent / "data"
 WOW_CONTEXTS = DATA_DIR / "wow_contexts.csv"
 
-__all__ = ["DATA_DIR", "WOW_CONTEXTS", "Q2OptionError", "build_config", "json_safe", "meaningless_note",
-           "read_rows", "reason_line", "split_history", "system_score", "uses_tiny"]
+__all__ = ["DATA_DIR", "WOW_CONTEXTS", "build_config", "meaningless_note", "read_rows", "reason_line",
+           "split_history", "system_score", "uses_tiny"]

@@ -19,6 +19,7 @@ batch sizes asked of it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import threading
 from dataclasses import dataclass
@@ -116,11 +117,16 @@ _ENGINES_LOCK = threading.Lock()
 
 
 def engine(config: Any) -> Q2Engine:
-    """The process's engine for `config` (one per configuration: one model load)."""
+    """The process's engine for `config` (one per configuration: one model load). On the tiny
+    random models it logs, once, the line every front-end prints: the scores mean nothing."""
     with _ENGINES_LOCK:
         found = _ENGINES.get(config)
         if found is None:
             found = _ENGINES[config] = Q2Engine(config)
+            from q2_metric.harness._engine import meaningless_note, uses_tiny
+
+            if uses_tiny(config):
+                logging.getLogger("q2_metric").warning(meaningless_note())
         return found
 
 
