@@ -57,6 +57,17 @@ def env(tiny: dict[str, str], tmp: Path) -> dict[str, str]:
             "PYTHONWARNINGS": "ignore"}
 
 
+IN_PROCESS = ("Q2_TINY", "Q2_TINY_MODELS", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+              "INSPECT_LOG_DIR", "RAGAS_DO_NOT_TRACK", "DO_NOT_TRACK", "TOKENIZERS_PARALLELISM")
+
+
+def set_in_process(monkeypatch, environ: dict[str, str]) -> None:
+    """The variables a test in this process needs (not HF_HOME and the like, which libraries read
+    once at import: a later test would inherit this test's folders)."""
+    for key in IN_PROCESS:
+        monkeypatch.setenv(key, environ[key])
+
+
 def cli_score(pairs: list[tuple[str, str]], tmp: Path, environ: dict[str, str]) -> tuple[list[dict], dict]:
     """`q2 score --tiny` (the command line) on the pairs: its output rows and its summary."""
     src, out, summary = tmp / "cli_in.jsonl", tmp / "cli_out.jsonl", tmp / "cli_summary.json"

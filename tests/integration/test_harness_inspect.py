@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness_helpers import BIN, ROOT, cli_score, close, env
+from .harness_helpers import BIN, cli_score, close, env, set_in_process
 
 pytest.importorskip("inspect_ai")
 
@@ -83,9 +83,7 @@ def test_inspect_scorer_batches_concurrent_samples(harness_tiny, tmp_path, monke
     from q2_metric.harness import batcher
     from q2_metric.harness.inspect_ai import q2, wow_samples
 
-    for key, value in env(harness_tiny["q2"], tmp_path).items():
-        if key != "PATH":
-            monkeypatch.setenv(key, value)
+    set_in_process(monkeypatch, env(harness_tiny["q2"], tmp_path))
     batcher.reset_engines()
     calls: list[list[str]] = []
     loads: list[int] = []

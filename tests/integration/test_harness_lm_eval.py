@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness_helpers import BIN, ROOT, cli_score, close, env
+from .harness_helpers import BIN, ROOT, cli_score, close, env, set_in_process
 
 pytest.importorskip("lm_eval")
 pytest.importorskip("accelerate")  # lm-eval's `hf` model needs it
@@ -91,9 +91,7 @@ def test_lm_eval_batches_the_engine_and_loads_models_once(harness_tiny, tmp_path
     import q2_metric
     from q2_metric.harness import batcher
 
-    for key, value in env(harness_tiny["q2"], tmp_path).items():
-        if key != "PATH":
-            monkeypatch.setenv(key, value)
+    set_in_process(monkeypatch, env(harness_tiny["q2"], tmp_path))
     batcher.reset_engines()
     calls: list[list[str]] = []
     loads: list[int] = []

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from .harness_helpers import ROOT, cli_score, close, env
+from .harness_helpers import ROOT, cli_score, close, env, set_in_process
 
 pytest.importorskip("ragas")
 
@@ -23,9 +23,7 @@ def test_ragas_metric_scores_a_dataset(harness_tiny, tmp_path, monkeypatch):
     from q2_metric.harness.ragas import Q2Faithfulness, evaluate
 
     environ = env(harness_tiny["q2"], tmp_path)
-    for key, value in environ.items():
-        if key != "PATH":
-            monkeypatch.setenv(key, value)
+    set_in_process(monkeypatch, environ)
     batcher.reset_engines()
     calls: list[list[str]] = []
     loads: list[int] = []
