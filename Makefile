@@ -8,11 +8,16 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: setup.cfg pyproject.toml
+$(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) torch==2.13.0
 	# the newest versions the ranges allow (transformers 5, huggingface_hub 1.x, gradio, Ray for `q2 score --ray`)
 	$(PIP) -e '.[test,ray]'
+	# the evaluation harnesses (lm-eval, Inspect AI, ragas: docs/lm-eval.md, inspect.md, ragas.md), with
+	# torch, transformers, tokenizers, datasets and evaluate held at the versions just installed, and the
+	# versions the extras resolve to (harness-pins.txt: without them pip backtracks for ten minutes)
+	$(PY) -m pip freeze | grep -iE '^(torch|transformers|tokenizers|datasets|evaluate|huggingface.hub|numpy)==' > $(VENV)/harness-constraints.txt
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[harness]'
 	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install the runtime needs it really
 	# has, then ParlAI itself without its pins, last: pip checks conflicts only when it resolves
 	# dependencies, so this prints no "dependency resolver" errors (`pip check` lists the pins: expected).
