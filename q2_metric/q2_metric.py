@@ -15,13 +15,13 @@ import evaluate
 from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
 from q2_metric.steps.decision import check_threshold, decide, decision_counts
+from q2_metric.steps.system_score import system_of
 from q2_metric.options import (VARIANTS, build_config, check_option_names, choices_text, json_safe,
                                option_default)
 from q2_metric.errors import Q2OptionError
 from q2_metric.results import Q2Result
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
-from q2_metric.steps.system_score import system_score
 from q2_metric.validation import validate_inputs
 from q2_metric.errors import Q2InputError
 
@@ -181,11 +181,7 @@ def best_of_references(result: Q2Result, counts: list[int]) -> tuple[Q2Result, l
         start += count
     for i, res in enumerate(chosen):
         res.index = i
-    valid = [t for r in chosen for t in r.valid_questions]
-    system = system_score([r.q2 for r in chosen], [r.q2_no_nli for r in chosen],
-                          [bool(r.valid_questions) for r in chosen], valid_questions=len(valid),
-                          unanswered_questions=sum(t.unanswered for t in valid))
-    return Q2Result(system=system, responses=chosen, signature=result.signature), best
+    return Q2Result(system=system_of(chosen), responses=chosen, signature=result.signature), best
 
 
 @evaluate.utils.file_utils.add_start_docstrings(DESCRIPTION, _KWARGS_DESCRIPTION)

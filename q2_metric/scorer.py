@@ -27,7 +27,7 @@ from q2_metric.steps.response_scores import score_responses
 from q2_metric.results import Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature
 from q2_metric.steps.span_scores import score_spans
-from q2_metric.steps.system_score import system_score
+from q2_metric.steps.system_score import system_of
 from q2_metric.validation import empty_reason, validate_inputs
 
 
@@ -250,14 +250,7 @@ class Q2Scorer:
                     profile.append(run_stage(name, run, loaded))
         notify(progress, DONE, len(stages), len(stages))
 
-        all_valid = [t for r in results for t in r.valid_questions]
-        system = system_score(
-            [r.q2 for r in results], [r.q2_no_nli for r in results],
-            [bool(r.valid_questions) for r in results],
-            valid_questions=len(all_valid),
-            unanswered_questions=sum(t.unanswered for t in all_valid),
-        )
-        return Q2Result(system=system, responses=results, signature=self.signature(identities), profile=profile)
+        return Q2Result(system=system_of(results), responses=results, signature=self.signature(identities), profile=profile)
 
 
 def score(responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None,

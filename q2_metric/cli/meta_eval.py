@@ -7,7 +7,6 @@ import os
 import sys
 from pathlib import Path
 
-from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError
 
 SPLITS_ARGS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
@@ -60,12 +59,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     extra = [parse_score_spec(text) for text in args.scores]
     nli = None
     if args.nli_model:
-        from q2_metric.models import checks
-        from q2_metric.models.hf_nli import HFNLIClassifier
+        from q2_metric.meta.baselines import load_nli
 
-        checks.check_device(args.device)
-        checks.check_model(args.nli_model, "nli")
-        nli = HFNLIClassifier(Q2Config(nli_model=args.nli_model, device=args.device))
+        nli = load_nli(args.nli_model, args.device)
     out = Path(args.out_dir)
     figures: dict[str, bytes] = {}
     report = run_meta_eval(data, prefix=args.prefix, baselines_only=args.baselines_only, threshold=args.threshold,

@@ -41,14 +41,10 @@ class Scored:
         return self.response.q2
 
     def reason(self) -> str:
-        return explain(self.response)
+        """Why the score is what it is, in one sentence (as `q2 score` writes it)."""
+        from q2_metric.explain import reason_line
 
-
-def explain(r: Any) -> str:
-    """Why a reply's score is what it is, in one sentence: the project's `reason` (as `q2 score` writes it)."""
-    from q2_metric.explain import reason_line
-
-    return reason_line(r)
+        return reason_line(self.response)
 
 
 class Q2Engine:
@@ -99,14 +95,10 @@ class Collected:
     """The scores of a whole run and its system figures (as `q2 score` computes them)."""
 
     def __init__(self, scored: list[Scored]) -> None:
-        from q2_metric.steps.system_score import system_score
+        from q2_metric.steps.system_score import system_of
 
         self.scored = scored
-        rs = [s.response for s in scored]
-        valid = [q for r in rs for q in r.valid_questions]
-        self.system = system_score([r.q2 for r in rs], [r.q2_no_nli for r in rs],
-                                   [bool(r.valid_questions) for r in rs], valid_questions=len(valid),
-                                   unanswered_questions=sum(q.unanswered for q in valid))
+        self.system = system_of([s.response for s in scored])
         sigs = list(dict.fromkeys(str(s.signature) for s in scored))
         self.signature = scored[0].signature if len(sigs) == 1 else None
         self.signatures = sigs

@@ -84,3 +84,16 @@ def baseline_scores(responses: Sequence[str], knowledge: Sequence[str], *, nlp, 
     if nli is not None:
         out["e2e_nli"] = e2e_nli_scores(responses, knowledge, nli)
     return out
+
+
+def load_nli(nli_model: str, device: str = "auto"):
+    """The end-to-end NLI baseline's model (`--nli-model` without Q²), its options through the one
+    options path and the model checked before any work: one sentence when it cannot serve."""
+    from q2_metric.models import checks
+    from q2_metric.models.hf_nli import HFNLIClassifier
+    from q2_metric.options import build_config, flag_name
+
+    config = build_config("paper", {"nli_model": nli_model, "device": device}, spell=flag_name(), tiny=False)
+    checks.check_device(config.device)
+    checks.check_model(config.nli_model, "nli")
+    return HFNLIClassifier(config)

@@ -129,13 +129,9 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         nli = scorer.nli  # the end-to-end NLI baseline with Q²'s own NLI model
         signature = str(scorer.signature())
     elif args.nli_model:
-        from q2_metric.config import Q2Config
-        from q2_metric.models import checks
-        from q2_metric.models.hf_nli import HFNLIClassifier
+        from q2_metric.meta.baselines import load_nli
 
-        checks.check_device(args.device)
-        checks.check_model(args.nli_model, "nli")
-        nli = HFNLIClassifier(Q2Config(nli_model=args.nli_model, device=args.device))
+        nli = load_nli(args.nli_model, args.device)
     figures: dict[str, bytes] = {}
     report = run_benchmark(datasets, q2=q2, extra=extra, nli=nli, bertscore=not args.no_bertscore,
                            draws=args.auc_draws, seed=args.seed, calibration=calibration, figures=figures,

@@ -78,11 +78,9 @@ class Cell:
 
 
 def _cell(scores) -> Cell:
-    from q2_metric.steps.system_score import system_score
+    from q2_metric.steps.system_score import system_of
 
-    valid = [t for r in scores for t in r.valid_questions]
-    s = system_score([r.q2 for r in scores], [r.q2_no_nli for r in scores], [bool(r.valid_questions) for r in scores],
-                     valid_questions=len(valid), unanswered_questions=sum(t.unanswered for t in valid))
+    s = system_of(scores)
     return Cell(s.q2, s.coverage, s.num_valid_questions, s.no_answer_share, s.num_scored)
 
 

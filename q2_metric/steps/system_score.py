@@ -53,6 +53,15 @@ def system_score(q2: Sequence[float], q2_no_nli: Sequence[float], covered: Seque
     )
 
 
+def system_of(responses: Sequence) -> SystemScore:
+    """The system figures of scored responses (`ResponseScore`s, from one engine call or several):
+    coverage counts responses with a valid question, the no-answer share their questions."""
+    valid = [t for r in responses for t in r.valid_questions]
+    return system_score([r.q2 for r in responses], [r.q2_no_nli for r in responses],
+                        [bool(r.valid_questions) for r in responses], valid_questions=len(valid),
+                        unanswered_questions=sum(t.unanswered for t in valid))
+
+
 def figure(value: float, digits: int = 4) -> str:
     """A figure as a person reads it: `n/a` where it is undefined (never `nan`).
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support.harness import BIN, cli_score, close, env, set_in_process
+from support.harness import BIN, cli_score, close, count_engine, env, set_in_process
 
 pytest.importorskip("inspect_ai")
 
@@ -79,27 +79,10 @@ def test_inspect_scorer_batches_concurrent_samples(harness_tiny, tmp_path, monke
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
     from inspect_ai.solver import generate
 
-    import q2_metric
-    from q2_metric.harness import batcher
     from q2_metric.harness.inspect_ai import q2, wow_samples
 
     set_in_process(monkeypatch, env(harness_tiny["q2"], tmp_path))
-    batcher.reset_engines()
-    calls: list[list[str]] = []
-    loads: list[int] = []
-    real_score, real_init = q2_metric.Q2Scorer.score, q2_metric.Q2Scorer.__init__
-
-    def counting_score(self, responses, knowledge, **kw):
-        result = real_score(self, responses, knowledge, **kw)
-        calls.append([p.stage for p in result.profile])
-        return result
-
-    def counting_init(self, *args, **kw):
-        loads.append(1)
-        real_init(self, *args, **kw)
-
-    monkeypatch.setattr(q2_metric.Q2Scorer, "score", counting_score)
-    monkeypatch.setattr(q2_metric.Q2Scorer, "__init__", counting_init)
+    calls, loads = count_engine(monkeypatch)
     samples = wow_samples(limit=len(REPLIES))
     outputs = []
     for reply in REPLIES:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support.harness import BIN, ROOT, cli_score, close, env, set_in_process
+from support.harness import BIN, ROOT, cli_score, close, count_engine, env, set_in_process
 
 pytest.importorskip("lm_eval")
 pytest.importorskip("accelerate")  # lm-eval's `hf` model needs it
@@ -88,26 +88,10 @@ def test_lm_eval_batches_the_engine_and_loads_models_once(harness_tiny, tmp_path
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    import q2_metric
     from q2_metric.harness import batcher
 
     set_in_process(monkeypatch, env(harness_tiny["q2"], tmp_path))
-    batcher.reset_engines()
-    calls: list[list[str]] = []
-    loads: list[int] = []
-    real_score, real_init = q2_metric.Q2Scorer.score, q2_metric.Q2Scorer.__init__
-
-    def counting_score(self, responses, knowledge, **kw):
-        result = real_score(self, responses, knowledge, **kw)
-        calls.append([p.stage for p in result.profile])
-        return result
-
-    def counting_init(self, *args, **kw):
-        loads.append(1)
-        real_init(self, *args, **kw)
-
-    monkeypatch.setattr(q2_metric.Q2Scorer, "score", counting_score)
-    monkeypatch.setattr(q2_metric.Q2Scorer, "__init__", counting_init)
+    calls, loads = count_engine(monkeypatch)
     dialogues = tmp_path / "dialogues.csv"
     with open(dialogues, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)

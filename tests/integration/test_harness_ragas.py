@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from support.harness import ROOT, cli_score, close, env, set_in_process
+from support.harness import ROOT, cli_score, close, count_engine, env, set_in_process
 
 pytest.importorskip("ragas")
 
@@ -18,28 +18,11 @@ pytest.importorskip("ragas")
 def test_ragas_metric_scores_a_dataset(harness_tiny, tmp_path, monkeypatch):
     from ragas import EvaluationDataset
 
-    import q2_metric
-    from q2_metric.harness import batcher
     from q2_metric.harness.ragas import Q2Faithfulness, evaluate
 
     environ = env(harness_tiny["q2"], tmp_path)
     set_in_process(monkeypatch, environ)
-    batcher.reset_engines()
-    calls: list[list[str]] = []
-    loads: list[int] = []
-    real_score, real_init = q2_metric.Q2Scorer.score, q2_metric.Q2Scorer.__init__
-
-    def counting_score(self, responses, knowledge, **kw):
-        result = real_score(self, responses, knowledge, **kw)
-        calls.append([p.stage for p in result.profile])
-        return result
-
-    def counting_init(self, *args, **kw):
-        loads.append(1)
-        real_init(self, *args, **kw)
-
-    monkeypatch.setattr(q2_metric.Q2Scorer, "score", counting_score)
-    monkeypatch.setattr(q2_metric.Q2Scorer, "__init__", counting_init)
+    calls, loads = count_engine(monkeypatch)
     with open(ROOT / "q2_metric" / "data" / "wow_sample.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))[:11]
     records = [{"user_input": r["message"], "response": r["response"], "retrieved_contexts": [r["knowledge"]]}

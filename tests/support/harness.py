@@ -59,3 +59,28 @@ def close(a: float | None, b: float | None, tol: float = 1e-6) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return abs(a - b) <= tol
+
+
+def count_engine(monkeypatch) -> tuple[list[list[str]], list[int]]:
+    """From now on, record every engine call (the stages it ran) and every scorer built (a model
+    load); the harnesses' engines are dropped first, so the next run builds its own."""
+    import q2_metric
+    from q2_metric.harness import batcher
+
+    batcher.reset_engines()
+    calls: list[list[str]] = []
+    loads: list[int] = []
+    real_score, real_init = q2_metric.Q2Scorer.score, q2_metric.Q2Scorer.__init__
+
+    def counting_score(self, responses, knowledge, **kw):
+        result = real_score(self, responses, knowledge, **kw)
+        calls.append([p.stage for p in result.profile])
+        return result
+
+    def counting_init(self, *args, **kw):
+        loads.append(1)
+        real_init(self, *args, **kw)
+
+    monkeypatch.setattr(q2_metric.Q2Scorer, "score", counting_score)
+    monkeypatch.setattr(q2_metric.Q2Scorer, "__init__", counting_init)
+    return calls, loads
