@@ -162,13 +162,15 @@ def check_option_names(names: Iterable[str], extra: Iterable[str] = ()) -> None:
 
 def build_config(variant: str = "paper", options: Mapping[str, Any] | None = None,
                  batch_size: int | None = None, spell: Spelling = python_name,
-                 tiny: bool | None = None, say: Callable[[str], None] = lambda msg: None) -> Q2Config:
+                 tiny: bool | None = None, say: Callable[[str], None] = lambda msg: None,
+                 reads: Mapping[str, Any] | None = None) -> Q2Config:
     """A checked `Q2Config` with its models provided: the preset `variant`, then `options` (None
     values left at the preset's); `batch_size` sets the QG, QA and NLI batch sizes unless one of
     them is given. `tiny` (default: the `Q2_TINY` environment variable) puts the tiny random models
     in place of the models left at their defaults (`q2_metric.models.provision`; `say` hears that
-    they are being built). Every front-end builds its configuration here; errors name each option
-    as `spell` does.
+    they are being built; never inside `reads`, what the run reads: name -> path, as the guard
+    `io.paths.check_run` takes them). Every front-end builds its configuration here; errors name
+    each option as `spell` does.
 
     Raises:
         Q2OptionError: an unknown option (`TypeError` for a keyword that is no option), a bad
@@ -185,7 +187,7 @@ def build_config(variant: str = "paper", options: Mapping[str, Any] | None = Non
             checked.setdefault(name, batch_size)
     from q2_metric.models.provision import provide_models
 
-    return provide_models(_make(VARIANTS[check_variant(variant, spell)], checked), say)
+    return provide_models(_make(VARIANTS[check_variant(variant, spell)], checked), say, reads)
 
 
 def _make(preset, options: dict[str, Any]) -> Q2Config:

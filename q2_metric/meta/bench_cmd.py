@@ -70,7 +70,8 @@ def q2_runner(args: argparse.Namespace, out: Path):
                 spacy_model=args.spacy_model, device=args.device,
                 max_question_length=args.max_question_length)
     try:
-        config = build_config("paper", opts, args.batch_size, spell=flag_name(), tiny=getattr(args, "tiny", None) or None)
+        config = build_config("paper", opts, args.batch_size, spell=flag_name(), tiny=getattr(args, "tiny", None) or None,
+                              reads=reads)
     except ValueError as err:
         raise DatasetError(str(err)) from None
     scorer = Q2Scorer(config)
@@ -122,10 +123,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     check_names(extra)  # before any output
     out = Path(args.out_dir)
     cache = None if args.no_cache or args.baselines_only else Path(args.cache_dir)
-    _check_paths(args, [Path(d.path) for d in datasets] + [s.path for s in extra], {"--out-dir": out, "--cache-dir": cache})
+    inputs = [Path(d.path) for d in datasets] + [s.path for s in extra]
+    _check_paths(args, inputs, {"--out-dir": out, "--cache-dir": cache})
     q2, nli, signature = None, None, None
     if not args.baselines_only:
-        q2, scorer = q2_runner(args, out)
+        q2, scorer = q2_runner(args, out, reads={f"--dataset/--scores {p}": p for p in inputs})
         nli = scorer.nli  # the end-to-end NLI baseline with Q²'s own NLI model
         signature = str(scorer.signature())
     elif args.nli_model:

@@ -162,12 +162,12 @@ def cmd_ladder(args) -> int:
         raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
     from q2_metric.io.paths import check_run
 
-    config = _config(args)
     out = Path(args.out_dir)
     outputs = {f"--out-dir ({name})": out / name for name, run in (("ladder.md", args.ladder),
                                                                    ("control.md", args.control)) if run}
     paths = {f"--{name.replace('_', '-')}": getattr(args, name, None)
              or (Path(args.annotated_dir) / f"{name}.csv" if args.annotated_dir else None) for name in SPLITS}
+    config = _config(args, reads=paths)
     # before any model work; the output folder may be the annotated folder (only the files read count)
     check_run(paths, outputs, config=config)
     check_run({}, {"--out-dir": out}, config=config, folders=["--out-dir"])
@@ -204,11 +204,11 @@ def cmd_ladder(args) -> int:
     return 0
 
 
-def _config(args) -> Q2Config:
+def _config(args, reads: dict | None = None) -> Q2Config:
     """The ladder's configuration through the one options path; the coreference model is provided
     too (the +coreference row turns `coref` on), so the models stay loaded across the rows."""
     from q2_metric.options import build_config, flag_name
 
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
                 coref_model=args.coref_model, device=args.device, coref=True)
-    return build_config("paper", opts, spell=flag_name(), tiny=args.tiny or None).replace(coref=False)
+    return build_config("paper", opts, spell=flag_name(), tiny=args.tiny or None, reads=reads).replace(coref=False)

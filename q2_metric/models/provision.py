@@ -8,13 +8,14 @@ its default. Every front-end reaches it through `q2_metric.options.build_config`
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from q2_metric.config import Q2Config
 from q2_metric.models.tiny import COREF, ROLES, TINY_QUESTION_LENGTH, ensure_tiny_models
 
 
-def provide_models(config: Q2Config, say: Callable[[str], None] = lambda msg: None) -> Q2Config:
+def provide_models(config: Q2Config, say: Callable[[str], None] = lambda msg: None,
+                   reads: Mapping[str, Any] | None = None) -> Q2Config:
     """`config` with its models provided: unchanged unless `config.tiny`; then the tiny random
     models replace the qg/qa/nli (and, with `coref`, the coreference) models left at their
     defaults, and questions are capped at `TINY_QUESTION_LENGTH` tokens unless another cap is set.
@@ -23,12 +24,15 @@ def provide_models(config: Q2Config, say: Callable[[str], None] = lambda msg: No
     Args:
         config: the run's options.
         say: hears, once, that the tiny models are being built.
+        reads: what the run reads (name -> path, as given to `io.paths.check_run`): the tiny
+            models are never built inside it.
 
     Returns:
         The configuration whose model options name the models to load.
 
     Raises:
         Q2InputError: the tiny-model folder holds a model this package did not build.
+        OutputPathError: the tiny-model folder lies inside something the run reads.
 
     >>> Q2Config(tiny=False).qg_model == provide_models(Q2Config(tiny=False)).qg_model
     True
@@ -42,7 +46,7 @@ def provide_models(config: Q2Config, say: Callable[[str], None] = lambda msg: No
         roles.append(COREF)
     if not roles:
         return config
-    paths = ensure_tiny_models(say=say, coref=tiny_coref)
+    paths = ensure_tiny_models(say=say, coref=tiny_coref, reads=reads)
     changes = {f"{role}_model": paths[role] for role in roles}
     if config.max_question_length == defaults.max_question_length:
         changes["max_question_length"] = TINY_QUESTION_LENGTH

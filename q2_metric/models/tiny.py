@@ -19,7 +19,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 # Random weights never end a question early: questions are capped at this many tokens.
 TINY_QUESTION_LENGTH = 16
@@ -31,12 +31,13 @@ SAMPLE = Path(__file__).resolve().parents[1] / "data" / "wow_sample.csv"
 
 
 def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = lambda msg: None, *,
-                       coref: bool = False) -> dict[str, str]:
+                       coref: bool = False, reads: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The qg/, qa/ and nli/ tiny random models (and coref/ with `coref=True`) in `folder` (default
     `tiny_models_dir()`), built once and reused: role -> folder. Runs building at the same time
     wait for each other (a lock file in the folder); each model is built aside and renamed into
     place (never half-built). Nothing else in the folder is touched, and a model folder there that
-    this package did not build is refused."""
+    this package did not build is refused, and so is a folder inside what the run reads (`reads`:
+    name -> path, e.g. its input folder), before anything is written (`io.paths.check_run`)."""
     from q2_metric.config import tiny_models_dir
 
     folder = Path(folder) if folder is not None else tiny_models_dir()
@@ -52,7 +53,8 @@ def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = 
                            "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder.")
     from q2_metric.io.paths import check_run
 
-    check_run({"the q2_metric package": SAMPLE.parents[1]}, {"Q2_TINY_MODELS": folder}, folders=["Q2_TINY_MODELS"],
+    check_run({"the q2_metric package": SAMPLE.parents[1], **(reads or {})}, {"Q2_TINY_MODELS": folder},
+              folders=["Q2_TINY_MODELS"],
               builds_tiny_models=True)
     folder.mkdir(parents=True, exist_ok=True)
     with _locked(folder / LOCK_FILE):
