@@ -22,10 +22,7 @@ def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], li
         break
     if header is None:
         return [], None
-    duplicates = sorted({c for c in header if header.count(c) > 1})
-    if duplicates:
-        raise Q2InputError(f"The header of '{path}' names column '{duplicates[0]}' twice; "
-                           "give every column its own name.")
+    check_unique_columns(path, header)
     rows = []
     for line, fields, problem in records:
         if fields == []:
@@ -42,6 +39,15 @@ def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], li
             row.fields = dict(zip(header, fields))
         rows.append(row)
     return rows, header
+
+
+def check_unique_columns(path: Path, header: list[str]) -> None:
+    """Refuse a header that names a column twice, in one pass (a header may have 10⁵ columns)."""
+    seen: set[str] = set()
+    duplicates = {c for c in header if c in seen or seen.add(c)}
+    if duplicates:
+        raise Q2InputError(f"The header of '{path}' names column '{min(duplicates)}' twice; "
+                           "give every column its own name.")
 
 
 def _field_name(header: list[str], index: int) -> str:

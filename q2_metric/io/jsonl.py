@@ -35,9 +35,21 @@ def _read_jsonl(path: Path, encoding: str) -> list[Row]:
                                                    f"'{_shown(err.second)}' differ only in lone surrogates, "
                                                    f"which are read as U+FFFD, so both would be the column "
                                                    f"'{_shown(err.cleaned)}'; rename one"))
+        except (_TooDeep, RecursionError):  # (json's own recursion limit, about 1,000 levels, comes first)
+            rows.append(Row(number, line_no, error=f"line {line_no}: the JSON is nested more than {MAX_JSON_DEPTH} "
+                                                   "levels deep (arrays or objects inside each other); flatten it"))
         except ValueError as err:
             rows.append(Row(number, line_no, error=f"line {line_no}: not a JSON object ({err})"))
     return rows
+
+
+# Deeper JSON is a bad row: far more than any table needs, and below Python's recursion limit, so
+# that nothing that walks a value later (cleaning, writing it out as JSON) runs out of stack.
+MAX_JSON_DEPTH = 100
+
+
+class _TooDeep(ValueError):
+    """A JSON value nested more than `MAX_JSON_DEPTH` levels deep."""
 
 
 class _DuplicateKey(ValueError):
@@ -69,11 +81,14 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _clean_strings(value: Any) -> Any:
+def _clean_strings(value: Any, depth: int = 0) -> Any:
     """`clean_text` on every string of a JSON value: JSON may escape lone surrogates, which no
-    model and no UTF-8 output can take (CSV, Parquet and datasets cannot hold them)."""
+    model and no UTF-8 output can take (CSV, Parquet and datasets cannot hold them). A value nested
+    more than `MAX_JSON_DEPTH` levels deep raises `_TooDeep`."""
     if isinstance(value, str):
         return clean_text(value)
+    if isinstance(value, (dict, list)) and depth >= MAX_JSON_DEPTH:
+        raise _TooDeep()
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         original: dict[str, str] = {}
@@ -81,9 +96,9 @@ def _clean_strings(value: Any) -> Any:
             cleaned = clean_text(k)
             if cleaned in out:  # e.g. \ud800a and \udc00a both read as U+FFFD a: one value would be lost
                 raise _SurrogateKeys(original[cleaned], k, cleaned)
-            out[cleaned], original[cleaned] = _clean_strings(v), k
+            out[cleaned], original[cleaned] = _clean_strings(v, depth + 1), k
         return out
     if isinstance(value, list):
-        return [_clean_strings(v) for v in value]
+        return [_clean_strings(v, depth + 1) for v in value]
     return value
 

@@ -12,25 +12,31 @@ def _read_parquet(path: Path) -> tuple[list[Row], list[str]]:
     """A Parquet file, or a folder of Parquet part files; `line` is the row number."""
     import pyarrow.parquet as pq
 
-    _check_parquet_size(path)
     try:
-        table = pq.read_table(path)
+        # a folder: the very files its reading opens (every one not hidden, whatever its name), each
+        # measured before any is decoded
+        dataset = pq.ParquetDataset(path) if path.is_dir() else None
+        files = [Path(f) for f in dataset.files] if dataset is not None else [path]
     except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        raise Q2InputError(f"The input '{path}' cannot be read as Parquet ({str(err).splitlines()[0]}).") from None
+    _check_parquet_size(path, files)
+    try:
+        table = dataset.read() if dataset is not None else pq.read_table(path)
+    except (OSError, ValueError) as err:
         raise Q2InputError(f"The input '{path}' cannot be read as Parquet ({str(err).splitlines()[0]}).") from None
     return [Row(i, i, record) for i, record in enumerate(table.to_pylist(), 1)], list(table.column_names)
 
 
-def _check_parquet_size(path: Path) -> None:
+def _check_parquet_size(path: Path, files: list[Path]) -> None:
     """Refuse a Parquet input whose table is above `max_input_bytes()` once decoded, one row group
     at a time: a row group's uncompressed size comes from the metadata (before any decompression),
     and dictionary-encoded columns (where a small file can expand a thousandfold) are read still
-    encoded and measured as they would be decoded."""
+    encoded and measured as they would be decoded. `files`: those that reading `path` opens."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     limit, total = max_input_bytes(), 0
-    files = [path] if path.is_file() else sorted(path.rglob("*.parquet"))
     for file in files:
         try:
             pf = pq.ParquetFile(file)
@@ -71,6 +77,7 @@ def _is_text(kind) -> bool:
 def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:
     import datasets
 
+    _check_dataset_files(path)
     try:
         data = datasets.load_from_disk(str(path))
     except FileNotFoundError:
@@ -81,3 +88,28 @@ def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:
                            "point at one split's folder.")
     return [Row(i, i, dict(record)) for i, record in enumerate(data, 1)], list(data.column_names)
 
+
+
+def _check_dataset_files(path: Path) -> None:
+    """Before `load_from_disk` opens anything: a folder of several splits is refused, and so is a
+    data file named in `state.json` that is not inside the folder (an absolute name, or `..`),
+    which the folder's size limit (`input_format`) would not have counted."""
+    import json
+
+    from q2_metric.io.paths import relation
+
+    splits_file, state_file = path / "dataset_dict.json", path / "state.json"
+    try:
+        if splits_file.is_file():
+            splits = json.loads(splits_file.read_text(encoding="utf-8")).get("splits") or []
+            raise Q2InputError(f"The input folder '{path}' holds several splits ({', '.join(map(str, splits))}); "
+                               "point at one split's folder.")
+        if not state_file.is_file():
+            return
+        names = [f.get("filename") for f in json.loads(state_file.read_text(encoding="utf-8")).get("_data_files", [])]
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return  # not readable as a dataset: load_from_disk says so
+    for name in names:
+        if not isinstance(name, str) or relation(path / name, path) != "lies inside":
+            raise Q2InputError(f"The input folder '{path}' names a data file outside itself ('{name}' in its "
+                               "state.json); point at a dataset folder that holds its own files.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from q2_metric.errors import Q2InputError
+from q2_metric.io.csv import check_unique_columns
 from q2_metric.io.formats import Row, read_text
 
 
@@ -16,10 +16,7 @@ def _read_tsv(path: Path, encoding: str) -> tuple[list[Row], list[str] | None]:
     if not numbered:
         return [], None
     header = numbered[0][1].split("\t")
-    duplicates = sorted({c for c in header if header.count(c) > 1})
-    if duplicates:
-        raise Q2InputError(f"The header of '{path}' names column '{duplicates[0]}' twice; "
-                           "give every column its own name.")
+    check_unique_columns(path, header)
     rows = []
     for line, text in numbered[1:]:
         fields = text.split("\t")
