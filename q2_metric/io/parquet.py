@@ -99,16 +99,18 @@ def _check_dataset_files(path: Path) -> None:
     from q2_metric.io.paths import relation
 
     splits_file, state_file = path / "dataset_dict.json", path / "state.json"
+    splits, names = None, []
     try:
         if splits_file.is_file():
             splits = json.loads(splits_file.read_text(encoding="utf-8")).get("splits") or []
-            raise Q2InputError(f"The input folder '{path}' holds several splits ({', '.join(map(str, splits))}); "
-                               "point at one split's folder.")
-        if not state_file.is_file():
-            return
-        names = [f.get("filename") for f in json.loads(state_file.read_text(encoding="utf-8")).get("_data_files", [])]
+        elif state_file.is_file():
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+            names = [f.get("filename") for f in state.get("_data_files", [])]
     except (OSError, ValueError, AttributeError, RecursionError):
         return  # not readable as a dataset: load_from_disk says so
+    if splits is not None:
+        raise Q2InputError(f"The input folder '{path}' holds several splits ({', '.join(map(str, splits))}); "
+                           "point at one split's folder.")
     for name in names:
         if not isinstance(name, str) or relation(path / name, path) != "lies inside":
             raise Q2InputError(f"The input folder '{path}' names a data file outside itself ('{name}' in its "
