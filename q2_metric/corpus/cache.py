@@ -62,7 +62,7 @@ class ScoreCache:
                 if not (isinstance(entry, dict) and isinstance(entry.get("key"), str)
                         and valid_result(entry.get("result"))):
                     raise ValueError("damaged")
-            except ValueError:
+            except (ValueError, RecursionError):  # (json's recursion limit: a line nested ~1,000 deep)
                 self.damaged += 1  # not ours or damaged: dropped, and that row is scored again
                 continue
             self.entries[entry["key"]] = entry["result"]

@@ -31,6 +31,19 @@ def test_damaged_cache_entry_is_dropped_recomputed_and_reported_once(tmp_path, c
     assert first.system.q2 == second.system.q2
 
 
+def test_a_deeply_nested_cache_line_is_a_damaged_line_not_a_traceback(tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text(HEADER + ROWS)
+    score_file(scripted_scorer(), data, tmp_path / "a.csv", cache_dir=tmp_path / "cache")
+    [cache] = (tmp_path / "cache").rglob("responses.jsonl")
+    with open(cache, "a") as f:
+        f.write("[" * 100_000 + "]" * 100_000 + "\n")
+    again = score_file(scripted_scorer(), data, tmp_path / "b.csv", cache_dir=tmp_path / "cache")
+    assert (again.num_cached, again.num_scored_now) == (2, 0)
+    assert again.warnings == [f"1 damaged line of the cache file '{cache}' was dropped; its row is scored again"]
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
 def test_cache_key_follows_library_versions(monkeypatch):
     from q2_metric import signature
     from q2_metric.corpus.cache import cache_key
