@@ -9,6 +9,7 @@ The sentences are the ones written in `check_run`'s docstring contract, not read
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -153,3 +154,61 @@ def test_parlai_explain_file_in_a_model_folder_is_refused(places, capsys):
     with pytest.raises(SystemExit):
         check_explain_file({"q2_qg_model": str(places["model"])}, str(places["model"] / "explain.jsonl"))
     assert "lies inside the input" in capsys.readouterr().err
+
+
+# -- the reads added in issue 40 reach every front-end through the one guard ----------------------
+
+@pytest.fixture
+def new_reads(tmp_path, monkeypatch):
+    """The Hugging Face cache set the way only huggingface_hub's own resolution finds it (HF_HOME as
+    `$HOME/...`, no HF_HUB_CACHE), and a spaCy pipeline package named by Q2_SPACY_MODEL (the default
+    of every configuration), each with something in it. (`evaluate` is left out here: it reads HF_HOME
+    without expanding `$VARS` and would make a folder named '$HOME' in the working directory; its
+    guard call is the same `check_run`, tested above.)"""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("HF_HOME", "$HOME/hf")
+    monkeypatch.setenv("Q2_TINY_MODELS", str(tmp_path / "tiny"))
+    hub = home / "hf" / "hub"
+    site = tmp_path / "site"
+    spacy = site / "q2_test_pipeline"
+    for folder in (hub / "models--x", spacy):
+        folder.mkdir(parents=True)
+    (hub / "models--x" / "config.json").write_text("{}")
+    (spacy / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("Q2_SPACY_MODEL", "q2_test_pipeline")
+    data = tmp_path / "in.csv"
+    data.write_text("response,knowledge,label\nBob Ross hosted it.,Bob Ross hosted The Joy of Painting.,1\n"
+                    "a b,c d,0\n")
+    return {"hub": (hub, "lies inside the Hugging Face cache"),
+            "spacy": (spacy, "lies inside the installed spaCy pipeline 'q2_test_pipeline'"),
+            "data": data, "root": tmp_path}
+
+
+@pytest.mark.parametrize("where", ["hub", "spacy"])
+def test_every_front_end_refuses_the_cache_and_the_spacy_package(new_reads, capsys, where):
+    folder, sentence = new_reads[where]
+    root, data = new_reads["root"], new_reads["data"]
+    archive = root / "model.tar.gz"
+    archive.write_bytes(b"not read")
+    results = root / "results.json"
+    results.write_text(json.dumps({"q2": 0.5, "q2_no_nli": 0.5, "coverage": 1.0, "signature": "q2:0.4.0"}))
+    before = snapshot(folder)
+    inside = folder / "new"
+    for argv in (["score", str(data), "-o", str(inside / "x.csv"), "--quiet"],
+                 ["score", str(data), "-o", str(root / "x.csv"), "--cache-dir", str(inside), "--quiet"],
+                 ["meta-eval", "--dataset", f"one={data}", "--out-dir", str(root / "b"), "--cache-dir", str(inside)],
+                 ["convert-nli", str(archive), str(inside)], ["space", str(inside)],
+                 ["publish", "--results", str(results), "--model-name", "m", "--card", str(inside / "README.md")],
+                 ["data", "fetch", "begin", "--out", str(inside)]):
+        _refused(capsys, argv, sentence)
+    if importlib.util.find_spec("parlai") is not None:
+        from parlai_ext.options import check_explain_file
+
+        with pytest.raises(SystemExit):
+            check_explain_file({}, str(inside / "explain.jsonl"))
+        assert sentence in capsys.readouterr().err
+    assert snapshot(folder) == before
