@@ -1,7 +1,8 @@
 """The one output-path guard every front-end calls before any work (`check_run`): no output may
-be, contain or lie inside anything the run reads (its data, every local model folder, the
-tiny-model folder, the Hugging Face cache), two outputs may not collide, and no output replaces
-anything but a regular file.
+be, contain or lie inside anything the run reads (its data, every local model folder, the spaCy
+pipeline's package or folder, the tiny-model folder, the Hugging Face cache as huggingface_hub
+finds it), two outputs may not collide, no output replaces anything but a regular file, and the
+tiny-model folder (written when the tiny models are built) lies inside nothing else the run reads.
 
 Paths are compared twice: as written (absolute, `..` folded, no link followed) and as the file
 system resolves them (every link followed), so that neither a link to the input nor a link
@@ -12,6 +13,7 @@ is refused: outputs are written beside their target and renamed into place
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from pathlib import Path
@@ -130,24 +132,32 @@ def hub_cache_dirs() -> list[Path]:
     it from there), and the one its `constants` module computes from the environment as it is now
     (what a later import or a child process finds): that module's source is run afresh, aside from
     the imported one, so the resolution is huggingface_hub's, never a copy of it."""
-    import importlib.util
     import sys
-    import warnings
 
-    found = []
-    spec = importlib.util.find_spec("huggingface_hub")  # (a top-level name: found, not imported)
-    if spec is not None and spec.submodule_search_locations:
-        source = Path(next(iter(spec.submodule_search_locations))) / "constants.py"
-        fresh = importlib.util.spec_from_file_location("_q2_hf_constants_now", source)
-        module = importlib.util.module_from_spec(fresh)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # (its deprecation notices are for its own import)
-            fresh.loader.exec_module(module)
-        found.append(Path(module.HF_HUB_CACHE))
+    found = [Path(p) for p in _hub_cache_now(tuple(sorted(os.environ.items())))]
     imported = sys.modules.get("huggingface_hub.constants")
     if imported is not None and getattr(imported, "HF_HUB_CACHE", None):
         found.append(Path(imported.HF_HUB_CACHE))
     return list(dict.fromkeys(found))
+
+
+@functools.lru_cache(maxsize=8)
+def _hub_cache_now(environment: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """huggingface_hub's HF_HUB_CACHE for `environment` (the current one, its cache key): its
+    `constants` module run afresh (once per environment), never imported in its place."""
+    import importlib.util
+    import warnings
+
+    spec = importlib.util.find_spec("huggingface_hub")  # (a top-level name: found, not imported)
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    source = Path(next(iter(spec.submodule_search_locations))) / "constants.py"
+    fresh = importlib.util.spec_from_file_location("_q2_hf_constants_now", source)
+    module = importlib.util.module_from_spec(fresh)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (its deprecation notices are for its own import)
+        fresh.loader.exec_module(module)
+    return (str(module.HF_HUB_CACHE),)
 
 
 TINY_FOLDER = "the tiny-model folder, Q2_TINY_MODELS"
