@@ -157,7 +157,7 @@ def _hub_cache_now(environment: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (its deprecation notices are for its own import)
         fresh.loader.exec_module(module)
-    return (str(module.HF_HUB_CACHE),)
+    return (str(module.HF_HUB_CACHE),) if module.HF_HUB_CACHE else ()  # ('': set empty, not a place)
 
 
 TINY_FOLDER = "the tiny-model folder, Q2_TINY_MODELS"
