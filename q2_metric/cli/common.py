@@ -59,7 +59,8 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace, say: Callable[[str], None] = lambda msg: None,
                      reads: Mapping[str, Any] | None = None) -> Q2Config:
     """The checked configuration with its models provided (`options.build_config`, errors naming
-    the flags; `say` hears that tiny models are being built; never inside `reads`, the run's reads)."""
+    the flags; `say` hears that tiny models are being built, never inside what the run reads:
+    `reads`, default the verb's `input` argument, e.g. `q2 score`'s)."""
     from q2_metric.options import build_config, flag_name
 
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
@@ -72,7 +73,10 @@ def config_from_args(args: argparse.Namespace, say: Callable[[str], None] = lamb
     if args.max_question_length is not None:
         opts["max_question_length"] = args.max_question_length
     try:
-        return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny, say=say, reads=reads)
+        if reads is None and getattr(args, "input", None):
+            reads = {"input": args.input}
+        return build_config(args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny, say=say,
+                            reads=reads)
     except ValueError as err:
         raise Q2InputError(str(err)) from None
 

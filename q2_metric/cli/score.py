@@ -62,7 +62,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.ray is not None:
         extra["verbose"] = args.verbose
     with verbose_loading(args.verbose), tiny_hint("`--tiny`"):
-        report = score(Q2Scorer(config_from_args(args, reads={"input": args.input})), args.input, args.output,
+        report = score(Q2Scorer(config_from_args(args)), args.input, args.output,
                        response_col=args.response_col, knowledge_col=args.knowledge_col,
                        prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
                        cache_dir=None if args.no_cache else args.cache_dir,

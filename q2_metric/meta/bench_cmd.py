@@ -60,8 +60,7 @@ def _check_paths(args: argparse.Namespace, inputs: list[Path], writes: dict[str,
 
 def q2_runner(args: argparse.Namespace, out: Path, reads: dict[str, Path] | None = None):
     """Q² on a dataset through `q2 score`'s file scorer (cache, resume, progress, Ray): the
-    dataset's pairs go to OUT/q2/NAME.input.csv, its scores to OUT/q2/NAME.scores.csv. The tiny
-    models, when asked for, are never built inside `reads` (the datasets and score files)."""
+    dataset's pairs go to OUT/q2/NAME.input.csv, its scores to OUT/q2/NAME.scores.csv."""
     from q2_metric.io import read_rows, write_table
     from q2_metric.options import build_config, flag_name
     from q2_metric.corpus.files import score_file
