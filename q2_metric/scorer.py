@@ -27,6 +27,7 @@ from q2_metric.steps.response_scores import score_responses
 from q2_metric.results import Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature
 from q2_metric.steps.span_scores import score_spans
+from q2_metric.steps.spans import locate_spans
 from q2_metric.steps.system_score import system_of
 from q2_metric.validation import empty_reason, validate_inputs
 
@@ -249,6 +250,7 @@ class Q2Scorer:
                 if pairs:
                     profile.append(run_stage(name, run, loaded))
         notify(progress, DONE, len(stages), len(stages))
+        locate_spans(pairs)  # no model: the candidates' offsets carried to the response as given
 
         return Q2Result(system=system_of(results), responses=results, signature=self.signature(identities), profile=profile)
 

@@ -1,0 +1,148 @@
+"""Spans: every candidate occurrence at its character offsets in the response as given, with its
+question, answers and span scores; the unsupported ones (span score < 1).
+
+Every expected offset below was counted by hand on the string written next to it (Python string
+indices: one per code point, so the emoji is one character)."""
+
+import math
+
+from q2_metric import Q2Config
+from q2_metric.components import CONTRADICTION, ParsedText
+from q2_metric.config import Q2Config as _Config  # noqa: F401 (same object; the config is the options' home)
+from q2_metric.models.spacy_parser import SpacyParser
+from q2_metric.steps.coref import Replacement
+from q2_metric.steps.spans import to_original
+from q2_metric.testing.scripted import ScriptedCoref, ScriptedNLI, ScriptedParser, ScriptedQA, scripted_scorer
+
+
+def _triples(res):
+    return [(s.start, s.end, s.text) for s in res.spans]
+
+
+def _check_offsets(response, res):
+    for s in res.spans:
+        assert response[s.start:s.end] == s.text
+
+
+# "😀 Zoë met Zoë at  Oslo." : 😀0 ' '1 Z2 o3 ë4 ' '5 m6 e7 t8 ' '9 Z10 o11 ë12 ' '13 a14 t15 ' '16 ' '17 O18..o21 .22
+EMOJI = "😀 Zoë met Zoë at  Oslo."
+
+
+def test_unicode_repeats_and_double_space_on_scripted_parser():
+    res = scripted_scorer().score([EMOJI], ["Zoë lives in Bergen."]).responses[0]
+    assert _triples(res) == [(2, 5, "Zoë"), (10, 13, "Zoë"), (18, 22, "Oslo")]
+    _check_offsets(EMOJI, res)
+    # Zoë: the knowledge answers "Zoë" (F1 1, span score 1); Oslo: no answer in the knowledge (0)
+    assert [s.supported for s in res.spans] == [True, True, False]
+    assert [(s.start, s.end, s.text, s.score) for s in res.unsupported_spans] == [(18, 22, "Oslo", 0.0)]
+    oslo = res.spans[2]
+    assert (oslo.question, oslo.response_answer, oslo.knowledge_answer, oslo.knowledge_has_answer) == \
+        ("what about Oslo?", "Oslo", "", False)
+    assert res.q2 == 2 / 3  # the scores are the mean of the span scores, as before (1, 1, 0)
+
+
+def test_parser_without_offsets_is_located_left_to_right():
+    # "Ana and ana  and Ana." : A0 n1 a2 ' '3 a4 n5 d6 ' '7 a8 n9 a10 ' '11 ' '12 a13 n14 d15 ' '16 A17 n18 a19 .20
+    text = "Ana and ana  and Ana."
+    parser = ScriptedParser({text: ParsedText(entities=["Ana", "Ana"], noun_chunks=["ana"])})
+    res = scripted_scorer(parser=parser).score([text], ["Ana is here."]).responses[0]
+    # entities in order: the first "Ana" at 0, the second at 17 (the lower-case one is no match);
+    # the chunk "ana" equals an entity case-insensitively, so it is no candidate
+    assert _triples(res) == [(0, 3, "Ana"), (17, 20, "Ana")]
+
+
+def test_nli_decides_support_where_f1_is_below_one():
+    # knowledge answers "the Oslo area" for Oslo: token F1 of "oslo" vs "oslo area" = 2*(1/2*1)/(1/2+1) = 2/3
+    knowledge = "Zoë lives in the Oslo area."
+    qa = ScriptedQA({("what about Oslo?", knowledge): "the Oslo area"})
+    text = "Zoë lives in Oslo."
+    res = scripted_scorer(qa=qa).score([text], [knowledge]).responses[0]
+    oslo = res.spans[1]
+    # the scripted NLI entails ("what about oslo oslo" lies in "what about oslo oslo area"): span score 1
+    assert (oslo.f1, oslo.nli_label, oslo.score, oslo.score_no_nli, oslo.supported) == \
+        (2 / 3, "entailment", 1.0, 2 / 3, True)
+    assert res.unsupported_spans == []
+    # contradiction: span score 0, unsupported, whatever the F1
+    nli = ScriptedNLI({("what about Oslo? the Oslo area.", "what about Oslo? Oslo."): CONTRADICTION})
+    res = scripted_scorer(qa=qa, nli=nli).score([text], [knowledge]).responses[0]
+    assert [(s.start, s.end, s.score, s.score_no_nli) for s in res.unsupported_spans] == [(13, 17, 0.0, 2 / 3)]
+    # NLI off: the span score is the F1, 2/3 < 1 -> unsupported
+    res = scripted_scorer(Q2Config(use_nli=False), qa=qa).score([text], [knowledge]).responses[0]
+    assert [(s.text, s.score, s.supported) for s in res.spans] == [("Zoë", 1.0, True), ("Oslo", 2 / 3, False)]
+
+
+def test_occurrence_without_valid_question_is_unchecked_and_fallback_has_no_unsupported():
+    # the scripted QA answers from the response only what it contains: "what about X?" -> X; a
+    # question whose response answer differs from the candidate is no_match -> no valid question
+    text = "Zoë met Ada."
+    qa = ScriptedQA({("what about Ada?", text): "Zoë"})
+    res = scripted_scorer(qa=qa).score([text], ["Zoë met Ada."]).responses[0]
+    assert [(s.text, s.question, s.supported) for s in res.spans] == [("Zoë", "what about Zoë?", True),
+                                                                      ("Ada", None, None)]
+    # no candidate survives: end-to-end NLI, nothing located as unsupported
+    qa = ScriptedQA({("what about Ada?", text): None, ("what about Zoë?", text): None})
+    res = scripted_scorer(qa=qa).score([text], ["Nothing."]).responses[0]
+    assert res.fallback and res.unsupported_spans == [] and [s.supported for s in res.spans] == [None, None]
+
+
+def test_multi_mode_one_span_per_valid_question():
+    text = "Zoë sang."
+    qg_questions = {("Zoë", text): ["what about Zoë?", "What about Zoë?"]}
+    from q2_metric.testing.scripted import ScriptedQG
+    res = scripted_scorer(Q2Config(question_mode="multi"), qg=ScriptedQG(qg_questions)).score(
+        [text], ["Zoë sang."]).responses[0]
+    assert [(s.start, s.end, s.question) for s in res.spans] == [(0, 3, "what about Zoë?"), (0, 3, "What about Zoë?")]
+
+
+def test_empty_response_has_no_spans_and_to_dict_carries_them():
+    result = scripted_scorer().score(["  ", "Zoë sang."], ["k", "Ada sang."])
+    assert result.responses[0].spans == [] and math.isnan(result.responses[0].q2)
+    d = result.to_dict(details=True)["details"][1]
+    assert d["spans"][0]["start"] == 0 and d["spans"][0]["end"] == 3 and d["spans"][0]["supported"] is False
+    assert d["unsupported_spans"] == d["spans"]
+    assert "candidate_offsets" not in d
+
+
+# Coreference: "Marie Curie won. She won again in  Paris."
+#  M0 .. e10 ' '11 w12 o13 n14 .15 ' '16 S17 h18 e19 ' '20 ... ' '33 ' '34 P35 a36 r37 i38 s39 .40
+CURIE = "Marie Curie won. She won again in  Paris."
+
+
+def test_coref_offsets_stay_in_the_response_as_given():
+    scorer = scripted_scorer(Q2Config(coref=True), coref=ScriptedCoref([["Marie Curie", "She"]]))
+    res = scorer.score([CURIE], ["Marie Curie won in Paris."]).responses[0]
+    assert res.coref.resolved == "Marie Curie won. Marie Curie won again in  Paris."
+    # the second "Marie Curie" was found in the resolved text; it is reported over "She", as written
+    assert [(s.start, s.end, s.text, s.candidate, s.replaced) for s in res.spans] == [
+        (0, 11, "Marie Curie", "Marie Curie", False), (17, 20, "She", "Marie Curie", True),
+        (35, 40, "Paris", "Paris", False)]
+    _check_offsets(CURIE, res)
+
+
+def test_to_original_by_hand():
+    # "I had coffee. It was hot." -> "I had coffee. coffee was hot." (It at 14-16 becomes 6 characters)
+    reps = [Replacement(14, 16, "It", "coffee")]
+    assert to_original(14, 20, reps) == (14, 16, True)   # the replaced word itself
+    assert to_original(21, 24, reps) == (17, 20, False)  # "was" after it, shifted back by 4
+    assert to_original(0, 29, reps) == (0, 25, True)     # the whole text
+    assert to_original(17, 24, reps) == (14, 20, True)   # starts inside the replacement
+    # two replacements: "He met her." (H0 e1 ' '2 m3 e4 t5 ' '6 h7 e8 r9 .10) -> "Tom Li met Ann F."
+    # (T0..i5 ' '6 m7 e8 t9 ' '10 A11 n12 n13 ' '14 F15 .16): +4, then +2
+    reps = [Replacement(0, 2, "He", "Tom Li"), Replacement(7, 10, "her", "Ann F")]
+    assert to_original(7, 10, reps) == (3, 6, False)
+    assert to_original(11, 16, reps) == (7, 10, True)
+    assert to_original(0, 17, reps) == (0, 11, True)
+    assert to_original(16, 17, reps) == (10, 11, False)
+
+
+def test_real_spacy_parser_offsets():
+    # "Café Müller was opened by  Pina Bausch in Wuppertal; Pina Bausch danced." :
+    #  Café Müller 0-11, ' was opened by  ' 11-27, Pina Bausch 27-38, ' in ' 38-42, Wuppertal 42-51,
+    #  '; ' 51-53, Pina Bausch 53-64
+    text = "Café Müller was opened by  Pina Bausch in Wuppertal; Pina Bausch danced."
+    scorer = scripted_scorer(parser=SpacyParser(Q2Config()))
+    res = scorer.score([text], ["Pina Bausch worked in Wuppertal."]).responses[0]
+    triples = _triples(res)
+    assert (27, 38, "Pina Bausch") in triples and (53, 64, "Pina Bausch") in triples
+    assert (42, 51, "Wuppertal") in triples
+    _check_offsets(text, res)
