@@ -65,6 +65,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         report = score(Q2Scorer(config_from_args(args)), args.input, args.output,
                        response_col=args.response_col, knowledge_col=args.knowledge_col,
                        prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
+                       **({"spans_path": args.spans} if args.spans else {}),
                        cache_dir=None if args.no_cache else args.cache_dir,
                        chunk_size=args.chunk_size, progress=not (args.no_progress or args.quiet),
                        encoding=args.encoding, allow_empty=args.allow_empty, multiline=args.multiline,
@@ -130,6 +131,9 @@ def add_parser(sub) -> None:
     sc.add_argument("-o", "--output", required=True,
                     help="scores: .csv, .jsonl or .parquet (with --steps and --summary, written all-or-nothing)")
     sc.add_argument("--steps", help="also write one row per question here")
+    sc.add_argument("--spans", help="also write each row's spans here (.jsonl): every answer candidate at its "
+                                    "character offsets in the response, its question, answers and span score, "
+                                    "and the unsupported ones (span score below 1)")
     sc.add_argument("--summary", help="write the system figures and signature as JSON here")
     sc.add_argument("--response-col", default="response", help="column of the responses (default: response)")
     sc.add_argument("--knowledge-col", default="knowledge",

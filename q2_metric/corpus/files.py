@@ -78,6 +78,8 @@ def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str
     for flag in ("-o/--output", "--steps"):
         if outputs.get(flag):
             check_table_suffix(outputs[flag], flag)
+    if outputs.get("--spans"):
+        check_spans_suffix(outputs["--spans"])
     recover_outputs([p for p in outputs.values() if p])
     rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
                      multiline=multiline)
@@ -92,6 +94,26 @@ def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str
     histories = {keys[r.number]: turns[r.number] for r in good} if history_col else {}
     return ScoreRun(rows, keys, texts, str(Signature.create(scorer.config, names)), cache_key(scorer, names),
                     histories)
+
+
+def check_spans_suffix(path: str | Path, flag: str = "--spans") -> None:
+    """The spans file is JSON Lines (a list of spans per row does not fit a CSV cell)."""
+    from q2_metric.errors import OutputPathError
+
+    if Path(path).suffix.lower() != ".jsonl":
+        raise OutputPathError(f"The output path '{path}' ({flag}) must end in .jsonl: the spans are written "
+                              "as JSON Lines, one object per row.")
+
+
+def span_record(row: Row, res: dict | None) -> dict[str, Any]:
+    """One line of the spans file: the row, its Q², every span (`results.Span`) and the unsupported
+    ones; a bad row carries its error and no spans."""
+    if res is None:
+        return {"row": row.number, "line": row.line, "q2": None, "error": row.error, "spans": [],
+                "unsupported_spans": []}
+    return {"row": row.number, "line": row.line, "q2": _num(res["q2"]), "q2_no_nli": _num(res["q2_no_nli"]),
+            "reason": res["reason"] or "", "spans": res.get("spans", []),
+            "unsupported_spans": res.get("unsupported_spans", [])}
 
 
 def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict[int, list[str]]:
@@ -136,14 +158,15 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
                encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
-               threshold: float | None = None, history_col: str | None = None) -> ScoreReport:
-    """Score every good row of `input_path`; write scores, steps and summary all-or-nothing at the end.
+               threshold: float | None = None, history_col: str | None = None,
+               spans_path: str | Path | None = None) -> ScoreReport:
+    """Score every good row of `input_path`; write scores, steps, spans and summary all-or-nothing at the end.
 
     Before any model work: the output paths, the input (encoding, columns, at least one row) and
     every model and the device are checked; a failure raises a one-sentence error.
     """
     run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
-                                           "--summary": summary_path},
+                                           "--spans": spans_path, "--summary": summary_path},
                       response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
                       allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir,
                       history_col=history_col)
@@ -155,7 +178,8 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         warnings.append(f"{plural(cache.damaged, 'damaged line')} of the cache file '{cache.path}' {was} dropped; "
                         + ("its row is" if cache.damaged == 1 else "their rows are") + " scored again")
         print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
-    results: dict[str, dict] = dict(cache.entries) if cache else {}
+    # an entry cached before spans existed has none: scored again
+    results: dict[str, dict] = {k: v for k, v in cache.entries.items() if "spans" in v} if cache else {}
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
     cached = sum(1 for k in run.keys.values() if k in results)
 
@@ -191,7 +215,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         stages.close()
     report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
                            summary_path=summary_path, num_cached=cached, num_scored_now=len(todo),
-                           threshold=threshold)
+                           threshold=threshold, spans_path=spans_path)
     report.profile = merge_profiles(profiles)
     report.warnings = warnings
     return report
@@ -225,16 +249,18 @@ def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
 def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Path, *, prefix: str = "",
                   steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                   num_cached: int = 0, num_scored_now: int = 0, signature: str | None = None,
-                  threshold: float | None = None) -> ScoreReport:
-    """Write every row with its scores (`results`: pair key -> response dict), the steps file and the
-    summary as one set; return the report (system score over the good rows). With `threshold`, a
+                  threshold: float | None = None, spans_path: str | Path | None = None) -> ScoreReport:
+    """Write every row with its scores (`results`: pair key -> response dict), the steps file, the
+    spans file (JSONL, `span_record` per row) and the summary as one set; return the report (system
+    score over the good rows). With `threshold`, a
     `decision` column (consistent iff Q² > threshold, the released code's rule), the counts, and the threshold in the signature."""
-    out_records, step_records = [], []
+    out_records, step_records, span_records = [], [], []
     per_row = []
     for row in run.rows:
         record = dict(row.fields)
         if row.error:
             record.update({f"{prefix}q2": None, f"{prefix}q2_no_nli": None, f"{prefix}error": row.error})
+            span_records.append(span_record(row, None))
         else:
             res = results[run.keys[row.number]]
             per_row.append(res)
@@ -245,6 +271,7 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
                            f"{prefix}reason": res["reason"] or "", f"{prefix}error": ""})
             if threshold is not None:
                 record[f"{prefix}decision"] = decide(_nan(res["q2"]), threshold) or ""
+            span_records.append(span_record(row, res))
             for q in res["questions"]:
                 step_records.append({"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}})
         out_records.append(record)
@@ -267,6 +294,10 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
     files = [(output_path, table_writer(output_path, out_records, columns))]
     if steps_path:
         files.append((steps_path, table_writer(steps_path, step_records, STEP_COLUMNS)))
+    if spans_path:
+        from q2_metric.options import json_safe
+        lines = "".join(json.dumps(json_safe(r), ensure_ascii=False, allow_nan=False) + "\n" for r in span_records)
+        files.append((spans_path, lambda f: f.write(lines)))
     if summary_path:
         body = json.dumps(summary_dict(report), indent=2, allow_nan=False) + "\n"
         files.append((summary_path, lambda f: f.write(body)))
