@@ -8,7 +8,6 @@ import math
 
 from q2_metric import Q2Config
 from q2_metric.components import CONTRADICTION, ParsedText
-from q2_metric.config import Q2Config as _Config  # noqa: F401 (same object; the config is the options' home)
 from q2_metric.models.spacy_parser import SpacyParser
 from q2_metric.steps.coref import Replacement
 from q2_metric.steps.spans import to_original
@@ -146,3 +145,21 @@ def test_real_spacy_parser_offsets():
     assert (27, 38, "Pina Bausch") in triples and (53, 64, "Pina Bausch") in triples
     assert (42, 51, "Wuppertal") in triples
     _check_offsets(text, res)
+
+
+def test_space_colours_from_the_offsets():
+    """The Space's HTML marks exactly the spans' offsets: with coref the replaced mention "She" is
+    marked (the candidate scored was "Marie Curie", not in the response at that place), and both
+    repeats of "Zoë" are marked where they are."""
+    from q2_metric.explain import span_segments
+
+    scorer = scripted_scorer(Q2Config(coref=True), coref=ScriptedCoref([["Marie Curie", "She"]]))
+    res = scorer.score([CURIE], ["Marie Curie won in Paris."]).responses[0]
+    marked = [(text, status) for text, status, _ in span_segments(CURIE, res) if status]
+    # Paris: no answer from the knowledge? it is there ("won in Paris"): valid, score 1
+    assert marked == [("Marie Curie", "valid"), ("She", "valid"), ("Paris", "valid")]
+    assert "".join(text for text, _, _ in span_segments(CURIE, res)) == CURIE
+    res = scripted_scorer().score([EMOJI], ["Zoë lives in Bergen."]).responses[0]
+    segments = span_segments(EMOJI, res)
+    assert [(t, sc) for t, st, sc in segments if st] == [("Zoë", 1.0), ("Zoë", 1.0), ("Oslo", 0.0)]
+    assert "".join(t for t, _, _ in segments) == EMOJI
