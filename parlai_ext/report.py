@@ -227,7 +227,8 @@ class Q2Buffer:
 
     def _explain_line(self, turn: _Turn, status: str, res, result, batch: int | None) -> str:
         details = res.to_dict() if res is not None else {
-            "fallback": None, "fallback_label": None, "candidates": [], "questions": []}
+            "fallback": None, "fallback_label": None, "candidates": [], "questions": [], "spans": [],
+            "unsupported_spans": []}
         details.pop("index", None)  # the position inside an engine call: meaningless here
         line = {**turn.info, "pass": self.current.number, "batch": batch, "status": status,
                 "reason": details.pop("reason", None) if res is not None else (
