@@ -42,7 +42,8 @@ Args:
     histories (list of lists of str): per prediction, the dialogue turns before it, oldest first;
         used by `coref=True` (docs/coref.md). Default: none (coreference within the response).
     return_details (bool): also return, per response, each candidate, question, answers, F1,
-        NLI label and span score (`details`). Default False.
+        NLI label and span score (`details`), with `spans` (every candidate at its character
+        offsets in the prediction) and `unsupported_spans` (span score below 1). Default False.
     variant (str): `paper` or `dnli`; default: the configuration's.
     progress (bool): a progress bar per stage; default: on for more than a few responses.
     verbose (bool): show transformers' model-loading bars and messages. Default False.
