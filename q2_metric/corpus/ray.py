@@ -92,6 +92,7 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
 
     with _run_dir(cache_dir, run.fingerprint) as run_dir:
         results, signatures = read_parts(run_dir)
+        results = {k: v for k, v in results.items() if "spans" in v}  # written before spans existed: again
         todo = [k for k in dict.fromkeys(run.keys.values()) if k not in results]
         cached = sum(1 for k in run.keys.values() if k in results)
         if todo:

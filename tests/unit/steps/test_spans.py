@@ -163,3 +163,15 @@ def test_space_colours_from_the_offsets():
     segments = span_segments(EMOJI, res)
     assert [(t, sc) for t, st, sc in segments if st] == [("Zoë", 1.0), ("Zoë", 1.0), ("Oslo", 0.0)]
     assert "".join(t for t, _, _ in segments) == EMOJI
+
+
+def test_coref_with_the_real_spacy_parser():
+    """spaCy parses the resolved response; its offsets come back to the response as given."""
+    scorer = scripted_scorer(Q2Config(coref=True), parser=SpacyParser(Q2Config()),
+                             coref=ScriptedCoref([["Marie Curie", "She"]]))
+    res = scorer.score([CURIE], ["Marie Curie won in Paris."]).responses[0]
+    triples = [(s.start, s.end, s.text, s.candidate) for s in res.spans]
+    # offsets counted by hand above CURIE's definition
+    assert (0, 11, "Marie Curie", "Marie Curie") in triples and (35, 40, "Paris", "Paris") in triples
+    assert (17, 20, "She", "Marie Curie") in triples
+    _check_offsets(CURIE, res)
