@@ -11,7 +11,7 @@ from q2_metric.models.tiny import meaningless_note, tiny_hint
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from q2_metric.corpus.logs import rescore_log
+    from q2_metric.corpus.logs import in_log_words, rescore_log
     from q2_metric.models.loading import verbose_loading
     from q2_metric.progress import StageTotals
     from q2_metric.scorer import Q2Scorer
@@ -26,7 +26,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         stages.close()
     for item in report.outcome.items:
         if item.status == "bad":
-            print(f"q2: {args.log}: {item.error}; sample skipped", file=sys.stderr)
+            print(f"q2: {args.log}: {in_log_words(item.error, report.fields).rstrip('.')}; sample skipped",
+                  file=sys.stderr)
     data, counts = report.summary_data, report.outcome.counts
     done = (f"Rescored {counts['scored']}/{data['num_samples']} samples of the {report.kind} log "
             f"({counts['empty']} empty, {counts['bad']} bad; reply '{report.fields['response']}', knowledge "
