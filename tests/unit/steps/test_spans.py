@@ -175,3 +175,38 @@ def test_coref_with_the_real_spacy_parser():
     assert (0, 11, "Marie Curie", "Marie Curie") in triples and (35, 40, "Paris", "Paris") in triples
     assert (17, 20, "She", "Marie Curie") in triples
     _check_offsets(CURIE, res)
+
+
+def test_same_spans_from_every_front_end_with_details(tmp_path):
+    """The engine's spans are those of `q2 score --spans`, of `q2 rescore` and the Space's marks
+    (scripted components; `compute` is compared with the engine in tests/integration/test_evaluate_module.py,
+    ParlAI's explain file in tests/integration/test_parlai.py)."""
+    import json
+
+    from q2_metric.corpus.files import score_file
+    from q2_metric.corpus.logs import rescore_log
+    from q2_metric.explain import span_segments
+
+    pairs = [(EMOJI, "Zoë lives in Bergen."), ("Ada met Ada in  Rome.", "Ada lives in Rome.")]
+    engine = scripted_scorer().score([r for r, _ in pairs], [k for _, k in pairs]).responses
+    want = [[(s.start, s.end, s.text, s.score, s.supported) for s in r.spans] for r in engine]
+    assert want[1] == [(0, 3, "Ada", 1.0, True), (8, 11, "Ada", 1.0, True), (16, 20, "Rome", 1.0, True)]  # by hand
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"response": r, "knowledge": k}) + "\n" for r, k in pairs), encoding="utf-8")
+    score_file(scripted_scorer(), src, tmp_path / "out.jsonl", spans_path=tmp_path / "spans.jsonl", cache_dir=None)
+    log = tmp_path / "samples.jsonl"
+    log.write_text("".join(json.dumps({"doc_id": n, "doc": {"knowledge": k}, "filtered_resps": [r]}) + "\n"
+                           for n, (r, k) in enumerate(pairs)), encoding="utf-8")
+    rescore_log(scripted_scorer(), log, tmp_path / "re.jsonl", tmp_path / "re.json")
+    for path in (tmp_path / "spans.jsonl", tmp_path / "re.jsonl"):
+        got = [[(s["start"], s["end"], s["text"], s["score"], s["supported"]) for s in json.loads(x)["spans"]]
+               for x in path.read_text(encoding="utf-8").splitlines()]
+        assert got == want, path.name
+    for (response, _), res, spans in zip(pairs, engine, want):
+        marks, pos = [], 0
+        for text, status, score in span_segments(response, res):
+            if status:
+                marks.append((pos, pos + len(text), text, score))
+            pos += len(text)
+        assert marks == [(s, e, t, sc) for s, e, t, sc, _ in spans]
