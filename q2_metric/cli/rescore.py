@@ -21,6 +21,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     with verbose_loading(args.verbose), tiny_hint("`--tiny`"):
         report = rescore_log(Q2Scorer(config_from_args(args)), args.log, args.output, args.summary,
                              response_field=args.response_field, knowledge_field=args.knowledge_field,
+                             history_field=args.history_field,
                              chunk_size=args.chunk_size, progress=stages)
     if hasattr(stages, "close"):
         stages.close()
@@ -63,6 +64,9 @@ def add_parser(sub) -> None:
     rs.add_argument("--knowledge-field", default=None,
                     help="the knowledge, a dotted path (default: lm-eval doc.knowledge; Inspect "
                          "metadata.knowledge, else the target)")
+    rs.add_argument("--history-field", default=None,
+                    help="with --coref: the dialogue turns before the reply, a dotted path to a list of texts "
+                         "(e.g. doc.history of the q2_dialogue task)")
     rs.add_argument("--chunk-size", type=int, default=64, help="samples per engine call")
     rs.add_argument("--format", choices=("text", "json"), default="text",
                     help="json: the summary on stdout as strict JSON")

@@ -123,10 +123,11 @@ def _knowledge_default(record: dict[str, Any]) -> Any:
 
 
 def to_items(samples: Sequence[LogSample], kind: str, response_field: str | None, knowledge_field: str | None,
-             path: str | Path) -> tuple[list[Item], dict[str, str], dict[int, str]]:
+             path: str | Path, history_field: str | None = None) -> tuple[list[Item], dict[str, str], dict[int, str]]:
     """One contract `Item` per sample, the fields read, and the samples that are bad before any
     check (index -> one sentence: a line the reader could not read, a field missing); a field that
-    no sample has is one error before any model work."""
+    no sample has is one error before any model work. `history_field` (read with coref): the turns
+    before the reply, a list of texts (a sample without it has no history)."""
     fields = {"response": response_field or DEFAULT_FIELDS[kind][0],
               "knowledge": knowledge_field or DEFAULT_FIELDS[kind][1]}
     knowledge_of = (_knowledge_default if kind == "inspect" and knowledge_field is None
@@ -149,7 +150,10 @@ def to_items(samples: Sequence[LogSample], kind: str, response_field: str | None
         for role, value in (("response", response), ("knowledge", knowledge)):
             if value is _MISSING and n not in bad:
                 bad[n] = f"{s.key}: field '{fields[role]}' ({role}) is missing."
-        items.append(Item(s.key, response, knowledge))
+        history = field_value(s.record, history_field) if history_field else None
+        items.append(Item(s.key, response, knowledge, None if history is _MISSING else history))
+    if history_field:
+        fields["history"] = history_field
     return items, fields, bad
 
 
@@ -219,7 +223,8 @@ class RescoreReport:
 
 def rescore_log(scorer: Q2Scorer, log: str | Path, output: str | Path | None = None,
                 summary: str | Path | None = None, *, response_field: str | None = None,
-                knowledge_field: str | None = None, chunk_size: int = 64, progress: Any = None) -> RescoreReport:
+                knowledge_field: str | None = None, history_field: str | None = None, chunk_size: int = 64,
+                progress: Any = None) -> RescoreReport:
     """Score every sample of an lm-eval samples file or an Inspect log; write one JSON line per
     sample (`sample_record`) and the summary (system figures, counts, signature, the log's SHA-256)
     all-or-nothing. The paths and the models are checked before any model work."""
@@ -240,7 +245,9 @@ def rescore_log(scorer: Q2Scorer, log: str | Path, output: str | Path | None = N
     guard({"LOG": log}, {"-o/--output": output, "--summary": summary}, config=scorer.config)
     before = file_sha256(log)
     samples = read_samples(log, kind)
-    items, fields, bad = to_items(samples, kind, response_field, knowledge_field, log)
+    if history_field and not scorer.config.coref:
+        raise Q2InputError("--history-field is read by --coref only; add --coref.")
+    items, fields, bad = to_items(samples, kind, response_field, knowledge_field, log, history_field)
     check_models(scorer, spell=flag_name())
     outcome = score_log_items(scorer, items, bad, chunk_size, progress)
     records = [sample_record(s, r, fields) for s, r in zip(samples, outcome.items)]
@@ -248,6 +255,7 @@ def rescore_log(scorer: Q2Scorer, log: str | Path, output: str | Path | None = N
     data = json_safe({**outcome.system.to_dict(), "signature": str(outcome.signature),
                       "signature_short": outcome.signature.short(), "log": str(log), "log_format": kind,
                       "log_sha256": before, "response_field": fields["response"], "knowledge_field": fields["knowledge"],
+                      **({"history_field": fields["history"]} if "history" in fields else {}),
                       "num_samples": len(records), **{f"num_{k}": v for k, v in counts.items()}})
     lines = "".join(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n" for rec in records)
     body = json.dumps(data, indent=2, allow_nan=False) + "\n"

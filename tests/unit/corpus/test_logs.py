@@ -159,3 +159,25 @@ def test_chunks_are_engine_calls(tmp_path):
     assert len(scorer._qg.calls) == 3
     assert [o["q2"] for o in read_out(tmp_path / "o.jsonl")] == [1.0, 0.5, 0.0] * 3
     assert report.outcome.system.q2 == pytest.approx(0.5) and report.outcome.system.num_responses == 9
+
+
+def test_history_field_with_coref(tmp_path):
+    """q2_dialogue's samples carry `doc.history`: with coref the reply is resolved with it. Scripted
+    coreference: "She" is "Marie Curie" from the history; the scripted QA finds "Marie Curie" in the
+    knowledge (score 1)."""
+    from q2_metric import Q2Config
+    from q2_metric.testing.scripted import ScriptedCoref
+
+    log = tmp_path / "samples_q2_dialogue.jsonl"
+    log.write_text(json.dumps({"doc_id": 0, "doc": {"knowledge": "Marie Curie won twice.",
+                                                    "history": ["Tell me about Marie Curie."]},
+                               "filtered_resps": ["She won twice."]}) + "\n", encoding="utf-8")
+    scorer = scripted_scorer(Q2Config(coref=True), coref=ScriptedCoref([["Marie Curie", "She"]]))
+    rescore_log(scorer, log, tmp_path / "o.jsonl", tmp_path / "s.json", history_field="doc.history")
+    (line,) = read_out(tmp_path / "o.jsonl")
+    # "She won twice." : She 0-3, reported as written; the candidate scored is "Marie Curie"
+    assert [(s["start"], s["end"], s["text"], s["candidate"], s["supported"]) for s in line["spans"]] == [
+        (0, 3, "She", "Marie Curie", True)]
+    assert json.loads((tmp_path / "s.json").read_text())["history_field"] == "doc.history"
+    with pytest.raises(Q2InputError, match="--history-field is read by --coref only"):
+        rescore_log(scripted_scorer(), log, tmp_path / "o.jsonl", tmp_path / "s.json", history_field="doc.history")
