@@ -113,10 +113,15 @@ class ResponseScore:
         """The spans whose span score (with NLI) is below 1 (see `Span`)."""
         return [s for s in self.spans if s.supported is False]
 
+    def span_details(self) -> dict[str, list[dict[str, Any]]]:
+        """`spans` and `unsupported_spans` as plain dicts (what a front-end's details carry)."""
+        return {"spans": [asdict(s) for s in self.spans],
+                "unsupported_spans": [asdict(s) for s in self.unsupported_spans]}
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         del out["candidate_offsets"]
-        out["unsupported_spans"] = [asdict(s) for s in self.unsupported_spans]
+        out.update(self.span_details())
         if out["coref"] is None:  # off by default: the default output keeps its keys
             del out["coref"]
         elif out["coref"].get("skipped") is None:  # only when the model could not read the text

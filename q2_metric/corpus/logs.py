@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -193,8 +193,7 @@ def sample_record(sample: LogSample, result: ItemResult, fields: dict[str, str])
         return {**out, "q2": None, "q2_no_nli": None, "error": in_log_words(result.error, fields), "spans": [],
                 "unsupported_spans": []}
     return {**out, "q2": None if r.q2 != r.q2 else r.q2, "q2_no_nli": None if r.q2_no_nli != r.q2_no_nli else r.q2_no_nli,
-            "fallback": r.fallback, "reason": result.reason, "spans": [asdict(s) for s in r.spans],
-            "unsupported_spans": [asdict(s) for s in r.unsupported_spans]}
+            "fallback": r.fallback, "reason": result.reason, **r.span_details()}
 
 
 def default_outputs(log: str | Path) -> tuple[Path, Path]:
