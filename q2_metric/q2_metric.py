@@ -145,25 +145,27 @@ _EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tin
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
-def _check(predictions, references) -> tuple[list[str], list]:
+def _check(predictions, references, start: int = 0) -> tuple[list[str], list]:
     """The inputs as lists of clean strings (`q2_metric.validation.clean_text`): one reference per
-    prediction, or (when every item of `references` is a list) a list of references per prediction."""
+    prediction, or (when every item of `references` is a list) a list of references per prediction.
+    Items are named from `start` (the items added before, by `add_batch`)."""
     predictions = [] if predictions is None else predictions
     references = [] if references is None else references
     multi = isinstance(references, (list, tuple)) and len(references) > 0 and all(
         isinstance(refs, (list, tuple)) for refs in references)
     if not multi:
-        return validate_inputs(predictions, references, "predictions", "references")
-    predictions = validate_inputs(predictions, [""] * len(references), "predictions", "references")[0]
+        return validate_inputs(predictions, references, "predictions", "references", start)
+    predictions = validate_inputs(predictions, [""] * len(references), "predictions", "references", start)[0]
     checked = []
     for i, refs in enumerate(references):
         if not refs:
-            raise Q2InputError(f"item {i}: field 'references' is an empty list; give each prediction at least "
+            raise Q2InputError(f"item {start + i}: field 'references' is an empty list; give each prediction at least "
                                "one reference")
         for j, ref in enumerate(refs):
             if not isinstance(ref, str):
                 kind = "None" if ref is None else type(ref).__name__
-                raise Q2InputError(f"item {i}: reference {j} of field 'references' must be a string, got {kind}")
+                raise Q2InputError(f"item {start + i}: reference {j} of field 'references' must be a string, "
+                                   f"got {kind}")
         checked.append(validate_inputs(refs, refs, "references", "references")[0])
     return predictions, checked
 
@@ -231,7 +233,7 @@ class Q2(evaluate.Metric):
         """Compute Q² (inputs and options are checked first, so errors name the item or option).
         Safe to call from several threads on one instance: the calls take turns (a lock)."""
         if predictions is not None or references is not None:
-            predictions, references = _check(predictions, references)
+            predictions, references = _check(predictions, references, self.__dict__.get("_q2_added", 0))
         check_option_names(kwargs, _EXTRA)
         if kwargs.get("threshold") is not None:
             try:
@@ -249,19 +251,27 @@ class Q2(evaluate.Metric):
             from q2_metric.steps.coref import check_histories
             kwargs["histories"] = check_histories(kwargs["histories"], len(predictions or []))
         with self._lock():
-            return super().compute(predictions=predictions, references=references, **kwargs)
+            try:
+                return super().compute(predictions=predictions, references=references, **kwargs)
+            finally:
+                self.__dict__["_q2_added"] = 0  # evaluate drops the added batches with the compute
 
     def add_batch(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
                   **kwargs: Any) -> None:
         """Add a batch of responses and their knowledge (checked as `compute` checks them)."""
-        predictions, references = _check(predictions, references)
         with self._lock():
-            return super().add_batch(predictions=predictions, references=references, **kwargs)
+            # a bad item is named by its place among every item added since the last compute
+            predictions, references = _check(predictions, references, self.__dict__.get("_q2_added", 0))
+            out = super().add_batch(predictions=predictions, references=references, **kwargs)
+            self.__dict__["_q2_added"] = self.__dict__.get("_q2_added", 0) + len(predictions)
+            return out
 
     def add(self, *, prediction=None, reference=None, **kwargs: Any) -> None:
         """Add one response and its knowledge (calls from several threads take turns)."""
         with self._lock():
-            return super().add(prediction=prediction, reference=reference, **kwargs)
+            out = super().add(prediction=prediction, reference=reference, **kwargs)
+            self.__dict__["_q2_added"] = self.__dict__.get("_q2_added", 0) + 1
+            return out
 
     def _infer_feature_from_batch(self, batch):
         # evaluate infers the format (one reference or a list per prediction) from the first item:

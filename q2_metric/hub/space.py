@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.config import Q2Config
-from q2_metric.explain import TABLE_COLUMNS, highlighted_html, question_rows, reason_line
+from q2_metric.explain import TABLE_COLUMNS, highlighted_html, question_rows
 from q2_metric.progress import stage_label
 from q2_metric.errors import Q2Error
 
@@ -105,10 +105,16 @@ def space_message(err: Exception) -> str:
 def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) -> tuple[str, str, str, list[list], str]:
     """Score one pair: (score as text, "" when not scored; the one-line reason; the response with
     its spans highlighted, as HTML; one row per generated question; the signature)."""
-    result = scorer.score([response], [knowledge], progress=progress)
-    res = result.responses[0]
+    from q2_metric.errors import Q2InputError
+    from q2_metric.frontend import Item, score_items
+
+    outcome = score_items(scorer, [Item("the request", response, knowledge)], progress=progress)
+    item = outcome.items[0]
+    if item.status == "bad":
+        raise Q2InputError(item.error)
+    res = item.score
     score = f"{res.q2:.3f}" if res.scored else ""
-    return (score, reason_line(res), highlighted_html(response, res), question_rows(res), str(result.signature))
+    return (score, item.reason, highlighted_html(response, res), question_rows(res), str(outcome.signature))
 
 
 def score_or_message(response: str, knowledge: str, scorer: Any, note: str = "", progress: Any = None) -> tuple:

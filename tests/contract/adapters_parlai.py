@@ -1,0 +1,106 @@
+"""ParlAI's front-ends in the matrix: `--metrics q2` on a teacher of this package
+(CrossAnnotationTeacher replayed by ReplayAgent), and `Q2Teacher` over another task (the same
+teacher named by --q2-task). Both run `eval_model` in process (ParlAI's plumbing, the real
+engine); the items become an annotation file whose `dodeca_response` and `knowledge` are theirs,
+and each turn's result is read back from the explain file (`--q2-explain-file`)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contract.frontends import Item, Report, Row, flags, nowhere
+
+
+def write_items(path: Path, items: list[Item]) -> Path:
+    from support.parlai_data import ANNOTATIONS
+
+    with open(ANNOTATIONS, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, list(reader)[:len(items)]
+    for row, item in zip(rows, items):
+        row["dodeca_response"], row["knowledge"] = item.response, item.knowledge
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+@dataclass
+class ParlAI:
+    name: str
+    base: dict[str, Any]
+    wrapped: bool = False  # Q2Teacher --q2-task ...
+    slow: bool = True
+    bad_item: str = "n/a"
+    bad_item_reason: str = "ParlAI's messages are text: a non-text response or knowledge cannot reach the hook"
+    words: dict = field(default_factory=lambda: {"wrong type": "--q2-max-question-length",
+                                                 "out of range": "--q2-batch-size", "unknown name": "--q2-use-nlii",
+                                                 "missing model": "--q2-qg-model"})
+    foreign_words: tuple = ("(--qg-model)",)
+
+    def option_word(self, kind: str) -> str:
+        return self.words[kind]
+
+    def _argv(self, data: Path, tmp: Path, options: list[str], explain: Path | None) -> list[str]:
+        inner = "parlai_ext.teachers:CrossAnnotationTeacher"
+        task = ["-t", "parlai_ext.teachers:Q2Teacher", "--q2-task", inner] if self.wrapped else ["-t", inner]
+        argv = [*task, "-m", "parlai_ext.agents:ReplayAgent", "--q2-annotations", str(data),
+                "--datapath", str(tmp / "parlai-data"), "--metrics", "q2", "--log-every-n-secs", "-1", *options]
+        return argv + (["--q2-explain-file", str(explain)] if explain else [])
+
+    def _run(self, argv: list[str]) -> tuple[Any, str]:
+        from parlai.scripts.eval_model import EvalModel
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            report = EvalModel.main(*argv)
+        return report, err.getvalue()
+
+    def score(self, items: list[Item], tmp: Path) -> Report:
+        from parlai.core.metrics import dict_report
+
+        data, explain = write_items(tmp / "items.csv", items), tmp / "explain.jsonl"
+        report, _ = self._run(self._argv(data, tmp, flags(self.base, "--q2-"), explain))
+        report = dict_report(report)
+        lines = [json.loads(line) for line in explain.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [Row(f"example {line['example_id']}", "scored" if line["status"] == "scored" else "empty",
+                    line["q2"]) for line in lines]
+        counts = {"scored": report.get("q2_scored", 0), "empty": report.get("q2_empty", 0) + report.get("q2_skipped", 0),
+                  "bad": 0}
+        signature = next((line["signature"] for line in lines if line.get("signature")), "")
+        return Report(rows, counts, signature)
+
+    def refusal(self, kind: str, tmp: Path) -> str:
+        data = write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        extra = {"wrong type": ["--q2-max-question-length", "eight"], "out of range": ["--q2-batch-size", "0"],
+                 "unknown name": ["--q2-use-nlii", "true"], "missing model": ["--q2-qg-model", nowhere(tmp)]}[kind]
+        try:
+            _, err = self._run(self._argv(data, tmp, flags(self.base, "--q2-") + extra, None))
+        except SystemExit as stop:  # argparse
+            return str(stop)
+        except Exception as err:  # noqa: BLE001 - the sentence ParlAI's user sees
+            return str(err)
+        raise AssertionError(f"{self.name} accepted {kind}")
+
+    def write_inside_read(self, tmp: Path) -> str | None:
+        """The explain file inside the QG model folder."""
+        data = write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        target = Path(self.base["qg_model"]) / "explain.jsonl"
+        try:
+            self._run(self._argv(data, tmp, flags(self.base, "--q2-"), target))
+        except Exception as err:  # noqa: BLE001
+            assert not target.exists()
+            return str(err)
+        raise AssertionError(f"{self.name} wrote inside a model folder")
+
+
+def parlai_adapters(base: dict[str, Any]) -> list[ParlAI]:
+    return [ParlAI("parlai --metrics q2", base), ParlAI("parlai Q2Teacher", base, wrapped=True)]
