@@ -14,8 +14,7 @@ import evaluate
 
 from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
-from q2_metric.steps.decision import check_threshold, decide, decision_counts
-from q2_metric.steps.system_score import system_of
+from q2_metric import frontend
 from q2_metric.options import (VARIANTS, build_config, check_option_names, choices_text, json_safe,
                                option_default)
 from q2_metric.errors import Q2OptionError
@@ -183,7 +182,7 @@ def best_of_references(result: Q2Result, counts: list[int]) -> tuple[Q2Result, l
         start += count
     for i, res in enumerate(chosen):
         res.index = i
-    return Q2Result(system=system_of(chosen), responses=chosen, signature=result.signature), best
+    return Q2Result(system=frontend.system_figures(chosen), responses=chosen, signature=result.signature), best
 
 
 @evaluate.utils.file_utils.add_start_docstrings(DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -237,7 +236,7 @@ class Q2(evaluate.Metric):
         check_option_names(kwargs, _EXTRA)
         if kwargs.get("threshold") is not None:
             try:
-                check_threshold(kwargs["threshold"])
+                frontend.check_threshold(kwargs["threshold"])
             except (TypeError, ValueError) as err:
                 raise Q2OptionError(f"Invalid Q² option threshold={kwargs['threshold']!r}: {err}.") from None
         config = self._config(**{k: v for k, v in kwargs.items()
@@ -248,8 +247,7 @@ class Q2(evaluate.Metric):
             raise Q2OptionError("Invalid Q² option histories: it is read by coref=True only; add coref=True "
                                 "or leave histories out.")
         if kwargs.get("histories") is not None and predictions is not None:
-            from q2_metric.steps.coref import check_histories
-            kwargs["histories"] = check_histories(kwargs["histories"], len(predictions or []))
+            kwargs["histories"] = frontend.check_histories(kwargs["histories"], len(predictions or []))
         with self._lock():
             try:
                 return super().compute(predictions=predictions, references=references, **kwargs)
@@ -302,7 +300,6 @@ class Q2(evaluate.Metric):
                  qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None, threshold=None,
                  histories=None, coref=None, coref_model=None, coref_max_tokens=None):
         options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
-        from q2_metric.models.loading import verbose_loading
         from q2_metric.progress import stage_progress
 
         config = self._config(variant, batch_size, tiny, **options)
@@ -312,16 +309,16 @@ class Q2(evaluate.Metric):
         knowledge = [r for refs in references for r in refs] if multi else references
         if histories is not None and multi:
             histories = [h for h, refs in zip(histories, references) for _ in refs]
-        with verbose_loading(bool(verbose)):
+        with frontend.loading_output(bool(verbose)):
             result = self.scorer(config).score(responses, knowledge, progress=stage_progress("Q²") if show else None,
                                                **({} if histories is None else {"histories": histories}))
         if multi:
             result, best = best_of_references(result, [len(refs) for refs in references])
         out = result.to_dict(details=bool(return_details))
         if threshold is not None:
-            threshold = check_threshold(threshold)
-            decisions = [decide(s, threshold) for s in out["scores"]]
-            out.update(decisions=decisions, **decision_counts(decisions, threshold),
+            threshold = frontend.check_threshold(threshold)
+            decisions, counts = frontend.decisions(out["scores"], threshold)
+            out.update(decisions=decisions, **counts,
                        signature=str(Signature.parse(out["signature"]).with_threshold(threshold)))
         return json_safe({**out, "best_reference": best} if multi else out)
 

@@ -69,9 +69,9 @@ def space_config() -> Q2Config:
 def space_note() -> str:
     """The tiny-models banner in the Space's words: its switch is the variable Q2_TINY=1 (it has
     no --tiny flag)."""
-    from q2_metric.models.tiny import meaningless_note
+    from q2_metric.frontend import tiny_note
 
-    return meaningless_note().replace("leave out --tiny / Q2_TINY", "remove the Space's variable Q2_TINY=1")
+    return tiny_note(always=True).replace("leave out --tiny / Q2_TINY", "remove the Space's variable Q2_TINY=1")
 
 
 def check_lengths(response: Any, knowledge: Any) -> None:
@@ -137,7 +137,7 @@ def make_app(config: Q2Config | None = None):
 
     from q2_metric.scorer import Q2Scorer
 
-    from q2_metric.models.tiny import uses_tiny
+    from q2_metric.frontend import tiny_note
 
     problem = ""  # a bad Q2_SPACE_OPTIONS: the one message under the Score button, the Space still up
     if config is None:
@@ -146,7 +146,7 @@ def make_app(config: Q2Config | None = None):
         except ValueError as err:  # Q2OptionError included
             problem = f"**Not scored:** {space_message(err)}"
     scorer = Q2Scorer(config) if config is not None else None
-    note = problem or (f"**{space_note()}**" if uses_tiny(config) else "")
+    note = problem or (f"**{space_note()}**" if tiny_note(config) else "")
 
     def run(response: str, knowledge: str, progress=gr.Progress()):
         if problem:

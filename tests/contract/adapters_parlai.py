@@ -82,24 +82,29 @@ class ParlAI:
         data = write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
         extra = {"wrong type": ["--q2-max-question-length", "eight"], "out of range": ["--q2-batch-size", "0"],
                  "unknown name": ["--q2-use-nlii", "true"], "missing model": ["--q2-qg-model", nowhere(tmp)]}[kind]
+        return self._refused(self._argv(data, tmp, flags(self.base, "--q2-") + extra, None), kind)
+
+    def _refused(self, argv: list[str], what: str) -> str:
+        """The sentence the user sees when ParlAI stops: argparse's last stderr line, or the error."""
+        from parlai.scripts.eval_model import EvalModel
+
+        err = io.StringIO()
         try:
-            _, err = self._run(self._argv(data, tmp, flags(self.base, "--q2-") + extra, None))
-        except SystemExit as stop:  # argparse
-            return str(stop)
-        except Exception as err:  # noqa: BLE001 - the sentence ParlAI's user sees
-            return str(err)
-        raise AssertionError(f"{self.name} accepted {kind}")
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                EvalModel.main(*argv)
+        except SystemExit:  # argparse: usage, then its one line
+            return err.getvalue().strip().splitlines()[-1]
+        except Exception as error:  # noqa: BLE001 - the sentence ParlAI's user sees
+            return str(error)
+        raise AssertionError(f"{self.name} accepted {what}")
 
     def write_inside_read(self, tmp: Path) -> str | None:
         """The explain file inside the QG model folder."""
         data = write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
         target = Path(self.base["qg_model"]) / "explain.jsonl"
-        try:
-            self._run(self._argv(data, tmp, flags(self.base, "--q2-"), target))
-        except Exception as err:  # noqa: BLE001
-            assert not target.exists()
-            return str(err)
-        raise AssertionError(f"{self.name} wrote inside a model folder")
+        message = self._refused(self._argv(data, tmp, flags(self.base, "--q2-"), target), "an output in a model folder")
+        assert not target.exists()
+        return message
 
 
 def parlai_adapters(base: dict[str, Any]) -> list[ParlAI]:
