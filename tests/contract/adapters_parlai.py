@@ -49,26 +49,27 @@ class ParlAI:
     def option_word(self, kind: str) -> str:
         return self.words[kind]
 
-    def _argv(self, data: Path, tmp: Path, options: list[str], explain: Path | None) -> list[str]:
+    def _argv(self, data: Path | None, tmp: Path, options: list[str], explain: Path | None) -> list[str]:
+        """A command line (Q2Teacher's wrapped task does not take its own flags on a command line
+        parsed in one go: without `data`, the packaged annotations and one example)."""
         inner = "parlai_ext.teachers:CrossAnnotationTeacher"
         task = ["-t", "parlai_ext.teachers:Q2Teacher", "--q2-task", inner] if self.wrapped else ["-t", inner]
-        argv = [*task, "-m", "parlai_ext.agents:ReplayAgent", "--q2-annotations", str(data),
-                "--datapath", str(tmp / "parlai-data"), "--metrics", "q2", "--log-every-n-secs", "-1", *options]
+        argv = [*task, "-m", "parlai_ext.agents:ReplayAgent", "--datapath", str(tmp / "parlai-data"),
+                "--metrics", "q2", "--log-every-n-secs", "-1", *options]
+        argv += ["--q2-annotations", str(data)] if data else ["--num-examples", "1"]
         return argv + (["--q2-explain-file", str(explain)] if explain else [])
-
-    def _run(self, argv: list[str]) -> tuple[Any, str]:
-        from parlai.scripts.eval_model import EvalModel
-
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            report = EvalModel.main(*argv)
-        return report, err.getvalue()
 
     def score(self, items: list[Item], tmp: Path) -> Report:
         from parlai.core.metrics import dict_report
+        from parlai.scripts.eval_model import EvalModel
 
         data, explain = write_items(tmp / "items.csv", items), tmp / "explain.jsonl"
-        report, _ = self._run(self._argv(data, tmp, flags(self.base, "--q2-"), explain))
+        inner = "parlai_ext.teachers:CrossAnnotationTeacher"
+        task = {"task": "parlai_ext.teachers:Q2Teacher", "q2_task": inner} if self.wrapped else {"task": inner}
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            report = EvalModel.main(**task, model="parlai_ext.agents:ReplayAgent", q2_annotations=str(data),
+                                    datapath=str(tmp / "parlai-data"), metrics="q2", log_every_n_secs=-1,
+                                    q2_explain_file=str(explain), **{f"q2_{k}": v for k, v in self.base.items()})
         report = dict_report(report)
         lines = [json.loads(line) for line in explain.read_text(encoding="utf-8").splitlines() if line.strip()]
         rows = [Row(f"example {line['example_id']}", "scored" if line["status"] == "scored" else "empty",
@@ -79,7 +80,7 @@ class ParlAI:
         return Report(rows, counts, signature)
 
     def refusal(self, kind: str, tmp: Path) -> str:
-        data = write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        data = None if self.wrapped else write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
         extra = {"wrong type": ["--q2-max-question-length", "eight"], "out of range": ["--q2-batch-size", "0"],
                  "unknown name": ["--q2-use-nlii", "true"], "missing model": ["--q2-qg-model", nowhere(tmp)]}[kind]
         return self._refused(self._argv(data, tmp, flags(self.base, "--q2-") + extra, None), kind)
@@ -92,15 +93,15 @@ class ParlAI:
         try:
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
                 EvalModel.main(*argv)
-        except SystemExit:  # argparse: usage, then its one line
-            return err.getvalue().strip().splitlines()[-1]
+        except SystemExit as stop:  # argparse: usage, then its one line; or the hook's one sentence
+            return stop.code if isinstance(stop.code, str) else err.getvalue().strip().splitlines()[-1]
         except Exception as error:  # noqa: BLE001 - the sentence ParlAI's user sees
             return str(error)
         raise AssertionError(f"{self.name} accepted {what}")
 
     def write_inside_read(self, tmp: Path) -> str | None:
         """The explain file inside the QG model folder."""
-        data = write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        data = None if self.wrapped else write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
         target = Path(self.base["qg_model"]) / "explain.jsonl"
         message = self._refused(self._argv(data, tmp, flags(self.base, "--q2-"), target), "an output in a model folder")
         assert not target.exists()
