@@ -310,3 +310,18 @@ def system_from_columns(q2: Sequence[float], q2_no_nli: Sequence[float], covered
     from q2_metric.steps.system_score import system_score
 
     return system_score(q2, q2_no_nli, covered, valid_questions, unanswered_questions)
+
+
+def is_consistent(score: float | None, threshold: float) -> bool:
+    """Whether `decide` says "consistent" (Q² > threshold)."""
+    from q2_metric.steps.decision import CONSISTENT
+
+    return decide(score, threshold) == CONSISTENT
+
+
+def load_spacy_pipeline(name: str | None = None) -> Any:
+    """The spaCy pipeline the engine's parser loads (default: the engine's), for a front-end's own
+    baselines; one sentence when it is missing."""
+    from q2_metric.models.spacy_parser import load_spacy
+
+    return load_spacy(name)
