@@ -1,8 +1,6 @@
 """The contract matrix's adapter of `q2 rescore` (issue 43): items written as an lm-eval
 `--log_samples` file (one sample per item: `doc_id`, `doc.knowledge`, `filtered_resps`), scored by
 `q2 rescore LOG -o OUT --summary S` in process, read back from its outputs (samples named `doc N`).
-
-Wire it into `frontends.adapters()`: `found.append(Q2Rescore("q2 rescore", base))`.
 """
 
 from __future__ import annotations

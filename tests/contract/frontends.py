@@ -532,4 +532,7 @@ def adapters(tiny_models: dict[str, str]) -> dict[str, Adapter]:
     from contract.adapters_parlai import parlai_adapters
 
     found += parlai_adapters(base)
+    from contract.adapters_rescore import Q2Rescore
+
+    found.append(Q2Rescore("q2 rescore", base))
     return {a.name: a for a in found}
