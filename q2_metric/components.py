@@ -22,6 +22,10 @@ class ParsedText:
     noun_chunks: list[str] = field(default_factory=list)
     # (token text, dependency label) for every token, in order.
     tokens: list[tuple[str, str]] = field(default_factory=list)
+    # character offsets [start, end) of each entity and noun chunk in the parsed text, when the
+    # parser knows them (spaCy's `start_char`/`end_char`); None: the rules locate them by search.
+    entity_offsets: list[tuple[int, int]] | None = None
+    noun_chunk_offsets: list[tuple[int, int]] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ response's score, its spans highlighted by span score, and one table row per gen
 from __future__ import annotations
 
 import html
-import re
 from typing import Any
 
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL
@@ -87,20 +86,22 @@ def _color(score: float) -> str:
 
 
 def span_segments(response: str, res: ResponseScore) -> list[tuple[str, str | None, float | None]]:
-    """The response cut into (text, status, span score) segments: each answer candidate occurrence
-    (found left to right, case-insensitively) is `valid` with its span score, or `no valid question`
-    (score None); the text between them has status None."""
-    best: dict[int, list[float]] = {}
-    for t in res.valid_questions:  # multi mode: several valid questions per occurrence, the mean
-        best.setdefault(t.occurrence, []).append(t.score if t.score is not None else 0.0)
+    """The response cut into (text, status, span score) segments at the offsets of `res.spans`
+    (`steps.spans`): each answer candidate occurrence is `valid` with its span score (multi mode:
+    the mean of its valid questions') or `no valid question` (score None); the text between them
+    has status None. Of overlapping occurrences the earlier candidate is shown."""
+    by_occurrence: dict[int, list] = {}
+    for s in res.spans:
+        if s.start is not None:
+            by_occurrence.setdefault(s.occurrence, []).append(s)
     taken: list[tuple[int, int, str, float | None]] = []
-    for j, candidate in enumerate(res.candidates):
-        for m in re.finditer(re.escape(candidate), response, flags=re.IGNORECASE):
-            if not any(m.start() < end and start < m.end() for start, end, _, _ in taken):
-                scores = best.get(j)
-                score = sum(scores) / len(scores) if scores else None
-                taken.append((m.start(), m.end(), "valid" if scores else "no valid question", score))
-                break
+    for spans in by_occurrence.values():
+        start, end = spans[0].start, spans[0].end
+        if any(start < e and s < end for s, e, _, _ in taken):
+            continue
+        scores = [s.score if s.score is not None else 0.0 for s in spans if s.question is not None]
+        score = sum(scores) / len(scores) if scores else None
+        taken.append((start, end, "valid" if scores else "no valid question", score))
     segments: list[tuple[str, str | None, float | None]] = []
     pos = 0
     for start, end, status, score in sorted(taken):

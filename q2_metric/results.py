@@ -48,6 +48,41 @@ class QuestionTrace:
 
 
 @dataclass
+class Span:
+    """One answer candidate occurrence of a response and what Q² found about it.
+
+    `start`/`end` are character offsets (Python string indices: code points) in the response as
+    the user gave it, so `response[start:end] == text`. With `coref=True` the candidate was found
+    in the resolved response: when it holds a replaced mention, the span covers the whole mention
+    as written (`replaced` is True and `text` is what the user wrote, e.g. "it"), and `candidate`
+    is the text that was scored (e.g. "caffeine"); otherwise `candidate == text`.
+
+    A span with a valid question has its span scores; it is `supported` when its span score (with
+    NLI when `use_nli` is on: the score that enters Q²) is 1, and unsupported below 1. NLI enters
+    only where the knowledge answer differs from the candidate (token F1 < 1): entailment makes the
+    span score 1 (supported), contradiction 0, neutral leaves the F1. A span without a valid
+    question (none survived the filter, or its questions were discarded) is not checked:
+    `supported` is None. In `multi` mode an occurrence has one span per valid question.
+    """
+
+    start: int | None  # None only when a parser without offsets gave a candidate not in the text
+    end: int | None
+    text: str
+    candidate: str
+    occurrence: int  # index in `ResponseScore.candidates`
+    question: str | None = None
+    response_answer: str | None = None
+    knowledge_answer: str | None = None  # "" with no answer
+    knowledge_has_answer: bool | None = None
+    f1: float | None = None
+    nli_label: str | None = None
+    score: float | None = None  # span score with NLI (as in Q²)
+    score_no_nli: float | None = None  # span score, token F1 only (as in Q² without NLI)
+    supported: bool | None = None  # score == 1; None: no valid question
+    replaced: bool = False  # coref: the span holds a mention that coreference replaced
+
+
+@dataclass
 class ResponseScore:
     """The score of one response and how it was made."""
 
@@ -61,6 +96,9 @@ class ResponseScore:
     candidates: list[str] = field(default_factory=list)
     questions: list[QuestionTrace] = field(default_factory=list)
     coref: "CorefTrace | None" = None  # with `coref=True`: the resolved response and its replacements
+    spans: list[Span] = field(default_factory=list)  # every candidate occurrence (`steps.spans`)
+    # offsets of each candidate in the text parsed (the resolved response with coref); not in to_dict
+    candidate_offsets: list = field(default_factory=list, repr=False)
 
     @property
     def valid_questions(self) -> list[QuestionTrace]:
@@ -70,8 +108,20 @@ class ResponseScore:
     def scored(self) -> bool:
         return not math.isnan(self.q2)
 
+    @property
+    def unsupported_spans(self) -> list[Span]:
+        """The spans whose span score (with NLI) is below 1 (see `Span`)."""
+        return [s for s in self.spans if s.supported is False]
+
+    def span_details(self) -> dict[str, list[dict[str, Any]]]:
+        """`spans` and `unsupported_spans` as plain dicts (what a front-end's details carry)."""
+        return {"spans": [asdict(s) for s in self.spans],
+                "unsupported_spans": [asdict(s) for s in self.unsupported_spans]}
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        del out["candidate_offsets"]
+        out.update(self.span_details())
         if out["coref"] is None:  # off by default: the default output keeps its keys
             del out["coref"]
         elif out["coref"].get("skipped") is None:  # only when the model could not read the text
@@ -113,6 +163,12 @@ class Q2Result:
     @property
     def scores(self) -> list[float]:
         return [r.q2 for r in self.responses]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """{"scored": n, "empty": n, "bad": 0} (the front-end contract's counts; a list call
+        refuses a bad item, so none is ever in a result)."""
+        return {"scored": self.system.num_scored, "empty": self.system.num_skipped, "bad": 0}
 
     @property
     def scores_no_nli(self) -> list[float]:

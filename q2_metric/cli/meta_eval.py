@@ -21,6 +21,8 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     from q2_metric.meta.scores import parse_score_spec, write_template
     from q2_metric.options import json_safe
 
+    if args.span_gold or args.span_pred:  # span-level evaluation (issue 43)
+        return cmd_span_eval(args)
     if args.dataset:  # the benchmark on labelled sets (meta_bench_cmd)
         from q2_metric.meta.bench_cmd import cmd_benchmark
         return cmd_benchmark(args)
@@ -78,6 +80,23 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_span_eval(args: argparse.Namespace) -> int:
+    """`q2 meta-eval --span-gold GOLD --span-pred SPANS`: Q²'s unsupported spans against gold spans."""
+    from q2_metric.io.paths import check_run
+    from q2_metric.meta.spans import render_span_markdown, span_report, write_span_report
+
+    if not (args.span_gold and args.span_pred):
+        raise Q2InputError("--span-gold and --span-pred go together: the gold file and the spans file that "
+                           "`q2 score GOLD --spans SPANS.jsonl` wrote from it.")
+    check_run({"--span-gold": args.span_gold, "--span-pred": args.span_pred},
+              {f"--out-dir ({name})": os.path.join(args.out_dir, name) for name in ("span_eval.json", "span_eval.md")})
+    report = span_report(args.span_gold, args.span_pred, args.span_shape)
+    write_span_report(Path(args.out_dir), report)
+    print(render_span_markdown(report), end="")
+    print(f"Wrote span_eval.json and span_eval.md to {args.out_dir}", file=sys.stderr)
+    return 0
+
+
 def add_parser(sub) -> None:
     me = sub.add_parser("meta-eval", help="the paper's meta-evaluation (Tables 2-4) and TRUE-style ROC AUC "
                                           "on the annotated WoW set, with any metric's scores beside Q²")
@@ -106,6 +125,14 @@ def add_parser(sub) -> None:
     me.add_argument("--device", default="auto")
     me.add_argument("--out-dir", default="meta_eval",
                     help="folder of the tables and figures (default: meta_eval, which git ignores in this repository)")
+    sp = me.add_argument_group("span-level evaluation (--span-gold)")
+    sp.add_argument("--span-gold", default=None, metavar="FILE",
+                    help="gold unsupported spans, JSON lines: RAGTruth's shape (response, labels[start, end]) "
+                         "or LettuceDetect's (prompt, answer, labels[start, end])")
+    sp.add_argument("--span-pred", default=None, metavar="SPANS.jsonl",
+                    help="Q²'s spans of the same file, from `q2 score GOLD --spans SPANS.jsonl`")
+    sp.add_argument("--span-shape", default="auto", choices=("auto", "ragtruth", "lettucedetect"),
+                    help="the gold file's shape (auto: LettuceDetect when rows have 'answer' and no 'response')")
     from q2_metric.meta.bench_cmd import add_benchmark_args
     from q2_metric.meta.fetch import add_data_parser
     from q2_metric.meta.ladder import add_ladder_args

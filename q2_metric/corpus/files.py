@@ -15,12 +15,11 @@ from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
 from q2_metric.errors import CacheWriteError
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.progress import plural
-from q2_metric.steps.decision import decide, decision_counts
-from q2_metric.steps.question_filter import VALID
+from q2_metric.frontend import decide, decision_counts, history_separator, history_turns, system_from_columns
 from q2_metric.errors import Q2InputError
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
-from q2_metric.steps.system_score import SystemScore, system_score
+from q2_metric.results import VALID, SystemScore
 
 STEP_COLUMNS = ["row", "line", "occurrence", "candidate", "question", "rank", "status", "response_answer",
                 "knowledge_answer", "f1", "nli_label", "score", "score_no_nli"]
@@ -78,6 +77,8 @@ def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str
     for flag in ("-o/--output", "--steps"):
         if outputs.get(flag):
             check_table_suffix(outputs[flag], flag)
+    if outputs.get("--spans"):
+        check_spans_suffix(outputs["--spans"])
     recover_outputs([p for p in outputs.values() if p])
     rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
                      multiline=multiline)
@@ -94,10 +95,29 @@ def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str
                     histories)
 
 
+def check_spans_suffix(path: str | Path, flag: str = "--spans") -> None:
+    """The spans file is JSON Lines (a list of spans per row does not fit a CSV cell)."""
+    from q2_metric.errors import OutputPathError
+
+    if Path(path).suffix.lower() != ".jsonl":
+        raise OutputPathError(f"The output path '{path}' ({flag}) must end in .jsonl: the spans are written "
+                              "as JSON Lines, one object per row.")
+
+
+def span_record(row: Row, res: dict | None) -> dict[str, Any]:
+    """One line of the spans file: the row, its Q², every span (`results.Span`) and the unsupported
+    ones; a bad row carries its error and no spans."""
+    if res is None:
+        return {"row": row.number, "line": row.line, "q2": None, "error": row.error, "spans": [],
+                "unsupported_spans": []}
+    return {"row": row.number, "line": row.line, "q2": _num(res["q2"]), "q2_no_nli": _num(res["q2_no_nli"]),
+            "reason": res["reason"] or "", "spans": res.get("spans", []),
+            "unsupported_spans": res.get("unsupported_spans", [])}
+
+
 def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict[int, list[str]]:
     """Each good row's dialogue history from `column`: turns joined by `coref.HISTORY_SEPARATOR`
     (" ||| ") in a text cell, or a list of texts (JSONL, Parquet). A row with another value gets an error."""
-    from q2_metric.steps.coref import HISTORY_SEPARATOR, split_history
     from q2_metric.errors import Q2InputError
 
     good = [r for r in rows if r.error is None]
@@ -110,11 +130,11 @@ def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict
         if value is None or value == "":
             out[r.number] = []
         elif isinstance(value, str):
-            out[r.number] = split_history(value, HISTORY_SEPARATOR)
+            out[r.number] = history_turns(value)
         elif isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
             out[r.number] = list(value)
         else:
-            r.error = (f"line {r.line}: field '{column}' must be text (turns joined by '{HISTORY_SEPARATOR}') "
+            r.error = (f"line {r.line}: field '{column}' must be text (turns joined by '{history_separator()}') "
                        f"or a list of texts, got {type(value).__name__}")
     return out
 
@@ -136,14 +156,15 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
                encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
-               threshold: float | None = None, history_col: str | None = None) -> ScoreReport:
-    """Score every good row of `input_path`; write scores, steps and summary all-or-nothing at the end.
+               threshold: float | None = None, history_col: str | None = None,
+               spans_path: str | Path | None = None) -> ScoreReport:
+    """Score every good row of `input_path`; write scores, steps, spans and summary all-or-nothing at the end.
 
     Before any model work: the output paths, the input (encoding, columns, at least one row) and
     every model and the device are checked; a failure raises a one-sentence error.
     """
     run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
-                                           "--summary": summary_path},
+                                           "--spans": spans_path, "--summary": summary_path},
                       response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
                       allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir,
                       history_col=history_col)
@@ -155,7 +176,8 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         warnings.append(f"{plural(cache.damaged, 'damaged line')} of the cache file '{cache.path}' {was} dropped; "
                         + ("its row is" if cache.damaged == 1 else "their rows are") + " scored again")
         print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
-    results: dict[str, dict] = dict(cache.entries) if cache else {}
+    # an entry cached before spans existed has none: scored again
+    results: dict[str, dict] = {k: v for k, v in cache.entries.items() if "spans" in v} if cache else {}
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
     cached = sum(1 for k in run.keys.values() if k in results)
 
@@ -191,7 +213,7 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         stages.close()
     report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
                            summary_path=summary_path, num_cached=cached, num_scored_now=len(todo),
-                           threshold=threshold)
+                           threshold=threshold, spans_path=spans_path)
     report.profile = merge_profiles(profiles)
     report.warnings = warnings
     return report
@@ -225,16 +247,18 @@ def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
 def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Path, *, prefix: str = "",
                   steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                   num_cached: int = 0, num_scored_now: int = 0, signature: str | None = None,
-                  threshold: float | None = None) -> ScoreReport:
-    """Write every row with its scores (`results`: pair key -> response dict), the steps file and the
-    summary as one set; return the report (system score over the good rows). With `threshold`, a
+                  threshold: float | None = None, spans_path: str | Path | None = None) -> ScoreReport:
+    """Write every row with its scores (`results`: pair key -> response dict), the steps file, the
+    spans file (JSONL, `span_record` per row) and the summary as one set; return the report (system
+    score over the good rows). With `threshold`, a
     `decision` column (consistent iff Q² > threshold, the released code's rule), the counts, and the threshold in the signature."""
-    out_records, step_records = [], []
+    out_records, step_records, span_records = [], [], []
     per_row = []
     for row in run.rows:
         record = dict(row.fields)
         if row.error:
             record.update({f"{prefix}q2": None, f"{prefix}q2_no_nli": None, f"{prefix}error": row.error})
+            span_records.append(span_record(row, None))
         else:
             res = results[run.keys[row.number]]
             per_row.append(res)
@@ -245,12 +269,13 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
                            f"{prefix}reason": res["reason"] or "", f"{prefix}error": ""})
             if threshold is not None:
                 record[f"{prefix}decision"] = decide(_nan(res["q2"]), threshold) or ""
+            span_records.append(span_record(row, res))
             for q in res["questions"]:
                 step_records.append({"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}})
         out_records.append(record)
 
     all_valid = [q for res in per_row for q in res["questions"] if q["status"] == VALID]
-    system = system_score([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
+    system = system_from_columns([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
                           [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
                           len(all_valid), sum(_no_answer(q) for q in all_valid))
     report = ScoreReport(system=system, num_rows=len(run.rows), num_bad=len(run.rows) - len(run.good),
@@ -267,6 +292,10 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
     files = [(output_path, table_writer(output_path, out_records, columns))]
     if steps_path:
         files.append((steps_path, table_writer(steps_path, step_records, STEP_COLUMNS)))
+    if spans_path:
+        from q2_metric.options import json_safe
+        lines = "".join(json.dumps(json_safe(r), ensure_ascii=False, allow_nan=False) + "\n" for r in span_records)
+        files.append((spans_path, lambda f: f.write(lines)))
     if summary_path:
         body = json.dumps(summary_dict(report), indent=2, allow_nan=False) + "\n"
         files.append((summary_path, lambda f: f.write(body)))

@@ -76,7 +76,8 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
                    steps_path: str | Path | None = None, summary_path: str | Path | None = None,
                    cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
                    encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
-                   verbose: bool = False, threshold: float | None = None) -> ScoreReport:
+                   verbose: bool = False, threshold: float | None = None,
+                   spans_path: str | Path | None = None) -> ScoreReport:
     """`score_file` over Ray Data. `scorer` should be unloaded: it is shipped to every worker, which
     loads its own models. `address`: a Ray cluster (`auto`, `host:6379`, `ray://host:10001`); by
     default $RAY_ADDRESS, else a new local Ray with this machine's CPUs (an already initialised Ray
@@ -84,13 +85,14 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
     lines are hidden unless `verbose`."""
     ray = import_ray()
     run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
-                                           "--summary": summary_path},
+                                           "--spans": spans_path, "--summary": summary_path},
                       response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
                       allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir)
     check_decision_column(run, prefix, threshold)
 
     with _run_dir(cache_dir, run.fingerprint) as run_dir:
         results, signatures = read_parts(run_dir)
+        results = {k: v for k, v in results.items() if "spans" in v}  # written before spans existed: again
         todo = [k for k in dict.fromkeys(run.keys.values()) if k not in results]
         cached = sum(1 for k in run.keys.values() if k in results)
         if todo:
@@ -109,7 +111,8 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
               "models differ between nodes): the most common one is reported", file=sys.stderr)
     return write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
                          summary_path=summary_path, num_cached=cached, num_scored_now=len(todo),
-                         signature=used.most_common(1)[0][0] if used else None, threshold=threshold)
+                         signature=used.most_common(1)[0][0] if used else None, threshold=threshold,
+                         spans_path=spans_path)
 
 
 def connect(ray, address: str | None, verbose: bool = False) -> bool:

@@ -92,8 +92,8 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
     index = {ds.name: np.array([position[k] for k in ds.keys()], dtype=int) for ds in datasets}
 
     if nlp is None:
-        from q2_metric.models.spacy_parser import load_spacy
-        nlp = load_spacy()
+        from q2_metric.frontend import load_spacy_pipeline
+        nlp = load_spacy_pipeline()
     say(f"baselines on the {len(keys):,} distinct responses of {len(datasets)} dataset(s)")
     base = baseline_scores([k[0] for k in keys], [k[1] for k in keys], nlp=nlp, nli=nli, bertscore=bertscore,
                            notes=notes)
@@ -135,11 +135,11 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
 
     meaningless = None
     if signature:
-        from q2_metric.models.tiny import meaningless_note
+        from q2_metric.frontend import tiny_note
         from q2_metric.signature import Signature
 
         if Signature.parse(signature).tiny():
-            meaningless = meaningless_note()
+            meaningless = tiny_note(always=True)
             notes.insert(0, meaningless)
     report = {"kind": "benchmark", "draws": draws, "seed": seed, "confidence": 0.95,
               **({"signature": signature, "signature_short": _short_signature(signature),

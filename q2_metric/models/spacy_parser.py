@@ -49,6 +49,8 @@ class SpacyParser:
                 entities=[ent.text for ent in doc.ents],
                 noun_chunks=[chunk.text for chunk in doc.noun_chunks],
                 tokens=[(tok.text, tok.dep_) for tok in doc],
+                entity_offsets=[(ent.start_char, ent.end_char) for ent in doc.ents],
+                noun_chunk_offsets=[(chunk.start_char, chunk.end_char) for chunk in doc.noun_chunks],
             )
             for doc in self.nlp.pipe(texts, batch_size=self.config.spacy_batch_size)
         ]

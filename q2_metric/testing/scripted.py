@@ -40,8 +40,10 @@ class ScriptedParser(_Recorder):
             if text in self.parses:
                 out.append(self.parses[text])
             else:
-                out.append(ParsedText(entities=_CAPS.findall(text),
-                                      tokens=[(w, "dep") for w in text.split()]))
+                found = list(_CAPS.finditer(text))
+                out.append(ParsedText(entities=[m.group() for m in found],
+                                      tokens=[(w, "dep") for w in text.split()],
+                                      entity_offsets=[m.span() for m in found], noun_chunk_offsets=[]))
         return out
 
 

@@ -46,6 +46,13 @@ def test_load_by_module_path_and_compute(opts):
     assert results["signature"].startswith("q2:") and "details" not in results
     detailed = metric.compute(predictions=PRED, references=REF, return_details=True, **opts)
     assert detailed["details"][0]["candidates"] and "questions" in detailed["details"][0]
+    # spans (issue 43): at their offsets in each prediction as given, the same as the engine's
+    from q2_metric import Q2Config, Q2Scorer
+    engine = Q2Scorer(Q2Config(**opts)).score(PRED, REF)
+    for pred, got, res in zip(PRED, detailed["details"], engine.responses):
+        assert got["spans"] and all(pred[s["start"]:s["end"]] == s["text"] for s in got["spans"])
+        assert [(s["start"], s["end"], s["score"]) for s in got["spans"]] == \
+            [(s.start, s.end, s.score) for s in res.spans]
 
 
 def test_info_fields():

@@ -86,6 +86,11 @@ def check_explained(lines: list[dict], report: dict) -> None:
             assert line["q2"] is None and line["reason"]
         if line["status"] == "empty":
             assert not line["response"].strip() and line["signature"].startswith("q2:")
+        # the spans lie at their offsets in the response as the teacher gave it (issue 43)
+        for span in line["spans"]:
+            assert line["response"][span["start"]:span["end"]] == span["text"]
+        assert line["unsupported_spans"] == [s for s in line["spans"] if s["supported"] is False]
+    assert any(line["spans"] for line in scored) or not scored
 
 
 # -- Wizard of Wikipedia: every datatype --------------------------------------------------------
