@@ -32,6 +32,11 @@ class Q2OptionError(Q2Error, ValueError):
         self.reason = reason or message
 
 
+class Q2UnknownOption(Q2OptionError, TypeError):
+    """A keyword that is no Q² option: a `Q2OptionError` that is also the `TypeError` Python raises
+    for an unexpected keyword (what docs/python.md promises)."""
+
+
 class ModelNotAvailable(Q2Error, RuntimeError):
     """A model could not be found locally and could not be downloaded."""
 
@@ -56,5 +61,5 @@ class CacheWriteError(Q2Error, OSError):
     """The score cache could not be written (a full disk): the run goes on without it."""
 
 
-__all__ = ["Q2Error", "Q2InputError", "OutputPathError", "Q2OptionError", "ModelNotAvailable",
+__all__ = ["Q2Error", "Q2InputError", "OutputPathError", "Q2OptionError", "Q2UnknownOption", "ModelNotAvailable",
            "ModelCheckError", "ModelMissing", "DeviceNotAvailable", "CacheWriteError"]

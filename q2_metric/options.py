@@ -18,7 +18,7 @@ import typing
 from typing import Any, Callable, Iterable, Mapping
 
 from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, Q2Config, choices, option_names
-from q2_metric.errors import Q2OptionError
+from q2_metric.errors import Q2OptionError, Q2UnknownOption
 
 # evaluate's `config_name` and the `variant` option: the preset the other options start from.
 VARIANTS = {"default": Q2Config.paper, "paper": Q2Config.paper, "dnli": Q2Config.dnli}
@@ -150,14 +150,15 @@ def check_variant(variant: Any, spell: Spelling = python_name) -> str:
     return variant
 
 
-def check_option_names(names: Iterable[str], extra: Iterable[str] = ()) -> None:
-    """Raise `TypeError` (one sentence) for a keyword that is no Q² option."""
+def check_option_names(names: Iterable[str], extra: Iterable[str] = (), spell: Spelling = python_name) -> None:
+    """Raise `Q2UnknownOption` (a `Q2OptionError` and a `TypeError`; one sentence) for a keyword
+    that is no Q² option, named as `spell` spells it."""
     known = set(option_names()) | set(extra)
     for name in names:
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else "; see the module's inputs description"
-            raise TypeError(f"'{name}' is not a Q² option{hint}.")
+            hint = f" (did you mean '{spell(close[0])}'?)" if close else "; see the module's inputs description"
+            raise Q2UnknownOption(f"'{spell(name)}' is not a Q² option{hint}.", hint.strip(" ;()"))
 
 
 def build_config(variant: str = "paper", options: Mapping[str, Any] | None = None,
@@ -177,7 +178,7 @@ def build_config(variant: str = "paper", options: Mapping[str, Any] | None = Non
     given = {k: v for k, v in (options or {}).items() if v is not None}
     if tiny is not None:
         given["tiny"] = tiny
-    check_option_names(given)
+    check_option_names(given, spell=spell)
     checked = {name: check_option(name, value, spell) for name, value in given.items()}
     if batch_size is not None:
         batch_size = check_option("batch_size", batch_size, spell)
@@ -186,6 +187,33 @@ def build_config(variant: str = "paper", options: Mapping[str, Any] | None = Non
     from q2_metric.models.provision import provide_models
 
     return provide_models(_make(VARIANTS[check_variant(variant, spell)], checked), say)
+
+
+def with_options(config: Q2Config | None, options: Mapping[str, Any], spell: Spelling = python_name) -> Q2Config:
+    """`config` (default: the paper's) with single options replaced, each checked as `build_config`
+    checks it (the Python API's `score(..., **options)`, `Q2Scorer(config, **options)`,
+    `cached_scorer(**options)`). None keeps the configuration's value, except for the options
+    whose None means something (`qa_max_length`: the model's maximum; `spacy_model`: the default).
+
+    Raises:
+        Q2OptionError: a bad value or contradicting options; `Q2UnknownOption` (also a
+            `TypeError`) for a keyword that is no option. One sentence naming the option.
+    """
+    config = config or Q2Config()
+    check_option_names(options, spell=spell)
+    checked = {}
+    for name, value in options.items():
+        if value is None:
+            if type(None) in typing.get_args(option_types()[name]):
+                checked[name] = None
+            continue
+        checked[name] = check_option(name, value, spell)
+    if not checked:
+        return config
+    try:
+        return config.replace(**checked)
+    except ValueError as err:
+        raise Q2OptionError(f"Invalid Q² options: {err}.") from None
 
 
 def _make(preset, options: dict[str, Any]) -> Q2Config:

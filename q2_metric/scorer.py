@@ -10,6 +10,7 @@ components batch internally (see `q2_metric.components`).
 
 from __future__ import annotations
 
+import threading
 from typing import Sequence
 
 from q2_metric.steps.answers import answer_from_knowledge
@@ -18,6 +19,7 @@ from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, Quest
                                   describe)
 from q2_metric.config import Q2Config
 from q2_metric.models.provision import provide_models
+from q2_metric.options import with_options
 from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
 from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
@@ -34,7 +36,12 @@ from q2_metric.validation import empty_reason, validate_inputs
 class Q2Scorer:
     """Scores (response, knowledge) pairs. Models load on first use and are kept for later calls.
 
-    Pass `parser`, `qg`, `qa` or `nli` to replace a backend (tests script them this way).
+    Pass `parser`, `qg`, `qa` or `nli` to replace a backend (tests script them this way). Single
+    `options` are checked as every front-end checks them (`options.with_options`): a bad value or
+    an unknown name is one `Q2OptionError` sentence (an unknown name is also a `TypeError`).
+
+    One scorer may be shared by threads: its calls take turns (the models and their shared
+    patches are not safe to run twice at once), each with its own scorer's options.
 
     >>> from q2_metric.testing.scripted import scripted_scorer
     >>> scorer = scripted_scorer()
@@ -46,10 +53,39 @@ class Q2Scorer:
     def __init__(self, config: Q2Config | None = None, *, parser: Parser | None = None,
                  qg: QuestionGenerator | None = None, qa: QuestionAnswerer | None = None,
                  nli: NLIClassifier | None = None, coref: CorefResolver | None = None, **options) -> None:
-        config = config or Q2Config()
-        self.config = provide_models(config.replace(**options) if options else config)
+        self.config = provide_models(with_options(config, options))
         self._parser, self._qg, self._qa, self._nli = parser, qg, qa, nli
         self._coref = coref
+        self._lock = threading.RLock()  # one call at a time on these components
+        self._origin: Q2Scorer | None = None  # `with_config`: the scorer whose components are shared
+
+    def with_config(self, config: Q2Config) -> "Q2Scorer":
+        """A scorer with other options over the same components (loaded once, in this scorer) and
+        the same lock: calls of both take turns, each scoring and signing with its own options.
+        The model options must be the same (`Q2Config.model_key`)."""
+        config = provide_models(config)
+        if config.model_key() != self.config.model_key():
+            raise ValueError("with_config keeps the models: use a new Q2Scorer for other model options")
+        view = Q2Scorer(config, parser=self._parser, qg=self._qg, qa=self._qa, nli=self._nli, coref=self._coref)
+        view._lock, view._origin = self._lock, self._origin or self
+        return view
+
+    def _component(self, attr: str, build):
+        """The component in `attr`, built on first use (or taken from the origin's)."""
+        with self._lock:
+            comp = getattr(self, attr)
+            if comp is None:
+                comp = getattr(self._origin, attr[1:]) if self._origin is not None else build()
+                setattr(self, attr, comp)
+            return comp
+
+    def _bind(self) -> None:
+        """Components built from a configuration read this scorer's options during its call (a
+        shared component may have served another scorer's options last)."""
+        for comp in (self._parser, self._qg, self._qa, self._nli, self._coref):
+            if (comp is not None and type(comp).__module__.startswith("q2_metric.models.")
+                    and getattr(comp, "config", self.config) is not self.config):
+                comp.config = self.config
 
     # -- components, loaded lazily and once ------------------------------------------------
     @property
@@ -99,49 +135,51 @@ class Q2Scorer:
 
     @property
     def parser(self) -> Parser:
-        if self._parser is None:
+        def build() -> Parser:
             from q2_metric.models.spacy_parser import SpacyParser
-            self._parser = SpacyParser(self.config)
-        return self._parser
+            return SpacyParser(self.config)
+        return self._component("_parser", build)
 
     @property
     def qg(self) -> QuestionGenerator:
-        if self._qg is None:
+        def build() -> QuestionGenerator:
             from q2_metric.models.hf_qg import HFQuestionGenerator
-            self._qg = HFQuestionGenerator(self.config)
-        return self._qg
+            return HFQuestionGenerator(self.config)
+        return self._component("_qg", build)
 
     @property
     def qa(self) -> QuestionAnswerer:
-        if self._qa is None:
+        def build() -> QuestionAnswerer:
             from q2_metric.models.hf_qa import HFQuestionAnswerer
-            self._qa = HFQuestionAnswerer(self.config)
-        return self._qa
+            return HFQuestionAnswerer(self.config)
+        return self._component("_qa", build)
 
     @property
     def nli(self) -> NLIClassifier:
-        if self._nli is None:
+        def build() -> NLIClassifier:
             from q2_metric.models.hf_nli import HFNLIClassifier
-            self._nli = HFNLIClassifier(self.config)
-        return self._nli
+            return HFNLIClassifier(self.config)
+        return self._component("_nli", build)
 
     @property
     def coref(self) -> CorefResolver:
-        if self._coref is None:
+        def build() -> CorefResolver:
             from q2_metric.models.hf_coref import HFCorefResolver
-            self._coref = HFCorefResolver(self.config)
-        return self._coref
+            return HFCorefResolver(self.config)
+        return self._component("_coref", build)
 
     def reconfigure(self, config: Q2Config) -> None:
         """Use new options; components are dropped (and reloaded on use) only if their model
         options changed, otherwise they read the new options on their next call."""
         config = provide_models(config)
-        if config.model_key() != self.config.model_key():
-            self._parser = self._qg = self._qa = self._nli = self._coref = None
-        for comp in (self._parser, self._qg, self._qa, self._nli, self._coref):
-            if comp is not None and hasattr(comp, "config"):
-                comp.config = config
-        self.config = config
+        with self._lock:
+            if config.model_key() != self.config.model_key():
+                self._parser = self._qg = self._qa = self._nli = self._coref = None
+                self._origin = None
+            for comp in (self._parser, self._qg, self._qa, self._nli, self._coref):
+                if comp is not None and hasattr(comp, "config"):
+                    comp.config = config
+            self.config = config
 
     def component_names(self) -> dict[str, str]:
         """`describe()` of each component in hand (loaded or injected), and the resolved dtype."""
@@ -221,6 +259,12 @@ class Q2Scorer:
             Q2InputError: a malformed input, naming the item and the field, before any model work.
             ModelNotAvailable: a model is missing (one sentence saying how to get it).
         """
+        with self._lock:  # calls on one scorer (or its `with_config` views) take turns
+            self._bind()
+            return self._score(responses, knowledge, histories, progress)
+
+    def _score(self, responses: Sequence[str], knowledge: Sequence[str],
+               histories: Sequence[Sequence[str]] | None, progress: ProgressCallback | None) -> Q2Result:
         responses, knowledge = validate_inputs(responses, knowledge)
         c = self.config
         turns = check_histories(histories, len(responses)) if c.coref else []
@@ -265,11 +309,16 @@ def score(responses: Sequence[str], knowledge: Sequence[str], config: Q2Config |
 
     Returns:
         The `Q2Result`: `.q2`, `.scores`, `.responses`, `.signature`.
+
+    Raises:
+        Q2OptionError: a bad option value, or an unknown name (then also a `TypeError`), before
+            any model loads; one sentence naming the option.
     """
     return cached_scorer(config, **options).score(responses, knowledge)
 
 
 _CACHE: dict[tuple, Q2Scorer] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 def cached_scorer(config: Q2Config | None = None, **options) -> Q2Scorer:
@@ -279,14 +328,14 @@ def cached_scorer(config: Q2Config | None = None, **options) -> Q2Scorer:
         config: the options (default: the paper's); `options` override single ones.
 
     Returns:
-        The cached `Q2Scorer`, reconfigured with the other options (one set of models in memory).
+        A `Q2Scorer` with these options over the cached models (one set in memory): its own
+        options, so that calls from threads with other options never score or sign with them.
     """
-    config = provide_models((config or Q2Config()).replace(**options) if options else (config or Q2Config()))
+    config = provide_models(with_options(config, options))
     key = config.model_key()
-    scorer = _CACHE.get(key)
-    if scorer is None:
-        _CACHE.clear()  # keep one set of models in memory
-        scorer = _CACHE[key] = Q2Scorer(config)
-    else:
-        scorer.reconfigure(config)  # same models; decoding, rule and batch options may differ
-    return scorer
+    with _CACHE_LOCK:
+        scorer = _CACHE.get(key)
+        if scorer is None:
+            _CACHE.clear()  # keep one set of models in memory
+            scorer = _CACHE[key] = Q2Scorer(config)
+    return scorer.with_config(config)  # same models; decoding, rule and batch options may differ

@@ -13,6 +13,8 @@ modification time are enough to notice re-saved weights cheaply; a rewrite that 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -28,21 +30,48 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "spiece.model", "v
                    "sentencepiece.bpe.model")
 
 
+# How the front-end in hand spells an option (`q2_metric.options.Spelling`); None: both the
+# Python and the command-line names ("qg_model"). A context variable, so that threads
+# and front-ends checking models at the same time each keep their own words.
+_SPELLING: contextvars.ContextVar = contextvars.ContextVar("q2_option_spelling", default=None)
+
+
+@contextlib.contextmanager
+def spelling(spell: Callable[[str], str] | None):
+    """Within the block, every message of these checks names an option as `spell` does."""
+    token = _SPELLING.set(spell)
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
+def option_text(name: str) -> str:
+    """An option as messages name it: `spell(name)` inside `spelling(spell)`, else `name (--name)`."""
+    spell = _SPELLING.get()
+    return spell(name) if spell is not None else f"{name} (--{name.replace('_', '-')})"
+
+
 @dataclass(frozen=True)
 class Role:
     name: str  # as in messages: "question-generation"
-    option: str  # "qg_model (--qg-model)"
+    option_name: str  # "qg_model"
     wanted: str  # what the role needs, for messages
+
+    @property
+    def option(self) -> str:
+        """The role's model option as the front-end in hand spells it (`spelling`)."""
+        return option_text(self.option_name)
 
 
 ROLES: dict[str, Role] = {
-    "qg": Role("question-generation", "qg_model (--qg-model)",
+    "qg": Role("question-generation", "qg_model",
                "a sequence-to-sequence generation model such as T5"),
-    "qa": Role("question-answering", "qa_model (--qa-model)",
+    "qa": Role("question-answering", "qa_model",
                "an extractive question-answering model"),
-    "nli": Role("NLI", "nli_model (--nli-model)",
+    "nli": Role("NLI", "nli_model",
                 "a sequence-classification (NLI) model"),
-    "coref": Role("coreference", "coref_model (--coref-model)",
+    "coref": Role("coreference", "coref_model",
                   "an F-Coref coreference model (config.json with a coref_head, as biu-nlp/f-coref)"),
 }
 
@@ -348,9 +377,12 @@ def check_device(device: str) -> None:
 
     if not torch.cuda.is_available():
         build = f"torch {torch.__version__}, " + ("built with CUDA" if torch.version.cuda else "a CPU-only build")
+        spell = _SPELLING.get()
+        how = (f"{spell('device')} 'cpu' or 'auto'" if spell is not None else
+               "--device cpu (device='cpu') or --device auto")
         raise DeviceNotAvailable(
-            f"The device '{device}' was asked for but torch sees no CUDA GPU ({build}); pass --device cpu "
-            f"(device='cpu') or --device auto, or install a CUDA build of torch on a machine with a GPU.")
+            f"The device '{device}' was asked for but torch sees no CUDA GPU ({build}); pass {how}, or install a "
+            f"CUDA build of torch on a machine with a GPU.")
 
 
 def check_spacy(name: str | None) -> str:
@@ -364,12 +396,11 @@ def check_spacy(name: str | None) -> str:
     if folder.is_dir():
         if not (folder / "config.cfg").is_file():
             raise ModelNotAvailable(f"The spaCy model directory '{name}' has no config.cfg; pass a directory "
-                                    "written by nlp.to_disk() or an installed package as spacy_model "
-                                    "(--spacy-model).")
+                                    f"written by nlp.to_disk() or an installed package as {option_text('spacy_model')}.")
         return f"spacy:local-{tree_digest(folder)[:12]}"
     if util.find_spec(name) is None:
         raise ModelNotAvailable(f"The spaCy model '{name}' is not installed; install it (`python -m spacy "
-                                f"download {name}`) or pass an installed one as spacy_model (--spacy-model).")
+                                f"download {name}`) or pass an installed one as {option_text('spacy_model')}.")
     try:
         version = metadata.version(name.replace("_", "-"))
     except metadata.PackageNotFoundError:

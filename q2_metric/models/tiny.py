@@ -126,10 +126,14 @@ def meaningless_note() -> str:
 
 
 @contextlib.contextmanager
-def tiny_hint(how: str):
-    """A model missing: its message ends by pointing to the tiny models (`how`: the front-end's switch)."""
+def tiny_hint(how: str | None = None, spell: Callable[[str], str] | None = None):
+    """A model missing: its message ends by pointing to the tiny models (`how`: the front-end's
+    switch; default: the `tiny` option as `spell` spells it, e.g. "`tiny=True`" or "`--tiny`")."""
     from q2_metric.errors import ModelNotAvailable
 
+    if how is None:
+        name = (spell or (lambda n: "--" + n))("tiny")
+        how = f"`{name}`" if name.startswith("-") else f"`{name}=True`"
     try:
         yield
     except ModelNotAvailable as err:

@@ -1,0 +1,212 @@
+"""The front-end contract: the few steps every front-end takes, each delegated to its one home.
+
+user values -> a checked `Q2Config` (`configure`: `options.build_config`); declared reads and
+writes -> the one path guard (`guard`: `io.paths.check_run`); the models checked before any work,
+their messages in the front-end's own words (`check_models`: `Q2Scorer.check_models`); items
+validated one by one (`validate_items`: `validation`), the good ones scored in ONE engine call and
+every item reported in input order with its own identity (`score_items` -> `Outcome`: per-item
+status, the counts scored/empty/bad, the system figures and the full signature).
+
+A front-end is an adapter over these steps: it turns its inputs into `Item`s (whose `key` is the
+item's identity in its words: "row 3", "sample 'abc'", "doc 7") and an `Outcome` into its output.
+
+>>> from q2_metric.testing.scripted import scripted_scorer
+>>> out = score_items(scripted_scorer(), [Item("row 1", "Bob Ross hosted the show.", "Bob Ross hosted the show."),
+...                                       Item("row 2", "", "Bob Ross"), Item("row 3", 7, "Bob Ross")])
+>>> out.counts
+{'scored': 1, 'empty': 1, 'bad': 1}
+>>> out.items[2].error
+"row 3: field 'response' must be a string, got int."
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
+
+from q2_metric.config import Q2Config
+from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
+from q2_metric.progress import ProgressCallback
+from q2_metric.results import ResponseScore
+from q2_metric.scorer import Q2Scorer
+from q2_metric.signature import Signature
+from q2_metric.steps.system_score import SystemScore
+from q2_metric.validation import clean_text, empty_reason
+
+Status = Literal["scored", "empty", "bad"]
+STATUSES: tuple[Status, ...] = ("scored", "empty", "bad")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing a front-end asks to score; `key` is its identity in the front-end's words, used in
+    every message about it."""
+
+    key: str
+    response: object
+    knowledge: object
+    history: object = None  # the dialogue turns before the response (read with coref=True only)
+
+
+@dataclass
+class ItemResult:
+    """What became of one `Item`: `scored`, `empty` (no visible text in the response or the
+    knowledge: unscored, its `score` NaN with the reason) or `bad` (its `error` names the key and the
+    field; no score)."""
+
+    key: str
+    status: Status
+    score: ResponseScore | None
+    error: str | None = None
+
+    @property
+    def reason(self) -> str:
+        """The one explanation sentence of the score (`explain.reason_line`), or the error."""
+        if self.score is None:
+            return self.error or ""
+        from q2_metric.explain import reason_line
+
+        return reason_line(self.score)
+
+    @property
+    def q2(self) -> float:
+        """The item's Q² (NaN unless scored)."""
+        return self.score.q2 if self.score is not None else float("nan")
+
+
+@dataclass
+class Outcome:
+    """What every front-end's result carries: one `ItemResult` per item in input order, the system
+    figures over the scored items and the FULL signature (`str(signature)`; `.short()` for tables)."""
+
+    items: list[ItemResult]
+    system: SystemScore
+    signature: Signature
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """{"scored": n, "empty": n, "bad": n}."""
+        out = {status: 0 for status in STATUSES}
+        for item in self.items:
+            out[item.status] += 1
+        return out
+
+    @property
+    def scores(self) -> list[float]:
+        return [item.q2 for item in self.items]
+
+
+def configure(options: Mapping[str, Any] | None = None, *, variant: str = "paper", tiny: bool | None = None,
+              batch_size: int | None = None, spell: Spelling = python_name,
+              say: Callable[[str], None] = lambda msg: None) -> Q2Config:
+    """A checked `Q2Config` with its models provided (`options.build_config`): every value checked,
+    one `Q2OptionError` sentence naming the option as `spell` spells it; an unknown name is a
+    `Q2UnknownOption` (a `Q2OptionError` that is also a `TypeError`)."""
+    return build_config(variant, options, batch_size=batch_size, spell=spell, tiny=tiny, say=say)
+
+
+def check_options(options: Mapping[str, Any], spell: Spelling = python_name) -> dict[str, Any]:
+    """Each option checked as `configure` checks it (names, then values; None values dropped);
+    returns them in the form `Q2Config` takes. For a configuration given whole plus single options
+    (`Q2Scorer(config, **options)`)."""
+    given = {k: v for k, v in options.items() if v is not None}
+    check_option_names(given, spell=spell)
+    return {name: check_option(name, value, spell) for name, value in given.items()}
+
+
+def guard(reads: Mapping[str, str | os.PathLike | None], writes: Mapping[str, str | os.PathLike | None],
+          config: Q2Config | None = None, **check_run_kwargs: Any) -> None:
+    """The one path guard (`io.paths.check_run`, which adds the model folders, the tiny folder and
+    the Hugging Face cache to `reads`): an output that is, holds or lies inside something read is
+    refused in one sentence."""
+    from q2_metric.io.paths import check_run
+
+    check_run(reads, writes, config=config, **check_run_kwargs)
+
+
+def check_models(scorer: Q2Scorer, *, spell: Spelling = python_name) -> dict[str, str]:
+    """`Q2Scorer.check_models` before any work; a missing or broken model is one sentence whose
+    "how to provide it" names the model options as `spell` spells them."""
+    from q2_metric.models.checks import spelling
+
+    with spelling(spell):
+        return scorer.check_models()
+
+
+@contextlib.contextmanager
+def model_words(spell: Spelling = python_name, tiny_hint: str | None = None) -> Iterator[None]:
+    """Within the block, model messages name the options as `spell` does; with `tiny_hint` (the
+    front-end's switch, e.g. "`--tiny`"), a missing model's message also points to the tiny models."""
+    from q2_metric.models.checks import spelling
+    from q2_metric.models.tiny import tiny_hint as hint
+
+    with spelling(spell), (hint(tiny_hint, spell) if tiny_hint else contextlib.nullcontext()):
+        yield
+
+
+def tiny_note(config: Q2Config) -> str | None:
+    """The one line to show after scoring on the tiny random models, or None."""
+    from q2_metric.models.tiny import meaningless_note, uses_tiny
+
+    return meaningless_note() if uses_tiny(config) else None
+
+
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _check_item(item: Item) -> str | None:
+    for field in ("response", "knowledge"):
+        value = getattr(item, field)
+        if not isinstance(value, str):
+            return f"{item.key}: field '{field}' must be a string, got {_type_name(value)}."
+    history = item.history
+    if history is not None:
+        if isinstance(history, (str, bytes)) or not hasattr(history, "__iter__"):
+            return f"{item.key}: field 'history' must be a list of strings, got {_type_name(history)}."
+        for turn in history:
+            if not isinstance(turn, str):
+                return f"{item.key}: field 'history' must hold strings, got {_type_name(turn)}."
+    return None
+
+
+def validate_items(items: Iterable[Item]) -> tuple[list[Item], list[ItemResult]]:
+    """Item by item: (good, bad). A good item's texts are those the models read
+    (`validation.clean_text`); a bad item's error is one sentence naming its key and the field.
+    Never raises for one item."""
+    good: list[Item] = []
+    bad: list[ItemResult] = []
+    for item in items:
+        error = _check_item(item)
+        if error is not None:
+            bad.append(ItemResult(item.key, "bad", None, error))
+            continue
+        history = None if item.history is None else [clean_text(str.__str__(t)) for t in item.history]
+        good.append(Item(item.key, clean_text(str.__str__(item.response)), clean_text(str.__str__(item.knowledge)),
+                         history))
+    return good, bad
+
+
+def score_items(scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCallback | None = None) -> Outcome:
+    """Validate the items, score the good ones in ONE engine call (`Q2Scorer.score`), and report
+    every item in input order: `scored`, `empty` (counted, unscored) or `bad` (its own sentence)."""
+    items = list(items)
+    good, bad = validate_items(items)
+    histories = None
+    if scorer.config.coref and any(item.history is not None for item in good):
+        histories = [item.history or [] for item in good]
+    result = scorer.score([item.response for item in good], [item.knowledge for item in good],
+                          histories=histories, progress=progress)
+    scored = iter(zip(good, result.responses))
+    reported = iter(bad)
+    out: list[ItemResult] = []
+    for item in items:  # the good and the bad each keep their order: merge them back
+        if _check_item(item) is not None:
+            out.append(next(reported))
+            continue
+        kept, score = next(scored)
+        status: Status = "empty" if empty_reason(kept.response, kept.knowledge) is not None else "scored"
+        out.append(ItemResult(item.key, status, score))
+    return Outcome(out, result.system, result.signature)

@@ -1,0 +1,121 @@
+"""The front-end contract (`q2_metric.frontend`): options, model words, items one by one, outcomes.
+
+Expected values are hand-made: the scripted components' rules (`q2_metric.testing.scripted`) give
+1.0 to a response whose capitalised spans occur in the knowledge; the statuses and counts follow
+from the items as written here.
+"""
+
+import math
+
+import pytest
+
+from q2_metric.errors import ModelNotAvailable, Q2Error, Q2OptionError, Q2UnknownOption
+from q2_metric.frontend import Item, ItemResult, Outcome, check_models, check_options, configure, guard, \
+    model_words, score_items, tiny_note, validate_items
+from q2_metric.options import flag_name, python_name
+from q2_metric.scorer import Q2Scorer
+from q2_metric.testing.scripted import scripted_scorer
+
+GOOD = "Bob Ross hosted the show."
+
+
+def test_configure_checks_every_value_in_the_front_ends_words():
+    with pytest.raises(Q2OptionError, match=r"^Invalid Q² option --fallback-scores=\(0, 2, 1\): use 3 numbers"):
+        configure({"fallback_scores": (0, 2, 1)}, spell=flag_name("--"))
+    with pytest.raises(Q2OptionError, match=r"^Invalid Q² option use_nli='false': use True or False\.$"):
+        configure({"use_nli": "false"})
+    assert configure({"use_nli": False, "device": "cpu"}).use_nli is False
+
+
+def test_an_unknown_option_is_an_option_error_and_a_type_error():
+    with pytest.raises(Q2UnknownOption) as info:
+        configure({"use_nlii": True}, spell=flag_name("--q2-"))
+    err = info.value
+    assert isinstance(err, Q2OptionError) and isinstance(err, TypeError) and isinstance(err, Q2Error)
+    assert str(err) == "'--q2-use-nlii' is not a Q² option (did you mean '--q2-use-nli'?)."
+    with pytest.raises(TypeError, match="'bogus' is not a Q² option"):
+        check_options({"bogus": 1})
+
+
+def test_check_options_returns_what_q2config_takes():
+    assert check_options({"fallback_scores": [0, 0.5, 1], "decoding": None}) == {"fallback_scores": (0.0, 0.5, 1.0)}
+
+
+def test_a_missing_model_is_named_in_the_front_ends_words(tmp_path):
+    scorer = Q2Scorer(qg_model=str(tmp_path / "nowhere"), device="cpu")
+    for spell, expected in ((python_name, "as qg_model."), (flag_name("--q2-"), "as --q2-qg-model."),
+                            (lambda n: f"-S {n}=DIR", "as -S qg_model=DIR.")):
+        with pytest.raises(ModelNotAvailable) as info:
+            check_models(scorer, spell=spell)
+        assert expected in str(info.value)
+        assert "--qg-model" not in str(info.value)
+
+
+def test_the_words_are_the_callers_only_inside_the_block(tmp_path):
+    scorer = Q2Scorer(qg_model=str(tmp_path / "nowhere"), device="cpu")
+    with pytest.raises(ModelNotAvailable, match=r"qg_model \(--qg-model\)"):
+        scorer.check_models()  # no front-end named: both spellings, as before
+    with pytest.raises(ModelNotAvailable, match=r"as -T qg_model=DIR.*tiny random models.*`-T tiny=true`"):
+        with model_words(lambda n: f"-T {n}=DIR", tiny_hint="`-T tiny=true`"):
+            scorer.check_models()
+
+
+def test_validate_items_reports_each_bad_item_with_its_key_and_field():
+    items = [Item("sample 'a'", GOOD, GOOD), Item("sample 'b'", GOOD, None), Item("sample 'c'", 3, GOOD),
+             Item("sample 'd'", GOOD, GOOD, history="not a list"), Item("sample 'e'", "x\ud800", GOOD, ["hi"])]
+    good, bad = validate_items(items)
+    assert [i.key for i in good] == ["sample 'a'", "sample 'e'"]
+    assert good[1].response == "x\ufffd"  # the text the models read (validation.clean_text)
+    assert [b.error for b in bad] == [
+        "sample 'b': field 'knowledge' must be a string, got None.",
+        "sample 'c': field 'response' must be a string, got int.",
+        "sample 'd': field 'history' must be a list of strings, got str.",
+    ]
+    assert all(b.status == "bad" and b.score is None and b.reason == b.error for b in bad)
+
+
+def test_score_items_scores_the_good_in_one_call_and_keeps_order():
+    scorer = scripted_scorer()
+    items = [Item("row 1", GOOD, "Bob Ross hosted the show."), Item("row 2", 5, GOOD),
+             Item("row 3", "   ", GOOD), Item("row 4", "Alice Smith sang.", "Bob Ross hosted the show."),
+             Item("row 5", GOOD, "\u200b")]
+    out = score_items(scorer, items)
+    assert isinstance(out, Outcome)
+    assert [i.key for i in out.items] == ["row 1", "row 2", "row 3", "row 4", "row 5"]
+    assert [i.status for i in out.items] == ["scored", "bad", "empty", "scored", "empty"]
+    assert out.counts == {"scored": 2, "empty": 2, "bad": 1}
+    assert out.items[0].q2 == 1.0 and out.items[3].q2 < 1.0
+    assert math.isnan(out.items[2].q2) and out.items[2].reason == "Not scored: empty response."
+    assert out.items[4].reason == "Not scored: empty knowledge."
+    assert out.items[1].reason == "row 2: field 'response' must be a string, got int."
+    assert scorer._qg.calls == [2]  # one engine call over the two scorable items' candidates
+    assert out.system.num_responses == 4 and out.system.num_scored == 2  # bad items are not responses
+    assert "|qg:scripted-ScriptedQG|" in str(out.signature)
+
+
+def test_score_items_with_only_bad_items_still_signs():
+    out = score_items(scripted_scorer(), [Item("doc 0", None, None)])
+    assert out.counts == {"scored": 0, "empty": 0, "bad": 1} and math.isnan(out.system.q2)
+    assert str(out.signature).startswith("q2:")
+
+
+def test_item_result_reason_is_the_explanation_line():
+    out = score_items(scripted_scorer(), [Item("k", GOOD, GOOD)])
+    assert out.items[0].reason.endswith("answered the same way from the knowledge.")
+    assert ItemResult("k", "bad", None, "k: field 'response' must be a string, got int.").reason.startswith("k:")
+
+
+def test_guard_refuses_an_output_inside_a_read(tmp_path):
+    from q2_metric.errors import OutputPathError
+
+    (tmp_path / "in").mkdir()
+    with pytest.raises(OutputPathError, match="lies inside"):
+        guard({"input": tmp_path / "in"}, {"--output": tmp_path / "in" / "out.csv"})
+    guard({"input": tmp_path / "in"}, {"--output": tmp_path / "out.csv"})
+
+
+def test_tiny_note_only_for_tiny_models(tiny_env):
+    from q2_metric.config import Q2Config
+
+    assert "meaningless" in (tiny_note(configure(tiny=True)) or "")  # the folder of `tiny=True` (tiny_env)
+    assert tiny_note(Q2Config()) is None
