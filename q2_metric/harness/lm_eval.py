@@ -149,9 +149,9 @@ def dialogue_dataset(path: str | None = None, knowledge_col: str = KNOWLEDGE_COL
         turns = read_histories(path, rows, history_col)
     except Q2InputError as err:
         raise _file_error(err, str(path)) from None
-    unread = [f"row {r.number}: {r.error}" for r in rows if r.error is not None]
+    unread = [f"row {r.number} ({r.error})" for r in rows if r.error is not None]
     for line in unread:
-        print(f"q2_dialogue: not read, counted as bad: {line}", file=sys.stderr)
+        print(f"q2_dialogue: {line} not read; counted as bad.", file=sys.stderr)
     return _dataset([{"history": turns[r.number], "knowledge": r.fields[knowledge_col], "q2_key": f"row {r.number}",
                       "q2_options": options, "q2_unread": json.dumps(unread)} for r in rows if r.error is None])
 
