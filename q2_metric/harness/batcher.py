@@ -104,6 +104,9 @@ class Q2Engine:
         with frontend.model_words(spell, tiny_hint):
             frontend.check_models(self.scorer, spell=spell)
         self._checked = True
+        note = frontend.tiny_note(self.config)  # on the tiny random models: the scores mean nothing
+        if note:
+            logging.getLogger("q2_metric").warning(note)
 
     def score_items(self, items: Sequence[Item], max_batch: int | None = None,
                     progress: Callable[[str, int, int], None] | None = None) -> Outcome:
@@ -139,15 +142,11 @@ _ENGINES_LOCK = threading.Lock()
 
 
 def engine(config: Any) -> Q2Engine:
-    """The process's engine for `config` (one per configuration: one model load). On the tiny
-    random models it logs, once, the line every front-end prints: the scores mean nothing."""
+    """The process's engine for `config` (one per configuration: one model load)."""
     with _ENGINES_LOCK:
         found = _ENGINES.get(config)
         if found is None:
             found = _ENGINES[config] = Q2Engine(config)
-            note = frontend.tiny_note(config)
-            if note:
-                logging.getLogger("q2_metric").warning(note)
         return found
 
 

@@ -20,7 +20,8 @@ unscored (`q2_status: empty`). A cancelled sample (Ctrl-C, a time limit) leaves 
 never scored. Each `Score` carries the value (Q²; NaN when unscored, left out of the metrics), the
 reason in one sentence as its explanation (the `reason` column of `q2 score`), and in its metadata
 `q2_status`, `q2_no_nli`, `fallback`, the valid questions and the full signature. The metrics:
-`mean`, `stderr`, and the counts `scored`, `empty`, `bad`.
+`mean` and `stderr`; the run's results (`log.results.scores[0].metadata`) hold the counts
+(`q2_counts`: scored, empty, bad) and the full signature (`q2_signature`).
 """
 
 from __future__ import annotations
@@ -80,31 +81,6 @@ def q2_stderr() -> Metric:
         return inner(_scored(scores))
 
     return compute
-
-
-def _count(status: str) -> Metric:
-    def compute(scores: list[SampleScore]) -> int:
-        return sum(_status(s) == status for s in scores)
-
-    return compute
-
-
-@metric(name="scored")
-def q2_scored() -> Metric:
-    """How many samples Q² scored."""
-    return _count("scored")
-
-
-@metric(name="empty")
-def q2_empty() -> Metric:
-    """How many samples had an empty reply or knowledge (unscored, as `q2 score` leaves them)."""
-    return _count("empty")
-
-
-@metric(name="bad")
-def q2_bad() -> Metric:
-    """How many samples could not be read (a reply or knowledge that is no string), each reported."""
-    return _count("bad")
 
 
 _SHOWN: dict[type, type] = {}
@@ -170,7 +146,7 @@ def _sample_key(state: TaskState) -> str:
     return f"sample {state.sample_id!r}"
 
 
-@scorer(metrics=[q2_mean(), q2_stderr(), q2_scored(), q2_empty(), q2_bad()], name="q2")
+@scorer(metrics=[q2_mean(), q2_stderr()], name="q2")
 def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | None = None,
        batch_size: int | None = None, max_batch: int | None = None, max_wait: float = DEFAULT_MAX_WAIT,
        separator: str = " ", options: dict[str, Any] | None = None, **q2_options: Any):
@@ -182,6 +158,16 @@ def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | No
     merged = _merged(options, {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size,
                                "max_batch": max_batch})
     batcher = _batcher(merged, max_wait)
+    counts = {"scored": 0, "empty": 0, "bad": 0}
+
+    def note(status: str, signature: Any) -> None:
+        """The counts and the full signature in the run's results (`EvalScore.metadata`: Inspect
+        copies the scorer's registry metadata there when the run ends). Inspect's metrics never
+        see an unscored sample, so the counts cannot be metrics."""
+        from inspect_ai._util.registry import registry_info
+
+        counts[status] += 1
+        registry_info(score).metadata.update(q2_counts=dict(counts), q2_signature=str(signature))
 
     async def score(state: TaskState, target: Target) -> Score:
         reply = state.output.completion if state.output is not None else ""
@@ -191,6 +177,7 @@ def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | No
         else:
             knowledge = separator.join(target.target)
         scored = await batcher.score(Item(_sample_key(state), reply, knowledge))
+        note(scored.status, scored.signature)
         meta = {"q2_status": scored.status, "signature": str(scored.signature)}
         r = scored.response
         if scored.status == "bad":
@@ -237,4 +224,4 @@ def q2_wow(limit: int | None = None, max_tokens: int = 64, variant: str = "paper
                 config=GenerateConfig(max_tokens=max_tokens))
 
 
-__all__ = ["PROMPT", "q2", "q2_bad", "q2_empty", "q2_mean", "q2_scored", "q2_stderr", "q2_wow", "wow_samples"]
+__all__ = ["PROMPT", "q2", "q2_mean", "q2_stderr", "q2_wow", "wow_samples"]
