@@ -34,12 +34,13 @@ _TINY_WARNED: list[bool] = []
 
 def check_models(config: Q2Config) -> None:
     """Fail before any generation if a Q² model or the spaCy pipeline cannot be loaded."""
-    from q2_metric.models.tiny import tiny_hint
+    from q2_metric.frontend import check_models as check, model_words
+    from q2_metric.options import flag_name
 
     scorer = SCORER_FACTORY(config)
     try:
-        with tiny_hint("--q2-tiny true"):
-            scorer.check_models()
+        with model_words(flag_name("--q2-"), tiny_hint="--q2-tiny true"):
+            check(scorer, spell=flag_name("--q2-"))
         scorer.parser  # noqa: B018 - loads spaCy now (it is reused for scoring)
     except ModelNotAvailable as err:
         raise Q2ModelError(parlai_flags(str(err))) from None
@@ -107,13 +108,14 @@ class Q2Buffer:
         if self.explain_file:
             check_explain_file(opt, self.explain_file)
         check_models(self.config)
-        from q2_metric.models.tiny import meaningless_note, uses_tiny
+        from q2_metric.frontend import tiny_note
 
-        if uses_tiny(self.config) and not _TINY_WARNED:
+        note = tiny_note(self.config)
+        if note and not _TINY_WARNED:
             from parlai.utils import logging as parlai_logging
 
             _TINY_WARNED.append(True)
-            parlai_logging.warning(f"Q² on tiny random models (--q2-tiny / Q2_TINY): {meaningless_note()}")
+            parlai_logging.warning(f"Q² on tiny random models (--q2-tiny / Q2_TINY): {note}")
         self.training = _is_training(opt)
         self.limit = _example_limit(opt)
         self.always_q2 = opt.get("validation_metric") == "q2" and not self.training

@@ -146,11 +146,12 @@ def model_words(spell: Spelling = python_name, tiny_hint: str | None = None) -> 
         yield
 
 
-def tiny_note(config: Q2Config) -> str | None:
-    """The one line to show after scoring on the tiny random models, or None."""
+def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None:
+    """The one line to show after scoring on the tiny random models (when a model of `config` is
+    one of them, or `always`), else None."""
     from q2_metric.models.tiny import meaningless_note, uses_tiny
 
-    return meaningless_note() if uses_tiny(config) else None
+    return meaningless_note() if always or config is not None and uses_tiny(config) else None
 
 
 def _type_name(value: object) -> str:
@@ -210,3 +211,65 @@ def score_items(scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCa
         status: Status = "empty" if empty_reason(kept.response, kept.knowledge) is not None else "scored"
         out.append(ItemResult(item.key, status, score))
     return Outcome(out, result.system, result.signature)
+
+
+# -- what front-ends show, so that none reaches past the engine into steps/ or models/ -------------
+
+def loading_output(verbose: bool = True) -> contextlib.AbstractContextManager:
+    """Within the block, transformers' model-loading bars and messages are shown when `verbose`
+    (the front-ends' --verbose), else kept quiet."""
+    from q2_metric.models.loading import verbose_loading
+
+    return verbose_loading(bool(verbose))
+
+
+def tiny_note_for(signature: str) -> str | None:
+    """The tiny-models line for a run whose (full) signature is `signature`, or None."""
+    from q2_metric.models.tiny import meaningless_note
+
+    return meaningless_note() if "tiny-random-" in str(signature) else None
+
+
+def check_threshold(value: Any) -> float:
+    """A decision threshold: a number in [0, 1] (not a bool); `ValueError`/`TypeError` otherwise."""
+    from q2_metric.steps.decision import check_threshold as check
+
+    return check(value)
+
+
+def decisions(scores: Sequence[float | None], threshold: float) -> tuple[list[str | None], dict[str, Any]]:
+    """Each score's decision at `threshold` ("consistent" iff Q² > threshold, the released code's
+    rule; None when unscored) and their counts (`num_consistent`, `num_inconsistent`, `threshold`)."""
+    from q2_metric.steps.decision import decide, decision_counts
+
+    made = [decide(float("nan") if s is None else s, threshold) for s in scores]
+    return made, decision_counts(made, threshold)
+
+
+def figure(value: float | None, digits: int = 4) -> str:
+    """A figure as a person reads it: `n/a` where it is undefined, never `nan`."""
+    from q2_metric.steps.system_score import figure as shown
+
+    return shown(value, digits)
+
+
+def figures_text(system: SystemScore) -> str:
+    """The system figures, each with what it means, one per line."""
+    from q2_metric.steps.system_score import figures_text as text
+
+    return text(system)
+
+
+def system_figures(responses: Sequence[ResponseScore]) -> SystemScore:
+    """The system figures of scored responses (from one engine call or several)."""
+    from q2_metric.steps.system_score import system_of
+
+    return system_of(responses)
+
+
+def check_histories(histories: Any, count: int) -> list[list[str]]:
+    """Dialogue histories, one list of turns per response (each turn a string); one sentence naming
+    the item otherwise."""
+    from q2_metric.steps.coref import check_histories as check
+
+    return check(histories, count)

@@ -14,8 +14,7 @@ import evaluate
 
 from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
-from q2_metric.steps.decision import check_threshold, decide, decision_counts
-from q2_metric.steps.system_score import system_of
+from q2_metric import frontend
 from q2_metric.options import (VARIANTS, build_config, check_option_names, choices_text, json_safe,
                                option_default)
 from q2_metric.errors import Q2OptionError
@@ -145,25 +144,27 @@ _EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tin
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
-def _check(predictions, references) -> tuple[list[str], list]:
+def _check(predictions, references, start: int = 0) -> tuple[list[str], list]:
     """The inputs as lists of clean strings (`q2_metric.validation.clean_text`): one reference per
-    prediction, or (when every item of `references` is a list) a list of references per prediction."""
+    prediction, or (when every item of `references` is a list) a list of references per prediction.
+    Items are named from `start` (the items added before, by `add_batch`)."""
     predictions = [] if predictions is None else predictions
     references = [] if references is None else references
     multi = isinstance(references, (list, tuple)) and len(references) > 0 and all(
         isinstance(refs, (list, tuple)) for refs in references)
     if not multi:
-        return validate_inputs(predictions, references, "predictions", "references")
-    predictions = validate_inputs(predictions, [""] * len(references), "predictions", "references")[0]
+        return validate_inputs(predictions, references, "predictions", "references", start)
+    predictions = validate_inputs(predictions, [""] * len(references), "predictions", "references", start)[0]
     checked = []
     for i, refs in enumerate(references):
         if not refs:
-            raise Q2InputError(f"item {i}: field 'references' is an empty list; give each prediction at least "
+            raise Q2InputError(f"item {start + i}: field 'references' is an empty list; give each prediction at least "
                                "one reference")
         for j, ref in enumerate(refs):
             if not isinstance(ref, str):
                 kind = "None" if ref is None else type(ref).__name__
-                raise Q2InputError(f"item {i}: reference {j} of field 'references' must be a string, got {kind}")
+                raise Q2InputError(f"item {start + i}: reference {j} of field 'references' must be a string, "
+                                   f"got {kind}")
         checked.append(validate_inputs(refs, refs, "references", "references")[0])
     return predictions, checked
 
@@ -181,7 +182,7 @@ def best_of_references(result: Q2Result, counts: list[int]) -> tuple[Q2Result, l
         start += count
     for i, res in enumerate(chosen):
         res.index = i
-    return Q2Result(system=system_of(chosen), responses=chosen, signature=result.signature), best
+    return Q2Result(system=frontend.system_figures(chosen), responses=chosen, signature=result.signature), best
 
 
 @evaluate.utils.file_utils.add_start_docstrings(DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -231,11 +232,11 @@ class Q2(evaluate.Metric):
         """Compute Q² (inputs and options are checked first, so errors name the item or option).
         Safe to call from several threads on one instance: the calls take turns (a lock)."""
         if predictions is not None or references is not None:
-            predictions, references = _check(predictions, references)
+            predictions, references = _check(predictions, references, self.__dict__.get("_q2_added", 0))
         check_option_names(kwargs, _EXTRA)
         if kwargs.get("threshold") is not None:
             try:
-                check_threshold(kwargs["threshold"])
+                frontend.check_threshold(kwargs["threshold"])
             except (TypeError, ValueError) as err:
                 raise Q2OptionError(f"Invalid Q² option threshold={kwargs['threshold']!r}: {err}.") from None
         config = self._config(**{k: v for k, v in kwargs.items()
@@ -246,22 +247,29 @@ class Q2(evaluate.Metric):
             raise Q2OptionError("Invalid Q² option histories: it is read by coref=True only; add coref=True "
                                 "or leave histories out.")
         if kwargs.get("histories") is not None and predictions is not None:
-            from q2_metric.steps.coref import check_histories
-            kwargs["histories"] = check_histories(kwargs["histories"], len(predictions or []))
+            kwargs["histories"] = frontend.check_histories(kwargs["histories"], len(predictions or []))
         with self._lock():
-            return super().compute(predictions=predictions, references=references, **kwargs)
+            try:
+                return super().compute(predictions=predictions, references=references, **kwargs)
+            finally:
+                self.__dict__["_q2_added"] = 0  # evaluate drops the added batches with the compute
 
     def add_batch(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
                   **kwargs: Any) -> None:
         """Add a batch of responses and their knowledge (checked as `compute` checks them)."""
-        predictions, references = _check(predictions, references)
         with self._lock():
-            return super().add_batch(predictions=predictions, references=references, **kwargs)
+            # a bad item is named by its place among every item added since the last compute
+            predictions, references = _check(predictions, references, self.__dict__.get("_q2_added", 0))
+            out = super().add_batch(predictions=predictions, references=references, **kwargs)
+            self.__dict__["_q2_added"] = self.__dict__.get("_q2_added", 0) + len(predictions)
+            return out
 
     def add(self, *, prediction=None, reference=None, **kwargs: Any) -> None:
         """Add one response and its knowledge (calls from several threads take turns)."""
         with self._lock():
-            return super().add(prediction=prediction, reference=reference, **kwargs)
+            out = super().add(prediction=prediction, reference=reference, **kwargs)
+            self.__dict__["_q2_added"] = self.__dict__.get("_q2_added", 0) + 1
+            return out
 
     def _infer_feature_from_batch(self, batch):
         # evaluate infers the format (one reference or a list per prediction) from the first item:
@@ -292,7 +300,6 @@ class Q2(evaluate.Metric):
                  qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None, threshold=None,
                  histories=None, coref=None, coref_model=None, coref_max_tokens=None):
         options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
-        from q2_metric.models.loading import verbose_loading
         from q2_metric.progress import stage_progress
 
         config = self._config(variant, batch_size, tiny, **options)
@@ -302,16 +309,16 @@ class Q2(evaluate.Metric):
         knowledge = [r for refs in references for r in refs] if multi else references
         if histories is not None and multi:
             histories = [h for h, refs in zip(histories, references) for _ in refs]
-        with verbose_loading(bool(verbose)):
+        with frontend.loading_output(bool(verbose)):
             result = self.scorer(config).score(responses, knowledge, progress=stage_progress("Q²") if show else None,
                                                **({} if histories is None else {"histories": histories}))
         if multi:
             result, best = best_of_references(result, [len(refs) for refs in references])
         out = result.to_dict(details=bool(return_details))
         if threshold is not None:
-            threshold = check_threshold(threshold)
-            decisions = [decide(s, threshold) for s in out["scores"]]
-            out.update(decisions=decisions, **decision_counts(decisions, threshold),
+            threshold = frontend.check_threshold(threshold)
+            decisions, counts = frontend.decisions(out["scores"], threshold)
+            out.update(decisions=decisions, **counts,
                        signature=str(Signature.parse(out["signature"]).with_threshold(threshold)))
         return json_safe({**out, "best_reference": best} if multi else out)
 

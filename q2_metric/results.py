@@ -115,6 +115,12 @@ class Q2Result:
         return [r.q2 for r in self.responses]
 
     @property
+    def counts(self) -> dict[str, int]:
+        """{"scored": n, "empty": n, "bad": 0} (the front-end contract's counts; a list call
+        refuses a bad item, so none is ever in a result)."""
+        return {"scored": self.system.num_scored, "empty": self.system.num_skipped, "bad": 0}
+
+    @property
     def scores_no_nli(self) -> list[float]:
         return [r.q2_no_nli for r in self.responses]
 

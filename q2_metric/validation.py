@@ -28,8 +28,10 @@ def _as_list(value: Any, name: str) -> list:
 
 
 def validate_inputs(responses: Any, knowledge: Any, response_field: str = "response",
-                    knowledge_field: str = "knowledge") -> tuple[list[str], list[str]]:
-    """Check two parallel sequences of strings; return them as lists of plain `str`.
+                    knowledge_field: str = "knowledge", start: int = 0) -> tuple[list[str], list[str]]:
+    """Check two parallel sequences of strings; return them as lists of plain `str`. Items are
+    named from `start` (`item {start + i}`: a batch added after others names its items as the
+    whole input does).
 
     Lists, tuples, numpy arrays and pandas Series (by position) are accepted; sets and dicts are
     refused. String subclasses such as `numpy.str_` become plain `str` (tokenizers refuse them).
@@ -45,7 +47,7 @@ def validate_inputs(responses: Any, knowledge: Any, response_field: str = "respo
         for name, value in ((response_field, r), (knowledge_field, k)):
             if not isinstance(value, str):
                 kind = "None" if value is None else type(value).__name__
-                raise Q2InputError(f"item {i}: field '{name}' must be a string, got {kind}")
+                raise Q2InputError(f"item {start + i}: field '{name}' must be a string, got {kind}")
     return [clean_text(str.__str__(r)) for r in responses], [clean_text(str.__str__(k)) for k in knowledge]
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from q2_metric.config import Q2Config
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
 from q2_metric.errors import Q2InputError
-from q2_metric.models.tiny import meaningless_note, tiny_hint
 from q2_metric.progress import plural
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -24,7 +23,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from q2_metric.io import read_rows
     from q2_metric.scorer import Q2Scorer
 
-    from q2_metric.models.loading import verbose_loading
+    from q2_metric.frontend import check_models, loading_output, model_words, tiny_note
+    from q2_metric.options import flag_name
     from q2_metric.progress import stage_progress
 
     quiet = args.quiet or args.no_progress
@@ -51,9 +51,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     rows = rows[:args.limit]
     scorer = Q2Scorer(config)
     progress = None if quiet else stage_progress("Q²", leave=True)
-    with tiny_hint("`make try` (`q2 demo --tiny`)"):
-        scorer.check_models()  # a missing model: one sentence, before anything else is printed
-    with verbose_loading(args.verbose):
+    with model_words(flag_name(), tiny_hint="`make try` (`q2 demo --tiny`)"):
+        check_models(scorer, spell=flag_name())  # a missing model: one sentence, before anything else is printed
+    with loading_output(args.verbose):
         say(f"Loading the models, then scoring {plural(len(rows), 'response')}"
             + (" with tiny random models..." if config.tiny else
                " (on a CPU with the paper's models this takes minutes)..."))
@@ -62,7 +62,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         turns = {"histories": [[r["message"]] if r.get("message") else [] for r in rows]} if args.coref else {}
         result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress,
                               **turns)
-    from q2_metric.steps.system_score import figure, figures_text
+    from q2_metric.frontend import figure, figures_text
 
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
@@ -90,7 +90,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("\nSystem figures:\n" + figures_text(result.system))
     print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
     if config.tiny:
-        print("\n" + meaningless_note())
+        print("\n" + tiny_note(always=True))
         if args.coref:
             print(f"The coreference model was tiny and random too: the real one is "
                   f"`hf download {Q2Config().coref_model}` (F-Coref, MIT; docs/coref.md).")

@@ -8,14 +8,13 @@ import re
 import sys
 
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
-from q2_metric.models.tiny import meaningless_note, tiny_hint
 from q2_metric.errors import Q2InputError
 from q2_metric.progress import plural
 
 
 def _threshold(text: str) -> float:
     """argparse type of --threshold: a number in [0, 1]."""
-    from q2_metric.steps.decision import check_threshold
+    from q2_metric.frontend import check_threshold
 
     try:
         return check_threshold(float(text))
@@ -56,12 +55,12 @@ def cmd_score(args: argparse.Namespace) -> int:
         print("q2: --workers and --gpus-per-worker need --ray", file=sys.stderr)
         return 2
     from q2_metric.corpus.files import summary_dict
-    from q2_metric.models.loading import verbose_loading
-    from q2_metric.steps.system_score import figure, figures_text
+    from q2_metric.frontend import figure, figures_text, loading_output, model_words, tiny_note_for
+    from q2_metric.options import flag_name
 
     if args.ray is not None:
         extra["verbose"] = args.verbose
-    with verbose_loading(args.verbose), tiny_hint("`--tiny`"):
+    with loading_output(args.verbose), model_words(flag_name(), tiny_hint="`--tiny`"):
         report = score(Q2Scorer(config_from_args(args)), args.input, args.output,
                        response_col=args.response_col, knowledge_col=args.knowledge_col,
                        prefix=args.prefix, steps_path=args.steps, summary_path=args.summary,
@@ -79,7 +78,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.format == "json":  # the figures and signature on stdout, strict JSON; the rest on stderr
         if not args.quiet:
             print(done, file=sys.stderr)
-        tiny = {"note": meaningless_note()} if "tiny-random-" in report.signature else {}
+        note = tiny_note_for(report.signature)
+        tiny = {"note": note} if note else {}
         print(json.dumps({**summary_dict(report), "output": str(args.output), **tiny}, indent=2, allow_nan=False))
     elif args.score_only:
         print(figure(s.q2))
@@ -90,8 +90,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             print(f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
                   f"{d['num_inconsistent']} inconsistent (consistent iff Q2 > threshold)")
         print(f"{figures_text(s)}\n{_signature_text(report.signature, args.short)}")
-        if "tiny-random-" in report.signature:
-            print(meaningless_note())
+        if tiny_note_for(report.signature):
+            print(tiny_note_for(report.signature))
     return 3 if report.num_bad else 0
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.config import Q2Config
-from q2_metric.explain import TABLE_COLUMNS, highlighted_html, question_rows, reason_line
+from q2_metric.explain import TABLE_COLUMNS, highlighted_html, question_rows
 from q2_metric.progress import stage_label
 from q2_metric.errors import Q2Error
 
@@ -69,9 +69,9 @@ def space_config() -> Q2Config:
 def space_note() -> str:
     """The tiny-models banner in the Space's words: its switch is the variable Q2_TINY=1 (it has
     no --tiny flag)."""
-    from q2_metric.models.tiny import meaningless_note
+    from q2_metric.frontend import tiny_note
 
-    return meaningless_note().replace("leave out --tiny / Q2_TINY", "remove the Space's variable Q2_TINY=1")
+    return tiny_note(always=True).replace("leave out --tiny / Q2_TINY", "remove the Space's variable Q2_TINY=1")
 
 
 def check_lengths(response: Any, knowledge: Any) -> None:
@@ -105,10 +105,16 @@ def space_message(err: Exception) -> str:
 def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) -> tuple[str, str, str, list[list], str]:
     """Score one pair: (score as text, "" when not scored; the one-line reason; the response with
     its spans highlighted, as HTML; one row per generated question; the signature)."""
-    result = scorer.score([response], [knowledge], progress=progress)
-    res = result.responses[0]
+    from q2_metric.errors import Q2InputError
+    from q2_metric.frontend import Item, score_items
+
+    outcome = score_items(scorer, [Item("the request", response, knowledge)], progress=progress)
+    item = outcome.items[0]
+    if item.status == "bad":
+        raise Q2InputError(item.error)
+    res = item.score
     score = f"{res.q2:.3f}" if res.scored else ""
-    return (score, reason_line(res), highlighted_html(response, res), question_rows(res), str(result.signature))
+    return (score, item.reason, highlighted_html(response, res), question_rows(res), str(outcome.signature))
 
 
 def score_or_message(response: str, knowledge: str, scorer: Any, note: str = "", progress: Any = None) -> tuple:
@@ -131,7 +137,7 @@ def make_app(config: Q2Config | None = None):
 
     from q2_metric.scorer import Q2Scorer
 
-    from q2_metric.models.tiny import uses_tiny
+    from q2_metric.frontend import tiny_note
 
     problem = ""  # a bad Q2_SPACE_OPTIONS: the one message under the Score button, the Space still up
     if config is None:
@@ -140,7 +146,7 @@ def make_app(config: Q2Config | None = None):
         except ValueError as err:  # Q2OptionError included
             problem = f"**Not scored:** {space_message(err)}"
     scorer = Q2Scorer(config) if config is not None else None
-    note = problem or (f"**{space_note()}**" if uses_tiny(config) else "")
+    note = problem or (f"**{space_note()}**" if tiny_note(config) else "")
 
     def run(response: str, knowledge: str, progress=gr.Progress()):
         if problem:

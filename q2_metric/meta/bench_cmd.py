@@ -60,8 +60,10 @@ def _check_paths(args: argparse.Namespace, inputs: list[Path], writes: dict[str,
 
 def q2_runner(args: argparse.Namespace, out: Path):
     """Q² on a dataset through `q2 score`'s file scorer (cache, resume, progress, Ray): the
-    dataset's pairs go to OUT/q2/NAME.input.csv, its scores to OUT/q2/NAME.scores.csv."""
+    dataset's pairs go to OUT/q2/NAME.input.csv, its scores to OUT/q2/NAME.scores.csv, their counts
+    and full signature to OUT/q2/NAME.summary.json."""
     from q2_metric.io import read_rows, write_table
+    from q2_metric.frontend import check_models
     from q2_metric.options import build_config, flag_name
     from q2_metric.corpus.files import score_file
     from q2_metric.scorer import Q2Scorer
@@ -74,7 +76,7 @@ def q2_runner(args: argparse.Namespace, out: Path):
     except ValueError as err:
         raise DatasetError(str(err)) from None
     scorer = Q2Scorer(config)
-    scorer.check_models()  # a missing model stops here, before any work
+    check_models(scorer, spell=flag_name())  # a missing model stops here, before any work, in the flags' words
     score, extra = score_file, {}
     if args.ray is not None:
         from q2_metric.corpus.ray import score_file_ray
@@ -87,6 +89,7 @@ def q2_runner(args: argparse.Namespace, out: Path):
         write_table(source, [{"response": r, "knowledge": k} for r, k in ds.keys()], ["response", "knowledge"])
         # Ray ships the scorer to its workers unloaded; this process's one may hold the NLI model
         score(Q2Scorer(config) if args.ray is not None else scorer, source, scores,
+              summary_path=folder / f"{ds.name}.summary.json",  # the column's counts and full signature
               cache_dir=None if args.no_cache else args.cache_dir,
               chunk_size=args.chunk_size, progress=not args.no_progress, **extra)
         rows = [r.fields for r in read_rows(scores)]

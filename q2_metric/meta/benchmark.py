@@ -135,11 +135,11 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
 
     meaningless = None
     if signature:
-        from q2_metric.models.tiny import meaningless_note
+        from q2_metric.frontend import tiny_note
         from q2_metric.signature import Signature
 
         if Signature.parse(signature).tiny():
-            meaningless = meaningless_note()
+            meaningless = tiny_note(always=True)
             notes.insert(0, meaningless)
     report = {"kind": "benchmark", "draws": draws, "seed": seed, "confidence": 0.95,
               **({"signature": signature, "signature_short": _short_signature(signature),

@@ -16,11 +16,11 @@ import io
 import json
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.frontends import Item, Report, Row, PythonAPI, nowhere
+from contract.frontends import Item, PythonAPI, Report, Row, Words
 
 HARNESS_FRONT_ENDS = ("lm-eval q2_dialogue", "lm-eval q2_wow", "lm-eval q2_wow_evaluate", "inspect q2",
                       "inspect q2_wow", "ragas q2")
@@ -29,6 +29,11 @@ NOT_ADAPTED = {  # front-end -> why it has no adapter of its own
     "lm-eval q2_wow_evaluate": "lm-eval's route to the `evaluate` module: its engine call is `evaluate compute`'s "
                                "(one compute per reply, the module's adapter)",
 }
+
+
+def _words(spell) -> dict[str, str]:
+    return {"wrong type": spell("use_nli"), "out of range": spell("fallback_scores"), "unknown name": spell("use_nlii"),
+            "missing model": spell("qg_model")}
 
 
 def _bad_options(kind: str, base: dict[str, Any], tmp: Path) -> dict[str, Any]:
@@ -75,7 +80,7 @@ def _replay_lm(replies: dict[str, Any]):
 
 
 @dataclass
-class LmEval:
+class LmEval(Words):
     """`q2_dialogue` (the items as a JSONL file: knowledge, history) or `q2_wow` (the items'
     knowledge as the contexts), run by `lm_eval.simple_evaluate` with `--log_samples`."""
 
@@ -83,7 +88,10 @@ class LmEval:
     base: dict[str, Any]
     task: str
     slow: bool = False
-    bad_item: str = "reported"  # q2_dialogue: an unreadable row, named on stderr, counted as bad
+    bad_item: str = "reported"  # a reply that is no text: its doc/row; q2_dialogue's unreadable rows too
+    words: dict = field(default_factory=lambda: _words(lambda n: f'q2_options["{n}"]'))
+    foreign_words: tuple = ("--qg-model", "qg_model (")
+    writes: bool = False  # the Q² tasks write nothing; lm-eval's --output_path is lm-eval's own
 
     def _run(self, items: list[Item], options: dict[str, Any], tmp: Path) -> tuple[dict, str]:
         import lm_eval
@@ -124,11 +132,7 @@ class LmEval:
             if line.startswith("q2_dialogue: row "):
                 key = line.split(" (", 1)[0].removeprefix("q2_dialogue: ")
                 rows.append(Row(key, "bad", None, line.removeprefix("q2_dialogue: ")))
-        rows.sort(key=lambda r: int(r.key.split()[-1]))
-        if self.task == "q2_wow":  # doc N is item N; q2_dialogue's row N is item N - 1
-            rows = [Row(f"item {r.key.split()[-1]}", r.status, r.q2, r.error) for r in rows]
-        else:
-            rows = [Row(f"item {int(r.key.split()[-1]) - 1}", r.status, r.q2, r.error) for r in rows]
+        rows.sort(key=lambda r: int(r.key.split()[-1]))  # "doc N" (q2_wow) or "row N" (q2_dialogue)
         counts = {k: int(results[f"{k},none"]) for k in ("scored", "empty", "bad")}
         return Report(rows, counts, results["signature,none"])
 
@@ -149,7 +153,7 @@ class LmEval:
 # -- Inspect AI -------------------------------------------------------------------------------------
 
 @dataclass
-class Inspect:
+class Inspect(Words):
     """The `q2()` scorer in `inspect_ai.eval` (or the `q2_wow` task, its contexts replaced by the
     items'): `mockllm` replies the items' responses; each sample's knowledge is the item's, in its
     metadata."""
@@ -158,7 +162,17 @@ class Inspect:
     base: dict[str, Any]
     task: bool = False
     slow: bool = False
-    bad_item: str = "reported"
+    bad_item: str = "n/a"
+    bad_item_reason: str = ("Inspect's model replies are text (ModelOutput): a non-text response cannot reach the "
+                            "scorer; a sample whose knowledge is no text is reported under its own id "
+                            "(tests/unit/harness/test_inspect_ai.py)")
+    words: dict = field(default_factory=dict)
+    foreign_words: tuple = ("--qg-model", "qg_model (")
+    writes: bool = False  # the scorer writes nothing; Inspect's logs are Inspect's own
+
+    def __post_init__(self) -> None:
+        flag = "-T" if self.task else "-S"
+        self.words = _words(lambda n: f"{flag} {n}")
 
     def _scorer(self, options: dict[str, Any]):
         from q2_metric.harness.inspect_ai import q2, q2_wow
@@ -174,8 +188,7 @@ class Inspect:
         from inspect_ai.solver import generate
 
         outputs = []
-        for item in items:  # Inspect's replies are text: a non-text item can only be its knowledge
-            assert isinstance(item.response, str), "Inspect's model replies are text"
+        for item in items:
             output = ModelOutput.from_content(model="mockllm/model", content=item.response)
             output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)  # no tiktoken
             outputs.append(output)
@@ -201,7 +214,7 @@ class Inspect:
         for s in sorted(log.samples, key=lambda s: s.id):
             score = s.scores["q2"]
             status = score.metadata["q2_status"]
-            rows.append(Row(f"item {s.id}", status, _none(score.value), score.explanation if status == "bad" else None))
+            rows.append(Row(f"sample {s.id!r}", status, _none(score.value), score.explanation if status == "bad" else None))
             signature = score.metadata["signature"]
         metadata = log.results.scores[0].metadata
         assert metadata["q2_signature"] == signature
@@ -225,14 +238,20 @@ class Inspect:
 # -- ragas ------------------------------------------------------------------------------------------
 
 @dataclass
-class Ragas:
+class Ragas(Words):
     """`q2_metric.harness.ragas.evaluate` on an `EvaluationDataset` of the items (knowledge: the
     one retrieved context)."""
 
     name: str
     base: dict[str, Any]
     slow: bool = False
-    bad_item: str = "n/a"  # ragas validates its samples itself: a non-text item never reaches the metric
+    bad_item: str = "n/a"
+    bad_item_reason: str = "ragas validates its samples itself (pydantic): a non-text item never reaches the metric"
+    words: dict = field(default_factory=lambda: {"wrong type": "use_nli='false'",
+                                                 "out of range": "fallback_scores=(0, 2, 1)",
+                                                 "unknown name": "'use_nlii'", "missing model": "qg_model"})
+    foreign_words: tuple = ("--qg-model", "qg_model (")
+    writes: bool = False  # returns ragas' result; writes no file
 
     def score(self, items: list[Item], tmp: Path) -> Report:
         from ragas import EvaluationDataset
@@ -278,7 +297,6 @@ class Ragas:
 
 
 def harness_adapters(base: dict[str, Any]) -> list:
-    """The harness front-ends' adapters (`NOT_ADAPTED` names the two without one, and why)."""
-    # q2_wow's documents are the shipped contexts (text): a non-text item cannot reach it
-    return [LmEval("lm-eval q2_dialogue", base, "q2_dialogue"), LmEval("lm-eval q2_wow", base, "q2_wow", bad_item="n/a"),
+    """The harness front-ends' adapters (`NOT_ADAPTED` names the one without an adapter, and why)."""
+    return [LmEval("lm-eval q2_dialogue", base, "q2_dialogue"), LmEval("lm-eval q2_wow", base, "q2_wow"),
             Inspect("inspect q2", base), Inspect("inspect q2_wow", base, task=True), Ragas("ragas q2", base)]

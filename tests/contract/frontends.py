@@ -1,0 +1,535 @@
+"""The front-ends of Q², enumerated from the real registry, and an adapter per scoring front-end.
+
+`registry()` lists every front-end the package offers, read from where they are declared: the `q2`
+command's verbs (`q2_metric.cli.build_parser`), the console scripts and other entry points
+(setup.cfg), the `evaluate` module, ParlAI's metric and teacher, the Space's scoring function, the
+benchmark's Q² column and the harness names (lm-eval tasks, Inspect AI, ragas). A name of that list
+is either served by an adapter (`ADAPTERS`, here and in `adapters_harness.py`) or named in
+`NOT_SCORING` with the reason; `test_matrix.py` fails otherwise.
+
+An adapter drives its front-end the way a user does and reads back what the user sees:
+- `score(items, tmp)`: a `Report`: one `Row` per item (its key as the front-end names it, status
+  scored/empty/bad, Q²), the counts and the full signature, as the front-end's result carries them;
+- `refusal(kind, tmp)`: the one sentence the front-end says for a bad option (`kind`: wrong type,
+  out of range, unknown name) or a missing model, before any model loads;
+- `bad_item`: "reported" (the item gets its own sentence, the others are scored) or "refused"
+  (a list API: the call is refused before any model work, naming the item and the field);
+- `write_inside_read(tmp)`: the sentence refusing an output placed inside something read (the QG
+  model folder), or None when the front-end writes nothing.
+Options are the same for every adapter (`BASE`: the tiny models, greedy short questions), each
+spelled as its front-end spells it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import configparser
+import contextlib
+import io
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from support.data import ROOT
+
+BAD_OPTION_KINDS = ("wrong type", "out of range", "unknown name")
+REFUSALS = BAD_OPTION_KINDS + ("missing model",)
+
+
+@dataclass
+class Row:
+    key: str
+    status: str  # scored | empty | bad
+    q2: float | None
+    error: str | None = None
+
+
+@dataclass
+class Report:
+    rows: list[Row]
+    counts: dict[str, int]
+    signature: str
+
+
+@dataclass
+class Item:
+    response: Any
+    knowledge: Any
+
+
+class Adapter(Protocol):
+    name: str
+    slow: bool
+    bad_item: str  # "reported" | "refused" | "n/a" (then `bad_item_reason`)
+    words: dict  # kind of refusal -> the option as this front-end spells it in its sentence
+    foreign_words: tuple  # spellings of other front-ends that its sentences must not use
+
+    def option_word(self, kind: str) -> str: ...
+
+    def score(self, items: list[Item], tmp: Path) -> Report: ...
+
+    def refusal(self, kind: str, tmp: Path) -> str: ...
+
+    def write_inside_read(self, tmp: Path) -> str | None: ...
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+def cli_verbs() -> list[str]:
+    from q2_metric.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [f"q2 {verb}" for verb in sub.choices]
+
+
+def entry_points() -> dict[str, list[str]]:
+    """setup.cfg's [options.entry_points]: group -> names."""
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg", encoding="utf-8")
+    out = {}
+    for group, text in parser["options.entry_points"].items():
+        out[group] = [line.split("=")[0].strip() for line in text.splitlines() if "=" in line]
+    return out
+
+
+def harness_names() -> list[str]:
+    """The harness front-ends: lm-eval's task names (the YAML files of the task folder), Inspect
+    AI's scorer and task, and the ragas metric."""
+    folder = ROOT / "q2_metric" / "harness" / "lm_eval_tasks"
+    tasks = sorted(p.stem for p in folder.glob("*.yaml"))
+    return [f"lm-eval {t}" for t in tasks] + ["inspect q2", "inspect q2_wow", "ragas q2"]
+
+
+def registry() -> list[str]:
+    """Every front-end, from where the package declares it."""
+    names = cli_verbs() + ["q2 score --ray"]
+    points = entry_points()
+    names += [f"console script {n}" for n in points.get("console_scripts", [])]
+    names += [f"entry point {g}:{n}" for g, ns in points.items() if g != "console_scripts" for n in ns]
+    names += ["python score", "python Q2Scorer", "evaluate compute", "evaluate add_batch",
+              "parlai --metrics q2", "parlai Q2Teacher", "space function", "benchmark q2 column"]
+    return names + harness_names()
+
+
+NOT_SCORING = {
+    "q2 register": "makes evaluate.load('q2') find the module; scores nothing",
+    "q2 publish": "writes given results into a model card; scores nothing",
+    "q2 space": "assembles the Space folder; the Space's scoring is 'space function'",
+    "q2 convert-nli": "converts the released NLI archive; scores nothing",
+    "q2 data": "writes the labelled sets' templates; scores nothing",
+    "q2 meta-eval": "meta-evaluation of given scores; its Q² column is 'benchmark q2 column' (q2 score's scorer)",
+    "q2 demo": "scores the bundled sample only (no user input, no options but --tiny); its engine call is q2 score's",
+    "console script q2": "the `q2` command: its verbs are listed one by one",
+    "console script q2-metric": "the same `main` as `q2`",
+    "entry point inspect_ai:q2_metric": "Inspect AI's module of the scorer and task: 'inspect q2', 'inspect q2_wow'",
+}
+
+
+# -- the options every adapter uses ------------------------------------------------------------------
+
+def base_options(tiny_models: dict[str, str]) -> dict[str, Any]:
+    return {"qg_model": tiny_models["qg"], "qa_model": tiny_models["qa"], "nli_model": tiny_models["nli"],
+            "device": "cpu", "max_question_length": 8}
+
+
+def flags(options: dict[str, Any], prefix: str = "--") -> list[str]:
+    """`q2`'s flags (or ParlAI's with prefix `--q2-`) for the options of `base_options`."""
+    out = []
+    for name, value in options.items():
+        out += [prefix + name.replace("_", "-"), str(value)]
+    return out
+
+
+def nowhere(tmp: Path) -> str:
+    return str(tmp / "no_such_model")
+
+
+@contextlib.contextmanager
+def no_model_loads():
+    """Every model backend refuses to be built: a refusal must come before any model loads."""
+    from q2_metric.models import hf_nli, hf_qa, hf_qg, spacy_parser
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the refusal")
+
+    classes = [hf_qg.HFQuestionGenerator, hf_qa.HFQuestionAnswerer, hf_nli.HFNLIClassifier, spacy_parser.SpacyParser]
+    saved = [c.__init__ for c in classes]
+    for c in classes:
+        c.__init__ = refuse
+    try:
+        yield
+    finally:
+        for c, init in zip(classes, saved):
+            c.__init__ = init
+
+
+def _nan_to_none(value: Any) -> float | None:
+    if value is None or value == "":
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+class Words:
+    def option_word(self, kind: str) -> str:
+        return self.words[kind]
+
+
+# -- in-process Python front-ends -----------------------------------------------------------------
+
+@dataclass
+class PythonAPI(Words):
+    """`q2_metric.score(responses, knowledge, **options)` or `Q2Scorer(**options).score(...)`."""
+
+    name: str
+    base: dict[str, Any]
+    via_scorer: bool = False
+    slow: bool = False
+    bad_item: str = "refused"
+    words: dict = field(default_factory=lambda: {"wrong type": "use_nli='false'", "out of range": "fallback_scores=(0, 2, 1)",
+                                          "unknown name": "'use_nlii'", "missing model": "qg_model"})
+    foreign_words: tuple = ()
+    writes: bool = False
+
+    def _call(self, responses, knowledge, options):
+        import q2_metric
+
+        if self.via_scorer:
+            return q2_metric.Q2Scorer(**options).score(responses, knowledge)
+        return q2_metric.score(responses, knowledge, **options)
+
+    def score(self, items: list[Item], tmp: Path) -> Report:
+        result = self._call([i.response for i in items], [i.knowledge for i in items], self.base)
+        rows = [Row(f"item {n}", "scored" if r.scored else "empty", _nan_to_none(r.q2)) for n, r in
+                enumerate(result.responses)]
+        return Report(rows, result.counts, str(result.signature))
+
+    def options_for(self, kind: str, tmp: Path) -> dict[str, Any]:
+        return {**self.base, **{"wrong type": {"use_nli": "false"}, "out of range": {"fallback_scores": (0, 2, 1)},
+                                "unknown name": {"use_nlii": True}, "missing model": {"qg_model": nowhere(tmp)}}[kind]}
+
+    def refusal(self, kind: str, tmp: Path) -> str:
+        from q2_metric.errors import Q2Error
+
+        try:
+            self._call(["Bob Ross hosted it."], ["Bob Ross hosted the show."], self.options_for(kind, tmp))
+        except Q2Error as err:
+            return str(err)
+        raise AssertionError(f"{self.name} accepted {kind}")
+
+    def refuse_item(self, items: list[Item]) -> str:
+        from q2_metric.errors import Q2Error
+
+        try:
+            self._call([i.response for i in items], [i.knowledge for i in items], self.base)
+        except Q2Error as err:
+            return str(err)
+        raise AssertionError(f"{self.name} accepted a bad item")
+
+    def write_inside_read(self, tmp: Path) -> str | None:
+        return None  # returns a result object; writes nothing
+
+
+_METRIC: dict[str, Any] = {}
+
+
+def evaluate_module(name: str, cache_dir: str | None = None):
+    """One metric instance per adapter (add_batch's buffered batches stay in an instance until
+    its next compute) and cache folder."""
+    import evaluate
+
+    import q2_metric
+
+    key = f"{name} {cache_dir}"
+    if key not in _METRIC:
+        _METRIC[key] = evaluate.load(q2_metric.module_path(), **({"cache_dir": cache_dir} if cache_dir else {}))
+    return _METRIC[key]
+
+
+@dataclass
+class EvaluateModule(Words):
+    """The `evaluate` module: `compute(predictions=..., references=..., **options)`, or `add_batch`
+    per half and `compute(**options)`."""
+
+    name: str
+    base: dict[str, Any]
+    batches: bool = False
+    slow: bool = False
+    bad_item: str = "refused"
+    words: dict = field(default_factory=lambda: {"wrong type": "use_nli='false'", "out of range": "fallback_scores=(0, 2, 1)",
+                                          "unknown name": "'use_nlii'", "missing model": "qg_model"})
+    foreign_words: tuple = ()
+
+    def _compute(self, items: list[Item], options: dict[str, Any], metric=None) -> dict:
+        metric = evaluate_module(self.name) if metric is None else metric  # (an empty Metric is falsy)
+        preds, refs = [i.response for i in items], [i.knowledge for i in items]
+        if not self.batches:
+            return metric.compute(predictions=preds, references=refs, **options)
+        half = len(items) // 2
+        metric.add_batch(predictions=preds[:half], references=refs[:half])
+        metric.add_batch(predictions=preds[half:], references=refs[half:])
+        return metric.compute(**options)
+
+    def score(self, items: list[Item], tmp: Path) -> Report:
+        out = self._compute(items, self.base)
+        rows = [Row(f"item {n}", "empty" if q is None else "scored", q) for n, q in enumerate(out["scores"])]
+        counts = {"scored": out["num_scored"], "empty": out["num_skipped"], "bad": 0}
+        return Report(rows, counts, out["signature"])
+
+    def refusal(self, kind: str, tmp: Path) -> str:
+        from q2_metric.errors import Q2Error
+
+        options = PythonAPI(self.name, self.base).options_for(kind, tmp)
+        try:
+            self._compute([Item("Bob Ross hosted it.", "Bob Ross hosted the show.")], options)
+        except Q2Error as err:
+            return str(err)
+        raise AssertionError(f"{self.name} accepted {kind}")
+
+    def refuse_item(self, items: list[Item]) -> str:
+        from q2_metric.errors import Q2Error
+
+        try:
+            self._compute(items, self.base)
+        except Q2Error as err:
+            return str(err)
+        finally:  # the batches added before the refused one stay in that instance: a new one next
+            _METRIC.pop(f"{self.name} None", None)
+        raise AssertionError(f"{self.name} accepted a bad item")
+
+    def write_inside_read(self, tmp: Path) -> str | None:
+        """evaluate's cache folder (where it writes its arrow files) inside the QG model folder."""
+        from q2_metric.errors import Q2Error
+
+        metric = evaluate_module(self.name, str(Path(self.base["qg_model"]) / "evaluate-cache"))
+        try:
+            self._compute([Item("Bob Ross hosted it.", "Bob Ross hosted the show.")], self.base, metric)
+        except Q2Error as err:
+            return str(err)
+        raise AssertionError(f"{self.name} wrote inside a model folder")
+
+
+# -- the q2 command (in process: its `main`, as the console script calls it) -----------------------
+
+def run_q2(argv: list[str]) -> tuple[int, str, str]:
+    from q2_metric.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as stop:  # argparse
+            code = stop.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def write_jsonl(path: Path, items: list[Item]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"response": i.response, "knowledge": i.knowledge}) + "\n" for i in items),
+                    encoding="utf-8")
+    return path
+
+
+@dataclass
+class Q2Score(Words):
+    """`q2 score IN -o OUT --summary S` (with --ray: on a local Ray); items as a JSONL file, whose
+    rows are named by their line (`line N`)."""
+
+    name: str
+    base: dict[str, Any]
+    ray: bool = False
+    slow: bool = False
+    bad_item: str = "reported"
+    words: dict = field(default_factory=lambda: {"wrong type": "--max-question-length", "out of range": "--batch-size=0",
+                                          "unknown name": "--use-nlii", "missing model": "--qg-model"})
+    foreign_words: tuple = ()
+
+    def _argv(self, source: Path, out: Path, summary: Path | None, options: list[str]) -> list[str]:
+        argv = ["score", str(source), "-o", str(out), "--no-cache", "--no-progress", *options]
+        if summary:
+            argv += ["--summary", str(summary)]
+        return argv + (["--ray", "--workers", "1"] if self.ray else [])
+
+    def score(self, items: list[Item], tmp: Path) -> Report:
+        source, out, summary = write_jsonl(tmp / "in" / "items.jsonl", items), tmp / "out.jsonl", tmp / "summary.json"
+        code, _, err = run_q2(self._argv(source, out, summary, flags(self.base)))
+        assert code in (0, 3), err[-3000:]
+        rows = []
+        for n, line in enumerate(out.read_text(encoding="utf-8").splitlines(), 1):
+            rec = json.loads(line)
+            status = "bad" if rec.get("error") else "empty" if rec.get("q2") is None else "scored"
+            rows.append(Row(f"line {n}", status, _nan_to_none(rec.get("q2")), rec.get("error") or None))
+        s = json.loads(summary.read_text(encoding="utf-8"))
+        counts = {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]}
+        return Report(rows, counts, s["signature"])
+
+    def option_flags(self, kind: str, tmp: Path) -> list[str]:
+        return flags(self.base) + {"wrong type": ["--max-question-length", "eight"],
+                                   "out of range": ["--batch-size", "0"], "unknown name": ["--use-nlii"],
+                                   "missing model": ["--qg-model", nowhere(tmp)]}[kind]
+
+    def refusal(self, kind: str, tmp: Path) -> str:
+        source = write_jsonl(tmp / "in" / "items.jsonl", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        code, _, err = run_q2(self._argv(source, tmp / "refused.jsonl", None, self.option_flags(kind, tmp)))
+        assert code == 2 and not (tmp / "refused.jsonl").exists(), err
+        return err.strip().splitlines()[-1]  # argparse: its usage line, then the one sentence
+
+    def write_inside_read(self, tmp: Path) -> str | None:
+        source = write_jsonl(tmp / "in" / "items.jsonl", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        target = Path(self.base["qg_model"]) / "scores.jsonl"
+        code, _, err = run_q2(self._argv(source, target, None, flags(self.base)))
+        assert code == 2 and not target.exists(), err
+        return err.strip()
+
+
+# -- the Space's scoring function ----------------------------------------------------------------
+
+@dataclass
+class SpaceFunction(Words):
+    """The Space's function (`hub.space.score_or_message`: one pair per request) over the scorer of
+    its configuration (`space_config`: the variable Q2_SPACE_OPTIONS, a JSON object)."""
+
+    name: str
+    base: dict[str, Any]
+    slow: bool = False
+    bad_item: str = "reported"
+    words: dict = field(default_factory=lambda: {**{"wrong type": "use_nli='false'", "out of range": "fallback_scores=[0, 2, 1]",
+                                          "unknown name": "'use_nlii'", "missing model": "qg_model"}, "missing model": "Q2_QG_MODEL"})
+    foreign_words: tuple = ("--qg-model",)
+    writes: bool = False
+    digits: int = 3  # the page shows the score with 3 decimals
+
+    @contextlib.contextmanager
+    def _env(self, options: dict[str, Any]):
+        saved = os.environ.get("Q2_SPACE_OPTIONS")
+        os.environ["Q2_SPACE_OPTIONS"] = json.dumps(options)
+        try:
+            yield
+        finally:
+            if saved is None:
+                os.environ.pop("Q2_SPACE_OPTIONS", None)
+            else:
+                os.environ["Q2_SPACE_OPTIONS"] = saved
+
+    def _scorer(self, options: dict[str, Any]):
+        from q2_metric.hub.space import space_config
+        from q2_metric.scorer import Q2Scorer
+
+        with self._env(options):
+            return Q2Scorer(space_config())
+
+    def score(self, items: list[Item], tmp: Path) -> Report:
+        from q2_metric.hub.space import score_or_message
+
+        scorer = self._scorer(self.base)
+        rows, signature = [], ""
+        for n, item in enumerate(items):
+            score, reason, _, _, sig, message = score_or_message(item.response, item.knowledge, scorer)
+            if message.startswith("**Not scored:**"):
+                rows.append(Row("the request", "bad", None, message))
+            else:
+                rows.append(Row("the request", "scored" if score else "empty", float(score) if score else None))
+                signature = sig
+        counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
+        return Report(rows, counts, signature)
+
+    def refusal(self, kind: str, tmp: Path) -> str:
+        from q2_metric.errors import Q2Error
+        from q2_metric.hub.space import score_or_message
+
+        options = PythonAPI(self.name, self.base).options_for(kind, tmp)
+        options = {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
+        try:
+            scorer = self._scorer(options)
+        except Q2Error as err:
+            return str(err)
+        out = score_or_message("Bob Ross hosted it.", "Bob Ross hosted the show.", scorer)
+        assert out[0] == "" and out[-1].startswith("**Not scored:**"), out
+        return out[-1].removeprefix("**Not scored:** ")
+
+    def write_inside_read(self, tmp: Path) -> str | None:
+        return None  # returns its outputs to the page; writes no file
+
+
+# -- the benchmark's Q² column
+
+LABELLED = ("grounding,generated_text,label\nBob Ross hosted the show.,Bob Ross hosted it.,1\n"
+            "Bob Ross hosted the show.,Bob Ross never hosted it.,0\n")  # a TRUE-format set, both labels ----------------------------------------------------------------------
+
+@dataclass
+class BenchmarkColumn(Words):
+    """The Q² column of `q2 meta-eval --dataset` (`meta.bench_cmd.q2_runner`: a labelled set's pairs
+    through q2 score's file scorer); its result: the scores, and the summary beside them."""
+
+    name: str
+    base: dict[str, Any]
+    slow: bool = False
+    bad_item: str = "n/a"  # a labelled set is read as text by the dataset reader, row errors there
+    bad_item_reason: str = ("a labelled set is read by the dataset reader (meta.datasets), whose rows are "
+                            "text; a row it cannot read is its error, before Q²")
+    words: dict = field(default_factory=lambda: {"wrong type": "--max-question-length", "out of range": "--batch-size=0",
+                                          "unknown name": "--use-nlii", "missing model": "--qg-model"})
+    foreign_words: tuple = ("qg_model (--qg-model)",)
+
+    def _args(self, options: dict[str, Any], tmp: Path) -> argparse.Namespace:
+        values = dict(qg_model=None, qa_model=None, nli_model=None, spacy_model=None, device="auto",
+                      max_question_length=None, batch_size=None, tiny=None, ray=None, no_cache=True,
+                      cache_dir=str(tmp / "cache"), chunk_size=64, no_progress=True)
+        values.update({k: v for k, v in options.items() if k in values})
+        return argparse.Namespace(**values)
+
+    def score(self, items: list[Item], tmp: Path) -> Report:
+        from q2_metric.meta.bench_cmd import q2_runner
+        from q2_metric.meta.datasets import Dataset
+
+        out = tmp / "bench"
+        run, _ = q2_runner(self._args(self.base, tmp), out)
+        ds = Dataset("set", "set.csv", "true", "", [i.response for i in items], [i.knowledge for i in items],
+                     [1] * len(items), [f"row {n}" for n in range(len(items))])
+        column = run(ds)
+        rows = [Row(f"row {n}", "empty" if math.isnan(q) else "scored", _nan_to_none(q))
+                for n, q in enumerate(column["q2"])]
+        s = json.loads((out / "q2" / "set.summary.json").read_text(encoding="utf-8"))
+        return Report(rows, {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]},
+                      s["signature"])
+
+    def refusal(self, kind: str, tmp: Path) -> str:
+        source = tmp / "set.csv"
+        source.write_text(LABELLED)
+        extra = {"wrong type": ["--max-question-length", "eight"], "out of range": ["--batch-size", "0"],
+                 "unknown name": ["--use-nlii"], "missing model": ["--qg-model", nowhere(tmp)]}[kind]
+        base = {k: v for k, v in self.base.items() if k != "decoding"}  # (meta-eval has no --decoding)
+        if kind == "missing model":
+            base.pop("qg_model")
+        code, _, err = run_q2(["meta-eval", "--dataset", f"set={source}", "--out-dir", str(tmp / "bench-out"),
+                               "--no-bertscore", "--no-cache", *flags(base), *extra])
+        assert code == 2, err
+        return err.strip().splitlines()[-1]
+
+    def write_inside_read(self, tmp: Path) -> str | None:
+        source = tmp / "set.csv"
+        source.write_text(LABELLED)
+        base = {k: v for k, v in self.base.items() if k != "decoding"}
+        target = Path(self.base["qg_model"]) / "bench-out"
+        code, _, err = run_q2(["meta-eval", "--dataset", f"set={source}", "--out-dir", str(target),
+                               "--no-bertscore", *flags(base)])
+        assert code == 2 and not target.exists(), err
+        return err.strip()
+
+
+def adapters(tiny_models: dict[str, str]) -> dict[str, Adapter]:
+    """The adapters of the non-harness front-ends (ParlAI's in `adapters_parlai.py`)."""
+    base = base_options(tiny_models)
+    found: list[Adapter] = [
+        PythonAPI("python score", base), PythonAPI("python Q2Scorer", base, via_scorer=True),
+        EvaluateModule("evaluate compute", base), EvaluateModule("evaluate add_batch", base, batches=True),
+        Q2Score("q2 score", base), Q2Score("q2 score --ray", base, ray=True, slow=True),
+        SpaceFunction("space function", base), BenchmarkColumn("benchmark q2 column", base),
+    ]
+    from contract.adapters_parlai import parlai_adapters
+
+    found += parlai_adapters(base)
+    return {a.name: a for a in found}

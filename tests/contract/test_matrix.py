@@ -1,0 +1,179 @@
+"""The contract matrix (issue 40): every scoring front-end x every guarantee, on the tiny models.
+
+Front-ends come from one list read from the package's registry (`frontends.registry()`); each is
+served by an adapter or named as not scoring (`frontends.NOT_SCORING`), else
+`test_every_front_end_has_an_adapter` fails. Guarantees (the columns of docs/guarantees.md's
+matrix): a bad option value (wrong type, out of range, unknown name) is one sentence before any
+model loads; a missing model is one sentence, in the front-end's words, before any work; a bad item
+among good ones is reported with its own identity while the others are scored (a list API refuses
+the call naming the item, before any model work); empty replies and knowledge are unscored and
+counted; scores equal `q2 score`'s row by row; the full signature is in the result; an output
+placed inside something read is refused.
+
+Expected values: the statuses and counts follow from the items as written here; the scores are
+`q2 score`'s (the reference front-end), the signature the engine's for the same options.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from contract.adapters_harness import HARNESS_FRONT_ENDS, harness_adapters
+from contract.frontends import BAD_OPTION_KINDS, NOT_SCORING, Item, adapters, base_options, no_model_loads, registry
+
+GUARANTEES = ("bad option", "missing model", "bad item", "empty", "q2 score rows", "signature", "outputs")
+_NAMES = {"qg": "/qg", "qa": "/qa", "nli": "/nli"}
+ALL = {**adapters(_NAMES), **{a.name: a for a in harness_adapters(base_options(_NAMES))}}
+
+
+def _params(names=None):
+    return [pytest.param(name, marks=[pytest.mark.slow] if ALL[name].slow else [], id=name)
+            for name in (names or ALL)]
+
+
+@pytest.fixture(scope="module")
+def fronts(tiny_models):
+    found = {**adapters(tiny_models), **{a.name: a for a in harness_adapters(base_options(tiny_models))}}
+    assert set(found) == set(ALL)
+    return found
+
+
+# -- one list of front-ends -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", registry())
+def test_every_front_end_has_an_adapter(name):
+    if name in ALL:
+        return
+    if name in NOT_SCORING:
+        assert NOT_SCORING[name], name
+        return
+    if name in HARNESS_FRONT_ENDS:
+        pytest.xfail("adapter written by the harness change")
+    pytest.fail(f"the front-end '{name}' has no adapter in tests/contract and is not in NOT_SCORING")
+
+
+def test_the_registry_is_read_from_the_package():
+    names = registry()
+    # the CLI verbs, the console scripts and the Inspect entry point come from their declarations
+    assert {"q2 score", "q2 demo", "q2 register", "console script q2", "entry point inspect_ai:q2_metric"} <= set(names)
+    assert "lm-eval q2_wow" in names and "lm-eval q2_dialogue" in names
+    assert set(NOT_SCORING) <= set(names), "a NOT_SCORING entry names no front-end"
+    assert not set(NOT_SCORING) & set(ALL)
+
+
+# -- items ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def good(rows) -> list[Item]:
+    return [Item(r["response"], r["knowledge"]) for r in rows[:5]]
+
+
+@pytest.fixture(scope="module")
+def with_empties(good) -> list[Item]:
+    """Good items with an empty response (row 1) and an invisible knowledge (row 4) among them."""
+    return [good[0], Item("   ", good[1].knowledge), good[1], good[2], Item(good[3].response, "\u200b"), good[3],
+            good[4]]
+
+
+EMPTY_AT = (1, 4)
+_REPORTS: dict[str, object] = {}
+
+
+@pytest.fixture(scope="module")
+def reports(fronts, with_empties, tmp_path_factory):
+    """Each front-end's report on `with_empties`, made once (several guarantees read it)."""
+    def get(name):
+        if name not in _REPORTS:
+            _REPORTS[name] = fronts[name].score(with_empties, tmp_path_factory.mktemp(name.replace(" ", "_")))
+        return _REPORTS[name]
+    return get
+
+
+# -- the guarantees ---------------------------------------------------------------------------------
+
+def _one_sentence(text: str) -> None:
+    assert text and "\n" not in text.strip() and "Traceback" not in text, text
+
+
+@pytest.mark.parametrize("kind", BAD_OPTION_KINDS)
+@pytest.mark.parametrize("name", _params())
+def test_bad_option(fronts, name, kind, tmp_path):
+    adapter = fronts[name]
+    with no_model_loads():
+        message = adapter.refusal(kind, tmp_path)
+    _one_sentence(message)
+    assert adapter.option_word(kind) in message, message
+
+
+@pytest.mark.parametrize("name", _params())
+def test_missing_model(fronts, name, tmp_path):
+    adapter = fronts[name]
+    with no_model_loads():
+        message = adapter.refusal("missing model", tmp_path)
+    _one_sentence(message)
+    assert "no_such_model" in message and adapter.option_word("missing model") in message, message
+    for word in adapter.foreign_words:
+        assert word not in message, message
+
+
+@pytest.mark.parametrize("name", _params())
+def test_bad_item(fronts, name, good, tmp_path):
+    adapter = fronts[name]
+    items = [good[0], Item(7, good[1].knowledge), good[2]]
+    if adapter.bad_item == "n/a":
+        pytest.skip(adapter.bad_item_reason)
+    if adapter.bad_item == "refused":
+        with no_model_loads():
+            message = adapter.refuse_item(items)
+        _one_sentence(message)
+        assert message.startswith("item 1: field '") and "got int" in message, message
+        return
+    report = adapter.score(items, tmp_path)
+    assert [r.status for r in report.rows] == ["scored", "bad", "scored"]
+    bad = report.rows[1]
+    assert bad.q2 is None and bad.key in bad.error and "response" in bad.error and "int" in bad.error, bad
+    assert report.counts == {"scored": 2, "empty": 0, "bad": 1}
+
+
+@pytest.mark.parametrize("name", _params())
+def test_empty(name, reports):
+    report = reports(name)
+    assert [i for i, r in enumerate(report.rows) if r.status == "empty"] == list(EMPTY_AT)
+    assert all(report.rows[i].q2 is None for i in EMPTY_AT)
+    assert all(r.q2 is not None for i, r in enumerate(report.rows) if i not in EMPTY_AT)
+    assert report.counts == {"scored": 5, "empty": 2, "bad": 0}
+
+
+@pytest.mark.parametrize("name", _params())
+def test_q2_score_rows(name, reports, fronts):
+    reference = reports("q2 score")
+    report = reports(name)
+    digits = getattr(fronts[name], "digits", None)  # a front-end that shows rounded scores
+    assert len(report.rows) == len(reference.rows)
+    for mine, theirs in zip(report.rows, reference.rows):
+        if theirs.q2 is None:
+            assert mine.q2 is None
+        elif digits:
+            assert mine.q2 == round(theirs.q2, digits)
+        else:
+            assert mine.q2 == theirs.q2 or math.isclose(mine.q2, theirs.q2, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("name", _params())
+def test_signature(name, reports, tiny_models):
+    from q2_metric.scorer import Q2Scorer
+
+    expected = str(Q2Scorer(**base_options(tiny_models)).signature())
+    assert reports(name).signature == expected
+
+
+@pytest.mark.parametrize("name", _params())
+def test_outputs(fronts, name, tmp_path, tiny_models):
+    adapter = fronts[name]
+    if getattr(adapter, "writes", True) is False:
+        pytest.skip("writes no file")
+    message = adapter.write_inside_read(tmp_path)
+    _one_sentence(message)
+    assert "lies inside" in message and f"'{tiny_models['qg']}'" in message, message
