@@ -87,7 +87,7 @@ class LmEval(Words):
     name: str
     base: dict[str, Any]
     task: str
-    slow: bool = False
+    slow: bool = True  # a whole lm-eval run each (seconds): with the integration tests
     bad_item: str = "reported"  # a reply that is no text: its doc/row; q2_dialogue's unreadable rows too
     words: dict = field(default_factory=lambda: _words(lambda n: f'q2_options["{n}"]'))
     foreign_words: tuple = ("--qg-model", "qg_model (")
@@ -161,7 +161,7 @@ class Inspect(Words):
     name: str
     base: dict[str, Any]
     task: bool = False
-    slow: bool = False
+    slow: bool = True  # a whole Inspect eval each (seconds): with the integration tests
     bad_item: str = "n/a"
     bad_item_reason: str = ("Inspect's model replies are text (ModelOutput): a non-text response cannot reach the "
                             "scorer; a sample whose knowledge is no text is reported under its own id "
