@@ -6,8 +6,6 @@ the code under test."""
 from __future__ import annotations
 
 import asyncio
-import csv
-import json
 import math
 import threading
 import time
@@ -18,7 +16,6 @@ from q2_metric import Q2Config
 from q2_metric.errors import Q2OptionError
 from q2_metric.frontend import Item
 from q2_metric.harness import batcher as B
-from q2_metric.harness import lm_eval as L
 from q2_metric.testing.scripted import scripted_scorer
 
 PAIRS = [
