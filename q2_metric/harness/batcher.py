@@ -73,10 +73,9 @@ def merge(outcomes: Sequence[Outcome]) -> Outcome:
     """The outcomes of several engine calls of one run as one (system figures over all items)."""
     if len(outcomes) == 1:
         return outcomes[0]
-    from q2_metric.steps.system_score import system_of  # the engine's own aggregation, over the calls
-
     items = [i for o in outcomes for i in o.items]
-    return Outcome(items, system_of([i.score for i in items if i.score is not None]), outcomes[0].signature)
+    return Outcome(items, frontend.system_figures([i.score for i in items if i.score is not None]),
+                   outcomes[0].signature)
 
 
 class Q2Engine:
