@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
-from q2_metric.frontend import Item, Outcome
+from q2_metric.frontend import Item, Outcome, tiny_note
 from q2_metric.harness.batcher import HARNESS_OPTIONS, engine_for
 
 KNOWLEDGE_COL = "knowledge"
@@ -211,6 +211,9 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
         print(f"Q²: {counts['scored']} scored, {counts['empty']} empty (unscored), {counts['bad'] + unread} bad",
               file=sys.stderr)
         print(f"Q² signature: {outcome.signature}", file=sys.stderr)
+        note = tiny_note(engine.config)  # lm-eval's logging drops the package's log line: printed here
+        if note:
+            print(f"Q²: {note}", file=sys.stderr)
     return outcome, unread
 
 

@@ -108,6 +108,7 @@ def test_aggregation_scores_the_run_once_and_reports_counts_signature_and_each_r
     err = capsys.readouterr().err
     assert "Q²: 4 scored, 2 empty (unscored), 0 bad" in err and f"Q² signature: {want.signature}" in err
     assert "1/6 candidates" in err and "all 6 stages done" in err  # a line per stage while it aggregates
+    assert "meaningless" not in err  # the scripted components are no tiny random models
 
 
 def test_max_batch_splits_the_run_and_one_set_of_options_per_run(scripted):
