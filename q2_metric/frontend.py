@@ -273,3 +273,55 @@ def check_histories(histories: Any, count: int) -> list[list[str]]:
     from q2_metric.steps.coref import check_histories as check
 
     return check(histories, count)
+
+
+def history_turns(cell: str) -> list[str]:
+    """A history column's text cell as its turns (`history_separator()` between them)."""
+    from q2_metric.steps.coref import split_history
+
+    return split_history(cell)
+
+
+def history_separator() -> str:
+    """The separator of the turns in a history column's text cell."""
+    from q2_metric.steps.coref import HISTORY_SEPARATOR
+
+    return HISTORY_SEPARATOR
+
+
+def decide(score: float | None, threshold: float) -> str | None:
+    """"consistent" iff Q² > threshold (the released code's rule), "inconsistent" otherwise, None
+    when unscored."""
+    from q2_metric.steps.decision import decide as rule
+
+    return rule(score, threshold)
+
+
+def decision_counts(made: Sequence[str | None], threshold: float) -> dict[str, Any]:
+    """The threshold and how many responses each decision got."""
+    from q2_metric.steps.decision import decision_counts as counts
+
+    return counts(made, threshold)
+
+
+def system_from_columns(q2: Sequence[float], q2_no_nli: Sequence[float], covered: Sequence[bool],
+                        valid_questions: int, unanswered_questions: int) -> SystemScore:
+    """The system figures from per-response columns (scores read back from a cache or a file)."""
+    from q2_metric.steps.system_score import system_score
+
+    return system_score(q2, q2_no_nli, covered, valid_questions, unanswered_questions)
+
+
+def is_consistent(score: float | None, threshold: float) -> bool:
+    """Whether `decide` says "consistent" (Q² > threshold)."""
+    from q2_metric.steps.decision import CONSISTENT
+
+    return decide(score, threshold) == CONSISTENT
+
+
+def load_spacy_pipeline(name: str | None = None) -> Any:
+    """The spaCy pipeline the engine's parser loads (default: the engine's), for a front-end's own
+    baselines; one sentence when it is missing."""
+    from q2_metric.models.spacy_parser import load_spacy
+
+    return load_spacy(name)

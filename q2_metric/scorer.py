@@ -59,6 +59,17 @@ class Q2Scorer:
         self._lock = threading.RLock()  # one call at a time on these components
         self._origin: Q2Scorer | None = None  # `with_config`: the scorer whose components are shared
 
+    def __getstate__(self) -> dict:
+        """Pickled (Ray ships scorers to its workers) without its lock, and on its own: a copy
+        shares neither components' loading nor turns with the scorer it came from."""
+        state = dict(self.__dict__)
+        state["_lock"], state["_origin"] = None, None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     def with_config(self, config: Q2Config) -> "Q2Scorer":
         """A scorer with other options over the same components (loaded once, in this scorer) and
         the same lock: calls of both take turns, each scoring and signing with its own options.

@@ -15,12 +15,11 @@ from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
 from q2_metric.errors import CacheWriteError
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.progress import plural
-from q2_metric.steps.decision import decide, decision_counts
-from q2_metric.steps.question_filter import VALID
+from q2_metric.frontend import decide, decision_counts, history_separator, history_turns, system_from_columns
 from q2_metric.errors import Q2InputError
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
-from q2_metric.steps.system_score import SystemScore, system_score
+from q2_metric.results import VALID, SystemScore
 
 STEP_COLUMNS = ["row", "line", "occurrence", "candidate", "question", "rank", "status", "response_answer",
                 "knowledge_answer", "f1", "nli_label", "score", "score_no_nli"]
@@ -97,7 +96,6 @@ def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str
 def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict[int, list[str]]:
     """Each good row's dialogue history from `column`: turns joined by `coref.HISTORY_SEPARATOR`
     (" ||| ") in a text cell, or a list of texts (JSONL, Parquet). A row with another value gets an error."""
-    from q2_metric.steps.coref import HISTORY_SEPARATOR, split_history
     from q2_metric.errors import Q2InputError
 
     good = [r for r in rows if r.error is None]
@@ -110,11 +108,11 @@ def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict
         if value is None or value == "":
             out[r.number] = []
         elif isinstance(value, str):
-            out[r.number] = split_history(value, HISTORY_SEPARATOR)
+            out[r.number] = history_turns(value)
         elif isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
             out[r.number] = list(value)
         else:
-            r.error = (f"line {r.line}: field '{column}' must be text (turns joined by '{HISTORY_SEPARATOR}') "
+            r.error = (f"line {r.line}: field '{column}' must be text (turns joined by '{history_separator()}') "
                        f"or a list of texts, got {type(value).__name__}")
     return out
 
@@ -250,7 +248,7 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
         out_records.append(record)
 
     all_valid = [q for res in per_row for q in res["questions"] if q["status"] == VALID]
-    system = system_score([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
+    system = system_from_columns([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
                           [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
                           len(all_valid), sum(_no_answer(q) for q in all_valid))
     report = ScoreReport(system=system, num_rows=len(run.rows), num_bad=len(run.rows) - len(run.good),

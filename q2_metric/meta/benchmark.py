@@ -92,8 +92,8 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
     index = {ds.name: np.array([position[k] for k in ds.keys()], dtype=int) for ds in datasets}
 
     if nlp is None:
-        from q2_metric.models.spacy_parser import load_spacy
-        nlp = load_spacy()
+        from q2_metric.frontend import load_spacy_pipeline
+        nlp = load_spacy_pipeline()
     say(f"baselines on the {len(keys):,} distinct responses of {len(datasets)} dataset(s)")
     base = baseline_scores([k[0] for k in keys], [k[1] for k in keys], nlp=nlp, nli=nli, bertscore=bertscore,
                            notes=notes)

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from q2_metric.steps.decision import CONSISTENT, decide
+from q2_metric.frontend import is_consistent
 
 
 def decide_all(scores: Sequence[float], threshold: float) -> np.ndarray:
@@ -20,7 +20,7 @@ def decide_all(scores: Sequence[float], threshold: float) -> np.ndarray:
     >>> decide_all([0.2, 0.5, 0.7], 0.5).tolist()
     [0, 0, 1]
     """
-    return np.array([int(decide(s, threshold) == CONSISTENT) for s in scores], int)
+    return np.array([int(is_consistent(s, threshold)) for s in scores], int)
 
 
 def balanced_accuracies(scores: Sequence[float], consistent: Sequence[int],

@@ -215,8 +215,8 @@ def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_
     supplied = {spec.name: read_scores(spec, keys, where) for spec in extra}
 
     if nlp is None:
-        from q2_metric.models.spacy_parser import load_spacy
-        nlp = load_spacy()
+        from q2_metric.frontend import load_spacy_pipeline
+        nlp = load_spacy_pipeline()
     if progress:
         progress(f"baselines on the {len(keys)} distinct responses")
     base = baseline_scores([k[0] for k in keys], [k[1] for k in keys], nlp=nlp, nli=nli,

@@ -78,9 +78,9 @@ class Cell:
 
 
 def _cell(scores) -> Cell:
-    from q2_metric.steps.system_score import system_of
+    from q2_metric.frontend import system_figures
 
-    s = system_of(scores)
+    s = system_figures(scores)
     return Cell(s.q2, s.coverage, s.num_valid_questions, s.no_answer_share, s.num_scored)
 
 

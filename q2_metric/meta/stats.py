@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from q2_metric.steps.decision import CONSISTENT, decide
+from q2_metric.frontend import is_consistent
 
 AUC_DRAWS = 1000  # bootstrap resamples behind each ROC AUC interval
 SHARES = (0.05, 0.10, 0.15, 0.20, 0.25)  # inconsistent shares of the simulated systems (Table 4)
@@ -38,7 +38,7 @@ def classification_report(scores: Sequence[float], consistent: Sequence[int], th
     >>> classification_report([0.9, 0.5, 0.6, 0.1], [1, 0, 0, 0])["accuracy"]
     0.75
     """
-    pred = [int(decide(s, threshold) == CONSISTENT) for s in scores]
+    pred = [int(is_consistent(s, threshold)) for s in scores]
     out = {"threshold": threshold, "n": len(scores),
            "accuracy": sum(p == y for p, y in zip(pred, consistent)) / len(scores) if scores else float("nan")}
     for name, cls in (("consistent", 1), ("inconsistent", 0)):

@@ -1,8 +1,9 @@
 """ParlAI's front-ends in the matrix: `--metrics q2` on a teacher of this package
-(CrossAnnotationTeacher replayed by ReplayAgent), and `Q2Teacher` over another task (the same
-teacher named by --q2-task). Both run `eval_model` in process (ParlAI's plumbing, the real
-engine); the items become an annotation file whose `dodeca_response` and `knowledge` are theirs,
-and each turn's result is read back from the explain file (`--q2-explain-file`)."""
+(CrossAnnotationTeacher replayed by ReplayAgent: the items become an annotation file whose
+`dodeca_response` and `knowledge` are theirs), and `Q2Teacher` over a task of ParlAI's own
+(`fromfile:parlaiformat`, its messages carrying the response to replay and the checked sentence).
+Both run `eval_model` in process (ParlAI's plumbing, the real engine); each turn's result is read
+back from the explain file (`--q2-explain-file`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,18 @@ def write_items(path: Path, items: list[Item]) -> Path:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+    return path
+
+
+def write_parlai_format(path: Path, items: list[Item]) -> Path:
+    """ParlAI's text format, one episode per item: `dodeca_response` (replayed) and `checked_sentence`."""
+    def clean(text: str) -> str:
+        assert "\t" not in text and "\n" not in text, "the format has no tab or line break in a field"
+        return text
+
+    path.write_text("".join(f"text:hello\tlabels:hi\tdodeca_response:{clean(i.response)}\t"
+                            f"checked_sentence:{clean(i.knowledge)}\tepisode_done:True\n" for i in items),
+                    encoding="utf-8")
     return path
 
 
@@ -63,16 +76,21 @@ class ParlAI:
         from parlai.core.metrics import dict_report
         from parlai.scripts.eval_model import EvalModel
 
-        data, explain = write_items(tmp / "items.csv", items), tmp / "explain.jsonl"
-        inner = "parlai_ext.teachers:CrossAnnotationTeacher"
-        task = {"task": "parlai_ext.teachers:Q2Teacher", "q2_task": inner} if self.wrapped else {"task": inner}
+        explain = tmp / "explain.jsonl"
+        if self.wrapped:  # ParlAI's own file teacher, whose messages carry the response to replay
+            data = write_parlai_format(tmp / "items.txt", items)
+            task = {"task": "parlai_ext.teachers:Q2Teacher", "q2_task": "fromfile:parlaiformat",
+                    "fromfile_datapath": str(data)}
+        else:
+            data = write_items(tmp / "items.csv", items)
+            task = {"task": "parlai_ext.teachers:CrossAnnotationTeacher", "q2_annotations": str(data)}
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            report = EvalModel.main(**task, model="parlai_ext.agents:ReplayAgent", q2_annotations=str(data),
+            report = EvalModel.main(**task, model="parlai_ext.agents:ReplayAgent",
                                     datapath=str(tmp / "parlai-data"), metrics="q2", log_every_n_secs=-1,
                                     q2_explain_file=str(explain), **{f"q2_{k}": v for k, v in self.base.items()})
         report = dict_report(report)
         lines = [json.loads(line) for line in explain.read_text(encoding="utf-8").splitlines() if line.strip()]
-        rows = [Row(f"example {line['example_id']}", "scored" if line["status"] == "scored" else "empty",
+        rows = [Row(f"example {line['example_id']}" if line["example_id"] else f"episode {line['episode_idx']}", "scored" if line["status"] == "scored" else "empty",
                     line["q2"]) for line in lines]
         counts = {"scored": report.get("q2_scored", 0), "empty": report.get("q2_empty", 0) + report.get("q2_skipped", 0),
                   "bad": 0}

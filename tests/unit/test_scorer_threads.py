@@ -111,3 +111,14 @@ def test_the_python_api_checks_its_options_before_any_model(monkeypatch):
         with pytest.raises(TypeError, match=r"'use_nlii' is not a Q² option \(did you mean 'use_nli'\?\)") as info:
             call()
         assert isinstance(info.value, Q2OptionError)
+
+
+def test_a_scorer_pickles_without_its_lock(tiny_config):
+    """Ray ships scorers to its workers by pickling them: the lock stays behind, the copy has its own."""
+    import pickle
+
+    view = cached_scorer(tiny_config, use_nli=False)
+    copy = pickle.loads(pickle.dumps(view))
+    assert copy.config == view.config and copy._lock is not view._lock and copy._origin is None
+    with copy._lock:  # a working lock of its own
+        pass
