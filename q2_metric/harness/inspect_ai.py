@@ -42,6 +42,7 @@ from inspect_ai.solver import TaskState, generate
 from q2_metric.errors import Q2Error, Q2OptionError
 from q2_metric.frontend import Item
 from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, engine_for
+from q2_metric.validation import is_blank
 
 _BATCHERS: dict[tuple, AsyncBatcher] = {}
 # How the options being built were given: `-S` (the scorer's) unless the q2_wow task builds it (`-T`).
@@ -186,7 +187,7 @@ def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | No
         meta.update({"q2_no_nli": None if math.isnan(r.q2_no_nli) else r.q2_no_nli, "fallback": r.fallback,
                      "questions": [_question(q) for q in r.valid_questions]})
         if scored.status == "empty":
-            why = "no_response" if r.reason == "empty response" else "no_knowledge"
+            why = "no_response" if is_blank(reply) else "no_knowledge"
             return Score.unscored(reason=why, answer=reply, explanation=scored.reason(), metadata=meta)
         return Score(value=r.q2, answer=reply, explanation=scored.reason(), metadata=meta)
 
