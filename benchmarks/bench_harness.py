@@ -35,23 +35,23 @@ def pairs(n: int) -> list[tuple[str, str]]:
 
 
 class Timed:
-    """Time spent in the harness engines' `score_pairs` (all engines of this process)."""
+    """Time spent in the harness engines' `score_items` (all engines of this process)."""
 
     def __init__(self) -> None:
         from q2_metric.harness import batcher
 
         self.seconds, self.calls = 0.0, 0
-        real = batcher.Q2Engine.score_pairs
+        real = batcher.Q2Engine.score_items
 
-        def timed(engine, replies, knowledge):
+        def timed(engine, items, max_batch=None, progress=None):
             start = time.perf_counter()
             try:
-                return real(engine, replies, knowledge)
+                return real(engine, items, max_batch, progress)
             finally:
                 self.seconds += time.perf_counter() - start
                 self.calls += 1
 
-        batcher.Q2Engine.score_pairs = timed
+        batcher.Q2Engine.score_items = timed
 
     def reset(self) -> None:
         self.seconds, self.calls = 0.0, 0

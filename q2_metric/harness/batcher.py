@@ -1,19 +1,24 @@
-"""Batched engine calls shared by the harness adapters.
+"""Batched engine calls shared by the harness adapters, through the front-end contract
+(`q2_metric.frontend`).
 
 Harnesses hand replies to a metric one at a time; Q² is fast only over many at once (each stage
 de-duplicates its model inputs and makes one component call per engine call). Two ways in:
 
-- `Q2Engine.score_pairs` (and `collect`): a whole run's (reply, knowledge) pairs at once, in
-  engine calls of at most `max_batch` replies (lm-eval: by default the whole run in one call);
-  `collect` remembers the last result, so that the several figures of one run (lm-eval aggregates
-  each metric apart) cost one engine call.
-- `AsyncBatcher`: concurrent `await batcher.score(reply, knowledge)` calls (Inspect AI's
-  scorers, ragas' samples) are gathered into one engine call of at most `max_batch` replies,
-  waiting at most `max_wait` seconds for more after the first; the engine runs in a worker
-  thread, so the event loop goes on.
+- `Q2Engine.score_items` (and `collect`): a whole run's items at once, in engine calls of at most
+  `max_batch` items (lm-eval: by default the whole run in one call); `collect` remembers the last
+  outcome, so that the several figures of one run (lm-eval aggregates each metric apart) cost one
+  engine call.
+- `AsyncBatcher`: concurrent `await batcher.score(item)` calls (Inspect AI's scorers, ragas'
+  samples) are gathered into one engine call of at most `max_batch` items, waiting at most
+  `max_wait` seconds for more after the first. The engine runs in a daemon thread: the event loop
+  goes on, and a cancelled sample (Ctrl-C, a harness timeout) is dropped from its batch at once;
+  an engine call whose samples were all cancelled stops at its next model batch, and nothing waits
+  for it.
 
-One engine (so one model load) per process and configuration: `engine(config)`, whatever the
-batch sizes asked of it.
+Every item goes through `frontend.score_items`: it is validated alone (a bad item is reported with
+its own key, the others are scored), an empty reply or knowledge is counted and unscored, and each
+result carries its status and the full signature. One engine (so one model load) per process and
+configuration: `engine(config)`, whatever the batch sizes asked of it.
 """
 
 from __future__ import annotations
@@ -23,85 +28,112 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+from q2_metric import frontend
+from q2_metric.errors import Q2Error, Q2OptionError
+from q2_metric.frontend import Item, ItemResult, Outcome
 
 DEFAULT_MAX_BATCH = 64
 DEFAULT_MAX_WAIT = 0.05  # seconds the micro-batcher waits for more requests after the first
 
 
+class ScoringCancelled(Q2Error):
+    """Every sample of an engine call was cancelled: the call stops at its next model batch."""
+
+
 @dataclass(frozen=True)
 class Scored:
-    """One reply's score: its `ResponseScore` and the signature of the engine call that made it."""
+    """One item's result (`frontend.ItemResult`) and the signature of the engine call that made it."""
 
-    response: Any  # q2_metric.ResponseScore
+    result: ItemResult
     signature: Any  # q2_metric.Signature
 
     @property
+    def status(self) -> str:
+        return self.result.status
+
+    @property
     def value(self) -> float:
-        return self.response.q2
+        """Q² (NaN unless scored)."""
+        return self.result.q2
+
+    @property
+    def response(self) -> Any:
+        """The `ResponseScore` (None for a bad item)."""
+        return self.result.score
 
     def reason(self) -> str:
-        """Why the score is what it is, in one sentence (as `q2 score` writes it)."""
-        from q2_metric.explain import reason_line
+        """Why the score is what it is, in one sentence (the `reason` column of `q2 score`), or the
+        bad item's error."""
+        return self.result.reason
 
-        return reason_line(self.response)
+
+def merge(outcomes: Sequence[Outcome]) -> Outcome:
+    """The outcomes of several engine calls of one run as one (system figures over all items)."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    items = [i for o in outcomes for i in o.items]
+    return Outcome(items, frontend.system_figures([i.score for i in items if i.score is not None]),
+                   outcomes[0].signature)
 
 
 class Q2Engine:
-    """A scorer with counters: `engine_calls` (calls of the Q² engine) and the replies scored."""
+    """A scorer with counters: `engine_calls` (calls of the Q² engine) and the items scored."""
 
     def __init__(self, config: Any, max_batch: int = DEFAULT_MAX_BATCH, scorer: Any = None) -> None:
         from q2_metric import Q2Scorer
 
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-            raise ValueError(f"Invalid max_batch={max_batch!r}: use an integer >= 1.")
+            raise Q2OptionError(f"Invalid max_batch={max_batch!r}: use an integer >= 1.")
         self.config = config
         self.max_batch = max_batch
         self.scorer = scorer if scorer is not None else Q2Scorer(config)  # tests pass a scripted one
         self.engine_calls = 0
         self.replies = 0
         self._lock = threading.Lock()  # one engine call at a time (the models are not re-entrant)
-        self._last: tuple[tuple, Any] | None = None
+        self._last: tuple[tuple, Outcome] | None = None
+        self._checked = False
 
-    def score_pairs(self, replies: Sequence[str], knowledge: Sequence[str],
-                    max_batch: int | None = None) -> list[Scored]:
-        """Every pair scored, in engine calls of at most `max_batch` replies (default: the engine's)."""
+    def check(self, spell: Callable[[str], str] = frontend.python_name, tiny_hint: str | None = None) -> None:
+        """The models checked before any work (`frontend.check_models`); the messages name the
+        options as `spell` does. Once per engine: the files do not change within a run."""
+        if self._checked:
+            return
+        with frontend.model_words(spell, tiny_hint):
+            frontend.check_models(self.scorer, spell=spell)
+        self._checked = True
+        note = frontend.tiny_note(self.config)  # on the tiny random models: the scores mean nothing
+        if note:
+            logging.getLogger("q2_metric").warning(note)
+
+    def score_items(self, items: Sequence[Item], max_batch: int | None = None,
+                    progress: Callable[[str, int, int], None] | None = None) -> Outcome:
+        """Every item scored or reported (`frontend.score_items`), in engine calls of at most
+        `max_batch` items (default: the engine's)."""
         step = max_batch or self.max_batch
-        out: list[Scored] = []
-        for start in range(0, len(replies), step):
-            stop = start + step
+        items = list(items)
+        outcomes = []
+        for start in range(0, max(len(items), 1), step):
             with self._lock:
-                result = self.scorer.score(list(replies[start:stop]), list(knowledge[start:stop]))
+                outcome = frontend.score_items(self.scorer, items[start:start + step], progress=progress)
                 self.engine_calls += 1
-                self.replies += len(result.responses)
-            out += [Scored(r, result.signature) for r in result.responses]
-        return out
+                self.replies += len(outcome.items)
+            outcomes.append(outcome)
+        return merge(outcomes)
 
-    def collect(self, pairs: Sequence[tuple[str, str]], max_batch: int | None = None) -> "Collected":
-        """A run's pairs scored once (engine calls of at most `max_batch`): the same pairs asked
-        again give the remembered result."""
-        key = tuple((str(r), str(k)) for r, k in pairs)
+    def collect(self, items: Sequence[Item], max_batch: int | None = None,
+                progress: Callable[[str, int, int], None] | None = None) -> Outcome:
+        """A run's items scored once (engine calls of at most `max_batch`): the same items asked
+        again give the remembered outcome."""
+        key = tuple((i.key, repr(i.response), repr(i.knowledge)) for i in items)
         with self._lock:
             if self._last is not None and self._last[0] == key:
                 return self._last[1]
-        scored = self.score_pairs([r for r, _ in key], [k for _, k in key], max_batch)
-        collected = Collected(scored)
+        outcome = self.score_items(items, max_batch, progress)
         with self._lock:
-            self._last = (key, collected)
-        return collected
-
-
-class Collected:
-    """The scores of a whole run and its system figures (as `q2 score` computes them)."""
-
-    def __init__(self, scored: list[Scored]) -> None:
-        from q2_metric.steps.system_score import system_of
-
-        self.scored = scored
-        self.system = system_of([s.response for s in scored])
-        sigs = list(dict.fromkeys(str(s.signature) for s in scored))
-        self.signature = scored[0].signature if len(sigs) == 1 else None
-        self.signatures = sigs
+            self._last = (key, outcome)
+        return outcome
 
 
 _ENGINES: dict[tuple, Q2Engine] = {}
@@ -109,16 +141,11 @@ _ENGINES_LOCK = threading.Lock()
 
 
 def engine(config: Any) -> Q2Engine:
-    """The process's engine for `config` (one per configuration: one model load). On the tiny
-    random models it logs, once, the line every front-end prints: the scores mean nothing."""
+    """The process's engine for `config` (one per configuration: one model load)."""
     with _ENGINES_LOCK:
         found = _ENGINES.get(config)
         if found is None:
             found = _ENGINES[config] = Q2Engine(config)
-            from q2_metric.models.tiny import meaningless_note, uses_tiny
-
-            if uses_tiny(config):
-                logging.getLogger("q2_metric").warning(meaningless_note())
         return found
 
 
@@ -133,41 +160,73 @@ def reset_engines() -> None:
         _ENGINES.clear()
 
 
+def _in_thread(loop: asyncio.AbstractEventLoop, run: Callable[[], Any]) -> asyncio.Future:
+    """`run()` in a daemon thread; its result on a future of `loop`. Unlike `asyncio.to_thread`,
+    nothing (no executor shutdown at the end of `asyncio.run`, no interpreter exit) waits for it."""
+    future = loop.create_future()
+
+    def settle(value: Any, err: BaseException | None) -> None:
+        if not future.done():
+            future.set_exception(err) if err is not None else future.set_result(value)
+
+    def target() -> None:
+        try:
+            value, err = run(), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting loop
+            value, err = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, err)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=target, name="q2-engine", daemon=True).start()
+    return future
+
+
 class AsyncBatcher:
-    """Gathers concurrent `score` calls into engine calls of at most `max_batch` replies.
+    """Gathers concurrent `score` calls into engine calls of at most `max_batch` items.
 
     The first request of a batch waits at most `max_wait` seconds for others (a full batch goes at
-    once); one batch is scored at a time, in a worker thread. Works across event loops (each loop
-    gets its own queue state), so one batcher may serve several `asyncio.run` calls.
+    once); one batch is scored at a time, in a daemon thread. A cancelled request leaves its batch
+    (it is never scored); when every request of the batch in flight is cancelled, the engine call
+    stops at its next model batch. Works across event loops (each loop gets its own queue state),
+    so one batcher may serve several `asyncio.run` calls. `progress` hears each engine call's stages.
     """
 
     def __init__(self, q2_engine: Q2Engine, max_batch: int | None = None,
-                 max_wait: float = DEFAULT_MAX_WAIT) -> None:
+                 max_wait: float = DEFAULT_MAX_WAIT, progress: Callable[[str, int, int], None] | None = None) -> None:
         self.engine = q2_engine
         self.max_batch = max_batch or getattr(q2_engine, "max_batch", DEFAULT_MAX_BATCH)
-        if not (isinstance(max_wait, (int, float)) and max_wait >= 0 and math.isfinite(max_wait)):
-            raise ValueError(f"Invalid max_wait={max_wait!r}: use a number of seconds >= 0.")
+        if isinstance(max_wait, bool) or not (isinstance(max_wait, (int, float)) and max_wait >= 0
+                                              and math.isfinite(max_wait)):
+            raise Q2OptionError(f"Invalid max_wait={max_wait!r}: use a number of seconds >= 0.")
         self.max_wait = float(max_wait)
+        self.progress = progress
         self._state: dict[int, dict[str, Any]] = {}
         self.batches: list[int] = []  # the size of each engine call made (tests read it)
+        self.stopped = 0  # engine calls stopped because all their samples were cancelled
 
     def _loop_state(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         state = self._state.get(id(loop))
         if state is None or state["loop"] is not loop:
-            state = self._state[id(loop)] = {"loop": loop, "pending": [], "full": asyncio.Event(),
-                                             "worker": None, "run": asyncio.Lock()}
+            state = self._state[id(loop)] = {"loop": loop, "pending": [], "full": asyncio.Event(), "worker": None}
         return state
 
-    async def score(self, reply: str, knowledge: str) -> Scored:
+    async def score(self, item: Item) -> Scored:
         state = self._loop_state()
         future: asyncio.Future = state["loop"].create_future()
-        state["pending"].append((reply, knowledge, future))
+        entry = (item, future)
+        state["pending"].append(entry)
         if len(state["pending"]) >= self.max_batch:
             state["full"].set()
         if state["worker"] is None or state["worker"].done():
             state["worker"] = asyncio.ensure_future(self._drain(state))
-        return await future
+        try:
+            return await future
+        finally:
+            if future.cancelled() and entry in state["pending"]:
+                state["pending"].remove(entry)  # cancelled before its batch went: never scored
 
     async def _drain(self, state: dict[str, Any]) -> None:
         while state["pending"]:
@@ -177,22 +236,48 @@ class AsyncBatcher:
                     await asyncio.wait_for(state["full"].wait(), self.max_wait)
                 except asyncio.TimeoutError:
                     pass
-            batch = state["pending"][:self.max_batch]
+            batch = [e for e in state["pending"][:self.max_batch] if not e[1].done()]
             del state["pending"][:self.max_batch]
+            if not batch:
+                continue
             self.batches.append(len(batch))
+            futures = [f for _, f in batch]
+            stop = threading.Event()
+
+            def cancelled(_: asyncio.Future) -> None:
+                if all(f.cancelled() for f in futures):
+                    stop.set()
+
+            for f in futures:
+                f.add_done_callback(cancelled)
+
+            def progress(name: str, done: int, total: int) -> None:
+                if stop.is_set():
+                    raise ScoringCancelled("Every sample of this Q² engine call was cancelled.")
+                if self.progress is not None:
+                    self.progress(name, done, total)
+
+            run = lambda: self.engine.score_items([i for i, _ in batch], self.max_batch, progress)  # noqa: E731
             try:
-                scored = await asyncio.to_thread(self.engine.score_pairs, [b[0] for b in batch],
-                                                 [b[1] for b in batch], self.max_batch)
+                outcome = await _in_thread(state["loop"], run)
+            except asyncio.CancelledError:
+                stop.set()  # the loop is going away: the engine call stops at its next model batch
+                for f in futures:
+                    f.cancel()
+                raise
+            except ScoringCancelled:
+                self.stopped += 1
+                continue
             except BaseException as err:  # noqa: BLE001 - every waiting sample gets the error
-                for *_, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(err)
+                for f in futures:
+                    if not f.done():
+                        f.set_exception(err)
                 if not isinstance(err, Exception):
                     raise
                 continue
-            for (*_, fut), s in zip(batch, scored):
-                if not fut.done():
-                    fut.set_result(s)
+            for f, result in zip(futures, outcome.items):
+                if not f.done():
+                    f.set_result(Scored(result, outcome.signature))
 
 
 # -- options -------------------------------------------------------------------------------------
@@ -200,27 +285,30 @@ class AsyncBatcher:
 HARNESS_OPTIONS = ("variant", "batch_size", "tiny", "max_batch")
 
 
-def harness_config(options: dict[str, Any] | None = None, spell: Any = None) -> tuple[Any, int | None]:
+def harness_config(options: dict[str, Any] | None = None, spell: Callable[[str], str] = frontend.python_name
+                   ) -> tuple[Any, int | None]:
     """(`Q2Config`, max_batch) from a harness's option values: `variant`, `batch_size`, `tiny`,
-    `max_batch` (replies per engine call; None: the adapter's default) and any `Q2Config` option,
-    checked by the project's one options path (`build_config`; `tiny` defaults to the `Q2_TINY`
-    environment variable)."""
-    from q2_metric.options import build_config
-
+    `max_batch` (items per engine call; None: the adapter's default) and any `Q2Config` option,
+    checked by the contract's options path (`frontend.configure`; `tiny` defaults to the
+    `Q2_TINY` environment variable). Errors: one `Q2OptionError` sentence naming the option as
+    `spell` spells it."""
     options = dict(options or {})
     variant = options.pop("variant", None) or "paper"
     batch_size = options.pop("batch_size", None)
     tiny = options.pop("tiny", None)
     max_batch = options.pop("max_batch", None)
-    kwargs = {"spell": spell} if spell is not None else {}
-    config = build_config(variant, options, batch_size=batch_size, tiny=tiny, **kwargs)
+    config = frontend.configure(options, variant=variant, tiny=tiny, batch_size=batch_size, spell=spell)
     if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
-        raise ValueError(f"Invalid Q² option max_batch={max_batch!r}: use an integer >= 1.")
+        raise Q2OptionError(f"Invalid Q² option {spell('max_batch')}={max_batch!r}: use an integer >= 1.")
     return config, max_batch
 
 
-def engine_for(options: dict[str, Any] | None = None) -> tuple[Q2Engine, int | None]:
+def engine_for(options: dict[str, Any] | None = None, spell: Callable[[str], str] = frontend.python_name,
+               check: bool = False, tiny_hint: str | None = None) -> tuple[Q2Engine, int | None]:
     """The process's engine for these harness options and the `max_batch` they ask for (see
-    `harness_config`)."""
-    config, max_batch = harness_config(options)
-    return engine(config), max_batch
+    `harness_config`); with `check`, its models checked now (`Q2Engine.check`)."""
+    config, max_batch = harness_config(options, spell)
+    found = engine(config)
+    if check:
+        found.check(spell, tiny_hint)
+    return found, max_batch

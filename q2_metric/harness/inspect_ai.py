@@ -1,24 +1,37 @@
 """Inspect AI: the `q2()` scorer and the `q2_wow` task, registered through the `inspect_ai` entry
 point of this package (names `q2_metric/q2` and `q2_metric/q2_wow`).
 
-    inspect eval q2_metric/q2_wow --model hf/local -M model_path=DIR -T limit=8
+    inspect eval q2_metric/q2_wow --model hf/local -M model_path=DIR -T limit=8 -T qg_model=QG_DIR
     inspect score LOG --scorer q2_metric/q2 -S tiny=true          # re-score any log with Q²
 
-The knowledge of a sample is its metadata's `knowledge` (another key: `knowledge_key=`), else its
-target. Samples are scored concurrently as their generations finish; an async micro-batcher
+Q² options go in Inspect's own words: `-T name=value` for the task, `-S name=value` for the scorer
+(any `Q2Config` option, e.g. `-T qg_model=DIR -T qa_model=DIR -T nli_model=DIR`, or all at once:
+`-T options='{"qg_model": "DIR"}'`). They are checked, and the Q² models found, when the task or
+the scorer is built, before any generation: a bad value or a missing model is one sentence naming
+the option as `-T`/`-S` spells it, and a nonzero exit.
+
+The knowledge of a sample is its metadata's `knowledge` (another key: `knowledge_key=`; an empty
+string there is empty knowledge, never replaced), else its target (a list target joined by
+`separator`). Samples are scored concurrently as their generations finish; an async micro-batcher
 (`q2_metric.harness.batcher.AsyncBatcher`) gathers them into engine calls of at most `max_batch`
-replies. Each `Score` carries the value (Q²; NaN when the reply or knowledge is empty, left out of
-the metrics), the reason in one sentence as its explanation, and in its metadata `q2_no_nli`,
-`fallback`, the valid questions (question, span, the knowledge's answer, F1, NLI label, span score)
-and the signature.
+samples. Each sample is checked alone: one whose knowledge or reply is no string is reported with
+its own id (unscored, `q2_status: bad`) and the others are scored; an empty reply or knowledge is
+unscored (`q2_status: empty`). A cancelled sample (Ctrl-C, a time limit) leaves its batch and is
+never scored. Each `Score` carries the value (Q²; NaN when unscored, left out of the metrics), the
+reason in one sentence as its explanation (the `reason` column of `q2 score`), and in its metadata
+`q2_status`, `q2_no_nli`, `fallback`, the valid questions and the full signature. The metrics:
+`mean` and `stderr`; the run's results (`log.results.scores[0].metadata`) hold the counts
+(`q2_counts`: scored, empty, bad) and the full signature (`q2_signature`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import math
 from typing import Any
 
 from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
@@ -26,15 +39,24 @@ from inspect_ai.scorer import mean as _inspect_mean
 from inspect_ai.scorer import stderr as _inspect_stderr
 from inspect_ai.solver import TaskState, generate
 
+from q2_metric.errors import Q2Error, Q2OptionError
+from q2_metric.frontend import Item
 from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, engine_for
+from q2_metric.validation import is_blank
 
 _BATCHERS: dict[tuple, AsyncBatcher] = {}
+# How the options being built were given: `-S` (the scorer's) unless the q2_wow task builds it (`-T`).
+_FLAG: contextvars.ContextVar[str] = contextvars.ContextVar("q2_inspect_flag", default="-S")
+
+
+def _status(s: SampleScore) -> str:
+    return (s.score.metadata or {}).get("q2_status", "scored")
 
 
 def _scored(scores: list[SampleScore]) -> list[SampleScore]:
     def ok(s: SampleScore) -> bool:
         v = s.score.value
-        return not (isinstance(v, float) and math.isnan(v))
+        return _status(s) == "scored" and not (isinstance(v, float) and math.isnan(v))
 
     return [s for s in scores if ok(s)]
 
@@ -62,13 +84,58 @@ def q2_stderr() -> Metric:
     return compute
 
 
+_SHOWN: dict[type, type] = {}
+
+
+def _shown(err: Q2Error) -> Q2Error:
+    """The same error, also an Inspect `PrerequisiteError`: Inspect prints its one sentence without
+    a traceback and exits nonzero (it keeps its Q² class: `except Q2OptionError` still catches it)."""
+    from rich.markup import escape
+
+    cls = type(err)
+    both = _SHOWN.get(cls)
+    if both is None:
+        both = _SHOWN[cls] = type(cls.__name__, (cls, PrerequisiteError), {"__module__": cls.__module__})
+    shown = Exception.__new__(both)
+    shown.args = err.args
+    shown.__dict__.update(err.__dict__)
+    shown.message = escape(str(err))
+    return shown
+
+
+def _spell(name: str) -> str:
+    return f"{_FLAG.get()} {name}"
+
+
 def _batcher(options: dict[str, Any], max_wait: float) -> AsyncBatcher:
-    engine, max_batch = engine_for(options)
-    key = (id(engine), max_batch, max_wait)
+    flag = _FLAG.get()
+    try:
+        if isinstance(max_wait, bool) or not isinstance(max_wait, (int, float)) or not (
+                max_wait >= 0 and math.isfinite(max_wait)):
+            raise Q2OptionError(f"Invalid Q² option {_spell('max_wait')}={max_wait!r}: use a number of seconds >= 0.")
+        engine, max_batch = engine_for(options, spell=_spell, check=True, tiny_hint=f"`{flag} tiny=true`")
+    except Q2Error as err:
+        raise _shown(err) from None
+    key = (id(engine), max_batch, float(max_wait))
     found = _BATCHERS.get(key)
     if found is None:
         found = _BATCHERS[key] = AsyncBatcher(engine, max_batch=max_batch, max_wait=max_wait)
     return found
+
+
+def _merged(options: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """`options=` (a dict, as `-S options='{...}'` gives it) and the single options, which win only
+    where they agree."""
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise _shown(Q2OptionError(f"Invalid Q² option {_spell('options')}={options!r}: use a mapping of Q² "
+                                   f"options, e.g. {_spell('options')}='{{\"qg_model\": \"DIR\"}}'."))
+    for name, value in given.items():
+        if name in options and value is not None and options[name] != value:
+            raise _shown(Q2OptionError(f"The Q² option {name} is given twice with different values ({_spell(name)}="
+                                       f"{value!r} and in {_spell('options')}: {options[name]!r}); give it once."))
+    return {**options, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _question(q: Any) -> dict[str, Any]:
@@ -76,27 +143,53 @@ def _question(q: Any) -> dict[str, Any]:
             "f1": q.f1, "nli": q.nli_label, "score": q.score}
 
 
+def _sample_key(state: TaskState) -> str:
+    return f"sample {state.sample_id!r}"
+
+
 @scorer(metrics=[q2_mean(), q2_stderr()], name="q2")
 def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | None = None,
        batch_size: int | None = None, max_batch: int | None = None, max_wait: float = DEFAULT_MAX_WAIT,
-       options: dict[str, Any] | None = None):
+       separator: str = " ", options: dict[str, Any] | None = None, **q2_options: Any):
     """Q² of the model's reply against the sample's knowledge (metadata `knowledge_key`, else the
-    target). `variant`, `tiny` (default: the `Q2_TINY` environment variable), `batch_size`,
-    `max_batch` (replies per engine call), `max_wait` (seconds the batcher waits for more samples)
-    and `options` (any `Q2Config` option) are checked by the project's options path."""
-    batcher = _batcher({**(options or {}), "variant": variant, "tiny": tiny, "batch_size": batch_size,
-                        "max_batch": max_batch}, max_wait)
+    target, a list target joined by `separator`). `variant`, `tiny` (default: the `Q2_TINY`
+    environment variable), `batch_size`, `max_batch` (samples per engine call), `max_wait` (seconds
+    the batcher waits for more samples), any `Q2Config` option by name (`-S qg_model=DIR`) or all in
+    `options`: checked, and the models found, now (before any sample is scored)."""
+    merged = _merged(options, {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size,
+                               "max_batch": max_batch})
+    batcher = _batcher(merged, max_wait)
+    counts = {"scored": 0, "empty": 0, "bad": 0}
+
+    def note(status: str, signature: Any) -> None:
+        """The counts and the full signature in the run's results (`EvalScore.metadata`: Inspect
+        copies the scorer's registry metadata there when the run ends). Inspect's metrics never
+        see an unscored sample, so the counts cannot be metrics."""
+        from inspect_ai._util.registry import registry_info
+
+        counts[status] += 1
+        registry_info(score).metadata.update(q2_counts=dict(counts), q2_signature=str(signature))
 
     async def score(state: TaskState, target: Target) -> Score:
         reply = state.output.completion if state.output is not None else ""
-        knowledge = (state.metadata or {}).get(knowledge_key) or target.text
-        scored = await batcher.score(reply, knowledge)
+        metadata = state.metadata or {}
+        if knowledge_key in metadata:
+            knowledge = metadata[knowledge_key]  # as it is: "" is empty knowledge, a non-string is bad
+        else:
+            knowledge = separator.join(target.target)
+        scored = await batcher.score(Item(_sample_key(state), reply, knowledge))
+        note(scored.status, scored.signature)
+        meta = {"q2_status": scored.status, "signature": str(scored.signature)}
         r = scored.response
-        unscored = None if r.scored else ("no_response" if not reply.strip() else "scoring_failed")
-        return Score(value=r.q2 if r.scored else float("nan"), answer=reply, explanation=scored.reason(),
-                     reason=unscored, metadata={"q2_no_nli": None if math.isnan(r.q2_no_nli) else r.q2_no_nli,
-                               "fallback": r.fallback, "questions": [_question(q) for q in r.valid_questions],
-                               "signature": str(scored.signature)})
+        if scored.status == "bad":
+            return Score.unscored(reason="scoring_failed", answer=reply if isinstance(reply, str) else None,
+                                  explanation=scored.reason(), metadata={**meta, "error": scored.result.error})
+        meta.update({"q2_no_nli": None if math.isnan(r.q2_no_nli) else r.q2_no_nli, "fallback": r.fallback,
+                     "questions": [_question(q) for q in r.valid_questions]})
+        if scored.status == "empty":
+            why = "no_response" if is_blank(reply) else "no_knowledge"
+            return Score.unscored(reason=why, answer=reply, explanation=scored.reason(), metadata=meta)
+        return Score(value=r.q2, answer=reply, explanation=scored.reason(), metadata=meta)
 
     return score
 
@@ -117,10 +210,18 @@ def wow_samples(limit: int | None = None) -> list[Sample]:
 
 @task(name="q2_wow")
 def q2_wow(limit: int | None = None, max_tokens: int = 64, variant: str = "paper", tiny: bool | None = None,
-           batch_size: int | None = None, max_batch: int | None = None, max_wait: float = DEFAULT_MAX_WAIT):
-    """The model writes the wizard's reply to each annotated WoW context; Q² scores it."""
-    return Task(dataset=MemoryDataset(wow_samples(limit), name="q2_wow"), solver=generate(),
-                scorer=q2(variant=variant, tiny=tiny, batch_size=batch_size, max_batch=max_batch, max_wait=max_wait),
+           batch_size: int | None = None, max_batch: int | None = None, max_wait: float = DEFAULT_MAX_WAIT,
+           options: dict[str, Any] | None = None, **q2_options: Any):
+    """The model writes the wizard's reply to each annotated WoW context; Q² scores it. Q² options
+    by name (`-T qg_model=DIR`) or all in `-T options='{...}'`, checked (and the models found) here,
+    before any generation."""
+    token = _FLAG.set("-T")
+    try:
+        scorer_ = q2(variant=variant, tiny=tiny, batch_size=batch_size, max_batch=max_batch, max_wait=max_wait,
+                     options=options, **q2_options)
+    finally:
+        _FLAG.reset(token)
+    return Task(dataset=MemoryDataset(wow_samples(limit), name="q2_wow"), solver=generate(), scorer=scorer_,
                 config=GenerateConfig(max_tokens=max_tokens))
 
 

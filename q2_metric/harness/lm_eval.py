@@ -8,37 +8,112 @@ imports what it needs from here, so that the state (one engine per process) live
   message, the knowledge sentence); the model writes the wizard's reply.
 - `q2_dialogue`: any user file in the formats `q2 score` reads (CSV, JSONL, Parquet, a datasets
   folder) with a knowledge column and a dialogue-history column (turns oldest first, joined by
-  ` ||| `): `--metadata '{"path": "dialogues.csv"}'`.
+  ` ||| `): `--metadata '{"path": "dialogues.csv"}'`. A row that cannot be read is reported (one
+  line on stderr naming its row) and counted as `bad`.
 
-`process_results` only records each (reply, knowledge) pair; the aggregation of the first figure
-scores all of the run's pairs in one engine call (or calls of at most `max_batch` replies, when the
-options set it), and the other figures reuse that result (`Q2Engine.collect`). Q² options go in `--metadata` under `q2_options`
-(`{"q2_options": {"tiny": true, "batch_size": 16}}`), checked by the project's options path.
+Q² options go in `--metadata` under `q2_options` (`{"q2_options": {"tiny": true, "batch_size":
+16}}`); they are checked, and the Q² models found, when the task's documents are built - before
+the model generates anything. A bad option, a missing model or an unreadable file is one sentence
+that names the option as lm-eval takes it (`q2_options["qg_model"]` in `--metadata`).
+
+`process_results` only records each reply; the aggregation of the first figure scores all of the
+run's replies in one engine call (or calls of at most `max_batch` replies, when the options set
+it), writing a line per Q² stage on stderr, and the other figures reuse that result. The figures:
+`q2`, `q2_no_nli`, `coverage`, the counts `scored`, `empty` (an empty reply or knowledge:
+unscored) and `bad`, and the FULL `signature`. With `--log_samples`, each sample's `q2` entry
+holds the reply's Q², Q² without NLI, its status and the one-sentence reason (the `reason` column
+of `q2 score`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
+from pathlib import Path
 from typing import Any
 
-from q2_metric.harness.batcher import HARNESS_OPTIONS, engine_for, harness_config
+from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
+from q2_metric.frontend import Item, Outcome, tiny_note
+from q2_metric.harness.batcher import HARNESS_OPTIONS, engine_for
 
 KNOWLEDGE_COL = "knowledge"
 HISTORY_COL = "history"
+FIGURES = ("q2", "q2_no_nli", "coverage", "scored", "empty", "bad", "signature")
+METADATA = "--metadata"
+TINY_HINT = "`--metadata '{\"q2_options\": {\"tiny\": true}}'`"
+
+
+def spell(name: str) -> str:
+    """A Q² option as lm-eval takes it: a key of `q2_options` in `--metadata`."""
+    return f'q2_options["{name}"]'
+
+
+# -- errors in lm-eval's words -------------------------------------------------------------------
+
+def _under_lm_eval_cli() -> bool:
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    return argv0.name in ("lm_eval", "lm-eval") or (argv0.name == "__main__.py" and argv0.parent.name == "lm_eval")
+
+
+def _install_hook() -> None:
+    """Under the `lm_eval` command, a Q² error raised while lm-eval builds or aggregates a task
+    ends the run with its one sentence (lm-eval itself would print the whole traceback)."""
+    previous = sys.excepthook
+    if getattr(previous, "_q2_harness", False):
+        return
+
+    def hook(kind, err, tb):
+        if isinstance(err, Q2Error):
+            print(f"Error: {err}", file=sys.stderr)
+            return
+        previous(kind, err, tb)
+
+    hook._q2_harness = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
+
+
+if _under_lm_eval_cli():
+    _install_hook()
+
+
+_FLAGS = (  # the reader's advice in `q2 score` flags -> the same in q2_dialogue's --metadata keys
+    ("--response-col and --knowledge-col", '"history_col" and "knowledge_col" in --metadata'),
+    ("--response-col", '"history_col" in --metadata'), ("--history-col", '"history_col" in --metadata'),
+    ("--knowledge-col", '"knowledge_col" in --metadata'), ("--encoding", '"encoding" in --metadata'),
+)
+
+
+def _file_error(err: Q2InputError, path: str) -> Q2InputError:
+    text = str(err)
+    if "--allow-empty" in text:
+        return Q2InputError(f"The file '{path}' given to q2_dialogue has no data rows; give a file with at least one.")
+    for flag, words in _FLAGS:
+        text = text.replace(flag, words)
+    return Q2InputError(text)
 
 
 # -- datasets ------------------------------------------------------------------------------------
 
-def _options_json(q2_options: Any) -> str:
+def _options(q2_options: Any) -> dict[str, Any]:
     if q2_options is None:
-        q2_options = {}
+        return {}
     if isinstance(q2_options, str):
-        q2_options = json.loads(q2_options)
+        try:
+            q2_options = json.loads(q2_options)
+        except ValueError:
+            q2_options = None
     if not isinstance(q2_options, dict):
-        raise ValueError(f"Invalid q2_options={q2_options!r}: use a JSON object of Q² options.")
-    harness_config(q2_options)  # checked now, before the model generates anything
-    return json.dumps(q2_options, sort_keys=True)
+        raise Q2OptionError(f"Invalid q2_options in {METADATA}: use a JSON object of Q² options, e.g. "
+                            f"{METADATA} '{{\"q2_options\": {{\"tiny\": true}}}}'.")
+    return q2_options
+
+
+def _checked(q2_options: Any) -> str:
+    """The options checked and the models found now, before the model generates anything."""
+    options = _options(q2_options)
+    engine_for(options, spell=spell, check=True, tiny_hint=TINY_HINT)
+    return json.dumps(options, sort_keys=True)
 
 
 def _dataset(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -51,26 +126,34 @@ def wow_dataset(q2_options: Any = None, limit_contexts: int | None = None, **_: 
     """`q2_wow`'s documents: the annotated WoW contexts (topic, message, knowledge, gold)."""
     from q2_metric.harness import wow_contexts
 
-    options = _options_json(q2_options)
+    options = _checked(q2_options)
     rows = wow_contexts(limit_contexts)
     return _dataset([{"topic": r["topic"], "message": r["message"], "knowledge": r["knowledge"],
-                      "gold": r["gold"], "q2_options": options} for r in rows])
+                      "gold": r["gold"], "q2_key": f"doc {i}", "q2_options": options, "q2_unread": "[]"}
+                     for i, r in enumerate(rows)])
 
 
 def dialogue_dataset(path: str | None = None, knowledge_col: str = KNOWLEDGE_COL, history_col: str = HISTORY_COL,
-                     q2_options: Any = None, **_: Any) -> dict[str, Any]:
-    """`q2_dialogue`'s documents: a user file's knowledge and dialogue history (rows that cannot be
-    read are left out, as `q2 score` leaves them unscored)."""
+                     q2_options: Any = None, encoding: str = "utf-8", **_: Any) -> dict[str, Any]:
+    """`q2_dialogue`'s documents: a user file's knowledge and dialogue history. A row that cannot
+    be read is reported on stderr with its row, and counted as `bad` in the results."""
+    from q2_metric.corpus.files import read_histories
     from q2_metric.io import read_rows
-    from q2_metric.steps.coref import split_history
 
     if not path:
-        raise ValueError("q2_dialogue needs the file to read: --metadata '{\"path\": \"dialogues.csv\"}' "
-                         "(a knowledge column and a history column, turns joined by ' ||| ').")
-    options = _options_json(q2_options)
-    rows = read_rows(path, response_col=history_col, knowledge_col=knowledge_col)
-    return _dataset([{"history": split_history(r.fields[history_col]), "knowledge": r.fields[knowledge_col],
-                      "q2_options": options} for r in rows if r.error is None])
+        raise Q2InputError("q2_dialogue needs the file to read: --metadata '{\"path\": \"dialogues.csv\"}' "
+                           "(a knowledge column and a history column, turns joined by ' ||| ').")
+    options = _checked(q2_options)
+    try:
+        rows = read_rows(path, response_col=history_col, knowledge_col=knowledge_col, encoding=encoding)
+        turns = read_histories(path, rows, history_col)
+    except Q2InputError as err:
+        raise _file_error(err, str(path)) from None
+    unread = [f"row {r.number} ({r.error})" for r in rows if r.error is not None]
+    for line in unread:
+        print(f"q2_dialogue: {line} not read; counted as bad.", file=sys.stderr)
+    return _dataset([{"history": turns[r.number], "knowledge": r.fields[knowledge_col], "q2_key": f"row {r.number}",
+                      "q2_options": options, "q2_unread": json.dumps(unread)} for r in rows if r.error is None])
 
 
 # -- prompts -------------------------------------------------------------------------------------
@@ -89,21 +172,49 @@ def dialogue_doc_to_text(doc: dict[str, Any]) -> str:
 
 # -- scoring -------------------------------------------------------------------------------------
 
-FIGURES = ("q2", "q2_no_nli", "coverage", "signature")
-
-
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-    """Record the pair; scoring happens once, over the whole run, at aggregation."""
-    item = (results[0].strip(), doc["knowledge"], doc.get("q2_options") or "{}")
+    """Record the reply; scoring happens once, over the whole run, at aggregation, which writes the
+    reply's Q², status and reason into this same record (so into `--log_samples`' file)."""
+    reply = results[0]
+    item = {"key": doc.get("q2_key") or "doc", "reply": reply.strip() if isinstance(reply, str) else reply,
+            "knowledge": doc["knowledge"], "options": doc.get("q2_options") or "{}",
+            "unread": doc.get("q2_unread") or "[]"}
     return {name: item for name in FIGURES}
 
 
-def _collected(items: list[tuple[str, str, str]]):
-    options = {o for _, _, o in items}
+_REPORTED: list[int] = []  # the outcome whose per-reply results and summary were written last
+
+
+def _number(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
+    """The run's outcome and its unread rows; the first time, each record gets its result and
+    stderr gets the counts and the full signature."""
+    from q2_metric.progress import line_progress
+
+    options = {i["options"] for i in items}
     if len(options) != 1:
-        raise ValueError(f"One task run has {len(options)} sets of Q² options; use one per task.")
-    engine, max_batch = engine_for(json.loads(options.pop()))
-    return engine.collect([(r, k) for r, k, _ in items], max_batch or max(len(items), 1))
+        raise Q2OptionError(f"One task run has {len(options)} sets of q2_options; use one per task.")
+    engine, max_batch = engine_for(json.loads(options.pop()), spell=spell)
+    unread = len({u for i in items for u in json.loads(i["unread"])})
+    outcome = engine.collect([Item(i["key"], i["reply"], i["knowledge"]) for i in items],
+                             max_batch or max(len(items), 1), progress=line_progress("Q²"))
+    for record, result in zip(items, outcome.items):
+        score = result.score
+        record.update(q2=_number(result.q2), q2_no_nli=_number(score.q2_no_nli) if score is not None else None,
+                      status=result.status, reason=result.reason)
+    if _REPORTED != [id(outcome)]:
+        _REPORTED[:] = [id(outcome)]
+        counts = outcome.counts
+        print(f"Q²: {counts['scored']} scored, {counts['empty']} empty (unscored), {counts['bad'] + unread} bad",
+              file=sys.stderr)
+        print(f"Q² signature: {outcome.signature}", file=sys.stderr)
+        note = tiny_note(engine.config)  # lm-eval's logging drops the package's log line: printed here
+        if note:
+            print(f"Q²: {note}", file=sys.stderr)
+    return outcome, unread
 
 
 def _figure(value: float) -> float | str:
@@ -111,27 +222,35 @@ def _figure(value: float) -> float | str:
 
 
 def agg_q2(items: list) -> float | str:
-    return _figure(_collected(items).system.q2)
+    return _figure(_collected(items)[0].system.q2)
 
 
 def agg_q2_no_nli(items: list) -> float | str:
-    return _figure(_collected(items).system.q2_no_nli)
+    return _figure(_collected(items)[0].system.q2_no_nli)
 
 
 def agg_coverage(items: list) -> float | str:
-    return _figure(_collected(items).system.coverage)
+    return _figure(_collected(items)[0].system.coverage)
+
+
+def agg_scored(items: list) -> int:
+    return _collected(items)[0].counts["scored"]
+
+
+def agg_empty(items: list) -> int:
+    """Replies (or knowledge) without a visible character: unscored, left out of the figures."""
+    return _collected(items)[0].counts["empty"]
+
+
+def agg_bad(items: list) -> int:
+    """Replies that are no text, and (q2_dialogue) the file's rows that could not be read."""
+    outcome, unread = _collected(items)
+    return outcome.counts["bad"] + unread
 
 
 def agg_signature(items: list) -> str:
-    """The short signature in the table (`q2:...|models:...|sig:<hash of the full one>`); the full
-    one goes to the log."""
-    import logging
-
-    collected = _collected(items)
-    if collected.signature is None:
-        return " / ".join(collected.signatures)
-    logging.getLogger("q2_metric").info("Q² signature: %s", collected.signature)
-    return collected.signature.short()
+    """The FULL signature (`q2 score`'s `signature`; the table shows it whole)."""
+    return str(_collected(items)[0].signature)
 
 
 # -- lm-eval's own route to `evaluate` metrics (`hf_evaluate: true`) -------------------------------
@@ -150,6 +269,6 @@ def evaluate_figure(values: list) -> Any:
     return sum(kept) / len(kept) if kept else "n/a"
 
 
-__all__ = ["FIGURES", "HARNESS_OPTIONS", "agg_coverage", "agg_q2", "agg_q2_no_nli", "agg_signature",
-           "dialogue_dataset", "dialogue_doc_to_text", "evaluate_figure", "process_results", "wow_dataset",
-           "wow_doc_to_text"]
+__all__ = ["FIGURES", "HARNESS_OPTIONS", "agg_bad", "agg_coverage", "agg_empty", "agg_q2", "agg_q2_no_nli",
+           "agg_scored", "agg_signature", "dialogue_dataset", "dialogue_doc_to_text", "evaluate_figure",
+           "process_results", "spell", "wow_dataset", "wow_doc_to_text"]

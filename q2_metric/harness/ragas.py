@@ -2,72 +2,144 @@
 
     from ragas import EvaluationDataset
     from q2_metric.harness.ragas import Q2Faithfulness, evaluate
-    result = evaluate(EvaluationDataset.from_list(rows), tiny=True)   # ragas.evaluate + the signature
-    result["q2"], result.signature
+    result = evaluate(EvaluationDataset.from_list(rows), tiny=True)   # ragas.evaluate + signature, counts
+    result["q2"], result.signature, result.counts
+
+Q² options are keywords, in ragas' own style: `Q2Faithfulness(qg_model=DIR, qa_model=DIR,
+nli_model=DIR, tiny=False, max_batch=16)`, any other `Q2Config` option in `options={...}` (or all
+as keywords of `evaluate`). They are checked, and the Q² models found, when the metric is built:
+a bad value or a missing model is one `Q2Error` sentence naming the keyword, before any scoring.
 
 No LLM and no embeddings: ragas asks for neither. The knowledge of a sample is its retrieved
-contexts joined by a space (`separator=`). ragas scores samples concurrently; an async
-micro-batcher gathers them into engine calls of at most `max_batch` replies (keep `max_batch` at
-most ragas' `RunConfig.max_workers`, 16 by default, for full batches). An empty response or
-knowledge gets NaN (left out of ragas' mean, as `q2 score` leaves it unscored). After scoring,
-`metric.signature` holds the signature, and `evaluate` puts it on the result (`result.signature`).
-Set `RAGAS_DO_NOT_TRACK=true` to keep ragas from sending usage analytics.
+contexts joined by `separator` (a space). ragas scores samples concurrently; an async
+micro-batcher gathers them into engine calls of at most `max_batch` samples (keep `max_batch` at
+most ragas' `RunConfig.max_workers`, 16 by default, for full batches). A sample ragas gives up on
+(its `RunConfig.timeout`, a cancelled run) leaves its batch and is never scored. An empty response
+or knowledge gets NaN (left out of ragas' mean, as `q2 score` leaves it unscored) and is counted:
+`metric.counts` ({"scored", "empty", "bad"}) and `metric.signature` (the FULL signature) after
+scoring; `evaluate` puts both on the result. With `progress` (default), a line on stderr after
+each engine call. Set `RAGAS_DO_NOT_TRACK=true` to keep ragas from sending usage analytics.
 """
 
 from __future__ import annotations
 
-import math
+import sys
+import time
 import typing as t
 from dataclasses import dataclass, field
 
 from ragas.dataset_schema import SingleTurnSample
 from ragas.metrics.base import MetricType, SingleTurnMetric
 
+from q2_metric.frontend import Item
 from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, engine_for
+
+# The keywords of Q2Faithfulness that are Q² options (the others: `options`).
+KEYWORDS = ("variant", "tiny", "batch_size", "max_batch", "qg_model", "qa_model", "nli_model", "device")
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+class _CallLines:
+    """A progress callback writing one line per engine call when it ends, with the running count."""
+
+    def __init__(self, write: t.Callable[[str], None] = _stderr) -> None:
+        self.write, self.calls, self.start = write, 0, None
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        from q2_metric.progress import DONE
+
+        if self.start is None:
+            self.start = time.monotonic()
+        if name == DONE:
+            self.calls += 1
+            self.write(f"Q²: engine call {self.calls} done ({time.monotonic() - self.start:.1f} s)")
+            self.start = None
 
 
 @dataclass
 class Q2Faithfulness(SingleTurnMetric):
-    """Q² of `response` against `retrieved_contexts` (joined by `separator`). `options`: `variant`,
-    `tiny`, `batch_size`, `max_batch` and any `Q2Config` option, checked by the project's options path."""
+    """Q² of `response` against `retrieved_contexts` (joined by `separator`). Q² options as
+    keywords (`qg_model`, `qa_model`, `nli_model`, `device`, `variant`, `tiny`, `batch_size`,
+    `max_batch`) or in `options`; checked, and the models found, when the metric is built."""
 
     name: str = "q2"
     _required_columns: t.Dict[MetricType, t.Set[str]] = field(
         default_factory=lambda: {MetricType.SINGLE_TURN: {"response", "retrieved_contexts"}})
     options: t.Dict[str, t.Any] = field(default_factory=dict)
+    variant: t.Optional[str] = None
+    tiny: t.Optional[bool] = None
+    batch_size: t.Optional[int] = None
+    max_batch: t.Optional[int] = None
+    qg_model: t.Optional[str] = None
+    qa_model: t.Optional[str] = None
+    nli_model: t.Optional[str] = None
+    device: t.Optional[str] = None
     separator: str = " "
     max_wait: float = DEFAULT_MAX_WAIT
-    signature: t.Any = None  # the signature of the last engine call (q2_metric.Signature)
+    progress: bool = True
+    signature: t.Any = None  # the FULL signature of the last engine call (q2_metric.Signature)
+    counts: t.Dict[str, int] = field(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
 
     def __post_init__(self) -> None:
         parent = getattr(super(), "__post_init__", None)
         if parent is not None:
             parent()
-        engine, max_batch = engine_for(dict(self.options))
-        self._batcher = AsyncBatcher(engine, max_batch=max_batch, max_wait=self.max_wait)
+        from q2_metric.errors import Q2OptionError
+
+        options = dict(self.options or {})
+        for name in KEYWORDS:
+            value = getattr(self, name)
+            if value is not None:
+                if name in options and options[name] != value:
+                    raise Q2OptionError(f"The Q² option {name} is given twice with different values ({name}={value!r} "
+                                        f"and options[{name!r}]={options[name]!r}); give it once.")
+                options[name] = value
+        engine, max_batch = engine_for(options, check=True, tiny_hint="`tiny=True`")
+        self._batcher = AsyncBatcher(engine, max_batch=max_batch, max_wait=self.max_wait,
+                                     progress=_CallLines() if self.progress else None)
 
     def init(self, run_config: t.Any) -> None:  # no LLM, no embeddings
         pass
 
     async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: t.Any) -> float:
-        knowledge = self.separator.join(sample.retrieved_contexts or [])
-        scored = await self._batcher.score(sample.response or "", knowledge)
+        contexts = sample.retrieved_contexts
+        knowledge = self.separator.join(contexts) if isinstance(contexts, (list, tuple)) else contexts
+        # ragas gives a metric no sample index: the sample is named by its question
+        key = f"the sample with user_input {sample.user_input!r}" if sample.user_input else "a sample"
+        scored = await self._batcher.score(Item(key, sample.response if sample.response is not None else "",
+                                                knowledge if knowledge is not None else ""))
         self.signature = scored.signature
-        return scored.value if not math.isnan(scored.value) else float("nan")
+        self.counts[scored.status] += 1
+        return scored.value
 
     async def _ascore(self, row: t.Dict, callbacks: t.Any) -> float:
         return await self._single_turn_ascore(SingleTurnSample(**row), callbacks)
 
 
-def evaluate(dataset: t.Any, metric: Q2Faithfulness | None = None, **options: t.Any) -> t.Any:
-    """`ragas.evaluate(dataset, metrics=[metric])` (a new `Q2Faithfulness(options=options)` unless
-    given), with the signature on the result: `result.signature`."""
+def evaluate(dataset: t.Any, metric: Q2Faithfulness | None = None, *, run_config: t.Any = None,
+             show_progress: bool = True, **options: t.Any) -> t.Any:
+    """`ragas.evaluate(dataset, metrics=[metric])` (a new `Q2Faithfulness(**options)` unless given;
+    keywords that are no field of it go to its `options`), with `result.signature` (FULL) and
+    `result.counts` ({"scored", "empty", "bad"}) on the result."""
+    import dataclasses
+
     import ragas
 
-    metric = metric or Q2Faithfulness(options=options)
-    result = ragas.evaluate(dataset, metrics=[metric], show_progress=False)
+    if metric is None:
+        fields = {f.name for f in dataclasses.fields(Q2Faithfulness)}
+        own = {k: v for k, v in options.items() if k in fields}
+        rest = {k: v for k, v in options.items() if k not in fields}
+        given = own.pop("options", None) or {}
+        metric = Q2Faithfulness(**own, options={**given, **rest})
+    metric.counts = {"scored": 0, "empty": 0, "bad": 0}
+    kwargs = {"run_config": run_config} if run_config is not None else {}
+    result = ragas.evaluate(dataset, metrics=[metric], show_progress=show_progress, **kwargs)
     result.signature = metric.signature
+    result.counts = dict(metric.counts)
     return result
 
 
-__all__ = ["Q2Faithfulness", "evaluate"]
+__all__ = ["KEYWORDS", "Q2Faithfulness", "evaluate"]

@@ -132,7 +132,7 @@ NOT_SCORING = {
 
 def base_options(tiny_models: dict[str, str]) -> dict[str, Any]:
     return {"qg_model": tiny_models["qg"], "qa_model": tiny_models["qa"], "nli_model": tiny_models["nli"],
-            "device": "cpu", "max_question_length": 8}
+            "device": "cpu", "max_question_length": 16}
 
 
 def flags(options: dict[str, Any], prefix: str = "--") -> list[str]:

@@ -67,14 +67,13 @@ def test_the_registry_is_read_from_the_package():
 
 @pytest.fixture(scope="module")
 def good(rows) -> list[Item]:
-    return [Item(r["response"], r["knowledge"]) for r in rows[:5]]
+    return [Item(r["response"], r["knowledge"]) for r in rows[:10]]
 
 
 @pytest.fixture(scope="module")
 def with_empties(good) -> list[Item]:
     """Good items with an empty response (row 1) and an invisible knowledge (row 4) among them."""
-    return [good[0], Item("   ", good[1].knowledge), good[1], good[2], Item(good[3].response, "\u200b"), good[3],
-            good[4]]
+    return [good[0], Item("   ", good[1].knowledge), good[1], good[2], Item(good[3].response, "\u200b"), *good[3:]]
 
 
 EMPTY_AT = (1, 4)
@@ -143,12 +142,14 @@ def test_empty(name, reports):
     assert [i for i, r in enumerate(report.rows) if r.status == "empty"] == list(EMPTY_AT)
     assert all(report.rows[i].q2 is None for i in EMPTY_AT)
     assert all(r.q2 is not None for i, r in enumerate(report.rows) if i not in EMPTY_AT)
-    assert report.counts == {"scored": 5, "empty": 2, "bad": 0}
+    assert report.counts == {"scored": 10, "empty": 2, "bad": 0}
 
 
 @pytest.mark.parametrize("name", _params())
 def test_q2_score_rows(name, reports, fronts):
     reference = reports("q2 score")
+    # rows that differ: a swap of two rows would show (the tiny models' scores vary with the text)
+    assert len({r.q2 for r in reference.rows if r.q2 is not None}) >= 3, reference.rows
     report = reports(name)
     digits = getattr(fronts[name], "digits", None)  # a front-end that shows rounded scores
     assert len(report.rows) == len(reference.rows)

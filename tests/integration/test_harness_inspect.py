@@ -21,7 +21,7 @@ N = 6
 
 def _check_against_cli(samples, tmp_path: Path, environ: dict[str, str]) -> None:
     pairs = [(s.scores["q2"].answer, s.metadata["knowledge"]) for s in samples]
-    rows, _ = cli_score(pairs, tmp_path, environ)
+    rows, summary = cli_score(pairs, tmp_path, environ)
     for s, row in zip(samples, rows):
         score = s.scores["q2"]
         value = None if isinstance(score.value, float) and math.isnan(score.value) else score.value
@@ -30,7 +30,10 @@ def _check_against_cli(samples, tmp_path: Path, environ: dict[str, str]) -> None
         assert score.metadata["fallback"] == row["fallback"]
         assert len(score.metadata["questions"]) == row["num_questions"]
         assert score.explanation and score.explanation.endswith(".") and "\n" not in score.explanation
+        assert score.metadata["signature"] == summary["signature"]  # the full signature
+        assert score.explanation == row["reason"]  # the same sentence as q2 score's reason column
         assert score.metadata["signature"].startswith("q2:") and "tiny-random" in score.metadata["signature"]
+        assert score.metadata["q2_status"] == ("scored" if value is not None else "empty")
 
 
 @pytest.mark.slow
@@ -51,6 +54,9 @@ def test_inspect_eval_and_score_commands(harness_tiny, tmp_path):
     _check_against_cli(log.samples, tmp_path, environ)
     (evalscore,) = log.results.scores
     assert set(evalscore.metrics) == {"mean", "stderr"}
+    statuses = [s.scores["q2"].metadata["q2_status"] for s in log.samples]
+    assert evalscore.metadata["q2_counts"] == {k: statuses.count(k) for k in ("scored", "empty", "bad")}
+    assert evalscore.metadata["q2_signature"] == log.samples[0].scores["q2"].metadata["signature"]
     # `inspect score --scorer q2_metric/q2`: any log re-scored with Q² from the command line
     rescored = tmp_path / "rescored.eval"
     res = subprocess.run([str(BIN / "inspect"), "score", info.name, "--scorer", "q2_metric/q2", "-S", "max_batch=4",
@@ -107,3 +113,27 @@ def test_inspect_scorer_batches_concurrent_samples(harness_tiny, tmp_path, monke
     scored = [s.scores["q2"].value for s in got if not math.isnan(s.scores["q2"].value)]
     mean = log.results.scores[0].metrics["mean"].value
     assert math.isclose(mean, sum(scored) / len(scored))
+
+
+@pytest.mark.slow
+def test_inspect_eval_checks_the_q2_models_before_generating(harness_tiny, tmp_path):
+    """A missing Q² model given with `-T qg_model=DIR`: one sentence naming `-T qg_model`, a
+    nonzero exit, and nothing generated (no sample in any log)."""
+    environ = env(harness_tiny["q2"], tmp_path)
+    missing = tmp_path / "no-qg-model"
+    logs = tmp_path / "logs"
+    res = subprocess.run([str(BIN / "inspect"), "eval", "q2_metric/q2_wow", "--model", "hf/local",
+                          "-M", f"model_path={harness_tiny['lm']}", "-M", "device=cpu", "-T", "limit=2",
+                          "-T", f"qg_model={missing}", "--log-dir", str(logs), "--display", "plain"],
+                         env=environ, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    assert str(missing) in out and "-T qg_model" in out and "Traceback" not in out, out[-3000:]
+    assert "--qg-model" not in out and "Task interrupted" not in out
+    assert not list(logs.glob("*.eval")) or all("samples" not in p.name for p in logs.iterdir())
+    # an option error: one sentence too
+    res = subprocess.run([str(BIN / "inspect"), "eval", "q2_metric/q2_wow", "--model", "hf/local",
+                          "-M", f"model_path={harness_tiny['lm']}", "-T", "qg_batch_size=0", "--log-dir", str(logs),
+                          "--display", "plain"], env=environ, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "Invalid Q² option -T qg_batch_size=0" in out and "Traceback" not in out, out[-3000:]

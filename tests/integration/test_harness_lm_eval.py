@@ -65,20 +65,29 @@ def test_lm_eval_q2_wow_prints_q2s_figures_equal_to_q2_score(harness_tiny, tmp_p
                         "--gen_kwargs", "max_gen_toks=16", "--output_path", str(out), "--log_samples"],
                        environ, tmp_path)
     table = res.stdout
-    for metric in ("q2", "q2_no_nli", "coverage", "signature"):
+    for metric in ("q2", "q2_no_nli", "coverage", "scored", "empty", "bad", "signature"):
         _row(table, metric)
     samples = _samples(out, "q2_wow")
     assert len(samples) == N
     pairs = [(s["resps"][0][0].strip(), s["doc"]["knowledge"]) for s in samples]
     rows, summary = cli_score(pairs, tmp_path, environ)
+    # each reply's Q² and reason in the --log_samples file, as `q2 score` gives them row by row
+    for s, row in zip(samples, rows):
+        got = s["q2"]
+        assert close(got["q2"], row["q2"]) and close(got["q2_no_nli"], row["q2_no_nli"]), (got, row)
+        assert got["reason"] == row["reason"] and got["status"] in ("scored", "empty")
+    assert "Q² signature: " + summary["signature"] in res.stderr  # the full signature, on stderr
+    assert "1/6 candidates" in res.stderr  # Q² progress while lm-eval aggregates
+    assert "Q²: These scores are meaningless" in res.stderr  # the tiny models' note, past lm-eval's logging
     results = _results(out)["results"]["q2_wow"]
     for metric in ("q2", "q2_no_nli", "coverage"):
         assert close(_figure(results[f"{metric},none"]), summary[metric]), (metric, results, summary)
         shown = _row(table, metric)
         want = summary[metric]
         assert (shown == "n/a") if want is None else math.isclose(float(shown), want, abs_tol=1e-4), (metric, shown)
-    assert results["signature,none"] == summary["signature_short"]
-    assert _row(table, "signature") == summary["signature_short"]
+    assert results["signature,none"] == summary["signature"]  # the FULL signature in the results
+    assert results["scored,none"] == summary["num_scored"]
+    assert results["scored,none"] + results["empty,none"] == N and results["bad,none"] == 0
 
 
 @pytest.mark.slow
@@ -137,3 +146,25 @@ def test_lm_eval_route_to_the_evaluate_module(harness_tiny, tmp_path):
         assert close(_figure(results[f"{metric},none"]), summary[metric]), (metric, results, summary)
     assert results["num_responses,none"] == 4
     assert results["signature,none"] == summary["signature"]
+
+
+@pytest.mark.slow
+def test_lm_eval_errors_are_one_sentence_before_generation(harness_tiny, tmp_path):
+    """A bad Q² option, a missing Q² model and a file without the history column: each one
+    sentence in lm-eval's words (`q2_options` in `--metadata`), a nonzero exit, no traceback."""
+    environ = env(harness_tiny["q2"], tmp_path)
+    missing = tmp_path / "no-qg-model"
+    table = tmp_path / "d.csv"
+    table.write_text("knowledge,turns\nParis is in France.,Where is Paris?\n", encoding="utf-8")
+    cases = [("q2_wow", {"q2_options": {"qg_batch_size": 0}}, 'Invalid Q² option q2_options["qg_batch_size"]=0'),
+             ("q2_wow", {"q2_options": {"qg_model": str(missing)}}, 'q2_options["qg_model"]'),
+             ("q2_dialogue", {"path": str(table)}, '"history_col" in --metadata')]
+    for task, metadata, want in cases:
+        res = subprocess.run([str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={harness_tiny['lm']}",
+                              "--device", "cpu", "--tasks", task, "--include_path", str(TASKS), "--limit", "2",
+                              "--metadata", json.dumps(metadata)], env=environ, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=900)
+        err = res.stderr
+        assert res.returncode != 0, err[-3000:]
+        assert want in err and "Traceback" not in err and "--qg-model" not in err, err[-3000:]
+        assert "Error: " in err and len([line for line in err.splitlines() if line.startswith("Error: ")]) == 1

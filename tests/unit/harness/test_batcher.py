@@ -6,16 +6,16 @@ the code under test."""
 from __future__ import annotations
 
 import asyncio
-import csv
-import json
 import math
+import threading
 import time
 
 import pytest
 
 from q2_metric import Q2Config
+from q2_metric.errors import Q2OptionError
+from q2_metric.frontend import Item
 from q2_metric.harness import batcher as B
-from q2_metric.harness import lm_eval as L
 from q2_metric.testing.scripted import scripted_scorer
 
 PAIRS = [
@@ -33,6 +33,10 @@ def engine(max_batch: int) -> B.Q2Engine:
     return B.Q2Engine(Q2Config(), max_batch=max_batch, scorer=scripted_scorer())
 
 
+def items(pairs=PAIRS) -> list[Item]:
+    return [Item(f"row {i + 1}", r, k) for i, (r, k) in enumerate(pairs)]
+
+
 def direct():
     return scripted_scorer().score([r for r, _ in PAIRS], [k for _, k in PAIRS])
 
@@ -42,25 +46,28 @@ def same(a: float, b: float) -> bool:
 
 
 @pytest.mark.parametrize("max_batch", [1, 3, 64])
-def test_score_pairs_chunks_and_keeps_order(max_batch):
+def test_score_items_chunks_and_keeps_order(max_batch):
     e = engine(max_batch)
-    got = e.score_pairs([r for r, _ in PAIRS], [k for _, k in PAIRS])
+    got = e.score_items(items())
     want = direct()
-    assert [same(g.value, w) for g, w in zip(got, want.scores)] == [True] * len(PAIRS)
+    assert [same(g.q2, w) for g, w in zip(got.items, want.scores)] == [True] * len(PAIRS)
     assert e.engine_calls == math.ceil(len(PAIRS) / max_batch) and e.replies == len(PAIRS)
-    assert all(g.signature == want.signature for g in got)
+    assert got.signature == want.signature
+    # the system figures over every call equal the engine's over all pairs at once
+    assert same(got.system.q2, want.q2) and same(got.system.coverage, want.coverage)
+    assert got.counts == {"scored": 6, "empty": 1, "bad": 0}
+    assert [i.key for i in got.items] == [f"row {i + 1}" for i in range(len(PAIRS))]
 
 
 def test_collect_scores_a_run_once_and_gives_the_engines_figures():
     e = engine(64)
-    first = e.collect(PAIRS)
-    again = e.collect(list(PAIRS))
+    first = e.collect(items())
+    again = e.collect(items())
     assert again is first and e.engine_calls == 1
     want = direct().system
     assert same(first.system.q2, want.q2) and same(first.system.q2_no_nli, want.q2_no_nli)
     assert same(first.system.coverage, want.coverage) and first.system.num_skipped == 1
-    assert first.signature is not None and first.signatures == [str(first.signature)]
-    e.collect(PAIRS[:2])  # other pairs: scored anew
+    e.collect(items()[:2])  # other items: scored anew
     assert e.engine_calls == 2
 
 
@@ -69,15 +76,35 @@ def test_async_batcher_gathers_concurrent_requests():
     batcher = B.AsyncBatcher(e, max_wait=0.5)
 
     async def run():
-        return await asyncio.gather(*(batcher.score(r, k) for r, k in PAIRS))
+        return await asyncio.gather(*(batcher.score(i) for i in items()))
 
     got = asyncio.run(run())
     want = direct()
     assert [same(g.value, w) for g, w in zip(got, want.scores)] == [True] * len(PAIRS)
     assert batcher.batches == [3, 3, 1] and e.engine_calls == 3
+    assert [g.status for g in got] == ["scored"] * 3 + ["empty"] + ["scored"] * 3
     # a second event loop is served too (Inspect and ragas each run their own)
     asyncio.run(run())
     assert e.engine_calls == 6
+
+
+def test_async_batcher_a_bad_item_fails_only_itself_under_its_own_key():
+    """One sample whose knowledge is no string, batched with good ones: only it is reported, by
+    its key (the harness's identity of it), not by its position in the batch."""
+    e = engine(8)
+    batcher = B.AsyncBatcher(e, max_wait=0.5)
+    given = items()[:3] + [Item("sample 'x7'", "A reply.", 42)] + items()[3:]
+
+    async def run():
+        return await asyncio.gather(*(batcher.score(i) for i in given))
+
+    got = asyncio.run(run())
+    assert batcher.batches == [8] and e.engine_calls == 1
+    assert [g.status for g in got] == ["scored"] * 3 + ["bad", "empty"] + ["scored"] * 3
+    assert got[3].reason() == "sample 'x7': field 'knowledge' must be a string, got int."
+    want = direct()
+    good = got[:3] + got[4:]
+    assert [same(g.value, w) for g, w in zip(good, want.scores)] == [True] * len(PAIRS)
 
 
 def test_async_batcher_does_not_wait_past_max_wait_nor_for_a_full_batch():
@@ -86,7 +113,7 @@ def test_async_batcher_does_not_wait_past_max_wait_nor_for_a_full_batch():
 
     async def one():
         start = time.perf_counter()
-        await batcher.score(*PAIRS[0])
+        await batcher.score(items()[0])
         return time.perf_counter() - start
 
     assert asyncio.run(one()) < 5  # a lone request goes after max_wait
@@ -94,7 +121,7 @@ def test_async_batcher_does_not_wait_past_max_wait_nor_for_a_full_batch():
 
     async def two():
         start = time.perf_counter()
-        await asyncio.gather(full.score(*PAIRS[0]), full.score(*PAIRS[1]))
+        await asyncio.gather(full.score(items()[0]), full.score(items()[1]))
         return time.perf_counter() - start
 
     assert asyncio.run(two()) < 10  # a full batch goes at once, not after 30 s
@@ -105,23 +132,82 @@ def test_async_batcher_gives_every_waiter_the_engines_error():
     class Broken:
         max_batch = 4
 
-        def score_pairs(self, replies, knowledge, max_batch=None):
+        def score_items(self, given, max_batch=None, progress=None):
             raise RuntimeError("engine failed")
 
     batcher = B.AsyncBatcher(Broken(), max_wait=0.1)
 
     async def run():
-        return await asyncio.gather(*(batcher.score(r, k) for r, k in PAIRS[:3]), return_exceptions=True)
+        return await asyncio.gather(*(batcher.score(i) for i in items()[:3]), return_exceptions=True)
 
     got = asyncio.run(run())
     assert [type(g).__name__ for g in got] == ["RuntimeError"] * 3
 
 
+def test_a_cancelled_request_waiting_for_its_batch_is_never_scored():
+    e = engine(8)
+    batcher = B.AsyncBatcher(e, max_wait=0.5)
+
+    async def run():
+        tasks = [asyncio.ensure_future(batcher.score(i)) for i in items()]
+        await asyncio.sleep(0.05)  # all waiting for the batch (max_wait)
+        tasks[1].cancel()
+        tasks[4].cancel()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    got = asyncio.run(run())
+    assert isinstance(got[1], asyncio.CancelledError) and isinstance(got[4], asyncio.CancelledError)
+    assert batcher.batches == [5] and e.replies == 5  # the two cancelled ones never reached the engine
+    want = direct()
+    assert [same(got[i].value, want.scores[i]) for i in (0, 2, 3, 5, 6)] == [True] * 5
+
+
+class Slow:
+    """An engine whose call reports a model batch every 20 ms for 30 s (a long engine call)."""
+
+    max_batch = 4
+
+    def __init__(self):
+        self.stopped = threading.Event()
+
+    def score_items(self, given, max_batch=None, progress=None):
+        try:
+            for done in range(1500):
+                progress("questions", done, 1500)
+                time.sleep(0.02)
+        except B.ScoringCancelled:
+            self.stopped.set()
+            raise
+        raise AssertionError("not cancelled")
+
+
+def test_cancelling_ends_promptly_without_waiting_for_the_engine_call_in_flight():
+    """Ctrl-C (the samples' tasks cancelled, then the loop closed) ends at once: nothing waits for
+    the engine call in flight, which stops at its next model batch and scores nothing."""
+    slow = Slow()
+    batcher = B.AsyncBatcher(slow, max_wait=0)
+
+    async def run():
+        tasks = [asyncio.ensure_future(batcher.score(i)) for i in items()[:3]]
+        await asyncio.sleep(0.3)  # the engine call is running
+        for t in tasks:
+            t.cancel()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    start = time.perf_counter()
+    got = asyncio.run(run())
+    assert time.perf_counter() - start < 10  # the call would take 30 s
+    assert all(isinstance(g, asyncio.CancelledError) for g in got)
+    assert slow.stopped.wait(10), "the engine call stopped at its next model batch"
+
+
 def test_explanation_is_the_projects_reason_sentence():
-    got = engine(8).score_pairs([r for r, _ in PAIRS], [k for _, k in PAIRS])
-    reasons = [g.reason() for g in got]
-    assert reasons[3].startswith("Not scored:")
-    assert all(r.endswith(".") and "\n" not in r for r in reasons)
+    from q2_metric.explain import reason_line
+
+    got = engine(8).score_items(items())
+    want = direct()
+    assert [g.reason for g in got.items] == [reason_line(r) for r in want.responses]
+    assert got.items[3].reason.startswith("Not scored:")
 
 
 def test_harness_options_go_through_the_options_path():
@@ -136,62 +222,25 @@ def test_harness_options_go_through_the_options_path():
         B.harness_config({"num_beam": 3, "tiny": False})
     with pytest.raises(ValueError, match="max_batch"):
         B.harness_config({"max_batch": 0, "tiny": False})
+    # each error one sentence naming the option as the harness spells it
+    spell = lambda name: f"-S {name}"  # noqa: E731
+    with pytest.raises(Q2OptionError) as err:
+        B.harness_config({"qg_batch_size": 0, "tiny": False}, spell)
+    assert str(err.value).startswith("Invalid Q² option -S qg_batch_size=0") and str(err.value).count(". ") == 0
+    with pytest.raises(Q2OptionError, match="-S max_batch"):
+        B.harness_config({"max_batch": True, "tiny": False}, spell)
 
 
-def test_evaluate_route_aggregation():
-    """What lm-eval keeps of the `evaluate` module's per-reply outputs, aggregated by key."""
-    per_reply = [{"q2": 1.0, "num_responses": 1, "scores": [1.0], "signature": "S"},
-                 {"q2": None, "num_responses": 1, "scores": [None], "signature": "S"},
-                 {"q2": 0.5, "num_responses": 1, "scores": [0.5], "signature": "S"}]
-    assert L.evaluate_figure([d["q2"] for d in per_reply]) == 0.75
-    assert L.evaluate_figure([d["num_responses"] for d in per_reply]) == 3
-    assert L.evaluate_figure([d["scores"] for d in per_reply]) == 0.75
-    assert L.evaluate_figure([d["signature"] for d in per_reply]) == "S"
-    assert L.evaluate_figure([None, None]) == "n/a"
+def test_a_missing_model_is_one_sentence_in_the_harness_words_before_any_work(tmp_path, monkeypatch):
+    """`engine_for(..., check=True)`: the models checked when the harness builds its scorer."""
+    from q2_metric.errors import ModelNotAvailable
 
-
-def test_lm_eval_documents_and_prompts(tmp_path):
-    wow = L.wow_dataset(q2_options={"tiny": False}, limit_contexts=3)["test"]
-    assert len(wow) == 3 and set(wow.column_names) >= {"topic", "message", "knowledge", "q2_options"}
-    prompt = L.wow_doc_to_text(wow[0])
-    assert prompt.startswith("Topic: ") and wow[0]["message"] in prompt and prompt.endswith("Wizard:")
-    path = tmp_path / "dialogues.csv"
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["knowledge", "history"])
-        w.writerow(["Bob Ross hosted a show.", "Hi! ||| Hello, what do you like? ||| I like Bob Ross."])
-        w.writerow(["Paris is in France.", "Where is Paris?"])
-    docs = L.dialogue_dataset(path=str(path), q2_options=json.dumps({"tiny": False}))["test"]
-    assert docs[0]["history"] == ["Hi!", "Hello, what do you like?", "I like Bob Ross."]
-    assert L.dialogue_doc_to_text(docs[0]).splitlines() == [
-        "Knowledge: Bob Ross hosted a show.", "User: Hi!", "Assistant: Hello, what do you like?",
-        "User: I like Bob Ross.", "Assistant:"]
-    with pytest.raises(ValueError, match="path"):
-        L.dialogue_dataset()
-    with pytest.raises(ValueError, match="decoding"):
-        L.wow_dataset(q2_options={"decoding": "x", "tiny": False})
-    item = L.process_results(docs[1], [" Paris is in France.\n"])
-    assert item["q2"] == ("Paris is in France.", "Paris is in France.", docs[1]["q2_options"])
-    assert set(item) == set(L.FIGURES)
-
-
-def test_lm_eval_aggregation_scores_the_whole_run_in_one_engine_call(monkeypatch):
-    """lm-eval's figures: one engine call for the run however long (unless `max_batch` is set),
-    shared by every figure; the same engine (one model load) for other batch sizes."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     B.reset_engines()
-    config, _ = B.harness_config({"tiny": False})
-    e = B.engine(config)
-    e.scorer = scripted_scorer()
-    options = json.dumps({"tiny": False})
-    items = [(r, k, options) for r, k in PAIRS] * 12  # 84 replies, more than the default batch of 64
-    figures = [L.agg_q2(items), L.agg_q2_no_nli(items), L.agg_coverage(items), L.agg_signature(items)]
-    assert e.engine_calls == 1 and e.replies == len(items)
-    want = scripted_scorer().score([r for r, _, _ in items], [k for _, k, _ in items])
-    assert figures[0] == want.q2 and figures[1] == want.q2_no_nli and figures[2] == want.coverage
-    assert figures[3] == want.signature.short()
-    three = json.dumps({"tiny": False, "max_batch": 30})
-    L.agg_q2([(r, k, three) for r, k, _ in items[:-1]])
-    assert B.engines() == [e] and e.engine_calls == 1 + 3
-    with pytest.raises(ValueError, match="sets of Q² options"):
-        L.agg_q2(items[:2] + [(PAIRS[0][0], PAIRS[0][1], three)])
+    missing = str(tmp_path / "no-such-model")
+    with pytest.raises(ModelNotAvailable) as err:
+        B.engine_for({"qg_model": missing, "tiny": False}, spell=lambda n: f"-T {n}", check=True,
+                     tiny_hint="`-T tiny=true`")
+    text = str(err.value)
+    assert missing in text and "-T qg_model" in text and "--qg-model" not in text and "\n" not in text
     B.reset_engines()
