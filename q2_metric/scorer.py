@@ -79,6 +79,10 @@ class Q2Scorer:
         wanted = [(role, model_id) for role, component, model_id in wanted if built_from_config(component)]
         if wanted:
             checks.check_device(c.device)
+            from q2_metric.models.loading import resolve_device
+            from q2_metric.models.speed.precision import check_precision
+
+            check_precision(c.dtype, c.quantize, resolve_device(c.device))  # a fast mode this device cannot run
         todo = {role: (lambda m=model_id, r=role: str(checks.check_model(m, r))) for role, model_id in wanted}
         if built_from_config(self._parser):
             todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
@@ -173,12 +177,14 @@ class Q2Scorer:
         return "/".join(out)
 
     def _dtype_name(self) -> str:
-        """The precision models run in (`auto` resolved: bfloat16/float16 on CUDA, else float32)."""
+        """The precision models run in (`auto` resolved: float32 on every device, CPU and CUDA;
+        bfloat16/float16 only when asked)."""
+        from q2_metric.errors import DeviceNotAvailable
         from q2_metric.models.loading import resolve_device, resolve_dtype
 
         try:
             return str(resolve_dtype(self.config.dtype, resolve_device(self.config.device))).replace("torch.", "")
-        except ValueError:
+        except (ValueError, DeviceNotAvailable):
             return self.config.dtype
 
     def signature(self, identities: dict[str, str] | None = None) -> Signature:
