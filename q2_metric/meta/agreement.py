@@ -149,24 +149,27 @@ class AgreementReport:
         def pct(x: float) -> str:
             return "n/a" if math.isnan(x) else f"{x:.1%}"
 
+        def num(x: float, spec: str = ".4f") -> str:  # NaN (nothing to compare, one class only) as n/a
+            return "n/a" if math.isnan(x) else format(x, spec)
+
         sc = self.score_change()
         n = len(self.compared)
         lines = [f"Compared {n} of {len(self.responses)} responses (scored in both runs).",
                  f"{'stage':<22}{'compared':>10}{'differ':>9}{'share':>9}"]
         lines += [f"{s.stage:<22}{s.compared:>10}{s.differ:>9}{pct(s.share):>9}" for s in self.stages]
-        lines.append(f"Q2 change |fast - base|: mean {sc['mean_abs']:.4f}, 95th percentile {sc['p95_abs']:.4f}, "
-                     f"max {sc['max_abs']:.4f} (mean signed {sc['mean']:+.4f}); system Q2 {self.base_q2:.4f} -> "
-                     f"{self.fast_q2:.4f}")
+        lines.append(f"Q2 change |fast - base|: mean {num(sc['mean_abs'])}, 95th percentile {num(sc['p95_abs'])}, "
+                     f"max {num(sc['max_abs'])} (mean signed {num(sc['mean'], '+.4f')}); system Q2 "
+                     f"{num(self.base_q2)} -> {num(self.fast_q2)}")
         lines.append(f"Decisions flipped at threshold {self.threshold:g}: {self.flipped} of {n}"
                      f" ({pct(self.flipped / n if n else float('nan'))}); Spearman rank correlation "
-                     f"{self.spearman():.4f}")
+                     f"{num(self.spearman())}")
         if self.labels:
             for name in ("base", "fast"):
                 f = self.labels[name]
-                lines.append(f"{name}: ROC AUC {f['roc_auc']:.4f}, balanced accuracy {f['balanced_accuracy']:.4f} "
+                lines.append(f"{name}: ROC AUC {num(f['roc_auc'])}, balanced accuracy {num(f['balanced_accuracy'])} "
                              f"(at {self.threshold:g}, {self.num_labelled} labelled responses)")
         lines.append(f"Speed: base {self.base_seconds:.2f} s, fast {self.fast_seconds:.2f} s: "
-                     f"{self.speed_ratio:.2f}x (measured in this run)")
+                     f"{num(self.speed_ratio, '.2f')}x (measured in this run)")
         lines.append(f"base: {self.base_signature}\nfast: {self.fast_signature}")
         return "\n".join(lines)
 
