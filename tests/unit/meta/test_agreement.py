@@ -77,15 +77,15 @@ def test_same_configuration_agrees_fully_on_varying_tiny_models(tiny_config):
     row on the tiny models) keep their order."""
     from support.data import sample_rows
 
-    rows = sample_rows()[:6]
+    rows = sample_rows()[:10]
     responses, knowledge = [r["response"] for r in rows], [r["knowledge"] for r in rows]
     report = compare(responses, knowledge, fast={"qa_batch_size": 2}, base=tiny_config.replace(decoding="greedy"))
     assert all(s.differ == 0 for s in report.stages)
     assert report.stages[0].compared > 0
     assert report.flipped == 0 and report.score_change()["max_abs"] == 0.0
     scores = [r.base_q2 for r in report.compared]
-    if len(set(scores)) > 1:  # a rank correlation needs scores that vary
-        assert report.spearman() == pytest.approx(1.0)
+    assert len(set(scores)) > 1  # the tiny models' scores vary with the text: the order means something
+    assert report.spearman() == pytest.approx(1.0)
     assert report.base_signature == report.fast_signature
 
 
