@@ -74,7 +74,27 @@ def test_int8_runs_the_engine_cpu_path_and_is_signed(tiny_config):
     for model in (scorer.qa.model, scorer.nli.model):
         assert any(isinstance(m, QLinear) for m in model.base_model.modules())
     assert [type(m) for m in scorer.qa.linears.layers] == [torch.nn.Linear]  # the QA head only, on oneDNN
+    if scorer.qa.model.config.hidden_act == "gelu_new":  # the fused GELU survives the quantization
+        assert any(isinstance(m, torch.nn.GELU) and m.approximate == "tanh" for m in scorer.qa.model.modules())
     assert not any(isinstance(m, QLinear) for m in scorer.qg.model.modules())  # T5 stays float32
     sig = result.signature.to_dict()
     assert sig["quant"] == "int8-dynamic-qa,nli" and sig["dtype"] == "float32"
     assert "dtype:float32+int8" in result.signature.short()
+
+
+@pytest.mark.skipif(not precision.cpu_has_bf16(), reason="this CPU has neither AVX512-BF16 nor AMX-BF16")
+def test_bfloat16_runs_on_a_cpu_that_has_it(tiny_config):
+    scorer = Q2Scorer(tiny_config.replace(dtype="bfloat16", decoding="greedy"))
+    result = scorer.score(["Bob Ross hosted The Joy of Painting on PBS."], ["Bob Ross hosted a show on PBS."])
+    assert scorer.qa.model.dtype == torch.bfloat16 and scorer.qg.model.dtype == torch.bfloat16
+    assert result.signature.to_dict()["dtype"] == "bfloat16"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_default_on_a_gpu_is_float32(tiny_config):
+    """On a real GPU: the models load in float32 and the signature says so (the paper's number)."""
+    scorer = Q2Scorer(tiny_config.replace(device="cuda", decoding="greedy"))
+    result = scorer.score(["Bob Ross hosted The Joy of Painting on PBS."], ["Bob Ross hosted a show on PBS."])
+    for model in (scorer.qg.model, scorer.qa.model, scorer.nli.model):
+        assert next(model.parameters()).dtype == torch.float32 and next(model.parameters()).is_cuda
+    assert result.signature.to_dict()["dtype"] == "float32"
