@@ -196,12 +196,13 @@ def compare_results(base: Q2Result, fast: Q2Result, threshold: float = 0.5,
             row.questions_differ += not same
             if not same:
                 continue
-            for stage, attr in (("response answers", "response_answer"), ("knowledge answers", "knowledge_answer")):
-                a, c = getattr(qb, attr), getattr(qf, attr)
-                if a is None or c is None:  # not asked in one of the runs
+            for stage, side in (("response answers", "response"), ("knowledge answers", "knowledge")):
+                a = (getattr(qb, f"{side}_answer"), getattr(qb, f"{side}_has_answer"))
+                c = (getattr(qf, f"{side}_answer"), getattr(qf, f"{side}_has_answer"))
+                if a[0] is None or c[0] is None:  # not asked in one of the runs
                     continue
                 row.answers_compared += 1
-                row.answers_differ += a != c
+                row.answers_differ += a != c  # the text, and "no answer" apart from an empty answer
                 stages[stage].compared += 1
                 stages[stage].differ += a != c
             if qb.nli_label is not None and qf.nli_label is not None and (
