@@ -298,6 +298,8 @@ def build(args, responses: list[str], knowledge: list[str], **mode):
         return scorer.config, scorer.parser, scorer.qg, scorer.qa, scorer.nli, "the paper's pretrained models"
     except ModelNotAvailable:
         pass
+    if not _RANDOM and getattr(args, "random_models", None):  # --growth's children: the parent's models
+        _RANDOM.update({role: str(Path(args.random_models) / role) for role in ("qg", "qa", "nli")})
     if not _RANDOM:
         _RANDOM.update(build_random_models(tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge,
                                            size=args.size, vocab_size=8000))
@@ -406,15 +408,22 @@ def growth(args, sizes: list[int]) -> int:
     import re
     import subprocess
 
+    # one set of random models (its tokenizer trained on the largest set's texts) for every size
+    pairs = load_pairs(max(sizes))
+    folder = tempfile.mkdtemp(prefix="q2-bench-")
+    build_random_models(folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size, vocab_size=8000)
     print(f"Growth (engine only, {args.size} shapes, dtype {args.dtype}, each size in a fresh process):")
     print(f"{'responses':>10}{'seconds':>10}{'s/response':>12}{'peak RSS MB':>13}")
     for n in sizes:
         cmd = [sys.executable, __file__, "--engine-only", "--n", str(n), "--size", args.size, "--device", args.device,
-               "--dtype", args.dtype]
+               "--dtype", args.dtype, "--random-models", folder]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         seconds = float(re.search(r"^engine seconds: ([\d.]+)", out, re.M).group(1))
         rss = float(re.search(r"^engine peak RSS MB: ([\d.]+)", out, re.M).group(1))
         print(f"{n:>10}{seconds:>10.1f}{seconds / n:>12.3f}{rss:>13,.0f}")
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 
@@ -441,6 +450,7 @@ def main() -> int:
                     help="only the engine, at each of these numbers of responses (e.g. 16,64,256), each in a "
                          "fresh process: seconds and peak RSS")
     ap.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--random-models", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.growth:
         return growth(args, [int(x) for x in args.growth.split(",")])
