@@ -80,10 +80,11 @@ class Q2Scorer:
         wanted = [(role, model_id) for role, component, model_id in wanted if built_from_config(component)]
         if wanted:
             checks.check_device(c.device)
-            from q2_metric.models.loading import resolve_device
-            from q2_metric.models.speed.precision import check_precision
+            if c.dtype == "bfloat16" or c.quantize != "none":  # a fast mode this device cannot run (torch is
+                from q2_metric.models.loading import resolve_device  # imported only for one)
+                from q2_metric.models.speed.precision import check_precision
 
-            check_precision(c.dtype, c.quantize, resolve_device(c.device))  # a fast mode this device cannot run
+                check_precision(c.dtype, c.quantize, resolve_device(c.device))
         todo = {role: (lambda m=model_id, r=role: str(checks.check_model(m, r))) for role, model_id in wanted}
         if built_from_config(self._parser):
             todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
