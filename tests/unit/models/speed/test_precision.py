@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from q2_metric import Q2Config, Q2Scorer
+from q2_metric import Q2Scorer
 from q2_metric.errors import DeviceNotAvailable, Q2OptionError
 from q2_metric.models.speed import precision
 from q2_metric.models.speed.precision import check_precision, cpu_flags_have_bf16, quantize_encoder
