@@ -3,6 +3,15 @@
     python benchmarks/bench_speed.py --size paper --n 16 --reference-n 8   # paper shapes, CPU
     python benchmarks/bench_speed.py --n 6 --size tiny                     # CI-sized
     python benchmarks/bench_speed.py --device cuda --n 600                 # a GPU
+    python benchmarks/bench_speed.py --size paper --n 16 --reference-n 8 --precisions float32,bfloat16,int8
+    python benchmarks/bench_speed.py --size paper --growth 16,64,256       # engine seconds and peak RSS
+
+`--precisions` runs the engine again in each fast mode (bfloat16: every model; int8: the QA and NLI
+encoders quantized) on the same models, responses and scripted decisions, and prints each mode's
+speed-up over the float32 engine and over the released loop, its fraction of the peak of the
+precision it runs in, and the agreement of the random models' own decisions (generated questions,
+QA answers, NLI labels) with the float32 run's. `--growth` runs the engine alone at each size, each
+in a fresh process (so that peak RSS is that size's), and prints seconds and peak RSS.
 
 Both runs use the same models on the same responses (the annotated WoW set):
 - reference: the released code's loop (`q2_metric.testing.reference_loop`), one example per model call:
@@ -36,7 +45,7 @@ from pathlib import Path
 
 import torch
 
-from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
+from q2_metric import ModelNotAvailable, Q2Config, Q2Error, Q2Scorer
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.hf_qa import HFQuestionAnswerer
@@ -106,6 +115,7 @@ class WorkingQG(HFQuestionGenerator):
     def __init__(self, config: Q2Config, decisions: Decisions) -> None:
         super().__init__(config)
         self.decisions, self.length, self._force = decisions, {}, {}
+        self.model_decisions: list = []  # the random model's own questions, for the precision comparison
 
     def generate(self, answers, contexts):
         k = self.config.questions_per_candidate
@@ -113,7 +123,7 @@ class WorkingQG(HFQuestionGenerator):
         inputs = self.encode([qg_input(a, c) for a, c in zip(answers, contexts)])
         for ids, qs in zip(inputs, out):
             self.length[tuple(ids)] = max(len(self.tokenizer(q)["input_ids"]) for q in qs)
-        super().generate(answers, contexts)
+        self.model_decisions.extend(map(tuple, super().generate(answers, contexts)))
         return out
 
     def _run(self, inputs):
@@ -131,9 +141,11 @@ class WorkingQA(HFQuestionAnswerer):
     def __init__(self, config: Q2Config, decisions: Decisions) -> None:
         super().__init__(config)
         self.decisions = decisions
+        self.model_decisions: list = []
 
     def answer(self, questions, contexts):
-        super().answer(questions, contexts)  # every forward pass and window of a real run
+        # every forward pass and window of a real run; the model's own answers kept for comparison
+        self.model_decisions.extend(super().answer(questions, contexts))
         return [self.decisions.answer(q, c) for q, c in zip(questions, contexts)]
 
 
@@ -172,9 +184,10 @@ class WorkingNLI(HFNLIClassifier):
     def __init__(self, config: Q2Config, decisions: Decisions) -> None:
         super().__init__(config)
         self.decisions = decisions
+        self.model_decisions: list = []
 
     def classify(self, premises, hypotheses):
-        super().classify(premises, hypotheses)
+        self.model_decisions.extend(super().classify(premises, hypotheses))
         return [self.decisions.label(p, h) for p, h in zip(premises, hypotheses)]
 
 
@@ -228,12 +241,16 @@ STAGE_MODEL = {"questions": "qg", "question filter": "qa", "knowledge answers": 
                "response scores": "nli"}
 
 
-def efficiency_report(profile, peak: float, peak_name: str) -> list[str]:
+def efficiency_report(profile, peak: float, peak_name: str, role_peaks: dict | None = None) -> list[str]:
     """Per model: seconds, share of them inside forward passes, model FLOPs, achieved FLOP/s and
-    its fraction of the measured matrix-product peak (over the stage time and over model time)."""
+    its fraction of the measured matrix-product peak (over the stage time and over model time);
+    `role_peaks` (role -> (peak, name)) gives a model another precision's peak (int8 encoders)."""
     lines = [f"{'model':<6}{'seconds':>9}{'in model':>10}{'calls':>7}{'tokens':>10}{'GFLOP':>10}"
-             f"{'GFLOP/s':>9}{'of peak':>9}{'in model':>10}   ({peak_name} peak {peak / 1e9:.1f} GFLOP/s)"]
+             f"{'GFLOP/s':>9}{'of peak':>9}{'in model':>10}   ({peak_name} peak {peak / 1e9:.1f} GFLOP/s"
+             + "".join(f"; {r}: {n} peak {p / 1e9:.1f}" for r, (p, n) in (role_peaks or {}).items()) + ")"]
+    base_peak = peak
     for role in ("qg", "qa", "nli"):
+        peak = (role_peaks or {}).get(role, (base_peak, peak_name))[0]
         stages = [p for p in profile if STAGE_MODEL.get(p.stage) == role and role in p.flops]
         if not stages:
             continue
@@ -268,16 +285,25 @@ def runtime_options(args) -> dict:
     return out
 
 
-def build(args, responses: list[str], knowledge: list[str]):
-    """(parser, qg, qa, nli, description): the paper's models, or working random ones."""
+_RANDOM: dict = {}  # the random models' folders, built once per process
+
+
+def build(args, responses: list[str], knowledge: list[str], **mode):
+    """(parser, qg, qa, nli, description): the paper's models, or working random ones; `mode`
+    (dtype, quantize) overrides the flags' precision."""
     base = dict(device=args.device, dtype=args.dtype, **runtime_options(args))
+    base.update(mode)
     try:
         scorer = Q2Scorer(Q2Config(**base)).load()
         return scorer.config, scorer.parser, scorer.qg, scorer.qa, scorer.nli, "the paper's pretrained models"
     except ModelNotAvailable:
         pass
-    paths = build_random_models(tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge, size=args.size,
-                                vocab_size=8000)
+    if not _RANDOM and getattr(args, "random_models", None):  # --growth's children: the parent's models
+        _RANDOM.update({role: str(Path(args.random_models) / role) for role in ("qg", "qa", "nli")})
+    if not _RANDOM:
+        _RANDOM.update(build_random_models(tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge,
+                                           size=args.size, vocab_size=8000))
+    paths = _RANDOM
     config = Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], **base)
     decisions = Decisions(set(responses))
     scorer = Q2Scorer(config)
@@ -285,6 +311,120 @@ def build(args, responses: list[str], knowledge: list[str]):
     return (config, scorer.parser, WorkingQG(config, decisions), WorkingQA(config, decisions),
             WorkingNLI(config, decisions),
             f"random-weight models of the {args.size} shapes {shapes} doing the work of scripted decisions")
+
+
+# the fast modes of `--precisions`: name -> Q2Config options
+MODES = {"float32": dict(dtype="float32"), "bfloat16": dict(dtype="bfloat16"),
+         "int8": dict(dtype="float32", quantize="int8")}
+
+
+def int8_peak(n: int = 2048, seconds: float = 1.0) -> float:
+    """Measured "FLOP/s" (2 per multiply-add) of a large dynamically quantized int8 Linear layer
+    (the kernel of `quantize='int8'`), activations quantized on the fly as in the engine."""
+    import warnings
+
+    from torch.ao.nn.quantized.dynamic import Linear as QLinear
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        layer = QLinear(n, n, bias_=False, dtype=torch.qint8)
+        layer.set_weight_bias(torch.quantize_per_channel(torch.randn(n, n), torch.full((n,), 0.02),
+                                                         torch.zeros(n, dtype=torch.long), 0, torch.qint8), None)
+    x = torch.randn(n, n)
+    layer(x)
+    best, spent = float("inf"), 0.0
+    while spent < seconds:
+        t0 = time.perf_counter()
+        layer(x)
+        dt = time.perf_counter() - t0
+        best, spent = min(best, dt), spent + dt
+    return 2 * n ** 3 / best
+
+
+def agreement(first: list, second: list) -> str:
+    """How many of the model's own decisions of one run equal the other's, e.g. `98.5% (197/200)`."""
+    same = sum(a == b for a, b in zip(first, second))
+    total = max(len(first), len(second))
+    return f"{same / total:.1%} ({same}/{total})" if total else "n/a"
+
+
+def run_engine(config, parser, qg, qa, nli, responses, knowledge):
+    """The engine once: (result, seconds)."""
+    engine = Q2Scorer(config, parser=parser, qg=qg, qa=qa, nli=nli)
+    t0 = time.perf_counter()
+    result = engine.score(responses, knowledge)
+    return result, time.perf_counter() - t0
+
+
+def digest(result) -> str:
+    scores = [(r.q2, r.q2_no_nli) for r in result.responses]
+    return hashlib.sha256(repr(scores).encode()).hexdigest()[:16]
+
+
+def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float, peaks: dict) -> list[str]:
+    """Each fast mode's engine run against the float32 one (`fp32`: result, seconds, components)."""
+    result32, t32, comps32 = fp32
+    rate32 = len(responses) / t32
+    lines = ["", "Precisions (the same models, responses and scripted decisions; speed-ups over this run's "
+             "float32 engine and the released loop):",
+             f"{'mode':<10}{'seconds':>9}{'resp/s':>9}{'vs fp32':>9}{'vs loop':>9}{'of peak':>9}  "
+             f"{'same scores':<12}questions / QA answers / NLI labels equal to float32's"]
+    for name in names:
+        if name == "float32":
+            result, seconds, comps = result32, t32, comps32
+        else:
+            try:
+                config, parser, qg, qa, nli, _ = build(args, responses, knowledge, **MODES[name])
+            except Q2Error as err:  # bfloat16 on a CPU without it, int8 on a GPU: one line, the others run
+                lines.append(f"{name:<10}skipped: {err}")
+                continue
+            comps = (qg, qa, nli)
+            run_engine(config, parser, qg, qa, nli, responses[:1], knowledge[:1])  # warm the kernels
+            for comp in comps:
+                if hasattr(comp, "model_decisions"):
+                    comp.model_decisions.clear()
+            result, seconds = run_engine(config, parser, qg, qa, nli, responses, knowledge)
+        dtype = "bfloat16" if name == "bfloat16" else "float32"
+        peak = max(v for k, v in peaks.items() if k.split()[0] == dtype)
+        role_peaks = {r: (peaks["int8"], "int8") for r in ("qa", "nli")} if name == "int8" else {}
+        flops = {r: 0.0 for r in ("qg", "qa", "nli")}
+        for p in result.profile:
+            for role, f in p.flops.items():
+                flops[role] = flops.get(role, 0.0) + f
+        # fraction of peak over the whole engine: each model's FLOPs against its precision's peak
+        busy = sum(f / role_peaks.get(r, (peak, ""))[0] for r, f in flops.items())
+        agree = " / ".join(agreement(getattr(a, "model_decisions", []), getattr(b, "model_decisions", []))
+                           for a, b in zip(comps32, comps))
+        rate = len(responses) / seconds
+        lines.append(f"{name:<10}{seconds:>9.1f}{rate:>9.3f}{rate / rate32:>8.2f}x{rate / rate_ref:>8.2f}x"
+                     f"{busy / seconds:>9.1%}  {str(digest(result) == digest(result32)):<12}{agree}")
+        if name != "float32":
+            lines += ["  " + line for line in efficiency_report(result.profile, peak, dtype, role_peaks)]
+    return lines
+
+
+def growth(args, sizes: list[int]) -> int:
+    """Engine seconds and peak RSS at each size, each in a fresh process (`--engine-only`)."""
+    import re
+    import subprocess
+
+    # one set of random models (its tokenizer trained on the largest set's texts) for every size
+    pairs = load_pairs(max(sizes))
+    folder = tempfile.mkdtemp(prefix="q2-bench-")
+    build_random_models(folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size, vocab_size=8000)
+    print(f"Growth (engine only, {args.size} shapes, dtype {args.dtype}, each size in a fresh process):")
+    print(f"{'responses':>10}{'seconds':>10}{'s/response':>12}{'peak RSS MB':>13}")
+    for n in sizes:
+        cmd = [sys.executable, __file__, "--engine-only", "--n", str(n), "--size", args.size, "--device", args.device,
+               "--dtype", args.dtype, "--random-models", folder]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        seconds = float(re.search(r"^engine seconds: ([\d.]+)", out, re.M).group(1))
+        rss = float(re.search(r"^engine peak RSS MB: ([\d.]+)", out, re.M).group(1))
+        print(f"{n:>10}{seconds:>10.1f}{seconds / n:>12.3f}{rss:>13,.0f}")
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    return 0
 
 
 def main() -> int:
@@ -303,11 +443,31 @@ def main() -> int:
                     help="who computes the engine's float32 Linear layers on a CPU (the loop keeps PyTorch's)")
     ap.add_argument("--reference-no-grad", action="store_true",
                     help="run the loop's QA in inference mode (the released code leaves autograd on)")
+    ap.add_argument("--precisions", default=None, metavar="LIST",
+                    help="also run the engine in these modes, comma-separated, of " + ", ".join(MODES)
+                    + " (e.g. float32,bfloat16,int8) and compare them with float32")
+    ap.add_argument("--growth", default=None, metavar="SIZES",
+                    help="only the engine, at each of these numbers of responses (e.g. 16,64,256), each in a "
+                         "fresh process: seconds and peak RSS")
+    ap.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--random-models", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.growth:
+        return growth(args, [int(x) for x in args.growth.split(",")])
+    names = [x.strip() for x in args.precisions.split(",")] if args.precisions else []
+    if any(x not in MODES for x in names):
+        ap.error(f"--precisions: use {', '.join(MODES)}")
+    if names and args.dtype not in ("auto", "float32"):
+        ap.error("--precisions compares with the float32 run: leave --dtype at auto or float32")
 
     pairs = load_pairs(args.n)
     responses, knowledge = [p[0] for p in pairs], [p[1] for p in pairs]
     config, parser, qg, qa, nli, which = build(args, responses, knowledge)
+    if args.engine_only:
+        result, seconds = run_engine(config, parser, qg, qa, nli, responses, knowledge)
+        print(f"engine seconds: {seconds:.3f}\nengine peak RSS MB: "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\ndigest {digest(result)}")
+        return 0
     response_set = set(responses)
     device = qa.device
     print(f"Models: {which}")
@@ -320,6 +480,8 @@ def main() -> int:
           f"{'oneDNN' if uses_onednn(config.cpu_matmul, device, qa.model.dtype) else 'PyTorch default (BLAS)'}")
 
     peaks = measure_peaks(device, qa.model.dtype)
+    if "int8" in names and device.type == "cpu":  # (int8 is a CPU mode; on a GPU its row is skipped)
+        peaks["int8"] = int8_peak()
     print("Matrix-product peak (torch.mm unless named, measured now): "
           + ", ".join(f"{k} {v / 1e9:,.1f} GFLOP/s" for k, v in peaks.items()))
     peak_name = str(qa.model.dtype).replace("torch.", "")
@@ -357,6 +519,9 @@ def main() -> int:
     qa.tokens_processed = 0
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
+    for comp in (qg, qa, nli):  # the model's own decisions of the engine run only
+        if hasattr(comp, "model_decisions"):
+            comp.model_decisions.clear()
     engine = Q2Scorer(config, parser=parser, qg=counted["qg"], qa=counted["qa"], nli=counted["nli"])
     t0 = time.perf_counter()
     result = engine.score(responses, knowledge)
@@ -390,6 +555,9 @@ def main() -> int:
     scores = [(r.q2, r.q2_no_nli) for r in result.responses]
     print(f"engine scores: {len(scores)} responses, digest {hashlib.sha256(repr(scores).encode()).hexdigest()[:16]}, "
           f"first {scores[:3]}")
+    if names:
+        print("\n".join(compare_precisions(args, names, responses, knowledge, (result, t_engine, (qg, qa, nli)),
+                                            rate_ref, peaks)))
     print(f"speed-up: {rate_engine / rate_ref:.2f}x ({rate_engine:.3f} vs {rate_ref:.3f} responses/s)  "
           f"same scores: {same}")
     return 0 if same else 1

@@ -25,7 +25,10 @@ _TRUE = {"1", "true", "yes", "on"}
 Decoding = Literal["beam", "greedy"]
 QuestionMode = Literal["single", "multi"]
 QADecoding = Literal["reference", "best_span"]
+# "auto" = float32 on every device (the released code's); the half precisions are fast modes.
 Dtype = Literal["auto", "float32", "float16", "bfloat16"]
+# int8 dynamic quantization of the QA and NLI encoders on a CPU (`models.speed.precision`).
+Quantize = Literal["none", "int8"]
 Packing = Literal["auto", "on", "off"]
 CpuMatmul = Literal["auto", "blas", "onednn"]
 Device = str  # "auto", "cpu", "cuda" or "cuda:N"
@@ -38,7 +41,7 @@ SPEED_OPTIONS = frozenset(
      "cpu_matmul", "coref_max_tokens"}
 )
 MODEL_OPTIONS = frozenset(
-    {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype", "coref_model", "tiny"}
+    {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype", "quantize", "coref_model", "tiny"}
 )
 # Options that only say where models come from: the models' identities are in the signature.
 PROVISION_OPTIONS = frozenset({"tiny"})
@@ -109,7 +112,12 @@ class Q2Config:
 
     # Runtime
     device: Device = "auto"
+    # "auto": float32 on every device (the paper's number); "bfloat16"/"float16": fast modes that
+    # change scores a little, named in the signature (measure what they cost: `q2 agree`).
     dtype: Dtype = "auto"
+    # "int8": the QA and NLI encoders' Linear layers quantized dynamically (a CPU fast mode, in
+    # the signature); "none": the paper's float weights.
+    quantize: Quantize = "none"
     qg_batch_size: int = 16
     qa_batch_size: int = 32
     nli_batch_size: int = 32
@@ -143,6 +151,9 @@ class Q2Config:
             raise ValueError("Q2Config.num_return_sequences cannot exceed num_beams")
         if self.qa_max_length is not None and self.qa_max_length < 32:
             raise ValueError(f"Q2Config.qa_max_length must be >= 32 or None, got {self.qa_max_length}")
+        if self.quantize != "none" and self.dtype in ("float16", "bfloat16"):
+            raise ValueError(f"Q2Config.quantize={self.quantize!r} runs the float32 models' encoders in int8; "
+                             f"it cannot be combined with dtype={self.dtype!r} (use dtype 'auto' or 'float32')")
         if self.qa_doc_stride < 0 or (self.qa_max_length is not None and self.qa_doc_stride >= self.qa_max_length):
             raise ValueError("Q2Config.qa_doc_stride must be in [0, qa_max_length)")
 

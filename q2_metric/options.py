@@ -248,3 +248,41 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def option_from_text(name: str, text: str, spell: Spelling = python_name) -> Any:
+    """An option's value from its text (`KEY=VALUE` on a command line): integers, `true`/`false`,
+    `none` for an optional integer, comma lists, else the text; checked by `check_option`.
+
+    >>> option_from_text("dtype", "bfloat16"), option_from_text("num_beams", "4"), option_from_text("use_nli", "false")
+    ('bfloat16', 4, False)
+    """
+    check_option_names([name], ["batch_size"])
+    hint = option_types().get(name, int)
+    value: Any = text
+    if hint is bool:
+        lowered = text.strip().lower()
+        value = True if lowered in ("1", "true", "yes", "on") else False if lowered in ("0", "false", "no", "off") else text
+    elif hint is int or hint == (int | None):
+        value = None if text.strip().lower() == "none" and hint != int else _int_or_text(text)
+    elif typing.get_origin(hint) is tuple:
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        value = [float(p) if _is_number(p) else p for p in parts] if typing.get_args(hint)[-1] is not Ellipsis else parts
+    if value is None:
+        return None
+    return check_option(name, value, spell)
+
+
+def _int_or_text(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -85,7 +85,10 @@ Args:
     coref_model (str): the F-Coref model of `coref` ({option_default("coref_model")}; needs fastcoref).
     coref_max_tokens (int): tokens per coreference batch ({option_default("coref_max_tokens")}); speed only.
     device (str or torch.device): `auto`, `cpu`, `cuda` or `cuda:N` ({option_default("device")!r}).
-    dtype (str): `auto`, `float32`, `float16` or `bfloat16` ({option_default("dtype")!r}).
+    dtype (str): `auto` (float32 on every device, the paper's), `float32`, `float16` or `bfloat16`
+        ({option_default("dtype")!r}); the half precisions are fast modes, in the signature.
+    quantize (str): `none` or `int8` (the QA and NLI encoders quantized, a CPU fast mode, in the
+        signature) ({option_default("quantize")!r}).
     qg_max_tokens, qa_max_tokens, nli_max_tokens (int): padded tokens per batch
         ({option_default("qg_max_tokens")}, {option_default("qa_max_tokens")}, {option_default("nli_max_tokens")}).
     qa_packing (str): `auto` (QA pairs packed without padding on a CPU), `on` or `off`
@@ -296,7 +299,7 @@ class Q2(evaluate.Metric):
                  personal_subjects=None, personal_possessives=None, question_mode=None,
                  qa_decoding=None, qa_max_length=None, qa_doc_stride=None, qa_max_answer_tokens=None,
                  use_nli=None, discard_unanswerable_if_any_answerable=None, fallback_nli=None,
-                 fallback_scores=None, fallback_lowercase=None, device=None, dtype=None, qg_batch_size=None,
+                 fallback_scores=None, fallback_lowercase=None, device=None, dtype=None, quantize=None, qg_batch_size=None,
                  qa_batch_size=None, nli_batch_size=None, spacy_batch_size=None, qg_max_tokens=None,
                  qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None, threshold=None,
                  histories=None, coref=None, coref_model=None, coref_max_tokens=None):

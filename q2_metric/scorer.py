@@ -18,6 +18,7 @@ from q2_metric.steps.candidates import find_candidates
 from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
                                   describe)
 from q2_metric.config import Q2Config
+from q2_metric.explain import reason_line
 from q2_metric.models.provision import provide_models
 from q2_metric.options import with_options
 from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
@@ -127,6 +128,11 @@ class Q2Scorer:
         wanted = [(role, model_id) for role, component, model_id in wanted if built_from_config(component)]
         if wanted:
             checks.check_device(c.device)
+            if c.dtype == "bfloat16" or c.quantize != "none":  # a fast mode this device cannot run (torch is
+                from q2_metric.models.loading import resolve_device  # imported only for one)
+                from q2_metric.models.speed.precision import check_precision
+
+                check_precision(c.dtype, c.quantize, resolve_device(c.device))
         todo = {role: (lambda m=model_id, r=role: str(checks.check_model(m, r))) for role, model_id in wanted}
         if built_from_config(self._parser):
             todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
@@ -223,12 +229,14 @@ class Q2Scorer:
         return "/".join(out)
 
     def _dtype_name(self) -> str:
-        """The precision models run in (`auto` resolved: bfloat16/float16 on CUDA, else float32)."""
+        """The precision models run in (`auto` resolved: float32 on every device, CPU and CUDA;
+        bfloat16/float16 only when asked)."""
+        from q2_metric.errors import DeviceNotAvailable
         from q2_metric.models.loading import resolve_device, resolve_dtype
 
         try:
             return str(resolve_dtype(self.config.dtype, resolve_device(self.config.device))).replace("torch.", "")
-        except ValueError:
+        except (ValueError, DeviceNotAvailable):
             return self.config.dtype
 
     def signature(self, identities: dict[str, str] | None = None) -> Signature:
@@ -306,6 +314,8 @@ class Q2Scorer:
                     profile.append(run_stage(name, run, loaded))
         notify(progress, DONE, len(stages), len(stages))
         locate_spans(pairs)  # no model: the candidates' offsets carried to the response as given
+        for r in results:  # the one sentence every front-end shows
+            r.reason = reason_line(r)
 
         return Q2Result(system=system_of(results), responses=results, signature=self.signature(identities), profile=profile)
 

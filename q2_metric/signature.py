@@ -73,6 +73,8 @@ class Signature:
             ("fallback", "e2e-nli:" + "/".join(f"{x:g}" for x in c.fallback_scores)
              + ("-lower" if c.fallback_lowercase else "-cased") if c.fallback_nli else "none"),
             ("dtype", comps.get("dtype", c.dtype)),
+            # int8 quantization (off by default, then absent): which encoders
+            *([("quant", f"{c.quantize}-dynamic-qa,nli")] if c.quantize != "none" else []),
             # qg/qa/nli tokenization: ref32 = transformers 3.2's (the paper's), hf = transformers' own
             ("tok", comps.get("tok", "unknown")),
             ("transformers", _version("transformers")), ("torch", _version("torch")),
@@ -108,7 +110,8 @@ class Signature:
         digest = hashlib.sha256(str(self).encode()).hexdigest()[:10]
         named = "tiny-random" if tiny else "custom(" + ",".join(models) + ")" if models else "paper"
         return (f"q2:{mine.get('q2', '?')}|models:{named}"
-                f"|rules:{rules}|dtype:{mine.get('dtype', '?')}" + (f"|thr:{mine['thr']}" if "thr" in mine else "")
+                f"|rules:{rules}|dtype:{mine.get('dtype', '?')}"
+                + (f"+{mine['quant'].partition('-')[0]}" if "quant" in mine else "") + (f"|thr:{mine['thr']}" if "thr" in mine else "")
                 + f"|sig:{digest}")
 
     def tiny(self) -> bool:
@@ -146,7 +149,8 @@ def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) ->
     # a model identified in `extra` is keyed by its identity, not by how its path was typed
     named = {_MODEL_ROLES[role] for role in (extra or {}) if role in _MODEL_ROLES}
     opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS | PROVISION_OPTIONS and k not in named
-            and (config.coref or not k.startswith("coref"))}  # coreference off: keys as before it existed
+            and (config.coref or not k.startswith("coref"))  # coreference off: keys as before it existed
+            and (k != "quantize" or config.quantize != "none")}  # likewise without quantization
     payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _q2_version(), "libs": library_versions()},
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

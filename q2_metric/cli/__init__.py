@@ -1,6 +1,6 @@
 """The `q2` command line. `q2 demo` scores the bundled sample of the annotated WoW set.
 
-One module per verb (`demo`, `score`, `rescore`, `meta_eval`, `convert_nli`, `publish`, `space`), each with its
+One module per verb (`demo`, `score`, `rescore`, `agree`, `meta_eval`, `convert_nli`, `publish`, `space`), each with its
 `add_parser(sub)` and `cmd_*`; `common` holds the engine flags. Here: `build_parser` and `main`."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Sequence
 
 from q2_metric.version import __version__
 from q2_metric.io import interrupts
-from q2_metric.cli import convert_nli, demo, meta_eval, publish, rescore, score, space
+from q2_metric.cli import agree, convert_nli, demo, meta_eval, publish, rescore, score, space
 from q2_metric.progress import on_terminal
 from q2_metric.errors import Q2Error
 
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="q2", description="Q² factual-consistency metric for dialogue")
     parser.add_argument("--version", action="version", version=f"q2-metric {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for verb in (demo, score, rescore, meta_eval, convert_nli, publish, space):  # the order of `q2 --help`
+    for verb in (demo, score, rescore, agree, meta_eval, convert_nli, publish, space):  # the order of `q2 --help`
         verb.add_parser(sub)
     return parser
 

@@ -35,7 +35,12 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-nli", action="store_true", help="span scores by token F1 only (no span NLI)")
     g.add_argument("--device", default=d.device, help="auto (default), cpu, cuda or cuda:N")
     g.add_argument("--dtype", choices=choices()["dtype"], default=d.dtype,
-                   help="model precision (auto: bfloat16/float16 on CUDA, float32 on CPU); in the signature")
+                   help="model precision (auto: float32 on every device, the paper's); bfloat16 (a CPU with "
+                        "AVX512-BF16/AMX, or a GPU) and float16 are fast modes that change scores a little, "
+                        "in the signature (measure it with `q2 agree`)")
+    g.add_argument("--quantize", choices=choices()["quantize"], default=d.quantize,
+                   help="int8: the QA and NLI encoders quantized dynamically, a CPU fast mode that changes "
+                        "scores a little, in the signature (measure it with `q2 agree`)")
     g.add_argument("--fallback-cased", action="store_true",
                    help="keep the case of knowledge and response in the fallback NLI (a departure)")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for QG, QA and NLI (default: each model's own)")
@@ -65,7 +70,8 @@ def config_from_args(args: argparse.Namespace, say: Callable[[str], None] = lamb
 
     opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
                 spacy_model=args.spacy_model, decoding=args.decoding, question_mode=args.question_mode,
-                qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype, use_nli=not args.no_nli,
+                qa_decoding=args.qa_decoding, device=args.device, dtype=args.dtype,
+                quantize=args.quantize, use_nli=not args.no_nli,
                 fallback_lowercase=not args.fallback_cased, cpu_matmul=args.cpu_matmul,
                 coref=args.coref, coref_model=args.coref_model)
     if args.no_personal_filter:

@@ -21,6 +21,7 @@ from q2_metric.models.paper.allennlp_input import ALLENNLP, allennlp_pair_ids, i
 from q2_metric.models.batching import map_batched
 from q2_metric.models.checks import nli_labels
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.speed.precision import check_precision, quantize_encoder
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
                                       uses_segment_ids)
 
@@ -58,7 +59,10 @@ class HFNLIClassifier:
             dtype=resolve_dtype(config.dtype, self.device),
         ).to(self.device).eval()
         self.labels = nli_label_map(self.model.config.id2label)
-        self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
+        if config.quantize == "int8":  # a fast mode (in the signature): the encoder's Linear layers in int8
+            check_precision(config.dtype, config.quantize, self.device)
+            quantize_encoder(self.model)
+        self.linears = OneDNNLinears(self.model)  # `cpu_matmul` (what float32 Linear layers are left)
         self.max_length = min(self.tokenizer.model_max_length, 512)
         self.tokens_processed = 0
         if is_allennlp_converted(self.model.config):

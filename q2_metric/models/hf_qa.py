@@ -39,6 +39,7 @@ from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import budget_batches, packed_calls, pipelined
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.speed.precision import check_precision, quantize_encoder
 from q2_metric.progress import batch_done
 from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
                                       uses_segment_ids)
@@ -107,7 +108,10 @@ class HFQuestionAnswerer:
             AutoModelForQuestionAnswering, config.qa_model,
             dtype=resolve_dtype(config.dtype, self.device),
         ).to(self.device).eval()
-        self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
+        if config.quantize == "int8":  # a fast mode (in the signature): the encoder's Linear layers in int8
+            check_precision(config.dtype, config.quantize, self.device)
+            quantize_encoder(self.model)
+        self.linears = OneDNNLinears(self.model)  # `cpu_matmul` (what float32 Linear layers are left)
         self.cls_text = self.tokenizer.cls_token or "[CLS]"
         self.window = model_window(self.tokenizer, self.model)
         self.packs()  # qa_packing='on' with a model that cannot pack fails here, at load

@@ -26,14 +26,17 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """`auto` -> half precision on CUDA (bfloat16 where supported: T5 overflows in float16)."""
+def resolve_dtype(dtype: str, device: torch.device | str) -> torch.dtype:
+    """`auto` -> float32 on every device, CPU and CUDA: the released code's precision, so the
+    default score is the paper's. bfloat16 and float16 only when asked (named in the signature);
+    bfloat16 on a CPU without AVX512-BF16/AMX is refused (`DeviceNotAvailable`, one sentence)."""
     import torch
 
     if dtype == "auto":
-        if device.type != "cuda":
-            return torch.float32
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    from q2_metric.models.speed.precision import check_precision
+
+    check_precision(dtype, "none", torch.device(device) if isinstance(device, str) else device)
     return getattr(torch, dtype)
 
 

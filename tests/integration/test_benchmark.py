@@ -41,3 +41,22 @@ def test_benchmark_gpu_path_on_a_cpu_stand_in():
     assert re.search(r"Matrix-product peak .*bfloat16 [\d,.]+ GFLOP/s", res.stdout)
     assert re.search(r"fraction of bfloat16 peak\s+[\d.]+%\s+[\d.]+%", res.stdout)
     assert res.stdout.strip().splitlines()[-1].endswith("same scores: True")
+
+
+def test_benchmark_precisions_and_growth_ci_sized():
+    """`--precisions` prints one row per mode (float32 against itself: every decision equal, the
+    same scores) and the int8 peak; `--growth` one row per size, from fresh processes."""
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    script = str(ROOT / "benchmarks" / "bench_speed.py")
+    res = subprocess.run([sys.executable, script, "--n", "4", "--size", "tiny", "--device", "cpu",
+                          "--precisions", "float32,int8"], capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr
+    row = re.search(r"^float32\s+[\d.]+\s+[\d.]+\s+1\.00x\s+[\d.]+x\s+[\d.]+%\s+True\s+(.*)$", res.stdout, re.M)
+    assert row and row.group(1).count("100.0%") == 3, res.stdout
+    assert re.search(r"^int8\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x\s+[\d.]+%\s+True", res.stdout, re.M)
+    assert re.search(r"qa: int8 peak [\d.]+", res.stdout)
+    assert res.stdout.strip().splitlines()[-1].endswith("same scores: True")
+    res = subprocess.run([sys.executable, script, "--size", "tiny", "--device", "cpu", "--growth", "2,4"],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr
+    assert [int(m) for m in re.findall(r"^\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d,]+$", res.stdout, re.M)] == [2, 4]

@@ -36,6 +36,7 @@ def imports_after(args, tmp_path):
 @pytest.mark.parametrize("args, code", [
     (["--help"], 0),
     (["score", "--help"], 0),
+    (["agree", "--help"], 0),
     (["--version"], 0),
     (["register"], 0),
     (["score", "in.csv"], 2),  # argument error: -o missing

@@ -7,21 +7,36 @@ paper's shapes), and every later step reorders the cross-attention cache with th
 all of it, although a beam is only ever replaced by a beam of the same input, whose keys and
 values are the same.
 
-`SharedCrossAttention` hooks the `k` and `v` projections of every cross-attention: inside
-`sharing(beams)` they run on one row per input and the result is copied to its beams, and the
+`SharedCrossAttention` hooks every cross-attention: inside `sharing(beams)` its `k` and `v`
+projections run on one row per input (the encoder states of the input's first beam), and the
 beam reorder leaves the cross-attention cache as it is (the project's 3.2 beam search,
 `hf_qg.decoder_steps`, reorders the self-attention cache alone; transformers' `generate` calls the
-model's `_reorder_cache`, set here). Outside that block the hooks do nothing.
+model's `_reorder_cache`, set here). Outside that block the hooks do nothing and the attention is
+the decoder's own.
 The values are the same as on the plain path, row for row, so the generated ids and scores are
 too (tested bit for bit); the signature does not change.
+
+The keys and values also stay one row per input in the cache: they are not copied to the beams.
+The cross-attention then runs once per beam slot (the rows of beam j of every input against their
+input's keys and values: `num_beams` attention calls of the batch's inputs instead of one of all
+rows). Each query row is computed by the same kernel on the same keys, values and mask as when its
+keys and values were copied, so the output is the same bit for bit (tested); what goes is the
+copy to the beams (and its cache write) and, at every decoder step, reading `num_beams` copies of
+the same keys and values: at the paper's shapes (16 inputs of 200 tokens, 5 beams) the
+cross-attention ran 2.7x faster, one thread, and it had been the largest item of a decoder step
+after the matrix products (`benchmarks/RESULTS.md`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+import copy
+from typing import Any, Callable, Iterator
 
 import torch
+
+# the attention function of the shared cross-attention (registered with transformers once)
+ATTENTION_NAME = "q2_shared_cross"
 
 
 class SharedCrossAttention:
@@ -32,20 +47,22 @@ class SharedCrossAttention:
         self.beams = 1
         self.projections = [getattr(block.layer[1].EncDecAttention, name)
                             for block in model.decoder.block for name in ("k", "v")]
-        for linear in self.projections:
-            linear.register_forward_pre_hook(self._one_row_per_input)
-            linear.register_forward_hook(self._copy_to_beams)
+        _register_attention()
+        for block in model.decoder.block:
+            attention = block.layer[1].EncDecAttention
+            attention.register_forward_pre_hook(self._one_row_per_input, with_kwargs=True)
+            # this module alone calls the shared attention, which hands every other call to the
+            # decoder's own implementation (`attention._q2_decoder_config`, read at each call)
+            attention._q2_shared, attention._q2_decoder_config = self, attention.config
+            attention.config = copy.copy(attention.config)
+            attention.config._attn_implementation = ATTENTION_NAME
 
-    def _one_row_per_input(self, module: torch.nn.Module, args: tuple) -> tuple | None:
-        x = args[0]
-        if self.beams > 1 and x.dim() == 3 and x.shape[0] % self.beams == 0:
-            module._q2_sliced = True
-            return (x[::self.beams],)
-        module._q2_sliced = False
+    def _one_row_per_input(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple | None:
+        """The encoder states the cross-attention projects to keys and values: one row per input."""
+        x = kwargs.get("key_value_states")
+        if self.beams > 1 and x is not None and x.dim() == 3 and x.shape[0] % self.beams == 0:
+            return args, {**kwargs, "key_value_states": x[::self.beams]}
         return None
-
-    def _copy_to_beams(self, module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
-        return output.repeat_interleave(self.beams, dim=0) if module._q2_sliced else None
 
     @contextlib.contextmanager
     def sharing(self, beams: int) -> Iterator[None]:
@@ -60,6 +77,46 @@ class SharedCrossAttention:
         finally:
             self.beams = 1
             del self.model._reorder_cache
+
+
+def _decoder_attention(module: torch.nn.Module) -> Callable:
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.t5.modeling_t5 import eager_attention_forward
+
+    return ALL_ATTENTION_FUNCTIONS.get_interface(module._q2_decoder_config._attn_implementation,
+                                                 eager_attention_forward)
+
+
+def _per_beam(x: Any, rows: int, beams: int, j: int) -> Any:
+    """Beam j's rows of a per-row tensor (its first dimension is `rows`); others as they are."""
+    return x[j::beams] if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == rows else x
+
+
+def shared_cross_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                           attention_mask: torch.Tensor | None, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+    """The cross-attention with keys and values one row per input and queries one row per beam:
+    the decoder's attention function once per beam slot, the outputs interleaved back into the
+    rows' order. Any other call (no sharing, self-attention shapes) goes to that function as is."""
+    attend = _decoder_attention(module)
+    beams = module._q2_shared.beams
+    rows = query.shape[0]
+    if beams <= 1 or rows != key.shape[0] * beams:
+        return attend(module, query, key, value, attention_mask, **kwargs)
+    outs = []
+    for j in range(beams):
+        slot = {k: _per_beam(v, rows, beams, j) for k, v in kwargs.items()}
+        out, _ = attend(module, query[j::beams], key, value, _per_beam(attention_mask, rows, beams, j), **slot)
+        outs.append(out)
+    # (inputs, beams, ...) -> the rows' order, input i's beams at rows i*beams ... i*beams+beams-1
+    return torch.stack(outs, dim=1).reshape(rows, *outs[0].shape[1:]), None
+
+
+def _register_attention() -> None:
+    from transformers import AttentionInterface
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    if ATTENTION_NAME not in ALL_ATTENTION_FUNCTIONS:
+        AttentionInterface.register(ATTENTION_NAME, shared_cross_attention)
 
 
 def _reorder_self_attention_only(cache: Any, beam_idx: torch.Tensor) -> Any:

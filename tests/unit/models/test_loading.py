@@ -75,3 +75,30 @@ def test_loading_is_quiet_unless_verbose(tiny_models, capfd):
     assert "Loading weights" in capfd.readouterr().err
     load_pretrained(AutoModelForQuestionAnswering, tiny_models["qa"])  # quiet again afterwards
     assert "Loading weights" not in capfd.readouterr().err
+
+
+def test_auto_dtype_is_float32_on_cuda_without_a_gpu():
+    """The default precision is the released code's (float32) on every device: resolved for a
+    CUDA device given as a string and as a torch.device, on a machine with no GPU (resolving
+    needs none). Half precision only when asked."""
+    import torch
+
+    from q2_metric.models.loading import resolve_dtype
+
+    for device in ("cuda", "cuda:0", torch.device("cuda"), torch.device("cuda", 1), "cpu", torch.device("cpu")):
+        assert resolve_dtype("auto", device) is torch.float32
+    assert resolve_dtype("float16", "cuda") is torch.float16
+    assert resolve_dtype("bfloat16", torch.device("cuda")) is torch.bfloat16
+
+
+def test_default_signature_says_float32_on_cuda(monkeypatch):
+    """A CUDA user's default signature names float32, the paper's precision (no GPU needed:
+    the device resolution is what a CUDA machine would see)."""
+    import torch
+
+    from q2_metric import Q2Config, Q2Scorer
+    from q2_metric.models import loading
+
+    monkeypatch.setattr(loading, "resolve_device", lambda device: torch.device("cuda"))
+    assert Q2Scorer(Q2Config(tiny=False))._dtype_name() == "float32"
+    assert Q2Scorer(Q2Config(dtype="bfloat16", tiny=False))._dtype_name() == "bfloat16"
