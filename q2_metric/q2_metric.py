@@ -6,6 +6,7 @@ Space ships a copy of this file as `q2.py` (`q2-metric space`).
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Sequence
 
@@ -216,6 +217,12 @@ class Q2(evaluate.Metric):
                 **options: Any) -> Q2Config:
         return build_config(variant or self.config_name, options, batch_size, tiny=tiny)
 
+    def _build_data_dir(self) -> str:
+        """evaluate's cache folder (`cache_dir/q2/<config>`), which evaluate creates as the module
+        loads; here it is created by `compute`, once the output-path rule has checked it against
+        the model folders of the call's options."""
+        return os.path.join(self._data_dir_root, self.name, self.config_name)
+
     def _lock(self) -> threading.RLock:
         """One lock per instance: evaluate keeps one cache file and one writer per instance, which
         calls from several threads would share (and remove under each other)."""
@@ -253,27 +260,45 @@ class Q2(evaluate.Metric):
         if kwargs.get("histories") is not None and predictions is not None:
             kwargs["histories"] = frontend.check_histories(kwargs["histories"], len(predictions or []))
         with self._lock():
+            # Only now, with the options and the cache folder checked, does evaluate write its cache:
+            # the batches held by `add_batch`/`add` first, then this call's own (through `add_batch`).
+            self.__dict__["_q2_writing"] = True
             try:
+                if not self.keep_in_memory:
+                    os.makedirs(self.data_dir, exist_ok=True)
+                for batch in self.__dict__.pop("_q2_pending", []):
+                    super().add_batch(**batch)
                 return super().compute(predictions=predictions, references=references, **kwargs)
             finally:
+                self.__dict__["_q2_writing"] = False
                 self.__dict__["_q2_added"] = 0  # evaluate drops the added batches with the compute
 
     def add_batch(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
                   **kwargs: Any) -> None:
-        """Add a batch of responses and their knowledge (checked as `compute` checks them)."""
+        """Add a batch of responses and their knowledge (checked as `compute` checks them). The batch
+        is held until `compute`, which writes evaluate's cache once the model options it is given
+        show that the cache folder lies in no model folder (the output-path rule)."""
         with self._lock():
+            if self.__dict__.get("_q2_writing"):  # evaluate's compute adding its own inputs
+                return super().add_batch(predictions=predictions, references=references, **kwargs)
             # a bad item is named by its place among every item added since the last compute
             predictions, references = _check(predictions, references, self.__dict__.get("_q2_added", 0))
-            out = super().add_batch(predictions=predictions, references=references, **kwargs)
+            self.__dict__.setdefault("_q2_pending", []).append(
+                {"predictions": predictions, "references": references, **kwargs})
             self.__dict__["_q2_added"] = self.__dict__.get("_q2_added", 0) + len(predictions)
-            return out
 
     def add(self, *, prediction=None, reference=None, **kwargs: Any) -> None:
-        """Add one response and its knowledge (calls from several threads take turns)."""
+        """Add one response and its knowledge (held until `compute`, as `add_batch` holds a batch;
+        calls from several threads take turns)."""
+        # evaluate's own `add` takes the plural names too (`add(predictions=..., references=...)`)
+        prediction = kwargs.pop("predictions", prediction)
+        reference = kwargs.pop("references", reference)
         with self._lock():
-            out = super().add(prediction=prediction, reference=reference, **kwargs)
-            self.__dict__["_q2_added"] = self.__dict__.get("_q2_added", 0) + 1
-            return out
+            start = self.__dict__.get("_q2_added", 0)
+            predictions, references = _check([prediction], [reference], start)
+            self.__dict__.setdefault("_q2_pending", []).append(
+                {"predictions": predictions, "references": references, **kwargs})
+            self.__dict__["_q2_added"] = start + 1
 
     def _infer_feature_from_batch(self, batch):
         # evaluate infers the format (one reference or a list per prediction) from the first item:

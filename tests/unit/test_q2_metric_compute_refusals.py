@@ -34,3 +34,36 @@ def test_minus_zero_threshold_signs_thr_0(metric):
     out = metric.compute(predictions=PRED, references=REF, threshold=-0.0, tiny=True)
     assert out["signature"].endswith("|thr:0") and math.copysign(1, out["threshold"]) == 1.0
     assert out["decisions"] == ["consistent"]  # every score is >= 0
+
+
+def test_added_batches_are_not_written_before_the_cache_folder_is_checked(tiny_models, tmp_path):
+    """evaluate writes its cache when a batch is added; the model folder that makes the cache
+    folder an unlawful output is named only at `compute`. The batches wait for `compute`'s check,
+    so nothing is ever written inside the model folder, and they are still there once the
+    options are fixed."""
+    import hashlib
+    import shutil
+    from pathlib import Path
+
+    from q2_metric.errors import OutputPathError
+
+    model = Path(shutil.copytree(tiny_models["qg"], tmp_path / "qg"))
+
+    def files():
+        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(model.rglob("*")) if p.is_file()}
+
+    before = files()
+    inside = evaluate.load(q2_metric.module_path(), cache_dir=str(model / "evaluate-cache"))
+    inside.add_batch(predictions=PRED, references=REF)
+    inside.add(prediction="it aired in france", reference=REF[0])
+    with pytest.raises(OutputPathError, match="lies inside"):
+        inside.compute(qg_model=str(model), qa_model=tiny_models["qa"], nli_model=tiny_models["nli"], device="cpu")
+    assert files() == before and not (model / "evaluate-cache").exists()
+
+    elsewhere = evaluate.load(q2_metric.module_path(), cache_dir=str(tmp_path / "cache"))
+    elsewhere.add_batch(predictions=PRED, references=REF)
+    elsewhere.add(prediction="it aired in france", reference=REF[0])
+    with pytest.raises(Q2OptionError):  # a refused compute keeps the added batches
+        elsewhere.compute(qg_model=str(model), decoding="sampling")
+    out = elsewhere.compute(qg_model=str(model), qa_model=tiny_models["qa"], nli_model=tiny_models["nli"], device="cpu")
+    assert len(out["scores"]) == 2 and files() == before
