@@ -1,5 +1,7 @@
-"""Explanations that read at a glance, shared by `q2 demo` and the Space: a one-line reason for a
-response's score, its spans highlighted by span score, and one table row per generated question."""
+"""Explanations that read at a glance: the one-sentence reason for a response's score (every
+front-end shows this one: the engine writes it into `ResponseScore.reason`, hence `q2 score`'s
+`reason` column, `evaluate`'s details, ParlAI's explain file, Inspect's explanation, `q2 demo` and
+the Space), its spans highlighted by span score, and one table row per generated question."""
 
 from __future__ import annotations
 
@@ -35,9 +37,19 @@ def verdict(trace: Any) -> str:
     return "partly"  # neutral, or no span NLI: the score is the token F1
 
 
+NOT_SCORED = "Not scored: "
+
+
 def reason_line(res: ResponseScore) -> str:
     """Why the response scored what it did, in one sentence, e.g. "3 of 4 questions answered the
-    same way from the knowledge; 1 contradicted."; with coreference, what it replaced (`coref_note`)."""
+    same way from the knowledge; 1 contradicted."; "No valid question (...); end-to-end NLI: the
+    knowledge entails the response."; "Not scored: empty response."; with coreference, what it
+    replaced (`coref_note`).
+
+    The engine calls it once per response and stores the sentence as `res.reason`; called again on
+    such a finished result it gives the same sentence."""
+    if not res.scored and (res.reason or "").startswith(NOT_SCORED):
+        return res.reason  # already the sentence (the cause it names is gone from the fields)
     return _score_reason(res) + coref_note(res)
 
 
@@ -60,7 +72,7 @@ def coref_note(res: ResponseScore) -> str:
 
 def _score_reason(res: ResponseScore) -> str:
     if not res.scored:
-        return f"Not scored: {res.reason}."
+        return f"{NOT_SCORED}{res.reason}."
     valid = res.valid_questions
     if not valid:
         asked = len(res.questions)
@@ -68,7 +80,10 @@ def _score_reason(res: ResponseScore) -> str:
                if asked else "the response has no answer candidate")
         label = {ENTAILMENT: "entails", NEUTRAL: "neither entails nor contradicts",
                  CONTRADICTION: "contradicts"}.get(res.fallback_label or "", "was compared with")
-        return f"No valid question ({why}); end-to-end NLI: the knowledge {label} the response."
+        windows = res.fallback_windows
+        read = (f", read in {windows} knowledge windows (entailment if any window entails, else "
+                "contradiction if any contradicts, else neutral)" if windows > 1 else "")
+        return f"No valid question ({why}); end-to-end NLI: the knowledge {label} the response{read}."
     counts = {key: 0 for key, _ in VERDICTS}
     for t in valid:
         counts[verdict(t)] += 1

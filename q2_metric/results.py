@@ -57,7 +57,9 @@ class ResponseScore:
     fallback: bool = False  # scored by end-to-end NLI (no valid question)
     fallback_label: str | None = None
     fallback_windows: int = 0  # premise windows of the fallback NLI (more than 1: knowledge was long)
-    reason: str | None = None  # why the score is NaN (empty input) or why the fallback ran
+    # why the score is what it is, in one sentence (`explain.reason_line`, written by the engine);
+    # while the stages run: why the response is not scored (empty input, fallback off), else None
+    reason: str | None = None
     candidates: list[str] = field(default_factory=list)
     questions: list[QuestionTrace] = field(default_factory=list)
     coref: "CorefTrace | None" = None  # with `coref=True`: the resolved response and its replacements

@@ -18,6 +18,7 @@ from q2_metric.steps.candidates import find_candidates
 from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
                                   describe)
 from q2_metric.config import Q2Config
+from q2_metric.explain import reason_line
 from q2_metric.models.provision import provide_models
 from q2_metric.options import with_options
 from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
@@ -304,6 +305,8 @@ class Q2Scorer:
                 if pairs:
                     profile.append(run_stage(name, run, loaded))
         notify(progress, DONE, len(stages), len(stages))
+        for r in results:  # the one sentence every front-end shows
+            r.reason = reason_line(r)
 
         return Q2Result(system=system_of(results), responses=results, signature=self.signature(identities), profile=profile)
 

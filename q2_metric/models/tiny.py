@@ -7,7 +7,10 @@ built once (a few seconds) into `q2_metric.config.tiny_models_dir()`:
     <dir>/qg/    a T5 question generator (2 layers, d_model 32)
     <dir>/qa/    an ALBERT extractive QA model
     <dir>/nli/   a RoBERTa NLI classifier
-    (each with the same WordPiece tokenizer, trained on the bundled sample)
+    (each with the same WordPiece tokenizer, whose vocabulary is the bundled sample's words)
+
+Their scores mean nothing, but depend on the text, deterministically (0, 0.5, 2/3 and 1 on the bundled
+sample, through valid questions and through the fallback): `random_models` says how their weights are set.
 
 Each `config.json` carries `"q2_tiny_random": true`, so the signature names these models
 `tiny-random-<digest>` and its short form says `models:tiny-random`.

@@ -61,9 +61,6 @@ def score_responses(pairs: Sequence[Pair], nli: NLIClassifier | None, *, fallbac
             premise, hypothesis = fallback_pair(p.response, p.knowledge, lowercase)
             r.fallback, r.fallback_label = True, labels[(premise, hypothesis)]
             r.fallback_windows = count_windows(premise, hypothesis) if count_windows else 1
-            r.reason = "no valid question: end-to-end NLI" + (
-                f" over {r.fallback_windows} knowledge windows (entailment if any window entails, "
-                "else contradiction if any contradicts, else neutral)" if r.fallback_windows > 1 else "")
             r.q2 = r.q2_no_nli = fallback_score(r.fallback_label, scores)
         else:
-            r.reason = "no valid question (fallback off)"
+            r.reason = "no valid question (fallback off)"  # why it is NaN; the engine words the sentence

@@ -151,8 +151,9 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
             error = page.wait_for("(t => t.includes('characters long') && t)(document.body.innerText)", 60,
                                   "the length error")
         assert 0.0 <= score <= 1.0
-        # the one-line reason beside the score; random weights: no question survives the filter, so
-        # the fallback explains the score (tests/integration/test_space.py::test_explain_rows covers the counts)
+        # the one-line reason beside the score; the tiny QA answers every question on this response with
+        # "bob" or "ross" (one word, never a whole candidate), so no question is valid and the fallback
+        # explains the score (tests/integration/test_space.py::test_explain_rows covers the counts)
         assert reason.startswith("No valid question (none of the ") and "end-to-end NLI" in reason, reason
         # the response's answer candidates are highlighted, in order, each with its status
         assert spans_text.replace("\n", "") == RESPONSE

@@ -168,7 +168,7 @@ def test_hard_texts_do_not_crash(scorer):
                           ["Bob Ross painted.", "Zürich est une ville.", long, "Bob Ross."])
     assert all(0.0 <= s <= 1.0 for s in result.scores[:3])
     assert result.responses[0].fallback  # no candidate in punctuation
-    assert math.isnan(result.scores[3]) and result.responses[3].reason == "empty response"
+    assert math.isnan(result.scores[3]) and result.responses[3].reason == "Not scored: empty response."
 
 
 def test_scripted_qg_with_real_qa_and_nli(tiny_config):

@@ -16,7 +16,7 @@ from q2_metric.testing.scripted import scripted_scorer, ScriptedParser
                                   "\u00a0\u2003\u3000", "\u3164", "\u00ad", "\U000e0041", "\u2800", " \t\u200f "])
 def test_invisible_text_is_empty(text):
     result = scripted_scorer().score([text, "Paris is big."], ["Paris is big.", text])
-    assert [r.reason for r in result.responses] == ["empty response", "empty knowledge"]
+    assert [r.reason for r in result.responses] == ["Not scored: empty response.", "Not scored: empty knowledge."]
     assert result.system.num_scored == 0
 
 
@@ -41,7 +41,8 @@ def test_lone_surrogate_is_replaced_in_the_api(tmp_path):
 
 def test_nul_only_knowledge_is_empty():
     result = scripted_scorer().score(["Paris is big.", "Rome.", "\x00\x1b"], ["\x00\x00", " \x00\t", "Rome."])
-    assert [r.reason for r in result.responses] == ["empty knowledge", "empty knowledge", "empty response"]
+    assert [r.reason for r in result.responses] == ["Not scored: empty knowledge.", "Not scored: empty knowledge.",
+                                                     "Not scored: empty response."]
     assert result.system.num_skipped == 3
 
 
@@ -92,7 +93,9 @@ def test_empty_and_whitespace_give_nan_and_are_counted():
     result = scripted_scorer().score(["Paris is big.", "", "Rome.", " \n"],
                                      ["Paris is big.", "Paris.", "  ", "Rome."])
     reasons = [r.reason for r in result.responses]
-    assert reasons == [None, "empty response", "empty knowledge", "empty response"]
+    # the one sentence of each (`explain.reason_line`): "Paris" asked and answered alike on both sides
+    assert reasons == ["The question answered the same way from the knowledge.", "Not scored: empty response.",
+                       "Not scored: empty knowledge.", "Not scored: empty response."]
     assert [math.isnan(s) for s in result.scores] == [False, True, True, True]
     assert result.q2 == 1.0 and result.system.num_skipped == 3 and result.system.num_scored == 1
 
