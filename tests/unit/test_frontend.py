@@ -119,3 +119,18 @@ def test_tiny_note_only_for_tiny_models(tiny_env):
 
     assert "meaningless" in (tiny_note(configure(tiny=True)) or "")  # the folder of `tiny=True` (tiny_env)
     assert tiny_note(Q2Config()) is None
+
+
+def test_the_spacy_and_device_sentences_use_the_front_ends_words():
+    from q2_metric.models.checks import check_device, check_spacy, spelling
+
+    with spelling(flag_name("--q2-")):
+        with pytest.raises(ModelNotAvailable, match=r"pass an installed one as --q2-spacy-model\.$"):
+            check_spacy("no_such_spacy_package")
+        import torch
+
+        if not torch.cuda.is_available():
+            with pytest.raises(Q2Error, match=r"pass --q2-device 'cpu' or 'auto', or install"):
+                check_device("cuda")
+    with pytest.raises(ModelNotAvailable, match=r"as spacy_model \(--spacy-model\)\.$"):
+        check_spacy("no_such_spacy_package")  # outside the block: both spellings, as before
