@@ -16,10 +16,6 @@ ALLOWED = {
     ("q2_metric.meta.baselines", "q2_metric.models.hf_nli"): "the baselines' own NLI model (meta-evaluation)",
     ("q2_metric.meta.baselines", "q2_metric.steps.response_scores"):
         "the end-to-end NLI baseline is the fallback rule itself",
-    # the harness change (h-harness) brings these under the contract
-    ("q2_metric.harness.batcher", "q2_metric.steps.system_score"): "harness: left to the harness change",
-    ("q2_metric.harness.batcher", "q2_metric.models.tiny"): "harness: left to the harness change",
-    ("q2_metric.harness.lm_eval", "q2_metric.steps.coref"): "harness: left to the harness change",
 }
 
 
