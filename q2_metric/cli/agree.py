@@ -37,8 +37,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
     from q2_metric import io
     from q2_metric.io.paths import check_run
     from q2_metric.meta.agreement import compare
-    from q2_metric.models.loading import verbose_loading
-    from q2_metric.models.tiny import tiny_hint
+    from q2_metric.frontend import loading_output, model_words
     from q2_metric.options import build_config, flag_name, json_safe, option_from_text
 
     if not args.fast:
@@ -77,7 +76,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
         raise Q2InputError(f"The input file '{args.input}' has no readable row to compare.")
     responses = [r.fields[args.response_col] for r in good]
     knowledge = [r.fields[args.knowledge_col] for r in good]
-    with verbose_loading(args.verbose), tiny_hint("`--tiny`"):
+    with loading_output(args.verbose), model_words(flag_name(), tiny_hint="`--tiny`"):
         report = compare(responses, knowledge, fast=fast, base=base, labels=labels, threshold=args.threshold)
     lines = [row.line for row in good]
     if args.per_response:

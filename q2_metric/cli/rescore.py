@@ -7,18 +7,17 @@ import json
 import sys
 
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
-from q2_metric.models.tiny import meaningless_note, tiny_hint
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from q2_metric.corpus.logs import in_log_words, rescore_log
-    from q2_metric.models.loading import verbose_loading
+    from q2_metric.frontend import figures_text, loading_output, model_words, tiny_note_for
+    from q2_metric.options import flag_name
     from q2_metric.progress import StageTotals
     from q2_metric.scorer import Q2Scorer
-    from q2_metric.steps.system_score import figures_text
 
     stages = None if args.quiet else StageTotals("Q²")
-    with verbose_loading(args.verbose), tiny_hint("`--tiny`"):
+    with loading_output(args.verbose), model_words(flag_name(), tiny_hint="`--tiny`"):
         report = rescore_log(Q2Scorer(config_from_args(args)), args.log, args.output, args.summary,
                              response_field=args.response_field, knowledge_field=args.knowledge_field,
                              history_field=args.history_field,
@@ -40,8 +39,9 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     else:
         print(done)
         print(f"{figures_text(report.outcome.system)}\n{_signature_text(data['signature'], args.short)}")
-        if "tiny-random-" in data["signature"]:
-            print(meaningless_note())
+        note = tiny_note_for(data["signature"])
+        if note:
+            print(note)
     return 3 if counts["bad"] else 0
 
 

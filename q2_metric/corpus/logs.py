@@ -175,14 +175,14 @@ def score_log_items(scorer: Q2Scorer, items: Sequence[Item], bad: dict[int, str]
     """`frontend.score_items` over chunks of `chunk_size` items (one engine call each) of the
     samples not already `bad`, joined into one `Outcome` in sample order whose system figures
     cover every scored item."""
-    from q2_metric.steps.system_score import system_of
+    from q2_metric.frontend import system_figures
 
     todo = [item for n, item in enumerate(items) if n not in bad]
     outcomes = [score_items(scorer, todo[i:i + chunk_size], progress=progress)
                 for i in range(0, max(len(todo), 1), chunk_size)]
     scored = iter(r for o in outcomes for r in o.items)
     results = [ItemResult(item.key, "bad", None, bad[n]) if n in bad else next(scored) for n, item in enumerate(items)]
-    return Outcome(results, system_of([r.score for r in results if r.score is not None]), outcomes[0].signature)
+    return Outcome(results, system_figures([r.score for r in results if r.score is not None]), outcomes[0].signature)
 
 
 def sample_record(sample: LogSample, result: ItemResult, fields: dict[str, str]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ process, and reports:
   differ;
 - the score change over responses scored by both: mean, 95th percentile (numpy's linear
   interpolation) and maximum of |fast - base|, and the mean signed change;
-- the decisions that flip at a threshold (default the paper's 0.5; `steps.decision.decide`);
+- the decisions that flip at a threshold (default the paper's 0.5; `frontend.decide`);
 - Spearman's rank correlation of the two score lists;
 - with labels (1 = consistent), each configuration's ROC AUC and balanced accuracy
   (`meta.stats`);
@@ -34,7 +34,7 @@ from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
 from q2_metric.scorer import Q2Scorer
-from q2_metric.steps.decision import check_threshold, decide
+from q2_metric.frontend import check_threshold, configure, decide
 
 # the stages compared, in the engine's order
 STAGES = ("questions", "response answers", "knowledge answers", "span NLI labels", "fallback NLI labels")
@@ -244,16 +244,14 @@ def _label_figures(base: Q2Result, fast: Q2Result, labels: Sequence[int], thresh
 
 def fast_config(base: Q2Config, fast: Q2Config | Mapping[str, Any]) -> Q2Config:
     """The fast configuration: a `Q2Config` as given, or the base with the options of a mapping
-    (each checked by `options.check_option`; e.g. `{"dtype": "bfloat16"}`)."""
+    (checked by `frontend.configure`, as every front-end checks options; e.g. `{"dtype": "bfloat16"}`)."""
     if isinstance(fast, Q2Config):
         return fast
-    from q2_metric.models.provision import provide_models
-    from q2_metric.options import check_option, check_option_names
-
-    check_option_names(fast)
-    checked = {name: check_option(name, value) for name, value in fast.items()}
+    options = {name: getattr(base, name) for name in base.to_dict()}
     try:
-        return provide_models(base.replace(**checked))
+        return configure({**options, **fast})
+    except Q2OptionError:
+        raise
     except ValueError as err:  # a cross-option check of Q2Config
         raise Q2OptionError(f"Invalid Q² options: {err}.") from None
 
