@@ -57,7 +57,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
         io.check_table_suffix(args.per_response, "--per-response")
     rows = io.read_rows(args.input, args.response_col, args.knowledge_col, encoding=args.encoding)
     labels = None
-    good = []
+    good, bad = [], []
     if args.label_col:
         consistent = consistent_values(args.label_col, args.consistent_label)
         labels = []
@@ -70,6 +70,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
                 labels.append(int(str(value).strip() in consistent))
         if row.error:
             print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
+            bad.append(row)
         else:
             good.append(row)
     if not good:
@@ -79,18 +80,27 @@ def cmd_agree(args: argparse.Namespace) -> int:
     with loading_output(args.verbose), model_words(flag_name(), tiny_hint="`--tiny`"):
         report = compare(responses, knowledge, fast=fast, base=base, labels=labels, threshold=args.threshold)
     lines = [row.line for row in good]
+    data = report.to_dict()
+    # every row of the input is accounted for, as q2 score's summary does: scored by the base, empty
+    # (unscored by the base), bad (skipped, with its sentence)
+    scored = sum(r["base_q2"] is not None and r["base_q2"] == r["base_q2"] for r in data["responses"])
+    data.update(num_scored=scored, num_skipped=len(good) - scored, num_bad_rows=len(bad),
+                bad_rows=[{"line": row.line, "error": row.error} for row in bad])
     if args.per_response:
         columns = ["line", "base_q2", "fast_q2", "change", "base_decision", "fast_decision", "flipped",
                    "questions_differ", "questions_compared", "answers_differ", "answers_compared",
-                   "labels_differ", "labels_compared"]
-        records = [{"line": lines[i], **{c: v for c, v in r.items() if c in columns}}
-                   for i, r in enumerate(report.to_dict()["responses"])]
+                   "labels_differ", "labels_compared", "error"]
+        records = [{"line": lines[i], **{c: v for c, v in r.items() if c in columns}, "error": None}
+                   for i, r in enumerate(data["responses"])]
+        records += [{**dict.fromkeys(columns), "line": row.line, "error": row.error} for row in bad]
+        records.sort(key=lambda r: r["line"])
         io.write_table(args.per_response, json_safe(records), columns)
     if args.output:
-        io.atomic_write(args.output, lambda f: f.write(json.dumps(json_safe(report.to_dict()), indent=2,
-                                                                    allow_nan=False) + "\n"))
+        io.atomic_write(args.output, lambda f: f.write(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"))
     print(report.text())
-    return 0
+    if bad:
+        print(f"{len(bad)} bad row(s) skipped (named above on stderr).")
+    return 3 if bad else 0
 
 
 def add_parser(sub) -> None:

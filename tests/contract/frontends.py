@@ -385,6 +385,33 @@ class Q2Score(Words):
         return err.strip()
 
 
+@dataclass
+class Q2Agree(Q2Score):
+    """`q2 agree IN --fast use_nli=false -o REPORT --per-response ROWS` with the base options as its
+    engine flags: the base configuration is the one compared (its scores, `base_q2`, and its
+    signature, `base_signature`, are what the matrix reads); the fast one only adds columns. Items
+    as a JSONL file, rows named by their line; a bad row is skipped with its sentence and written
+    to the per-response table with its `error`, the report counts it."""
+
+    fast: tuple = ("--fast", "use_nli=false")
+
+    def _argv(self, source: Path, out: Path, summary: Path | None, options: list[str]) -> list[str]:
+        argv = ["agree", str(source), "-o", str(out), *self.fast, *options]
+        return argv + (["--per-response", str(summary)] if summary else [])
+
+    def score(self, items: list[Item], tmp: Path) -> Report:
+        source, out, per = write_jsonl(tmp / "in" / "items.jsonl", items), tmp / "report.json", tmp / "rows.jsonl"
+        code, _, err = run_q2(self._argv(source, out, per, flags(self.base)))
+        assert code in (0, 3), err[-3000:]
+        rows = []
+        for rec in map(json.loads, per.read_text(encoding="utf-8").splitlines()):
+            status = "bad" if rec.get("error") else "empty" if rec.get("base_q2") is None else "scored"
+            rows.append(Row(f"line {rec['line']}", status, _nan_to_none(rec.get("base_q2")), rec.get("error") or None))
+        s = json.loads(out.read_text(encoding="utf-8"))
+        counts = {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]}
+        return Report(rows, counts, s["base_signature"])
+
+
 # -- the Space's scoring function ----------------------------------------------------------------
 
 @dataclass
@@ -527,6 +554,7 @@ def adapters(tiny_models: dict[str, str]) -> dict[str, Adapter]:
         PythonAPI("python score", base), PythonAPI("python Q2Scorer", base, via_scorer=True),
         EvaluateModule("evaluate compute", base), EvaluateModule("evaluate add_batch", base, batches=True),
         Q2Score("q2 score", base), Q2Score("q2 score --ray", base, ray=True, slow=True),
+        Q2Agree("q2 agree", base),
         SpaceFunction("space function", base), BenchmarkColumn("benchmark q2 column", base),
     ]
     from contract.adapters_parlai import parlai_adapters

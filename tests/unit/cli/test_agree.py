@@ -52,3 +52,26 @@ def test_agree_errors_are_one_sentence_before_models(tmp_path, capsys):
     assert "--fast dtype='float8'" in capsys.readouterr().err
     assert main(["agree", str(src), "--fast", "quantize=int8", "--tiny", "-o", str(src)]) == 2
     assert "input" in capsys.readouterr().err
+
+
+def test_agree_bad_row_is_named_counted_and_the_others_compared(tiny_env, tmp_path, capsys):
+    rows = sample_rows()[:3]
+    src = tmp_path / "in.jsonl"
+    items = [{"response": rows[0]["response"], "knowledge": rows[0]["knowledge"]},
+             {"response": 7, "knowledge": rows[1]["knowledge"]},  # line 2: not text
+             {"response": rows[2]["response"], "knowledge": rows[2]["knowledge"]}]
+    src.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    out, per = tmp_path / "report.json", tmp_path / "per.jsonl"
+    code = main(["agree", str(src), "--fast", "use_nli=false", "--tiny", "--device", "cpu", "-o", str(out),
+                 "--per-response", str(per)])
+    captured = capsys.readouterr()
+    assert code == 3, captured.err
+    assert "line 2" in captured.err and "row skipped" in captured.err
+    report = json.loads(out.read_text())
+    assert report["num_responses"] == 2 and report["num_bad_rows"] == 1
+    assert report["num_scored"] + report["num_skipped"] == 2
+    assert [b["line"] for b in report["bad_rows"]] == [2] and "response" in report["bad_rows"][0]["error"]
+    table = [json.loads(line) for line in per.read_text().splitlines()]
+    assert [r["line"] for r in table] == [1, 2, 3]
+    assert table[1]["error"] and table[1]["base_q2"] is None
+    assert table[0]["error"] is None and table[2]["error"] is None
