@@ -1,5 +1,5 @@
 """The harness front-ends in the matrix: lm-eval's `q2_wow`, `q2_dialogue` and `q2_wow_evaluate`,
-Inspect AI's `q2` scorer and `q2_wow` task, and the ragas metric (written by the harness change).
+Inspect AI's `q2` scorer and `q2_wow` task, and the ragas metric.
 
 Each drives the real harness the way a user does, in process, with the items' responses as the
 model's replies: lm-eval through `simple_evaluate` with a replay model (its documents: the items'
@@ -25,10 +25,7 @@ from contract.frontends import Item, PythonAPI, Report, Row, Words
 HARNESS_FRONT_ENDS = ("lm-eval q2_dialogue", "lm-eval q2_wow", "lm-eval q2_wow_evaluate", "inspect q2",
                       "inspect q2_wow", "ragas q2")
 
-NOT_ADAPTED = {  # front-end -> why it has no adapter of its own
-    "lm-eval q2_wow_evaluate": "lm-eval's route to the `evaluate` module: its engine call is `evaluate compute`'s "
-                               "(one compute per reply, the module's adapter)",
-}
+NOT_ADAPTED: dict[str, str] = {}  # front-end -> why it has no adapter of its own (none now)
 
 
 def _words(spell) -> dict[str, str]:
@@ -148,6 +145,74 @@ class LmEval(Words):
 
     def write_inside_read(self, tmp: Path) -> str | None:
         return None  # the Q² tasks write nothing; lm-eval's --output_path is lm-eval's own
+
+
+@dataclass
+class LmEvalEvaluate(LmEval):
+    """`q2_wow_evaluate`: lm-eval's own route to the `evaluate` module (`hf_evaluate: true`: lm-eval
+    calls `evaluate.load("q2")`'s `compute` once per reply), after `register_evaluate_module` (what
+    `q2 register` does, into the modules folder evaluate uses). The Q² options go in the task
+    YAML's metric entry, as docs/lm-eval.md tells users (lm-eval passes the entry's other keys to
+    `compute`), and in `--metadata q2_options` as for `q2_wow` (its documents check them, with the
+    models, before any generation): the shipped task folder is copied and its metric entry given
+    the options. Each
+    sample's record (`--log_samples`) holds that reply's compute result."""
+
+    task: str = "q2_wow_evaluate"
+    bad_item: str = "n/a"
+    bad_item_reason: str = ("lm-eval calls `compute` once per reply, a one-item list: a non-text reply or knowledge is "
+                            "that call's refusal, naming the item (`evaluate compute`'s cell), and lm-eval stops the run; "
+                            "lm-eval's models reply text")
+
+    def _tasks(self, options: dict[str, Any], tmp: Path) -> Path:
+        import shutil
+
+        import q2_metric.harness as harness
+
+        folder = tmp / "tasks"
+        if folder.exists():
+            shutil.rmtree(folder)
+        shutil.copytree(harness.lm_eval_include_path(), folder)
+        yaml = folder / "q2_wow_evaluate.yaml"
+        text = yaml.read_text(encoding="utf-8")
+        entry = "".join(f"    {k}: {json.dumps(v)}\n" for k, v in _json_safe(options).items())
+        assert "    hf_evaluate: true\n" in text
+        yaml.write_text(text.replace("    hf_evaluate: true\n", "    hf_evaluate: true\n" + entry), encoding="utf-8")
+        return folder
+
+    def _run(self, items: list[Item], options: dict[str, Any], tmp: Path) -> tuple[dict, str]:
+        import evaluate
+        import lm_eval
+        from lm_eval.tasks import TaskManager
+
+        import q2_metric.harness as harness
+        from q2_metric.evaluate_registry import register_evaluate_module
+
+        register_evaluate_module(str(Path(evaluate.config.HF_MODULES_CACHE) / "evaluate_modules"))
+        markers = {f"(#{n})": item.response for n, item in enumerate(items)}
+        contexts = [{"topic": "t", "message": f"Tell me more. (#{n})", "knowledge": i.knowledge, "gold": ""}
+                    for n, i in enumerate(items)]
+        saved = harness.wow_contexts
+        harness.wow_contexts = lambda limit=None: contexts if limit is None else contexts[:int(limit)]
+        logging.getLogger("lm-eval").setLevel(logging.ERROR)
+        try:
+            with _quiet() as err:
+                out = lm_eval.simple_evaluate(model=_replay_lm(markers), tasks=[self.task], log_samples=True,
+                                              task_manager=TaskManager(include_path=str(self._tasks(options, tmp)),
+                                                                       metadata={"q2_options": _json_safe(options)}))
+        finally:
+            harness.wow_contexts = saved
+        return out, err.getvalue()
+
+    def score(self, items: list[Item], tmp: Path) -> Report:
+        out, _ = self._run(items, self.base, tmp)
+        results = out["results"][self.task]
+        rows = []
+        for s in sorted(out["samples"][self.task], key=lambda s: s["doc_id"]):
+            (q,) = s["scores"]
+            rows.append(Row(f"doc {s['doc_id']}", "scored" if s["num_scored"] else "empty", _none(q)))
+        counts = {"scored": int(results["num_scored,none"]), "empty": int(results["num_skipped,none"]), "bad": 0}
+        return Report(rows, counts, results["signature,none"])
 
 
 # -- Inspect AI -------------------------------------------------------------------------------------
@@ -299,4 +364,5 @@ class Ragas(Words):
 def harness_adapters(base: dict[str, Any]) -> list:
     """The harness front-ends' adapters (`NOT_ADAPTED` names the one without an adapter, and why)."""
     return [LmEval("lm-eval q2_dialogue", base, "q2_dialogue"), LmEval("lm-eval q2_wow", base, "q2_wow"),
+            LmEvalEvaluate("lm-eval q2_wow_evaluate", base),
             Inspect("inspect q2", base), Inspect("inspect q2_wow", base, task=True), Ragas("ragas q2", base)]

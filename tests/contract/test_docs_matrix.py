@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from contract import test_matrix
-from contract.adapters_harness import HARNESS_FRONT_ENDS
 from contract.frontends import NOT_SCORING, registry
 from support.data import ROOT
 
@@ -19,9 +18,7 @@ TESTS = {"bad option": "test_bad_option", "missing model": "test_missing_model",
 
 
 def expected_cell(name: str, guarantee: str) -> str:
-    adapter = test_matrix.ALL.get(name)
-    if adapter is None:
-        return "harness change"
+    adapter = test_matrix.ALL[name]
     if guarantee == "bad item" and adapter.bad_item == "n/a":
         return "n/a: " + adapter.bad_item_reason
     if guarantee == "outputs" and getattr(adapter, "writes", True) is False:
@@ -64,7 +61,7 @@ def test_every_test_a_cell_names_exists():
         for guarantee, cell in zip(test_matrix.GUARANTEES, row[1:]):
             found = re.match(r"`(test_\w+)\[(.+?)\]`", cell)
             if found is None:
-                assert cell.startswith("n/a: ") or cell == "harness change" and row[0] in HARNESS_FRONT_ENDS, cell
+                assert cell.startswith("n/a: "), cell
                 continue
             test, name = found.groups()
             assert test == TESTS[guarantee] and name == row[0]
