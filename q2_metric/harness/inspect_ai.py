@@ -185,7 +185,7 @@ def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | No
             return Score.unscored(reason="scoring_failed", answer=reply if isinstance(reply, str) else None,
                                   explanation=scored.reason(), metadata={**meta, "error": scored.result.error})
         meta.update({"q2_no_nli": None if math.isnan(r.q2_no_nli) else r.q2_no_nli, "fallback": r.fallback,
-                     "questions": [_question(q) for q in r.valid_questions]})
+                     "questions": [_question(q) for q in r.valid_questions], **r.span_details()})
         if scored.status == "empty":
             why = "no_response" if is_blank(reply) else "no_knowledge"
             return Score.unscored(reason=why, answer=reply, explanation=scored.reason(), metadata=meta)

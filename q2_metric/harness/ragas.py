@@ -82,6 +82,9 @@ class Q2Faithfulness(SingleTurnMetric):
     progress: bool = True
     signature: t.Any = None  # the FULL signature of the last engine call (q2_metric.Signature)
     counts: t.Dict[str, int] = field(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
+    # the spans of each pair scored (issue 43), by (response, knowledge as joined): ragas keeps only
+    # floats and gives a metric no sample index; `evaluate` puts them in row order on `result.details`
+    spans: t.Dict[t.Any, t.Dict[str, t.Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         parent = getattr(super(), "__post_init__", None)
@@ -104,15 +107,30 @@ class Q2Faithfulness(SingleTurnMetric):
     def init(self, run_config: t.Any) -> None:  # no LLM, no embeddings
         pass
 
+    def knowledge_of(self, contexts: t.Any) -> t.Any:
+        """A sample's knowledge: its retrieved contexts joined by `separator`."""
+        return self.separator.join(contexts) if isinstance(contexts, (list, tuple)) else contexts
+
+    def details_of(self, response: t.Any, contexts: t.Any) -> t.Dict[str, t.Any] | None:
+        """The spans of a pair this metric scored (`spans`, `unsupported_spans`), else None."""
+        try:
+            return self.spans.get((response, self.knowledge_of(contexts)))
+        except TypeError:  # an unhashable value: a bad sample, which has no spans
+            return None
+
     async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: t.Any) -> float:
-        contexts = sample.retrieved_contexts
-        knowledge = self.separator.join(contexts) if isinstance(contexts, (list, tuple)) else contexts
+        knowledge = self.knowledge_of(sample.retrieved_contexts)
         # ragas gives a metric no sample index: the sample is named by its question
         key = f"the sample with user_input {sample.user_input!r}" if sample.user_input else "a sample"
         scored = await self._batcher.score(Item(key, sample.response if sample.response is not None else "",
                                                 knowledge if knowledge is not None else ""))
         self.signature = scored.signature
         self.counts[scored.status] += 1
+        if scored.status != "bad":
+            try:
+                self.spans[(sample.response, knowledge)] = scored.response.span_details()
+            except TypeError:
+                pass
         return scored.value
 
     async def _ascore(self, row: t.Dict, callbacks: t.Any) -> float:
@@ -122,8 +140,9 @@ class Q2Faithfulness(SingleTurnMetric):
 def evaluate(dataset: t.Any, metric: Q2Faithfulness | None = None, *, run_config: t.Any = None,
              show_progress: bool = True, **options: t.Any) -> t.Any:
     """`ragas.evaluate(dataset, metrics=[metric])` (a new `Q2Faithfulness(**options)` unless given;
-    keywords that are no field of it go to its `options`), with `result.signature` (FULL) and
-    `result.counts` ({"scored", "empty", "bad"}) on the result."""
+    keywords that are no field of it go to its `options`), with `result.signature` (FULL),
+    `result.counts` ({"scored", "empty", "bad"}) and `result.details` (per row of the dataset: its
+    `spans` and `unsupported_spans`, None for a bad sample) on the result."""
     import dataclasses
 
     import ragas
@@ -135,10 +154,13 @@ def evaluate(dataset: t.Any, metric: Q2Faithfulness | None = None, *, run_config
         given = own.pop("options", None) or {}
         metric = Q2Faithfulness(**own, options={**given, **rest})
     metric.counts = {"scored": 0, "empty": 0, "bad": 0}
+    metric.spans = {}
     kwargs = {"run_config": run_config} if run_config is not None else {}
     result = ragas.evaluate(dataset, metrics=[metric], show_progress=show_progress, **kwargs)
     result.signature = metric.signature
     result.counts = dict(metric.counts)
+    result.details = [metric.details_of(getattr(s, "response", None), getattr(s, "retrieved_contexts", None))
+                      for s in getattr(dataset, "samples", [])]
     return result
 
 

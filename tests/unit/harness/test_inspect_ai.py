@@ -71,6 +71,11 @@ def test_each_sample_alone_under_its_own_id(scripted):
                                    [KNOWLEDGE, "Bob Ross hosted The Joy of Painting."])
     assert got[0].value == want.scores[0] and got[0].explanation == reason_line(want.responses[0])
     assert got[4].value == want.scores[1]  # the list target joined by a space
+    # the spans (issue 43): the engine's for the same pair, in the reply as given; none when bad
+    assert got[0].metadata["spans"] == want.responses[0].span_details()["spans"] and got[0].metadata["spans"]
+    assert got[0].metadata["unsupported_spans"] == want.responses[0].span_details()["unsupported_spans"]
+    assert all(states[0].output.completion[s["start"]:s["end"]] == s["text"] for s in got[0].metadata["spans"])
+    assert got[3].metadata["spans"] == [] and "spans" not in got[1].metadata
     for g in got:
         assert g.metadata["signature"] == str(want.signature)
     scores = [SampleScore(score=g, sample_id=s.sample_id) for g, s in zip(got, states)]

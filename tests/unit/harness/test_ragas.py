@@ -45,6 +45,12 @@ def test_scores_counts_signature_and_progress(scripted, capsys):
     assert result.counts == {"scored": 2, "empty": 1, "bad": 0}
     assert str(result.signature) == str(want.signature)
     assert "Q²: engine call 1 done" in capsys.readouterr().err
+    # the spans on the side, in row order: the engine's for the same pairs, each in its response
+    assert [d["spans"] for d in result.details] == [r.span_details()["spans"] for r in want.responses]
+    assert any(d["spans"] for d in result.details) and result.details[1]["spans"] == []
+    for row, d in zip(ROWS, result.details):
+        assert all(row["response"][s["start"]:s["end"]] == s["text"] for s in d["spans"])
+        assert d["unsupported_spans"] == [s for s in d["spans"] if s["supported"] is False]
 
 
 def test_samples_ragas_gives_up_on_are_not_scored(scripted):
