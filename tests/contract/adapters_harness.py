@@ -89,6 +89,8 @@ class LmEval(Words):
     words: dict = field(default_factory=lambda: _words(lambda n: f'q2_options["{n}"]'))
     foreign_words: tuple = ("--qg-model", "qg_model (")
     writes: bool = False  # the Q² tasks write nothing; lm-eval's --output_path is lm-eval's own
+    spans_reason: str | None = ("lm-eval's per-sample records and results hold the figures, counts and signature; "
+                                "they show no spans (q2 rescore reads its samples file and gives them)")
 
     def _run(self, items: list[Item], options: dict[str, Any], tmp: Path) -> tuple[dict, str]:
         import lm_eval
@@ -283,7 +285,8 @@ class Inspect(Words):
             signature = score.metadata["signature"]
         metadata = log.results.scores[0].metadata
         assert metadata["q2_signature"] == signature
-        return Report(rows, metadata["q2_counts"], signature)
+        spans = [s.scores["q2"].metadata.get("spans") for s in sorted(log.samples, key=lambda s: s.id)]
+        return Report(rows, metadata["q2_counts"], signature, spans)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -335,7 +338,8 @@ class Ragas(Words):
         values = result.to_pandas()["q2"].tolist()
         # ragas keeps no status: an unscored sample is NaN (the counts say how many were empty)
         rows = [Row(f"item {n}", "empty" if math.isnan(v) else "scored", _none(v)) for n, v in enumerate(values)]
-        return Report(rows, result.counts, str(result.signature))
+        return Report(rows, result.counts, str(result.signature),
+                      [None if d is None else d["spans"] for d in result.details])
 
     @staticmethod
     def _keywords(options: dict[str, Any]) -> dict[str, Any]:

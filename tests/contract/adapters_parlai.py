@@ -95,7 +95,7 @@ class ParlAI:
         counts = {"scored": report.get("q2_scored", 0), "empty": report.get("q2_empty", 0) + report.get("q2_skipped", 0),
                   "bad": 0}
         signature = next((line["signature"] for line in lines if line.get("signature")), "")
-        return Report(rows, counts, signature)
+        return Report(rows, counts, signature, [line["spans"] for line in lines])
 
     def refusal(self, kind: str, tmp: Path) -> str:
         data = None if self.wrapped else write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])

@@ -41,10 +41,11 @@ class Q2Rescore(Words):
         out, summary = tmp / "out.jsonl", tmp / "summary.json"
         code, _, err = run_q2(self._argv(log, out, summary, flags(self.base)))
         assert code in (0, 3), err[-3000:]
-        rows = [Row(rec["key"], rec["status"], _nan_to_none(rec.get("q2")), rec.get("error"))
-                for rec in map(json.loads, out.read_text(encoding="utf-8").splitlines())]
+        records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        rows = [Row(rec["key"], rec["status"], _nan_to_none(rec.get("q2")), rec.get("error")) for rec in records]
         s = json.loads(summary.read_text(encoding="utf-8"))
-        return Report(rows, {"scored": s["num_scored"], "empty": s["num_empty"], "bad": s["num_bad"]}, s["signature"])
+        return Report(rows, {"scored": s["num_scored"], "empty": s["num_empty"], "bad": s["num_bad"]}, s["signature"],
+                      [None if rec["status"] == "bad" else rec["spans"] for rec in records])
 
     def option_flags(self, kind: str, tmp: Path) -> list[str]:
         return flags(self.base) + {"wrong type": ["--max-question-length", "eight"],

@@ -14,6 +14,8 @@ An adapter drives its front-end the way a user does and reads back what the user
   out of range, unknown name) or a missing model, before any model loads;
 - `bad_item`: "reported" (the item gets its own sentence, the others are scored) or "refused"
   (a list API: the call is refused before any model work, naming the item and the field);
+- `spans_reason`: None when `score`'s report carries the spans the front-end shows (issue 43),
+  else why it shows none;
 - `write_inside_read(tmp)`: the sentence refusing an output placed inside something read (the QG
   model folder), or None when the front-end writes nothing.
 Options are the same for every adapter (`BASE`: the tiny models, greedy short questions), each
@@ -52,6 +54,9 @@ class Report:
     rows: list[Row]
     counts: dict[str, int]
     signature: str
+    # per row, its spans as the front-end shows them (dicts with at least start, end, text; None for
+    # a bad row); None when the front-end shows no details (its adapter's `spans_reason` says why)
+    spans: list | None = None
 
 
 @dataclass
@@ -205,7 +210,7 @@ class PythonAPI(Words):
         result = self._call([i.response for i in items], [i.knowledge for i in items], self.base)
         rows = [Row(f"item {n}", "scored" if r.scored else "empty", _nan_to_none(r.q2)) for n, r in
                 enumerate(result.responses)]
-        return Report(rows, result.counts, str(result.signature))
+        return Report(rows, result.counts, str(result.signature), [r.span_details()["spans"] for r in result.responses])
 
     def options_for(self, kind: str, tmp: Path) -> dict[str, Any]:
         return {**self.base, **{"wrong type": {"use_nli": "false"}, "out of range": {"fallback_scores": (0, 2, 1)},
@@ -267,17 +272,17 @@ class EvaluateModule(Words):
         metric = evaluate_module(self.name) if metric is None else metric  # (an empty Metric is falsy)
         preds, refs = [i.response for i in items], [i.knowledge for i in items]
         if not self.batches:
-            return metric.compute(predictions=preds, references=refs, **options)
+            return metric.compute(predictions=preds, references=refs, return_details=True, **options)
         half = len(items) // 2
         metric.add_batch(predictions=preds[:half], references=refs[:half])
         metric.add_batch(predictions=preds[half:], references=refs[half:])
-        return metric.compute(**options)
+        return metric.compute(return_details=True, **options)
 
     def score(self, items: list[Item], tmp: Path) -> Report:
         out = self._compute(items, self.base)
         rows = [Row(f"item {n}", "empty" if q is None else "scored", q) for n, q in enumerate(out["scores"])]
         counts = {"scored": out["num_scored"], "empty": out["num_skipped"], "bad": 0}
-        return Report(rows, counts, out["signature"])
+        return Report(rows, counts, out["signature"], [d["spans"] for d in out["details"]])
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -350,7 +355,7 @@ class Q2Score(Words):
     def _argv(self, source: Path, out: Path, summary: Path | None, options: list[str]) -> list[str]:
         argv = ["score", str(source), "-o", str(out), "--no-cache", "--no-progress", *options]
         if summary:
-            argv += ["--summary", str(summary)]
+            argv += ["--summary", str(summary), "--spans", str(summary.with_name("spans.jsonl"))]
         return argv + (["--ray", "--workers", "1"] if self.ray else [])
 
     def score(self, items: list[Item], tmp: Path) -> Report:
@@ -364,7 +369,9 @@ class Q2Score(Words):
             rows.append(Row(f"line {n}", status, _nan_to_none(rec.get("q2")), rec.get("error") or None))
         s = json.loads(summary.read_text(encoding="utf-8"))
         counts = {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]}
-        return Report(rows, counts, s["signature"])
+        spans = [None if rec.get("error") else rec["spans"] for rec in
+                 map(json.loads, summary.with_name("spans.jsonl").read_text(encoding="utf-8").splitlines())]
+        return Report(rows, counts, s["signature"], spans)
 
     def option_flags(self, kind: str, tmp: Path) -> list[str]:
         return flags(self.base) + {"wrong type": ["--max-question-length", "eight"],
@@ -394,6 +401,8 @@ class Q2Agree(Q2Score):
     to the per-response table with its `error`, the report counts it."""
 
     fast: tuple = ("--fast", "use_nli=false")
+    spans_reason: str | None = ("its outputs compare two runs (scores, decisions, how many questions, answers and "
+                                "labels differ); they show no spans")
 
     def _argv(self, source: Path, out: Path, summary: Path | None, options: list[str]) -> list[str]:
         argv = ["agree", str(source), "-o", str(out), *self.fast, *options]
@@ -412,6 +421,25 @@ class Q2Agree(Q2Score):
         return Report(rows, counts, s["base_signature"])
 
 
+def marked_spans(page: str) -> list[dict[str, Any]]:
+    """The spans the Space's page marks (`<mark class="q2-span">`), with their character offsets in
+    the response as the page shows it (its text, HTML entities read back; the score after a span in
+    `<sub>` is no part of the response)."""
+    import html
+    import re
+
+    found, at = [], 0
+    body = re.sub(r"^<div[^>]*>|</div>$", "", page)
+    for part in re.split(r"(<mark [^>]*>.*?</mark>)", body, flags=re.S):
+        if part.startswith("<mark "):
+            text = html.unescape(re.sub(r"<sub[^>]*>.*?</sub>", "", re.sub(r"^<mark [^>]*>|</mark>$", "", part)))
+            found.append({"start": at, "end": at + len(text), "text": text})
+        else:
+            text = html.unescape(part)
+        at += len(text)
+    return found
+
+
 # -- the Space's scoring function ----------------------------------------------------------------
 
 @dataclass
@@ -428,6 +456,7 @@ class SpaceFunction(Words):
     foreign_words: tuple = ("--qg-model",)
     writes: bool = False
     digits: int = 3  # the page shows the score with 3 decimals
+    marks: bool = True  # the page marks the spans' characters: overlapping spans show as one mark
 
     @contextlib.contextmanager
     def _env(self, options: dict[str, Any]):
@@ -452,16 +481,18 @@ class SpaceFunction(Words):
         from q2_metric.hub.space import score_or_message
 
         scorer = self._scorer(self.base)
-        rows, signature = [], ""
+        rows, signature, spans = [], "", []
         for n, item in enumerate(items):
-            score, reason, _, _, sig, message = score_or_message(item.response, item.knowledge, scorer)
+            score, reason, page, _, sig, message = score_or_message(item.response, item.knowledge, scorer)
             if message.startswith("**Not scored:**"):
                 rows.append(Row("the request", "bad", None, message))
+                spans.append(None)
             else:
                 rows.append(Row("the request", "scored" if score else "empty", float(score) if score else None))
                 signature = sig
+                spans.append(marked_spans(page))
         counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
-        return Report(rows, counts, signature)
+        return Report(rows, counts, signature, spans)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -500,6 +531,7 @@ class BenchmarkColumn(Words):
     words: dict = field(default_factory=lambda: {"wrong type": "--max-question-length", "out of range": "--batch-size=0",
                                           "unknown name": "--use-nlii", "missing model": "--qg-model"})
     foreign_words: tuple = ("qg_model (--qg-model)",)
+    spans_reason: str | None = "its outputs are the meta-evaluation's figures and score columns; they show no spans"
 
     def _args(self, options: dict[str, Any], tmp: Path) -> argparse.Namespace:
         values = dict(qg_model=None, qa_model=None, nli_model=None, spacy_model=None, device="auto",

@@ -14,13 +14,15 @@ DOC = ROOT / "docs" / "guarantees.md"
 HEADING = "## The front-end matrix"
 TESTS = {"bad option": "test_bad_option", "missing model": "test_missing_model", "bad item": "test_bad_item",
          "empty": "test_empty", "q2 score rows": "test_q2_score_rows", "signature": "test_signature",
-         "outputs": "test_outputs"}
+         "outputs": "test_outputs", "spans": "test_spans"}
 
 
 def expected_cell(name: str, guarantee: str) -> str:
     adapter = test_matrix.ALL[name]
     if guarantee == "bad item" and adapter.bad_item == "n/a":
         return "n/a: " + adapter.bad_item_reason
+    if guarantee == "spans" and getattr(adapter, "spans_reason", None):
+        return "n/a: " + adapter.spans_reason
     if guarantee == "outputs" and getattr(adapter, "writes", True) is False:
         return "n/a: writes no file"
     test = f"`{TESTS[guarantee]}[{name}]`"
