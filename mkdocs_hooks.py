@@ -13,7 +13,7 @@ def readme_as_index(text: str) -> str:
     return re.sub(r"\]\(docs/", "](", text)
 
 
-def on_page_read_source(page, config):  # noqa: ANN001 - MkDocs' hook signature
+def on_page_read_source(page, config):
     if page.file.src_uri == "index.md":
         return readme_as_index(README.read_text(encoding="utf-8"))
     return None

@@ -26,9 +26,12 @@ SHAPES = [(2, 256), (3, 240), (1, 256)]  # (packed rows, row width) of three cal
 def batch(rows: int, width: int, pair: int = 64) -> dict:
     ids = torch.randint(5, 8000, (rows, width))
     seg = torch.arange(width) // pair
-    mask = torch.zeros(rows, 1, width, width).masked_fill_(seg[:, None] != seg[None, :],
-                                                           torch.finfo(torch.float32).min)
-    return dict(input_ids=ids, position_ids=(torch.arange(width) % pair).expand(rows, width), attention_mask=mask)
+    mask = torch.zeros(rows, 1, width, width).masked_fill_(
+        seg[:, None] != seg[None, :], torch.finfo(torch.float32).min
+    )
+    return dict(
+        input_ids=ids, position_ids=(torch.arange(width) % pair).expand(rows, width), attention_mask=mask
+    )
 
 
 def main() -> None:
@@ -37,8 +40,15 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     torch.manual_seed(0)
-    cfg = AlbertConfig(vocab_size=8000, embedding_size=128, hidden_size=2048, num_hidden_layers=args.layers,
-                       num_attention_heads=16, intermediate_size=8192, max_position_embeddings=512)
+    cfg = AlbertConfig(
+        vocab_size=8000,
+        embedding_size=128,
+        hidden_size=2048,
+        num_hidden_layers=args.layers,
+        num_attention_heads=16,
+        intermediate_size=8192,
+        max_position_embeddings=512,
+    )
     model = AlbertForQuestionAnswering(cfg).eval()
     fuse_tanh_gelu(model)
     t0 = time.perf_counter()
@@ -49,10 +59,15 @@ def main() -> None:
         for shape in SHAPES[1:]:
             compiled(**batch(*shape))
     diff = float((ref.start_logits - out.start_logits).abs().max())
-    same = bool((ref.start_logits.argmax(-1) == out.start_logits.argmax(-1)).all()
-                and (ref.end_logits.argmax(-1) == out.end_logits.argmax(-1)).all())
-    print(f"compile and first calls {time.perf_counter() - t0:.1f} s; largest logit difference {diff:.2e}; "
-          f"argmax equal: {same}", flush=True)
+    same = bool(
+        (ref.start_logits.argmax(-1) == out.start_logits.argmax(-1)).all()
+        and (ref.end_logits.argmax(-1) == out.end_logits.argmax(-1)).all()
+    )
+    print(
+        f"compile and first calls {time.perf_counter() - t0:.1f} s; largest logit difference {diff:.2e}; "
+        f"argmax equal: {same}",
+        flush=True,
+    )
     times: dict[str, list[float]] = {"eager": [], "compiled": []}
     with torch.inference_mode():
         for rep in range(args.reps):

@@ -21,14 +21,13 @@ import time
 
 import numpy as np
 import torch
+from bench_speed import Decisions, load_pairs
 
 from q2_metric import Q2Config, Q2Scorer
-from q2_metric.steps.candidates import answer_candidates
-from q2_metric.models.speed.cpu_matmul import uses_onednn
 from q2_metric.models.hf_qg import qg_input
 from q2_metric.models.random_models import build_random_models
-
-from bench_speed import Decisions, load_pairs
+from q2_metric.models.speed.cpu_matmul import uses_onednn
+from q2_metric.steps.candidates import answer_candidates
 
 
 def main() -> None:
@@ -40,24 +39,37 @@ def main() -> None:
     torch.manual_seed(0)
     pairs = load_pairs(args.n)
     responses, knowledge = [p[0] for p in pairs], [p[1] for p in pairs]
-    paths = build_random_models(tempfile.mkdtemp(prefix="q2-ab-"), responses + knowledge, size="paper",
-                                vocab_size=8000)
-    config = Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], device="cpu",
-                      max_question_length=args.max_question_tokens)
+    paths = build_random_models(
+        tempfile.mkdtemp(prefix="q2-ab-"), responses + knowledge, size="paper", vocab_size=8000
+    )
+    config = Q2Config(
+        qg_model=paths["qg"],
+        qa_model=paths["qa"],
+        nli_model=paths["nli"],
+        device="cpu",
+        max_question_length=args.max_question_tokens,
+    )
     scorer = Q2Scorer(config).load()
     qg, qa, nli = scorer.qg, scorer.qa, scorer.nli
-    print(f"oneDNN chosen by cpu_matmul='auto' here: {uses_onednn('auto', qa.device, qa.model.dtype)} "
-          f"(capability {torch.backends.cpu.get_cpu_capability()})")
+    print(
+        f"oneDNN chosen by cpu_matmul='auto' here: {uses_onednn('auto', qa.device, qa.model.dtype)} "
+        f"(capability {torch.backends.cpu.get_cpu_capability()})"
+    )
 
-    cands = [(c, r) for r, parsed in zip(responses, scorer.parser.parse(responses))
-             for c in answer_candidates(parsed)]
+    cands = [
+        (c, r)
+        for r, parsed in zip(responses, scorer.parser.parse(responses))
+        for c in answer_candidates(parsed)
+    ]
     prompts = [qg_input(c, r) for c, r in cands]
     template = Decisions.TEMPLATES
     questions = [template[i % len(template)].format(a=c) for i, (c, _) in enumerate(cands)]
     know_of = dict(zip(responses, knowledge))
     qa_q = questions + questions
     qa_c = [r for _, r in cands] + [know_of[r] for _, r in cands]
-    print(f"{len(responses)} responses, {len(prompts)} QG prompts, {len(qa_q)} QA pairs, {len(responses)} NLI pairs")
+    print(
+        f"{len(responses)} responses, {len(prompts)} QG prompts, {len(qa_q)} QA pairs, {len(responses)} NLI pairs"
+    )
 
     def run(setting: str) -> dict:
         for comp in (qg, qa, nli):
@@ -77,11 +89,15 @@ def main() -> None:
 
     results: dict[str, list] = {"blas": [], "onednn": []}
     for rep in range(args.reps):
-        for setting in (("blas", "onednn") if rep % 2 == 0 else ("onednn", "blas")):
+        for setting in ("blas", "onednn") if rep % 2 == 0 else ("onednn", "blas"):
             r = run(setting)
             results[setting].append(r)
-            print(f"rep {rep} {setting:<7} " + "  ".join(f"{k} {v:7.2f} s" for k, v in r["secs"].items())
-                  + f"  total {sum(r['secs'].values()):7.2f} s", flush=True)
+            print(
+                f"rep {rep} {setting:<7} "
+                + "  ".join(f"{k} {v:7.2f} s" for k, v in r["secs"].items())
+                + f"  total {sum(r['secs'].values()):7.2f} s",
+                flush=True,
+            )
 
     a, b = results["blas"][0]["out"], results["onednn"][0]["out"]
     qg_same = sum(x == y for x, y in zip(a["qg"], b["qg"]))
@@ -93,8 +109,10 @@ def main() -> None:
         for x in (s1, e1):
             top = np.sort(x)[-2:]
             gap = min(gap, float(top[1] - top[0]))
-    print(f"QA: {same_span} of {len(qa_q)} pairs with the same start and end argmax; "
-          f"largest logit difference {diff:.2e}; smallest best-vs-second logit gap {gap:.2e}")
+    print(
+        f"QA: {same_span} of {len(qa_q)} pairs with the same start and end argmax; "
+        f"largest logit difference {diff:.2e}; smallest best-vs-second logit gap {gap:.2e}"
+    )
     print(f"NLI: {sum(x == y for x, y in zip(a['nli'], b['nli']))} of {len(responses)} labels the same")
     for setting, reps in results.items():
         med = {k: float(np.median([r["secs"][k] for r in reps])) for k in ("qg", "qa", "nli")}

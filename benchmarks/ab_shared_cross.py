@@ -16,11 +16,10 @@ import contextlib
 import time
 
 import torch
+from ab_threads import random_t5_base
 
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
-
-from ab_threads import random_t5_base
 
 
 def main() -> None:
@@ -34,8 +33,16 @@ def main() -> None:
     shared = attach_shared_cross_attention(model)
     meter = FlopMeter.attach(model)
     ids = torch.randint(2, 32128, (args.batch, 60))
-    kwargs = dict(num_beams=5, num_return_sequences=5, no_repeat_ngram_size=3, min_new_tokens=args.steps,
-                  max_new_tokens=args.steps, do_sample=False, output_scores=True, return_dict_in_generate=True)
+    kwargs = dict(
+        num_beams=5,
+        num_return_sequences=5,
+        no_repeat_ngram_size=3,
+        min_new_tokens=args.steps,
+        max_new_tokens=args.steps,
+        do_sample=False,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
     paths = {"per beam": lambda: contextlib.nullcontext(), "shared": lambda: shared.sharing(5)}
     with torch.inference_mode():
         model.generate(input_ids=ids[:2], **kwargs)  # warm-up
@@ -50,11 +57,16 @@ def main() -> None:
                 secs, flops = time.perf_counter() - t0, meter.flops - f0
                 if name == "per beam" and plain is None:
                     plain = out
-                same = plain is None or (torch.equal(out.sequences, plain.sequences)
-                                         and torch.equal(out.sequences_scores, plain.sequences_scores))
-                print(f"repetition {rep}, {name:>8}: {secs:.2f} s, {flops / 1e9:.1f} GFLOP, "
-                      f"{flops / secs / 1e9:.1f} GFLOP/s ({flops / secs / peak:.1%} of the torch.mm peak "
-                      f"{peak / 1e9:.1f}), same ids and scores as per beam: {same}", flush=True)
+                same = plain is None or (
+                    torch.equal(out.sequences, plain.sequences)
+                    and torch.equal(out.sequences_scores, plain.sequences_scores)
+                )
+                print(
+                    f"repetition {rep}, {name:>8}: {secs:.2f} s, {flops / 1e9:.1f} GFLOP, "
+                    f"{flops / secs / 1e9:.1f} GFLOP/s ({flops / secs / peak:.1%} of the torch.mm peak "
+                    f"{peak / 1e9:.1f}), same ids and scores as per beam: {same}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

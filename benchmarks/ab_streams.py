@@ -17,6 +17,7 @@ import time
 
 import torch
 from ab_threads import random_t5_base
+
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 
 
@@ -30,8 +31,14 @@ def main() -> None:
     model = random_t5_base(vocab_size=32128)
     meter = FlopMeter.attach(model)
     ids = torch.randint(2, 8000, (args.batch, 45))
-    kwargs = dict(num_beams=5, num_return_sequences=5, no_repeat_ngram_size=3, min_new_tokens=args.steps,
-                  max_new_tokens=args.steps, do_sample=False)
+    kwargs = dict(
+        num_beams=5,
+        num_return_sequences=5,
+        no_repeat_ngram_size=3,
+        min_new_tokens=args.steps,
+        max_new_tokens=args.steps,
+        do_sample=False,
+    )
 
     def generate(x: torch.Tensor, out: dict, key: int) -> None:
         with torch.inference_mode():
@@ -46,11 +53,16 @@ def main() -> None:
         f0, t0 = meter.flops, time.perf_counter()
         generate(ids, one, 0)
         secs, flops = time.perf_counter() - t0, meter.flops - f0
-        print(f"repetition {rep}, 2 threads, one generate: {secs:.2f} s, {flops / secs / 1e9:.1f} GFLOP/s, "
-              f"{flops / secs / peak:.1%} of {peak / 1e9:.1f}", flush=True)
+        print(
+            f"repetition {rep}, 2 threads, one generate: {secs:.2f} s, {flops / secs / 1e9:.1f} GFLOP/s, "
+            f"{flops / secs / peak:.1%} of {peak / 1e9:.1f}",
+            flush=True,
+        )
         torch.set_num_threads(1)
         two: dict = {}
-        workers = [threading.Thread(target=generate, args=(ids[i * half:(i + 1) * half], two, i)) for i in range(2)]
+        workers = [
+            threading.Thread(target=generate, args=(ids[i * half : (i + 1) * half], two, i)) for i in range(2)
+        ]
         t0 = time.perf_counter()
         for w in workers:
             w.start()
@@ -58,8 +70,11 @@ def main() -> None:
             w.join()
         secs = time.perf_counter() - t0
         same = torch.equal(torch.cat([two[0], two[1]]), one[0])
-        print(f"repetition {rep}, 1 thread x 2 generates: {secs:.2f} s, {flops / secs / 1e9:.1f} GFLOP/s, "
-              f"{flops / secs / peak:.1%}; same ids: {same}", flush=True)
+        print(
+            f"repetition {rep}, 1 thread x 2 generates: {secs:.2f} s, {flops / secs / 1e9:.1f} GFLOP/s, "
+            f"{flops / secs / peak:.1%}; same ids: {same}",
+            flush=True,
+        )
     torch.set_num_threads(2)
 
 

@@ -22,9 +22,20 @@ from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 
 def random_t5_base(vocab_size: int) -> T5ForConditionalGeneration:
     """A random-weight T5-base (the paper's QG shape) in eval mode; seed torch first."""
-    return T5ForConditionalGeneration(T5Config(vocab_size=vocab_size, d_model=768, d_kv=64, d_ff=3072, num_layers=12,
-                                               num_decoder_layers=12, num_heads=12, decoder_start_token_id=0,
-                                               pad_token_id=0, eos_token_id=1)).eval()
+    return T5ForConditionalGeneration(
+        T5Config(
+            vocab_size=vocab_size,
+            d_model=768,
+            d_kv=64,
+            d_ff=3072,
+            num_layers=12,
+            num_decoder_layers=12,
+            num_heads=12,
+            decoder_start_token_id=0,
+            pad_token_id=0,
+            eos_token_id=1,
+        )
+    ).eval()
 
 
 def main() -> None:
@@ -38,8 +49,14 @@ def main() -> None:
     model = random_t5_base(vocab_size=8000)
     meter = FlopMeter.attach(model)
     ids = torch.randint(2, 8000, (args.batch, 60))
-    kwargs = dict(num_beams=5, num_return_sequences=5, no_repeat_ngram_size=3, min_new_tokens=args.steps,
-                  max_new_tokens=args.steps, do_sample=False)
+    kwargs = dict(
+        num_beams=5,
+        num_return_sequences=5,
+        no_repeat_ngram_size=3,
+        min_new_tokens=args.steps,
+        max_new_tokens=args.steps,
+        do_sample=False,
+    )
     with torch.inference_mode():
         model.generate(input_ids=ids[:2], **kwargs)  # warm-up
         for rep in range(args.reps):
@@ -50,9 +67,12 @@ def main() -> None:
                 f0, s0, t0 = meter.flops, meter.seconds, time.perf_counter()
                 model.generate(input_ids=ids, **kwargs)
                 secs, flops = time.perf_counter() - t0, meter.flops - f0
-                print(f"repetition {rep}, {n} thread(s): {secs:.2f} s ({(meter.seconds - s0) / secs:.0%} in model), "
-                      f"{flops / 1e9:.1f} GFLOP, {flops / secs / 1e9:.1f} GFLOP/s, peak {peak / 1e9:.1f} GFLOP/s, "
-                      f"{flops / secs / peak:.1%} of it", flush=True)
+                print(
+                    f"repetition {rep}, {n} thread(s): {secs:.2f} s ({(meter.seconds - s0) / secs:.0%} in model), "
+                    f"{flops / 1e9:.1f} GFLOP, {flops / secs / 1e9:.1f} GFLOP/s, peak {peak / 1e9:.1f} GFLOP/s, "
+                    f"{flops / secs / peak:.1%} of it",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

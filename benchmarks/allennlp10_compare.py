@@ -5,6 +5,7 @@ or the test set tests/data/allennlp10/expected.json with `--pinned`). Prints ide
     .venv/bin/python benchmarks/allennlp10_compare.py .conformance/allennlp_annotated.jsonl
     .venv/bin/python benchmarks/allennlp10_compare.py --pinned [--hf]   # --hf: before, transformers' pairs
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("records", nargs="?")
     parser.add_argument("--pinned", action="store_true", help="the pinned pairs of tests/data/allennlp10")
-    parser.add_argument("--hf", action="store_true", help="the model unmarked: transformers' pair encoding (before)")
+    parser.add_argument(
+        "--hf", action="store_true", help="the model unmarked: transformers' pair encoding (before)"
+    )
     args = parser.parse_args()
     if args.pinned:
         rows = json.loads((ROOT / "tests/data/allennlp10/expected.json").read_text(encoding="utf-8"))["pairs"]
@@ -42,17 +45,26 @@ def main() -> int:
     nli = HFNLIClassifier(Q2Config(nli_model=str(model_dir), device="cpu"))
     seen: list[dict] = []
     nli.model.register_forward_pre_hook(
-        lambda m, a, kw: seen.append({k: v.tolist() for k, v in kw.items() if v is not None}), with_kwargs=True)
+        lambda m, a, kw: seen.append({k: v.tolist() for k, v in kw.items() if v is not None}),
+        with_kwargs=True,
+    )
     same = 0
     for r in rows:
         seen.clear()
         nli.classify([r["premise"]], [r["hypothesis"]])
-        ok = (len(seen) == 1 and "token_type_ids" not in seen[0] and r["token_type_ids"] is None
-              and seen[0]["input_ids"] == r["input_ids"][:1] and seen[0]["attention_mask"] == r["attention_mask"][:1])
+        ok = (
+            len(seen) == 1
+            and "token_type_ids" not in seen[0]
+            and r["token_type_ids"] is None
+            and seen[0]["input_ids"] == r["input_ids"][:1]
+            and seen[0]["attention_mask"] == r["attention_mask"][:1]
+        )
         same += ok
         if not ok:
-            print(f"differs{' (slow-tokenizer wrapper, not comparable)' if r.get('slow_only') else ''}: "
-                  f"{r['premise'][:50]!r} / {r['hypothesis'][:30]!r}")
+            print(
+                f"differs{' (slow-tokenizer wrapper, not comparable)' if r.get('slow_only') else ''}: "
+                f"{r['premise'][:50]!r} / {r['hypothesis'][:30]!r}"
+            )
     print(f"{nli.tokenization}: model input ids and masks identical {same}/{len(rows)}")
     return 0
 

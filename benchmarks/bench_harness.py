@@ -71,8 +71,20 @@ def bench_cli(p: list[tuple[str, str]], tmp: Path) -> tuple:
         for r, k in p:
             f.write(json.dumps({"response": r, "knowledge": k}) + "\n")
     start = time.perf_counter()
-    res = subprocess.run([str(Path(sys.executable).parent / "q2"), "score", str(src), "-o", str(tmp / "out.jsonl"),
-                          "--tiny", "--quiet", "--no-cache"], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "q2"),
+            "score",
+            str(src),
+            "-o",
+            str(tmp / "out.jsonl"),
+            "--tiny",
+            "--quiet",
+            "--no-cache",
+        ],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     assert res.returncode == 0, res.stderr[-2000:]
     return wall, None, None
@@ -132,9 +144,14 @@ def bench_lm_eval(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: 
     timed.reset()
     start = time.perf_counter()
     _REPLAYS.append(Replay)
-    out = lm_eval.simple_evaluate(model=f"q2_replay_{len(_REPLAYS) - 1}", tasks=["q2_dialogue"],
-                                  task_manager=TaskManager(include_path=lm_eval_include_path(), metadata={
-                                      "path": str(path), "q2_options": {"max_batch": max_batch}}))
+    out = lm_eval.simple_evaluate(
+        model=f"q2_replay_{len(_REPLAYS) - 1}",
+        tasks=["q2_dialogue"],
+        task_manager=TaskManager(
+            include_path=lm_eval_include_path(),
+            metadata={"path": str(path), "q2_options": {"max_batch": max_batch}},
+        ),
+    )
     wall = time.perf_counter() - start
     assert out["results"]["q2_dialogue"]["signature,none"].startswith("q2:")
     return wall, timed.seconds, timed.calls
@@ -154,12 +171,20 @@ def bench_inspect(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: 
         o = ModelOutput.from_content("mockllm/model", r)
         o.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
         outputs.append(o)
-    samples = [Sample(id=i, input=f"turn {i}", target=k, metadata={"knowledge": k}) for i, (_, k) in enumerate(p)]
+    samples = [
+        Sample(id=i, input=f"turn {i}", target=k, metadata={"knowledge": k}) for i, (_, k) in enumerate(p)
+    ]
     task = Task(dataset=samples, solver=generate(), scorer=q2(max_batch=max_batch))
     timed.reset()
     start = time.perf_counter()
-    (log,) = inspect_ai.eval(task, model=get_model("mockllm/model", custom_outputs=outputs), display="none",
-                             log_dir=str(tmp / f"inspect-logs-{time.time_ns()}"), max_samples=len(p), max_connections=len(p))
+    (log,) = inspect_ai.eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        display="none",
+        log_dir=str(tmp / f"inspect-logs-{time.time_ns()}"),
+        max_samples=len(p),
+        max_connections=len(p),
+    )
     wall = time.perf_counter() - start
     assert log.status == "success", log.error
     return wall, timed.seconds, timed.calls
@@ -170,7 +195,9 @@ def bench_ragas(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: in
 
     from q2_metric.harness.ragas import Q2Faithfulness, evaluate
 
-    ds = EvaluationDataset.from_list([{"user_input": "hi", "response": r, "retrieved_contexts": [k]} for r, k in p])
+    ds = EvaluationDataset.from_list(
+        [{"user_input": "hi", "response": r, "retrieved_contexts": [k]} for r, k in p]
+    )
     timed.reset()
     start = time.perf_counter()
     result = evaluate(ds, Q2Faithfulness(options={"max_batch": max_batch}))
@@ -188,8 +215,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--max-batch", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (and OMP_NUM_THREADS of the command); 1 is the steadiest on a shared machine")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (and OMP_NUM_THREADS of the command); 1 is the steadiest on a shared machine",
+    )
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     import torch
@@ -203,11 +234,13 @@ def main() -> None:
     from q2_metric.harness import batcher
 
     timed = Timed()
-    routes = [("q2 score (command)", lambda tmp: bench_cli(p, tmp)),
-              ("Q2Scorer.score (warm)", lambda tmp: bench_warm(p)),
-              ("lm-eval (q2_dialogue)", lambda tmp: bench_lm_eval(p, tmp, timed, args.max_batch)),
-              ("Inspect AI (q2 scorer)", lambda tmp: bench_inspect(p, tmp, timed, args.max_batch)),
-              ("ragas (Q2Faithfulness)", lambda tmp: bench_ragas(p, tmp, timed, args.max_batch))]
+    routes = [
+        ("q2 score (command)", lambda tmp: bench_cli(p, tmp)),
+        ("Q2Scorer.score (warm)", lambda tmp: bench_warm(p)),
+        ("lm-eval (q2_dialogue)", lambda tmp: bench_lm_eval(p, tmp, timed, args.max_batch)),
+        ("Inspect AI (q2 scorer)", lambda tmp: bench_inspect(p, tmp, timed, args.max_batch)),
+        ("ragas (Q2Faithfulness)", lambda tmp: bench_ragas(p, tmp, timed, args.max_batch)),
+    ]
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         for route, run in routes:
@@ -216,8 +249,10 @@ def main() -> None:
                 batcher.reset_engines()  # a fresh engine (and model load) per harness run, as in a new process
                 runs.append(run(Path(tmp)))
             lines.append(line(route, len(p), *best(runs)))
-    print(f"tiny shapes, {args.n} (reply, knowledge) pairs of the bundled sample, max_batch {args.max_batch}, "
-          f"{args.threads} thread(s), fastest of {args.repeat}:")
+    print(
+        f"tiny shapes, {args.n} (reply, knowledge) pairs of the bundled sample, max_batch {args.max_batch}, "
+        f"{args.threads} thread(s), fastest of {args.repeat}:"
+    )
     for text in lines:
         print(text)
 

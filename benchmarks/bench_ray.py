@@ -41,12 +41,24 @@ def run_one(mode: str, config_json: str, input_path: str, out_dir: str, chunk_si
     out = Path(out_dir)
     t0 = time.perf_counter()
     if mode == "local":
-        report = score_file(Q2Scorer(config), input_path, out / f"{mode}.jsonl", cache_dir=out / f"cache-{mode}",
-                            chunk_size=chunk_size)
+        report = score_file(
+            Q2Scorer(config),
+            input_path,
+            out / f"{mode}.jsonl",
+            cache_dir=out / f"cache-{mode}",
+            chunk_size=chunk_size,
+        )
     else:
         from q2_metric.corpus.ray import score_file_ray
-        report = score_file_ray(Q2Scorer(config), input_path, out / f"{mode}.jsonl",
-                                cache_dir=out / f"cache-{mode}", chunk_size=chunk_size, workers=MODES[mode])
+
+        report = score_file_ray(
+            Q2Scorer(config),
+            input_path,
+            out / f"{mode}.jsonl",
+            cache_dir=out / f"cache-{mode}",
+            chunk_size=chunk_size,
+            workers=MODES[mode],
+        )
     seconds = time.perf_counter() - t0
     return {"mode": mode, "seconds": seconds, "n": report.num_scored_now, "system": report.system.to_dict()}
 
@@ -74,24 +86,50 @@ def main() -> int:
         w = csv.writer(f)
         w.writerow(["response", "knowledge"])
         w.writerows(pairs)
-    paths = build_random_models(tmp / "models", [t for p in pairs for t in p], size=args.size, vocab_size=8000)
-    config = json.dumps(dict(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], device="cpu",
-                             max_question_length=args.max_question_length))
+    paths = build_random_models(
+        tmp / "models", [t for p in pairs for t in p], size=args.size, vocab_size=8000
+    )
+    config = json.dumps(
+        dict(
+            qg_model=paths["qg"],
+            qa_model=paths["qa"],
+            nli_model=paths["nli"],
+            device="cpu",
+            max_question_length=args.max_question_length,
+        )
+    )
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
 
     results = {}
     for mode in args.modes.split(","):
-        proc = subprocess.run([sys.executable, __file__, "--chunk-size", str(args.chunk_size), "--one", mode, config,
-                               str(tmp / "in.csv"), str(tmp)], env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--chunk-size",
+                str(args.chunk_size),
+                "--one",
+                mode,
+                config,
+                str(tmp / "in.csv"),
+                str(tmp),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if proc.returncode or not line:
             print(proc.stderr[-3000:], file=sys.stderr)
             return 1
-        results[mode] = json.loads(line[len("RESULT "):])
+        results[mode] = json.loads(line[len("RESULT ") :])
         r = results[mode]
-        print(f"{mode:>6}: {r['n']} responses in {r['seconds']:.1f} s = {r['n'] / r['seconds']:.2f} resp/s", flush=True)
+        print(
+            f"{mode:>6}: {r['n']} responses in {r['seconds']:.1f} s = {r['n'] / r['seconds']:.2f} resp/s",
+            flush=True,
+        )
 
     def rows(mode):
         return [json.loads(line) for line in open(tmp / f"{mode}.jsonl", encoding="utf-8")]
@@ -100,10 +138,14 @@ def main() -> int:
     if base:
         for mode in results:
             if mode != "local":
-                same = rows(mode) == rows("local") and json.dumps(results[mode]["system"]) == json.dumps(base["system"])
+                same = rows(mode) == rows("local") and json.dumps(results[mode]["system"]) == json.dumps(
+                    base["system"]
+                )
                 over = results[mode]["seconds"] - base["seconds"]
-                print(f"{mode}: {over:+.1f} s against local ({results[mode]['seconds'] / base['seconds']:.2f}x); "
-                      f"same per-row scores and system score: {same}")
+                print(
+                    f"{mode}: {over:+.1f} s against local ({results[mode]['seconds'] / base['seconds']:.2f}x); "
+                    f"same per-row scores and system score: {same}"
+                )
     print(f"load average after: {os.getloadavg()[0]:.1f}; inputs and outputs in {tmp}")
     return 0
 

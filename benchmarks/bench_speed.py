@@ -49,12 +49,12 @@ from q2_metric import ModelNotAvailable, Q2Config, Q2Error, Q2Scorer
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.hf_qa import HFQuestionAnswerer
-from q2_metric.models.speed.cpu_matmul import uses_onednn
-from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
 from q2_metric.models.loading import uses_segment_ids
-from q2_metric.profile import format_profile
 from q2_metric.models.random_models import build_random_models
+from q2_metric.models.speed.cpu_matmul import uses_onednn
+from q2_metric.models.speed.flops import FlopMeter, matmul_peak
+from q2_metric.profile import format_profile
 from q2_metric.testing.reference_loop import reference_q2
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,9 +81,13 @@ class Decisions:
     come back with the candidate; of valid questions, about 45% answered identically from the
     knowledge, 25% partly (NLI decides), 15% not at all; about 1 question in 12 is personal."""
 
-    TEMPLATES = ("what is the name of the {a} mentioned here?", "which {a} is being talked about?",
-                 "what do you know about {a}?", "who or what is {a} in this context?",
-                 "what is {a} known for according to the text?")
+    TEMPLATES = (
+        "what is the name of the {a} mentioned here?",
+        "which {a} is being talked about?",
+        "what do you know about {a}?",
+        "who or what is {a} in this context?",
+        "what is {a} known for according to the text?",
+    )
 
     def __init__(self, responses: set[str]) -> None:
         self.responses, self.candidate_of = responses, {}
@@ -96,7 +100,9 @@ class Decisions:
 
     def answer(self, question: str, context: str) -> Answer:
         cand, h = self.candidate_of.get(question, ""), pick(100, question, context)
-        other = context.split()[pick(max(1, len(context.split())), context, question)] if context.split() else "x"
+        other = (
+            context.split()[pick(max(1, len(context.split())), context, question)] if context.split() else "x"
+        )
         if context in self.responses:
             return Answer(cand) if h < 60 else Answer(other) if h < 90 else NO_ANSWER
         if h < 45:
@@ -163,13 +169,22 @@ class ReleasedQA:
         # a second copy of the weights on purpose: the model as the released code loads it (plain
         # from_pretrained, none of the engine's kernel choices)
         hf_logging.disable_progress_bar()
-        self.model = AutoModelForQuestionAnswering.from_pretrained(qa.model_id, dtype=qa.model.dtype).to(qa.device).eval()
+        self.model = (
+            AutoModelForQuestionAnswering.from_pretrained(qa.model_id, dtype=qa.model.dtype)
+            .to(qa.device)
+            .eval()
+        )
 
     def answer(self, questions, contexts):
         qa = self.qa
         for question, text in zip(questions, contexts):
-            inputs = qa.tokenizer(question, text, add_special_tokens=True, return_tensors="pt",
-                                  return_token_type_ids=uses_segment_ids(self.model)).to(qa.device)
+            inputs = qa.tokenizer(
+                question,
+                text,
+                add_special_tokens=True,
+                return_tensors="pt",
+                return_token_type_ids=uses_segment_ids(self.model),
+            ).to(qa.device)
             qa.tokens_processed += int(inputs["input_ids"].numel())
             with torch.enable_grad() if self.grad else torch.inference_mode():
                 start, end = self.model(**inputs, return_dict=False)
@@ -210,6 +225,7 @@ class Counted:
             self.counts[side + "calls"] += 1
             self.counts[side + "examples"] += len(first)
             return fn(first) if second is None else fn(first, second)
+
         return counted
 
 
@@ -227,8 +243,11 @@ def measure_peaks(device: torch.device, model_dtype: torch.dtype) -> dict[str, f
     peaks = {"float32": matmul_peak(torch.float32, n=n, device=device)}
     if device.type == "cpu" and torch.backends.mkldnn.is_available():
         peaks["float32 oneDNN"] = matmul_peak(torch.float32, n=n, device=device, onednn=True)
-    has_bf16 = (torch.cuda.is_bf16_supported() if device.type == "cuda"
-                else torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    has_bf16 = (
+        torch.cuda.is_bf16_supported()
+        if device.type == "cuda"
+        else torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    )
     wanted = {torch.bfloat16} if has_bf16 else set()
     wanted.add(model_dtype)
     for dtype in sorted(wanted - {torch.float32}, key=str):
@@ -237,17 +256,25 @@ def measure_peaks(device: torch.device, model_dtype: torch.dtype) -> dict[str, f
 
 
 # engine stages by the model that does their work
-STAGE_MODEL = {"questions": "qg", "question filter": "qa", "knowledge answers": "qa", "span scores": "nli",
-               "response scores": "nli"}
+STAGE_MODEL = {
+    "questions": "qg",
+    "question filter": "qa",
+    "knowledge answers": "qa",
+    "span scores": "nli",
+    "response scores": "nli",
+}
 
 
 def efficiency_report(profile, peak: float, peak_name: str, role_peaks: dict | None = None) -> list[str]:
     """Per model: seconds, share of them inside forward passes, model FLOPs, achieved FLOP/s and
     its fraction of the measured matrix-product peak (over the stage time and over model time);
     `role_peaks` (role -> (peak, name)) gives a model another precision's peak (int8 encoders)."""
-    lines = [f"{'model':<6}{'seconds':>9}{'in model':>10}{'calls':>7}{'tokens':>10}{'GFLOP':>10}"
-             f"{'GFLOP/s':>9}{'of peak':>9}{'in model':>10}   ({peak_name} peak {peak / 1e9:.1f} GFLOP/s"
-             + "".join(f"; {r}: {n} peak {p / 1e9:.1f}" for r, (p, n) in (role_peaks or {}).items()) + ")"]
+    lines = [
+        f"{'model':<6}{'seconds':>9}{'in model':>10}{'calls':>7}{'tokens':>10}{'GFLOP':>10}"
+        f"{'GFLOP/s':>9}{'of peak':>9}{'in model':>10}   ({peak_name} peak {peak / 1e9:.1f} GFLOP/s"
+        + "".join(f"; {r}: {n} peak {p / 1e9:.1f}" for r, (p, n) in (role_peaks or {}).items())
+        + ")"
+    ]
     base_peak = peak
     for role in ("qg", "qa", "nli"):
         peak = (role_peaks or {}).get(role, (base_peak, peak_name))[0]
@@ -258,15 +285,23 @@ def efficiency_report(profile, peak: float, peak_name: str, role_peaks: dict | N
         model = sum(p.model_seconds[role] for p in stages)
         flops = sum(p.flops[role] for p in stages)
         calls, tokens = sum(p.calls[role] for p in stages), sum(p.tokens[role] for p in stages)
-        lines.append(f"{role:<6}{secs:>9.2f}{model / secs:>10.0%}{calls:>7}{tokens:>10,}{flops / 1e9:>10.1f}"
-                     f"{flops / secs / 1e9:>9.1f}{flops / secs / peak:>9.1%}{flops / max(model, 1e-9) / peak:>10.1%}")
+        lines.append(
+            f"{role:<6}{secs:>9.2f}{model / secs:>10.0%}{calls:>7}{tokens:>10,}{flops / 1e9:>10.1f}"
+            f"{flops / secs / 1e9:>9.1f}{flops / secs / peak:>9.1%}{flops / max(model, 1e-9) / peak:>10.1%}"
+        )
     return lines
 
 
 # A GPU does far more per call than a CPU's 16 to 32 inputs: bigger batches and token budgets
 # (runtime options: they change float rounding at most, never the rules).
-GPU_RUNTIME = dict(qg_batch_size=128, qa_batch_size=256, nli_batch_size=256, qg_max_tokens=262144,
-                   qa_max_tokens=131072, nli_max_tokens=131072)
+GPU_RUNTIME = dict(
+    qg_batch_size=128,
+    qa_batch_size=256,
+    nli_batch_size=256,
+    qg_max_tokens=262144,
+    qa_max_tokens=131072,
+    nli_max_tokens=131072,
+)
 
 
 def runtime_options(args) -> dict:
@@ -275,9 +310,13 @@ def runtime_options(args) -> dict:
 
     out = dict(GPU_RUNTIME) if resolve_device(args.device).type == "cuda" else {}
     if args.batch_size:
-        out.update(qg_batch_size=args.batch_size, qa_batch_size=args.batch_size, nli_batch_size=args.batch_size)
+        out.update(
+            qg_batch_size=args.batch_size, qa_batch_size=args.batch_size, nli_batch_size=args.batch_size
+        )
     if args.max_tokens:
-        out.update(qg_max_tokens=args.max_tokens, qa_max_tokens=args.max_tokens, nli_max_tokens=args.max_tokens)
+        out.update(
+            qg_max_tokens=args.max_tokens, qa_max_tokens=args.max_tokens, nli_max_tokens=args.max_tokens
+        )
     if args.qa_packing:
         out["qa_packing"] = args.qa_packing
     if args.cpu_matmul:
@@ -301,21 +340,32 @@ def build(args, responses: list[str], knowledge: list[str], **mode):
     if not _RANDOM and getattr(args, "random_models", None):  # --growth's children: the parent's models
         _RANDOM.update({role: str(Path(args.random_models) / role) for role in ("qg", "qa", "nli")})
     if not _RANDOM:
-        _RANDOM.update(build_random_models(tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge,
-                                           size=args.size, vocab_size=8000))
+        _RANDOM.update(
+            build_random_models(
+                tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge, size=args.size, vocab_size=8000
+            )
+        )
     paths = _RANDOM
     config = Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], **base)
     decisions = Decisions(set(responses))
     scorer = Q2Scorer(config)
     shapes = "(T5-base, ALBERT-xlarge, RoBERTa-large)" if args.size == "paper" else "(tiny)"
-    return (config, scorer.parser, WorkingQG(config, decisions), WorkingQA(config, decisions),
-            WorkingNLI(config, decisions),
-            f"random-weight models of the {args.size} shapes {shapes} doing the work of scripted decisions")
+    return (
+        config,
+        scorer.parser,
+        WorkingQG(config, decisions),
+        WorkingQA(config, decisions),
+        WorkingNLI(config, decisions),
+        f"random-weight models of the {args.size} shapes {shapes} doing the work of scripted decisions",
+    )
 
 
 # the fast modes of `--precisions`: name -> Q2Config options
-MODES = {"float32": dict(dtype="float32"), "bfloat16": dict(dtype="bfloat16"),
-         "int8": dict(dtype="float32", quantize="int8")}
+MODES = {
+    "float32": dict(dtype="float32"),
+    "bfloat16": dict(dtype="bfloat16"),
+    "int8": dict(dtype="float32", quantize="int8"),
+}
 
 
 def int8_peak(n: int = 2048, seconds: float = 1.0) -> float:
@@ -328,8 +378,12 @@ def int8_peak(n: int = 2048, seconds: float = 1.0) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         layer = QLinear(n, n, bias_=False, dtype=torch.qint8)
-        layer.set_weight_bias(torch.quantize_per_channel(torch.randn(n, n), torch.full((n,), 0.02),
-                                                         torch.zeros(n, dtype=torch.long), 0, torch.qint8), None)
+        layer.set_weight_bias(
+            torch.quantize_per_channel(
+                torch.randn(n, n), torch.full((n,), 0.02), torch.zeros(n, dtype=torch.long), 0, torch.qint8
+            ),
+            None,
+        )
     x = torch.randn(n, n)
     layer(x)
     best, spent = float("inf"), 0.0
@@ -338,7 +392,7 @@ def int8_peak(n: int = 2048, seconds: float = 1.0) -> float:
         layer(x)
         dt = time.perf_counter() - t0
         best, spent = min(best, dt), spent + dt
-    return 2 * n ** 3 / best
+    return 2 * n**3 / best
 
 
 def agreement(first: list, second: list) -> str:
@@ -365,10 +419,13 @@ def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float,
     """Each fast mode's engine run against the float32 one (`fp32`: result, seconds, components)."""
     result32, t32, comps32 = fp32
     rate32 = len(responses) / t32
-    lines = ["", "Precisions (the same models, responses and scripted decisions; speed-ups over this run's "
-             "float32 engine and the released loop):",
-             f"{'mode':<10}{'seconds':>9}{'resp/s':>9}{'vs fp32':>9}{'vs loop':>9}{'of peak':>9}  "
-             f"{'same scores':<12}questions / QA answers / NLI labels equal to float32's"]
+    lines = [
+        "",
+        "Precisions (the same models, responses and scripted decisions; speed-ups over this run's "
+        "float32 engine and the released loop):",
+        f"{'mode':<10}{'seconds':>9}{'resp/s':>9}{'vs fp32':>9}{'vs loop':>9}{'of peak':>9}  "
+        f"{'same scores':<12}questions / QA answers / NLI labels equal to float32's",
+    ]
     for name in names:
         if name == "float32":
             result, seconds, comps = result32, t32, comps32
@@ -386,18 +443,22 @@ def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float,
             result, seconds = run_engine(config, parser, qg, qa, nli, responses, knowledge)
         dtype = "bfloat16" if name == "bfloat16" else "float32"
         peak = max(v for k, v in peaks.items() if k.split()[0] == dtype)
-        role_peaks = {r: (peaks["int8"], "int8") for r in ("qa", "nli")} if name == "int8" else {}
-        flops = {r: 0.0 for r in ("qg", "qa", "nli")}
+        role_peaks = dict.fromkeys(("qa", "nli"), (peaks["int8"], "int8")) if name == "int8" else {}
+        flops = dict.fromkeys(("qg", "qa", "nli"), 0.0)
         for p in result.profile:
             for role, f in p.flops.items():
                 flops[role] = flops.get(role, 0.0) + f
         # fraction of peak over the whole engine: each model's FLOPs against its precision's peak
         busy = sum(f / role_peaks.get(r, (peak, ""))[0] for r, f in flops.items())
-        agree = " / ".join(agreement(getattr(a, "model_decisions", []), getattr(b, "model_decisions", []))
-                           for a, b in zip(comps32, comps))
+        agree = " / ".join(
+            agreement(getattr(a, "model_decisions", []), getattr(b, "model_decisions", []))
+            for a, b in zip(comps32, comps)
+        )
         rate = len(responses) / seconds
-        lines.append(f"{name:<10}{seconds:>9.1f}{rate:>9.3f}{rate / rate32:>8.2f}x{rate / rate_ref:>8.2f}x"
-                     f"{busy / seconds:>9.1%}  {str(digest(result) == digest(result32)):<12}{agree}")
+        lines.append(
+            f"{name:<10}{seconds:>9.1f}{rate:>9.3f}{rate / rate32:>8.2f}x{rate / rate_ref:>8.2f}x"
+            f"{busy / seconds:>9.1%}  {digest(result) == digest(result32)!s:<12}{agree}"
+        )
         if name != "float32":
             lines += ["  " + line for line in efficiency_report(result.profile, peak, dtype, role_peaks)]
     return lines
@@ -411,12 +472,27 @@ def growth(args, sizes: list[int]) -> int:
     # one set of random models (its tokenizer trained on the largest set's texts) for every size
     pairs = load_pairs(max(sizes))
     folder = tempfile.mkdtemp(prefix="q2-bench-")
-    build_random_models(folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size, vocab_size=8000)
+    build_random_models(
+        folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size, vocab_size=8000
+    )
     print(f"Growth (engine only, {args.size} shapes, dtype {args.dtype}, each size in a fresh process):")
     print(f"{'responses':>10}{'seconds':>10}{'s/response':>12}{'peak RSS MB':>13}")
     for n in sizes:
-        cmd = [sys.executable, __file__, "--engine-only", "--n", str(n), "--size", args.size, "--device", args.device,
-               "--dtype", args.dtype, "--random-models", folder]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--engine-only",
+            "--n",
+            str(n),
+            "--size",
+            args.size,
+            "--device",
+            args.device,
+            "--dtype",
+            args.dtype,
+            "--random-models",
+            folder,
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         seconds = float(re.search(r"^engine seconds: ([\d.]+)", out, re.M).group(1))
         rss = float(re.search(r"^engine peak RSS MB: ([\d.]+)", out, re.M).group(1))
@@ -430,25 +506,51 @@ def growth(args, sizes: list[int]) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=600, help="responses for the engine")
-    ap.add_argument("--reference-n", type=int, default=None, help="responses for the reference loop (default N)")
-    ap.add_argument("--size", choices=("paper", "tiny"), default="paper",
-                    help="shape of the random models when the paper's weights are unavailable")
+    ap.add_argument(
+        "--reference-n", type=int, default=None, help="responses for the reference loop (default N)"
+    )
+    ap.add_argument(
+        "--size",
+        choices=("paper", "tiny"),
+        default="paper",
+        help="shape of the random models when the paper's weights are unavailable",
+    )
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
-    ap.add_argument("--batch-size", type=int, default=None, help="QG, QA and NLI batch size (default: the "
-                    "config's on a CPU, GPU-sized on CUDA)")
+    ap.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="QG, QA and NLI batch size (default: the config's on a CPU, GPU-sized on CUDA)",
+    )
     ap.add_argument("--max-tokens", type=int, default=None, help="QG, QA and NLI padded tokens per batch")
     ap.add_argument("--qa-packing", choices=("auto", "on", "off"), default=None)
-    ap.add_argument("--cpu-matmul", choices=("auto", "blas", "onednn"), default=None,
-                    help="who computes the engine's float32 Linear layers on a CPU (the loop keeps PyTorch's)")
-    ap.add_argument("--reference-no-grad", action="store_true",
-                    help="run the loop's QA in inference mode (the released code leaves autograd on)")
-    ap.add_argument("--precisions", default=None, metavar="LIST",
-                    help="also run the engine in these modes, comma-separated, of " + ", ".join(MODES)
-                    + " (e.g. float32,bfloat16,int8) and compare them with float32")
-    ap.add_argument("--growth", default=None, metavar="SIZES",
-                    help="only the engine, at each of these numbers of responses (e.g. 16,64,256), each in a "
-                         "fresh process: seconds and peak RSS")
+    ap.add_argument(
+        "--cpu-matmul",
+        choices=("auto", "blas", "onednn"),
+        default=None,
+        help="who computes the engine's float32 Linear layers on a CPU (the loop keeps PyTorch's)",
+    )
+    ap.add_argument(
+        "--reference-no-grad",
+        action="store_true",
+        help="run the loop's QA in inference mode (the released code leaves autograd on)",
+    )
+    ap.add_argument(
+        "--precisions",
+        default=None,
+        metavar="LIST",
+        help="also run the engine in these modes, comma-separated, of "
+        + ", ".join(MODES)
+        + " (e.g. float32,bfloat16,int8) and compare them with float32",
+    )
+    ap.add_argument(
+        "--growth",
+        default=None,
+        metavar="SIZES",
+        help="only the engine, at each of these numbers of responses (e.g. 16,64,256), each in a "
+        "fresh process: seconds and peak RSS",
+    )
     ap.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--random-models", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -465,25 +567,34 @@ def main() -> int:
     config, parser, qg, qa, nli, which = build(args, responses, knowledge)
     if args.engine_only:
         result, seconds = run_engine(config, parser, qg, qa, nli, responses, knowledge)
-        print(f"engine seconds: {seconds:.3f}\nengine peak RSS MB: "
-              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\ndigest {digest(result)}")
+        print(
+            f"engine seconds: {seconds:.3f}\nengine peak RSS MB: "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\ndigest {digest(result)}"
+        )
         return 0
     response_set = set(responses)
     device = qa.device
     print(f"Models: {which}")
-    print(f"Machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
-          f"device {device}" + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else "")
-          + f", dtype {Q2Scorer(config)._dtype_name()}")
-    print(f"Runtime: batch sizes QG {config.qg_batch_size}, QA {config.qa_batch_size}, NLI {config.nli_batch_size}; "
-          f"token budgets {config.qg_max_tokens}/{config.qa_max_tokens}/{config.nli_max_tokens}; "
-          f"QA packed: {qa.packs()}; Linear layers: "
-          f"{'oneDNN' if uses_onednn(config.cpu_matmul, device, qa.model.dtype) else 'PyTorch default (BLAS)'}")
+    print(
+        f"Machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
+        f"device {device}"
+        + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else "")
+        + f", dtype {Q2Scorer(config)._dtype_name()}"
+    )
+    print(
+        f"Runtime: batch sizes QG {config.qg_batch_size}, QA {config.qa_batch_size}, NLI {config.nli_batch_size}; "
+        f"token budgets {config.qg_max_tokens}/{config.qa_max_tokens}/{config.nli_max_tokens}; "
+        f"QA packed: {qa.packs()}; Linear layers: "
+        f"{'oneDNN' if uses_onednn(config.cpu_matmul, device, qa.model.dtype) else 'PyTorch default (BLAS)'}"
+    )
 
     peaks = measure_peaks(device, qa.model.dtype)
     if "int8" in names and device.type == "cpu":  # (int8 is a CPU mode; on a GPU its row is skipped)
         peaks["int8"] = int8_peak()
-    print("Matrix-product peak (torch.mm unless named, measured now): "
-          + ", ".join(f"{k} {v / 1e9:,.1f} GFLOP/s" for k, v in peaks.items()))
+    print(
+        "Matrix-product peak (torch.mm unless named, measured now): "
+        + ", ".join(f"{k} {v / 1e9:,.1f} GFLOP/s" for k, v in peaks.items())
+    )
     peak_name = str(qa.model.dtype).replace("torch.", "")
     # fractions of peak are of the fastest product of the models' dtype this machine has
     peak = max(v for k, v in peaks.items() if k.split()[0] == peak_name)
@@ -491,11 +602,15 @@ def main() -> int:
     n_ref = min(args.reference_n or args.n, args.n)
     # the loop's QA: the released code's call where the decisions are scripted, else the backend
     ref_qa = ReleasedQA(qa, grad=not args.reference_no_grad) if isinstance(qa, WorkingQA) else qa
-    counted = {name: Counted(comp, method, response_set if name == "qa" else None)
-               for name, comp, method in (("qg", qg, "generate"), ("qa", qa, "answer"), ("nli", nli, "classify"))}
+    counted = {
+        name: Counted(comp, method, response_set if name == "qa" else None)
+        for name, comp, method in (("qg", qg, "generate"), ("qa", qa, "answer"), ("nli", nli, "classify"))
+    }
     ref_counted = {**counted, "qa": Counted(ref_qa, "answer", response_set)}
     qa.tokens_processed = 0
-    ref_meters = [FlopMeter.attach(m) for m in {id(m): m for m in (qg.model, ref_qa.model, nli.model)}.values()]
+    ref_meters = [
+        FlopMeter.attach(m) for m in {id(m): m for m in (qg.model, ref_qa.model, nli.model)}.values()
+    ]
     ref_flops0 = sum(m.flops for m in ref_meters)
     # the released code's beam search (transformers 3.2) made cross-attention keys and values per beam
     shared_cross, qg.shared_cross = getattr(qg, "shared_cross", None), None
@@ -504,8 +619,10 @@ def main() -> int:
     for comp in linears:
         comp.linears = None
     t0 = time.perf_counter()
-    ref = [reference_q2(r, k, parser, ref_counted["qg"], ref_counted["qa"], ref_counted["nli"])
-           for r, k in zip(responses[:n_ref], knowledge[:n_ref])]
+    ref = [
+        reference_q2(r, k, parser, ref_counted["qg"], ref_counted["qa"], ref_counted["nli"])
+        for r, k in zip(responses[:n_ref], knowledge[:n_ref])
+    ]
     t_ref = time.perf_counter() - t0
     qg.shared_cross = shared_cross
     for comp, value in linears.items():
@@ -534,13 +651,23 @@ def main() -> int:
     print(f"{'responses':<28}{n_ref:>18}{args.n:>18}")
     print(f"{'seconds':<28}{t_ref:>18.1f}{t_engine:>18.1f}")
     print(f"{'responses/s':<28}{rate_ref:>18.3f}{rate_engine:>18.3f}")
-    for name, key in (("qg", "calls"), ("qg", "examples"), ("qa", "response calls"), ("qa", "response examples"),
-                      ("qa", "knowledge calls"), ("qa", "knowledge examples"), ("nli", "calls"), ("nli", "examples")):
+    for name, key in (
+        ("qg", "calls"),
+        ("qg", "examples"),
+        ("qa", "response calls"),
+        ("qa", "response examples"),
+        ("qa", "knowledge calls"),
+        ("qa", "knowledge examples"),
+        ("nli", "calls"),
+        ("nli", "examples"),
+    ):
         print(f"{name + ' ' + key:<28}{ref_counts[name][key]:>18}{eng_counts[name][key]:>18}")
     print(f"{'QA tokens (padded)':<28}{ref_tokens:>18}{qa.tokens_processed:>18}")
     eng_flops = sum(sum(p.flops.values()) for p in result.profile)
     print(f"{'model GFLOP':<28}{ref_flops / 1e9:>18.1f}{eng_flops / 1e9:>18.1f}")
-    print(f"{'fraction of ' + peak_name + ' peak':<28}{ref_flops / t_ref / peak:>18.1%}{eng_flops / t_engine / peak:>18.1%}")
+    print(
+        f"{'fraction of ' + peak_name + ' peak':<28}{ref_flops / t_ref / peak:>18.1%}{eng_flops / t_engine / peak:>18.1%}"
+    )
     per_ref = ref_counts["qa"]["response examples"] / max(n_ref, 1)
     per_eng = eng_counts["qa"]["response examples"] / args.n
     print(f"response-side QA examples per response: reference {per_ref:.2f}, engine {per_eng:.2f}")
@@ -550,16 +677,27 @@ def main() -> int:
     print("beam bookkeeping between decoder steps):")
     print("\n".join(efficiency_report(result.profile, peak, peak_name)))
     if device.type == "cuda":
-        print("(on CUDA 'in model' is the time to queue the kernels, not to run them: read the stage columns)")
+        print(
+            "(on CUDA 'in model' is the time to queue the kernels, not to run them: read the stage columns)"
+        )
     print(f"peak memory: {peak_memory(device)}")
     scores = [(r.q2, r.q2_no_nli) for r in result.responses]
-    print(f"engine scores: {len(scores)} responses, digest {hashlib.sha256(repr(scores).encode()).hexdigest()[:16]}, "
-          f"first {scores[:3]}")
+    print(
+        f"engine scores: {len(scores)} responses, digest {hashlib.sha256(repr(scores).encode()).hexdigest()[:16]}, "
+        f"first {scores[:3]}"
+    )
     if names:
-        print("\n".join(compare_precisions(args, names, responses, knowledge, (result, t_engine, (qg, qa, nli)),
-                                            rate_ref, peaks)))
-    print(f"speed-up: {rate_engine / rate_ref:.2f}x ({rate_engine:.3f} vs {rate_ref:.3f} responses/s)  "
-          f"same scores: {same}")
+        print(
+            "\n".join(
+                compare_precisions(
+                    args, names, responses, knowledge, (result, t_engine, (qg, qa, nli)), rate_ref, peaks
+                )
+            )
+        )
+    print(
+        f"speed-up: {rate_engine / rate_ref:.2f}x ({rate_engine:.3f} vs {rate_ref:.3f} responses/s)  "
+        f"same scores: {same}"
+    )
     return 0 if same else 1
 
 

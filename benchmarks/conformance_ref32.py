@@ -30,21 +30,38 @@ CROSS_BIAS = "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.we
 
 
 def build(job: dict) -> None:
-    from transformers import (AlbertConfig, AlbertForQuestionAnswering, AlbertTokenizer, T5Config,
-                              T5ForConditionalGeneration, T5Tokenizer)
+    from transformers import (
+        AlbertConfig,
+        AlbertForQuestionAnswering,
+        AlbertTokenizer,
+        T5Config,
+        T5ForConditionalGeneration,
+        T5Tokenizer,
+    )
 
     out = Path(job["models"])
     t5_tok = T5Tokenizer(job["t5_spiece"])
     albert_tok = AlbertTokenizer(job["albert_spiece"])
     torch.manual_seed(job.get("seed", 0))
-    t5 = T5ForConditionalGeneration(T5Config(
-        vocab_size=t5_tok.vocab_size, pad_token_id=t5_tok.pad_token_id, eos_token_id=t5_tok.eos_token_id,
-        decoder_start_token_id=t5_tok.pad_token_id, **job["t5_shape"]))
+    t5 = T5ForConditionalGeneration(
+        T5Config(
+            vocab_size=t5_tok.vocab_size,
+            pad_token_id=t5_tok.pad_token_id,
+            eos_token_id=t5_tok.eos_token_id,
+            decoder_start_token_id=t5_tok.pad_token_id,
+            **job["t5_shape"],
+        )
+    )
     with torch.no_grad():  # a trained-looking bias: random N(0, 1) is what T5's init gives it too
         t5.state_dict()[CROSS_BIAS].normal_(0.0, job.get("bias_std", 1.0))
-    albert = AlbertForQuestionAnswering(AlbertConfig(
-        vocab_size=albert_tok.vocab_size, pad_token_id=albert_tok.pad_token_id, max_position_embeddings=512,
-        **job["albert_shape"]))
+    albert = AlbertForQuestionAnswering(
+        AlbertConfig(
+            vocab_size=albert_tok.vocab_size,
+            pad_token_id=albert_tok.pad_token_id,
+            max_position_embeddings=512,
+            **job["albert_shape"],
+        )
+    )
     # `eos`: the bias present, and the end token's output embedding a scaled, perturbed copy of the
     # token beam search picks most on the probe prompts, so that beams end at different steps
     # (random weights almost never pick the end token): both the limit and earlier endings occur
@@ -52,12 +69,25 @@ def build(job: dict) -> None:
     eos.load_state_dict(t5.state_dict())
     eos.eval()
     with torch.no_grad():
-        picked = torch.cat([eos.generate(input_ids=torch.tensor([t5_tok.encode(p)]), max_length=12, num_beams=5,
-                                         num_return_sequences=5).flatten() for p in job.get("probe", ["a"])])
+        picked = torch.cat(
+            [
+                eos.generate(
+                    input_ids=torch.tensor([t5_tok.encode(p)]),
+                    max_length=12,
+                    num_beams=5,
+                    num_return_sequences=5,
+                ).flatten()
+                for p in job.get("probe", ["a"])
+            ]
+        )
         frequent = int(torch.bincount(picked[picked > 2]).argmax())
         emb = eos.shared.weight
         emb[1] = 0.97 * emb[frequent] + 0.02 * torch.randn_like(emb[1])
-    for folder, model, zero in ((out / "bias", t5, False), (out / "eos", eos, False), (out / "zeroed", t5, True)):
+    for folder, model, zero in (
+        (out / "bias", t5, False),
+        (out / "eos", eos, False),
+        (out / "zeroed", t5, True),
+    ):
         qg_dir = folder / QG_ID
         if zero:
             with torch.no_grad():
@@ -84,8 +114,13 @@ class Recorder(torch.nn.Module):
             n = kwargs.get("num_return_sequences", 1)
             c = self.model.config
             out = torch.tensor([[c.decoder_start_token_id, c.eos_token_id]] * n)
-        self.log.append({"input_ids": kwargs["input_ids"][0].tolist(),
-                         "attention_mask": kwargs["attention_mask"][0].tolist(), "output": out.tolist()})
+        self.log.append(
+            {
+                "input_ids": kwargs["input_ids"][0].tolist(),
+                "attention_mask": kwargs["attention_mask"][0].tolist(),
+                "output": out.tolist(),
+            }
+        )
         return out
 
     def forward(self, **kwargs):
@@ -99,7 +134,9 @@ class Recorder(torch.nn.Module):
         s, e = int(torch.argmax(start)), int(torch.argmax(end))
         # margins to the runner-up, to tell a float-rounding near-tie from a real difference
         top_s, top_e = torch.topk(start, 2).values.tolist(), torch.topk(end, 2).values.tolist()
-        self.log.append(inputs | {"start": s, "end": e, "margin": min(top_s[0] - top_s[1], top_e[0] - top_e[1])})
+        self.log.append(
+            inputs | {"start": s, "end": e, "margin": min(top_s[0] - top_s[1], top_e[0] - top_e[1])}
+        )
         return out
 
 
@@ -109,7 +146,9 @@ def load_released(released: Path, name: str, cwd: Path):
     here = os.getcwd()
     os.chdir(cwd)
     try:
-        spec = importlib.util.spec_from_file_location(f"released_{name}_{cwd.name}", released / "pipeline" / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(
+            f"released_{name}_{cwd.name}", released / "pipeline" / f"{name}.py"
+        )
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
@@ -134,19 +173,28 @@ def run(job: dict) -> None:
                 recorder.active = generate
                 beams = qg.get_questions_beam(answer, context, max_length=L)
                 beam_rec = log.pop()
-                row |= {"input_ids": beam_rec["input_ids"], "attention_mask": beam_rec["attention_mask"],
-                        "beam_ids" + at: beam_rec["output"], "beam" + at: beams,
-                        # the prompt decoded as the beam path decodes a question
-                        "prompt_decoded": qg.qg_tokenizer.decode(beam_rec["input_ids"], skip_special_tokens=True)
-                        .replace("question: ", "", 1)}
+                row |= {
+                    "input_ids": beam_rec["input_ids"],
+                    "attention_mask": beam_rec["attention_mask"],
+                    "beam_ids" + at: beam_rec["output"],
+                    "beam" + at: beams,
+                    # the prompt decoded as the beam path decodes a question
+                    "prompt_decoded": qg.qg_tokenizer.decode(
+                        beam_rec["input_ids"], skip_special_tokens=True
+                    ).replace("question: ", "", 1),
+                }
                 if job["greedy"] and generate:
                     greedy = qg.get_question_greedy(answer, context, max_length=L)
                     ids = log.pop()["output"][0]
                     # the released greedy path decodes without skip_special_tokens; also record 3.2's
                     # decoding with it, the way the beam path decodes
-                    row |= {"greedy_ids" + at: ids, "greedy_released" + at: greedy,
-                            "greedy" + at: qg.qg_tokenizer.decode(ids, skip_special_tokens=True)
-                            .replace("question: ", "", 1)}
+                    row |= {
+                        "greedy_ids" + at: ids,
+                        "greedy_released" + at: greedy,
+                        "greedy" + at: qg.qg_tokenizer.decode(ids, skip_special_tokens=True).replace(
+                            "question: ", "", 1
+                        ),
+                    }
                 if not generate:
                     break  # only the input is compared
             rows.append(row)
@@ -161,13 +209,25 @@ def run(job: dict) -> None:
         except ValueError:
             answer = None
         rec = log.pop()
-        rows.append({"input_ids": rec["input_ids"], "token_type_ids": rec["token_type_ids"],
-                     "attention_mask": rec["attention_mask"], "start": rec["start"], "end": rec["end"],
-                     "margin": rec["margin"], "answer": answer,
-                     # the text's tokens as the released code turns a span into its answer
-                     "text_decoded": qa.qa_tokenizer.convert_tokens_to_string(
-                         qa.qa_tokenizer.convert_ids_to_tokens(rec["input_ids"][rec["token_type_ids"].index(1):-1]))
-                     if 1 in rec["token_type_ids"] else ""})
+        rows.append(
+            {
+                "input_ids": rec["input_ids"],
+                "token_type_ids": rec["token_type_ids"],
+                "attention_mask": rec["attention_mask"],
+                "start": rec["start"],
+                "end": rec["end"],
+                "margin": rec["margin"],
+                "answer": answer,
+                # the text's tokens as the released code turns a span into its answer
+                "text_decoded": qa.qa_tokenizer.convert_tokens_to_string(
+                    qa.qa_tokenizer.convert_ids_to_tokens(
+                        rec["input_ids"][rec["token_type_ids"].index(1) : -1]
+                    )
+                )
+                if 1 in rec["token_type_ids"]
+                else "",
+            }
+        )
     result["qa"] = rows
     result["seconds"] = time.time() - started
     import transformers

@@ -14,8 +14,13 @@ class ReplayAgent(Agent):
     @classmethod
     def add_cmdline_args(cls, parser, partial_opt=None):
         group = parser.add_argument_group("Replay agent")
-        group.add_argument("--replay-system", type=str, default="dodeca", choices=list(SYSTEMS),
-                           help="whose recorded responses to replay")
+        group.add_argument(
+            "--replay-system",
+            type=str,
+            default="dodeca",
+            choices=list(SYSTEMS),
+            help="whose recorded responses to replay",
+        )
         return parser
 
     def __init__(self, opt, shared=None):
@@ -26,6 +31,8 @@ class ReplayAgent(Agent):
     def act(self):
         obs = self.observation or {}
         if self.field not in obs:
-            raise ValueError(f"ReplayAgent: the teacher's message has no '{self.field}' field; use "
-                             "-t parlai_ext.teachers:CrossAnnotationTeacher")
+            raise ValueError(
+                f"ReplayAgent: the teacher's message has no '{self.field}' field; use "
+                "-t parlai_ext.teachers:CrossAnnotationTeacher"
+            )
         return Message({"id": self.id, "text": obs[self.field], "episode_done": False})

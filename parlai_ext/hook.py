@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
-from q2_metric.validation import is_blank
 from parlai_ext.options import add_q2_args, q2_requested
 from parlai_ext.report import Q2Buffer, _set, _Turn
+from q2_metric.validation import is_blank
 
 NO_PASSAGES = "no_passages_used"
 # Message fields stamped by `number_turns` (the teacher's own episode and turn numbering).
@@ -66,11 +66,20 @@ class Q2EvalMixin:
         if teacher_action.get("text"):
             episode.append(str(teacher_action["text"]))
         if "text" in model_response:
-            info = {**self.q2_buffer.base_info, "episode_idx": teacher_action.get(EPISODE_FIELD),
-                    "turn_idx": teacher_action.get(TURN_FIELD), "example_id": teacher_action.get(EXAMPLE_ID_FIELD),
-                    "raw_knowledge": knowledge}
-            turn = _Turn(info, model_response["text"] or "", knowledge if has_knowledge else None, model_response,
-                         history=list(episode) if self.q2_buffer.config.coref else [])
+            info = {
+                **self.q2_buffer.base_info,
+                "episode_idx": teacher_action.get(EPISODE_FIELD),
+                "turn_idx": teacher_action.get(TURN_FIELD),
+                "example_id": teacher_action.get(EXAMPLE_ID_FIELD),
+                "raw_knowledge": knowledge,
+            }
+            turn = _Turn(
+                info,
+                model_response["text"] or "",
+                knowledge if has_knowledge else None,
+                model_response,
+                history=list(episode) if self.q2_buffer.config.coref else [],
+            )
         labels = list(labels or [])
         if labels or model_response.get("text"):
             episode.append(str(labels[0] if labels else model_response["text"]))

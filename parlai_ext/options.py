@@ -8,8 +8,8 @@ import re
 
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config, choices
-from q2_metric.options import PRESETS, build_config, flag_name, flag_type
 from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.options import PRESETS, build_config, flag_name, flag_type
 
 
 class _Sentence(SystemExit):
@@ -54,46 +54,104 @@ def add_q2_args(parser) -> None:
 
     d = Q2Config(qg_model=DEFAULT_QG_MODEL, qa_model=DEFAULT_QA_MODEL, nli_model=DEFAULT_NLI_MODEL)
     g = parser.add_argument_group("Q² metric (with --metrics q2)")
-    g.add_argument("--q2-qg-model", type=str, default=None,
-                   help=f"question generation model (default $Q2_QG_MODEL, else {d.qg_model})")
-    g.add_argument("--q2-qa-model", type=str, default=None,
-                   help=f"SQuAD 2.0 QA model (default $Q2_QA_MODEL, else {d.qa_model})")
-    g.add_argument("--q2-nli-model", type=str, default=None,
-                   help=f"NLI model (default $Q2_NLI_MODEL, else {d.nli_model})")
-    g.add_argument("--q2-tiny", type="bool", default=None,
-                   help="tiny random models instead of the paper's (no download; the scores mean "
-                        "nothing; default: the Q2_TINY environment variable)")
+    g.add_argument(
+        "--q2-qg-model",
+        type=str,
+        default=None,
+        help=f"question generation model (default $Q2_QG_MODEL, else {d.qg_model})",
+    )
+    g.add_argument(
+        "--q2-qa-model",
+        type=str,
+        default=None,
+        help=f"SQuAD 2.0 QA model (default $Q2_QA_MODEL, else {d.qa_model})",
+    )
+    g.add_argument(
+        "--q2-nli-model",
+        type=str,
+        default=None,
+        help=f"NLI model (default $Q2_NLI_MODEL, else {d.nli_model})",
+    )
+    g.add_argument(
+        "--q2-tiny",
+        type="bool",
+        default=None,
+        help="tiny random models instead of the paper's (no download; the scores mean "
+        "nothing; default: the Q2_TINY environment variable)",
+    )
     g.add_argument("--q2-spacy-model", type=str, default=None, help="spaCy pipeline")
-    g.add_argument("--q2-device", type=flag_type("device", SPELL, str), default="auto",
-                   help="auto (default), cpu, cuda or cuda:N")
-    g.add_argument("--q2-batch-size", type=flag_type("batch_size", SPELL), default=64,
-                   help="responses buffered per engine call (and the engine's batch size)")
+    g.add_argument(
+        "--q2-device",
+        type=flag_type("device", SPELL, str),
+        default="auto",
+        help="auto (default), cpu, cuda or cuda:N",
+    )
+    g.add_argument(
+        "--q2-batch-size",
+        type=flag_type("batch_size", SPELL),
+        default=64,
+        help="responses buffered per engine call (and the engine's batch size)",
+    )
     g.add_argument("--q2-decoding", type=str, default=d.decoding, choices=list(choices()["decoding"]))
-    g.add_argument("--q2-max-question-length", type=flag_type("max_question_length", SPELL), default=None,
-                   help=f"longest question in tokens (default {d.max_question_length}; 16 with --q2-tiny)")
-    g.add_argument("--q2-question-mode", type=str, default=d.question_mode, choices=list(choices()["question_mode"]))
+    g.add_argument(
+        "--q2-max-question-length",
+        type=flag_type("max_question_length", SPELL),
+        default=None,
+        help=f"longest question in tokens (default {d.max_question_length}; 16 with --q2-tiny)",
+    )
+    g.add_argument(
+        "--q2-question-mode", type=str, default=d.question_mode, choices=list(choices()["question_mode"])
+    )
     g.add_argument("--q2-variant", type=str, default="paper", choices=list(PRESETS))
-    g.add_argument("--q2-explain-file", type=str, default=None,
-                   help="one JSON line per evaluated turn (scored, empty or skipped); overwritten "
-                        "at the start of a run")
-    g.add_argument("--q2-explain-append", type="bool", default=False,
-                   help="append to --q2-explain-file instead of overwriting it")
-    g.add_argument("--q2-coref", type="bool", default=False,
-                   help="resolve coreferences with the teacher's episode so far before scoring (the first "
-                        "arXiv version's App. A; needs fastcoref; docs/coref.md)")
+    g.add_argument(
+        "--q2-explain-file",
+        type=str,
+        default=None,
+        help="one JSON line per evaluated turn (scored, empty or skipped); overwritten at the start of a run",
+    )
+    g.add_argument(
+        "--q2-explain-append",
+        type="bool",
+        default=False,
+        help="append to --q2-explain-file instead of overwriting it",
+    )
+    g.add_argument(
+        "--q2-coref",
+        type="bool",
+        default=False,
+        help="resolve coreferences with the teacher's episode so far before scoring (the first "
+        "arXiv version's App. A; needs fastcoref; docs/coref.md)",
+    )
     g.add_argument("--q2-coref-model", type=str, default=d.coref_model, help="F-Coref model of --q2-coref")
 
 
 def config_from_opt(opt: dict) -> Q2Config:
     """The engine configuration the `--q2-*` flags describe, checked by the engine's option checks
     (an opt that did not come through the parser, e.g. a saved one, is checked here)."""
-    options = {name: opt.get(f"q2_{name}") for name in ("qg_model", "qa_model", "nli_model", "spacy_model",
-                                                         "device", "decoding", "question_mode",
-                                                         "max_question_length", "coref", "coref_model")}
+    options = {
+        name: opt.get(f"q2_{name}")
+        for name in (
+            "qg_model",
+            "qa_model",
+            "nli_model",
+            "spacy_model",
+            "device",
+            "decoding",
+            "question_mode",
+            "max_question_length",
+            "coref",
+            "coref_model",
+        )
+    }
     batch_size = opt.get("q2_batch_size")
     try:
-        return build_config(opt.get("q2_variant") or "paper", options, 64 if batch_size is None else batch_size,
-                            spell=SPELL, tiny=opt.get("q2_tiny") or None)
+        return build_config(
+            opt.get("q2_variant") or "paper",
+            options,
+            64 if batch_size is None else batch_size,
+            spell=SPELL,
+            tiny=opt.get("q2_tiny") or None,
+        )
     except ValueError as err:
         raise Q2OptionValueError(str(err), getattr(err, "reason", "")) from None
 
@@ -154,12 +212,22 @@ def check_explain_file(opt: dict, path: str) -> None:
     line on stderr and exit code 2 (ParlAI would print a traceback for an exception)."""
     import sys
 
-    from q2_metric.io.paths import check_run
     from q2_metric.errors import OutputPathError
+    from q2_metric.io.paths import check_run
 
-    inputs = {f"--{name.replace('_', '-')}": opt.get(name) for name in
-              ("q2_annotations", "datafile", "model_file", "init_model", "q2_qg_model", "q2_qa_model",
-               "q2_nli_model", "q2_spacy_model")}
+    inputs = {
+        f"--{name.replace('_', '-')}": opt.get(name)
+        for name in (
+            "q2_annotations",
+            "datafile",
+            "model_file",
+            "init_model",
+            "q2_qg_model",
+            "q2_qa_model",
+            "q2_nli_model",
+            "q2_spacy_model",
+        )
+    }
     inputs = {flag: p for flag, p in inputs.items() if isinstance(p, str) and os.path.exists(p)}
     outputs = {"--report-filename": opt.get("report_filename"), "--world-logs": opt.get("world_logs")}
     outputs = {flag: p for flag, p in outputs.items() if isinstance(p, str) and p}
@@ -172,6 +240,8 @@ def check_explain_file(opt: dict, path: str) -> None:
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as err:
-        print(f"q2: the folder '{folder}' of --q2-explain-file cannot be created ({err.strerror}).",
-              file=sys.stderr)
+        print(
+            f"q2: the folder '{folder}' of --q2-explain-file cannot be created ({err.strerror}).",
+            file=sys.stderr,
+        )
         raise SystemExit(2) from None

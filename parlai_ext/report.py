@@ -5,14 +5,24 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from parlai_ext.options import (
+    Q2DataError,
+    Q2ModelError,
+    _example_limit,
+    _explain_path,
+    _is_training,
+    _system,
+    check_explain_file,
+    config_from_opt,
+    parlai_flags,
+)
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
 from q2_metric.scorer import Q2Scorer, cached_scorer
-from parlai_ext.options import (Q2DataError, Q2ModelError, _example_limit, _explain_path, _is_training, _system,
-                                check_explain_file, config_from_opt, parlai_flags)
 
 # An intermediate report raises the missing-knowledge error only after this many turns without
 # knowledge (a pass that ends sooner raises at its last report), so that a few leading
@@ -34,7 +44,8 @@ _TINY_WARNED: list[bool] = []
 
 def check_models(config: Q2Config) -> None:
     """Fail before any generation if a Q² model or the spaCy pipeline cannot be loaded."""
-    from q2_metric.frontend import check_models as check, model_words
+    from q2_metric.frontend import check_models as check
+    from q2_metric.frontend import model_words
     from q2_metric.options import flag_name
 
     scorer = SCORER_FACTORY(config)
@@ -189,11 +200,12 @@ class Q2Buffer:
         scorable = [t for t in items if t.knowledge is not None]
         result, batch = None, None
         if scorable:
-            result = SCORER_FACTORY(self.config).score([t.response for t in scorable],
-                                                       [t.knowledge for t in scorable],
-                                                       **({"histories": [t.history for t in scorable]}
-                                                          if self.config.coref else {}),
-                                                       progress=self.progress(len(scorable)))
+            result = SCORER_FACTORY(self.config).score(
+                [t.response for t in scorable],
+                [t.knowledge for t in scorable],
+                **({"histories": [t.history for t in scorable]} if self.config.coref else {}),
+                progress=self.progress(len(scorable)),
+            )
             batch = self.current.engine_calls
             self.current.engine_calls += 1
         scores = iter(result.responses if result is not None else [])
@@ -204,15 +216,20 @@ class Q2Buffer:
                 status, per_turn = "skipped", {"q2_skipped": SumMetric(1)}
             elif res.scored:
                 status = "scored"
-                per_turn = {"q2": AverageMetric(res.q2), "q2_no_nli": AverageMetric(res.q2_no_nli),
-                            "q2_scored": SumMetric(1)}
+                per_turn = {
+                    "q2": AverageMetric(res.q2),
+                    "q2_no_nli": AverageMetric(res.q2_no_nli),
+                    "q2_scored": SumMetric(1),
+                }
             else:
                 status, per_turn = "empty", {"q2_empty": SumMetric(1)}
             for key, value in per_turn.items():
                 self.metrics.add(key, value)
             self._annotations.append((turn.observation, per_turn))
             if self.explain_file:
-                lines.append(self._explain_line(turn, status, res, result, batch if res is not None else None))
+                lines.append(
+                    self._explain_line(turn, status, res, result, batch if res is not None else None)
+                )
         if lines:
             with open(self.explain_file, "a", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
@@ -228,16 +245,34 @@ class Q2Buffer:
         return log_progress(parlai_logging.info, interval=self.log_interval)
 
     def _explain_line(self, turn: _Turn, status: str, res, result, batch: int | None) -> str:
-        details = res.to_dict() if res is not None else {
-            "fallback": None, "fallback_label": None, "candidates": [], "questions": [], "spans": [],
-            "unsupported_spans": []}
+        details = (
+            res.to_dict()
+            if res is not None
+            else {
+                "fallback": None,
+                "fallback_label": None,
+                "candidates": [],
+                "questions": [],
+                "spans": [],
+                "unsupported_spans": [],
+            }
+        )
         details.pop("index", None)  # the position inside an engine call: meaningless here
-        line = {**turn.info, "pass": self.current.number, "batch": batch, "status": status,
-                "reason": details.pop("reason", None) if res is not None else (
-                    f"no knowledge: the checked sentence is {turn.info.get('raw_knowledge')!r}"),
-                "response": turn.response, "knowledge": turn.knowledge,
-                "q2": details.pop("q2", None), "q2_no_nli": details.pop("q2_no_nli", None), **details,
-                "signature": str(result.signature) if res is not None else None}
+        line = {
+            **turn.info,
+            "pass": self.current.number,
+            "batch": batch,
+            "status": status,
+            "reason": details.pop("reason", None)
+            if res is not None
+            else (f"no knowledge: the checked sentence is {turn.info.get('raw_knowledge')!r}"),
+            "response": turn.response,
+            "knowledge": turn.knowledge,
+            "q2": details.pop("q2", None),
+            "q2_no_nli": details.pop("q2_no_nli", None),
+            **details,
+            "signature": str(result.signature) if res is not None else None,
+        }
         line.pop("raw_knowledge", None)
         return json.dumps(_json_safe(line), ensure_ascii=False)
 
@@ -256,15 +291,21 @@ class Q2Buffer:
     def check_data(self, final: bool, source: str | None) -> None:
         """Raise `Q2DataError` when no evaluated turn had knowledge (or no response had text)."""
         p = self.current
-        if p.with_knowledge == 0 and p.without_knowledge and (final or p.without_knowledge >= EARLY_DATA_ERROR_TURNS):
+        if (
+            p.with_knowledge == 0
+            and p.without_knowledge
+            and (final or p.without_knowledge >= EARLY_DATA_ERROR_TURNS)
+        ):
             raise Q2DataError(
                 f"{source}: no Wizard turn has a checked_sentence (none of the {p.without_knowledge} "
                 "evaluated turns had one other than no_passages_used), and Q² needs the knowledge "
-                "sentence each response was grounded on")
+                "sentence each response was grounded on"
+            )
         if final and not self.training and p.turns and p.with_text == 0:
             raise Q2DataError(
                 f"the model gave no text for any of the {p.turns} evaluated turns, so Q² has nothing "
-                "to score: let it generate (e.g. --skip-generation false)")
+                "to score: let it generate (e.g. --skip-generation false)"
+            )
 
     def report(self) -> dict:
         from parlai.core.metrics import AverageMetric, SumMetric

@@ -22,8 +22,15 @@ from parlai_ext.report import _set
 
 WOW_VERSION = "1.0"  # parlai/tasks/wizard_of_wikipedia/build.py's
 ANNOTATIONS = Path(__file__).resolve().parent / "data" / "cross_annotation.csv"
-CROSS_COLUMNS = ("message", "knowledge", "gold", "dodeca_response", "memnet_response", "dodeca_label",
-                 "memnet_label")
+CROSS_COLUMNS = (
+    "message",
+    "knowledge",
+    "gold",
+    "dodeca_response",
+    "memnet_response",
+    "dodeca_label",
+    "memnet_label",
+)
 
 
 def check_wow_data(opt) -> None:
@@ -36,7 +43,8 @@ def check_wow_data(opt) -> None:
         raise Q2DataError(
             f"Wizard of Wikipedia (version {WOW_VERSION}) is not in {folder} (no .built file there): download it "
             f"once where the network is reachable (`parlai display_data -t wizard_of_wikipedia --datapath "
-            f"{opt.get('datapath') or 'data'}`), or pass as --datapath the folder that holds it.")
+            f"{opt.get('datapath') or 'data'}`), or pass as --datapath the folder that holds it."
+        )
 
 
 def lengths_file(datafile: str, datapath: str) -> str:
@@ -66,8 +74,9 @@ class _WizardQ2(Q2EvalMixin):
         super().__init__(opt, shared)
         # GeneratorTeacher forces the checked sentence on; the dialog-knowledge teacher obeys the flag.
         if self.q2_on and not self.include_checked_sentence:
-            raise Q2DataError("Q² scores responses against the checked sentence: "
-                              "run with --include-checked-sentence true")
+            raise Q2DataError(
+                "Q² scores responses against the checked sentence: run with --include-checked-sentence true"
+            )
 
     def setup_data(self, datafile):
         return number_turns(super().setup_data(datafile))
@@ -100,8 +109,12 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
     @classmethod
     def add_cmdline_args(cls, parser, partial_opt=None):
         super().add_cmdline_args(parser, partial_opt)
-        parser.add_argument("--q2-annotations", type=str, default=str(ANNOTATIONS),
-                            help="cross_annotation.csv of the Q² paper (default: the packaged copy)")
+        parser.add_argument(
+            "--q2-annotations",
+            type=str,
+            default=str(ANNOTATIONS),
+            help="cross_annotation.csv of the Q² paper (default: the packaged copy)",
+        )
         return parser
 
     def __init__(self, opt, shared=None):
@@ -134,14 +147,21 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
             raise Q2DataError(f"{path}: {bad.error}")
         for row in (r.fields for r in rows):
             # an empty checked sentence is a turn without knowledge: skipped and counted (q2_skipped)
-            yield {
-                "text": row["message"], "labels": [row["gold"]], "checked_sentence": row["knowledge"],
-                "topic": row.get("topic", ""), "dodeca_response": row["dodeca_response"],
-                "memnet_response": row["memnet_response"], "dodeca_label": row["dodeca_label"],
-                "memnet_label": row["memnet_label"],
-                # the WoW validation episode and round the annotated context comes from
-                EXAMPLE_ID_FIELD: f"{row.get('episode_idx', '')}:{row.get('round', '')}",
-            }, True
+            yield (
+                {
+                    "text": row["message"],
+                    "labels": [row["gold"]],
+                    "checked_sentence": row["knowledge"],
+                    "topic": row.get("topic", ""),
+                    "dodeca_response": row["dodeca_response"],
+                    "memnet_response": row["memnet_response"],
+                    "dodeca_label": row["dodeca_label"],
+                    "memnet_label": row["memnet_label"],
+                    # the WoW validation episode and round the annotated context comes from
+                    EXAMPLE_ID_FIELD: f"{row.get('episode_idx', '')}:{row.get('round', '')}",
+                },
+                True,
+            )
 
     def q2_knowledge(self, teacher_action):
         return teacher_action.get("checked_sentence")
@@ -172,8 +192,11 @@ class _TaskWrapper(Teacher):
         from parlai.core.teachers import create_task_agent_from_taskname
 
         super().__init__(opt, shared)
-        self.task = (create_agent_from_shared(shared["task"]) if shared is not None
-                     else create_task_agent_from_taskname(opt)[0])
+        self.task = (
+            create_agent_from_shared(shared["task"])
+            if shared is not None
+            else create_task_agent_from_taskname(opt)[0]
+        )
         self.lastY, self.last_act = None, None
 
     def share(self):
@@ -236,8 +259,12 @@ class Q2Teacher(Q2EvalMixin, _TaskWrapper):
     def add_cmdline_args(cls, parser, partial_opt=None):
         super().add_cmdline_args(parser, partial_opt)
         group = parser.add_argument_group("Q² over another task")
-        group.add_argument("--q2-task", type=str, default=None,
-                           help="the ParlAI task whose messages Q² scores (e.g. wizard_of_wikipedia:Generator)")
+        group.add_argument(
+            "--q2-task",
+            type=str,
+            default=None,
+            help="the ParlAI task whose messages Q² scores (e.g. wizard_of_wikipedia:Generator)",
+        )
         task = (partial_opt or {}).get("q2_task")
         if task:
             parser.add_task_args(task, partial_opt)
@@ -246,8 +273,10 @@ class Q2Teacher(Q2EvalMixin, _TaskWrapper):
     def __init__(self, opt, shared=None):
         task = opt.get("q2_task")
         if not task:
-            raise Q2OptionValueError("Q2Teacher needs --q2-task, the ParlAI task whose messages Q² scores "
-                                     "(e.g. --q2-task wizard_of_wikipedia:Generator)")
+            raise Q2OptionValueError(
+                "Q2Teacher needs --q2-task, the ParlAI task whose messages Q² scores "
+                "(e.g. --q2-task wizard_of_wikipedia:Generator)"
+            )
         if "Q2Teacher" in task:
             raise Q2OptionValueError(f"--q2-task {task}: name the task to score, not Q2Teacher itself")
         opt = opt.copy()
@@ -263,5 +292,6 @@ class Q2Teacher(Q2EvalMixin, _TaskWrapper):
             raise Q2DataError(
                 f"Q² needs each message's knowledge in a checked_sentence or knowledge field, and a message of "
                 f"{self.id} has neither; ParlAI's wizard_of_wikipedia teachers (such as "
-                f"wizard_of_wikipedia:Generator) and cmu_dog provide one.")
+                f"wizard_of_wikipedia:Generator) and cmu_dog provide one."
+            )
         return knowledge

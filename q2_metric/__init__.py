@@ -14,12 +14,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from q2_metric.components import NO_ANSWER, Answer, ParsedText
     from q2_metric.config import Q2Config
-    from q2_metric.errors import (DeviceNotAvailable, ModelCheckError, ModelNotAvailable, OutputPathError, Q2Error,
-                                  Q2InputError, Q2OptionError)
-    from q2_metric.steps.normalize import f1_score, normalize_answer
+    from q2_metric.errors import (
+        DeviceNotAvailable,
+        ModelCheckError,
+        ModelNotAvailable,
+        OutputPathError,
+        Q2Error,
+        Q2InputError,
+        Q2OptionError,
+    )
     from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
     from q2_metric.scorer import Q2Scorer, cached_scorer, score
     from q2_metric.signature import Signature
+    from q2_metric.steps.normalize import f1_score, normalize_answer
     from q2_metric.steps.system_score import SystemScore
 
 # The public names, imported on first use: `import q2_metric` (and so the `q2` command's start,
@@ -27,8 +34,15 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "q2_metric.components": ("NO_ANSWER", "Answer", "ParsedText"),
     "q2_metric.config": ("Q2Config",),
-    "q2_metric.errors": ("Q2Error", "Q2InputError", "Q2OptionError", "OutputPathError", "ModelNotAvailable",
-                         "ModelCheckError", "DeviceNotAvailable"),
+    "q2_metric.errors": (
+        "Q2Error",
+        "Q2InputError",
+        "Q2OptionError",
+        "OutputPathError",
+        "ModelNotAvailable",
+        "ModelCheckError",
+        "DeviceNotAvailable",
+    ),
     "q2_metric.steps.normalize": ("f1_score", "normalize_answer"),
     "q2_metric.results": ("Q2Result", "QuestionTrace", "ResponseScore"),
     "q2_metric.scorer": ("Q2Scorer", "cached_scorer", "score"),
@@ -50,6 +64,7 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOME))
 
+
 from q2_metric.evaluate_registry import quiet_evaluate_cache_notice  # noqa: E402 (light: no torch, no evaluate)
 from q2_metric.version import __version__  # noqa: E402
 
@@ -59,9 +74,30 @@ def module_path() -> str:
     return str(Path(__file__).resolve().parent)
 
 
-__all__ = ["Q2Scorer", "Q2Config", "Q2Result", "ResponseScore", "QuestionTrace", "SystemScore",
-           "Signature", "Answer", "NO_ANSWER", "ParsedText", "ModelNotAvailable", "ModelCheckError",
-           "DeviceNotAvailable", "Q2Error", "Q2InputError", "Q2OptionError", "OutputPathError",
-           "score", "cached_scorer", "f1_score", "normalize_answer", "module_path", "__version__"]
+__all__ = [
+    "NO_ANSWER",
+    "Answer",
+    "DeviceNotAvailable",
+    "ModelCheckError",
+    "ModelNotAvailable",
+    "OutputPathError",
+    "ParsedText",
+    "Q2Config",
+    "Q2Error",
+    "Q2InputError",
+    "Q2OptionError",
+    "Q2Result",
+    "Q2Scorer",
+    "QuestionTrace",
+    "ResponseScore",
+    "Signature",
+    "SystemScore",
+    "__version__",
+    "cached_scorer",
+    "f1_score",
+    "module_path",
+    "normalize_answer",
+    "score",
+]
 
 quiet_evaluate_cache_notice()  # `evaluate.load("q2")` after `q2-metric register`: no misleading warning

@@ -7,8 +7,9 @@ The transformers/spaCy backends live in `q2_metric.models`; tests script these p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 ENTAILMENT, NEUTRAL, CONTRADICTION = "entailment", "neutral", "contradiction"
 NLI_LABELS = (ENTAILMENT, NEUTRAL, CONTRADICTION)

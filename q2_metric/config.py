@@ -6,8 +6,8 @@ import dataclasses
 import functools
 import os
 import typing
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
@@ -36,9 +36,19 @@ Device = str  # "auto", "cpu", "cuda" or "cuda:N"
 # Options that only change how fast a score is made, never its value: left out of the signature.
 # (`dtype` is not one of them: half precision changes generated questions and answers.)
 SPEED_OPTIONS = frozenset(
-    {"device", "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
-     "qg_max_tokens", "qa_max_tokens", "nli_max_tokens", "qa_packing",
-     "cpu_matmul", "coref_max_tokens"}
+    {
+        "device",
+        "qg_batch_size",
+        "qa_batch_size",
+        "nli_batch_size",
+        "spacy_batch_size",
+        "qg_max_tokens",
+        "qa_max_tokens",
+        "nli_max_tokens",
+        "qa_packing",
+        "cpu_matmul",
+        "coref_max_tokens",
+    }
 )
 MODEL_OPTIONS = frozenset(
     {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype", "quantize", "coref_model", "tiny"}
@@ -136,15 +146,28 @@ class Q2Config:
 
     def __post_init__(self) -> None:
         kind, _, index = str(self.device).partition(":")
-        if not (self.device in ("auto", "cpu", "cuda") or kind == "cuda" and index.isdigit()):
-            raise ValueError(f"Q2Config.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        if not (self.device in ("auto", "cpu", "cuda") or (kind == "cuda" and index.isdigit())):
+            raise ValueError(
+                f"Q2Config.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}"
+            )
         for name, allowed in choices().items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"Q2Config.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("num_beams", "num_return_sequences", "max_question_length",
-                     "qg_batch_size", "qa_batch_size", "nli_batch_size", "spacy_batch_size",
-                     "qa_max_answer_tokens", "qg_max_input_tokens", "qg_max_tokens", "qa_max_tokens",
-                     "nli_max_tokens", "coref_max_tokens"):
+        for name in (
+            "num_beams",
+            "num_return_sequences",
+            "max_question_length",
+            "qg_batch_size",
+            "qa_batch_size",
+            "nli_batch_size",
+            "spacy_batch_size",
+            "qa_max_answer_tokens",
+            "qg_max_input_tokens",
+            "qg_max_tokens",
+            "qa_max_tokens",
+            "nli_max_tokens",
+            "coref_max_tokens",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Q2Config.{name} must be >= 1, got {getattr(self, name)}")
         if self.decoding == "beam" and self.num_return_sequences > self.num_beams:
@@ -152,18 +175,22 @@ class Q2Config:
         if self.qa_max_length is not None and self.qa_max_length < 32:
             raise ValueError(f"Q2Config.qa_max_length must be >= 32 or None, got {self.qa_max_length}")
         if self.quantize != "none" and self.dtype in ("float16", "bfloat16"):
-            raise ValueError(f"Q2Config.quantize={self.quantize!r} runs the float32 models' encoders in int8; "
-                             f"it cannot be combined with dtype={self.dtype!r} (use dtype 'auto' or 'float32')")
-        if self.qa_doc_stride < 0 or (self.qa_max_length is not None and self.qa_doc_stride >= self.qa_max_length):
+            raise ValueError(
+                f"Q2Config.quantize={self.quantize!r} runs the float32 models' encoders in int8; "
+                f"it cannot be combined with dtype={self.dtype!r} (use dtype 'auto' or 'float32')"
+            )
+        if self.qa_doc_stride < 0 or (
+            self.qa_max_length is not None and self.qa_doc_stride >= self.qa_max_length
+        ):
             raise ValueError("Q2Config.qa_doc_stride must be in [0, qa_max_length)")
 
     @classmethod
-    def paper(cls, **overrides: Any) -> "Q2Config":
+    def paper(cls, **overrides: Any) -> Q2Config:
         """The final EMNLP 2021 setting (the defaults)."""
         return cls(**overrides)
 
     @classmethod
-    def dnli(cls, **overrides: Any) -> "Q2Config":
+    def dnli(cls, **overrides: Any) -> Q2Config:
         """The paper's DNLI variant: no personal filter; unanswerable questions are discarded
         when at least one question of the response is answerable."""
         base = {"personal_filter": False, "discard_unanswerable_if_any_answerable": True}
@@ -174,7 +201,7 @@ class Q2Config:
     def questions_per_candidate(self) -> int:
         return 1 if self.decoding == "greedy" else self.num_return_sequences
 
-    def replace(self, **changes: Any) -> "Q2Config":
+    def replace(self, **changes: Any) -> Q2Config:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,5 +235,15 @@ def choices() -> dict[str, tuple[str, ...]]:
     return {name: typing.get_args(hint) for name, hint in hints.items() if typing.get_origin(hint) is Literal}
 
 
-__all__ = ["Q2Config", "option_names", "choices", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL",
-           "SPEED_OPTIONS", "MODEL_OPTIONS", "PROVISION_OPTIONS"]
+__all__ = [
+    "DEFAULT_COREF_MODEL",
+    "DEFAULT_NLI_MODEL",
+    "DEFAULT_QA_MODEL",
+    "DEFAULT_QG_MODEL",
+    "MODEL_OPTIONS",
+    "PROVISION_OPTIONS",
+    "SPEED_OPTIONS",
+    "Q2Config",
+    "choices",
+    "option_names",
+]

@@ -61,5 +61,15 @@ class CacheWriteError(Q2Error, OSError):
     """The score cache could not be written (a full disk): the run goes on without it."""
 
 
-__all__ = ["Q2Error", "Q2InputError", "OutputPathError", "Q2OptionError", "Q2UnknownOption", "ModelNotAvailable",
-           "ModelCheckError", "ModelMissing", "DeviceNotAvailable", "CacheWriteError"]
+__all__ = [
+    "CacheWriteError",
+    "DeviceNotAvailable",
+    "ModelCheckError",
+    "ModelMissing",
+    "ModelNotAvailable",
+    "OutputPathError",
+    "Q2Error",
+    "Q2InputError",
+    "Q2OptionError",
+    "Q2UnknownOption",
+]

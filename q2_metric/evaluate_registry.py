@@ -24,8 +24,9 @@ def evaluate_modules_dir() -> Path:
     $HF_HOME/modules, else $XDG_CACHE_HOME/huggingface/modules) without importing evaluate."""
     import os
 
-    home = os.path.expanduser(os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"),
-                                                                "huggingface")))
+    home = os.path.expanduser(
+        os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"), "huggingface"))
+    )
     return Path(os.getenv("HF_MODULES_CACHE", os.path.join(home, "modules"))) / "evaluate_modules"
 
 

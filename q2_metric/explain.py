@@ -11,7 +11,16 @@ from typing import Any
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL
 from q2_metric.results import ResponseScore
 
-TABLE_COLUMNS = ["span", "question", "status", "answer (response)", "answer (knowledge)", "F1", "NLI", "score"]
+TABLE_COLUMNS = [
+    "span",
+    "question",
+    "status",
+    "answer (response)",
+    "answer (knowledge)",
+    "F1",
+    "NLI",
+    "score",
+]
 
 # How a valid question's span score came about, in the order the reason line names them.
 VERDICTS = (
@@ -59,8 +68,11 @@ def coref_note(res: ResponseScore) -> str:
     if trace is None:
         return ""
     turns = trace.history_turns
-    where = (f"{turns} earlier turn{'s' * (turns != 1)}" if turns else
-             "within the response alone: no history given")
+    where = (
+        f"{turns} earlier turn{'s' * (turns != 1)}"
+        if turns
+        else "within the response alone: no history given"
+    )
     if getattr(trace, "skipped", None):
         return f" Coreference ({where}): nothing replaced, {trace.skipped}; scored as written."
     if not trace.replacements:
@@ -75,13 +87,23 @@ def _score_reason(res: ResponseScore) -> str:
     valid = res.valid_questions
     if not valid:
         asked = len(res.questions)
-        why = (f"none of the {asked} generated questions was answered by the response with its own span"
-               if asked else "the response has no answer candidate")
-        label = {ENTAILMENT: "entails", NEUTRAL: "neither entails nor contradicts",
-                 CONTRADICTION: "contradicts"}.get(res.fallback_label or "", "was compared with")
+        why = (
+            f"none of the {asked} generated questions was answered by the response with its own span"
+            if asked
+            else "the response has no answer candidate"
+        )
+        label = {
+            ENTAILMENT: "entails",
+            NEUTRAL: "neither entails nor contradicts",
+            CONTRADICTION: "contradicts",
+        }.get(res.fallback_label or "", "was compared with")
         windows = res.fallback_windows
-        read = (f", read in {windows} knowledge windows (entailment if any window entails, else "
-                "contradiction if any contradicts, else neutral)" if windows > 1 else "")
+        read = (
+            f", read in {windows} knowledge windows (entailment if any window entails, else "
+            "contradiction if any contradicts, else neutral)"
+            if windows > 1
+            else ""
+        )
         return f"No valid question ({why}); end-to-end NLI: the knowledge {label} the response{read}."
     counts = {key: 0 for key, _ in VERDICTS}
     for t in valid:
@@ -91,7 +113,9 @@ def _score_reason(res: ResponseScore) -> str:
     noun = "question" if len(valid) == 1 else "questions"
     head = f"{first_n} of {len(valid)} {noun} {first_text}"
     if first_n == len(valid):
-        head = f"{'The' if len(valid) == 1 else 'All'} {len(valid)} {noun} {first_text}".replace("The 1 ", "The ")
+        head = f"{'The' if len(valid) == 1 else 'All'} {len(valid)} {noun} {first_text}".replace(
+            "The 1 ", "The "
+        )
     return "; ".join([head] + [f"{n} {text}" for n, text in parts[1:]]) + "."
 
 
@@ -143,8 +167,10 @@ def highlighted_html(response: str, res: ResponseScore) -> str:
             style, tip = f"background:{_color(score)};color:#111", f"span score {score:.2f}"
             tail = f'<sub style="font-size:70%"> {score:.2f}</sub>'
         data = f' data-score="{score:.2f}"' if score is not None else ""
-        out.append(f'<mark class="q2-span" data-status="{status}"{data} title="{tip}" '
-                   f'style="{style};padding:0 2px;border-radius:3px">{html.escape(text)}{tail}</mark>')
+        out.append(
+            f'<mark class="q2-span" data-status="{status}"{data} title="{tip}" '
+            f'style="{style};padding:0 2px;border-radius:3px">{html.escape(text)}{tail}</mark>'
+        )
     return f'<div class="q2-response" style="font-size:1.1em;line-height:1.8">{"".join(out)}</div>'
 
 
@@ -154,8 +180,20 @@ def _num(value: float | None) -> float | None:
 
 def question_rows(res: ResponseScore) -> list[list]:
     """One row per generated question (`TABLE_COLUMNS`)."""
-    return [[t.candidate, t.question, t.status,
-             "" if t.response_answer is None else (t.response_answer if t.response_has_answer else "(no answer)"),
-             "" if t.knowledge_answer is None else (t.knowledge_answer if t.knowledge_has_answer else "(no answer)"),
-             _num(t.f1), t.nli_label or "", _num(t.score)]
-            for t in res.questions]
+    return [
+        [
+            t.candidate,
+            t.question,
+            t.status,
+            ""
+            if t.response_answer is None
+            else (t.response_answer if t.response_has_answer else "(no answer)"),
+            ""
+            if t.knowledge_answer is None
+            else (t.knowledge_answer if t.knowledge_has_answer else "(no answer)"),
+            _num(t.f1),
+            t.nli_label or "",
+            _num(t.score),
+        ]
+        for t in res.questions
+    ]

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from q2_metric.config import Q2Config
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
@@ -88,7 +89,7 @@ class Outcome:
     @property
     def counts(self) -> dict[str, int]:
         """{"scored": n, "empty": n, "bad": n}."""
-        out = {status: 0 for status in STATUSES}
+        out = dict.fromkeys(STATUSES, 0)
         for item in self.items:
             out[item.status] += 1
         return out
@@ -98,9 +99,15 @@ class Outcome:
         return [item.q2 for item in self.items]
 
 
-def configure(options: Mapping[str, Any] | None = None, *, variant: str = "paper", tiny: bool | None = None,
-              batch_size: int | None = None, spell: Spelling = python_name,
-              say: Callable[[str], None] = lambda msg: None) -> Q2Config:
+def configure(
+    options: Mapping[str, Any] | None = None,
+    *,
+    variant: str = "paper",
+    tiny: bool | None = None,
+    batch_size: int | None = None,
+    spell: Spelling = python_name,
+    say: Callable[[str], None] = lambda msg: None,
+) -> Q2Config:
     """A checked `Q2Config` with its models provided (`options.build_config`): every value checked,
     one `Q2OptionError` sentence naming the option as `spell` spells it; an unknown name is a
     `Q2UnknownOption` (a `Q2OptionError` that is also a `TypeError`)."""
@@ -116,8 +123,12 @@ def check_options(options: Mapping[str, Any], spell: Spelling = python_name) -> 
     return {name: check_option(name, value, spell) for name, value in given.items()}
 
 
-def guard(reads: Mapping[str, str | os.PathLike | None], writes: Mapping[str, str | os.PathLike | None],
-          config: Q2Config | None = None, **check_run_kwargs: Any) -> None:
+def guard(
+    reads: Mapping[str, str | os.PathLike | None],
+    writes: Mapping[str, str | os.PathLike | None],
+    config: Q2Config | None = None,
+    **check_run_kwargs: Any,
+) -> None:
     """The one path guard (`io.paths.check_run`, which adds the model folders, the tiny folder and
     the Hugging Face cache to `reads`): an output that is, holds or lies inside something read is
     refused in one sentence."""
@@ -142,7 +153,7 @@ def model_words(spell: Spelling = python_name, tiny_hint: str | None = None) -> 
     from q2_metric.models.checks import spelling
     from q2_metric.models.tiny import tiny_hint as hint
 
-    with spelling(spell), (hint(tiny_hint, spell) if tiny_hint else contextlib.nullcontext()):
+    with spelling(spell), hint(tiny_hint, spell) if tiny_hint else contextlib.nullcontext():
         yield
 
 
@@ -151,7 +162,7 @@ def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | 
     one of them, or `always`), else None."""
     from q2_metric.models.tiny import meaningless_note, uses_tiny
 
-    return meaningless_note() if always or config is not None and uses_tiny(config) else None
+    return meaningless_note() if always or (config is not None and uses_tiny(config)) else None
 
 
 def _type_name(value: object) -> str:
@@ -185,12 +196,20 @@ def validate_items(items: Iterable[Item]) -> tuple[list[Item], list[ItemResult]]
             bad.append(ItemResult(item.key, "bad", None, error))
             continue
         history = None if item.history is None else [clean_text(str.__str__(t)) for t in item.history]
-        good.append(Item(item.key, clean_text(str.__str__(item.response)), clean_text(str.__str__(item.knowledge)),
-                         history))
+        good.append(
+            Item(
+                item.key,
+                clean_text(str.__str__(item.response)),
+                clean_text(str.__str__(item.knowledge)),
+                history,
+            )
+        )
     return good, bad
 
 
-def score_items(scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCallback | None = None) -> Outcome:
+def score_items(
+    scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCallback | None = None
+) -> Outcome:
     """Validate the items, score the good ones in ONE engine call (`Q2Scorer.score`), and report
     every item in input order: `scored`, `empty` (counted, unscored) or `bad` (its own sentence)."""
     items = list(items)
@@ -198,8 +217,12 @@ def score_items(scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCa
     histories = None
     if scorer.config.coref and any(item.history is not None for item in good):
         histories = [item.history or [] for item in good]
-    result = scorer.score([item.response for item in good], [item.knowledge for item in good],
-                          histories=histories, progress=progress)
+    result = scorer.score(
+        [item.response for item in good],
+        [item.knowledge for item in good],
+        histories=histories,
+        progress=progress,
+    )
     scored = iter(zip(good, result.responses))
     reported = iter(bad)
     out: list[ItemResult] = []
@@ -214,6 +237,7 @@ def score_items(scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCa
 
 
 # -- what front-ends show, so that none reaches past the engine into steps/ or models/ -------------
+
 
 def loading_output(verbose: bool = True) -> contextlib.AbstractContextManager:
     """Within the block, transformers' model-loading bars and messages are shown when `verbose`
@@ -290,7 +314,7 @@ def history_separator() -> str:
 
 
 def decide(score: float | None, threshold: float) -> str | None:
-    """"consistent" iff Q² > threshold (the released code's rule), "inconsistent" otherwise, None
+    """ "consistent" iff Q² > threshold (the released code's rule), "inconsistent" otherwise, None
     when unscored."""
     from q2_metric.steps.decision import decide as rule
 
@@ -304,8 +328,13 @@ def decision_counts(made: Sequence[str | None], threshold: float) -> dict[str, A
     return counts(made, threshold)
 
 
-def system_from_columns(q2: Sequence[float], q2_no_nli: Sequence[float], covered: Sequence[bool],
-                        valid_questions: int, unanswered_questions: int) -> SystemScore:
+def system_from_columns(
+    q2: Sequence[float],
+    q2_no_nli: Sequence[float],
+    covered: Sequence[bool],
+    valid_questions: int,
+    unanswered_questions: int,
+) -> SystemScore:
     """The system figures from per-response columns (scores read back from a cache or a file)."""
     from q2_metric.steps.system_score import system_score
 

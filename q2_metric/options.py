@@ -15,17 +15,28 @@ import difflib
 import functools
 import math
 import typing
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, Q2Config, choices, option_names
+from q2_metric.config import (
+    DEFAULT_NLI_MODEL,
+    DEFAULT_QA_MODEL,
+    DEFAULT_QG_MODEL,
+    Q2Config,
+    choices,
+    option_names,
+)
 from q2_metric.errors import Q2OptionError, Q2UnknownOption
 
 # evaluate's `config_name` and the `variant` option: the preset the other options start from.
 VARIANTS = {"default": Q2Config.paper, "paper": Q2Config.paper, "dnli": Q2Config.dnli}
 PRESETS = ("paper", "dnli")  # the command lines' --variant choices
 BATCH_OPTIONS = ("qg_batch_size", "qa_batch_size", "nli_batch_size")
-MODEL_DEFAULTS = {"qg_model": ("Q2_QG_MODEL", DEFAULT_QG_MODEL), "qa_model": ("Q2_QA_MODEL", DEFAULT_QA_MODEL),
-                  "nli_model": ("Q2_NLI_MODEL", DEFAULT_NLI_MODEL)}
+MODEL_DEFAULTS = {
+    "qg_model": ("Q2_QG_MODEL", DEFAULT_QG_MODEL),
+    "qa_model": ("Q2_QA_MODEL", DEFAULT_QA_MODEL),
+    "nli_model": ("Q2_NLI_MODEL", DEFAULT_NLI_MODEL),
+}
 # Integer options that may be 0 (the others must be >= 1).
 _MAY_BE_ZERO = {"no_repeat_ngram_size", "qa_doc_stride"}
 
@@ -85,12 +96,12 @@ def normalize_device(value: Any, spelled: str = "device") -> str:
     if not isinstance(value, str):
         raise _bad(spelled, value, allowed)
     kind, _, index = value.partition(":")
-    if value == "auto" or value == "cpu" or kind == "cuda" and (not index or index.isdigit()):
+    if value == "auto" or value == "cpu" or (kind == "cuda" and (not index or index.isdigit())):
         if kind == "cuda":  # only a CUDA device needs torch (a CPU-only check stays light)
             import torch
 
             count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-            if count == 0 or index and int(index) >= count:
+            if count == 0 or (index and int(index) >= count):
                 raise _bad(spelled, value, f"torch sees {count} CUDA device(s) here; use 'auto' or 'cpu'")
         return value
     raise _bad(spelled, value, allowed)
@@ -131,15 +142,19 @@ def _check_field(name: str, value: Any, spelled: str) -> Any:
             if items is None or not all(isinstance(v, str) for v in items):
                 raise _bad(spelled, value, "use a list of strings")
             return tuple(items)
-        numbers = items is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                            for v in items)
+        numbers = items is not None and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in items
+        )
         if not numbers or len(items) != len(args) or not all(0 <= v <= 1 for v in items):
             raise _bad(spelled, value, f"use {len(args)} numbers in [0, 1]")
         return tuple(float(v) for v in items)
     # model ids and the spaCy pipeline
     if not isinstance(value, str) or not value.strip():
-        raise _bad(spelled, value, "use a Hub id or a local directory" if name.endswith("_model")
-                   else "use a non-empty string")
+        raise _bad(
+            spelled,
+            value,
+            "use a Hub id or a local directory" if name.endswith("_model") else "use a non-empty string",
+        )
     return value
 
 
@@ -150,21 +165,30 @@ def check_variant(variant: Any, spell: Spelling = python_name) -> str:
     return variant
 
 
-def check_option_names(names: Iterable[str], extra: Iterable[str] = (), spell: Spelling = python_name) -> None:
+def check_option_names(
+    names: Iterable[str], extra: Iterable[str] = (), spell: Spelling = python_name
+) -> None:
     """Raise `Q2UnknownOption` (a `Q2OptionError` and a `TypeError`; one sentence) for a keyword
     that is no Q² option, named as `spell` spells it."""
     known = set(option_names()) | set(extra)
     for name in names:
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f" (did you mean '{spell(close[0])}'?)" if close else "; see the module's inputs description"
+            hint = (
+                f" (did you mean '{spell(close[0])}'?)" if close else "; see the module's inputs description"
+            )
             raise Q2UnknownOption(f"'{spell(name)}' is not a Q² option{hint}.", hint.strip(" ;()"))
 
 
-def build_config(variant: str = "paper", options: Mapping[str, Any] | None = None,
-                 batch_size: int | None = None, spell: Spelling = python_name,
-                 tiny: bool | None = None, say: Callable[[str], None] = lambda msg: None,
-                 reads: Mapping[str, Any] | None = None) -> Q2Config:
+def build_config(
+    variant: str = "paper",
+    options: Mapping[str, Any] | None = None,
+    batch_size: int | None = None,
+    spell: Spelling = python_name,
+    tiny: bool | None = None,
+    say: Callable[[str], None] = lambda msg: None,
+    reads: Mapping[str, Any] | None = None,
+) -> Q2Config:
     """A checked `Q2Config` with its models provided: the preset `variant`, then `options` (None
     values left at the preset's); `batch_size` sets the QG, QA and NLI batch sizes unless one of
     them is given. `tiny` (default: the `Q2_TINY` environment variable) puts the tiny random models
@@ -191,7 +215,9 @@ def build_config(variant: str = "paper", options: Mapping[str, Any] | None = Non
     return provide_models(_make(VARIANTS[check_variant(variant, spell)], checked), say, reads)
 
 
-def with_options(config: Q2Config | None, options: Mapping[str, Any], spell: Spelling = python_name) -> Q2Config:
+def with_options(
+    config: Q2Config | None, options: Mapping[str, Any], spell: Spelling = python_name
+) -> Q2Config:
     """`config` (default: the paper's) with single options replaced, each checked as `build_config`
     checks it (the Python API's `score(..., **options)`, `Q2Scorer(config, **options)`,
     `cached_scorer(**options)`). None keeps the configuration's value, except for the options
@@ -228,6 +254,7 @@ def _make(preset, options: dict[str, Any]) -> Q2Config:
 def flag_type(name: str, spell: Spelling, convert: Callable[[str], Any] = int) -> Callable[[str], Any]:
     """An argparse `type=` for the flag of option `name`: its text converted and checked by
     `check_option`, so that a bad value stops the parser with argparse's one line naming the flag."""
+
     def parse(text: str) -> Any:
         try:
             return check_option(name, convert(text), spell)
@@ -262,12 +289,22 @@ def option_from_text(name: str, text: str, spell: Spelling = python_name) -> Any
     value: Any = text
     if hint is bool:
         lowered = text.strip().lower()
-        value = True if lowered in ("1", "true", "yes", "on") else False if lowered in ("0", "false", "no", "off") else text
+        value = (
+            True
+            if lowered in ("1", "true", "yes", "on")
+            else False
+            if lowered in ("0", "false", "no", "off")
+            else text
+        )
     elif hint is int or hint == (int | None):
         value = None if text.strip().lower() == "none" and hint != int else _int_or_text(text)
     elif typing.get_origin(hint) is tuple:
         parts = [p.strip() for p in text.split(",") if p.strip()]
-        value = [float(p) if _is_number(p) else p for p in parts] if typing.get_args(hint)[-1] is not Ellipsis else parts
+        value = (
+            [float(p) if _is_number(p) else p for p in parts]
+            if typing.get_args(hint)[-1] is not Ellipsis
+            else parts
+        )
     if value is None:
         return None
     return check_option(name, value, spell)

@@ -9,8 +9,9 @@ scores, summaries or signatures.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 ROLES = ("qg", "qa", "nli")
 
@@ -56,7 +57,9 @@ def _snapshot(components: Mapping[str, object]) -> dict[str, tuple[int, int, int
     return out
 
 
-def run_stage(name: str, run: Callable[[], Any], components: Callable[[], Mapping[str, object]]) -> StageProfile:
+def run_stage(
+    name: str, run: Callable[[], Any], components: Callable[[], Mapping[str, object]]
+) -> StageProfile:
     """Run one stage and profile it. `components()` gives the role -> component objects already
     loaded (read before and after, so a model loaded inside the stage counts from zero)."""
     before = _snapshot(components())
@@ -80,8 +83,12 @@ def merge_profiles(runs: Iterable[list[StageProfile]]) -> list[StageProfile]:
         for p in profile:
             m = merged.setdefault(p.stage, StageProfile(p.stage, 0.0))
             m.seconds += p.seconds
-            for mine, theirs in ((m.tokens, p.tokens), (m.flops, p.flops), (m.calls, p.calls),
-                                 (m.model_seconds, p.model_seconds)):
+            for mine, theirs in (
+                (m.tokens, p.tokens),
+                (m.flops, p.flops),
+                (m.calls, p.calls),
+                (m.model_seconds, p.model_seconds),
+            ):
                 for role, value in theirs.items():
                     mine[role] = mine.get(role, 0) + value
     return list(merged.values())
@@ -91,7 +98,9 @@ def format_profile(profile: list[StageProfile]) -> str:
     """A table per stage: seconds, share of the run, seconds inside model forward passes, model
     tokens, GFLOP and achieved GFLOP/s (over the stage's whole time)."""
     total = sum(p.seconds for p in profile)
-    lines = [f"{'stage':<20}{'seconds':>9}{'share':>8}{'in model':>10}{'tokens':>14}{'GFLOP':>10}{'GFLOP/s':>9}"]
+    lines = [
+        f"{'stage':<20}{'seconds':>9}{'share':>8}{'in model':>10}{'tokens':>14}{'GFLOP':>10}{'GFLOP/s':>9}"
+    ]
 
     def row(name: str, seconds: float, model: float | None, tokens: str, flops: int) -> str:
         share = f"{seconds / total:.1%}" if total > 0 else "-"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
 
 ProgressCallback = Callable[[str, int, int], None]
 
@@ -38,7 +38,7 @@ _ACTIVE: contextvars.ContextVar[_Stage | None] = contextvars.ContextVar("q2_prog
 
 
 @contextlib.contextmanager
-def stage(progress: Optional[ProgressCallback], name: str) -> Iterator[None]:
+def stage(progress: ProgressCallback | None, name: str) -> Iterator[None]:
     """Run one engine stage, reporting its model inputs to `progress` (nothing when None)."""
     if progress is None:
         yield
@@ -112,8 +112,13 @@ def tqdm_progress(desc: str = "Q²", leave: bool = False, position: int | None =
             shown.clear()
             if name == DONE:
                 return
-            bar = tqdm(total=total, desc=f"{desc} {stage_label(name)}", leave=leave, unit=" inputs",
-                       position=position)
+            bar = tqdm(
+                total=total,
+                desc=f"{desc} {stage_label(name)}",
+                leave=leave,
+                unit=" inputs",
+                position=position,
+            )
             shown.update(stage=name, bar=bar)
         bar.total = total
         bar.n = done
@@ -141,7 +146,7 @@ def log_progress(log: Callable[[str], None], interval: float = 10.0, desc: str =
     return report
 
 
-def notify(progress: Optional[ProgressCallback], stage: str, done: int, total: int) -> None:
+def notify(progress: ProgressCallback | None, stage: str, done: int, total: int) -> None:
     """Call `progress` when there is one."""
     if progress is not None:
         progress(stage, done, total)
@@ -172,8 +177,10 @@ def line_progress(desc: str = "Q²", write: Callable[[str], None] = _stderr_line
 
     def finish(now: float) -> None:
         if state["stage"] is not None:
-            write(f"{desc} {stage_label(state['stage'])}: {plural(state['done'], 'model input')} in "
-                  f"{now - state['start']:.1f} s")
+            write(
+                f"{desc} {stage_label(state['stage'])}: {plural(state['done'], 'model input')} in "
+                f"{now - state['start']:.1f} s"
+            )
 
     def report(name: str, done: int, total: int) -> None:
         now = time.monotonic()
@@ -228,8 +235,10 @@ class StageTotals:
         """Write the stage lines (nothing if no stage ran)."""
         self._end(time.monotonic())
         for name, count in self.inputs.items():
-            self.write(f"{self.desc} {stage_label(name)}: {plural(count, 'model input')} in "
-                       f"{self.seconds[name]:.1f} s")
+            self.write(
+                f"{self.desc} {stage_label(name)}: {plural(count, 'model input')} in "
+                f"{self.seconds[name]:.1f} s"
+            )
         if self.inputs:
             n = len(self.inputs)
             stages = f"all {n} stages" if n > 1 else plural(n, "stage")  # as `line_progress` says it

@@ -8,22 +8,28 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import datasets
 import evaluate
 
-from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
-from q2_metric.config import Q2Config
 from q2_metric import frontend
-from q2_metric.options import (VARIANTS, build_config, check_option_names, choices_text, json_safe,
-                               option_default)
-from q2_metric.errors import Q2OptionError
+from q2_metric.config import Q2Config
+from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
+from q2_metric.options import (
+    VARIANTS,
+    build_config,
+    check_option_names,
+    choices_text,
+    json_safe,
+    option_default,
+)
 from q2_metric.results import Q2Result
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.validation import validate_inputs
-from q2_metric.errors import Q2InputError
 
 _KWARGS_DESCRIPTION = f"""
 Scores each prediction (a dialogue response) against its reference (the knowledge it was grounded on).
@@ -155,21 +161,27 @@ def _check(predictions, references, start: int = 0) -> tuple[list[str], list]:
     Items are named from `start` (the items added before, by `add_batch`)."""
     predictions = [] if predictions is None else predictions
     references = [] if references is None else references
-    multi = isinstance(references, (list, tuple)) and len(references) > 0 and all(
-        isinstance(refs, (list, tuple)) for refs in references)
+    multi = (
+        isinstance(references, (list, tuple))
+        and len(references) > 0
+        and all(isinstance(refs, (list, tuple)) for refs in references)
+    )
     if not multi:
         return validate_inputs(predictions, references, "predictions", "references", start)
     predictions = validate_inputs(predictions, [""] * len(references), "predictions", "references", start)[0]
     checked = []
     for i, refs in enumerate(references):
         if not refs:
-            raise Q2InputError(f"item {start + i}: field 'references' is an empty list; give each prediction at least "
-                               "one reference")
+            raise Q2InputError(
+                f"item {start + i}: field 'references' is an empty list; give each prediction at least "
+                "one reference"
+            )
         for j, ref in enumerate(refs):
             if not isinstance(ref, str):
                 kind = "None" if ref is None else type(ref).__name__
-                raise Q2InputError(f"item {start + i}: reference {j} of field 'references' must be a string, "
-                                   f"got {kind}")
+                raise Q2InputError(
+                    f"item {start + i}: reference {j} of field 'references' must be a string, got {kind}"
+                )
         checked.append(validate_inputs(refs, refs, "references", "references")[0])
     return predictions, checked
 
@@ -180,14 +192,16 @@ def best_of_references(result: Q2Result, counts: list[int]) -> tuple[Q2Result, l
     and the system figures over the chosen pairs."""
     chosen, best, start = [], [], 0
     for count in counts:
-        pairs = result.responses[start:start + count]
+        pairs = result.responses[start : start + count]
         pick = max(range(count), key=lambda j: (pairs[j].scored, pairs[j].q2 if pairs[j].scored else 0.0, -j))
         chosen.append(pairs[pick])
         best.append(pick if pairs[pick].scored else None)
         start += count
     for i, res in enumerate(chosen):
         res.index = i
-    return Q2Result(system=frontend.system_figures(chosen), responses=chosen, signature=result.signature), best
+    return Q2Result(
+        system=frontend.system_figures(chosen), responses=chosen, signature=result.signature
+    ), best
 
 
 @evaluate.utils.file_utils.add_start_docstrings(DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -196,25 +210,39 @@ class Q2(evaluate.Metric):
 
     def _info(self) -> evaluate.MetricInfo:
         if self.config_name not in VARIANTS:
-            raise Q2OptionError(f"Invalid Q² configuration name {self.config_name!r}: allowed values are "
-                                f"{choices_text(VARIANTS)}.")
+            raise Q2OptionError(
+                f"Invalid Q² configuration name {self.config_name!r}: allowed values are "
+                f"{choices_text(VARIANTS)}."
+            )
         return evaluate.MetricInfo(
             module_type="metric",
             description=DESCRIPTION,
             citation=CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[datasets.Features({"predictions": datasets.Value("string"),
-                                         "references": datasets.Value("string")}),
-                      datasets.Features({"predictions": datasets.Value("string"),
-                                         "references": datasets.Sequence(datasets.Value("string"))})],
+            features=[
+                datasets.Features(
+                    {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+                ),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Sequence(datasets.Value("string")),
+                    }
+                ),
+            ],
             homepage=HOMEPAGE,
             license=LICENSE,
             codebase_urls=[HOMEPAGE],
             reference_urls=[PAPER],
         )
 
-    def _config(self, variant: str | None = None, batch_size: int | None = None, tiny: bool | None = None,
-                **options: Any) -> Q2Config:
+    def _config(
+        self,
+        variant: str | None = None,
+        batch_size: int | None = None,
+        tiny: bool | None = None,
+        **options: Any,
+    ) -> Q2Config:
         return build_config(variant or self.config_name, options, batch_size, tiny=tiny)
 
     def _build_data_dir(self) -> str:
@@ -238,8 +266,13 @@ class Q2(evaluate.Metric):
 
         check_run({}, {"cache_dir": getattr(self, "data_dir", None)}, config=config, folders=["cache_dir"])
 
-    def compute(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
-                **kwargs: Any) -> dict[str, Any] | None:
+    def compute(
+        self,
+        *,
+        predictions: Sequence[str] | None = None,
+        references: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any] | None:
         """Compute Q² (inputs and options are checked first, so errors name the item or option).
         Safe to call from several threads on one instance: the calls take turns (a lock)."""
         if predictions is not None or references is not None:
@@ -250,13 +283,20 @@ class Q2(evaluate.Metric):
                 frontend.check_threshold(kwargs["threshold"])
             except (TypeError, ValueError) as err:
                 raise Q2OptionError(f"Invalid Q² option threshold={kwargs['threshold']!r}: {err}.") from None
-        config = self._config(**{k: v for k, v in kwargs.items()
-                                 if k not in ("return_details", "progress", "verbose", "threshold", "histories")})
+        config = self._config(
+            **{
+                k: v
+                for k, v in kwargs.items()
+                if k not in ("return_details", "progress", "verbose", "threshold", "histories")
+            }
+        )
         self._check_cache_dir(config)
         if kwargs.get("histories") is not None and not config.coref:
             # as `q2 score --history-col` without --coref: histories would be silently ignored
-            raise Q2OptionError("Invalid Q² option histories: it is read by coref=True only; add coref=True "
-                                "or leave histories out.")
+            raise Q2OptionError(
+                "Invalid Q² option histories: it is read by coref=True only; add coref=True "
+                "or leave histories out."
+            )
         if kwargs.get("histories") is not None and predictions is not None:
             kwargs["histories"] = frontend.check_histories(kwargs["histories"], len(predictions or []))
         with self._lock():
@@ -273,8 +313,13 @@ class Q2(evaluate.Metric):
                 self.__dict__["_q2_writing"] = False
                 self.__dict__["_q2_added"] = 0  # evaluate drops the added batches with the compute
 
-    def add_batch(self, *, predictions: Sequence[str] | None = None, references: Sequence[str] | None = None,
-                  **kwargs: Any) -> None:
+    def add_batch(
+        self,
+        *,
+        predictions: Sequence[str] | None = None,
+        references: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Add a batch of responses and their knowledge (checked as `compute` checks them). The batch
         is held until `compute`, which writes evaluate's cache once the model options it is given
         show that the cache folder lies in no model folder (the output-path rule)."""
@@ -284,7 +329,8 @@ class Q2(evaluate.Metric):
             # a bad item is named by its place among every item added since the last compute
             predictions, references = _check(predictions, references, self.__dict__.get("_q2_added", 0))
             self.__dict__.setdefault("_q2_pending", []).append(
-                {"predictions": predictions, "references": references, **kwargs})
+                {"predictions": predictions, "references": references, **kwargs}
+            )
             self.__dict__["_q2_added"] = self.__dict__.get("_q2_added", 0) + len(predictions)
 
     def add(self, *, prediction=None, reference=None, **kwargs: Any) -> None:
@@ -297,7 +343,8 @@ class Q2(evaluate.Metric):
             start = self.__dict__.get("_q2_added", 0)
             predictions, references = _check([prediction], [reference], start)
             self.__dict__.setdefault("_q2_pending", []).append(
-                {"predictions": predictions, "references": references, **kwargs})
+                {"predictions": predictions, "references": references, **kwargs}
+            )
             self.__dict__["_q2_added"] = start + 1
 
     def _infer_feature_from_batch(self, batch):
@@ -316,19 +363,62 @@ class Q2(evaluate.Metric):
             current.reconfigure(config)
         return current
 
-    def _compute(self, predictions, references, return_details=False, variant=None, progress=None,
-                 verbose=False, batch_size=None, tiny=None, qg_model=None, qa_model=None, nli_model=None,
-                 spacy_model=None, drop_candidates=None, decoding=None, num_beams=None,
-                 num_return_sequences=None, no_repeat_ngram_size=None, early_stopping=None,
-                 max_question_length=None, qg_max_input_tokens=None, personal_filter=None,
-                 personal_subjects=None, personal_possessives=None, question_mode=None,
-                 qa_decoding=None, qa_max_length=None, qa_doc_stride=None, qa_max_answer_tokens=None,
-                 use_nli=None, discard_unanswerable_if_any_answerable=None, fallback_nli=None,
-                 fallback_scores=None, fallback_lowercase=None, device=None, dtype=None, quantize=None, qg_batch_size=None,
-                 qa_batch_size=None, nli_batch_size=None, spacy_batch_size=None, qg_max_tokens=None,
-                 qa_max_tokens=None, nli_max_tokens=None, qa_packing=None, cpu_matmul=None, threshold=None,
-                 histories=None, coref=None, coref_model=None, coref_max_tokens=None):
-        options = {k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")}
+    def _compute(
+        self,
+        predictions,
+        references,
+        return_details=False,
+        variant=None,
+        progress=None,
+        verbose=False,
+        batch_size=None,
+        tiny=None,
+        qg_model=None,
+        qa_model=None,
+        nli_model=None,
+        spacy_model=None,
+        drop_candidates=None,
+        decoding=None,
+        num_beams=None,
+        num_return_sequences=None,
+        no_repeat_ngram_size=None,
+        early_stopping=None,
+        max_question_length=None,
+        qg_max_input_tokens=None,
+        personal_filter=None,
+        personal_subjects=None,
+        personal_possessives=None,
+        question_mode=None,
+        qa_decoding=None,
+        qa_max_length=None,
+        qa_doc_stride=None,
+        qa_max_answer_tokens=None,
+        use_nli=None,
+        discard_unanswerable_if_any_answerable=None,
+        fallback_nli=None,
+        fallback_scores=None,
+        fallback_lowercase=None,
+        device=None,
+        dtype=None,
+        quantize=None,
+        qg_batch_size=None,
+        qa_batch_size=None,
+        nli_batch_size=None,
+        spacy_batch_size=None,
+        qg_max_tokens=None,
+        qa_max_tokens=None,
+        nli_max_tokens=None,
+        qa_packing=None,
+        cpu_matmul=None,
+        threshold=None,
+        histories=None,
+        coref=None,
+        coref_model=None,
+        coref_max_tokens=None,
+    ):
+        options = {
+            k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")
+        }
         from q2_metric.progress import stage_progress
 
         config = self._config(variant, batch_size, tiny, **options)
@@ -339,15 +429,21 @@ class Q2(evaluate.Metric):
         if histories is not None and multi:
             histories = [h for h, refs in zip(histories, references) for _ in refs]
         with frontend.loading_output(bool(verbose)):
-            result = self.scorer(config).score(responses, knowledge, progress=stage_progress("Q²") if show else None,
-                                               **({} if histories is None else {"histories": histories}))
+            result = self.scorer(config).score(
+                responses,
+                knowledge,
+                progress=stage_progress("Q²") if show else None,
+                **({} if histories is None else {"histories": histories}),
+            )
         if multi:
             result, best = best_of_references(result, [len(refs) for refs in references])
         out = result.to_dict(details=bool(return_details))
         if threshold is not None:
             threshold = frontend.check_threshold(threshold)
             decisions, counts = frontend.decisions(out["scores"], threshold)
-            out.update(decisions=decisions, **counts,
-                       signature=str(Signature.parse(out["signature"]).with_threshold(threshold)))
+            out.update(
+                decisions=decisions,
+                **counts,
+                signature=str(Signature.parse(out["signature"]).with_threshold(threshold)),
+            )
         return json_safe({**out, "best_reference": best} if multi else out)
-

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from q2_metric.steps.system_score import SystemScore
 
 if TYPE_CHECKING:
-    from q2_metric.steps.coref import CorefTrace
     from q2_metric.profile import StageProfile
     from q2_metric.signature import Signature
+    from q2_metric.steps.coref import CorefTrace
 
 
 # Status of a generated question, as shown in explanations and steps files.
@@ -97,7 +97,7 @@ class ResponseScore:
     reason: str | None = None
     candidates: list[str] = field(default_factory=list)
     questions: list[QuestionTrace] = field(default_factory=list)
-    coref: "CorefTrace | None" = None  # with `coref=True`: the resolved response and its replacements
+    coref: CorefTrace | None = None  # with `coref=True`: the resolved response and its replacements
     spans: list[Span] = field(default_factory=list)  # every candidate occurrence (`steps.spans`)
     # offsets of each candidate in the text parsed (the resolved response with coref); not in to_dict
     candidate_offsets: list = field(default_factory=list, repr=False)
@@ -117,8 +117,10 @@ class ResponseScore:
 
     def span_details(self) -> dict[str, list[dict[str, Any]]]:
         """`spans` and `unsupported_spans` as plain dicts (what a front-end's details carry)."""
-        return {"spans": [asdict(s) for s in self.spans],
-                "unsupported_spans": [asdict(s) for s in self.unsupported_spans]}
+        return {
+            "spans": [asdict(s) for s in self.spans],
+            "unsupported_spans": [asdict(s) for s in self.unsupported_spans],
+        }
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -146,9 +148,9 @@ class Q2Result:
 
     system: SystemScore
     responses: list[ResponseScore]
-    signature: "Signature"
+    signature: Signature
     # wall time, model tokens and FLOPs per stage (`q2_metric.profile`); not part of `to_dict()`
-    profile: "list[StageProfile]" = field(default_factory=list)
+    profile: list[StageProfile] = field(default_factory=list)
 
     @property
     def q2(self) -> float:
@@ -177,8 +179,12 @@ class Q2Result:
         return [r.q2_no_nli for r in self.responses]
 
     def to_dict(self, details: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {**self.system.to_dict(), "scores": self.scores,
-                               "scores_no_nli": self.scores_no_nli, "signature": str(self.signature)}
+        out: dict[str, Any] = {
+            **self.system.to_dict(),
+            "scores": self.scores,
+            "scores_no_nli": self.scores_no_nli,
+            "signature": str(self.signature),
+        }
         if details:
             out["details"] = [r.to_dict() for r in self.responses]
         return out
@@ -187,6 +193,8 @@ class Q2Result:
         from q2_metric.steps.system_score import figure
 
         s = self.system
-        return (f"Q2 = {figure(s.q2)}  Q2(no NLI) = {figure(s.q2_no_nli)}  coverage = {figure(s.coverage, 3)}  "
-                f"no-answer share = {figure(s.no_answer_share, 3)}  ({s.num_scored}/{s.num_responses} scored)\n"
-                f"{self.signature}")
+        return (
+            f"Q2 = {figure(s.q2)}  Q2(no NLI) = {figure(s.q2_no_nli)}  coverage = {figure(s.coverage, 3)}  "
+            f"no-answer share = {figure(s.no_answer_share, 3)}  ({s.num_scored}/{s.num_responses} scored)\n"
+            f"{self.signature}"
+        )

@@ -11,24 +11,30 @@ components batch internally (see `q2_metric.components`).
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
-from q2_metric.steps.answers import answer_from_knowledge
-from q2_metric.steps.candidates import find_candidates
-from q2_metric.components import (NLIClassifier, Parser, QuestionAnswerer, QuestionGenerator, cls_text,
-                                  describe)
+from q2_metric.components import (
+    NLIClassifier,
+    Parser,
+    QuestionAnswerer,
+    QuestionGenerator,
+    cls_text,
+    describe,
+)
 from q2_metric.config import Q2Config
 from q2_metric.explain import reason_line
 from q2_metric.models.provision import provide_models
 from q2_metric.options import with_options
-from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
 from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
+from q2_metric.results import Pair, Q2Result, ResponseScore
+from q2_metric.signature import Signature
+from q2_metric.steps.answers import answer_from_knowledge
+from q2_metric.steps.candidates import find_candidates
+from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
 from q2_metric.steps.question_filter import filter_questions
 from q2_metric.steps.questions import generate_questions
 from q2_metric.steps.response_scores import score_responses
-from q2_metric.results import Pair, Q2Result, ResponseScore
-from q2_metric.signature import Signature
 from q2_metric.steps.span_scores import score_spans
 from q2_metric.steps.spans import locate_spans
 from q2_metric.steps.system_score import system_of
@@ -52,9 +58,17 @@ class Q2Scorer:
     1.0
     """
 
-    def __init__(self, config: Q2Config | None = None, *, parser: Parser | None = None,
-                 qg: QuestionGenerator | None = None, qa: QuestionAnswerer | None = None,
-                 nli: NLIClassifier | None = None, coref: CorefResolver | None = None, **options) -> None:
+    def __init__(
+        self,
+        config: Q2Config | None = None,
+        *,
+        parser: Parser | None = None,
+        qg: QuestionGenerator | None = None,
+        qa: QuestionAnswerer | None = None,
+        nli: NLIClassifier | None = None,
+        coref: CorefResolver | None = None,
+        **options,
+    ) -> None:
         self.config = provide_models(with_options(config, options))
         self._parser, self._qg, self._qa, self._nli = parser, qg, qa, nli
         self._coref = coref
@@ -72,14 +86,16 @@ class Q2Scorer:
         self.__dict__.update(state)
         self._lock = threading.RLock()
 
-    def with_config(self, config: Q2Config) -> "Q2Scorer":
+    def with_config(self, config: Q2Config) -> Q2Scorer:
         """A scorer with other options over the same components (loaded once, in this scorer) and
         the same lock: calls of both take turns, each scoring and signing with its own options.
         The model options must be the same (`Q2Config.model_key`)."""
         config = provide_models(config)
         if config.model_key() != self.config.model_key():
             raise ValueError("with_config keeps the models: use a new Q2Scorer for other model options")
-        view = Q2Scorer(config, parser=self._parser, qg=self._qg, qa=self._qa, nli=self._nli, coref=self._coref)
+        view = Q2Scorer(
+            config, parser=self._parser, qg=self._qg, qa=self._qa, nli=self._nli, coref=self._coref
+        )
         view._lock, view._origin = self._lock, self._origin or self
         return view
 
@@ -96,8 +112,11 @@ class Q2Scorer:
         """Components built from a configuration read this scorer's options during its call (a
         shared component may have served another scorer's options last)."""
         for comp in (self._parser, self._qg, self._qa, self._nli, self._coref):
-            if (comp is not None and type(comp).__module__.startswith("q2_metric.models.")
-                    and getattr(comp, "config", self.config) is not self.config):
+            if (
+                comp is not None
+                and type(comp).__module__.startswith("q2_metric.models.")
+                and getattr(comp, "config", self.config) is not self.config
+            ):
                 comp.config = self.config
 
     # -- components, loaded lazily and once ------------------------------------------------
@@ -138,10 +157,11 @@ class Q2Scorer:
             todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
         if c.coref and built_from_config(self._coref):
             from q2_metric.models.hf_coref import check_coref_model
+
             todo["coref"] = lambda: str(check_coref_model(c.coref_model))
         return checks.check_each(todo)  # one error naming every model that failed
 
-    def load(self) -> "Q2Scorer":
+    def load(self) -> Q2Scorer:
         """Load every component now (otherwise each loads on first use)."""
         self.check_models()
         _ = self.parser, self.qg, self.qa
@@ -155,35 +175,45 @@ class Q2Scorer:
     def parser(self) -> Parser:
         def build() -> Parser:
             from q2_metric.models.spacy_parser import SpacyParser
+
             return SpacyParser(self.config)
+
         return self._component("_parser", build)
 
     @property
     def qg(self) -> QuestionGenerator:
         def build() -> QuestionGenerator:
             from q2_metric.models.hf_qg import HFQuestionGenerator
+
             return HFQuestionGenerator(self.config)
+
         return self._component("_qg", build)
 
     @property
     def qa(self) -> QuestionAnswerer:
         def build() -> QuestionAnswerer:
             from q2_metric.models.hf_qa import HFQuestionAnswerer
+
             return HFQuestionAnswerer(self.config)
+
         return self._component("_qa", build)
 
     @property
     def nli(self) -> NLIClassifier:
         def build() -> NLIClassifier:
             from q2_metric.models.hf_nli import HFNLIClassifier
+
             return HFNLIClassifier(self.config)
+
         return self._component("_nli", build)
 
     @property
     def coref(self) -> CorefResolver:
         def build() -> CorefResolver:
             from q2_metric.models.hf_coref import HFCorefResolver
+
             return HFCorefResolver(self.config)
+
         return self._component("_coref", build)
 
     def reconfigure(self, config: Q2Config) -> None:
@@ -201,10 +231,17 @@ class Q2Scorer:
 
     def component_names(self) -> dict[str, str]:
         """`describe()` of each component in hand (loaded or injected), and the resolved dtype."""
-        names = {name: describe(comp) for name, comp in
-                 (("parser", self._parser), ("qg", self._qg), ("qa", self._qa), ("nli", self._nli),
-                  ("coref", self._coref))
-                 if comp is not None}
+        names = {
+            name: describe(comp)
+            for name, comp in (
+                ("parser", self._parser),
+                ("qg", self._qg),
+                ("qa", self._qa),
+                ("nli", self._nli),
+                ("coref", self._coref),
+            )
+            if comp is not None
+        }
         names["dtype"] = self._dtype_name()
         names["tok"] = self._tokenization()
         return names
@@ -217,14 +254,17 @@ class Q2Scorer:
 
         c = self.config
         out = []
-        for role, comp, model_id in (("qg", self._qg, c.qg_model), ("qa", self._qa, c.qa_model),
-                                     ("nli", self._nli, c.nli_model)):
+        for role, comp, model_id in (
+            ("qg", self._qg, c.qg_model),
+            ("qa", self._qa, c.qa_model),
+            ("nli", self._nli, c.nli_model),
+        ):
             if comp is not None:
                 out.append(getattr(comp, "tokenization", "custom"))
                 continue
             try:
                 out.append(tokenization_path(model_id, role, c.qa_decoding))
-            except Exception:  # noqa: BLE001 - unreadable files: the model check reports them
+            except Exception:
                 out.append("hf")
         return "/".join(out)
 
@@ -235,7 +275,9 @@ class Q2Scorer:
         from q2_metric.models.loading import resolve_device, resolve_dtype
 
         try:
-            return str(resolve_dtype(self.config.dtype, resolve_device(self.config.device))).replace("torch.", "")
+            return str(resolve_dtype(self.config.dtype, resolve_device(self.config.device))).replace(
+                "torch.", ""
+            )
         except (ValueError, DeviceNotAvailable):
             return self.config.dtype
 
@@ -249,8 +291,7 @@ class Q2Scorer:
     def _identities_if_available(self) -> dict[str, str]:
         """`check_models()` for the signature of a call with nothing to score, which needs no model:
         models that are not available are named without their revision."""
-        from q2_metric.errors import DeviceNotAvailable, ModelCheckError
-        from q2_metric.errors import ModelNotAvailable
+        from q2_metric.errors import DeviceNotAvailable, ModelCheckError, ModelNotAvailable
 
         try:
             return self.check_models()
@@ -258,9 +299,14 @@ class Q2Scorer:
             return {}
 
     # -- scoring -----------------------------------------------------------------------------
-    def score(self, responses: Sequence[str], knowledge: Sequence[str], *,
-              histories: Sequence[Sequence[str]] | None = None,
-              progress: ProgressCallback | None = None) -> Q2Result:
+    def score(
+        self,
+        responses: Sequence[str],
+        knowledge: Sequence[str],
+        *,
+        histories: Sequence[Sequence[str]] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Q2Result:
         """Score each response against its knowledge, every stage over the whole batch.
 
         Args:
@@ -283,28 +329,58 @@ class Q2Scorer:
             self._bind()
             return self._score(responses, knowledge, histories, progress)
 
-    def _score(self, responses: Sequence[str], knowledge: Sequence[str],
-               histories: Sequence[Sequence[str]] | None, progress: ProgressCallback | None) -> Q2Result:
+    def _score(
+        self,
+        responses: Sequence[str],
+        knowledge: Sequence[str],
+        histories: Sequence[Sequence[str]] | None,
+        progress: ProgressCallback | None,
+    ) -> Q2Result:
         responses, knowledge = validate_inputs(responses, knowledge)
         c = self.config
         turns = check_histories(histories, len(responses)) if c.coref else []
-        results = [ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
-                   for i, (r, k) in enumerate(zip(responses, knowledge))]
+        results = [
+            ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
+            for i, (r, k) in enumerate(zip(responses, knowledge))
+        ]
         pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
         identities = self.check_models() if pairs else self._identities_if_available()
         stages = [("coreference", lambda: resolve_pairs(pairs, turns, self.coref))] if c.coref else []
         stages += [
             ("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates)),
             ("questions", lambda: generate_questions(pairs, self.qg)),
-            ("question filter", lambda: filter_questions(
-                pairs, self.parser, self.qa, mode=c.question_mode, personal_filter=c.personal_filter,
-                subjects=c.personal_subjects, possessives=c.personal_possessives)),
-            ("knowledge answers", lambda: answer_from_knowledge(
-                pairs, self.qa, discard_unanswerable=c.discard_unanswerable_if_any_answerable)),
-            ("span scores", lambda: score_spans(pairs, self.nli if c.use_nli else None, cls_text=cls_text(self.qa))),
-            ("response scores", lambda: score_responses(
-                pairs, self.nli if c.fallback_nli else None, fallback=c.fallback_nli,
-                lowercase=c.fallback_lowercase, scores=c.fallback_scores)),
+            (
+                "question filter",
+                lambda: filter_questions(
+                    pairs,
+                    self.parser,
+                    self.qa,
+                    mode=c.question_mode,
+                    personal_filter=c.personal_filter,
+                    subjects=c.personal_subjects,
+                    possessives=c.personal_possessives,
+                ),
+            ),
+            (
+                "knowledge answers",
+                lambda: answer_from_knowledge(
+                    pairs, self.qa, discard_unanswerable=c.discard_unanswerable_if_any_answerable
+                ),
+            ),
+            (
+                "span scores",
+                lambda: score_spans(pairs, self.nli if c.use_nli else None, cls_text=cls_text(self.qa)),
+            ),
+            (
+                "response scores",
+                lambda: score_responses(
+                    pairs,
+                    self.nli if c.fallback_nli else None,
+                    fallback=c.fallback_nli,
+                    lowercase=c.fallback_lowercase,
+                    scores=c.fallback_scores,
+                ),
+            ),
         ]
         profile: list[StageProfile] = []
         loaded = lambda: {"qg": self._qg, "qa": self._qa, "nli": self._nli}  # noqa: E731 (coref: not metered)
@@ -317,11 +393,17 @@ class Q2Scorer:
         for r in results:  # the one sentence every front-end shows
             r.reason = reason_line(r)
 
-        return Q2Result(system=system_of(results), responses=results, signature=self.signature(identities), profile=profile)
+        return Q2Result(
+            system=system_of(results),
+            responses=results,
+            signature=self.signature(identities),
+            profile=profile,
+        )
 
 
-def score(responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None,
-          **options) -> Q2Result:
+def score(
+    responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None, **options
+) -> Q2Result:
     """Score once with a scorer cached per model options (`cached_scorer`).
 
     Args:

@@ -8,14 +8,25 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from q2_metric.config import (DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL, PROVISION_OPTIONS, SPEED_OPTIONS,
-                              Q2Config)
+from q2_metric.config import (
+    DEFAULT_NLI_MODEL,
+    DEFAULT_QA_MODEL,
+    DEFAULT_QG_MODEL,
+    PROVISION_OPTIONS,
+    SPEED_OPTIONS,
+    Q2Config,
+)
 
 # Signature fields that hold the scoring rules (the short form names those that depart from the paper).
 RULE_FIELDS = ("dec", "drop", "personal", "mode", "qadec", "spannli", "dnli", "fallback")
 # Model options named in the signature by their checked identity (a local folder by its digest).
-_MODEL_ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "parser": "spacy_model",
-                "coref": "coref_model"}
+_MODEL_ROLES = {
+    "qg": "qg_model",
+    "qa": "qa_model",
+    "nli": "nli_model",
+    "parser": "spacy_model",
+    "coref": "coref_model",
+}
 
 
 def _q2_version() -> str:
@@ -48,42 +59,62 @@ class Signature:
     fields: tuple[tuple[str, str], ...]
 
     @classmethod
-    def create(cls, config: Q2Config, components: dict[str, str] | None = None) -> "Signature":
+    def create(cls, config: Q2Config, components: dict[str, str] | None = None) -> Signature:
         """`components` maps qg/qa/nli/parser to their `describe()`; defaults to config model ids."""
         c = config
-        comps = {"qg": c.qg_model, "qa": c.qa_model, "nli": c.nli_model,
-                 "parser": f"spacy:{c.spacy_model or 'default'}"}
+        comps = {
+            "qg": c.qg_model,
+            "qa": c.qa_model,
+            "nli": c.nli_model,
+            "parser": f"spacy:{c.spacy_model or 'default'}",
+        }
         comps.update(components or {})
-        dec = ("greedy" if c.decoding == "greedy" else
-               f"beam{c.num_beams}-ret{c.num_return_sequences}-nrng{c.no_repeat_ngram_size}"
-               f"-es{int(c.early_stopping)}")
+        dec = (
+            "greedy"
+            if c.decoding == "greedy"
+            else f"beam{c.num_beams}-ret{c.num_return_sequences}-nrng{c.no_repeat_ngram_size}"
+            f"-es{int(c.early_stopping)}"
+        )
         fields = [
             ("q2", _q2_version()),
-            ("qg", comps["qg"]), ("qa", comps["qa"]), ("nli", comps["nli"]), ("parser", comps["parser"]),
+            ("qg", comps["qg"]),
+            ("qa", comps["qa"]),
+            ("nli", comps["nli"]),
+            ("parser", comps["parser"]),
             # coreference (off by default, then absent): its model and revision
             *([("coref", comps.get("coref", c.coref_model))] if c.coref else []),
             ("dec", f"{dec}-max{c.max_question_length}-in{c.qg_max_input_tokens}"),
             ("drop", ",".join(c.drop_candidates) or "none"),
             ("personal", _personal(c)),
             ("mode", c.question_mode),
-            ("qadec", f"{c.qa_decoding}-win{c.qa_max_length or 'max'}-stride{c.qa_doc_stride}"
-                      + (f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "best_span" else "")),
+            (
+                "qadec",
+                f"{c.qa_decoding}-win{c.qa_max_length or 'max'}-stride{c.qa_doc_stride}"
+                + (f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "best_span" else ""),
+            ),
             ("spannli", "yes" if c.use_nli else "no"),
             ("dnli", "yes" if c.discard_unanswerable_if_any_answerable else "no"),
-            ("fallback", "e2e-nli:" + "/".join(f"{x:g}" for x in c.fallback_scores)
-             + ("-lower" if c.fallback_lowercase else "-cased") if c.fallback_nli else "none"),
+            (
+                "fallback",
+                "e2e-nli:"
+                + "/".join(f"{x:g}" for x in c.fallback_scores)
+                + ("-lower" if c.fallback_lowercase else "-cased")
+                if c.fallback_nli
+                else "none",
+            ),
             ("dtype", comps.get("dtype", c.dtype)),
             # int8 quantization (off by default, then absent): which encoders
             *([("quant", f"{c.quantize}-dynamic-qa,nli")] if c.quantize != "none" else []),
             # qg/qa/nli tokenization: ref32 = transformers 3.2's (the paper's), hf = transformers' own
             ("tok", comps.get("tok", "unknown")),
-            ("transformers", _version("transformers")), ("torch", _version("torch")),
+            ("transformers", _version("transformers")),
+            ("torch", _version("torch")),
             ("spacy", _version("spacy")),
         ]
         return cls(tuple(fields))
 
     @classmethod
-    def parse(cls, text: str) -> "Signature":
+    def parse(cls, text: str) -> Signature:
         """The signature a `str(signature)` was made from."""
         return cls(tuple(tuple(part.partition(":")[::2]) for part in text.split("|")))  # type: ignore[misc]
 
@@ -109,17 +140,20 @@ class Signature:
             rules = "paper" + ("+" + ",".join(changed) if changed else "")
         digest = hashlib.sha256(str(self).encode()).hexdigest()[:10]
         named = "tiny-random" if tiny else "custom(" + ",".join(models) + ")" if models else "paper"
-        return (f"q2:{mine.get('q2', '?')}|models:{named}"
-                f"|rules:{rules}|dtype:{mine.get('dtype', '?')}"
-                + (f"+{mine['quant'].partition('-')[0]}" if "quant" in mine else "") + (f"|thr:{mine['thr']}" if "thr" in mine else "")
-                + f"|sig:{digest}")
+        return (
+            f"q2:{mine.get('q2', '?')}|models:{named}"
+            f"|rules:{rules}|dtype:{mine.get('dtype', '?')}"
+            + (f"+{mine['quant'].partition('-')[0]}" if "quant" in mine else "")
+            + (f"|thr:{mine['thr']}" if "thr" in mine else "")
+            + f"|sig:{digest}"
+        )
 
     def tiny(self) -> bool:
         """Whether any of its QG, QA and NLI models is a tiny random one (`models.tiny`): the scores
         it signs mean nothing."""
         return any(v.startswith("tiny-random-") for k, v in self.fields if k in ("qg", "qa", "nli"))
 
-    def with_threshold(self, threshold: float | None) -> "Signature":
+    def with_threshold(self, threshold: float | None) -> Signature:
         """The signature of decisions made at `threshold` (inconsistent iff Q² <= it): a `thr` field
         at the end; unchanged for None."""
         if threshold is None:
@@ -139,7 +173,10 @@ def _personal(c: Q2Config) -> str:
     if not c.personal_filter:
         return "no"
     default = Q2Config()
-    if (c.personal_subjects, c.personal_possessives) == (default.personal_subjects, default.personal_possessives):
+    if (c.personal_subjects, c.personal_possessives) == (
+        default.personal_subjects,
+        default.personal_possessives,
+    ):
         return "yes"
     return f"yes-{','.join(c.personal_subjects)}/{','.join(c.personal_possessives)}"
 
@@ -148,9 +185,17 @@ def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) ->
     """Hash of every option that can change a score (speed options left out)."""
     # a model identified in `extra` is keyed by its identity, not by how its path was typed
     named = {_MODEL_ROLES[role] for role in (extra or {}) if role in _MODEL_ROLES}
-    opts = {k: v for k, v in config.to_dict().items() if k not in SPEED_OPTIONS | PROVISION_OPTIONS and k not in named
-            and (config.coref or not k.startswith("coref"))  # coreference off: keys as before it existed
-            and (k != "quantize" or config.quantize != "none")}  # likewise without quantization
-    payload = json.dumps({"options": opts, "extra": extra or {}, "q2": _q2_version(), "libs": library_versions()},
-                         sort_keys=True, default=str)
+    opts = {
+        k: v
+        for k, v in config.to_dict().items()
+        if k not in SPEED_OPTIONS | PROVISION_OPTIONS
+        and k not in named
+        and (config.coref or not k.startswith("coref"))  # coreference off: keys as before it existed
+        and (k != "quantize" or config.quantize != "none")
+    }  # likewise without quantization
+    payload = json.dumps(
+        {"options": opts, "extra": extra or {}, "q2": _q2_version(), "libs": library_versions()},
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

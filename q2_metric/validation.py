@@ -6,8 +6,8 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
-from q2_metric.errors import Q2InputError
 
+from q2_metric.errors import Q2InputError
 
 _ACCEPTED = "a sequence of strings (list, tuple, numpy array, pandas Series)"
 
@@ -16,9 +16,11 @@ def _as_list(value: Any, name: str) -> list:
     """The items of an ordered sequence; unordered or keyed collections are refused."""
     if isinstance(value, (str, bytes)):
         raise Q2InputError(f"{name} must be {_ACCEPTED}, got a single {type(value).__name__}")
-    if isinstance(value, (Set, Mapping)) or hasattr(value, "keys") and not hasattr(value, "iloc"):
-        raise Q2InputError(f"{name} must be {_ACCEPTED}, got {type(value).__name__}, whose order is not "
-                           "the order of the items; pass a list")
+    if isinstance(value, (Set, Mapping)) or (hasattr(value, "keys") and not hasattr(value, "iloc")):
+        raise Q2InputError(
+            f"{name} must be {_ACCEPTED}, got {type(value).__name__}, whose order is not "
+            "the order of the items; pass a list"
+        )
     ndim = getattr(value, "ndim", None)
     if ndim is not None and ndim != 1:
         raise Q2InputError(f"{name} must be one-dimensional {_ACCEPTED}, got {ndim} dimensions")
@@ -27,8 +29,13 @@ def _as_list(value: Any, name: str) -> list:
     return list(value)
 
 
-def validate_inputs(responses: Any, knowledge: Any, response_field: str = "response",
-                    knowledge_field: str = "knowledge", start: int = 0) -> tuple[list[str], list[str]]:
+def validate_inputs(
+    responses: Any,
+    knowledge: Any,
+    response_field: str = "response",
+    knowledge_field: str = "knowledge",
+    start: int = 0,
+) -> tuple[list[str], list[str]]:
     """Check two parallel sequences of strings; return them as lists of plain `str`. Items are
     named from `start` (`item {start + i}`: a batch added after others names its items as the
     whole input does).
@@ -69,9 +76,11 @@ def clean_text(text: str) -> str:
 # Characters that show nothing: Unicode's Default_Ignorable_Code_Point ranges (zero-width
 # spaces and joiners, bidi marks and embeddings, variation selectors, fillers, tags) and the
 # blank Braille pattern.
-_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
-                        "\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
-                        "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
 
 
 def is_blank(text: str) -> bool:
@@ -81,8 +90,10 @@ def is_blank(text: str) -> bool:
     if _BLANK.fullmatch(text) is not None:
         return True
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    return all(unicodedata.category(ch)[0] in "CZ" and unicodedata.category(ch) not in ("Co", "Cn")
-               or ch.isspace() for ch in text)
+    return all(
+        (unicodedata.category(ch)[0] in "CZ" and unicodedata.category(ch) not in ("Co", "Cn")) or ch.isspace()
+        for ch in text
+    )
 
 
 def empty_reason(response: str, knowledge: str) -> str | None:

@@ -6,9 +6,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test touches the network
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from q2_metric.config import Q2Config  # noqa: E402
-from q2_metric.models.random_models import build_random_models  # noqa: E402
-from support.data import sample_rows  # noqa: E402
+from support.data import sample_rows
+
+from q2_metric.config import Q2Config
+from q2_metric.models.random_models import build_random_models
 
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 
@@ -37,8 +38,13 @@ def tiny_models(tmp_path_factory) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def tiny_config(tiny_models) -> Q2Config:
     # Random weights never stop early: short questions keep the tests fast.
-    return Q2Config(qg_model=tiny_models["qg"], qa_model=tiny_models["qa"], nli_model=tiny_models["nli"],
-                    device="cpu", max_question_length=16)
+    return Q2Config(
+        qg_model=tiny_models["qg"],
+        qa_model=tiny_models["qa"],
+        nli_model=tiny_models["nli"],
+        device="cpu",
+        max_question_length=16,
+    )
 
 
 @pytest.fixture(scope="session")

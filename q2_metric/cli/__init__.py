@@ -8,20 +8,29 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from q2_metric.version import __version__
-from q2_metric.io import interrupts
 from q2_metric.cli import agree, convert_nli, demo, meta_eval, publish, rescore, score, space
-from q2_metric.progress import on_terminal
 from q2_metric.errors import Q2Error
+from q2_metric.io import interrupts
+from q2_metric.progress import on_terminal
+from q2_metric.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="q2", description="Q² factual-consistency metric for dialogue")
     parser.add_argument("--version", action="version", version=f"q2-metric {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for verb in (demo, score, rescore, agree, meta_eval, convert_nli, publish, space):  # the order of `q2 --help`
+    for verb in (
+        demo,
+        score,
+        rescore,
+        agree,
+        meta_eval,
+        convert_nli,
+        publish,
+        space,
+    ):  # the order of `q2 --help`
         verb.add_parser(sub)
     return parser
 
@@ -36,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as err:  # SIGINT or SIGTERM (`interrupts.Interrupted`)
         for sig in interrupts.SIGNALS:  # a second signal must not cut the message
             signal.signal(sig, signal.SIG_IGN)
-        name = getattr(err, "args", None) and str(err) or "SIGINT"
+        name = (getattr(err, "args", None) and str(err)) or "SIGINT"
         resume = "; run the same command again to resume from the cache" if _command(argv) == "score" else ""
         # on a terminal a progress bar may hold the cursor: the message starts its own line
         start = "\n" if on_terminal() else ""
@@ -58,4 +67,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(argv: Sequence[str] | None) -> str | None:
     args = sys.argv[1:] if argv is None else list(argv)
     return next((a for a in args if not a.startswith("-")), None)
-

@@ -35,14 +35,16 @@ def consistent_values(label_col: str, given: list[str] | None) -> set[str]:
 
 def cmd_agree(args: argparse.Namespace) -> int:
     from q2_metric import io
+    from q2_metric.frontend import loading_output, model_words
     from q2_metric.io.paths import check_run
     from q2_metric.meta.agreement import compare
-    from q2_metric.frontend import loading_output, model_words
     from q2_metric.options import build_config, flag_name, json_safe, option_from_text
 
     if not args.fast:
-        raise Q2InputError("q2 agree needs at least one --fast KEY=VALUE (e.g. --fast dtype=bfloat16 or "
-                           "--fast quantize=int8).")
+        raise Q2InputError(
+            "q2 agree needs at least one --fast KEY=VALUE (e.g. --fast dtype=bfloat16 or "
+            "--fast quantize=int8)."
+        )
     base = config_from_args(args)
     spell = lambda name: f"--fast {name}"  # noqa: E731 - errors name the option as it was typed
     fast_options = {name: option_from_text(name, value, spell) for name, value in args.fast}
@@ -51,8 +53,9 @@ def cmd_agree(args: argparse.Namespace) -> int:
         fast = build_config("paper", {**base_options, **fast_options}, spell=flag_name())
     except ValueError as err:
         raise Q2InputError(str(err)) from None
-    check_run({"input": args.input}, {"-o/--output": args.output, "--per-response": args.per_response},
-              config=base)
+    check_run(
+        {"input": args.input}, {"-o/--output": args.output, "--per-response": args.per_response}, config=base
+    )
     if args.per_response:
         io.check_table_suffix(args.per_response, "--per-response")
     rows = io.read_rows(args.input, args.response_col, args.knowledge_col, encoding=args.encoding)
@@ -84,19 +87,40 @@ def cmd_agree(args: argparse.Namespace) -> int:
     # every row of the input is accounted for, as q2 score's summary does: scored by the base, empty
     # (unscored by the base), bad (skipped, with its sentence)
     scored = sum(r["base_q2"] is not None and r["base_q2"] == r["base_q2"] for r in data["responses"])
-    data.update(num_scored=scored, num_skipped=len(good) - scored, num_bad_rows=len(bad),
-                bad_rows=[{"line": row.line, "error": row.error} for row in bad])
+    data.update(
+        num_scored=scored,
+        num_skipped=len(good) - scored,
+        num_bad_rows=len(bad),
+        bad_rows=[{"line": row.line, "error": row.error} for row in bad],
+    )
     if args.per_response:
-        columns = ["line", "base_q2", "fast_q2", "change", "base_decision", "fast_decision", "flipped",
-                   "questions_differ", "questions_compared", "answers_differ", "answers_compared",
-                   "labels_differ", "labels_compared", "error"]
-        records = [{"line": lines[i], **{c: v for c, v in r.items() if c in columns}, "error": None}
-                   for i, r in enumerate(data["responses"])]
+        columns = [
+            "line",
+            "base_q2",
+            "fast_q2",
+            "change",
+            "base_decision",
+            "fast_decision",
+            "flipped",
+            "questions_differ",
+            "questions_compared",
+            "answers_differ",
+            "answers_compared",
+            "labels_differ",
+            "labels_compared",
+            "error",
+        ]
+        records = [
+            {"line": lines[i], **{c: v for c, v in r.items() if c in columns}, "error": None}
+            for i, r in enumerate(data["responses"])
+        ]
         records += [{**dict.fromkeys(columns), "line": row.line, "error": row.error} for row in bad]
         records.sort(key=lambda r: r["line"])
         io.write_table(args.per_response, json_safe(records), columns)
     if args.output:
-        io.atomic_write(args.output, lambda f: f.write(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"))
+        io.atomic_write(
+            args.output, lambda f: f.write(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
+        )
     print(report.text())
     if bad:
         print(f"{len(bad)} bad row(s) skipped (named above on stderr).")
@@ -106,26 +130,50 @@ def cmd_agree(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     from q2_metric.cli.score import DefaultsShown, _threshold
 
-    ag = sub.add_parser("agree", formatter_class=DefaultsShown,
-                        help="score a file with the paper's configuration and a faster one and report how far "
-                             "apart they are (questions, answers, NLI labels, scores, decisions, speed)")
+    ag = sub.add_parser(
+        "agree",
+        formatter_class=DefaultsShown,
+        help="score a file with the paper's configuration and a faster one and report how far "
+        "apart they are (questions, answers, NLI labels, scores, decisions, speed)",
+    )
     ag.add_argument("input", help="CSV, JSONL, Parquet or datasets-on-disk file (as q2 score reads it)")
-    ag.add_argument("--fast", type=_fast_option, action="append", default=[], metavar="KEY=VALUE",
-                    help="an option of the fast configuration, over the base's (the engine flags below, "
-                         "default the paper's): e.g. --fast dtype=bfloat16, --fast quantize=int8; repeatable")
+    ag.add_argument(
+        "--fast",
+        type=_fast_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the fast configuration, over the base's (the engine flags below, "
+        "default the paper's): e.g. --fast dtype=bfloat16, --fast quantize=int8; repeatable",
+    )
     ag.add_argument("-o", "--output", default=None, help="write the whole report as JSON here")
-    ag.add_argument("--per-response", default=None,
-                    help="write one row per response (.csv, .jsonl or .parquet): both scores and decisions, "
-                         "what differs")
+    ag.add_argument(
+        "--per-response",
+        default=None,
+        help="write one row per response (.csv, .jsonl or .parquet): both scores and decisions, what differs",
+    )
     ag.add_argument("--response-col", default="response", help="column of the responses")
     ag.add_argument("--knowledge-col", default="knowledge", help="column of the knowledge")
-    ag.add_argument("--label-col", default=None,
-                    help="column of gold labels: adds each configuration's ROC AUC and balanced accuracy "
-                         "(TRUE's 'label', BEGIN's 'begin_label' or 'gold label' read as the benchmark does)")
-    ag.add_argument("--consistent-label", action="append", default=None, metavar="VALUE",
-                    help="a --label-col value meaning consistent (default: the benchmark format's, else 1)")
-    ag.add_argument("--threshold", type=_threshold, default=0.5, metavar="T",
-                    help="decisions compared at T (inconsistent iff Q2 <= T)")
+    ag.add_argument(
+        "--label-col",
+        default=None,
+        help="column of gold labels: adds each configuration's ROC AUC and balanced accuracy "
+        "(TRUE's 'label', BEGIN's 'begin_label' or 'gold label' read as the benchmark does)",
+    )
+    ag.add_argument(
+        "--consistent-label",
+        action="append",
+        default=None,
+        metavar="VALUE",
+        help="a --label-col value meaning consistent (default: the benchmark format's, else 1)",
+    )
+    ag.add_argument(
+        "--threshold",
+        type=_threshold,
+        default=0.5,
+        metavar="T",
+        help="decisions compared at T (inconsistent iff Q2 <= T)",
+    )
     ag.add_argument("--encoding", default="utf-8", help="text encoding of a CSV/JSONL input")
     ag.add_argument("--verbose", action="store_true", help="show transformers' model-loading output")
     add_config_args(ag)

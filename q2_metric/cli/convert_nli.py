@@ -9,12 +9,13 @@ from q2_metric.errors import Q2InputError
 
 
 def cmd_convert_nli(args: argparse.Namespace) -> int:
+    from q2_metric.io.paths import check_run
     from q2_metric.models.allennlp_convert import ArchiveError, convert_archive
 
-    from q2_metric.io.paths import check_run
-
     local_base = args.base_model if args.base_model and os.path.exists(args.base_model) else None
-    check_run({"archive": args.archive, "--base-model": local_base}, {"out_dir": args.out_dir}, folders=["out_dir"])
+    check_run(
+        {"archive": args.archive, "--base-model": local_base}, {"out_dir": args.out_dir}, folders=["out_dir"]
+    )
     try:
         out = convert_archive(args.archive, args.out_dir, base_model=args.base_model)
     except ArchiveError as err:
@@ -24,10 +25,15 @@ def cmd_convert_nli(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    conv = sub.add_parser("convert-nli", help="turn the paper's AllenNLP RoBERTa NLI archive into a "
-                                             "transformers model directory")
+    conv = sub.add_parser(
+        "convert-nli",
+        help="turn the paper's AllenNLP RoBERTa NLI archive into a transformers model directory",
+    )
     conv.add_argument("archive", help="e.g. snli_roberta-2020.06.09.tar.gz")
     conv.add_argument("out_dir")
-    conv.add_argument("--base-model", default=None,
-                      help="transformer config and tokenizer (default: the archive's model_name, roberta-large)")
+    conv.add_argument(
+        "--base-model",
+        default=None,
+        help="transformer config and tokenizer (default: the archive's model_name, roberta-large)",
+    )
     conv.set_defaults(func=cmd_convert_nli)

@@ -7,8 +7,8 @@ import itertools
 import sys
 from pathlib import Path
 
-from q2_metric.config import Q2Config
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
+from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError
 from q2_metric.progress import plural
 
@@ -20,12 +20,11 @@ TINY_ROWS = 6
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from q2_metric.explain import reason_line
-    from q2_metric.io import read_rows
-    from q2_metric.scorer import Q2Scorer
-
     from q2_metric.frontend import check_models, loading_output, model_words, tiny_note
+    from q2_metric.io import read_rows
     from q2_metric.options import flag_name
     from q2_metric.progress import stage_progress
+    from q2_metric.scorer import Q2Scorer
 
     quiet = args.quiet or args.no_progress
 
@@ -48,20 +47,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for row in rows:
             groups_of.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(row)
         rows = [r for turn in itertools.zip_longest(*groups_of.values()) for r in turn if r is not None]
-    rows = rows[:args.limit]
+    rows = rows[: args.limit]
     scorer = Q2Scorer(config)
     progress = None if quiet else stage_progress("Q²", leave=True)
     with model_words(flag_name(), tiny_hint="`make try` (`q2 demo --tiny`)"):
-        check_models(scorer, spell=flag_name())  # a missing model: one sentence, before anything else is printed
+        check_models(
+            scorer, spell=flag_name()
+        )  # a missing model: one sentence, before anything else is printed
     with loading_output(args.verbose):
-        say(f"Loading the models, then scoring {plural(len(rows), 'response')}"
-            + (" with tiny random models..." if config.tiny else
-               " (on a CPU with the paper's models this takes minutes)..."))
+        say(
+            f"Loading the models, then scoring {plural(len(rows), 'response')}"
+            + (
+                " with tiny random models..."
+                if config.tiny
+                else " (on a CPU with the paper's models this takes minutes)..."
+            )
+        )
         scorer.load()
         # --coref: the sample's history is its last user message
-        turns = {"histories": [[r["message"]] if r.get("message") else [] for r in rows]} if args.coref else {}
-        result = scorer.score([r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress,
-                              **turns)
+        turns = (
+            {"histories": [[r["message"]] if r.get("message") else [] for r in rows]} if args.coref else {}
+        )
+        result = scorer.score(
+            [r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress, **turns
+        )
     from q2_metric.frontend import figure, figures_text
 
     groups: dict[tuple[str, str], list[float]] = {}
@@ -74,34 +83,47 @@ def cmd_demo(args: argparse.Namespace) -> int:
         kept = [v for v in vals if v == v]
         mean = sum(kept) / len(kept) if kept else float("nan")
         print(f"{system:<10}{label:<14}{len(vals):>4}{figure(mean, 3):>10}")
-    print(f"\nEach response, and why it scored what it did:\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why")
+    print(
+        f"\nEach response, and why it scored what it did:\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why"
+    )
     for i, (row, res) in enumerate(zip(rows, result.responses)):
-        print(f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{figure(res.q2, 3):>6}  "
-              f"{reason_line(res)}")
+        print(
+            f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{figure(res.q2, 3):>6}  "
+            f"{reason_line(res)}"
+        )
     # the questions behind the first responses that have any (a fallback is already explained above)
-    explained = [(i, row, res) for i, (row, res) in enumerate(zip(rows, result.responses))
-                 if res.valid_questions][:args.explain]
+    explained = [
+        (i, row, res) for i, (row, res) in enumerate(zip(rows, result.responses)) if res.valid_questions
+    ][: args.explain]
     for i, row, res in explained:
         print(f"\nThe valid questions of response {i}: {row['response']}")
         for t in res.valid_questions:
-            print(f"  - {t.candidate!r}: {t.question!r} -> knowledge: "
-                  f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
-                  f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}")
+            print(
+                f"  - {t.candidate!r}: {t.question!r} -> knowledge: "
+                f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
+                f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}"
+            )
     print("\nSystem figures:\n" + figures_text(result.system))
     print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
     if config.tiny:
         print("\n" + tiny_note(always=True))
         if args.coref:
-            print(f"The coreference model was tiny and random too: the real one is "
-                  f"`hf download {Q2Config().coref_model}` (F-Coref, MIT; docs/coref.md).")
+            print(
+                f"The coreference model was tiny and random too: the real one is "
+                f"`hf download {Q2Config().coref_model}` (F-Coref, MIT; docs/coref.md)."
+            )
     return 0
 
 
 def add_parser(sub) -> None:
     demo = sub.add_parser("demo", help="score the bundled sample of the annotated WoW set")
     demo.add_argument("--input", default=str(SAMPLE), help="CSV with response/knowledge columns")
-    demo.add_argument("--explain", type=int, default=3,
-                      help="list the valid questions of the first N responses that have any (default 3)")
+    demo.add_argument(
+        "--explain",
+        type=int,
+        default=3,
+        help="list the valid questions of the first N responses that have any (default 3)",
+    )
     demo.add_argument("--encoding", default="utf-8", help="text encoding of the input (default utf-8)")
     demo.add_argument("--limit", type=int, default=None, help="score only the first N responses")
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")

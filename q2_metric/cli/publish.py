@@ -9,8 +9,10 @@ def cmd_register(args: argparse.Namespace) -> int:
     from q2_metric.evaluate_registry import register_evaluate_module
 
     path = register_evaluate_module()
-    print(f"Registered the Q² evaluate module at {path}; evaluate.load(\"q2\") now finds it "
-          "(offline: set HF_HUB_OFFLINE=1 so evaluate skips the Hub).")
+    print(
+        f'Registered the Q² evaluate module at {path}; evaluate.load("q2") now finds it '
+        "(offline: set HF_HUB_OFFLINE=1 so evaluate skips the Hub)."
+    )
     return 0
 
 
@@ -24,8 +26,12 @@ def cmd_publish(args: argparse.Namespace) -> int:
         check_run({"--results": args.results}, {"--card": args.card})
     results = hub.load_results(args.results)
     hub.check_publishable(results)  # tiny random models: refused before the card or the Hub is touched
-    dataset = dict(dataset_name=args.dataset_name, dataset_type=args.dataset_type,
-                   dataset_split=args.split, dataset_config=args.dataset_config)
+    dataset = dict(
+        dataset_name=args.dataset_name,
+        dataset_type=args.dataset_type,
+        dataset_split=args.split,
+        dataset_config=args.dataset_config,
+    )
     if args.repo_id and not args.dry_run:
         url = hub.push_model_card(args.repo_id, results, args.model_name, token=args.token, **dataset)
         print(f"Updated the model card: {url}")
@@ -34,8 +40,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
         print(f"Wrote Q² results into {args.card}")
     else:
         existing = hub.read_card_metadata(args.card) if args.card else None
-        print(yaml.safe_dump(hub.card_metadata(results, args.model_name, existing, **dataset), sort_keys=False,
-                             allow_unicode=True))
+        print(
+            yaml.safe_dump(
+                hub.card_metadata(results, args.model_name, existing, **dataset),
+                sort_keys=False,
+                allow_unicode=True,
+            )
+        )
     return 0
 
 
@@ -54,8 +65,11 @@ def add_parser(sub) -> None:
     where.add_argument("--card", help="edit this README.md on disk")
     where.add_argument("--repo-id", help="update this Hub model repo's card (needs a token)")
     pub.add_argument("--dry-run", action="store_true", help="print the metadata, write nothing")
-    pub.add_argument("--token", default=None,
-                     help="Hub token; best left out: the HF_TOKEN environment variable or the saved login "
-                          "(`hf auth login`) is used, whereas a token on the command line shows in `ps` and "
-                          "in the shell's history")
+    pub.add_argument(
+        "--token",
+        default=None,
+        help="Hub token; best left out: the HF_TOKEN environment variable or the saved login "
+        "(`hf auth login`) is used, whereas a token on the command line shows in `ps` and "
+        "in the shell's history",
+    )
     pub.set_defaults(func=cmd_publish)

@@ -18,20 +18,31 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
     stages = None if args.quiet else StageTotals("Q²")
     with loading_output(args.verbose), model_words(flag_name(), tiny_hint="`--tiny`"):
-        report = rescore_log(Q2Scorer(config_from_args(args)), args.log, args.output, args.summary,
-                             response_field=args.response_field, knowledge_field=args.knowledge_field,
-                             history_field=args.history_field,
-                             chunk_size=args.chunk_size, progress=stages)
+        report = rescore_log(
+            Q2Scorer(config_from_args(args)),
+            args.log,
+            args.output,
+            args.summary,
+            response_field=args.response_field,
+            knowledge_field=args.knowledge_field,
+            history_field=args.history_field,
+            chunk_size=args.chunk_size,
+            progress=stages,
+        )
     if hasattr(stages, "close"):
         stages.close()
     for item in report.outcome.items:
         if item.status == "bad":
-            print(f"q2: {args.log}: {in_log_words(item.error, report.fields).rstrip('.')}; sample skipped",
-                  file=sys.stderr)
+            print(
+                f"q2: {args.log}: {in_log_words(item.error, report.fields).rstrip('.')}; sample skipped",
+                file=sys.stderr,
+            )
     data, counts = report.summary_data, report.outcome.counts
-    done = (f"Rescored {counts['scored']}/{data['num_samples']} samples of the {report.kind} log "
-            f"({counts['empty']} empty, {counts['bad']} bad; reply '{report.fields['response']}', knowledge "
-            f"'{report.fields['knowledge']}') -> {report.output}, {report.summary}")
+    done = (
+        f"Rescored {counts['scored']}/{data['num_samples']} samples of the {report.kind} log "
+        f"({counts['empty']} empty, {counts['bad']} bad; reply '{report.fields['response']}', knowledge "
+        f"'{report.fields['knowledge']}') -> {report.output}, {report.summary}"
+    )
     if args.format == "json":
         if not args.quiet:
             print(done, file=sys.stderr)
@@ -48,28 +59,52 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     from q2_metric.cli.score import DefaultsShown
 
-    rs = sub.add_parser("rescore", formatter_class=DefaultsShown,
-                        help="score the replies of a saved lm-eval --log_samples file or Inspect log (the log is "
-                             "never changed)")
-    rs.add_argument("log", help="lm-eval samples file (samples_<task>_<date>.jsonl) or Inspect log (.eval, .json)")
-    rs.add_argument("-o", "--output", default=None,
-                    help="one JSON line per sample: status, q2, reason, spans (default: beside the log, "
-                         "LOG.q2.jsonl)")
-    rs.add_argument("--summary", default=None,
-                    help="system figures, counts, signature and the log's SHA-256 as JSON (default: beside the "
-                         "log, LOG.q2.summary.json)")
-    rs.add_argument("--response-field", default=None,
-                    help="the reply, a dotted path in each sample (default: lm-eval filtered_resps.0, Inspect "
-                         "output.completion)")
-    rs.add_argument("--knowledge-field", default=None,
-                    help="the knowledge, a dotted path (default: lm-eval doc.knowledge; Inspect "
-                         "metadata.knowledge, else the target)")
-    rs.add_argument("--history-field", default=None,
-                    help="with --coref: the dialogue turns before the reply, a dotted path to a list of texts "
-                         "(e.g. doc.history of the q2_dialogue task)")
+    rs = sub.add_parser(
+        "rescore",
+        formatter_class=DefaultsShown,
+        help="score the replies of a saved lm-eval --log_samples file or Inspect log (the log is "
+        "never changed)",
+    )
+    rs.add_argument(
+        "log", help="lm-eval samples file (samples_<task>_<date>.jsonl) or Inspect log (.eval, .json)"
+    )
+    rs.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="one JSON line per sample: status, q2, reason, spans (default: beside the log, LOG.q2.jsonl)",
+    )
+    rs.add_argument(
+        "--summary",
+        default=None,
+        help="system figures, counts, signature and the log's SHA-256 as JSON (default: beside the "
+        "log, LOG.q2.summary.json)",
+    )
+    rs.add_argument(
+        "--response-field",
+        default=None,
+        help="the reply, a dotted path in each sample (default: lm-eval filtered_resps.0, Inspect "
+        "output.completion)",
+    )
+    rs.add_argument(
+        "--knowledge-field",
+        default=None,
+        help="the knowledge, a dotted path (default: lm-eval doc.knowledge; Inspect "
+        "metadata.knowledge, else the target)",
+    )
+    rs.add_argument(
+        "--history-field",
+        default=None,
+        help="with --coref: the dialogue turns before the reply, a dotted path to a list of texts "
+        "(e.g. doc.history of the q2_dialogue task)",
+    )
     rs.add_argument("--chunk-size", type=int, default=64, help="samples per engine call")
-    rs.add_argument("--format", choices=("text", "json"), default="text",
-                    help="json: the summary on stdout as strict JSON")
+    rs.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="json: the summary on stdout as strict JSON",
+    )
     rs.add_argument("--short", action="store_true", help="print the short signature")
     rs.add_argument("--quiet", action="store_true", help="no progress lines")
     rs.add_argument("--verbose", action="store_true", help="show the libraries' model-loading output")

@@ -11,9 +11,11 @@ def cmd_space(args: argparse.Namespace) -> int:
     check_space_folder(args.out_dir)
     out = build_space(args.out_dir)
     files = sorted(p.name for p in out.iterdir() if p.is_file())
-    print(f"Wrote the Space to {out}: {', '.join(files)}\n"
-          f"Try it: pip install -r requirements.txt && python app.py (inside {out}); "
-          f"publish it: hf upload --repo-type space <you>/q2 {out} .")
+    print(
+        f"Wrote the Space to {out}: {', '.join(files)}\n"
+        f"Try it: pip install -r requirements.txt && python app.py (inside {out}); "
+        f"publish it: hf upload --repo-type space <you>/q2 {out} ."
+    )
     return 0
 
 

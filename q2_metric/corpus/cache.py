@@ -9,11 +9,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from q2_metric.errors import CacheWriteError
 from q2_metric.io import locked
 from q2_metric.io.interrupts import uninterruptible
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import config_fingerprint
-from q2_metric.errors import CacheWriteError
 
 
 def pair_key(response: str, knowledge: str, *history: list[str]) -> str:
@@ -22,15 +22,26 @@ def pair_key(response: str, knowledge: str, *history: list[str]) -> str:
 
 def valid_result(result: Any) -> bool:
     """Whether a cached response result has every field the outputs read (`write_results`)."""
+
     def number(v: Any) -> bool:
         return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
-    if not (isinstance(result, dict) and number(result.get("q2")) and number(result.get("q2_no_nli"))
-            and isinstance(result.get("fallback"), bool) and isinstance(result.get("reason"), (str, type(None)))
-            and isinstance(result.get("questions"), list)):
+    if not (
+        isinstance(result, dict)
+        and number(result.get("q2"))
+        and number(result.get("q2_no_nli"))
+        and isinstance(result.get("fallback"), bool)
+        and isinstance(result.get("reason"), (str, type(None)))
+        and isinstance(result.get("questions"), list)
+    ):
         return False
-    return all(isinstance(q, dict) and isinstance(q.get("status"), str) and "knowledge_answer" in q
-               and "knowledge_has_answer" in q for q in result["questions"])
+    return all(
+        isinstance(q, dict)
+        and isinstance(q.get("status"), str)
+        and "knowledge_answer" in q
+        and "knowledge_has_answer" in q
+        for q in result["questions"]
+    )
 
 
 class ScoreCache:
@@ -59,8 +70,11 @@ class ScoreCache:
         for line in data.decode("utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
-                if not (isinstance(entry, dict) and isinstance(entry.get("key"), str)
-                        and valid_result(entry.get("result"))):
+                if not (
+                    isinstance(entry, dict)
+                    and isinstance(entry.get("key"), str)
+                    and valid_result(entry.get("result"))
+                ):
                     raise ValueError("damaged")
             except (ValueError, RecursionError):  # (json's recursion limit: a line nested ~1,000 deep)
                 self.damaged += 1  # not ours or damaged: dropped, and that row is scored again
@@ -89,7 +103,7 @@ class ScoreCache:
                         try:
                             view = memoryview(data)
                             while view:
-                                view = view[os.write(fd, view):]
+                                view = view[os.write(fd, view) :]
                             os.fsync(fd)
                         except OSError:
                             with contextlib.suppress(OSError):
@@ -98,8 +112,9 @@ class ScoreCache:
                 finally:
                     os.close(fd)
             except OSError as err:
-                raise CacheWriteError(err.errno, f"cannot write the cache file '{self.path}' "
-                                                 f"({err.strerror or err})") from None
+                raise CacheWriteError(
+                    err.errno, f"cannot write the cache file '{self.path}' ({err.strerror or err})"
+                ) from None
         self.entries.update(items)
 
 

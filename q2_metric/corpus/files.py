@@ -9,20 +9,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from q2_metric.io import (Row, check_output_paths, check_table_suffix, commit_outputs, pause_point,
-                          read_rows, recover_outputs, table_writer)
 from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
-from q2_metric.errors import CacheWriteError
+from q2_metric.errors import CacheWriteError, Q2InputError
+from q2_metric.frontend import decide, decision_counts, history_separator, history_turns, system_from_columns
+from q2_metric.io import (
+    Row,
+    check_output_paths,
+    check_table_suffix,
+    commit_outputs,
+    pause_point,
+    read_rows,
+    recover_outputs,
+    table_writer,
+)
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.progress import plural
-from q2_metric.frontend import decide, decision_counts, history_separator, history_turns, system_from_columns
-from q2_metric.errors import Q2InputError
+from q2_metric.results import VALID, SystemScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
-from q2_metric.results import VALID, SystemScore
 
-STEP_COLUMNS = ["row", "line", "occurrence", "candidate", "question", "rank", "status", "response_answer",
-                "knowledge_answer", "f1", "nli_label", "score", "score_no_nli"]
+STEP_COLUMNS = [
+    "row",
+    "line",
+    "occurrence",
+    "candidate",
+    "question",
+    "rank",
+    "status",
+    "response_answer",
+    "knowledge_answer",
+    "f1",
+    "nli_label",
+    "score",
+    "score_no_nli",
+]
 
 
 def _no_answer(q: dict) -> bool:
@@ -65,34 +85,59 @@ class ScoreRun:
 SCORE_COLUMNS = ("q2", "q2_no_nli", "fallback", "num_questions", "num_no_answer", "reason", "error")
 
 
-def prepare_run(scorer: Q2Scorer, input_path: str | Path, outputs: dict[str, str | Path | None], *,
-                response_col: str = "response", knowledge_col: str = "knowledge", encoding: str = "utf-8",
-                allow_empty: bool = False, multiline: bool = True, prefix: str = "",
-                cache_dir: str | Path | None = None, history_col: str | None = None) -> ScoreRun:
+def prepare_run(
+    scorer: Q2Scorer,
+    input_path: str | Path,
+    outputs: dict[str, str | Path | None],
+    *,
+    response_col: str = "response",
+    knowledge_col: str = "knowledge",
+    encoding: str = "utf-8",
+    allow_empty: bool = False,
+    multiline: bool = True,
+    prefix: str = "",
+    cache_dir: str | Path | None = None,
+    history_col: str | None = None,
+) -> ScoreRun:
     """Every check that can fail before model work: output paths (`outputs`: flag -> path) and the
     cache folder against the input and the model folders (`paths.check_run`), the input (encoding, columns, at least
     one row, no column the output writes), every model and the device."""
-    check_output_paths(input_path, {flag: p for flag, p in outputs.items() if p}, config=scorer.config,
-                       folders={"--cache-dir": cache_dir})
+    check_output_paths(
+        input_path,
+        {flag: p for flag, p in outputs.items() if p},
+        config=scorer.config,
+        folders={"--cache-dir": cache_dir},
+    )
     for flag in ("-o/--output", "--steps"):
         if outputs.get(flag):
             check_table_suffix(outputs[flag], flag)
     if outputs.get("--spans"):
         check_spans_suffix(outputs["--spans"])
     recover_outputs([p for p in outputs.values() if p])
-    rows = read_rows(input_path, response_col, knowledge_col, encoding=encoding, allow_empty=allow_empty,
-                     multiline=multiline)
+    rows = read_rows(
+        input_path,
+        response_col,
+        knowledge_col,
+        encoding=encoding,
+        allow_empty=allow_empty,
+        multiline=multiline,
+    )
     check_score_columns(input_path, rows, prefix)
     pause_point("models-check")  # tests: a signal while the models are being checked
     turns = read_histories(input_path, rows, history_col) if history_col else {}
     names = model_names(scorer)
     good = [r for r in rows if r.error is None]
-    keys = {r.number: pair_key(r.fields[response_col], r.fields[knowledge_col], *(
-        [turns[r.number]] if history_col else [])) for r in good}
+    keys = {
+        r.number: pair_key(
+            r.fields[response_col], r.fields[knowledge_col], *([turns[r.number]] if history_col else [])
+        )
+        for r in good
+    }
     texts = {keys[r.number]: (r.fields[response_col], r.fields[knowledge_col]) for r in good}
     histories = {keys[r.number]: turns[r.number] for r in good} if history_col else {}
-    return ScoreRun(rows, keys, texts, str(Signature.create(scorer.config, names)), cache_key(scorer, names),
-                    histories)
+    return ScoreRun(
+        rows, keys, texts, str(Signature.create(scorer.config, names)), cache_key(scorer, names), histories
+    )
 
 
 def check_spans_suffix(path: str | Path, flag: str = "--spans") -> None:
@@ -100,19 +145,33 @@ def check_spans_suffix(path: str | Path, flag: str = "--spans") -> None:
     from q2_metric.errors import OutputPathError
 
     if Path(path).suffix.lower() != ".jsonl":
-        raise OutputPathError(f"The output path '{path}' ({flag}) must end in .jsonl: the spans are written "
-                              "as JSON Lines, one object per row.")
+        raise OutputPathError(
+            f"The output path '{path}' ({flag}) must end in .jsonl: the spans are written "
+            "as JSON Lines, one object per row."
+        )
 
 
 def span_record(row: Row, res: dict | None) -> dict[str, Any]:
     """One line of the spans file: the row, its Q², every span (`results.Span`) and the unsupported
     ones; a bad row carries its error and no spans."""
     if res is None:
-        return {"row": row.number, "line": row.line, "q2": None, "error": row.error, "spans": [],
-                "unsupported_spans": []}
-    return {"row": row.number, "line": row.line, "q2": _num(res["q2"]), "q2_no_nli": _num(res["q2_no_nli"]),
-            "reason": res["reason"] or "", "spans": res.get("spans", []),
-            "unsupported_spans": res.get("unsupported_spans", [])}
+        return {
+            "row": row.number,
+            "line": row.line,
+            "q2": None,
+            "error": row.error,
+            "spans": [],
+            "unsupported_spans": [],
+        }
+    return {
+        "row": row.number,
+        "line": row.line,
+        "q2": _num(res["q2"]),
+        "q2_no_nli": _num(res["q2_no_nli"]),
+        "reason": res["reason"] or "",
+        "spans": res.get("spans", []),
+        "unsupported_spans": res.get("unsupported_spans", []),
+    }
 
 
 def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict[int, list[str]]:
@@ -122,8 +181,10 @@ def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict
 
     good = [r for r in rows if r.error is None]
     if good and not any(column in r.fields for r in good):
-        raise Q2InputError(f"The input file '{input_path}' has no column '{column}'; name the history column "
-                           f"with --history-col.")
+        raise Q2InputError(
+            f"The input file '{input_path}' has no column '{column}'; name the history column "
+            f"with --history-col."
+        )
     out = {}
     for r in good:
         value = r.fields.get(column)
@@ -134,8 +195,10 @@ def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict
         elif isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
             out[r.number] = list(value)
         else:
-            r.error = (f"line {r.line}: field '{column}' must be text (turns joined by '{history_separator()}') "
-                       f"or a list of texts, got {type(value).__name__}")
+            r.error = (
+                f"line {r.line}: field '{column}' must be text (turns joined by '{history_separator()}') "
+                f"or a list of texts, got {type(value).__name__}"
+            )
     return out
 
 
@@ -146,35 +209,61 @@ def check_score_columns(input_path: str | Path, rows: list[Row], prefix: str) ->
     present = {k for row in rows for k in row.fields}
     clash = [f"{prefix}{c}" for c in SCORE_COLUMNS if f"{prefix}{c}" in present]
     if clash:
-        raise Q2InputError(f"The input '{input_path}' already has the column '{clash[0]}', which the output "
-                           f"writes; pass --prefix (e.g. --prefix {prefix}new_) so that the scores go to new "
-                           "columns, or rename that column, so that no column of yours is overwritten.")
+        raise Q2InputError(
+            f"The input '{input_path}' already has the column '{clash[0]}', which the output "
+            f"writes; pass --prefix (e.g. --prefix {prefix}new_) so that the scores go to new "
+            "columns, or rename that column, so that no column of yours is overwritten."
+        )
 
 
-def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path, *,
-               response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
-               steps_path: str | Path | None = None, summary_path: str | Path | None = None,
-               cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
-               encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
-               threshold: float | None = None, history_col: str | None = None,
-               spans_path: str | Path | None = None) -> ScoreReport:
+def score_file(
+    scorer: Q2Scorer,
+    input_path: str | Path,
+    output_path: str | Path,
+    *,
+    response_col: str = "response",
+    knowledge_col: str = "knowledge",
+    prefix: str = "",
+    steps_path: str | Path | None = None,
+    summary_path: str | Path | None = None,
+    cache_dir: str | Path | None = ".q2_cache",
+    chunk_size: int = 64,
+    progress: bool = False,
+    encoding: str = "utf-8",
+    allow_empty: bool = False,
+    multiline: bool = True,
+    threshold: float | None = None,
+    history_col: str | None = None,
+    spans_path: str | Path | None = None,
+) -> ScoreReport:
     """Score every good row of `input_path`; write scores, steps, spans and summary all-or-nothing at the end.
 
     Before any model work: the output paths, the input (encoding, columns, at least one row) and
     every model and the device are checked; a failure raises a one-sentence error.
     """
-    run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
-                                           "--spans": spans_path, "--summary": summary_path},
-                      response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
-                      allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir,
-                      history_col=history_col)
+    run = prepare_run(
+        scorer,
+        input_path,
+        {"-o/--output": output_path, "--steps": steps_path, "--spans": spans_path, "--summary": summary_path},
+        response_col=response_col,
+        knowledge_col=knowledge_col,
+        encoding=encoding,
+        allow_empty=allow_empty,
+        multiline=multiline,
+        prefix=prefix,
+        cache_dir=cache_dir,
+        history_col=history_col,
+    )
     check_decision_column(run, prefix, threshold)
     cache = ScoreCache(cache_dir, run.fingerprint) if cache_dir else None
     warnings: list[str] = []
     if cache and cache.damaged:
         was = "was" if cache.damaged == 1 else "were"
-        warnings.append(f"{plural(cache.damaged, 'damaged line')} of the cache file '{cache.path}' {was} dropped; "
-                        + ("its row is" if cache.damaged == 1 else "their rows are") + " scored again")
+        warnings.append(
+            f"{plural(cache.damaged, 'damaged line')} of the cache file '{cache.path}' {was} dropped; "
+            + ("its row is" if cache.damaged == 1 else "their rows are")
+            + " scored again"
+        )
         print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
     # an entry cached before spans existed has none: scored again
     results: dict[str, dict] = {k: v for k, v in cache.entries.items() if "spans" in v} if cache else {}
@@ -185,14 +274,18 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
     bar, stages = None, None
     if progress and chunks:
         from q2_metric.progress import ResponseCounter, StageTotals, on_terminal, stage_progress
+
         bar = ResponseCounter(len(todo), "Q² responses", "resp", position=0)
         # a bar per stage on a terminal; elsewhere one line per stage for the whole run, at its end
         stages = stage_progress("Q²", leave=False, position=1) if on_terminal() else StageTotals("Q²")
     profiles = []
     for n, chunk in enumerate(chunks, 1):
-        scored = scorer.score([run.texts[k][0] for k in chunk], [run.texts[k][1] for k in chunk],
-                              progress=stages, **({"histories": [run.histories[k] for k in chunk]}
-                                                  if history_col else {}))
+        scored = scorer.score(
+            [run.texts[k][0] for k in chunk],
+            [run.texts[k][1] for k in chunk],
+            progress=stages,
+            **({"histories": [run.histories[k] for k in chunk]} if history_col else {}),
+        )
         profiles.append(scored.profile)
         items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
         results.update(items)  # kept whatever happens to the cache
@@ -201,8 +294,10 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
                 cache.add(items)
             except CacheWriteError as err:
                 cache = None
-                warnings.append(f"{err.strerror}: this run goes on without the cache (its scores go to the "
-                                "outputs but will not be reused by a later run)")
+                warnings.append(
+                    f"{err.strerror}: this run goes on without the cache (its scores go to the "
+                    "outputs but will not be reused by a later run)"
+                )
                 print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
         if bar:
             bar.update(len(chunk))
@@ -211,9 +306,18 @@ def score_file(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path
         bar.close()
     if hasattr(stages, "close"):  # StageTotals: its one line per stage
         stages.close()
-    report = write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
-                           summary_path=summary_path, num_cached=cached, num_scored_now=len(todo),
-                           threshold=threshold, spans_path=spans_path)
+    report = write_results(
+        run,
+        results,
+        output_path,
+        prefix=prefix,
+        steps_path=steps_path,
+        summary_path=summary_path,
+        num_cached=cached,
+        num_scored_now=len(todo),
+        threshold=threshold,
+        spans_path=spans_path,
+    )
     report.profile = merge_profiles(profiles)
     report.warnings = warnings
     return report
@@ -223,8 +327,10 @@ def check_decision_column(run: ScoreRun, prefix: str, threshold: float | None) -
     """With a threshold, the input must not have the decision column already (it is never overwritten)."""
     column = f"{prefix}decision"
     if threshold is not None and any(column in r.fields for r in run.rows):
-        raise Q2InputError(f"The input already has a column '{column}', which --threshold would overwrite; "
-                           "rename it or pass --prefix.")
+        raise Q2InputError(
+            f"The input already has a column '{column}', which --threshold would overwrite; "
+            "rename it or pass --prefix."
+        )
 
 
 def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
@@ -238,16 +344,26 @@ def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
     chunks, start, size = [], 0, 1
     while start < len(keys):
         size = min(size, chunk_size)
-        chunks.append(keys[start:start + size])
+        chunks.append(keys[start : start + size])
         start += size
         size *= 2
     return chunks
 
 
-def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Path, *, prefix: str = "",
-                  steps_path: str | Path | None = None, summary_path: str | Path | None = None,
-                  num_cached: int = 0, num_scored_now: int = 0, signature: str | None = None,
-                  threshold: float | None = None, spans_path: str | Path | None = None) -> ScoreReport:
+def write_results(
+    run: ScoreRun,
+    results: dict[str, dict],
+    output_path: str | Path,
+    *,
+    prefix: str = "",
+    steps_path: str | Path | None = None,
+    summary_path: str | Path | None = None,
+    num_cached: int = 0,
+    num_scored_now: int = 0,
+    signature: str | None = None,
+    threshold: float | None = None,
+    spans_path: str | Path | None = None,
+) -> ScoreReport:
     """Write every row with its scores (`results`: pair key -> response dict), the steps file, the
     spans file (JSONL, `span_record` per row) and the summary as one set; return the report (system
     score over the good rows). With `threshold`, a
@@ -263,28 +379,48 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
             res = results[run.keys[row.number]]
             per_row.append(res)
             valid = [q for q in res["questions"] if q["status"] == VALID]
-            record.update({f"{prefix}q2": _num(res["q2"]), f"{prefix}q2_no_nli": _num(res["q2_no_nli"]),
-                           f"{prefix}fallback": res["fallback"], f"{prefix}num_questions": len(valid),
-                           f"{prefix}num_no_answer": sum(_no_answer(q) for q in valid),
-                           f"{prefix}reason": res["reason"] or "", f"{prefix}error": ""})
+            record.update(
+                {
+                    f"{prefix}q2": _num(res["q2"]),
+                    f"{prefix}q2_no_nli": _num(res["q2_no_nli"]),
+                    f"{prefix}fallback": res["fallback"],
+                    f"{prefix}num_questions": len(valid),
+                    f"{prefix}num_no_answer": sum(_no_answer(q) for q in valid),
+                    f"{prefix}reason": res["reason"] or "",
+                    f"{prefix}error": "",
+                }
+            )
             if threshold is not None:
                 record[f"{prefix}decision"] = decide(_nan(res["q2"]), threshold) or ""
             span_records.append(span_record(row, res))
             for q in res["questions"]:
-                step_records.append({"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}})
+                step_records.append(
+                    {"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}}
+                )
         out_records.append(record)
 
     all_valid = [q for res in per_row for q in res["questions"] if q["status"] == VALID]
-    system = system_from_columns([_nan(r["q2"]) for r in per_row], [_nan(r["q2_no_nli"]) for r in per_row],
-                          [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
-                          len(all_valid), sum(_no_answer(q) for q in all_valid))
-    report = ScoreReport(system=system, num_rows=len(run.rows), num_bad=len(run.rows) - len(run.good),
-                         num_cached=num_cached, num_scored_now=num_scored_now,
-                         bad_rows=[r.error for r in run.rows if r.error],
-                         signature=signature or run.signature)
+    system = system_from_columns(
+        [_nan(r["q2"]) for r in per_row],
+        [_nan(r["q2_no_nli"]) for r in per_row],
+        [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
+        len(all_valid),
+        sum(_no_answer(q) for q in all_valid),
+    )
+    report = ScoreReport(
+        system=system,
+        num_rows=len(run.rows),
+        num_bad=len(run.rows) - len(run.good),
+        num_cached=num_cached,
+        num_scored_now=num_scored_now,
+        bad_rows=[r.error for r in run.rows if r.error],
+        signature=signature or run.signature,
+    )
     if threshold is not None:
         report.signature = str(Signature.parse(report.signature).with_threshold(threshold))
-        report.decisions = decision_counts([r.get(f"{prefix}decision") or None for r in out_records], threshold)
+        report.decisions = decision_counts(
+            [r.get(f"{prefix}decision") or None for r in out_records], threshold
+        )
 
     score_columns = [f"{prefix}{c}" for c in SCORE_COLUMNS]
     score_columns += [f"{prefix}decision"] if threshold is not None else []
@@ -294,7 +430,10 @@ def write_results(run: ScoreRun, results: dict[str, dict], output_path: str | Pa
         files.append((steps_path, table_writer(steps_path, step_records, STEP_COLUMNS)))
     if spans_path:
         from q2_metric.options import json_safe
-        lines = "".join(json.dumps(json_safe(r), ensure_ascii=False, allow_nan=False) + "\n" for r in span_records)
+
+        lines = "".join(
+            json.dumps(json_safe(r), ensure_ascii=False, allow_nan=False) + "\n" for r in span_records
+        )
         files.append((spans_path, lambda f: f.write(lines)))
     if summary_path:
         body = json.dumps(summary_dict(report), indent=2, allow_nan=False) + "\n"
@@ -317,7 +456,13 @@ def summary_dict(report: ScoreReport) -> dict[str, Any]:
     question) is None, never NaN."""
     from q2_metric.options import json_safe
 
-    return json_safe({**report.system.to_dict(), "signature": report.signature,
-                      "signature_short": Signature.parse(report.signature).short(),
-                      "num_rows": report.num_rows, "num_bad_rows": report.num_bad, **(report.decisions or {})})
-
+    return json_safe(
+        {
+            **report.system.to_dict(),
+            "signature": report.signature,
+            "signature_short": Signature.parse(report.signature).short(),
+            "num_rows": report.num_rows,
+            "num_bad_rows": report.num_bad,
+            **(report.decisions or {}),
+        }
+    )

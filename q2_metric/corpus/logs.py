@@ -22,16 +22,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from q2_metric.errors import Q2InputError
 from q2_metric.frontend import Item, ItemResult, Outcome, score_items
 from q2_metric.scorer import Q2Scorer
 
 KINDS = ("lm-eval", "inspect")
-DEFAULT_FIELDS = {"lm-eval": ("filtered_resps.0", "doc.knowledge"), "inspect": ("output.completion", "metadata.knowledge")}
+DEFAULT_FIELDS = {
+    "lm-eval": ("filtered_resps.0", "doc.knowledge"),
+    "inspect": ("output.completion", "metadata.knowledge"),
+}
 _MISSING = object()
 
 
@@ -54,8 +58,10 @@ def log_kind(path: str | Path) -> str:
         except ValueError:
             head = None
         return "lm-eval" if isinstance(head, dict) and "doc_id" in head else "inspect"
-    raise Q2InputError(f"The log '{path}' is neither an lm-eval samples file (.jsonl, from --log_samples) nor an "
-                       "Inspect log (.eval or .json); pass one of those.")
+    raise Q2InputError(
+        f"The log '{path}' is neither an lm-eval samples file (.jsonl, from --log_samples) nor an "
+        "Inspect log (.eval or .json); pass one of those."
+    )
 
 
 def field_value(sample: Any, field: str) -> Any:
@@ -68,7 +74,11 @@ def field_value(sample: Any, field: str) -> Any:
     for part in field.split("."):
         if isinstance(value, dict) and part in value:
             value = value[part]
-        elif isinstance(value, (list, tuple)) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(value):
+        elif (
+            isinstance(value, (list, tuple))
+            and part.lstrip("-").isdigit()
+            and -len(value) <= int(part) < len(value)
+        ):
             value = value[int(part)]
         else:
             return _MISSING
@@ -106,11 +116,18 @@ def read_samples(path: str | Path, kind: str) -> list[LogSample]:
 
     try:
         log = read_eval_log(str(path))
-    except Exception as err:  # noqa: BLE001 - Inspect's reader raises many kinds; one sentence here
-        raise Q2InputError(f"The Inspect log '{path}' cannot be read: {str(err).splitlines()[0] if str(err) else type(err).__name__}.") from None
-    return [LogSample(f"sample {s.id!r} (epoch {s.epoch})", {"id": s.id, "epoch": s.epoch},
-                      s.model_dump(mode="json", exclude={"events", "attachments", "store"}))
-            for s in (log.samples or [])]
+    except Exception as err:
+        raise Q2InputError(
+            f"The Inspect log '{path}' cannot be read: {str(err).splitlines()[0] if str(err) else type(err).__name__}."
+        ) from None
+    return [
+        LogSample(
+            f"sample {s.id!r} (epoch {s.epoch})",
+            {"id": s.id, "epoch": s.epoch},
+            s.model_dump(mode="json", exclude={"events", "attachments", "store"}),
+        )
+        for s in (log.samples or [])
+    ]
 
 
 def _knowledge_default(record: dict[str, Any]) -> Any:
@@ -119,27 +136,45 @@ def _knowledge_default(record: dict[str, Any]) -> Any:
     if value is not _MISSING:
         return value
     target = record.get("target", _MISSING)
-    return " ".join(target) if isinstance(target, list) and all(isinstance(t, str) for t in target) else target
+    return (
+        " ".join(target) if isinstance(target, list) and all(isinstance(t, str) for t in target) else target
+    )
 
 
-def to_items(samples: Sequence[LogSample], kind: str, response_field: str | None, knowledge_field: str | None,
-             path: str | Path, history_field: str | None = None) -> tuple[list[Item], dict[str, str], dict[int, str]]:
+def to_items(
+    samples: Sequence[LogSample],
+    kind: str,
+    response_field: str | None,
+    knowledge_field: str | None,
+    path: str | Path,
+    history_field: str | None = None,
+) -> tuple[list[Item], dict[str, str], dict[int, str]]:
     """One contract `Item` per sample, the fields read, and the samples that are bad before any
     check (index -> one sentence: a line the reader could not read, a field missing); a field that
     no sample has is one error before any model work. `history_field` (read with coref): the turns
     before the reply, a list of texts (a sample without it has no history)."""
-    fields = {"response": response_field or DEFAULT_FIELDS[kind][0],
-              "knowledge": knowledge_field or DEFAULT_FIELDS[kind][1]}
-    knowledge_of = (_knowledge_default if kind == "inspect" and knowledge_field is None
-                    else lambda rec: field_value(rec, fields["knowledge"]))
+    fields = {
+        "response": response_field or DEFAULT_FIELDS[kind][0],
+        "knowledge": knowledge_field or DEFAULT_FIELDS[kind][1],
+    }
+    knowledge_of = (
+        _knowledge_default
+        if kind == "inspect" and knowledge_field is None
+        else lambda rec: field_value(rec, fields["knowledge"])
+    )
     readable = [s for s in samples if s.record is not None]
     if not readable:
         raise Q2InputError(f"The log '{path}' has no sample to score.")
-    for role, get in (("response", lambda rec: field_value(rec, fields["response"])), ("knowledge", knowledge_of)):
+    for role, get in (
+        ("response", lambda rec: field_value(rec, fields["response"])),
+        ("knowledge", knowledge_of),
+    ):
         if all(get(s.record) is _MISSING for s in readable):
             flag = f"--{role}-field"
-            raise Q2InputError(f"No sample of the log '{path}' has the field '{fields[role]}' ({role}); name it "
-                               f"with {flag} (a dotted path, e.g. {'doc.passage' if kind == 'lm-eval' else 'metadata.context'}).")
+            raise Q2InputError(
+                f"No sample of the log '{path}' has the field '{fields[role]}' ({role}); name it "
+                f"with {flag} (a dotted path, e.g. {'doc.passage' if kind == 'lm-eval' else 'metadata.context'})."
+            )
     items, bad = [], {}
     for n, s in enumerate(samples):
         if s.record is None:
@@ -170,19 +205,27 @@ def in_log_words(error: str | None, fields: dict[str, str]) -> str | None:
     return error
 
 
-def score_log_items(scorer: Q2Scorer, items: Sequence[Item], bad: dict[int, str], chunk_size: int = 64,
-                    progress: Any = None) -> Outcome:
+def score_log_items(
+    scorer: Q2Scorer, items: Sequence[Item], bad: dict[int, str], chunk_size: int = 64, progress: Any = None
+) -> Outcome:
     """`frontend.score_items` over chunks of `chunk_size` items (one engine call each) of the
     samples not already `bad`, joined into one `Outcome` in sample order whose system figures
     cover every scored item."""
     from q2_metric.frontend import system_figures
 
     todo = [item for n, item in enumerate(items) if n not in bad]
-    outcomes = [score_items(scorer, todo[i:i + chunk_size], progress=progress)
-                for i in range(0, max(len(todo), 1), chunk_size)]
+    outcomes = [
+        score_items(scorer, todo[i : i + chunk_size], progress=progress)
+        for i in range(0, max(len(todo), 1), chunk_size)
+    ]
     scored = iter(r for o in outcomes for r in o.items)
-    results = [ItemResult(item.key, "bad", None, bad[n]) if n in bad else next(scored) for n, item in enumerate(items)]
-    return Outcome(results, system_figures([r.score for r in results if r.score is not None]), outcomes[0].signature)
+    results = [
+        ItemResult(item.key, "bad", None, bad[n]) if n in bad else next(scored)
+        for n, item in enumerate(items)
+    ]
+    return Outcome(
+        results, system_figures([r.score for r in results if r.score is not None]), outcomes[0].signature
+    )
 
 
 def sample_record(sample: LogSample, result: ItemResult, fields: dict[str, str]) -> dict[str, Any]:
@@ -190,10 +233,22 @@ def sample_record(sample: LogSample, result: ItemResult, fields: dict[str, str])
     r = result.score
     out: dict[str, Any] = {"key": sample.key, **sample.ident, "status": result.status}
     if r is None:
-        return {**out, "q2": None, "q2_no_nli": None, "error": in_log_words(result.error, fields), "spans": [],
-                "unsupported_spans": []}
-    return {**out, "q2": None if r.q2 != r.q2 else r.q2, "q2_no_nli": None if r.q2_no_nli != r.q2_no_nli else r.q2_no_nli,
-            "fallback": r.fallback, "reason": result.reason, **r.span_details()}
+        return {
+            **out,
+            "q2": None,
+            "q2_no_nli": None,
+            "error": in_log_words(result.error, fields),
+            "spans": [],
+            "unsupported_spans": [],
+        }
+    return {
+        **out,
+        "q2": None if r.q2 != r.q2 else r.q2,
+        "q2_no_nli": None if r.q2_no_nli != r.q2_no_nli else r.q2_no_nli,
+        "fallback": r.fallback,
+        "reason": result.reason,
+        **r.span_details(),
+    }
 
 
 def default_outputs(log: str | Path) -> tuple[Path, Path]:
@@ -220,10 +275,18 @@ class RescoreReport:
     summary_data: dict[str, Any]
 
 
-def rescore_log(scorer: Q2Scorer, log: str | Path, output: str | Path | None = None,
-                summary: str | Path | None = None, *, response_field: str | None = None,
-                knowledge_field: str | None = None, history_field: str | None = None, chunk_size: int = 64,
-                progress: Any = None) -> RescoreReport:
+def rescore_log(
+    scorer: Q2Scorer,
+    log: str | Path,
+    output: str | Path | None = None,
+    summary: str | Path | None = None,
+    *,
+    response_field: str | None = None,
+    knowledge_field: str | None = None,
+    history_field: str | None = None,
+    chunk_size: int = 64,
+    progress: Any = None,
+) -> RescoreReport:
     """Score every sample of an lm-eval samples file or an Inspect log; write one JSON line per
     sample (`sample_record`) and the summary (system figures, counts, signature, the log's SHA-256)
     all-or-nothing. The paths and the models are checked before any model work."""
@@ -240,6 +303,7 @@ def rescore_log(scorer: Q2Scorer, log: str | Path, output: str | Path | None = N
         want = ".jsonl" if flag == "-o/--output" else ".json"
         if path.suffix.lower() != want:
             from q2_metric.errors import OutputPathError
+
             raise OutputPathError(f"The output path '{path}' ({flag}) must end in {want}.")
     guard({"LOG": log}, {"-o/--output": output, "--summary": summary}, config=scorer.config)
     before = file_sha256(log)
@@ -251,11 +315,21 @@ def rescore_log(scorer: Q2Scorer, log: str | Path, output: str | Path | None = N
     outcome = score_log_items(scorer, items, bad, chunk_size, progress)
     records = [sample_record(s, r, fields) for s, r in zip(samples, outcome.items)]
     counts = outcome.counts
-    data = json_safe({**outcome.system.to_dict(), "signature": str(outcome.signature),
-                      "signature_short": outcome.signature.short(), "log": str(log), "log_format": kind,
-                      "log_sha256": before, "response_field": fields["response"], "knowledge_field": fields["knowledge"],
-                      **({"history_field": fields["history"]} if "history" in fields else {}),
-                      "num_samples": len(records), **{f"num_{k}": v for k, v in counts.items()}})
+    data = json_safe(
+        {
+            **outcome.system.to_dict(),
+            "signature": str(outcome.signature),
+            "signature_short": outcome.signature.short(),
+            "log": str(log),
+            "log_format": kind,
+            "log_sha256": before,
+            "response_field": fields["response"],
+            "knowledge_field": fields["knowledge"],
+            **({"history_field": fields["history"]} if "history" in fields else {}),
+            "num_samples": len(records),
+            **{f"num_{k}": v for k, v in counts.items()},
+        }
+    )
     lines = "".join(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n" for rec in records)
     body = json.dumps(data, indent=2, allow_nan=False) + "\n"
     commit_outputs([(output, lambda f: f.write(lines)), (summary, lambda f: f.write(body))])

@@ -28,13 +28,14 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from q2_metric.corpus.files import ScoreReport, check_decision_column, prepare_run, write_results
-from q2_metric.scorer import Q2Scorer
 from q2_metric.errors import Q2Error
+from q2_metric.scorer import Q2Scorer
 
 PART_GLOB = "part-*.parquet"
 
@@ -47,7 +48,7 @@ def import_ray():
     """`ray`, with `ray.data` imported, or `RayNotInstalled`."""
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError as err:
         raise RayNotInstalled("Scoring with --ray needs Ray Data: pip install 'q2-metric[ray]'") from err
     return ray
@@ -59,6 +60,7 @@ class ScoreBatch:
     def __init__(self, scorer: Q2Scorer, num_threads: int | None = None) -> None:
         if num_threads:
             import torch
+
             torch.set_num_threads(num_threads)
         self.scorer = scorer.load()
         self.signature = str(self.scorer.signature())
@@ -66,28 +68,54 @@ class ScoreBatch:
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         keys = [str(k) for k in batch["key"]]
         result = self.scorer.score([str(x) for x in batch["response"]], [str(x) for x in batch["knowledge"]])
-        return {"key": keys, "result": [json.dumps(r.to_dict()) for r in result.responses],
-                "signature": [self.signature] * len(keys)}
+        return {
+            "key": keys,
+            "result": [json.dumps(r.to_dict()) for r in result.responses],
+            "signature": [self.signature] * len(keys),
+        }
 
 
-def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | Path, *,
-                   address: str | None = None, workers: int | None = None, gpus_per_worker: float = 0,
-                   response_col: str = "response", knowledge_col: str = "knowledge", prefix: str = "",
-                   steps_path: str | Path | None = None, summary_path: str | Path | None = None,
-                   cache_dir: str | Path | None = ".q2_cache", chunk_size: int = 64, progress: bool = False,
-                   encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True,
-                   verbose: bool = False, threshold: float | None = None,
-                   spans_path: str | Path | None = None) -> ScoreReport:
+def score_file_ray(
+    scorer: Q2Scorer,
+    input_path: str | Path,
+    output_path: str | Path,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    gpus_per_worker: float = 0,
+    response_col: str = "response",
+    knowledge_col: str = "knowledge",
+    prefix: str = "",
+    steps_path: str | Path | None = None,
+    summary_path: str | Path | None = None,
+    cache_dir: str | Path | None = ".q2_cache",
+    chunk_size: int = 64,
+    progress: bool = False,
+    encoding: str = "utf-8",
+    allow_empty: bool = False,
+    multiline: bool = True,
+    verbose: bool = False,
+    threshold: float | None = None,
+    spans_path: str | Path | None = None,
+) -> ScoreReport:
     """`score_file` over Ray Data. `scorer` should be unloaded: it is shipped to every worker, which
     loads its own models. `address`: a Ray cluster (`auto`, `host:6379`, `ray://host:10001`); by
     default $RAY_ADDRESS, else a new local Ray with this machine's CPUs (an already initialised Ray
     is used as it is). `chunk_size`: responses per worker call and per part file. Ray's own log
     lines are hidden unless `verbose`."""
     ray = import_ray()
-    run = prepare_run(scorer, input_path, {"-o/--output": output_path, "--steps": steps_path,
-                                           "--spans": spans_path, "--summary": summary_path},
-                      response_col=response_col, knowledge_col=knowledge_col, encoding=encoding,
-                      allow_empty=allow_empty, multiline=multiline, prefix=prefix, cache_dir=cache_dir)
+    run = prepare_run(
+        scorer,
+        input_path,
+        {"-o/--output": output_path, "--steps": steps_path, "--spans": spans_path, "--summary": summary_path},
+        response_col=response_col,
+        knowledge_col=knowledge_col,
+        encoding=encoding,
+        allow_empty=allow_empty,
+        multiline=multiline,
+        prefix=prefix,
+        cache_dir=cache_dir,
+    )
     check_decision_column(run, prefix, threshold)
 
     with _run_dir(cache_dir, run.fingerprint) as run_dir:
@@ -98,21 +126,42 @@ def score_file_ray(scorer: Q2Scorer, input_path: str | Path, output_path: str | 
         if todo:
             started = connect(ray, address, verbose=verbose)
             try:
-                _score_remote(ray, scorer, [(k, *run.texts[k]) for k in todo], run_dir, results, signatures,
-                              workers=workers, gpus_per_worker=gpus_per_worker, chunk_size=chunk_size,
-                              progress=progress)
+                _score_remote(
+                    ray,
+                    scorer,
+                    [(k, *run.texts[k]) for k in todo],
+                    run_dir,
+                    results,
+                    signatures,
+                    workers=workers,
+                    gpus_per_worker=gpus_per_worker,
+                    chunk_size=chunk_size,
+                    progress=progress,
+                )
             finally:
                 if started:
                     ray.shutdown()
 
     used = collections.Counter(signatures[k] for k in set(run.keys.values()))
     if len(used) > 1:
-        print(f"q2: warning: the workers' signatures differ ({len(used)} kinds; library versions or "
-              "models differ between nodes): the most common one is reported", file=sys.stderr)
-    return write_results(run, results, output_path, prefix=prefix, steps_path=steps_path,
-                         summary_path=summary_path, num_cached=cached, num_scored_now=len(todo),
-                         signature=used.most_common(1)[0][0] if used else None, threshold=threshold,
-                         spans_path=spans_path)
+        print(
+            f"q2: warning: the workers' signatures differ ({len(used)} kinds; library versions or "
+            "models differ between nodes): the most common one is reported",
+            file=sys.stderr,
+        )
+    return write_results(
+        run,
+        results,
+        output_path,
+        prefix=prefix,
+        steps_path=steps_path,
+        summary_path=summary_path,
+        num_cached=cached,
+        num_scored_now=len(todo),
+        signature=used.most_common(1)[0][0] if used else None,
+        threshold=threshold,
+        spans_path=spans_path,
+    )
 
 
 def connect(ray, address: str | None, verbose: bool = False) -> bool:
@@ -134,8 +183,10 @@ def connect(ray, address: str | None, verbose: bool = False) -> bool:
 
 
 NODE_DIED = "Raylet is terminated"
-NODE_DIED_NOTE = ("q2: warning: a Ray node stopped during the run; the batches it held are scored again "
-                  "on the nodes still alive")
+NODE_DIED_NOTE = (
+    "q2: warning: a Ray node stopped during the run; the batches it held are scored again "
+    "on the nodes still alive"
+)
 
 
 def quiet_cluster_errors() -> None:
@@ -210,21 +261,39 @@ def worker_resources(ray, workers: int | None, gpus_per_worker: float) -> tuple[
     return workers, max(1, min(max(cpus), sum(cpus) // workers))
 
 
-def _score_remote(ray, scorer: Q2Scorer, items: list[tuple[str, str, str]], run_dir: Path,
-                  results: dict[str, dict], signatures: dict[str, str], *, workers: int | None,
-                  gpus_per_worker: float, chunk_size: int, progress: bool) -> None:
+def _score_remote(
+    ray,
+    scorer: Q2Scorer,
+    items: list[tuple[str, str, str]],
+    run_dir: Path,
+    results: dict[str, dict],
+    signatures: dict[str, str],
+    *,
+    workers: int | None,
+    gpus_per_worker: float,
+    chunk_size: int,
+    progress: bool,
+) -> None:
     ray.data.DataContext.get_current().enable_progress_bars = False  # ours counts responses, not blocks
     workers, cpus = worker_resources(ray, workers, gpus_per_worker)
     blocks = max(1, -(-len(items) // chunk_size))
-    ds = ray.data.from_items([{"key": k, "response": r, "knowledge": kn} for k, r, kn in items],
-                             override_num_blocks=blocks)
+    ds = ray.data.from_items(
+        [{"key": k, "response": r, "knowledge": kn} for k, r, kn in items], override_num_blocks=blocks
+    )
     gpu = {"num_gpus": gpus_per_worker} if gpus_per_worker else {}
-    ds = ds.map_batches(ScoreBatch, fn_constructor_args=(scorer, int(cpus)), batch_size=chunk_size,
-                        batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=workers),
-                        num_cpus=cpus, **gpu)
+    ds = ds.map_batches(
+        ScoreBatch,
+        fn_constructor_args=(scorer, int(cpus)),
+        batch_size=chunk_size,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=cpus,
+        **gpu,
+    )
     bar = None
     if progress:
         from q2_metric.progress import ResponseCounter, plural
+
         bar = ResponseCounter(len(items), f"Q² responses on {plural(workers, 'Ray worker')}", "resp")
     try:
         # No prefetching: it holds a finished block back until the next one arrives, and a block
@@ -247,6 +316,7 @@ def write_part(run_dir: Path, table) -> Path:
 
     keys = table.column("key").to_pylist()
     path = run_dir / f"part-{hashlib.sha256(chr(10).join(keys).encode()).hexdigest()[:16]}.parquet"
+
     def write(f) -> None:
         pq.write_table(table, f)
 
@@ -264,7 +334,7 @@ def read_parts(run_dir: Path) -> tuple[dict[str, dict], dict[str, str]]:
     for path in sorted(run_dir.glob(PART_GLOB)):
         try:
             table = pq.read_table(path, columns=["key", "result", "signature"])
-        except Exception as err:  # noqa: BLE001 - an unreadable part is scored again, not fatal
+        except Exception as err:
             print(f"q2: warning: {path} unreadable ({err}); its rows are scored again", file=sys.stderr)
             continue
         _add(table, results, signatures)

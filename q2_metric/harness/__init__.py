@@ -17,9 +17,12 @@ def wow_contexts(limit: int | None = None) -> list[dict[str, Any]]:
     """The shipped WoW contexts (topic, message, knowledge, gold), read by the one table reader."""
     from q2_metric.io import read_rows
 
-    rows = [r.fields for r in read_rows(WOW_CONTEXTS, response_col="message", knowledge_col="knowledge")
-            if r.error is None]
-    return rows if limit is None else rows[:int(limit)]
+    rows = [
+        r.fields
+        for r in read_rows(WOW_CONTEXTS, response_col="message", knowledge_col="knowledge")
+        if r.error is None
+    ]
+    return rows if limit is None else rows[: int(limit)]
 
 
 def lm_eval_include_path() -> str:

@@ -27,8 +27,9 @@ import asyncio
 import logging
 import math
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from q2_metric import frontend
 from q2_metric.errors import Q2Error, Q2OptionError
@@ -74,8 +75,9 @@ def merge(outcomes: Sequence[Outcome]) -> Outcome:
     if len(outcomes) == 1:
         return outcomes[0]
     items = [i for o in outcomes for i in o.items]
-    return Outcome(items, frontend.system_figures([i.score for i in items if i.score is not None]),
-                   outcomes[0].signature)
+    return Outcome(
+        items, frontend.system_figures([i.score for i in items if i.score is not None]), outcomes[0].signature
+    )
 
 
 class Q2Engine:
@@ -107,8 +109,12 @@ class Q2Engine:
         if note:
             logging.getLogger("q2_metric").warning(note)
 
-    def score_items(self, items: Sequence[Item], max_batch: int | None = None,
-                    progress: Callable[[str, int, int], None] | None = None) -> Outcome:
+    def score_items(
+        self,
+        items: Sequence[Item],
+        max_batch: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> Outcome:
         """Every item scored or reported (`frontend.score_items`), in engine calls of at most
         `max_batch` items (default: the engine's)."""
         step = max_batch or self.max_batch
@@ -116,14 +122,18 @@ class Q2Engine:
         outcomes = []
         for start in range(0, max(len(items), 1), step):
             with self._lock:
-                outcome = frontend.score_items(self.scorer, items[start:start + step], progress=progress)
+                outcome = frontend.score_items(self.scorer, items[start : start + step], progress=progress)
                 self.engine_calls += 1
                 self.replies += len(outcome.items)
             outcomes.append(outcome)
         return merge(outcomes)
 
-    def collect(self, items: Sequence[Item], max_batch: int | None = None,
-                progress: Callable[[str, int, int], None] | None = None) -> Outcome:
+    def collect(
+        self,
+        items: Sequence[Item],
+        max_batch: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> Outcome:
         """A run's items scored once (engine calls of at most `max_batch`): the same items asked
         again give the remembered outcome."""
         key = tuple((i.key, repr(i.response), repr(i.knowledge)) for i in items)
@@ -172,7 +182,7 @@ def _in_thread(loop: asyncio.AbstractEventLoop, run: Callable[[], Any]) -> async
     def target() -> None:
         try:
             value, err = run(), None
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting loop
+        except BaseException as exc:
             value, err = None, exc
         try:
             loop.call_soon_threadsafe(settle, value, err)
@@ -193,12 +203,18 @@ class AsyncBatcher:
     so one batcher may serve several `asyncio.run` calls. `progress` hears each engine call's stages.
     """
 
-    def __init__(self, q2_engine: Q2Engine, max_batch: int | None = None,
-                 max_wait: float = DEFAULT_MAX_WAIT, progress: Callable[[str, int, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        q2_engine: Q2Engine,
+        max_batch: int | None = None,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         self.engine = q2_engine
         self.max_batch = max_batch or getattr(q2_engine, "max_batch", DEFAULT_MAX_BATCH)
-        if isinstance(max_wait, bool) or not (isinstance(max_wait, (int, float)) and max_wait >= 0
-                                              and math.isfinite(max_wait)):
+        if isinstance(max_wait, bool) or not (
+            isinstance(max_wait, (int, float)) and max_wait >= 0 and math.isfinite(max_wait)
+        ):
             raise Q2OptionError(f"Invalid max_wait={max_wait!r}: use a number of seconds >= 0.")
         self.max_wait = float(max_wait)
         self.progress = progress
@@ -210,7 +226,12 @@ class AsyncBatcher:
         loop = asyncio.get_running_loop()
         state = self._state.get(id(loop))
         if state is None or state["loop"] is not loop:
-            state = self._state[id(loop)] = {"loop": loop, "pending": [], "full": asyncio.Event(), "worker": None}
+            state = self._state[id(loop)] = {
+                "loop": loop,
+                "pending": [],
+                "full": asyncio.Event(),
+                "worker": None,
+            }
         return state
 
     async def score(self, item: Item) -> Scored:
@@ -236,8 +257,8 @@ class AsyncBatcher:
                     await asyncio.wait_for(state["full"].wait(), self.max_wait)
                 except asyncio.TimeoutError:
                     pass
-            batch = [e for e in state["pending"][:self.max_batch] if not e[1].done()]
-            del state["pending"][:self.max_batch]
+            batch = [e for e in state["pending"][: self.max_batch] if not e[1].done()]
+            del state["pending"][: self.max_batch]
             if not batch:
                 continue
             self.batches.append(len(batch))
@@ -268,7 +289,7 @@ class AsyncBatcher:
             except ScoringCancelled:
                 self.stopped += 1
                 continue
-            except BaseException as err:  # noqa: BLE001 - every waiting sample gets the error
+            except BaseException as err:
                 for f in futures:
                     if not f.done():
                         f.set_exception(err)
@@ -285,8 +306,9 @@ class AsyncBatcher:
 HARNESS_OPTIONS = ("variant", "batch_size", "tiny", "max_batch")
 
 
-def harness_config(options: dict[str, Any] | None = None, spell: Callable[[str], str] = frontend.python_name
-                   ) -> tuple[Any, int | None]:
+def harness_config(
+    options: dict[str, Any] | None = None, spell: Callable[[str], str] = frontend.python_name
+) -> tuple[Any, int | None]:
     """(`Q2Config`, max_batch) from a harness's option values: `variant`, `batch_size`, `tiny`,
     `max_batch` (items per engine call; None: the adapter's default) and any `Q2Config` option,
     checked by the contract's options path (`frontend.configure`; `tiny` defaults to the
@@ -298,13 +320,19 @@ def harness_config(options: dict[str, Any] | None = None, spell: Callable[[str],
     tiny = options.pop("tiny", None)
     max_batch = options.pop("max_batch", None)
     config = frontend.configure(options, variant=variant, tiny=tiny, batch_size=batch_size, spell=spell)
-    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
+    if max_batch is not None and (
+        isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1
+    ):
         raise Q2OptionError(f"Invalid Q² option {spell('max_batch')}={max_batch!r}: use an integer >= 1.")
     return config, max_batch
 
 
-def engine_for(options: dict[str, Any] | None = None, spell: Callable[[str], str] = frontend.python_name,
-               check: bool = False, tiny_hint: str | None = None) -> tuple[Q2Engine, int | None]:
+def engine_for(
+    options: dict[str, Any] | None = None,
+    spell: Callable[[str], str] = frontend.python_name,
+    check: bool = False,
+    tiny_hint: str | None = None,
+) -> tuple[Q2Engine, int | None]:
     """The process's engine for these harness options and the `max_batch` they ask for (see
     `harness_config`); with `check`, its models checked now (`Q2Engine.check`)."""
     config, max_batch = harness_config(options, spell)

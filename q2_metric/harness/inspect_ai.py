@@ -110,9 +110,14 @@ def _spell(name: str) -> str:
 def _batcher(options: dict[str, Any], max_wait: float) -> AsyncBatcher:
     flag = _FLAG.get()
     try:
-        if isinstance(max_wait, bool) or not isinstance(max_wait, (int, float)) or not (
-                max_wait >= 0 and math.isfinite(max_wait)):
-            raise Q2OptionError(f"Invalid Q² option {_spell('max_wait')}={max_wait!r}: use a number of seconds >= 0.")
+        if (
+            isinstance(max_wait, bool)
+            or not isinstance(max_wait, (int, float))
+            or not (max_wait >= 0 and math.isfinite(max_wait))
+        ):
+            raise Q2OptionError(
+                f"Invalid Q² option {_spell('max_wait')}={max_wait!r}: use a number of seconds >= 0."
+            )
         engine, max_batch = engine_for(options, spell=_spell, check=True, tiny_hint=f"`{flag} tiny=true`")
     except Q2Error as err:
         raise _shown(err) from None
@@ -129,18 +134,32 @@ def _merged(options: Any, given: dict[str, Any]) -> dict[str, Any]:
     if options is None:
         options = {}
     if not isinstance(options, dict):
-        raise _shown(Q2OptionError(f"Invalid Q² option {_spell('options')}={options!r}: use a mapping of Q² "
-                                   f"options, e.g. {_spell('options')}='{{\"qg_model\": \"DIR\"}}'."))
+        raise _shown(
+            Q2OptionError(
+                f"Invalid Q² option {_spell('options')}={options!r}: use a mapping of Q² "
+                f'options, e.g. {_spell("options")}=\'{{"qg_model": "DIR"}}\'.'
+            )
+        )
     for name, value in given.items():
         if name in options and value is not None and options[name] != value:
-            raise _shown(Q2OptionError(f"The Q² option {name} is given twice with different values ({_spell(name)}="
-                                       f"{value!r} and in {_spell('options')}: {options[name]!r}); give it once."))
+            raise _shown(
+                Q2OptionError(
+                    f"The Q² option {name} is given twice with different values ({_spell(name)}="
+                    f"{value!r} and in {_spell('options')}: {options[name]!r}); give it once."
+                )
+            )
     return {**options, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _question(q: Any) -> dict[str, Any]:
-    return {"question": q.question, "span": q.candidate, "knowledge_answer": q.knowledge_answer,
-            "f1": q.f1, "nli": q.nli_label, "score": q.score}
+    return {
+        "question": q.question,
+        "span": q.candidate,
+        "knowledge_answer": q.knowledge_answer,
+        "f1": q.f1,
+        "nli": q.nli_label,
+        "score": q.score,
+    }
 
 
 def _sample_key(state: TaskState) -> str:
@@ -148,16 +167,26 @@ def _sample_key(state: TaskState) -> str:
 
 
 @scorer(metrics=[q2_mean(), q2_stderr()], name="q2")
-def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | None = None,
-       batch_size: int | None = None, max_batch: int | None = None, max_wait: float = DEFAULT_MAX_WAIT,
-       separator: str = " ", options: dict[str, Any] | None = None, **q2_options: Any):
+def q2(
+    knowledge_key: str = "knowledge",
+    variant: str = "paper",
+    tiny: bool | None = None,
+    batch_size: int | None = None,
+    max_batch: int | None = None,
+    max_wait: float = DEFAULT_MAX_WAIT,
+    separator: str = " ",
+    options: dict[str, Any] | None = None,
+    **q2_options: Any,
+):
     """Q² of the model's reply against the sample's knowledge (metadata `knowledge_key`, else the
     target, a list target joined by `separator`). `variant`, `tiny` (default: the `Q2_TINY`
     environment variable), `batch_size`, `max_batch` (samples per engine call), `max_wait` (seconds
     the batcher waits for more samples), any `Q2Config` option by name (`-S qg_model=DIR`) or all in
     `options`: checked, and the models found, now (before any sample is scored)."""
-    merged = _merged(options, {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size,
-                               "max_batch": max_batch})
+    merged = _merged(
+        options,
+        {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch},
+    )
     batcher = _batcher(merged, max_wait)
     counts = {"scored": 0, "empty": 0, "bad": 0}
 
@@ -182,10 +211,20 @@ def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | No
         meta = {"q2_status": scored.status, "signature": str(scored.signature)}
         r = scored.response
         if scored.status == "bad":
-            return Score.unscored(reason="scoring_failed", answer=reply if isinstance(reply, str) else None,
-                                  explanation=scored.reason(), metadata={**meta, "error": scored.result.error})
-        meta.update({"q2_no_nli": None if math.isnan(r.q2_no_nli) else r.q2_no_nli, "fallback": r.fallback,
-                     "questions": [_question(q) for q in r.valid_questions], **r.span_details()})
+            return Score.unscored(
+                reason="scoring_failed",
+                answer=reply if isinstance(reply, str) else None,
+                explanation=scored.reason(),
+                metadata={**meta, "error": scored.result.error},
+            )
+        meta.update(
+            {
+                "q2_no_nli": None if math.isnan(r.q2_no_nli) else r.q2_no_nli,
+                "fallback": r.fallback,
+                "questions": [_question(q) for q in r.valid_questions],
+                **r.span_details(),
+            }
+        )
         if scored.status == "empty":
             why = "no_response" if is_blank(reply) else "no_knowledge"
             return Score.unscored(reason=why, answer=reply, explanation=scored.reason(), metadata=meta)
@@ -194,8 +233,10 @@ def q2(knowledge_key: str = "knowledge", variant: str = "paper", tiny: bool | No
     return score
 
 
-PROMPT = ("You are the wizard of a Wizard of Wikipedia dialogue about {topic}. Knowledge: {knowledge}\n"
-          "Reply to the apprentice in one sentence grounded in the knowledge.\nApprentice: {message}")
+PROMPT = (
+    "You are the wizard of a Wizard of Wikipedia dialogue about {topic}. Knowledge: {knowledge}\n"
+    "Reply to the apprentice in one sentence grounded in the knowledge.\nApprentice: {message}"
+)
 
 
 def wow_samples(limit: int | None = None) -> list[Sample]:
@@ -203,26 +244,56 @@ def wow_samples(limit: int | None = None) -> list[Sample]:
     from q2_metric.harness import wow_contexts
 
     rows = wow_contexts(limit)
-    return [Sample(id=i, input=PROMPT.format(**r), target=r["knowledge"],
-                   metadata={"topic": r["topic"], "message": r["message"], "knowledge": r["knowledge"],
-                             "gold": r["gold"]}) for i, r in enumerate(rows)]
+    return [
+        Sample(
+            id=i,
+            input=PROMPT.format(**r),
+            target=r["knowledge"],
+            metadata={
+                "topic": r["topic"],
+                "message": r["message"],
+                "knowledge": r["knowledge"],
+                "gold": r["gold"],
+            },
+        )
+        for i, r in enumerate(rows)
+    ]
 
 
 @task(name="q2_wow")
-def q2_wow(limit: int | None = None, max_tokens: int = 64, variant: str = "paper", tiny: bool | None = None,
-           batch_size: int | None = None, max_batch: int | None = None, max_wait: float = DEFAULT_MAX_WAIT,
-           options: dict[str, Any] | None = None, **q2_options: Any):
+def q2_wow(
+    limit: int | None = None,
+    max_tokens: int = 64,
+    variant: str = "paper",
+    tiny: bool | None = None,
+    batch_size: int | None = None,
+    max_batch: int | None = None,
+    max_wait: float = DEFAULT_MAX_WAIT,
+    options: dict[str, Any] | None = None,
+    **q2_options: Any,
+):
     """The model writes the wizard's reply to each annotated WoW context; Q² scores it. Q² options
     by name (`-T qg_model=DIR`) or all in `-T options='{...}'`, checked (and the models found) here,
     before any generation."""
     token = _FLAG.set("-T")
     try:
-        scorer_ = q2(variant=variant, tiny=tiny, batch_size=batch_size, max_batch=max_batch, max_wait=max_wait,
-                     options=options, **q2_options)
+        scorer_ = q2(
+            variant=variant,
+            tiny=tiny,
+            batch_size=batch_size,
+            max_batch=max_batch,
+            max_wait=max_wait,
+            options=options,
+            **q2_options,
+        )
     finally:
         _FLAG.reset(token)
-    return Task(dataset=MemoryDataset(wow_samples(limit), name="q2_wow"), solver=generate(), scorer=scorer_,
-                config=GenerateConfig(max_tokens=max_tokens))
+    return Task(
+        dataset=MemoryDataset(wow_samples(limit), name="q2_wow"),
+        solver=generate(),
+        scorer=scorer_,
+        config=GenerateConfig(max_tokens=max_tokens),
+    )
 
 
 __all__ = ["PROMPT", "q2", "q2_mean", "q2_stderr", "q2_wow", "wow_samples"]

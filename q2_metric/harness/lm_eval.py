@@ -41,7 +41,7 @@ KNOWLEDGE_COL = "knowledge"
 HISTORY_COL = "history"
 FIGURES = ("q2", "q2_no_nli", "coverage", "scored", "empty", "bad", "signature")
 METADATA = "--metadata"
-TINY_HINT = "`--metadata '{\"q2_options\": {\"tiny\": true}}'`"
+TINY_HINT = '`--metadata \'{"q2_options": {"tiny": true}}\'`'
 
 
 def spell(name: str) -> str:
@@ -51,9 +51,12 @@ def spell(name: str) -> str:
 
 # -- errors in lm-eval's words -------------------------------------------------------------------
 
+
 def _under_lm_eval_cli() -> bool:
     argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
-    return argv0.name in ("lm_eval", "lm-eval") or (argv0.name == "__main__.py" and argv0.parent.name == "lm_eval")
+    return argv0.name in ("lm_eval", "lm-eval") or (
+        argv0.name == "__main__.py" and argv0.parent.name == "lm_eval"
+    )
 
 
 def _install_hook() -> None:
@@ -79,21 +82,26 @@ if _under_lm_eval_cli():
 
 _FLAGS = (  # the reader's advice in `q2 score` flags -> the same in q2_dialogue's --metadata keys
     ("--response-col and --knowledge-col", '"history_col" and "knowledge_col" in --metadata'),
-    ("--response-col", '"history_col" in --metadata'), ("--history-col", '"history_col" in --metadata'),
-    ("--knowledge-col", '"knowledge_col" in --metadata'), ("--encoding", '"encoding" in --metadata'),
+    ("--response-col", '"history_col" in --metadata'),
+    ("--history-col", '"history_col" in --metadata'),
+    ("--knowledge-col", '"knowledge_col" in --metadata'),
+    ("--encoding", '"encoding" in --metadata'),
 )
 
 
 def _file_error(err: Q2InputError, path: str) -> Q2InputError:
     text = str(err)
     if "--allow-empty" in text:
-        return Q2InputError(f"The file '{path}' given to q2_dialogue has no data rows; give a file with at least one.")
+        return Q2InputError(
+            f"The file '{path}' given to q2_dialogue has no data rows; give a file with at least one."
+        )
     for flag, words in _FLAGS:
         text = text.replace(flag, words)
     return Q2InputError(text)
 
 
 # -- datasets ------------------------------------------------------------------------------------
+
 
 def _options(q2_options: Any) -> dict[str, Any]:
     if q2_options is None:
@@ -104,8 +112,10 @@ def _options(q2_options: Any) -> dict[str, Any]:
         except ValueError:
             q2_options = None
     if not isinstance(q2_options, dict):
-        raise Q2OptionError(f"Invalid q2_options in {METADATA}: use a JSON object of Q² options, e.g. "
-                            f"{METADATA} '{{\"q2_options\": {{\"tiny\": true}}}}'.")
+        raise Q2OptionError(
+            f"Invalid q2_options in {METADATA}: use a JSON object of Q² options, e.g. "
+            f'{METADATA} \'{{"q2_options": {{"tiny": true}}}}\'.'
+        )
     return q2_options
 
 
@@ -128,21 +138,40 @@ def wow_dataset(q2_options: Any = None, limit_contexts: int | None = None, **_: 
 
     options = _checked(q2_options)
     rows = wow_contexts(limit_contexts)
-    return _dataset([{"topic": r["topic"], "message": r["message"], "knowledge": r["knowledge"],
-                      "gold": r["gold"], "q2_key": f"doc {i}", "q2_options": options, "q2_unread": "[]"}
-                     for i, r in enumerate(rows)])
+    return _dataset(
+        [
+            {
+                "topic": r["topic"],
+                "message": r["message"],
+                "knowledge": r["knowledge"],
+                "gold": r["gold"],
+                "q2_key": f"doc {i}",
+                "q2_options": options,
+                "q2_unread": "[]",
+            }
+            for i, r in enumerate(rows)
+        ]
+    )
 
 
-def dialogue_dataset(path: str | None = None, knowledge_col: str = KNOWLEDGE_COL, history_col: str = HISTORY_COL,
-                     q2_options: Any = None, encoding: str = "utf-8", **_: Any) -> dict[str, Any]:
+def dialogue_dataset(
+    path: str | None = None,
+    knowledge_col: str = KNOWLEDGE_COL,
+    history_col: str = HISTORY_COL,
+    q2_options: Any = None,
+    encoding: str = "utf-8",
+    **_: Any,
+) -> dict[str, Any]:
     """`q2_dialogue`'s documents: a user file's knowledge and dialogue history. A row that cannot
     be read is reported on stderr with its row, and counted as `bad` in the results."""
     from q2_metric.corpus.files import read_histories
     from q2_metric.io import read_rows
 
     if not path:
-        raise Q2InputError("q2_dialogue needs the file to read: --metadata '{\"path\": \"dialogues.csv\"}' "
-                           "(a knowledge column and a history column, turns joined by ' ||| ').")
+        raise Q2InputError(
+            'q2_dialogue needs the file to read: --metadata \'{"path": "dialogues.csv"}\' '
+            "(a knowledge column and a history column, turns joined by ' ||| ')."
+        )
     options = _checked(q2_options)
     try:
         rows = read_rows(path, response_col=history_col, knowledge_col=knowledge_col, encoding=encoding)
@@ -152,34 +181,52 @@ def dialogue_dataset(path: str | None = None, knowledge_col: str = KNOWLEDGE_COL
     unread = [f"row {r.number} ({r.error})" for r in rows if r.error is not None]
     for line in unread:
         print(f"q2_dialogue: {line} not read; counted as bad.", file=sys.stderr)
-    return _dataset([{"history": turns[r.number], "knowledge": r.fields[knowledge_col], "q2_key": f"row {r.number}",
-                      "q2_options": options, "q2_unread": json.dumps(unread)} for r in rows if r.error is None])
+    return _dataset(
+        [
+            {
+                "history": turns[r.number],
+                "knowledge": r.fields[knowledge_col],
+                "q2_key": f"row {r.number}",
+                "q2_options": options,
+                "q2_unread": json.dumps(unread),
+            }
+            for r in rows
+            if r.error is None
+        ]
+    )
 
 
 # -- prompts -------------------------------------------------------------------------------------
 
+
 def wow_doc_to_text(doc: dict[str, Any]) -> str:
-    return (f"Topic: {doc['topic']}\nKnowledge: {doc['knowledge']}\nApprentice: {doc['message']}\n"
-            "Wizard:")
+    return f"Topic: {doc['topic']}\nKnowledge: {doc['knowledge']}\nApprentice: {doc['message']}\nWizard:"
 
 
 def dialogue_doc_to_text(doc: dict[str, Any]) -> str:
     turns = list(doc["history"])
     # the last turn is the user's; speakers alternate back from it
-    named = [("User" if (len(turns) - 1 - i) % 2 == 0 else "Assistant") + ": " + t for i, t in enumerate(turns)]
+    named = [
+        ("User" if (len(turns) - 1 - i) % 2 == 0 else "Assistant") + ": " + t for i, t in enumerate(turns)
+    ]
     return "\n".join([f"Knowledge: {doc['knowledge']}", *named, "Assistant:"])
 
 
 # -- scoring -------------------------------------------------------------------------------------
 
+
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """Record the reply; scoring happens once, over the whole run, at aggregation, which writes the
     reply's Q², status and reason into this same record (so into `--log_samples`' file)."""
     reply = results[0]
-    item = {"key": doc.get("q2_key") or "doc", "reply": reply.strip() if isinstance(reply, str) else reply,
-            "knowledge": doc["knowledge"], "options": doc.get("q2_options") or "{}",
-            "unread": doc.get("q2_unread") or "[]"}
-    return {name: item for name in FIGURES}
+    item = {
+        "key": doc.get("q2_key") or "doc",
+        "reply": reply.strip() if isinstance(reply, str) else reply,
+        "knowledge": doc["knowledge"],
+        "options": doc.get("q2_options") or "{}",
+        "unread": doc.get("q2_unread") or "[]",
+    }
+    return dict.fromkeys(FIGURES, item)
 
 
 _REPORTED: list[int] = []  # the outcome whose per-reply results and summary were written last
@@ -199,17 +246,26 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
         raise Q2OptionError(f"One task run has {len(options)} sets of q2_options; use one per task.")
     engine, max_batch = engine_for(json.loads(options.pop()), spell=spell)
     unread = len({u for i in items for u in json.loads(i["unread"])})
-    outcome = engine.collect([Item(i["key"], i["reply"], i["knowledge"]) for i in items],
-                             max_batch or max(len(items), 1), progress=line_progress("Q²"))
+    outcome = engine.collect(
+        [Item(i["key"], i["reply"], i["knowledge"]) for i in items],
+        max_batch or max(len(items), 1),
+        progress=line_progress("Q²"),
+    )
     for record, result in zip(items, outcome.items):
         score = result.score
-        record.update(q2=_number(result.q2), q2_no_nli=_number(score.q2_no_nli) if score is not None else None,
-                      status=result.status, reason=result.reason)
-    if _REPORTED != [id(outcome)]:
+        record.update(
+            q2=_number(result.q2),
+            q2_no_nli=_number(score.q2_no_nli) if score is not None else None,
+            status=result.status,
+            reason=result.reason,
+        )
+    if [id(outcome)] != _REPORTED:
         _REPORTED[:] = [id(outcome)]
         counts = outcome.counts
-        print(f"Q²: {counts['scored']} scored, {counts['empty']} empty (unscored), {counts['bad'] + unread} bad",
-              file=sys.stderr)
+        print(
+            f"Q²: {counts['scored']} scored, {counts['empty']} empty (unscored), {counts['bad'] + unread} bad",
+            file=sys.stderr,
+        )
         print(f"Q² signature: {outcome.signature}", file=sys.stderr)
         note = tiny_note(engine.config)  # lm-eval's logging drops the package's log line: printed here
         if note:
@@ -255,6 +311,7 @@ def agg_signature(items: list) -> str:
 
 # -- lm-eval's own route to `evaluate` metrics (`hf_evaluate: true`) -------------------------------
 
+
 def evaluate_figure(values: list) -> Any:
     """Aggregation of the figures the `evaluate` module returns for each reply (lm-eval calls
     `compute` once per reply and keeps each key): numbers -> their mean over the scored replies
@@ -265,10 +322,27 @@ def evaluate_figure(values: list) -> Any:
     if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return sum(values)
     flat = [x for v in values for x in (v if isinstance(v, list) else [v])]
-    kept = [float(x) for x in flat if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]
+    kept = [
+        float(x) for x in flat if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    ]
     return sum(kept) / len(kept) if kept else "n/a"
 
 
-__all__ = ["FIGURES", "HARNESS_OPTIONS", "agg_bad", "agg_coverage", "agg_empty", "agg_q2", "agg_q2_no_nli",
-           "agg_scored", "agg_signature", "dialogue_dataset", "dialogue_doc_to_text", "evaluate_figure",
-           "process_results", "spell", "wow_dataset", "wow_doc_to_text"]
+__all__ = [
+    "FIGURES",
+    "HARNESS_OPTIONS",
+    "agg_bad",
+    "agg_coverage",
+    "agg_empty",
+    "agg_q2",
+    "agg_q2_no_nli",
+    "agg_scored",
+    "agg_signature",
+    "dialogue_dataset",
+    "dialogue_doc_to_text",
+    "evaluate_figure",
+    "process_results",
+    "spell",
+    "wow_dataset",
+    "wow_doc_to_text",
+]

@@ -66,25 +66,26 @@ class Q2Faithfulness(SingleTurnMetric):
     `max_batch`) or in `options`; checked, and the models found, when the metric is built."""
 
     name: str = "q2"
-    _required_columns: t.Dict[MetricType, t.Set[str]] = field(
-        default_factory=lambda: {MetricType.SINGLE_TURN: {"response", "retrieved_contexts"}})
-    options: t.Dict[str, t.Any] = field(default_factory=dict)
-    variant: t.Optional[str] = None
-    tiny: t.Optional[bool] = None
-    batch_size: t.Optional[int] = None
-    max_batch: t.Optional[int] = None
-    qg_model: t.Optional[str] = None
-    qa_model: t.Optional[str] = None
-    nli_model: t.Optional[str] = None
-    device: t.Optional[str] = None
+    _required_columns: dict[MetricType, set[str]] = field(
+        default_factory=lambda: {MetricType.SINGLE_TURN: {"response", "retrieved_contexts"}}
+    )
+    options: dict[str, t.Any] = field(default_factory=dict)
+    variant: str | None = None
+    tiny: bool | None = None
+    batch_size: int | None = None
+    max_batch: int | None = None
+    qg_model: str | None = None
+    qa_model: str | None = None
+    nli_model: str | None = None
+    device: str | None = None
     separator: str = " "
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True
     signature: t.Any = None  # the FULL signature of the last engine call (q2_metric.Signature)
-    counts: t.Dict[str, int] = field(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
+    counts: dict[str, int] = field(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
     # the spans of each pair scored (issue 43), by (response, knowledge as joined): ragas keeps only
     # floats and gives a metric no sample index; `evaluate` puts them in row order on `result.details`
-    spans: t.Dict[t.Any, t.Dict[str, t.Any]] = field(default_factory=dict)
+    spans: dict[t.Any, dict[str, t.Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         parent = getattr(super(), "__post_init__", None)
@@ -97,12 +98,18 @@ class Q2Faithfulness(SingleTurnMetric):
             value = getattr(self, name)
             if value is not None:
                 if name in options and options[name] != value:
-                    raise Q2OptionError(f"The Q² option {name} is given twice with different values ({name}={value!r} "
-                                        f"and options[{name!r}]={options[name]!r}); give it once.")
+                    raise Q2OptionError(
+                        f"The Q² option {name} is given twice with different values ({name}={value!r} "
+                        f"and options[{name!r}]={options[name]!r}); give it once."
+                    )
                 options[name] = value
         engine, max_batch = engine_for(options, check=True, tiny_hint="`tiny=True`")
-        self._batcher = AsyncBatcher(engine, max_batch=max_batch, max_wait=self.max_wait,
-                                     progress=_CallLines() if self.progress else None)
+        self._batcher = AsyncBatcher(
+            engine,
+            max_batch=max_batch,
+            max_wait=self.max_wait,
+            progress=_CallLines() if self.progress else None,
+        )
 
     def init(self, run_config: t.Any) -> None:  # no LLM, no embeddings
         pass
@@ -111,7 +118,7 @@ class Q2Faithfulness(SingleTurnMetric):
         """A sample's knowledge: its retrieved contexts joined by `separator`."""
         return self.separator.join(contexts) if isinstance(contexts, (list, tuple)) else contexts
 
-    def details_of(self, response: t.Any, contexts: t.Any) -> t.Dict[str, t.Any] | None:
+    def details_of(self, response: t.Any, contexts: t.Any) -> dict[str, t.Any] | None:
         """The spans of a pair this metric scored (`spans`, `unsupported_spans`), else None."""
         try:
             return self.spans.get((response, self.knowledge_of(contexts)))
@@ -122,8 +129,13 @@ class Q2Faithfulness(SingleTurnMetric):
         knowledge = self.knowledge_of(sample.retrieved_contexts)
         # ragas gives a metric no sample index: the sample is named by its question
         key = f"the sample with user_input {sample.user_input!r}" if sample.user_input else "a sample"
-        scored = await self._batcher.score(Item(key, sample.response if sample.response is not None else "",
-                                                knowledge if knowledge is not None else ""))
+        scored = await self._batcher.score(
+            Item(
+                key,
+                sample.response if sample.response is not None else "",
+                knowledge if knowledge is not None else "",
+            )
+        )
         self.signature = scored.signature
         self.counts[scored.status] += 1
         if scored.status != "bad":
@@ -133,12 +145,18 @@ class Q2Faithfulness(SingleTurnMetric):
                 pass
         return scored.value
 
-    async def _ascore(self, row: t.Dict, callbacks: t.Any) -> float:
+    async def _ascore(self, row: dict, callbacks: t.Any) -> float:
         return await self._single_turn_ascore(SingleTurnSample(**row), callbacks)
 
 
-def evaluate(dataset: t.Any, metric: Q2Faithfulness | None = None, *, run_config: t.Any = None,
-             show_progress: bool = True, **options: t.Any) -> t.Any:
+def evaluate(
+    dataset: t.Any,
+    metric: Q2Faithfulness | None = None,
+    *,
+    run_config: t.Any = None,
+    show_progress: bool = True,
+    **options: t.Any,
+) -> t.Any:
     """`ragas.evaluate(dataset, metrics=[metric])` (a new `Q2Faithfulness(**options)` unless given;
     keywords that are no field of it go to its `options`), with `result.signature` (FULL),
     `result.counts` ({"scored", "empty", "bad"}) and `result.details` (per row of the dataset: its
@@ -159,8 +177,10 @@ def evaluate(dataset: t.Any, metric: Q2Faithfulness | None = None, *, run_config
     result = ragas.evaluate(dataset, metrics=[metric], show_progress=show_progress, **kwargs)
     result.signature = metric.signature
     result.counts = dict(metric.counts)
-    result.details = [metric.details_of(getattr(s, "response", None), getattr(s, "retrieved_contexts", None))
-                      for s in getattr(dataset, "samples", [])]
+    result.details = [
+        metric.details_of(getattr(s, "response", None), getattr(s, "retrieved_contexts", None))
+        for s in getattr(dataset, "samples", [])
+    ]
     return result
 
 

@@ -20,15 +20,30 @@ def build_tiny_lm(folder: str | Path, seed: int = 0) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=500, special_tokens=["<|endoftext|>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                                       show_progress=False))
+    tok.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=500,
+            special_tokens=["<|endoftext|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     end = "<|endoftext|>"
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=end, eos_token=end, unk_token=end, pad_token=end)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=end, eos_token=end, unk_token=end, pad_token=end
+    )
     fast.model_max_length = 1024
     torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=len(fast), n_positions=1024, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)
+    config = GPT2Config(
+        vocab_size=len(fast),
+        n_positions=1024,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id,
+    )
     folder = Path(folder)
     GPT2LMHeadModel(config).eval().save_pretrained(folder)
     fast.save_pretrained(folder)

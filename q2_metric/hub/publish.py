@@ -46,9 +46,16 @@ def _value(results: dict[str, Any], key: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def eval_results(results: dict[str, Any], *, dataset_name: str, dataset_type: str,
-                 dataset_split: str | None = None, dataset_config: str | None = None,
-                 task_type: str = "text-generation", task_name: str = "Dialogue response generation"):
+def eval_results(
+    results: dict[str, Any],
+    *,
+    dataset_name: str,
+    dataset_type: str,
+    dataset_split: str | None = None,
+    dataset_config: str | None = None,
+    task_type: str = "text-generation",
+    task_name: str = "Dialogue response generation",
+):
     """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config);
     undefined (NaN/null) values are left out. Results of tiny random models are refused."""
     from huggingface_hub import EvalResult
@@ -59,11 +66,20 @@ def eval_results(results: dict[str, Any], *, dataset_name: str, dataset_type: st
     for key, name in names.items():
         value = _value(results, key)
         if value is not None:
-            out.append(EvalResult(task_type=task_type, task_name=task_name, dataset_type=dataset_type,
-                                  dataset_name=dataset_name, dataset_split=dataset_split,
-                                  dataset_config=dataset_config, metric_type="q2" if key == "q2" else f"q2/{key}",
-                                  metric_name=name, metric_value=round(value, 4),
-                                  metric_config=results.get("signature")))
+            out.append(
+                EvalResult(
+                    task_type=task_type,
+                    task_name=task_name,
+                    dataset_type=dataset_type,
+                    dataset_name=dataset_name,
+                    dataset_split=dataset_split,
+                    dataset_config=dataset_config,
+                    metric_type="q2" if key == "q2" else f"q2/{key}",
+                    metric_name=name,
+                    metric_value=round(value, 4),
+                    metric_config=results.get("signature"),
+                )
+            )
     return out
 
 
@@ -74,9 +90,11 @@ def check_publishable(results: dict[str, Any]) -> None:
 
     signature = results.get("signature")
     if isinstance(signature, str) and Signature.parse(signature).tiny():
-        raise PublishError(f"These results were made with tiny random models ({Signature.parse(signature).short()}), "
-                           "whose scores are meaningless, so they are not written into a model card; score with "
-                           "the paper's models (without --tiny / Q2_TINY) and publish those results.")
+        raise PublishError(
+            f"These results were made with tiny random models ({Signature.parse(signature).short()}), "
+            "whose scores are meaningless, so they are not written into a model card; score with "
+            "the paper's models (without --tiny / Q2_TINY) and publish those results."
+        )
 
 
 def _entry_key(r) -> tuple:
@@ -115,13 +133,19 @@ def read_card_metadata(card: str | Path) -> dict:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 2} of the card)" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise PublishError(f"The YAML header of the card '{path}' cannot be read{where}: {problem}; fix it "
-                           "between the two '---' lines, then run again.") from None
+        raise PublishError(
+            f"The YAML header of the card '{path}' cannot be read{where}: {problem}; fix it "
+            "between the two '---' lines, then run again."
+        ) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise PublishError(f"Cannot read the card '{path}': {getattr(err, 'strerror', None) or err}.") from None
+        raise PublishError(
+            f"Cannot read the card '{path}': {getattr(err, 'strerror', None) or err}."
+        ) from None
     if meta is not None and not isinstance(meta, dict):
-        raise PublishError(f"The YAML header of the card '{path}' is a {type(meta).__name__}, not a mapping of "
-                           "fields; fix it between the two '---' lines.")
+        raise PublishError(
+            f"The YAML header of the card '{path}' is a {type(meta).__name__}, not a mapping of "
+            "fields; fix it between the two '---' lines."
+        )
     return meta or {}
 
 
@@ -169,8 +193,10 @@ def check_hub_reachable(timeout: float = 5.0) -> None:
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as err:
-        raise PublishError(f"The Hub cannot be reached ({host}:{port}: {err.strerror or err}); check the "
-                           "network (or HF_ENDPOINT), then run again.") from None
+        raise PublishError(
+            f"The Hub cannot be reached ({host}:{port}: {err.strerror or err}); check the "
+            "network (or HF_ENDPOINT), then run again."
+        ) from None
 
 
 def _hub_failure(repo_id: str, err: Exception) -> PublishError:
@@ -183,23 +209,28 @@ def _hub_failure(repo_id: str, err: Exception) -> PublishError:
         why = "the repository does not exist or the token cannot see it"
     elif isinstance(err, errors.HfHubHTTPError) and getattr(err.response, "status_code", None) in (401, 403):
         why = "the token is missing or may not write to it (log in with `hf auth login` or set HF_TOKEN)"
-    elif isinstance(err, (errors.LocalEntryNotFoundError, ConnectionError, OSError)) or \
-            type(err).__name__ in {"ConnectError", "ConnectTimeout", "ReadTimeout"}:
+    elif isinstance(err, (errors.LocalEntryNotFoundError, ConnectionError, OSError)) or type(
+        err
+    ).__name__ in {"ConnectError", "ConnectTimeout", "ReadTimeout"}:
         why = "the Hub cannot be reached"
     else:
         why = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'no message'}"
     return PublishError(f"Cannot update the model card of {repo_id} on the Hub: {why}.")
 
 
-def push_model_card(repo_id: str, results: dict[str, Any], model_name: str, token: str | None = None,
-                    api: Any = None, **dataset) -> str:
+def push_model_card(
+    repo_id: str,
+    results: dict[str, Any],
+    model_name: str,
+    token: str | None = None,
+    api: Any = None,
+    **dataset,
+) -> str:
     """Update the model card of `repo_id` on the Hub (needs a write token): earlier Q² entries of the
     same dataset and split are replaced, the rest of the card is kept. Returns the commit URL."""
     import tempfile
 
-    from huggingface_hub import HfApi, errors, metadata_load, metadata_save
-
-    from huggingface_hub import constants, hf_api
+    from huggingface_hub import HfApi, constants, errors, hf_api, metadata_load, metadata_save
 
     api = api or HfApi(token=token)
     if isinstance(api, hf_api.HfApi) and not constants.HF_HUB_OFFLINE:
@@ -208,17 +239,24 @@ def push_model_card(repo_id: str, results: dict[str, Any], model_name: str, toke
         card = Path(tmp) / "README.md"
         try:
             try:
-                card.write_text(Path(api.hf_hub_download(repo_id, "README.md", token=token)).read_text(
-                    encoding="utf-8"), encoding="utf-8")
+                card.write_text(
+                    Path(api.hf_hub_download(repo_id, "README.md", token=token)).read_text(encoding="utf-8"),
+                    encoding="utf-8",
+                )
             except errors.RemoteEntryNotFoundError:
                 card.write_text(f"# {model_name}\n", encoding="utf-8")
             meta = card_metadata(results, model_name, metadata_load(card) or {}, **dataset)
             metadata_save(card, meta)
-            commit = api.upload_file(path_or_fileobj=str(card), path_in_repo="README.md", repo_id=repo_id,
-                                     token=token, commit_message="Q² results in the model card")
+            commit = api.upload_file(
+                path_or_fileobj=str(card),
+                path_in_repo="README.md",
+                repo_id=repo_id,
+                token=token,
+                commit_message="Q² results in the model card",
+            )
         except PublishError:
             raise
-        except Exception as err:  # noqa: BLE001 - every Hub failure becomes one sentence
+        except Exception as err:
             raise _hub_failure(repo_id, err) from None
     return str(getattr(commit, "commit_url", commit))
 

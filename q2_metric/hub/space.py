@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.config import Q2Config
+from q2_metric.errors import Q2Error
 from q2_metric.explain import TABLE_COLUMNS, highlighted_html, question_rows
 from q2_metric.progress import stage_label
-from q2_metric.errors import Q2Error
 
 ROOT = Path(__file__).resolve().parents[2]
 CARD_DIR = ROOT / "hub_card"
@@ -34,8 +34,10 @@ MAX_KNOWLEDGE_CHARS = 4000
 QUEUE_SIZE = 16
 # The table fits a 1280 px window: texts wrap, numbers get narrow columns.
 COLUMN_WIDTHS = ["13%", "25%", "9%", "14%", "14%", "7%", "10%", "8%"]
-EXAMPLE = ("he hosted the joy of painting on pbs",
-           "Bob Ross was the creator and host of The Joy of Painting, which aired on PBS.")
+EXAMPLE = (
+    "he hosted the joy of painting on pbs",
+    "Bob Ross was the creator and host of The Joy of Painting, which aired on PBS.",
+)
 
 
 class SpaceBuildError(Q2Error, RuntimeError):
@@ -53,12 +55,18 @@ def space_config() -> Q2Config:
     try:
         options = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise Q2OptionError(f"The Space's variable Q2_SPACE_OPTIONS is not JSON ({err.msg}): {raw!r}; write "
-                            'a JSON object such as {"device": "cpu"}.') from None
+        raise Q2OptionError(
+            f"The Space's variable Q2_SPACE_OPTIONS is not JSON ({err.msg}): {raw!r}; write "
+            'a JSON object such as {"device": "cpu"}.'
+        ) from None
     if not isinstance(options, dict):
-        kind = {list: "a list", type(None): "null", str: "a string", bool: "a boolean"}.get(type(options), "a number")
-        raise Q2OptionError(f"The Space's variable Q2_SPACE_OPTIONS holds {kind} ({raw!r}), not a JSON object; "
-                            'write one such as {"device": "cpu"}.')
+        kind = {list: "a list", type(None): "null", str: "a string", bool: "a boolean"}.get(
+            type(options), "a number"
+        )
+        raise Q2OptionError(
+            f"The Space's variable Q2_SPACE_OPTIONS holds {kind} ({raw!r}), not a JSON object; "
+            'write one such as {"device": "cpu"}.'
+        )
     variant = options.pop("variant", "paper")
     try:
         return build_config(variant, options, options.pop("batch_size", None))
@@ -71,23 +79,32 @@ def space_note() -> str:
     no --tiny flag)."""
     from q2_metric.frontend import tiny_note
 
-    return tiny_note(always=True).replace("leave out --tiny / Q2_TINY", "remove the Space's variable Q2_TINY=1")
+    return tiny_note(always=True).replace(
+        "leave out --tiny / Q2_TINY", "remove the Space's variable Q2_TINY=1"
+    )
 
 
 def check_lengths(response: Any, knowledge: Any) -> None:
     """The Space's input bounds: one sentence naming the field and the limit when exceeded."""
-    for name, text, limit in (("response", response, MAX_RESPONSE_CHARS), ("knowledge", knowledge, MAX_KNOWLEDGE_CHARS)):
+    for name, text, limit in (
+        ("response", response, MAX_RESPONSE_CHARS),
+        ("knowledge", knowledge, MAX_KNOWLEDGE_CHARS),
+    ):
         if isinstance(text, str) and len(text) > limit:
-            raise ValueError(f"The {name} is {len(text):,} characters long; this Space takes at most {limit:,} "
-                             f"(score longer texts with `q2 score` on your own machine).")
+            raise ValueError(
+                f"The {name} is {len(text):,} characters long; this Space takes at most {limit:,} "
+                f"(score longer texts with `q2 score` on your own machine)."
+            )
 
 
 _ENGINE_OPTION = re.compile(r"\b(qg|qa|nli)_model\b(?: \(--[a-z-]+\))?")
-STATUS_LEGEND = ("Status of each generated question: **valid**: the response, asked it, answers with its own "
-                 "span, so the question is kept and asked of the knowledge; **no_match**: the response's "
-                 "answer is not the span (or there is none), so the question is dropped; **personal**: it asks "
-                 "about I/you, dropped; **unused**: not examined, an earlier question of the span was valid; "
-                 "**discarded_unanswerable**: DNLI variant only.")
+STATUS_LEGEND = (
+    "Status of each generated question: **valid**: the response, asked it, answers with its own "
+    "span, so the question is kept and asked of the knowledge; **no_match**: the response's "
+    "answer is not the span (or there is none), so the question is dropped; **personal**: it asks "
+    "about I/you, dropped; **unused**: not examined, an earlier question of the span was valid; "
+    "**discarded_unanswerable**: DNLI variant only."
+)
 
 
 def space_message(err: Exception) -> str:
@@ -97,12 +114,16 @@ def space_message(err: Exception) -> str:
 
     text = _ENGINE_OPTION.sub(lambda m: f"the Space's variable Q2_{m.group(1).upper()}_MODEL", str(err))
     if isinstance(err, ModelNotAvailable) and "Q2_TINY" not in text:
-        text = (text.rstrip(".") + "; or set the variable Q2_TINY=1 to try the Space on tiny random models "
-                "(meaningless scores, no download).")
+        text = (
+            text.rstrip(".") + "; or set the variable Q2_TINY=1 to try the Space on tiny random models "
+            "(meaningless scores, no download)."
+        )
     return text
 
 
-def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) -> tuple[str, str, str, list[list], str]:
+def explain(
+    response: str, knowledge: str, scorer: Any, progress: Any = None
+) -> tuple[str, str, str, list[list], str]:
     """Score one pair: (score as text, "" when not scored; the one-line reason; the response with
     its spans highlighted, as HTML; one row per generated question; the signature)."""
     from q2_metric.errors import Q2InputError
@@ -117,7 +138,9 @@ def explain(response: str, knowledge: str, scorer: Any, progress: Any = None) ->
     return (score, item.reason, highlighted_html(response, res), question_rows(res), str(outcome.signature))
 
 
-def score_or_message(response: str, knowledge: str, scorer: Any, note: str = "", progress: Any = None) -> tuple:
+def score_or_message(
+    response: str, knowledge: str, scorer: Any, note: str = "", progress: Any = None
+) -> tuple:
     """The app's six outputs: `explain`'s five and the message line (`note`, e.g. that tiny models
     make meaningless scores). What stops scoring (a model missing, an input over the limit) leaves
     the five empty and is the message, in one place: gr.Error would mark every output box "Error"."""
@@ -135,9 +158,8 @@ def make_app(config: Q2Config | None = None):
     `launch()`, which bounds the queue."""
     import gradio as gr
 
-    from q2_metric.scorer import Q2Scorer
-
     from q2_metric.frontend import tiny_note
+    from q2_metric.scorer import Q2Scorer
 
     problem = ""  # a bad Q2_SPACE_OPTIONS: the one message under the Score button, the Space still up
     if config is None:
@@ -158,11 +180,13 @@ def make_app(config: Q2Config | None = None):
         return score_or_message(response, knowledge, scorer, note, report)
 
     with gr.Blocks(title="Q²") as app:
-        gr.Markdown("# Q²: factual consistency of a dialogue response with its knowledge\n"
-                    "Each informative span of the response becomes a question; the answers from the "
-                    "response and from the knowledge are compared (token F1, then NLI). "
-                    f"Higher is more consistent (0 to 1). At most {MAX_RESPONSE_CHARS:,} characters of "
-                    f"response and {MAX_KNOWLEDGE_CHARS:,} of knowledge.")
+        gr.Markdown(
+            "# Q²: factual consistency of a dialogue response with its knowledge\n"
+            "Each informative span of the response becomes a question; the answers from the "
+            "response and from the knowledge are compared (token F1, then NLI). "
+            f"Higher is more consistent (0 to 1). At most {MAX_RESPONSE_CHARS:,} characters of "
+            f"response and {MAX_KNOWLEDGE_CHARS:,} of knowledge."
+        )
         with gr.Row():
             response = gr.Textbox(label="Response", lines=3, value=EXAMPLE[0], elem_id="q2-response")
             knowledge = gr.Textbox(label="Knowledge", lines=3, value=EXAMPLE[1], elem_id="q2-knowledge")
@@ -173,11 +197,19 @@ def make_app(config: Q2Config | None = None):
             reason = gr.Textbox(label="Why", value="", interactive=False, elem_id="q2-reason", scale=5)
         gr.Markdown("The response's spans, coloured by span score (red 0, green 1; grey: no valid question):")
         spans = gr.HTML(value="", elem_id="q2-spans")
-        table = gr.Dataframe(headers=TABLE_COLUMNS, label="Questions (explanation)", elem_id="q2-table",
-                             interactive=False, wrap=True, column_widths=COLUMN_WIDTHS)
+        table = gr.Dataframe(
+            headers=TABLE_COLUMNS,
+            label="Questions (explanation)",
+            elem_id="q2-table",
+            interactive=False,
+            wrap=True,
+            column_widths=COLUMN_WIDTHS,
+        )
         gr.Markdown(STATUS_LEGEND, elem_id="q2-status-legend")
         signature = gr.Textbox(label="Signature", elem_id="q2-signature")
-        button.click(run, inputs=[response, knowledge], outputs=[score, reason, spans, table, signature, message])
+        button.click(
+            run, inputs=[response, knowledge], outputs=[score, reason, spans, table, signature, message]
+        )
     return app
 
 
@@ -191,7 +223,9 @@ def launch(app: Any = None) -> None:
 def _skip_in_copy(folder: str, names: list[str]) -> set[str]:
     """Build outputs, caches and virtual environments stay out of the wheel's source copy."""
     skip = {".git", "build", "dist", "__pycache__", ".q2_cache", ".pytest_cache", "node_modules"}
-    return {n for n in names if n in skip or n.endswith(".egg-info") or (Path(folder, n, "pyvenv.cfg").exists())}
+    return {
+        n for n in names if n in skip or n.endswith(".egg-info") or (Path(folder, n, "pyvenv.cfg").exists())
+    }
 
 
 def build_wheel(out_dir: Path) -> Path:
@@ -200,14 +234,30 @@ def build_wheel(out_dir: Path) -> Path:
     import tempfile
 
     if not (ROOT / "setup.cfg").exists():
-        raise SpaceBuildError(f"q2-metric space builds a wheel of this package and needs its source "
-                              f"checkout, but {ROOT} has no setup.cfg.")
+        raise SpaceBuildError(
+            f"q2-metric space builds a wheel of this package and needs its source "
+            f"checkout, but {ROOT} has no setup.cfg."
+        )
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "src"
         shutil.copytree(ROOT, source, ignore=_skip_in_copy)
-        run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                              "--disable-pip-version-check", "-q", "-w", str(Path(tmp) / "dist"), str(source)],
-                             capture_output=True, text=True)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "--disable-pip-version-check",
+                "-q",
+                "-w",
+                str(Path(tmp) / "dist"),
+                str(source),
+            ],
+            capture_output=True,
+            text=True,
+        )
         wheels = sorted((Path(tmp) / "dist").glob("q2_metric-*.whl"))
         if run.returncode != 0 or len(wheels) != 1:
             last = (run.stderr.strip().splitlines() or ["no output"])[-1]
@@ -247,8 +297,13 @@ def check_space_folder(out_dir: str | Path) -> None:
     from q2_metric.errors import OutputPathError
     from q2_metric.io.paths import check_run, relation
 
-    check_run({"the q2_metric package": MODULE_FILE.parent, "the card's sources": CARD_DIR},
-              {"out_dir": out_dir}, folders=["out_dir"])
+    check_run(
+        {"the q2_metric package": MODULE_FILE.parent, "the card's sources": CARD_DIR},
+        {"out_dir": out_dir},
+        folders=["out_dir"],
+    )
     if relation(out_dir, ROOT) in ("is", "contains"):
-        raise OutputPathError(f"The output '{out_dir}' (out_dir) {relation(out_dir, ROOT)} the source checkout "
-                              f"'{ROOT}'; write the Space to a folder of its own.")
+        raise OutputPathError(
+            f"The output '{out_dir}' (out_dir) {relation(out_dir, ROOT)} the source checkout "
+            f"'{ROOT}'; write the Space to a folder of its own."
+        )

@@ -14,28 +14,53 @@ killed after it leaves a manifest that the next run (`recover_outputs`) complete
 set. Files are created with the user's umask.
 """
 
-
 from __future__ import annotations
 
 from pathlib import Path
 
-from q2_metric.io.commit import (MANIFEST_SUFFIX, TEMP_MARK, atomic_write, commit_outputs,  # noqa: F401
-                                 commit_report, locked, pause_point, recover_outputs)
-from q2_metric.io.csv import _read_csv, _scan_csv  # noqa: F401
-from q2_metric.io.formats import (MAX_INPUT_BYTES, TABLE_SUFFIXES, Row, input_format,  # noqa: F401
-                                  max_input_bytes, read_text)
-from q2_metric.io.jsonl import _read_jsonl  # noqa: F401
-from q2_metric.io.parquet import _read_dataset, _read_parquet  # noqa: F401
-from q2_metric.io.tsv import _read_tsv
-from q2_metric.io.writers import (check_output_paths, check_table_suffix, parquet_writer,  # noqa: F401
-                                  table_writer, write_table)
 from q2_metric.errors import Q2InputError
-
+from q2_metric.io.commit import (  # noqa: F401
+    MANIFEST_SUFFIX,
+    TEMP_MARK,
+    atomic_write,
+    commit_outputs,
+    commit_report,
+    locked,
+    pause_point,
+    recover_outputs,
+)
+from q2_metric.io.csv import _read_csv, _scan_csv  # noqa: F401
+from q2_metric.io.formats import (  # noqa: F401
+    MAX_INPUT_BYTES,
+    TABLE_SUFFIXES,
+    Row,
+    input_format,
+    max_input_bytes,
+    read_text,
+)
+from q2_metric.io.jsonl import _read_jsonl
+from q2_metric.io.parquet import _read_dataset, _read_parquet
+from q2_metric.io.tsv import _read_tsv
+from q2_metric.io.writers import (  # noqa: F401
+    check_output_paths,
+    check_table_suffix,
+    parquet_writer,
+    table_writer,
+    write_table,
+)
 
 # -- reading --------------------------------------------------------------------------------------
 
-def read_rows(path: str | Path, response_col: str = "response", knowledge_col: str = "knowledge", *,
-              encoding: str = "utf-8", allow_empty: bool = False, multiline: bool = True) -> list[Row]:
+
+def read_rows(
+    path: str | Path,
+    response_col: str = "response",
+    knowledge_col: str = "knowledge",
+    *,
+    encoding: str = "utf-8",
+    allow_empty: bool = False,
+    multiline: bool = True,
+) -> list[Row]:
     """Read every row of a table (`read_table`'s formats) with a response and a knowledge column.
 
     A malformed row gets `error` (naming its line and field) and the rest is read on. A CSV is read
@@ -60,12 +85,16 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
     if not path.exists():
         raise Q2InputError(f"The input file '{path}' does not exist; check the path.")
     if response_col == knowledge_col:
-        raise Q2InputError(f"The response and knowledge columns are both '{response_col}'; name two different "
-                           "columns with --response-col and --knowledge-col.")
+        raise Q2InputError(
+            f"The response and knowledge columns are both '{response_col}'; name two different "
+            "columns with --response-col and --knowledge-col."
+        )
     rows, columns = read_table(path, encoding, multiline)
     if not rows and not allow_empty:
-        raise Q2InputError(f"The input file '{path}' has no data rows; pass --allow-empty "
-                           "(allow_empty=True) to write an empty output anyway.")
+        raise Q2InputError(
+            f"The input file '{path}' has no data rows; pass --allow-empty "
+            "(allow_empty=True) to write an empty output anyway."
+        )
     needed = [response_col, knowledge_col]
     if columns is None and rows:  # JSONL: a column is missing when no object has it
         present = {k for row in rows for k in row.fields}
@@ -77,8 +106,10 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
         if missing:
             flag = "--response-col" if missing[0] == response_col else "--knowledge-col"
             shown = ", ".join(f"'{c}'" for c in columns[:20]) or "none"
-            raise Q2InputError(f"The input file '{path}' has no column '{missing[0]}' (its columns: "
-                               f"{shown}); name the right one with {flag}.")
+            raise Q2InputError(
+                f"The input file '{path}' has no column '{missing[0]}' (its columns: "
+                f"{shown}); name the right one with {flag}."
+            )
     for row in rows:
         if row.error:
             continue
@@ -95,7 +126,9 @@ def read_rows(path: str | Path, response_col: str = "response", knowledge_col: s
     return rows
 
 
-def read_table(path: str | Path, encoding: str = "utf-8", multiline: bool = True) -> tuple[list[Row], list[str] | None]:
+def read_table(
+    path: str | Path, encoding: str = "utf-8", multiline: bool = True
+) -> tuple[list[Row], list[str] | None]:
     """The rows of a CSV, TSV, JSONL or Parquet file or a datasets folder, its format told by the
     content (`input_format`), and its columns (None for JSONL, whose objects each have their own
     keys). The one reader of every table: each front-end reads through it or `read_rows`.

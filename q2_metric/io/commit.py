@@ -9,12 +9,12 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
+from typing import Any, TextIO
 
-from q2_metric.io.paths import check_regular_target
 from q2_metric.io.interrupts import uninterruptible
-
+from q2_metric.io.paths import check_regular_target
 
 try:
     import fcntl
@@ -106,15 +106,16 @@ def _write_new(path: Path, write: Callable[[TextIO], Any], target: Path | None =
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         binary = getattr(write, "binary", False)  # a Parquet writer writes bytes
-        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8")) as f:
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
     except OSError as err:
         if err.filename is not None or err.errno is None:
             raise
-        raise OSError(err.errno, f"{err.strerror} while writing (the earlier outputs are kept)",
-                      str(target or path)) from None
+        raise OSError(
+            err.errno, f"{err.strerror} while writing (the earlier outputs are kept)", str(target or path)
+        ) from None
 
 
 def recover_outputs(paths: Iterable[str | Path]) -> None:
@@ -187,8 +188,12 @@ def commit_outputs(files: Sequence[tuple[str | Path, Callable[[TextIO], Any]]]) 
             manifest = _manifest_path(targets[0])
             manifest_tmp = _temp_name(manifest)
             temps.append(manifest_tmp)
-            body = json.dumps({"pid": os.getpid(),
-                               "files": [[str(t.resolve()), str(p.resolve())] for t, p in zip(temps, targets)]})
+            body = json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "files": [[str(t.resolve()), str(p.resolve())] for t, p in zip(temps, targets)],
+                }
+            )
             _write_new(manifest_tmp, lambda f: f.write(body), manifest)
         except BaseException:
             for tmp in temps:
@@ -214,14 +219,22 @@ def atomic_write(path: str | Path, write: Callable[[TextIO], Any]) -> None:
     commit_outputs([(path, write)])
 
 
-def commit_report(out: Path, files: Sequence[tuple[str, Callable[[Any], Any]]], figures: dict[str, bytes]) -> None:
+def commit_report(
+    out: Path, files: Sequence[tuple[str, Callable[[Any], Any]]], figures: dict[str, bytes]
+) -> None:
     """Write the named files and the PNG `figures` into the folder `out`, all or nothing."""
+
     def png(content: bytes) -> Callable[[Any], None]:
         def write(f) -> None:
             f.write(content)
+
         write.binary = True  # type: ignore[attr-defined]
         return write
 
     out.mkdir(parents=True, exist_ok=True)
-    commit_outputs([*[(out / name, write) for name, write in files],
-                    *[(out / name, png(content)) for name, content in figures.items()]])
+    commit_outputs(
+        [
+            *[(out / name, write) for name, write in files],
+            *[(out / name, png(content)) for name, content in figures.items()],
+        ]
+    )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from q2_metric.io.formats import Row, read_text
 from q2_metric.errors import Q2InputError
+from q2_metric.io.formats import Row, read_text
 
 
 def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], list[str] | None]:
@@ -30,11 +30,14 @@ def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], li
         row = Row(len(rows) + 1, line)
         if fields is None:
             row.error = f"line {line}: " + re.sub(
-                r"field #(\d+)", lambda m: _field_name(header, int(m.group(1)) - 1), problem)
+                r"field #(\d+)", lambda m: _field_name(header, int(m.group(1)) - 1), problem
+            )
         elif len(fields) != len(header):
             row.fields = dict(zip(header, fields))
-            row.error = (f"line {line}: {len(fields)} field(s) but the header has {len(header)} "
-                         "(a comma in an unquoted field, or a missing one?)")
+            row.error = (
+                f"line {line}: {len(fields)} field(s) but the header has {len(header)} "
+                "(a comma in an unquoted field, or a missing one?)"
+            )
         else:
             row.fields = dict(zip(header, fields))
         rows.append(row)
@@ -46,8 +49,9 @@ def check_unique_columns(path: Path, header: list[str]) -> None:
     seen: set[str] = set()
     duplicates = {c for c in header if c in seen or seen.add(c)}
     if duplicates:
-        raise Q2InputError(f"The header of '{path}' names column '{min(duplicates)}' twice; "
-                           "give every column its own name.")
+        raise Q2InputError(
+            f"The header of '{path}' names column '{min(duplicates)}' twice; give every column its own name."
+        )
 
 
 def _field_name(header: list[str], index: int) -> str:
@@ -93,9 +97,11 @@ def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | Non
                 value = m.group(1).replace('""', '"')
                 if not multiline and nl in value:
                     last = line + text.count(nl, pos, m.end())
-                    problem = (f"a quoted field opened on this line runs on to line {last} (a stray double "
-                               "quote?) while --no-multiline says the rows of this file are one line each; "
-                               "fix the quote, or leave out --no-multiline if fields really span lines")
+                    problem = (
+                        f"a quoted field opened on this line runs on to line {last} (a stray double "
+                        "quote?) while --no-multiline says the rows of this file are one line each; "
+                        "fix the quote, or leave out --no-multiline if fields really span lines"
+                    )
                     resync = True
                     break
                 p = m.end()
@@ -107,8 +113,10 @@ def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | Non
                 first = p
                 p = unquoted.match(text, p).end()
                 if text.startswith('"', p):  # the record still ends where it seems to; it is bad
-                    problem = problem or (f"field #{len(fields) + 1} holds a double quote without being "
-                                          "quoted; quote the whole field and double the quote inside it")
+                    problem = problem or (
+                        f"field #{len(fields) + 1} holds a double quote without being "
+                        "quoted; quote the whole field and double the quote inside it"
+                    )
                     p = lenient.match(text, p).end()
                 value = text[first:p]
             fields.append(value)
@@ -127,4 +135,3 @@ def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | Non
         yield line, None if problem else [] if blank else fields, problem
         line += text.count(nl, pos, p)
         pos = p
-

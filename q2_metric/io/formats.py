@@ -20,20 +20,25 @@ class Row:
     error: str | None = None
 
 
-
 # Input larger than this (the file, or a Parquet table once decoded) is refused before it is read
 # whole; Q2_MAX_INPUT_BYTES sets another limit.
-MAX_INPUT_BYTES = 2 * 1024 ** 3
+MAX_INPUT_BYTES = 2 * 1024**3
 TABLE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 # What a file is, by its first bytes, where it is not a table this tool reads.
-_MAGIC = ((b"\x1f\x8b", "gzip-compressed", "decompress it first (gunzip)"),
-          (b"BZh", "bzip2-compressed", "decompress it first (bunzip2)"),
-          (b"\xfd7zXZ\x00", "xz-compressed", "decompress it first (unxz)"),
-          (b"\x28\xb5\x2f\xfd", "zstd-compressed", "decompress it first (unzstd)"),
-          (b"PK\x03\x04", "a ZIP archive (an .xlsx workbook is one)", "export it as CSV, or unzip it first"),
-          (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "extract it first"))
-_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
-         (b"\xfe\xff", "utf-16"))
+_MAGIC = (
+    (b"\x1f\x8b", "gzip-compressed", "decompress it first (gunzip)"),
+    (b"BZh", "bzip2-compressed", "decompress it first (bunzip2)"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "decompress it first (unxz)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "decompress it first (unzstd)"),
+    (b"PK\x03\x04", "a ZIP archive (an .xlsx workbook is one)", "export it as CSV, or unzip it first"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "extract it first"),
+)
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
 
 
 def max_input_bytes() -> int:
@@ -41,13 +46,16 @@ def max_input_bytes() -> int:
     try:
         return int(os.environ.get("Q2_MAX_INPUT_BYTES") or MAX_INPUT_BYTES)
     except ValueError:
-        raise Q2InputError(f"Q2_MAX_INPUT_BYTES must be a number of bytes, got "
-                           f"{os.environ['Q2_MAX_INPUT_BYTES']!r}.") from None
+        raise Q2InputError(
+            f"Q2_MAX_INPUT_BYTES must be a number of bytes, got {os.environ['Q2_MAX_INPUT_BYTES']!r}."
+        ) from None
 
 
 def _too_big(path: Path, size: int, what: str) -> Q2InputError:
-    return Q2InputError(f"The input '{path}' is {what} {size:,} bytes, above the limit of {max_input_bytes():,} "
-                        "bytes; split it, or raise the limit with Q2_MAX_INPUT_BYTES if the memory is there.")
+    return Q2InputError(
+        f"The input '{path}' is {what} {size:,} bytes, above the limit of {max_input_bytes():,} "
+        "bytes; split it, or raise the limit with Q2_MAX_INPUT_BYTES if the memory is there."
+    )
 
 
 def input_format(path: Path) -> str:
@@ -65,7 +73,9 @@ def input_format(path: Path) -> str:
         return "parquet"
     for magic, what, fix in _MAGIC:
         if head.startswith(magic):
-            raise Q2InputError(f"The input file '{path}' is {what}, not a CSV, JSONL or Parquet table; {fix}.")
+            raise Q2InputError(
+                f"The input file '{path}' is {what}, not a CSV, JSONL or Parquet table; {fix}."
+            )
     size = path.stat().st_size
     if size > max_input_bytes():
         raise _too_big(path, size, "a file of")
@@ -92,16 +102,24 @@ def read_text(path: Path, encoding: str) -> str:
         codec = next((name for bom, name in _BOMS if data.startswith(bom)), codec)
         head = data[:4096]
         if codec == "utf-8-sig" and len(head) >= 8:  # UTF-16 without a BOM: every other byte NUL
-            order = "le" if head[1::2].count(0) > len(head) // 4 else "be" if head[0::2].count(0) > len(head) // 4 \
+            order = (
+                "le"
+                if head[1::2].count(0) > len(head) // 4
+                else "be"
+                if head[0::2].count(0) > len(head) // 4
                 else None
+            )
             if order:
-                raise Q2InputError(f"The input file '{path}' looks like UTF-16 text without a byte-order mark "
-                                   f"(every other byte is NUL); pass --encoding utf-16-{order}.")
+                raise Q2InputError(
+                    f"The input file '{path}' looks like UTF-16 text without a byte-order mark "
+                    f"(every other byte is NUL); pass --encoding utf-16-{order}."
+                )
     try:
         return data.decode(codec)
     except LookupError:
-        raise Q2InputError(f"Unknown encoding '{encoding}'; pass a Python codec name such as "
-                           "utf-8 or latin-1 to --encoding.") from None
+        raise Q2InputError(
+            f"Unknown encoding '{encoding}'; pass a Python codec name such as utf-8 or latin-1 to --encoding."
+        ) from None
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         hint = "(e.g. --encoding latin-1)"
@@ -110,5 +128,5 @@ def read_text(path: Path, encoding: str) -> str:
         raise Q2InputError(
             f"The input file '{path}' is not valid {codec if codec.startswith('utf-16') or codec.startswith('utf-32') else encoding}: "
             f"byte 0x{data[err.start]:02x} at offset {err.start} (line {line}) cannot be decoded; pass the file's "
-            f"encoding with --encoding {hint}.") from None
-
+            f"encoding with --encoding {hint}."
+        ) from None

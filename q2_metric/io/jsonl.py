@@ -6,16 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+from q2_metric.errors import Q2InputError
 from q2_metric.io.formats import Row, read_text
 from q2_metric.validation import clean_text
-from q2_metric.errors import Q2InputError
 
 
 def _read_jsonl(path: Path, encoding: str) -> list[Row]:
     text = read_text(path, encoding)
     if text.lstrip().startswith("["):
-        raise Q2InputError(f"The input file '{path}' holds a JSON array; write one JSON object per line "
-                           "(JSONL) instead.")
+        raise Q2InputError(
+            f"The input file '{path}' holds a JSON array; write one JSON object per line (JSONL) instead."
+        )
     rows = []
     number = 0
     for line_no, line in enumerate(text.split("\n"), 1):
@@ -28,16 +29,34 @@ def _read_jsonl(path: Path, encoding: str) -> list[Row]:
                 raise ValueError("not a JSON object")
             rows.append(Row(number, line_no, _clean_strings(record)))
         except _DuplicateKey as err:
-            rows.append(Row(number, line_no, error=f"line {line_no}: the key '{_shown(err.key)}' appears twice in "
-                                                   "one JSON object (which value is meant?)"))
+            rows.append(
+                Row(
+                    number,
+                    line_no,
+                    error=f"line {line_no}: the key '{_shown(err.key)}' appears twice in "
+                    "one JSON object (which value is meant?)",
+                )
+            )
         except _SurrogateKeys as err:
-            rows.append(Row(number, line_no, error=f"line {line_no}: the keys '{_shown(err.first)}' and "
-                                                   f"'{_shown(err.second)}' differ only in lone surrogates, "
-                                                   f"which are read as U+FFFD, so both would be the column "
-                                                   f"'{_shown(err.cleaned)}'; rename one"))
+            rows.append(
+                Row(
+                    number,
+                    line_no,
+                    error=f"line {line_no}: the keys '{_shown(err.first)}' and "
+                    f"'{_shown(err.second)}' differ only in lone surrogates, "
+                    f"which are read as U+FFFD, so both would be the column "
+                    f"'{_shown(err.cleaned)}'; rename one",
+                )
+            )
         except (_TooDeep, RecursionError):  # (json's own recursion limit, about 1,000 levels, comes first)
-            rows.append(Row(number, line_no, error=f"line {line_no}: the JSON is nested more than {MAX_JSON_DEPTH} "
-                                                   "levels deep (arrays or objects inside each other); flatten it"))
+            rows.append(
+                Row(
+                    number,
+                    line_no,
+                    error=f"line {line_no}: the JSON is nested more than {MAX_JSON_DEPTH} "
+                    "levels deep (arrays or objects inside each other); flatten it",
+                )
+            )
         except ValueError as err:
             rows.append(Row(number, line_no, error=f"line {line_no}: not a JSON object ({err})"))
     return rows
@@ -101,4 +120,3 @@ def _clean_strings(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list):
         return [_clean_strings(v, depth + 1) for v in value]
     return value
-

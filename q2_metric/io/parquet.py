@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from q2_metric.io.formats import Row, _too_big, max_input_bytes
 from q2_metric.errors import Q2InputError
+from q2_metric.io.formats import Row, _too_big, max_input_bytes
 
 
 def _read_parquet(path: Path) -> tuple[list[Row], list[str]]:
@@ -18,12 +18,16 @@ def _read_parquet(path: Path) -> tuple[list[Row], list[str]]:
         dataset = pq.ParquetDataset(path) if path.is_dir() else None
         files = [Path(f) for f in dataset.files] if dataset is not None else [path]
     except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
-        raise Q2InputError(f"The input '{path}' cannot be read as Parquet ({str(err).splitlines()[0]}).") from None
+        raise Q2InputError(
+            f"The input '{path}' cannot be read as Parquet ({str(err).splitlines()[0]})."
+        ) from None
     _check_parquet_size(path, files)
     try:
         table = dataset.read() if dataset is not None else pq.read_table(path)
     except (OSError, ValueError) as err:
-        raise Q2InputError(f"The input '{path}' cannot be read as Parquet ({str(err).splitlines()[0]}).") from None
+        raise Q2InputError(
+            f"The input '{path}' cannot be read as Parquet ({str(err).splitlines()[0]})."
+        ) from None
     return [Row(i, i, record) for i, record in enumerate(table.to_pylist(), 1)], list(table.column_names)
 
 
@@ -44,12 +48,15 @@ def _check_parquet_size(path: Path, files: list[Path]) -> None:
             flat = [f.name for f in pf.schema_arrow if _is_text(f.type)]
             pf = pq.ParquetFile(file, read_dictionary=flat)
         except (OSError, ValueError) as err:
-            raise Q2InputError(f"The input '{file}' cannot be read as Parquet "
-                               f"({str(err).splitlines()[0]}).") from None
+            raise Q2InputError(
+                f"The input '{file}' cannot be read as Parquet ({str(err).splitlines()[0]})."
+            ) from None
         for i in range(pf.metadata.num_row_groups):
             group = pf.metadata.row_group(i)
-            stored = max(group.total_byte_size, sum(group.column(c).total_uncompressed_size
-                                                     for c in range(group.num_columns)))
+            stored = max(
+                group.total_byte_size,
+                sum(group.column(c).total_uncompressed_size for c in range(group.num_columns)),
+            )
             if total + stored > limit:
                 raise _too_big(path, total + stored, "a Parquet table of at least")
             for column in pf.read_row_group(i).columns:
@@ -70,8 +77,12 @@ def _check_parquet_size(path: Path, files: list[Path]) -> None:
 def _is_text(kind) -> bool:
     import pyarrow as pa
 
-    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or \
-        pa.types.is_large_binary(kind)
+    return (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+    )
 
 
 def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:
@@ -81,13 +92,16 @@ def _read_dataset(path: Path) -> tuple[list[Row], list[str]]:
     try:
         data = datasets.load_from_disk(str(path))
     except FileNotFoundError:
-        raise Q2InputError(f"The input folder '{path}' is not a dataset saved by save_to_disk(); "
-                           "pass a CSV or JSONL file, or a dataset folder.") from None
+        raise Q2InputError(
+            f"The input folder '{path}' is not a dataset saved by save_to_disk(); "
+            "pass a CSV or JSONL file, or a dataset folder."
+        ) from None
     if isinstance(data, datasets.DatasetDict):
-        raise Q2InputError(f"The input folder '{path}' holds several splits ({', '.join(data)}); "
-                           "point at one split's folder.")
+        raise Q2InputError(
+            f"The input folder '{path}' holds several splits ({', '.join(data)}); "
+            "point at one split's folder."
+        )
     return [Row(i, i, dict(record)) for i, record in enumerate(data, 1)], list(data.column_names)
-
 
 
 def _check_dataset_files(path: Path) -> None:
@@ -109,9 +123,13 @@ def _check_dataset_files(path: Path) -> None:
     except (OSError, ValueError, AttributeError, RecursionError):
         return  # not readable as a dataset: load_from_disk says so
     if splits is not None:
-        raise Q2InputError(f"The input folder '{path}' holds several splits ({', '.join(map(str, splits))}); "
-                           "point at one split's folder.")
+        raise Q2InputError(
+            f"The input folder '{path}' holds several splits ({', '.join(map(str, splits))}); "
+            "point at one split's folder."
+        )
     for name in names:
         if not isinstance(name, str) or relation(path / name, path) != "lies inside":
-            raise Q2InputError(f"The input folder '{path}' names a data file outside itself ('{name}' in its "
-                               "state.json); point at a dataset folder that holds its own files.")
+            raise Q2InputError(
+                f"The input folder '{path}' names a data file outside itself ('{name}' in its "
+                "state.json); point at a dataset folder that holds its own files."
+            )

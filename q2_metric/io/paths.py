@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import os
 import stat
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from q2_metric.errors import OutputPathError
 
@@ -77,22 +78,31 @@ def check_regular_target(path: str | os.PathLike, flag: str) -> None:
     except FileNotFoundError:
         return
     except OSError as err:
-        raise OutputPathError(f"The output path '{path}' ({flag}) cannot be examined ({err.strerror}); "
-                              "choose another path.") from None
+        raise OutputPathError(
+            f"The output path '{path}' ({flag}) cannot be examined ({err.strerror}); choose another path."
+        ) from None
     if stat.S_ISLNK(st.st_mode):
         target = os.readlink(path)
-        raise OutputPathError(f"The output path '{path}' ({flag}) is a symbolic link (to '{target}'); name "
-                              "the file to write itself, so that nothing the link points to is replaced.")
+        raise OutputPathError(
+            f"The output path '{path}' ({flag}) is a symbolic link (to '{target}'); name "
+            "the file to write itself, so that nothing the link points to is replaced."
+        )
     if not stat.S_ISREG(st.st_mode):
         what = _kind(st.st_mode)
-        hint = f" name a file in it, e.g. {Path(path) / 'scores.csv'}" if what == "a folder" else \
-            " name a regular file"
+        hint = (
+            f" name a file in it, e.g. {Path(path) / 'scores.csv'}"
+            if what == "a folder"
+            else " name a regular file"
+        )
         raise OutputPathError(f"The output path '{path}' ({flag}) is {what}, not a regular file;{hint}.")
 
 
-def check_outputs(inputs: Mapping[str, str | os.PathLike | None] | Iterable[tuple[str, str | os.PathLike | None]],
-                  outputs: Mapping[str, str | os.PathLike | None] | Iterable[tuple[str, str | os.PathLike | None]],
-                  *, folders: Iterable[str] = ()) -> None:
+def check_outputs(
+    inputs: Mapping[str, str | os.PathLike | None] | Iterable[tuple[str, str | os.PathLike | None]],
+    outputs: Mapping[str, str | os.PathLike | None] | Iterable[tuple[str, str | os.PathLike | None]],
+    *,
+    folders: Iterable[str] = (),
+) -> None:
     """Raise `OutputPathError` (one sentence naming both paths) when an output is, contains or lies
     inside an input, or two outputs collide, or an existing output file is not a regular file.
 
@@ -106,16 +116,21 @@ def check_outputs(inputs: Mapping[str, str | os.PathLike | None] | Iterable[tupl
             how = relation(out, inp)
             if how:
                 named = "" if name == "input" else f" ({name})"
-                raise OutputPathError(f"The output '{out}' ({flag}) {how} the input '{inp}'{named}; write "
-                                      "the output somewhere else, so that the input is kept as it is.")
+                raise OutputPathError(
+                    f"The output '{out}' ({flag}) {how} the input '{inp}'{named}; write "
+                    "the output somewhere else, so that the input is kept as it is."
+                )
         for other_flag, other in outs[:i]:
             how = relation(out, other)
             if how == "is":
-                raise OutputPathError(f"{other_flag} and {flag} name the same path '{out}'; give each output "
-                                      "its own path.")
+                raise OutputPathError(
+                    f"{other_flag} and {flag} name the same path '{out}'; give each output its own path."
+                )
             if how:
-                raise OutputPathError(f"The output '{out}' ({flag}) {how} the output '{other}' ({other_flag}); "
-                                      "give each output its own place.")
+                raise OutputPathError(
+                    f"The output '{out}' ({flag}) {how} the output '{other}' ({other_flag}); "
+                    "give each output its own place."
+                )
         if flag not in folders:
             check_regular_target(out, flag)
         elif os.path.lexists(out) and (os.path.islink(out) or not os.path.isdir(out)):
@@ -194,7 +209,9 @@ def _spacy_reads(config: Q2Config | None) -> dict[str, str]:
     else:  # the default a configuration would get ($Q2_SPACY_MODEL), without building one
         named = next(f for f in dataclasses.fields(Q2Config) if f.name == "spacy_model").default_factory()
     reads = {}
-    for name in dict.fromkeys(([named] if isinstance(named, str) and named else []) + list(DEFAULT_SPACY_MODELS)):
+    for name in dict.fromkeys(
+        ([named] if isinstance(named, str) and named else []) + list(DEFAULT_SPACY_MODELS)
+    ):
         package = spacy_package_dir(name)
         if package is not None:
             reads[f"the installed spaCy pipeline '{name}'"] = str(package)
@@ -212,7 +229,12 @@ def protected_reads(config: Q2Config | None = None) -> dict[str, str]:
     reads = {}
     for name in MODEL_FIELDS if config is not None else ():
         value = getattr(config, name, None)
-        if name != "spacy_model" and isinstance(value, str) and value and os.path.isdir(os.path.expanduser(value)):
+        if (
+            name != "spacy_model"
+            and isinstance(value, str)
+            and value
+            and os.path.isdir(os.path.expanduser(value))
+        ):
             reads[f"the {name} folder"] = value
     reads.update(_spacy_reads(config))
     reads[TINY_FOLDER] = str(tiny_models_dir())
@@ -221,8 +243,14 @@ def protected_reads(config: Q2Config | None = None) -> dict[str, str]:
     return reads
 
 
-def check_run(reads: PathMap, writes: PathMap, *, config: Q2Config | None = None,
-              folders: Iterable[str] = (), builds_tiny_models: bool = False) -> None:
+def check_run(
+    reads: PathMap,
+    writes: PathMap,
+    *,
+    config: Q2Config | None = None,
+    folders: Iterable[str] = (),
+    builds_tiny_models: bool = False,
+) -> None:
     """The one guard of a run's paths, called by every front-end before any work.
 
     Args:
@@ -258,29 +286,41 @@ def check_run(reads: PathMap, writes: PathMap, *, config: Q2Config | None = None
         for flag, out in outs:
             how = relation(out, folder)
             if how in ("is", "lies inside"):  # (an output folder may hold them: it writes only its own files)
-                raise OutputPathError(f"The output '{out}' ({flag}) {how} {name} '{folder}'; write the output "
-                                      "somewhere else, so that it is kept as it is.")
+                raise OutputPathError(
+                    f"The output '{out}' ({flag}) {how} {name} '{folder}'; write the output "
+                    "somewhere else, so that it is kept as it is."
+                )
 
 
 def _uses_tiny_folder(config: Q2Config | None, tiny: str) -> bool:
     """Whether a model of `config` lies in the tiny-model folder (`tiny=True` provided them)."""
     if config is None:
         return False
-    return any(isinstance(getattr(config, name, None), str) and relation(getattr(config, name), tiny) == "lies inside"
-               for name in MODEL_FIELDS)
+    return any(
+        isinstance(getattr(config, name, None), str)
+        and relation(getattr(config, name), tiny) == "lies inside"
+        for name in MODEL_FIELDS
+    )
 
 
 def _check_tiny_folder(tiny: str, reads: PathMap, protected: Mapping[str, str]) -> None:
     """Refuse a tiny-model folder that is or lies inside something else the run reads."""
-    named = [(f"the input '{p}'" if n == "input" else f"the input '{p}' ({n})", p) for n, p in reads.items() if p]
-    named += [(f"{n} '{p}'", p) for n, p in protected.items()
-              if n != TINY_FOLDER and relation(p, tiny) != "lies inside"]  # (not the tiny models themselves)
+    named = [
+        (f"the input '{p}'" if n == "input" else f"the input '{p}' ({n})", p) for n, p in reads.items() if p
+    ]
+    named += [
+        (f"{n} '{p}'", p)
+        for n, p in protected.items()
+        if n != TINY_FOLDER and relation(p, tiny) != "lies inside"
+    ]  # (not the tiny models themselves)
     for what, path in named:
         how = relation(tiny, path)
         if how in ("is", "lies inside"):
-            raise OutputPathError(f"The tiny-model folder '{tiny}' (Q2_TINY_MODELS), which the run builds when it "
-                                  f"is missing, {how} {what}; point Q2_TINY_MODELS at a folder outside what the run "
-                                  "reads, so that it is kept as it is.")
+            raise OutputPathError(
+                f"The tiny-model folder '{tiny}' (Q2_TINY_MODELS), which the run builds when it "
+                f"is missing, {how} {what}; point Q2_TINY_MODELS at a folder outside what the run "
+                "reads, so that it is kept as it is."
+            )
 
 
 def move_into(source: str | os.PathLike, out_dir: str | os.PathLike) -> None:

@@ -22,7 +22,9 @@ def _read_tsv(path: Path, encoding: str) -> tuple[list[Row], list[str] | None]:
         fields = text.split("\t")
         row = Row(len(rows) + 1, line, dict(zip(header, fields)))
         if len(fields) != len(header):
-            row.error = (f"line {line}: {len(fields)} field(s) but the header has {len(header)} "
-                         "(a tab inside a field, or a missing one?)")
+            row.error = (
+                f"line {line}: {len(fields)} field(s) but the header has {len(header)} "
+                "(a tab inside a field, or a missing one?)"
+            )
         rows.append(row)
     return rows, header

@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
+from q2_metric.frontend import check_threshold, configure, decide
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
 from q2_metric.scorer import Q2Scorer
-from q2_metric.frontend import check_threshold, configure, decide
 
 # the stages compared, in the engine's order
 STAGES = ("questions", "response answers", "knowledge answers", "span NLI labels", "fallback NLI labels")
@@ -76,7 +77,9 @@ class ResponseAgreement:
 
     @property
     def flipped(self) -> bool:
-        return None not in (self.base_decision, self.fast_decision) and self.base_decision != self.fast_decision
+        return (
+            None not in (self.base_decision, self.fast_decision) and self.base_decision != self.fast_decision
+        )
 
 
 @dataclass
@@ -92,7 +95,9 @@ class AgreementReport:
     fast_signature: str
     base_q2: float
     fast_q2: float
-    labels: dict[str, dict[str, float]] | None = None  # {"base": {"roc_auc":..., "balanced_accuracy":...}, "fast": ...}
+    labels: dict[str, dict[str, float]] | None = (
+        None  # {"base": {"roc_auc":..., "balanced_accuracy":...}, "fast": ...}
+    )
     num_labelled: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -107,10 +112,19 @@ class AgreementReport:
 
         changes = np.array([r.change for r in self.compared], dtype=float)
         if not changes.size:
-            return {"mean_abs": float("nan"), "p95_abs": float("nan"), "max_abs": float("nan"), "mean": float("nan")}
+            return {
+                "mean_abs": float("nan"),
+                "p95_abs": float("nan"),
+                "max_abs": float("nan"),
+                "mean": float("nan"),
+            }
         absolute = np.abs(changes)
-        return {"mean_abs": float(absolute.mean()), "p95_abs": float(np.percentile(absolute, 95)),
-                "max_abs": float(absolute.max()), "mean": float(changes.mean())}
+        return {
+            "mean_abs": float(absolute.mean()),
+            "p95_abs": float(np.percentile(absolute, 95)),
+            "max_abs": float(absolute.max()),
+            "mean": float(changes.mean()),
+        }
 
     @property
     def flipped(self) -> int:
@@ -120,7 +134,11 @@ class AgreementReport:
         from q2_metric.meta.stats import spearman
 
         pairs = self.compared
-        return spearman([r.base_q2 for r in pairs], [r.fast_q2 for r in pairs]) if len(pairs) > 1 else float("nan")
+        return (
+            spearman([r.base_q2 for r in pairs], [r.fast_q2 for r in pairs])
+            if len(pairs) > 1
+            else float("nan")
+        )
 
     @property
     def speed_ratio(self) -> float:
@@ -131,21 +149,30 @@ class AgreementReport:
         """Strict-JSON-ready figures (NaN as None via `options.json_safe` at the writer)."""
         return {
             "threshold": self.threshold,
-            "num_responses": len(self.responses), "num_compared": len(self.compared),
-            "stages": {s.stage: {"compared": s.compared, "differ": s.differ, "share": s.share} for s in self.stages},
+            "num_responses": len(self.responses),
+            "num_compared": len(self.compared),
+            "stages": {
+                s.stage: {"compared": s.compared, "differ": s.differ, "share": s.share} for s in self.stages
+            },
             "score_change": self.score_change(),
             "decisions_flipped": self.flipped,
             "flip_share": self.flipped / len(self.compared) if self.compared else float("nan"),
             "spearman": self.spearman(),
-            "base_q2": self.base_q2, "fast_q2": self.fast_q2,
-            "labels": self.labels, "num_labelled": self.num_labelled,
-            "base_seconds": self.base_seconds, "fast_seconds": self.fast_seconds, "speed_ratio": self.speed_ratio,
-            "base_signature": self.base_signature, "fast_signature": self.fast_signature,
+            "base_q2": self.base_q2,
+            "fast_q2": self.fast_q2,
+            "labels": self.labels,
+            "num_labelled": self.num_labelled,
+            "base_seconds": self.base_seconds,
+            "fast_seconds": self.fast_seconds,
+            "speed_ratio": self.speed_ratio,
+            "base_signature": self.base_signature,
+            "fast_signature": self.fast_signature,
             "responses": [{**asdict(r), "change": r.change, "flipped": r.flipped} for r in self.responses],
         }
 
     def text(self) -> str:
         """The report as a few lines of text."""
+
         def pct(x: float) -> str:
             return "n/a" if math.isnan(x) else f"{x:.1%}"
 
@@ -154,22 +181,32 @@ class AgreementReport:
 
         sc = self.score_change()
         n = len(self.compared)
-        lines = [f"Compared {n} of {len(self.responses)} responses (scored in both runs).",
-                 f"{'stage':<22}{'compared':>10}{'differ':>9}{'share':>9}"]
+        lines = [
+            f"Compared {n} of {len(self.responses)} responses (scored in both runs).",
+            f"{'stage':<22}{'compared':>10}{'differ':>9}{'share':>9}",
+        ]
         lines += [f"{s.stage:<22}{s.compared:>10}{s.differ:>9}{pct(s.share):>9}" for s in self.stages]
-        lines.append(f"Q2 change |fast - base|: mean {num(sc['mean_abs'])}, 95th percentile {num(sc['p95_abs'])}, "
-                     f"max {num(sc['max_abs'])} (mean signed {num(sc['mean'], '+.4f')}); system Q2 "
-                     f"{num(self.base_q2)} -> {num(self.fast_q2)}")
-        lines.append(f"Decisions flipped at threshold {self.threshold:g}: {self.flipped} of {n}"
-                     f" ({pct(self.flipped / n if n else float('nan'))}); Spearman rank correlation "
-                     f"{num(self.spearman())}")
+        lines.append(
+            f"Q2 change |fast - base|: mean {num(sc['mean_abs'])}, 95th percentile {num(sc['p95_abs'])}, "
+            f"max {num(sc['max_abs'])} (mean signed {num(sc['mean'], '+.4f')}); system Q2 "
+            f"{num(self.base_q2)} -> {num(self.fast_q2)}"
+        )
+        lines.append(
+            f"Decisions flipped at threshold {self.threshold:g}: {self.flipped} of {n}"
+            f" ({pct(self.flipped / n if n else float('nan'))}); Spearman rank correlation "
+            f"{num(self.spearman())}"
+        )
         if self.labels:
             for name in ("base", "fast"):
                 f = self.labels[name]
-                lines.append(f"{name}: ROC AUC {num(f['roc_auc'])}, balanced accuracy {num(f['balanced_accuracy'])} "
-                             f"(at {self.threshold:g}, {self.num_labelled} labelled responses)")
-        lines.append(f"Speed: base {self.base_seconds:.2f} s, fast {self.fast_seconds:.2f} s: "
-                     f"{num(self.speed_ratio, '.2f')}x (measured in this run)")
+                lines.append(
+                    f"{name}: ROC AUC {num(f['roc_auc'])}, balanced accuracy {num(f['balanced_accuracy'])} "
+                    f"(at {self.threshold:g}, {self.num_labelled} labelled responses)"
+                )
+        lines.append(
+            f"Speed: base {self.base_seconds:.2f} s, fast {self.fast_seconds:.2f} s: "
+            f"{num(self.speed_ratio, '.2f')}x (measured in this run)"
+        )
         lines.append(f"base: {self.base_signature}\nfast: {self.fast_signature}")
         return "\n".join(lines)
 
@@ -178,8 +215,9 @@ def _traces(r: ResponseScore) -> dict[tuple[int, int], QuestionTrace]:
     return {(q.occurrence, q.rank): q for q in r.questions}
 
 
-def compare_results(base: Q2Result, fast: Q2Result, threshold: float = 0.5,
-                    labels: Sequence[int] | None = None) -> AgreementReport:
+def compare_results(
+    base: Q2Result, fast: Q2Result, threshold: float = 0.5, labels: Sequence[int] | None = None
+) -> AgreementReport:
     """The agreement of two results of the same pairs (times left at 0; `compare` measures them)."""
     threshold = check_threshold(threshold)
     if len(base.responses) != len(fast.responses):
@@ -205,8 +243,11 @@ def compare_results(base: Q2Result, fast: Q2Result, threshold: float = 0.5,
                 row.answers_differ += a != c  # the text, and "no answer" apart from an empty answer
                 stages[stage].compared += 1
                 stages[stage].differ += a != c
-            if qb.nli_label is not None and qf.nli_label is not None and (
-                    (qb.response_answer, qb.knowledge_answer) == (qf.response_answer, qf.knowledge_answer)):
+            if (
+                qb.nli_label is not None
+                and qf.nli_label is not None
+                and ((qb.response_answer, qb.knowledge_answer) == (qf.response_answer, qf.knowledge_answer))
+            ):
                 row.labels_compared += 1
                 row.labels_differ += qb.nli_label != qf.nli_label
                 stages["span NLI labels"].compared += 1
@@ -219,8 +260,17 @@ def compare_results(base: Q2Result, fast: Q2Result, threshold: float = 0.5,
             stages["fallback NLI labels"].compared += 1
             stages["fallback NLI labels"].differ += b.fallback_label != f.fallback_label
         rows.append(row)
-    report = AgreementReport(threshold, list(stages.values()), rows, 0.0, 0.0, str(base.signature),
-                             str(fast.signature), base.q2, fast.q2)
+    report = AgreementReport(
+        threshold,
+        list(stages.values()),
+        rows,
+        0.0,
+        0.0,
+        str(base.signature),
+        str(fast.signature),
+        base.q2,
+        fast.q2,
+    )
     if labels is not None:
         report.labels, report.num_labelled = _label_figures(base, fast, labels, threshold)
     return report
@@ -237,7 +287,11 @@ def _label_figures(base: Q2Result, fast: Q2Result, labels: Sequence[int], thresh
     for name, result in (("base", base), ("fast", fast)):
         scores = [result.responses[i].q2 for i in keep]
         report = classification_report(scores, gold, threshold) if keep else None
-        balanced = (report["consistent"]["recall"] + report["inconsistent"]["recall"]) / 2 if report else float("nan")
+        balanced = (
+            (report["consistent"]["recall"] + report["inconsistent"]["recall"]) / 2
+            if report
+            else float("nan")
+        )
         out[name] = {"roc_auc": roc_auc(scores, gold), "balanced_accuracy": balanced}
     return out, len(keep)
 
@@ -260,9 +314,15 @@ def _scorer(what: Q2Scorer | Q2Config) -> Q2Scorer:
     return what if isinstance(what, Q2Scorer) else Q2Scorer(what)
 
 
-def compare(responses: Sequence[str], knowledge: Sequence[str],
-            fast: Q2Scorer | Q2Config | Mapping[str, Any], base: Q2Scorer | Q2Config | None = None, *,
-            labels: Sequence[int] | None = None, threshold: float = 0.5) -> AgreementReport:
+def compare(
+    responses: Sequence[str],
+    knowledge: Sequence[str],
+    fast: Q2Scorer | Q2Config | Mapping[str, Any],
+    base: Q2Scorer | Q2Config | None = None,
+    *,
+    labels: Sequence[int] | None = None,
+    threshold: float = 0.5,
+) -> AgreementReport:
     """Score the pairs with `base` (default: the paper's configuration) and with `fast`, and
     report how far apart they are (see the module docstring).
 
@@ -295,5 +355,12 @@ def compare(responses: Sequence[str], knowledge: Sequence[str],
     return report
 
 
-__all__ = ["compare", "compare_results", "fast_config", "AgreementReport", "StageAgreement", "ResponseAgreement",
-           "STAGES"]
+__all__ = [
+    "STAGES",
+    "AgreementReport",
+    "ResponseAgreement",
+    "StageAgreement",
+    "compare",
+    "compare_results",
+    "fast_config",
+]

@@ -6,7 +6,7 @@ baseline) and end-to-end NLI; the knowledge is lower-cased.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def content_tokens(doc) -> list[str]:
@@ -30,8 +30,9 @@ def token_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
 OVERLAP_BATCH = 256  # texts per tokenizer batch
 
 
-def overlap_scores(responses: Sequence[str], knowledge: Sequence[str], nlp,
-                   batch_size: int = OVERLAP_BATCH) -> list[float]:
+def overlap_scores(
+    responses: Sequence[str], knowledge: Sequence[str], nlp, batch_size: int = OVERLAP_BATCH
+) -> list[float]:
     """Overlap(r, k): token F1 of the lower-cased knowledge (gold) and the response."""
     if len(responses) != len(knowledge):
         raise ValueError(f"{len(responses)} responses but {len(knowledge)} knowledge texts")
@@ -57,9 +58,14 @@ def bertscore_scores(responses: Sequence[str], knowledge: Sequence[str]) -> list
     try:
         import bert_score
 
-        _, _, f1 = bert_score.score(list(responses), [k.lower() for k in knowledge], lang="en",
-                                    rescale_with_baseline=True, verbose=False)
-    except Exception:  # noqa: BLE001 - not installed, or its model cannot be loaded offline
+        _, _, f1 = bert_score.score(
+            list(responses),
+            [k.lower() for k in knowledge],
+            lang="en",
+            rescale_with_baseline=True,
+            verbose=False,
+        )
+    except Exception:
         return None
     return [float(x) for x in f1]
 
@@ -71,8 +77,15 @@ def e2e_nli_scores(responses: Sequence[str], knowledge: Sequence[str], nli) -> l
     return [fallback_score(label) for label in nli.classify([k.lower() for k in knowledge], list(responses))]
 
 
-def baseline_scores(responses: Sequence[str], knowledge: Sequence[str], *, nlp, nli=None,
-                    bertscore: bool = True, notes: list[str] | None = None) -> dict[str, list[float]]:
+def baseline_scores(
+    responses: Sequence[str],
+    knowledge: Sequence[str],
+    *,
+    nlp,
+    nli=None,
+    bertscore: bool = True,
+    notes: list[str] | None = None,
+) -> dict[str, list[float]]:
     """Every available baseline's scores."""
     out = {"overlap": overlap_scores(responses, knowledge, nlp), "bleu": bleu_scores(responses, knowledge)}
     if bertscore:
@@ -80,7 +93,9 @@ def baseline_scores(responses: Sequence[str], knowledge: Sequence[str], *, nlp, 
         if bert is not None:
             out["bertscore"] = bert
         elif notes is not None and not any(n.startswith("BERTScore") for n in notes):
-            notes.append("BERTScore baseline skipped: bert-score is not installed or its model is unavailable.")
+            notes.append(
+                "BERTScore baseline skipped: bert-score is not installed or its model is unavailable."
+            )
     if nli is not None:
         out["e2e_nli"] = e2e_nli_scores(responses, knowledge, nli)
     return out

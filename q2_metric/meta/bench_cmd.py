@@ -4,8 +4,8 @@ through the normal file scorer, the outputs). The computation is `meta_benchmark
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -18,20 +18,44 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
     """The benchmark's flags on the `meta-eval` parser (which already has --scores, --seed,
     --auc-draws, --nli-model, --device, --no-bertscore, --baselines-only and --out-dir)."""
     g = me.add_argument_group("benchmark on labelled sets (--dataset)")
-    g.add_argument("--dataset", action="append", default=[], metavar="NAME=FILE",
-                   help="a labelled set (repeatable): a TRUE-format CSV (grounding, generated_text, label), a "
-                        "BEGIN .tsv (either release), the paper's annotated folder, or any CSV/TSV/JSONL/Parquet "
-                        "file whose columns --response-col/--knowledge-col/--label-col name")
-    g.add_argument("--calibrate", metavar="DEV:TEST", default=None,
-                   help="tune each metric's threshold on DEV (best balanced accuracy) and report it on TEST")
-    g.add_argument("--bootstrap", dest="auc_draws", type=int, default=argparse.SUPPRESS, help="same as --auc-draws")
+    g.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a labelled set (repeatable): a TRUE-format CSV (grounding, generated_text, label), a "
+        "BEGIN .tsv (either release), the paper's annotated folder, or any CSV/TSV/JSONL/Parquet "
+        "file whose columns --response-col/--knowledge-col/--label-col name",
+    )
+    g.add_argument(
+        "--calibrate",
+        metavar="DEV:TEST",
+        default=None,
+        help="tune each metric's threshold on DEV (best balanced accuracy) and report it on TEST",
+    )
+    g.add_argument(
+        "--bootstrap", dest="auc_draws", type=int, default=argparse.SUPPRESS, help="same as --auc-draws"
+    )
     g.add_argument("--response-col", default="response", help="response column of a file of no known format")
-    g.add_argument("--knowledge-col", default="knowledge", help="knowledge column of a file of no known format")
+    g.add_argument(
+        "--knowledge-col", default="knowledge", help="knowledge column of a file of no known format"
+    )
     g.add_argument("--label-col", default="label", help="label column of a file of no known format")
-    g.add_argument("--consistent-label", action="append", default=None, metavar="VALUE",
-                   help="a label value meaning consistent in such a file (repeatable; default 1)")
-    g.add_argument("--qg-model", default=None, help="Q²'s question generation model (also of --ladder/--control; default: the paper's)")
-    g.add_argument("--qa-model", default=None, help="Q²'s QA model (also of --ladder/--control; default: the paper's)")
+    g.add_argument(
+        "--consistent-label",
+        action="append",
+        default=None,
+        metavar="VALUE",
+        help="a label value meaning consistent in such a file (repeatable; default 1)",
+    )
+    g.add_argument(
+        "--qg-model",
+        default=None,
+        help="Q²'s question generation model (also of --ladder/--control; default: the paper's)",
+    )
+    g.add_argument(
+        "--qa-model", default=None, help="Q²'s QA model (also of --ladder/--control; default: the paper's)"
+    )
     g.add_argument("--spacy-model", default=None, help="Q²'s spaCy pipeline")
     g.add_argument("--batch-size", type=int, default=None, help="one batch size for Q²'s QG, QA and NLI")
     g.add_argument("--max-question-length", type=int, default=None, help="Q²'s longest generated question")
@@ -49,10 +73,17 @@ def _check_paths(args: argparse.Namespace, inputs: list[Path], writes: dict[str,
     from q2_metric.io.paths import check_regular_target, check_run
 
     reads = {f"--dataset/--scores {p}": p for p in inputs}
-    reads.update({f"--{name.replace('_', '-')}": getattr(args, name, None) for name in
-                  ("qg_model", "qa_model", "nli_model", "spacy_model")})
-    check_run({k: v for k, v in reads.items() if v and os.path.exists(v)}, writes,
-              folders=[name for name in writes if name != "--write-template"])
+    reads.update(
+        {
+            f"--{name.replace('_', '-')}": getattr(args, name, None)
+            for name in ("qg_model", "qa_model", "nli_model", "spacy_model")
+        }
+    )
+    check_run(
+        {k: v for k, v in reads.items() if v and os.path.exists(v)},
+        writes,
+        folders=[name for name in writes if name != "--write-template"],
+    )
     if "--out-dir" in writes:
         for name in OUTPUTS:
             check_regular_target(writes["--out-dir"] / name, "--out-dir")
@@ -62,65 +93,98 @@ def q2_runner(args: argparse.Namespace, out: Path, reads: dict[str, Path] | None
     """Q² on a dataset through `q2 score`'s file scorer (cache, resume, progress, Ray): the
     dataset's pairs go to OUT/q2/NAME.input.csv, its scores to OUT/q2/NAME.scores.csv, their counts
     and full signature to OUT/q2/NAME.summary.json."""
-    from q2_metric.io import read_rows, write_table
-    from q2_metric.frontend import check_models
-    from q2_metric.options import build_config, flag_name
     from q2_metric.corpus.files import score_file
+    from q2_metric.frontend import check_models
+    from q2_metric.io import read_rows, write_table
+    from q2_metric.options import build_config, flag_name
     from q2_metric.scorer import Q2Scorer
 
-    opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
-                spacy_model=args.spacy_model, device=args.device,
-                max_question_length=args.max_question_length)
+    opts = dict(
+        qg_model=args.qg_model,
+        qa_model=args.qa_model,
+        nli_model=args.nli_model,
+        spacy_model=args.spacy_model,
+        device=args.device,
+        max_question_length=args.max_question_length,
+    )
     try:
-        config = build_config("paper", opts, args.batch_size, spell=flag_name(), tiny=getattr(args, "tiny", None) or None,
-                              reads=reads)
+        config = build_config(
+            "paper",
+            opts,
+            args.batch_size,
+            spell=flag_name(),
+            tiny=getattr(args, "tiny", None) or None,
+            reads=reads,
+        )
     except ValueError as err:
         raise DatasetError(str(err)) from None
     scorer = Q2Scorer(config)
-    check_models(scorer, spell=flag_name())  # a missing model stops here, before any work, in the flags' words
+    check_models(
+        scorer, spell=flag_name()
+    )  # a missing model stops here, before any work, in the flags' words
     score, extra = score_file, {}
     if args.ray is not None:
         from q2_metric.corpus.ray import score_file_ray
+
         score, extra = score_file_ray, {"address": args.ray or None}
 
     def run(ds: Dataset) -> dict[str, list[float]]:
         folder = out / "q2"
         folder.mkdir(parents=True, exist_ok=True)
         source, scores = folder / f"{ds.name}.input.csv", folder / f"{ds.name}.scores.csv"
-        write_table(source, [{"response": r, "knowledge": k} for r, k in ds.keys()], ["response", "knowledge"])
+        write_table(
+            source, [{"response": r, "knowledge": k} for r, k in ds.keys()], ["response", "knowledge"]
+        )
         # Ray ships the scorer to its workers unloaded; this process's one may hold the NLI model
-        score(Q2Scorer(config) if args.ray is not None else scorer, source, scores,
-              summary_path=folder / f"{ds.name}.summary.json",  # the column's counts and full signature
-              cache_dir=None if args.no_cache else args.cache_dir,
-              chunk_size=args.chunk_size, progress=not args.no_progress, **extra)
+        score(
+            Q2Scorer(config) if args.ray is not None else scorer,
+            source,
+            scores,
+            summary_path=folder / f"{ds.name}.summary.json",  # the column's counts and full signature
+            cache_dir=None if args.no_cache else args.cache_dir,
+            chunk_size=args.chunk_size,
+            progress=not args.no_progress,
+            **extra,
+        )
         rows = [r.fields for r in read_rows(scores)]
-        return {m: [float("nan") if r.get(m) in (None, "") else float(r[m]) for r in rows] for m in ("q2", "q2_no_nli")}
+        return {
+            m: [float("nan") if r.get(m) in (None, "") else float(r[m]) for r in rows]
+            for m in ("q2", "q2_no_nli")
+        }
 
     return run, scorer
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
+    from q2_metric.errors import Q2InputError
     from q2_metric.io import commit_report, table_writer
     from q2_metric.meta.bench_report import LEADERBOARD_COLUMNS, leaderboard, render_latex, render_markdown
     from q2_metric.meta.benchmark import parse_calibrate, run_benchmark, template_records
     from q2_metric.meta.datasets import load_datasets
     from q2_metric.meta.scores import check_names, parse_score_spec, write_template
     from q2_metric.options import json_safe
-    from q2_metric.errors import Q2InputError
 
     if args.auc_draws is None or args.auc_draws < 1:
         raise Q2InputError(f"--auc-draws/--bootstrap must be at least 1, got {args.auc_draws}.")
-    mapping = Mapping(args.response_col, args.knowledge_col, args.label_col, tuple(args.consistent_label or ("1",)))
+    mapping = Mapping(
+        args.response_col, args.knowledge_col, args.label_col, tuple(args.consistent_label or ("1",))
+    )
     datasets = load_datasets(args.dataset, mapping)
     calibration = parse_calibrate(args.calibrate, [d.name for d in datasets])
     if args.write_template:
         from q2_metric.meta.scores import TEMPLATE_FILE
 
-        _check_paths(args, [Path(d.path) for d in datasets], {"--write-template": Path(args.write_template) / TEMPLATE_FILE})
+        _check_paths(
+            args,
+            [Path(d.path) for d in datasets],
+            {"--write-template": Path(args.write_template) / TEMPLATE_FILE},
+        )
         records = template_records(datasets)
         path = write_template(args.write_template, records)
-        print(f"Wrote {len(records)} rows (one per distinct response/knowledge pair of the datasets; id NAME:ROW "
-              f"of its first row) to {path}.")
+        print(
+            f"Wrote {len(records)} rows (one per distinct response/knowledge pair of the datasets; id NAME:ROW "
+            f"of its first row) to {path}."
+        )
         return 0
     extra = [parse_score_spec(text) for text in args.scores]
     check_names(extra)  # before any output
@@ -138,16 +202,34 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
         nli = load_nli(args.nli_model, args.device)
     figures: dict[str, bytes] = {}
-    report = run_benchmark(datasets, q2=q2, extra=extra, nli=nli, bertscore=not args.no_bertscore,
-                           draws=args.auc_draws, seed=args.seed, calibration=calibration, figures=figures,
-                           progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr), signature=signature)
+    report = run_benchmark(
+        datasets,
+        q2=q2,
+        extra=extra,
+        nli=nli,
+        bertscore=not args.no_bertscore,
+        draws=args.auc_draws,
+        seed=args.seed,
+        calibration=calibration,
+        figures=figures,
+        progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr),
+        signature=signature,
+    )
     markdown, latex = render_markdown(report), render_latex(report)
 
-    commit_report(out, [("benchmark.json", lambda f: json.dump(json_safe(report), f, indent=2, allow_nan=False)),
-                        ("benchmark.md", lambda f: f.write(markdown)),
-                        ("benchmark.tex", lambda f: f.write(latex)),
-                        ("leaderboard.csv", table_writer(out / "leaderboard.csv", leaderboard(report),
-                                                         LEADERBOARD_COLUMNS))], figures)
+    commit_report(
+        out,
+        [
+            ("benchmark.json", lambda f: json.dump(json_safe(report), f, indent=2, allow_nan=False)),
+            ("benchmark.md", lambda f: f.write(markdown)),
+            ("benchmark.tex", lambda f: f.write(latex)),
+            (
+                "leaderboard.csv",
+                table_writer(out / "leaderboard.csv", leaderboard(report), LEADERBOARD_COLUMNS),
+            ),
+        ],
+        figures,
+    )
     print(markdown)
     print(f"Wrote {', '.join(OUTPUTS)} and {len(figures)} plots to {out}", file=sys.stderr)
     return 0

@@ -8,8 +8,22 @@ from typing import Any
 from q2_metric.meta.plots import label
 from q2_metric.meta.report import _tex, _tex_table
 
-LEADERBOARD_COLUMNS = ["dataset", "metric", "n", "consistent_share", "roc_auc", "low", "high", "p_vs_q2",
-                       "p_vs_best_baseline", "threshold", "balanced_accuracy", "precision", "recall", "signature"]
+LEADERBOARD_COLUMNS = [
+    "dataset",
+    "metric",
+    "n",
+    "consistent_share",
+    "roc_auc",
+    "low",
+    "high",
+    "p_vs_q2",
+    "p_vs_best_baseline",
+    "threshold",
+    "balanced_accuracy",
+    "precision",
+    "recall",
+    "signature",
+]
 Q2_ROWS = ("q2", "q2_no_nli")  # the leaderboard rows that Q²'s signature signs
 
 
@@ -32,51 +46,88 @@ def _metrics(report: dict) -> list[str]:
 
 
 def _caption(report: dict) -> str:
-    return (f"ROC AUC (consistent = positive; 0.5 = chance) with a 95% percentile-bootstrap interval over "
-            f"{report['draws']} resamples of each dataset's responses (seed {report['seed']}, the same resamples "
-            "for every metric).")
+    return (
+        f"ROC AUC (consistent = positive; 0.5 = chance) with a 95% percentile-bootstrap interval over "
+        f"{report['draws']} resamples of each dataset's responses (seed {report['seed']}, the same resamples "
+        "for every metric)."
+    )
 
 
 def render_markdown(report: dict) -> str:
     """The AUC table, the datasets, the p-values, the calibrated decisions and the plots."""
     metrics = _metrics(report)
     warning = [f"**{report['meaningless']}**", ""] if report.get("meaningless") else []
-    lines = ["# Dialogue-faithfulness benchmark", "", *warning, "## ROC AUC [95% interval]", "", _caption(report), "",
-             "| dataset | n | consistent | " + " | ".join(label(m) for m in metrics) + " |",
-             "|---" * (len(metrics) + 3) + "|"]
+    lines = [
+        "# Dialogue-faithfulness benchmark",
+        "",
+        *warning,
+        "## ROC AUC [95% interval]",
+        "",
+        _caption(report),
+        "",
+        "| dataset | n | consistent | " + " | ".join(label(m) for m in metrics) + " |",
+        "|---" * (len(metrics) + 3) + "|",
+    ]
     for name, res in report["results"].items():
         d = report["datasets"][name]
-        lines.append(f"| {name} | {d['n']:,} | {d['consistent_share']:.1%} | "
-                     + " | ".join(auc_cell(res["metrics"][m]) for m in metrics) + " |")
+        lines.append(
+            f"| {name} | {d['n']:,} | {d['consistent_share']:.1%} | "
+            + " | ".join(auc_cell(res["metrics"][m]) for m in metrics)
+            + " |"
+        )
     lines += ["", "## Datasets", ""]
     for name, d in report["datasets"].items():
-        lines.append(f"- {name}: {d['source']} (format {d['format']}; {d['label_rule']}); {d['consistent']:,} of "
-                     f"{d['n']:,} consistent")
-    lines += ["", "## Paired bootstrap p-values", "",
-              "Two-sided, from the AUC differences on the same resamples: against Q² (when scored) and against "
-              "the dataset's best baseline (named).", "",
-              "| dataset | metric | vs Q² | vs best baseline |", "|---|---|---|---|"]
+        lines.append(
+            f"- {name}: {d['source']} (format {d['format']}; {d['label_rule']}); {d['consistent']:,} of "
+            f"{d['n']:,} consistent"
+        )
+    lines += [
+        "",
+        "## Paired bootstrap p-values",
+        "",
+        "Two-sided, from the AUC differences on the same resamples: against Q² (when scored) and against "
+        "the dataset's best baseline (named).",
+        "",
+        "| dataset | metric | vs Q² | vs best baseline |",
+        "|---|---|---|---|",
+    ]
     for name, res in report["results"].items():
         for m in metrics:
             r = res["metrics"][m]
-            lines.append(f"| {name} | {label(m)} | {_p(r['p_vs_q2'], r['draws'])} | "
-                         f"{_p(r['p_vs_best_baseline'], r['draws'])} ({label(res['best_baseline'] or '-')}) |")
+            lines.append(
+                f"| {name} | {label(m)} | {_p(r['p_vs_q2'], r['draws'])} | "
+                f"{_p(r['p_vs_best_baseline'], r['draws'])} ({label(res['best_baseline'] or '-')}) |"
+            )
     cal = report.get("calibration")
     if cal:
-        lines += ["", f"## Calibrated decisions: threshold tuned on {cal['dev']}, applied to {cal['test']}", "",
-                  "Consistent iff score > threshold; the threshold is the lowest of the dev scores with the "
-                  "highest dev balanced accuracy (scores on the 0-1 scale of the table above). Precision and recall "
-                  "of the consistent class.", "",
-                  "| metric | threshold | dev bal. acc. | test bal. acc. | test precision | test recall |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## Calibrated decisions: threshold tuned on {cal['dev']}, applied to {cal['test']}",
+            "",
+            "Consistent iff score > threshold; the threshold is the lowest of the dev scores with the "
+            "highest dev balanced accuracy (scores on the 0-1 scale of the table above). Precision and recall "
+            "of the consistent class.",
+            "",
+            "| metric | threshold | dev bal. acc. | test bal. acc. | test precision | test recall |",
+            "|---|---|---|---|---|---|",
+        ]
         for m, c in cal["metrics"].items():
-            lines.append(f"| {label(m)} | {c['threshold']:.4g} | {_f(c['dev']['balanced_accuracy'])} | "
-                         f"{_f(c['test']['balanced_accuracy'])} | {_f(c['test']['precision'])} | "
-                         f"{_f(c['test']['recall'])} |")
+            lines.append(
+                f"| {label(m)} | {c['threshold']:.4g} | {_f(c['dev']['balanced_accuracy'])} | "
+                f"{_f(c['test']['balanced_accuracy'])} | {_f(c['test']['precision'])} | "
+                f"{_f(c['test']['recall'])} |"
+            )
     if report.get("plots"):
         lines += ["", "## Figures", ""] + [f"![{name[:-4]}]({name})" for name in report["plots"]]
     if report.get("signature"):
-        lines += ["", "## Signature", "", f"Q²: `{report['signature_short']}`", "", f"`{report['signature']}`"]
+        lines += [
+            "",
+            "## Signature",
+            "",
+            f"Q²: `{report['signature_short']}`",
+            "",
+            f"`{report['signature']}`",
+        ]
     if report["notes"]:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in report["notes"]]
     return "\n".join(lines) + "\n"
@@ -85,7 +136,10 @@ def render_markdown(report: dict) -> str:
 def render_latex(report: dict) -> str:
     """The AUC table (datasets x metrics) and the calibrated decisions (needs booktabs)."""
     metrics = _metrics(report)
-    rows = [[_tex(name)] + [auc_cell(res["metrics"][m]) for m in metrics] for name, res in report["results"].items()]
+    rows = [
+        [_tex(name)] + [auc_cell(res["metrics"][m]) for m in metrics]
+        for name, res in report["results"].items()
+    ]
     out = ["% q2 meta-eval benchmark tables; needs \\usepackage{booktabs}"]
     if report.get("signature"):
         out.append(f"% Q2 signature: {report['signature']}")
@@ -95,16 +149,31 @@ def render_latex(report: dict) -> str:
         caption += f" Q² signature {report['signature_short']}."
     if report.get("meaningless"):
         caption = f"{report['meaningless']} {caption}"
-    out += _tex_table(_tex(caption), "tab:q2-benchmark", ["dataset"] + [_tex(label(m)) for m in metrics],
-                      rows)
+    out += _tex_table(
+        _tex(caption), "tab:q2-benchmark", ["dataset"] + [_tex(label(m)) for m in metrics], rows
+    )
     cal = report.get("calibration")
     if cal:
-        rows = [[_tex(label(m)), f"{c['threshold']:.4g}", _f(c["dev"]["balanced_accuracy"]),
-                 _f(c["test"]["balanced_accuracy"]), _f(c["test"]["precision"]), _f(c["test"]["recall"])]
-                for m, c in cal["metrics"].items()]
-        out += _tex_table(_tex(f"Threshold tuned on {cal['dev']} (lowest score with the best balanced accuracy), "
-                               f"applied to {cal['test']}; consistent iff score > threshold."),
-                          "tab:q2-calibration", ["metric", "threshold", "dev BA", "test BA", "test P", "test R"], rows)
+        rows = [
+            [
+                _tex(label(m)),
+                f"{c['threshold']:.4g}",
+                _f(c["dev"]["balanced_accuracy"]),
+                _f(c["test"]["balanced_accuracy"]),
+                _f(c["test"]["precision"]),
+                _f(c["test"]["recall"]),
+            ]
+            for m, c in cal["metrics"].items()
+        ]
+        out += _tex_table(
+            _tex(
+                f"Threshold tuned on {cal['dev']} (lowest score with the best balanced accuracy), "
+                f"applied to {cal['test']}; consistent iff score > threshold."
+            ),
+            "tab:q2-calibration",
+            ["metric", "threshold", "dev BA", "test BA", "test P", "test R"],
+            rows,
+        )
     return "\n".join(out)
 
 
@@ -115,13 +184,20 @@ def leaderboard(report: dict) -> list[dict]:
     for name, res in report["results"].items():
         d = report["datasets"][name]
         for m, r in res["metrics"].items():
-            row = {"dataset": name, "metric": m, "n": d["n"], "consistent_share": d["consistent_share"],
-                   **{k: r[k] for k in ("roc_auc", "low", "high", "p_vs_q2", "p_vs_best_baseline")},
-                   "signature": report.get("signature_short") if m in Q2_ROWS else None}
+            row = {
+                "dataset": name,
+                "metric": m,
+                "n": d["n"],
+                "consistent_share": d["consistent_share"],
+                **{k: r[k] for k in ("roc_auc", "low", "high", "p_vs_q2", "p_vs_best_baseline")},
+                "signature": report.get("signature_short") if m in Q2_ROWS else None,
+            }
             side = "dev" if name == cal.get("dev") else "test" if name == cal.get("test") else None
             if side:
                 c = cal["metrics"][m]
-                row.update(threshold=c["threshold"], **{k: c[side][k] for k in ("balanced_accuracy", "precision",
-                                                                                  "recall")})
+                row.update(
+                    threshold=c["threshold"],
+                    **{k: c[side][k] for k in ("balanced_accuracy", "precision", "recall")},
+                )
             out.append(row)
     return out

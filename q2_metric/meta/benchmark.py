@@ -11,7 +11,7 @@ the tables from `meta_bench_report`.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -19,8 +19,13 @@ from q2_metric.meta.baselines import baseline_scores
 from q2_metric.meta.calibrate import calibrate
 from q2_metric.meta.datasets import Dataset, DatasetError
 from q2_metric.meta.scores import Key, ScoreSpec, check_names, read_scores
-from q2_metric.meta.stats import (AUC_DRAWS, paired_bootstrap_pvalue, resample_indices, roc_auc_ranks,
-                                  to_unit_scale)
+from q2_metric.meta.stats import (
+    AUC_DRAWS,
+    paired_bootstrap_pvalue,
+    resample_indices,
+    roc_auc_ranks,
+    to_unit_scale,
+)
 
 Q2_METRICS = ("q2", "q2_no_nli")
 BASELINES = ("overlap", "bleu", "bertscore", "e2e_nli")
@@ -37,7 +42,9 @@ def parse_calibrate(text: str | None, names: Sequence[str]) -> tuple[str, str] |
         raise DatasetError(f"--calibrate '{text}': expected DEV:TEST, two names given with --dataset.")
     for part in (dev, test):
         if part not in names:
-            raise DatasetError(f"--calibrate '{text}': '{part}' is not a --dataset name (given: {', '.join(names)}).")
+            raise DatasetError(
+                f"--calibrate '{text}': '{part}' is not a --dataset name (given: {', '.join(names)})."
+            )
     return dev, test
 
 
@@ -61,10 +68,14 @@ def template_records(datasets: Sequence[Dataset]) -> list[dict[str, str]]:
     first: dict[Key, str] = {}
     for ident, key in row_ids(datasets).items():
         first.setdefault(key, ident)
-    return [{"id": ident, "response": key[0], "knowledge": key[1], "message": ""} for key, ident in first.items()]
+    return [
+        {"id": ident, "response": key[0], "knowledge": key[1], "message": ""} for key, ident in first.items()
+    ]
 
 
-def auc_with_draws(scores: np.ndarray, consistent: np.ndarray, indices: np.ndarray) -> tuple[float, np.ndarray]:
+def auc_with_draws(
+    scores: np.ndarray, consistent: np.ndarray, indices: np.ndarray
+) -> tuple[float, np.ndarray]:
     """ROC AUC on all responses, and on each resample (NaN where a resample has one class only)."""
     return float(roc_auc_ranks(scores, consistent)[0]), roc_auc_ranks(scores[indices], consistent[indices])
 
@@ -74,10 +85,21 @@ def _interval(boot: np.ndarray) -> tuple[float | None, float | None]:
     return (float(np.percentile(kept, 2.5)), float(np.percentile(kept, 97.5))) if kept.size else (None, None)
 
 
-def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, extra: Sequence[ScoreSpec] = (),
-                  nlp=None, nli=None, bertscore: bool = True, draws: int = AUC_DRAWS, seed: int = 0,
-                  calibration: tuple[str, str] | None = None, figures: dict[str, bytes] | None = None,
-                  progress: Callable[[str], None] | None = None, signature: str | None = None) -> dict:
+def run_benchmark(
+    datasets: Sequence[Dataset],
+    *,
+    q2: Q2Scores | None = None,
+    extra: Sequence[ScoreSpec] = (),
+    nlp=None,
+    nli=None,
+    bertscore: bool = True,
+    draws: int = AUC_DRAWS,
+    seed: int = 0,
+    calibration: tuple[str, str] | None = None,
+    figures: dict[str, bytes] | None = None,
+    progress: Callable[[str], None] | None = None,
+    signature: str | None = None,
+) -> dict:
     """The benchmark as one JSON-ready dict (see the module's docstring); with `figures`, it is
     filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes).
     `signature` (Q²'s, when `q2` scores) goes into the report with its short form; when it names a
@@ -87,16 +109,20 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
     keys, where = distinct_pairs(datasets)
     check_names(extra)
     ids = row_ids(datasets)
-    supplied = {spec.name: spec.oriented(read_scores(spec, keys, where, ids)) for spec in extra}  # checked first
+    supplied = {
+        spec.name: spec.oriented(read_scores(spec, keys, where, ids)) for spec in extra
+    }  # checked first
     position = {k: i for i, k in enumerate(keys)}
     index = {ds.name: np.array([position[k] for k in ds.keys()], dtype=int) for ds in datasets}
 
     if nlp is None:
         from q2_metric.frontend import load_spacy_pipeline
+
         nlp = load_spacy_pipeline()
     say(f"baselines on the {len(keys):,} distinct responses of {len(datasets)} dataset(s)")
-    base = baseline_scores([k[0] for k in keys], [k[1] for k in keys], nlp=nlp, nli=nli, bertscore=bertscore,
-                           notes=notes)
+    base = baseline_scores(
+        [k[0] for k in keys], [k[1] for k in keys], nlp=nlp, nli=nli, bertscore=bertscore, notes=notes
+    )
     union = {m: np.asarray(to_unit_scale(m, list(v)), float) for m, v in base.items()}
     union.update(supplied)
     scores: dict[str, dict[str, np.ndarray]] = {}  # metric -> dataset -> oriented scores
@@ -125,12 +151,18 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
         per_metric = {}
         for m in scores:
             low, high = _interval(boots[m])
-            per_metric[m] = {"roc_auc": aucs[m], "low": low, "high": high,
-                             "draws": int((~np.isnan(boots[m])).sum()),
-                             "p_vs_q2": paired_bootstrap_pvalue(boots[m], boots["q2"])
-                             if "q2" in boots and m != "q2" else None,
-                             "p_vs_best_baseline": paired_bootstrap_pvalue(boots[m], boots[best])
-                             if best and m != best else None}
+            per_metric[m] = {
+                "roc_auc": aucs[m],
+                "low": low,
+                "high": high,
+                "draws": int((~np.isnan(boots[m])).sum()),
+                "p_vs_q2": paired_bootstrap_pvalue(boots[m], boots["q2"])
+                if "q2" in boots and m != "q2"
+                else None,
+                "p_vs_best_baseline": paired_bootstrap_pvalue(boots[m], boots[best])
+                if best and m != best
+                else None,
+            }
         results[ds.name] = {"best_baseline": best, "metrics": per_metric}
 
     meaningless = None
@@ -141,17 +173,34 @@ def run_benchmark(datasets: Sequence[Dataset], *, q2: Q2Scores | None = None, ex
         if Signature.parse(signature).tiny():
             meaningless = tiny_note(always=True)
             notes.insert(0, meaningless)
-    report = {"kind": "benchmark", "draws": draws, "seed": seed, "confidence": 0.95,
-              **({"signature": signature, "signature_short": _short_signature(signature),
-                  "meaningless": meaningless} if signature else {}),
-              "decision_rule": "consistent iff score > threshold",
-              "datasets": {ds.name: ds.summary() for ds in datasets},
-              "metrics": {m: _metric_source(m, extra) for m in scores}, "results": results, "notes": notes}
+    report = {
+        "kind": "benchmark",
+        "draws": draws,
+        "seed": seed,
+        "confidence": 0.95,
+        **(
+            {
+                "signature": signature,
+                "signature_short": _short_signature(signature),
+                "meaningless": meaningless,
+            }
+            if signature
+            else {}
+        ),
+        "decision_rule": "consistent iff score > threshold",
+        "datasets": {ds.name: ds.summary() for ds in datasets},
+        "metrics": {m: _metric_source(m, extra) for m in scores},
+        "results": results,
+        "notes": notes,
+    }
     if calibration:
         dev, test = calibration
         y = {ds.name: ds.consistent for ds in datasets}
-        report["calibration"] = {"dev": dev, "test": test, "metrics": {
-            m: calibrate(scores[m][dev], y[dev], scores[m][test], y[test]) for m in scores}}
+        report["calibration"] = {
+            "dev": dev,
+            "test": test,
+            "metrics": {m: calibrate(scores[m][dev], y[dev], scores[m][test], y[test]) for m in scores},
+        }
     if figures is not None:
         say("plots")
         figures.update(benchmark_figures(datasets, scores))
@@ -168,11 +217,18 @@ def _short_signature(signature: str) -> str:
 def _metric_source(metric: str, extra: Sequence[ScoreSpec]) -> dict:
     spec = next((s for s in extra if s.name == metric), None)
     if spec:
-        return {"source": str(spec.path), "column": spec.column, "lower": spec.lower, "range": [spec.low, spec.high]}
+        return {
+            "source": str(spec.path),
+            "column": spec.column,
+            "lower": spec.lower,
+            "range": [spec.low, spec.high],
+        }
     if metric in Q2_METRICS:
         return {"source": "q2 score (this run)", "scale": "0-1"}
-    return {"source": "baseline", "scale": {"bleu": "BLEU / 100", "bertscore": "min-max over all datasets"}
-            .get(metric, "0-1")}
+    return {
+        "source": "baseline",
+        "scale": {"bleu": "BLEU / 100", "bertscore": "min-max over all datasets"}.get(metric, "0-1"),
+    }
 
 
 def figure_name(kind: str, dataset: str) -> str:
@@ -181,7 +237,9 @@ def figure_name(kind: str, dataset: str) -> str:
     return f"{kind}_{re.sub(r'[^A-Za-z0-9_.-]', '_', dataset)}.png"
 
 
-def benchmark_figures(datasets: Sequence[Dataset], scores: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, bytes]:
+def benchmark_figures(
+    datasets: Sequence[Dataset], scores: Mapping[str, Mapping[str, np.ndarray]]
+) -> dict[str, bytes]:
     """Per dataset: ROC curves of every metric, and each metric's score histogram by label."""
     from q2_metric.meta import plots as meta_plots
 
@@ -190,7 +248,9 @@ def benchmark_figures(datasets: Sequence[Dataset], scores: Mapping[str, Mapping[
         y = np.asarray(ds.consistent, int)
         title = f"{ds.name} ({len(y):,} responses)"
         out[figure_name("roc", ds.name)] = meta_plots.roc_curves_png(
-            {m: {ds.name: (scores[m][ds.name], y)} for m in scores}, {ds.name: title})
+            {m: {ds.name: (scores[m][ds.name], y)} for m in scores}, {ds.name: title}
+        )
         out[figure_name("scores", ds.name)] = meta_plots.histogram_png(
-            ds.name, {m: (scores[m][ds.name], y) for m in scores}, {m: meta_plots.label(m) for m in scores})
+            ds.name, {m: (scores[m][ds.name], y) for m in scores}, {m: meta_plots.label(m) for m in scores}
+        )
     return out

@@ -7,7 +7,7 @@ another set. `consistent[i]` is 1 for a consistent response (the positive class)
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,8 +23,9 @@ def decide_all(scores: Sequence[float], threshold: float) -> np.ndarray:
     return np.array([int(is_consistent(s, threshold)) for s in scores], int)
 
 
-def balanced_accuracies(scores: Sequence[float], consistent: Sequence[int],
-                        thresholds: Sequence[float]) -> np.ndarray:
+def balanced_accuracies(
+    scores: Sequence[float], consistent: Sequence[int], thresholds: Sequence[float]
+) -> np.ndarray:
     """Balanced accuracy (mean of the consistent and inconsistent recalls) at each threshold."""
     s, y = np.asarray(scores, float), np.asarray(consistent, int)
     pos, neg = np.sort(s[y == 1]), np.sort(s[y == 0])
@@ -41,7 +42,9 @@ def best_threshold(scores: Sequence[float], consistent: Sequence[int]) -> tuple[
     >>> best_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1])
     (0.1, 0.75)
     """
-    candidates = np.unique(np.append(np.asarray(scores, float), 0.0)) if len(scores) else np.array([])  # ascending
+    candidates = (
+        np.unique(np.append(np.asarray(scores, float), 0.0)) if len(scores) else np.array([])
+    )  # ascending
     if not len(candidates):
         raise ValueError("no scores to calibrate on")
     ba = balanced_accuracies(scores, consistent, candidates)
@@ -61,16 +64,31 @@ def decision_report(scores: Sequence[float], consistent: Sequence[int], threshol
 
     recall, specificity = ratio(tp, tp + fn), ratio(tn, tn + fp)
     parts = [r for r in (recall, specificity) if r is not None]
-    return {"threshold": threshold, "n": len(y),
-            "balanced_accuracy": sum(parts) / len(parts) if parts else None,
-            "precision": ratio(tp, tp + fp), "recall": recall,
-            "inconsistent_precision": ratio(tn, tn + fn), "inconsistent_recall": specificity,
-            "tp": tp, "fp": fp, "tn": tn, "fn": fn}
+    return {
+        "threshold": threshold,
+        "n": len(y),
+        "balanced_accuracy": sum(parts) / len(parts) if parts else None,
+        "precision": ratio(tp, tp + fp),
+        "recall": recall,
+        "inconsistent_precision": ratio(tn, tn + fn),
+        "inconsistent_recall": specificity,
+        "tp": tp,
+        "fp": fp,
+        "tn": tn,
+        "fn": fn,
+    }
 
 
-def calibrate(dev_scores: Sequence[float], dev_consistent: Sequence[int], test_scores: Sequence[float],
-              test_consistent: Sequence[int]) -> dict:
+def calibrate(
+    dev_scores: Sequence[float],
+    dev_consistent: Sequence[int],
+    test_scores: Sequence[float],
+    test_consistent: Sequence[int],
+) -> dict:
     """The dev-tuned threshold and what it gives on dev and on test."""
     threshold, _ = best_threshold(dev_scores, dev_consistent)
-    return {"threshold": threshold, "dev": decision_report(dev_scores, dev_consistent, threshold),
-            "test": decision_report(test_scores, test_consistent, threshold)}
+    return {
+        "threshold": threshold,
+        "dev": decision_report(dev_scores, dev_consistent, threshold),
+        "test": decision_report(test_scores, test_consistent, threshold),
+    }

@@ -20,9 +20,9 @@ collected first and reported as one sentence each.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from q2_metric.errors import Q2InputError
 
@@ -47,12 +47,30 @@ class Format:
         return f"consistent iff '{self.label}' is {values}"
 
 
-TRUE = Format("true", "grounding", "generated_text", "label", frozenset({"1", "1.0"}),
-              frozenset({"0", "1", "0.0", "1.0"}))
-BEGIN_V1 = Format("begin-v1", "evidence", "response", "gold label", frozenset({"entailment"}),
-                  frozenset({"entailment", "hallucination", "generic", "off-topic", "contradiction"}))
-BEGIN = Format("begin", "knowledge", "response", "begin_label", frozenset({"Fully attributable"}),
-               frozenset({"Fully attributable", "Not fully attributable", "Generic"}))
+TRUE = Format(
+    "true",
+    "grounding",
+    "generated_text",
+    "label",
+    frozenset({"1", "1.0"}),
+    frozenset({"0", "1", "0.0", "1.0"}),
+)
+BEGIN_V1 = Format(
+    "begin-v1",
+    "evidence",
+    "response",
+    "gold label",
+    frozenset({"entailment"}),
+    frozenset({"entailment", "hallucination", "generic", "off-topic", "contradiction"}),
+)
+BEGIN = Format(
+    "begin",
+    "knowledge",
+    "response",
+    "begin_label",
+    frozenset({"Fully attributable"}),
+    frozenset({"Fully attributable", "Not fully attributable", "Generic"}),
+)
 KNOWN = (BEGIN_V1, BEGIN, TRUE)  # detection order: the first whose columns are all present
 
 
@@ -88,8 +106,14 @@ class Dataset:
 
     def summary(self) -> dict:
         n = len(self.consistent)
-        return {"source": self.path, "format": self.format, "label_rule": self.rule, "n": n,
-                "consistent": sum(self.consistent), "consistent_share": sum(self.consistent) / n if n else None}
+        return {
+            "source": self.path,
+            "format": self.format,
+            "label_rule": self.rule,
+            "n": n,
+            "consistent": sum(self.consistent),
+            "consistent_share": sum(self.consistent) / n if n else None,
+        }
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -105,7 +129,9 @@ def parse_dataset_spec(text: str) -> tuple[str, Path]:
     if not sep or not path:
         raise DatasetError(f"--dataset '{text}': expected NAME=FILE.")
     if not _NAME.match(name):
-        raise DatasetError(f"--dataset '{text}': the name '{name}' must hold only letters, digits, '_', '-' and '.'.")
+        raise DatasetError(
+            f"--dataset '{text}': the name '{name}' must hold only letters, digits, '_', '-' and '.'."
+        )
     return name, Path(path)
 
 
@@ -151,9 +177,11 @@ def load_dataset(name: str, path: Path, mapping: Mapping = Mapping()) -> tuple[D
     fmt = detect_format(columns, mapping)
     if fmt is None:
         shown = ", ".join(f"'{c}'" for c in columns[:12])
-        return None, problems + [f"{head}: its columns ({shown}) match no known format (TRUE: grounding, "
-                                 "generated_text, label; BEGIN: evidence/knowledge, response, gold label/"
-                                 "begin_label); name them with --response-col, --knowledge-col and --label-col."]
+        return None, problems + [
+            f"{head}: its columns ({shown}) match no known format (TRUE: grounding, "
+            "generated_text, label; BEGIN: evidence/knowledge, response, gold label/"
+            "begin_label); name them with --response-col, --knowledge-col and --label-col."
+        ]
     ds = Dataset(name, str(path), fmt.name, fmt.rule())
     bad: dict[str, list[int]] = {}
     for i, row in enumerate(rows, 1):
@@ -166,8 +194,11 @@ def load_dataset(name: str, path: Path, mapping: Mapping = Mapping()) -> tuple[D
         if not label:
             bad.setdefault(f"column '{fmt.label}' is empty", []).append(i)
         elif fmt.allowed is not None and label not in fmt.allowed:
-            bad.setdefault(f"column '{fmt.label}' holds {label!r}, not one of "
-                           + ", ".join(f"'{v}'" for v in sorted(fmt.allowed)), []).append(i)
+            bad.setdefault(
+                f"column '{fmt.label}' holds {label!r}, not one of "
+                + ", ".join(f"'{v}'" for v in sorted(fmt.allowed)),
+                [],
+            ).append(i)
         ds.response.append(resp or "")
         ds.knowledge.append(know or "")
         ds.consistent.append(int(label in fmt.consistent))
@@ -177,14 +208,16 @@ def load_dataset(name: str, path: Path, mapping: Mapping = Mapping()) -> tuple[D
         problems.append(f"{head}: {what} at row {where[0]}{more}.")
     if not bad and len(set(ds.consistent)) < 2:
         cls = "consistent" if ds.consistent[0] else "inconsistent"
-        problems.append(f"{head}: every one of its {len(rows)} responses is {cls} ({fmt.rule()}), so no ROC AUC "
-                        "can be computed; check the label column and --consistent-label.")
+        problems.append(
+            f"{head}: every one of its {len(rows)} responses is {cls} ({fmt.rule()}), so no ROC AUC "
+            "can be computed; check the label column and --consistent-label."
+        )
     return ds, problems
 
 
 def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list[str]]:
     """The paper's annotated set: its 600 split responses (the split's name is the label)."""
-    from q2_metric.meta.evaluation import MetaEvalInputError, SPLITS, read_split
+    from q2_metric.meta.evaluation import SPLITS, MetaEvalInputError, read_split
 
     ds = Dataset(name, str(path), "q2-wow", "consistent iff the split file is *_consistent.csv")
     for s in SPLITS:

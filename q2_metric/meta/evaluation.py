@@ -21,17 +21,24 @@ missing or partly empty score column, a non-numeric or out-of-range score, or a 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
+from q2_metric.errors import Q2InputError
 from q2_metric.meta.baselines import baseline_scores
 from q2_metric.meta.scores import Key, ScoreSpec, read_scores
-from q2_metric.meta.stats import (AUC_DRAWS, classification_report, resample_indices, roc_auc, roc_auc_interval,
-                                  system_bootstrap, to_unit_scale)
-from q2_metric.errors import Q2InputError
+from q2_metric.meta.stats import (
+    AUC_DRAWS,
+    classification_report,
+    resample_indices,
+    roc_auc,
+    roc_auc_interval,
+    system_bootstrap,
+    to_unit_scale,
+)
 
 SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 SYSTEMS = ("dodeca", "memnet")
@@ -58,8 +65,9 @@ def read_split(path: str | Path) -> list[dict]:
     return [r.fields for r in rows]
 
 
-def numeric_column(rows: Sequence[dict], column: str, source: str,
-                   value_range: tuple[float, float] | None = None) -> list[float]:
+def numeric_column(
+    rows: Sequence[dict], column: str, source: str, value_range: tuple[float, float] | None = None
+) -> list[float]:
     """Every value of `column` as a float; any missing, empty, non-numeric or out-of-range value
     raises `MetaEvalInputError` naming the file, column and row (row 1 = the first data row)."""
     if rows and column not in rows[0]:
@@ -71,11 +79,16 @@ def numeric_column(rows: Sequence[dict], column: str, source: str,
             value = float(raw)
         except ValueError:
             what = "is empty" if not raw else f"holds {raw!r}, not a number"
-            raise MetaEvalInputError(f"{source}: column '{column}' {what} at row {i} (line {i + 1}).") from None
+            raise MetaEvalInputError(
+                f"{source}: column '{column}' {what} at row {i} (line {i + 1})."
+            ) from None
         if math.isnan(value) or (value_range and not value_range[0] <= value <= value_range[1]):
-            raise MetaEvalInputError(f"{source}: column '{column}' holds {raw} at row {i} (line {i + 1}), "
-                                     f"outside [{value_range[0]:g}, {value_range[1]:g}]." if value_range else
-                                     f"{source}: column '{column}' holds NaN at row {i} (line {i + 1}).")
+            raise MetaEvalInputError(
+                f"{source}: column '{column}' holds {raw} at row {i} (line {i + 1}), "
+                f"outside [{value_range[0]:g}, {value_range[1]:g}]."
+                if value_range
+                else f"{source}: column '{column}' holds NaN at row {i} (line {i + 1})."
+            )
         values.append(value)
     return values
 
@@ -88,8 +101,9 @@ def label_column(rows: Sequence[dict], column: str, source: str) -> list[int]:
     for i, row in enumerate(rows, 1):
         raw = (row.get(column) or "").strip()
         if raw not in ("0", "1", "0.0", "1.0"):
-            raise MetaEvalInputError(f"{source}: column '{column}' holds {raw!r} at row {i} (line {i + 1}); "
-                                     "labels must be 0 or 1.")
+            raise MetaEvalInputError(
+                f"{source}: column '{column}' holds {raw!r} at row {i} (line {i + 1}); labels must be 0 or 1."
+            )
         out.append(int(float(raw)))
     return out
 
@@ -104,7 +118,7 @@ class AnnotatedSet:
     sources: dict[str, str]
 
     @classmethod
-    def from_dir(cls, directory: str | Path, **overrides: str | None) -> "AnnotatedSet":
+    def from_dir(cls, directory: str | Path, **overrides: str | None) -> AnnotatedSet:
         """`DIR/{split}.csv` and `DIR/cross_annotation.csv`; `overrides` maps a split (or
         `cross`) to another file."""
         directory = Path(directory) if directory else None
@@ -113,15 +127,18 @@ class AnnotatedSet:
             path = overrides.get(name)
             if path is None:
                 if directory is None:
-                    raise MetaEvalInputError(f"no file for {name}: pass --annotated-dir or --{name.replace('_', '-')}.")
+                    raise MetaEvalInputError(
+                        f"no file for {name}: pass --annotated-dir or --{name.replace('_', '-')}."
+                    )
                 path = directory / ("cross_annotation.csv" if name == "cross" else f"{name}.csv")
             sources[name] = str(path)
         data = {name: read_split(path) for name, path in sources.items()}
         return cls({s: data[s] for s in SPLITS}, data["cross"], sources)
 
-    def responses(self) -> dict[str, "Responses"]:
+    def responses(self) -> dict[str, Responses]:
         """The two TRUE sets: `split` (the four split files, in SPLITS order) and `cross` (every
         dodeca response of the cross annotation, then every MemNet one), labels as consistent = 1."""
+
         def text(rows: list[dict], column: str, source: str) -> list[str]:
             if rows and column not in rows[0]:
                 raise MetaEvalInputError(f"{source}: column '{column}' is missing.")
@@ -142,9 +159,16 @@ class AnnotatedSet:
             cross_r += text(self.cross, f"{system}_response", source)
             cross_y += [1 - y for y in label_column(self.cross, f"{system}_label", source)]
             cross_where += [f"{source} row {i} ({system})" for i in range(1, len(self.cross) + 1)]
-        return {"split": Responses(split_r, split_k, split_y, split_g, split_where),
-                "cross": Responses(cross_r, knowledge * len(SYSTEMS), cross_y,
-                                   [s for s in SYSTEMS for _ in self.cross], cross_where)}
+        return {
+            "split": Responses(split_r, split_k, split_y, split_g, split_where),
+            "cross": Responses(
+                cross_r,
+                knowledge * len(SYSTEMS),
+                cross_y,
+                [s for s in SYSTEMS for _ in self.cross],
+                cross_where,
+            ),
+        }
 
     def template(self) -> tuple[list[Key], dict[Key, str], list[dict]]:
         """The distinct (response, knowledge) pairs of both sets, in order of first appearance
@@ -153,11 +177,13 @@ class AnnotatedSet:
         keys: list[Key] = []
         where: dict[Key, str] = {}
         records = []
-        messages = ([r.get("message", "") for s in SPLITS for r in self.splits[s]]
-                    + [r.get("message", "") for _ in SYSTEMS for r in self.cross])
+        messages = [r.get("message", "") for s in SPLITS for r in self.splits[s]] + [
+            r.get("message", "") for _ in SYSTEMS for r in self.cross
+        ]
         both = self.responses()
-        for i, (key, place) in enumerate(zip([*both["split"].keys(), *both["cross"].keys()],
-                                             [*both["split"].where, *both["cross"].where])):
+        for i, (key, place) in enumerate(
+            zip([*both["split"].keys(), *both["cross"].keys()], [*both["split"].where, *both["cross"].where])
+        ):
             if key not in where:
                 keys.append(key)
                 where[key] = place
@@ -181,17 +207,31 @@ class Responses:
 
 
 def set_titles(sets: dict[str, Responses]) -> dict[str, str]:
-    """"600 split responses", "1,088 cross-annotated responses" (with the sizes of this run)."""
-    return {"split": f"{len(sets['split'].consistent):,} split responses",
-            "cross": f"{len(sets['cross'].consistent):,} cross-annotated responses"}
+    """ "600 split responses", "1,088 cross-annotated responses" (with the sizes of this run)."""
+    return {
+        "split": f"{len(sets['split'].consistent):,} split responses",
+        "cross": f"{len(sets['cross'].consistent):,} cross-annotated responses",
+    }
 
 
-def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_no_nli"), prefix: str = "",
-                  baselines_only: bool = False, threshold: float = 0.5, seed: int = 0,
-                  repetitions: int = 1000, sample_size: int = 350, auc_draws: int = AUC_DRAWS,
-                  extra: Sequence[ScoreSpec] = (), nlp=None, nli=None, bertscore: bool = True,
-                  figures: dict[str, bytes] | None = None,
-                  progress: Callable[[str], None] | None = None) -> dict:
+def run_meta_eval(
+    data: AnnotatedSet,
+    *,
+    q2_metrics: Sequence[str] = ("q2", "q2_no_nli"),
+    prefix: str = "",
+    baselines_only: bool = False,
+    threshold: float = 0.5,
+    seed: int = 0,
+    repetitions: int = 1000,
+    sample_size: int = 350,
+    auc_draws: int = AUC_DRAWS,
+    extra: Sequence[ScoreSpec] = (),
+    nlp=None,
+    nli=None,
+    bertscore: bool = True,
+    figures: dict[str, bytes] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Tables 2-4 and the TRUE table as one JSON-ready dict; with `figures`, it is filled with the
     plots (file name -> PNG bytes). Every input (Q² columns, labels, `extra` score files) is
     validated before any computation."""
@@ -200,27 +240,36 @@ def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_
     metrics = [] if baselines_only else _present_metrics(data, q2_metrics, prefix)
     raw: dict[str, dict[str, np.ndarray]] = {}  # metric -> set -> scores on the metric's own scale
     for m in metrics:
-        split = [v for s in SPLITS
-                 for v in numeric_column(data.splits[s], prefix + m, data.sources[s], RANGES.get(m))]
-        cross = [v for s in SYSTEMS
-                 for v in numeric_column(data.cross, f"{s}_{m}", data.sources["cross"], RANGES.get(m))]
+        split = [
+            v
+            for s in SPLITS
+            for v in numeric_column(data.splits[s], prefix + m, data.sources[s], RANGES.get(m))
+        ]
+        cross = [
+            v
+            for s in SYSTEMS
+            for v in numeric_column(data.cross, f"{s}_{m}", data.sources["cross"], RANGES.get(m))
+        ]
         raw[m] = {"split": np.array(split), "cross": np.array(cross)}
     keys, where, _ = data.template()
     position = {k: i for i, k in enumerate(keys)}
     index = {name: np.array([position[k] for k in r.keys()], dtype=int) for name, r in sets.items()}
     names = [spec.name for spec in extra]
     if len(set(names)) < len(names):
-        raise MetaEvalInputError(f"--scores: the name '{next(n for n in names if names.count(n) > 1)}' "
-                                 "is given twice.")
+        raise MetaEvalInputError(
+            f"--scores: the name '{next(n for n in names if names.count(n) > 1)}' is given twice."
+        )
     supplied = {spec.name: read_scores(spec, keys, where) for spec in extra}
 
     if nlp is None:
         from q2_metric.frontend import load_spacy_pipeline
+
         nlp = load_spacy_pipeline()
     if progress:
         progress(f"baselines on the {len(keys)} distinct responses")
-    base = baseline_scores([k[0] for k in keys], [k[1] for k in keys], nlp=nlp, nli=nli,
-                           bertscore=bertscore, notes=notes)
+    base = baseline_scores(
+        [k[0] for k in keys], [k[1] for k in keys], nlp=nlp, nli=nli, bertscore=bertscore, notes=notes
+    )
     for m, values in [*base.items(), *supplied.items()]:
         values = np.asarray(values, float)
         raw[m] = {name: values[idx] for name, idx in index.items()}
@@ -243,8 +292,13 @@ def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_
         if not baselines_only:
             table2[s].update(_question_stats(data.splits[s], prefix))
 
-    table3 = {m: {**classification_report(list(scores[m]["split"]), list(labels["split"]), threshold),
-                  "roc_auc": roc_auc(list(scores[m]["split"]), list(labels["split"]))} for m in raw}
+    table3 = {
+        m: {
+            **classification_report(list(scores[m]["split"]), list(labels["split"]), threshold),
+            "roc_auc": roc_auc(list(scores[m]["split"]), list(labels["split"])),
+        }
+        for m in raw
+    }
 
     if progress:
         progress("system-level bootstrap (Table 4)")
@@ -265,14 +319,32 @@ def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_
     for name, r in sets.items():
         draws = resample_indices(len(r.consistent), auc_draws, seed)
         true_sets[name] = {m: roc_auc_interval(scores[m][name], labels[name], draws).to_dict() for m in raw}
-    true = {"draws": auc_draws, "seed": seed, "confidence": 0.95,
-            "sets": {name: {"title": set_titles(sets)[name], "n": len(r.consistent),
-                            "inconsistent": int(len(r.consistent) - sum(r.consistent))} for name, r in sets.items()},
-            "metrics": {m: {name: true_sets[name][m] for name in sets} for m in raw}}
-    report = {"threshold": threshold, "seed": seed, "sources": data.sources,
-              "metrics": {m: _metric_source(m, specs) for m in raw},
-              "table2": table2, "table3": table3, "table4": table4, "true": true,
-              "contexts_one_inconsistent": len(one), "notes": notes}
+    true = {
+        "draws": auc_draws,
+        "seed": seed,
+        "confidence": 0.95,
+        "sets": {
+            name: {
+                "title": set_titles(sets)[name],
+                "n": len(r.consistent),
+                "inconsistent": int(len(r.consistent) - sum(r.consistent)),
+            }
+            for name, r in sets.items()
+        },
+        "metrics": {m: {name: true_sets[name][m] for name in sets} for m in raw},
+    }
+    report = {
+        "threshold": threshold,
+        "seed": seed,
+        "sources": data.sources,
+        "metrics": {m: _metric_source(m, specs) for m in raw},
+        "table2": table2,
+        "table3": table3,
+        "table4": table4,
+        "true": true,
+        "contexts_one_inconsistent": len(one),
+        "notes": notes,
+    }
     if figures is not None:
         if progress:
             progress("plots")
@@ -281,25 +353,36 @@ def run_meta_eval(data: AnnotatedSet, *, q2_metrics: Sequence[str] = ("q2", "q2_
     return report
 
 
-def make_figures(raw: dict[str, dict[str, np.ndarray]], scores: dict[str, dict[str, np.ndarray]],
-                 labels: dict[str, np.ndarray], titles: dict[str, str]) -> dict[str, bytes]:
+def make_figures(
+    raw: dict[str, dict[str, np.ndarray]],
+    scores: dict[str, dict[str, np.ndarray]],
+    labels: dict[str, np.ndarray],
+    titles: dict[str, str],
+) -> dict[str, bytes]:
     """PR curves, ROC curves and one histogram per metric, as PNG bytes by file name."""
     from q2_metric.meta import plots as meta_plots
 
     curves = {m: {name: (scores[m][name], labels[name]) for name in labels} for m in scores}
-    out = {"pr_curve.png": meta_plots.pr_curves_png(curves, titles),
-           "roc_curve.png": meta_plots.roc_curves_png(curves, titles)}
+    out = {
+        "pr_curve.png": meta_plots.pr_curves_png(curves, titles),
+        "roc_curve.png": meta_plots.roc_curves_png(curves, titles),
+    }
     for m in raw:
         out[meta_plots.histogram_name(m)] = meta_plots.histogram_png(
-            m, {name: (raw[m][name], labels[name]) for name in labels}, titles)
+            m, {name: (raw[m][name], labels[name]) for name in labels}, titles
+        )
     return out
 
 
 def _metric_source(metric: str, specs: dict[str, ScoreSpec]) -> dict:
     if metric in specs:
         spec = specs[metric]
-        return {"source": str(spec.path), "column": spec.column, "lower": spec.lower,
-                "range": [spec.low, spec.high]}
+        return {
+            "source": str(spec.path),
+            "column": spec.column,
+            "lower": spec.lower,
+            "range": [spec.low, spec.high],
+        }
     if metric in ("q2", "q2_no_nli"):
         return {"source": "q2 score columns", "lower": False, "range": [0.0, 1.0]}
     return {"source": "baseline", "lower": False}
@@ -323,8 +406,10 @@ def _present_metrics(data: AnnotatedSet, wanted: Sequence[str], prefix: str) -> 
         elif i == 0 or any(present.values()):
             name = next(n for n, ok in present.items() if not ok)
             col = f"dodeca_{m}' and 'memnet_{m}" if name == "cross" else prefix + m
-            raise MetaEvalInputError(f"{data.sources[name]}: column '{col}' is missing (score the file with "
-                                     "`q2 score`, or pass --baselines-only).")
+            raise MetaEvalInputError(
+                f"{data.sources[name]}: column '{col}' is missing (score the file with "
+                "`q2 score`, or pass --baselines-only)."
+            )
     return out
 
 
@@ -336,5 +421,8 @@ def _question_stats(rows: Sequence[dict], prefix: str) -> dict[str, float]:
     questions = sum(int(float(r[cols[0]] or 0)) for r in rows)
     no_answer = sum(int(float(r[cols[1]] or 0)) for r in rows)
     covered = sum(str(r[cols[2]]).strip().lower() in ("false", "0", "") for r in rows)
-    return {"valid_questions": questions, "no_answer_share": no_answer / questions if questions else float("nan"),
-            "coverage": covered / len(rows)}
+    return {
+        "valid_questions": questions,
+        "no_answer_share": no_answer / questions if questions else float("nan"),
+        "coverage": covered / len(rows),
+    }

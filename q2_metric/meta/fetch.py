@@ -21,9 +21,10 @@ import os
 import stat
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 try:
     import fcntl
@@ -63,32 +64,82 @@ Q2_DATA = "dd048c628a3d44180226515b2fc10e8deb031039"  # orhonovich/q-squared, th
 
 SOURCES: dict[str, tuple[Source, ...]] = {
     "begin": (
-        Source("google/BEGIN-dataset", BEGIN_V1, (
-            PinnedFile("dev_05_24_21.tsv", "v1/dev_05_24_21.tsv",
-                       "d4eb032eb23793238e1de5f5d534c1f9e675657e8f4f513a71a4a375f5cb7767"),
-            PinnedFile("test_05_24_21.tsv", "v1/test_05_24_21.tsv",
-                       "e21118775e9c66017ae5a6cb07682fb9680e940b1ffa795fdacf912f22ed73bc")),
-               "CC BY 4.0"),
-        Source("google/BEGIN-dataset", BEGIN_V2, (
-            PinnedFile("wow/begin_dev_wow.tsv", "wow/begin_dev_wow.tsv",
-                       "2ebfc95a1ff267e12dcce3250da4d158e1811c62e9e1a0d56f110efc9ace0178"),
-            PinnedFile("wow/begin_test_wow.tsv", "wow/begin_test_wow.tsv",
-                       "d5c106a42042c3abd481563f1157e07c95c107dbcdf67f23564d874e8a4d6e7e"),
-            PinnedFile("topicalchat/begin_dev_tc.tsv", "topicalchat/begin_dev_tc.tsv",
-                       "d799a8cb3635de41b7f284dcfc872544ddeadcbae0c2ffd684270cce671f7711"),
-            PinnedFile("cmu-dog/begin_dev_cmu.tsv", "cmu-dog/begin_dev_cmu.tsv",
-                       "9482294df23cf08a976773ca73203b84f7178534ecab1a206eaade365e97071c")),
-               "WoW part CC BY 4.0, TopicalChat part CDLA-Sharing 1.0, CMU-DoG part per its NOTICE"),
+        Source(
+            "google/BEGIN-dataset",
+            BEGIN_V1,
+            (
+                PinnedFile(
+                    "dev_05_24_21.tsv",
+                    "v1/dev_05_24_21.tsv",
+                    "d4eb032eb23793238e1de5f5d534c1f9e675657e8f4f513a71a4a375f5cb7767",
+                ),
+                PinnedFile(
+                    "test_05_24_21.tsv",
+                    "v1/test_05_24_21.tsv",
+                    "e21118775e9c66017ae5a6cb07682fb9680e940b1ffa795fdacf912f22ed73bc",
+                ),
+            ),
+            "CC BY 4.0",
+        ),
+        Source(
+            "google/BEGIN-dataset",
+            BEGIN_V2,
+            (
+                PinnedFile(
+                    "wow/begin_dev_wow.tsv",
+                    "wow/begin_dev_wow.tsv",
+                    "2ebfc95a1ff267e12dcce3250da4d158e1811c62e9e1a0d56f110efc9ace0178",
+                ),
+                PinnedFile(
+                    "wow/begin_test_wow.tsv",
+                    "wow/begin_test_wow.tsv",
+                    "d5c106a42042c3abd481563f1157e07c95c107dbcdf67f23564d874e8a4d6e7e",
+                ),
+                PinnedFile(
+                    "topicalchat/begin_dev_tc.tsv",
+                    "topicalchat/begin_dev_tc.tsv",
+                    "d799a8cb3635de41b7f284dcfc872544ddeadcbae0c2ffd684270cce671f7711",
+                ),
+                PinnedFile(
+                    "cmu-dog/begin_dev_cmu.tsv",
+                    "cmu-dog/begin_dev_cmu.tsv",
+                    "9482294df23cf08a976773ca73203b84f7178534ecab1a206eaade365e97071c",
+                ),
+            ),
+            "WoW part CC BY 4.0, TopicalChat part CDLA-Sharing 1.0, CMU-DoG part per its NOTICE",
+        ),
     ),
     "q2-wow": (
-        Source("orhonovich/q-squared", Q2_DATA, tuple(
-            PinnedFile(f"third_party/data/{name}", name, digest) for name, digest in (
-                ("dodeca_inconsistent.csv", "e8c97dcf7db823f69455042b1e27342f0d6db308ced1d491ad11bb5fc4d980c3"),
-                ("dodeca_consistent.csv", "f3960661a527f8d481d8bd324bb4b4ed84797eb90e3f91d8d2c0038e5861c4a8"),
-                ("memnet_inconsistent.csv", "6d80a4a2d513799a580accf463ad89b2968ade3e0b35dc55b1d174511a5a0277"),
-                ("memnet_consistent.csv", "2e9b32dbc35d9708eade57205b4a39f0ed3ded3015229e45c1937239b41e1bc2"),
-                ("cross_annotation.csv", "b9c92dcf44b93fc8c19fa4a289c6a2780d703b090cf1d341175728778c330446"))),
-               "MIT (the annotations); Wizard of Wikipedia's terms for its text"),
+        Source(
+            "orhonovich/q-squared",
+            Q2_DATA,
+            tuple(
+                PinnedFile(f"third_party/data/{name}", name, digest)
+                for name, digest in (
+                    (
+                        "dodeca_inconsistent.csv",
+                        "e8c97dcf7db823f69455042b1e27342f0d6db308ced1d491ad11bb5fc4d980c3",
+                    ),
+                    (
+                        "dodeca_consistent.csv",
+                        "f3960661a527f8d481d8bd324bb4b4ed84797eb90e3f91d8d2c0038e5861c4a8",
+                    ),
+                    (
+                        "memnet_inconsistent.csv",
+                        "6d80a4a2d513799a580accf463ad89b2968ade3e0b35dc55b1d174511a5a0277",
+                    ),
+                    (
+                        "memnet_consistent.csv",
+                        "2e9b32dbc35d9708eade57205b4a39f0ed3ded3015229e45c1937239b41e1bc2",
+                    ),
+                    (
+                        "cross_annotation.csv",
+                        "b9c92dcf44b93fc8c19fa4a289c6a2780d703b090cf1d341175728778c330446",
+                    ),
+                )
+            ),
+            "MIT (the annotations); Wizard of Wikipedia's terms for its text",
+        ),
     ),
 }
 
@@ -107,19 +158,31 @@ PART = ".part-"
 
 
 def _kind(mode: int) -> str:
-    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
-            "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
-            "not a regular file")
+    return (
+        "a folder"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
 
 
 def _write_problem(folder: Path, err: OSError) -> FetchError:
     """One sentence for a local write that failed: the folder, not the network, is to blame."""
     if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return FetchError(f"{folder} cannot be written ({err.strerror}: a read-only folder or file system); "
-                          "choose another --out (nothing was downloaded).")
+        return FetchError(
+            f"{folder} cannot be written ({err.strerror}: a read-only folder or file system); "
+            "choose another --out (nothing was downloaded)."
+        )
     if err.errno in (errno.ENOTDIR, errno.EEXIST):
-        return FetchError(f"{folder} is not a folder (a file is in its place or above it); choose another "
-                          "--out (nothing was written).")
+        return FetchError(
+            f"{folder} is not a folder (a file is in its place or above it); choose another "
+            "--out (nothing was written)."
+        )
     return FetchError(f"{folder}: {err.strerror} while writing there; nothing was written.")
 
 
@@ -191,19 +254,32 @@ def _local_source(url: str) -> None:
     except OSError:
         return  # the opener reports it missing
     if not stat.S_ISREG(mode):
-        raise FetchError(f"{url} is {_kind(mode)}, not a regular file; point --base-url at a copy of the files.")
+        raise FetchError(
+            f"{url} is {_kind(mode)}, not a regular file; point --base-url at a copy of the files."
+        )
 
 
-def _download(url: str, out: BinaryIO, folder: Path, opener: Callable = urllib.request.urlopen,
-              limit: int | None = None, cap_mb: float = DEFAULT_MAX_MB) -> int:
+def _download(
+    url: str,
+    out: BinaryIO,
+    folder: Path,
+    opener: Callable = urllib.request.urlopen,
+    limit: int | None = None,
+    cap_mb: float = DEFAULT_MAX_MB,
+) -> int:
     """Copy `url` into `out`; the number of bytes. Stops past `limit` bytes."""
+
     def too_big() -> FetchError:
-        return FetchError(f"{url} goes past the {cap_mb:g} MB cap on what one fetch downloads (--max-mb); "
-                          "stopped, nothing was written.")
+        return FetchError(
+            f"{url} goes past the {cap_mb:g} MB cap on what one fetch downloads (--max-mb); "
+            "stopped, nothing was written."
+        )
 
     def network(err: BaseException) -> FetchError:
-        return FetchError(f"{url} could not be downloaded ({getattr(err, 'reason', None) or err}); check the "
-                          "network or --base-url.")
+        return FetchError(
+            f"{url} could not be downloaded ({getattr(err, 'reason', None) or err}); check the "
+            "network or --base-url."
+        )
 
     _local_source(url)
     try:
@@ -231,9 +307,15 @@ def _download(url: str, out: BinaryIO, folder: Path, opener: Callable = urllib.r
                 raise _write_problem(folder, err) from None
 
 
-def fetch(name: str, out_dir: str | Path, base_url: str = GITHUB_RAW, *,
-          say: Callable[[str], None] = lambda msg: None, opener: Callable = urllib.request.urlopen,
-          max_mb: float = DEFAULT_MAX_MB) -> list[Path]:
+def fetch(
+    name: str,
+    out_dir: str | Path,
+    base_url: str = GITHUB_RAW,
+    *,
+    say: Callable[[str], None] = lambda msg: None,
+    opener: Callable = urllib.request.urlopen,
+    max_mb: float = DEFAULT_MAX_MB,
+) -> list[Path]:
     """Download every pinned file of `name` into `out_dir` (all or none); the paths, in order.
     `max_mb`: a cap on the bytes downloaded in all (past it the fetch stops, nothing written)."""
     if name not in SOURCES:
@@ -250,17 +332,27 @@ def fetch(name: str, out_dir: str | Path, base_url: str = GITHUB_RAW, *,
         except OSError as err:
             if err.errno == errno.ENOTDIR:
                 raise _write_problem(out, err) from None
-            raise FetchError(f"{target} cannot be examined ({err.strerror}); choose another folder.") from None
+            raise FetchError(
+                f"{target} cannot be examined ({err.strerror}); choose another folder."
+            ) from None
         if not stat.S_ISREG(st.st_mode):  # never opened: a FIFO would block the read forever
-            raise FetchError(f"{target} exists and is {_kind(st.st_mode)}, not the published {f.path}; move it "
-                             "away or choose another folder (nothing was downloaded).")
+            raise FetchError(
+                f"{target} exists and is {_kind(st.st_mode)}, not the published {f.path}; move it "
+                "away or choose another folder (nothing was downloaded)."
+            )
         if sha256_of(target) != f.sha256:
-            raise FetchError(f"{target} exists and is not the published {f.path}; move it away or choose another "
-                             "folder (nothing was downloaded).")
+            raise FetchError(
+                f"{target} exists and is not the published {f.path}; move it away or choose another "
+                "folder (nothing was downloaded)."
+            )
     todo = [(src, f, target) for src, f, target in plan if not target.exists()]
     temps: list[tuple[Path, BinaryIO, Path]] = []
     try:
-        for _, _, target in todo:  # every part file first: a folder we cannot write is found before any download
+        for (
+            _,
+            _,
+            target,
+        ) in todo:  # every part file first: a folder we cannot write is found before any download
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _remove_stale_parts(target)
@@ -280,7 +372,9 @@ def fetch(name: str, out_dir: str | Path, base_url: str = GITHUB_RAW, *,
                 raise _write_problem(target.parent, err) from None
             got = sha256_of(temp)
             if got != f.sha256:
-                raise FetchError(f"{url} has SHA-256 {got}, not the published {f.sha256}; nothing was written.")
+                raise FetchError(
+                    f"{url} has SHA-256 {got}, not the published {f.sha256}; nothing was written."
+                )
         for temp, _, target in temps:  # renamed while still locked: no other fetch takes them for stale
             os.replace(temp, target)
         for _, _, target in plan:
@@ -294,7 +388,9 @@ def fetch(name: str, out_dir: str | Path, base_url: str = GITHUB_RAW, *,
             temp.unlink(missing_ok=True)
             handle.close()
     for src in SOURCES[name]:
-        say(f"{src.repo}@{src.commit[:12]}: license {src.license}; cite the dataset's paper when you publish numbers.")
+        say(
+            f"{src.repo}@{src.commit[:12]}: license {src.license}; cite the dataset's paper when you publish numbers."
+        )
     return [target for _, _, target in plan]
 
 
@@ -303,13 +399,22 @@ def add_data_parser(sub) -> None:
     data = sub.add_parser("data", help="download the published labelled sets (needs the network)")
     dsub = data.add_subparsers(dest="data_command", required=True)
     f = dsub.add_parser("fetch", help="download a set from its pinned commit and check its SHA-256")
-    f.add_argument("name", choices=sorted(SOURCES), help="begin (both BEGIN releases) or q2-wow (the paper's set)")
+    f.add_argument(
+        "name", choices=sorted(SOURCES), help="begin (both BEGIN releases) or q2-wow (the paper's set)"
+    )
     f.add_argument("--out", default=None, help="folder to write into (default: data/NAME)")
-    f.add_argument("--base-url", default=GITHUB_RAW,
-                   help="server or mirror laid out as BASE/OWNER/REPO/COMMIT/PATH (default GitHub's raw server; "
-                        "file:///folder works)")
-    f.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB,
-                   help=f"stop if the download goes past this many MB in all (default {DEFAULT_MAX_MB})")
+    f.add_argument(
+        "--base-url",
+        default=GITHUB_RAW,
+        help="server or mirror laid out as BASE/OWNER/REPO/COMMIT/PATH (default GitHub's raw server; "
+        "file:///folder works)",
+    )
+    f.add_argument(
+        "--max-mb",
+        type=float,
+        default=DEFAULT_MAX_MB,
+        help=f"stop if the download goes past this many MB in all (default {DEFAULT_MAX_MB})",
+    )
     f.set_defaults(func=cmd_data_fetch)
 
 
@@ -320,8 +425,13 @@ def cmd_data_fetch(args) -> int:
 
     out = args.out or Path("data") / args.name
     check_run({}, {"--out": out}, folders=["--out"])  # never into a model folder or a cache
-    paths = fetch(args.name, out, args.base_url, max_mb=args.max_mb,
-                  say=lambda msg: print(f"q2 data fetch: {msg}", file=sys.stderr))
+    paths = fetch(
+        args.name,
+        out,
+        args.base_url,
+        max_mb=args.max_mb,
+        say=lambda msg: print(f"q2 data fetch: {msg}", file=sys.stderr),
+    )
     for p in paths:
         print(p)
     return 0

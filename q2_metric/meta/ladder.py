@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from q2_metric.config import Q2Config
 
@@ -36,8 +36,9 @@ LADDER = (
     ("+coreference", dict(coref=True)),
 )
 CONTROLS = ("original", "same dialogue, other turn", "other dialogue")
-MEANINGLESS = ("These numbers are meaningless: tiny random models (the paper's need their downloads; "
-               "see docs/coref.md).")
+MEANINGLESS = (
+    "These numbers are meaningless: tiny random models (the paper's need their downloads; see docs/coref.md)."
+)
 
 
 def ladder_configs(base: Q2Config) -> list[tuple[str, Q2Config]]:
@@ -84,28 +85,37 @@ def _cell(scores) -> Cell:
     return Cell(s.q2, s.coverage, s.num_valid_questions, s.no_answer_share, s.num_scored)
 
 
-def run_ladder(scorer, splits: dict[str, list[dict]], say: Callable[[str], None] = lambda m: None
-               ) -> dict[str, dict[str, Cell]]:
+def run_ladder(
+    scorer, splits: dict[str, list[dict]], say: Callable[[str], None] = lambda m: None
+) -> dict[str, dict[str, Cell]]:
     """Table 7: variant -> split -> Cell. One engine call per variant over every split's rows."""
     rows = [(name, r) for name, split_rows in splits.items() for r in split_rows]
     out = {}
     for name, config in ladder_configs(scorer.config):
         say(f"ladder: {name}")
         scorer.reconfigure(config)
-        result = scorer.score([r["response"] for _, r in rows], [r["knowledge"] for _, r in rows],
-                              histories=[[r["message"]] if r.get("message") else [] for _, r in rows])
-        out[name] = {split: _cell([res for (s, _), res in zip(rows, result.responses) if s == split])
-                     for split in splits}
+        result = scorer.score(
+            [r["response"] for _, r in rows],
+            [r["knowledge"] for _, r in rows],
+            histories=[[r["message"]] if r.get("message") else [] for _, r in rows],
+        )
+        out[name] = {
+            split: _cell([res for (s, _), res in zip(rows, result.responses) if s == split])
+            for split in splits
+        }
     return out
 
 
-def run_control(scorer, splits: dict[str, list[dict]], seed: int = 0,
-                say: Callable[[str], None] = lambda m: None) -> dict[str, Cell]:
+def run_control(
+    scorer, splits: dict[str, list[dict]], seed: int = 0, say: Callable[[str], None] = lambda m: None
+) -> dict[str, Cell]:
     """Table 8: knowledge source -> Cell over every response that has such knowledge."""
     rows = [r for split_rows in splits.values() for r in split_rows]
-    sources = {"original": [r["knowledge"] for r in rows],
-               "same dialogue, other turn": donor_knowledge(rows, "same", seed),
-               "other dialogue": donor_knowledge(rows, "other", seed)}
+    sources = {
+        "original": [r["knowledge"] for r in rows],
+        "same dialogue, other turn": donor_knowledge(rows, "same", seed),
+        "other dialogue": donor_knowledge(rows, "other", seed),
+    }
     out = {}
     for name, knowledge in sources.items():
         say(f"control: {name}")
@@ -125,25 +135,37 @@ def ladder_table(table: dict[str, dict[str, Cell]]) -> str:
     rule = "|---|" + "---:|---:|" * len(splits)
     lines = [head, rule]
     for name, cells in table.items():
-        lines.append(f"| {name} | " + " | ".join(f"{_f(c.q2)} | {_f(c.coverage)}" for c in cells.values()) + " |")
+        lines.append(
+            f"| {name} | " + " | ".join(f"{_f(c.q2)} | {_f(c.coverage)}" for c in cells.values()) + " |"
+        )
     return "\n".join(lines)
 
 
 def control_table(table: dict[str, Cell]) -> str:
     lines = ["| knowledge | responses | valid questions | Q² | no answer |", "|---|---:|---:|---:|---:|"]
     for name, c in table.items():
-        lines.append(f"| {name} | {c.responses} | {c.valid_questions} | {_f(c.q2)} | {_f(c.no_answer_share)} |")
+        lines.append(
+            f"| {name} | {c.responses} | {c.valid_questions} | {_f(c.q2)} | {_f(c.no_answer_share)} |"
+        )
     return "\n".join(lines)
 
 
 # -- the command line ----------------------------------------------------------------------------
 
+
 def add_ladder_args(parser) -> None:
     g = parser.add_argument_group("Table 7 ladder and Table 8 control (docs/coref.md)")
-    g.add_argument("--ladder", action="store_true",
-                   help="score the split files four ways: base, +filter personal, +top-k (k=5), +coreference")
-    g.add_argument("--control", choices=("random-knowledge",), default=None,
-                   help="score the split files against knowledge of another turn / another dialogue")
+    g.add_argument(
+        "--ladder",
+        action="store_true",
+        help="score the split files four ways: base, +filter personal, +top-k (k=5), +coreference",
+    )
+    g.add_argument(
+        "--control",
+        choices=("random-knowledge",),
+        default=None,
+        help="score the split files against knowledge of another turn / another dialogue",
+    )
     g.add_argument("--tiny", action="store_true", help="tiny random models (meaningless numbers)")
     g.add_argument("--limit", type=int, default=None, help="first N rows of each split (default all)")
     g.add_argument("--coref-model", default=None, help="F-Coref model of the +coreference row")
@@ -151,9 +173,9 @@ def add_ladder_args(parser) -> None:
 
 def cmd_ladder(args) -> int:
     """`q2 meta-eval --ladder / --control random-knowledge`: print the tables."""
+    from q2_metric.errors import Q2InputError
     from q2_metric.meta.evaluation import read_split
     from q2_metric.scorer import Q2Scorer
-    from q2_metric.errors import Q2InputError
 
     def say(msg: str) -> None:
         print(f"q2 meta-eval: {msg}", file=sys.stderr, flush=True)
@@ -163,20 +185,30 @@ def cmd_ladder(args) -> int:
     from q2_metric.io.paths import check_run
 
     out = Path(args.out_dir)
-    outputs = {f"--out-dir ({name})": out / name for name, run in (("ladder.md", args.ladder),
-                                                                   ("control.md", args.control)) if run}
-    paths = {f"--{name.replace('_', '-')}": getattr(args, name, None)
-             or (Path(args.annotated_dir) / f"{name}.csv" if args.annotated_dir else None) for name in SPLITS}
+    outputs = {
+        f"--out-dir ({name})": out / name
+        for name, run in (("ladder.md", args.ladder), ("control.md", args.control))
+        if run
+    }
+    paths = {
+        f"--{name.replace('_', '-')}": getattr(args, name, None)
+        or (Path(args.annotated_dir) / f"{name}.csv" if args.annotated_dir else None)
+        for name in SPLITS
+    }
     config = _config(args, reads=paths)
     # before any model work; the output folder may be the annotated folder (only the files read count)
     check_run(paths, outputs, config=config)
     check_run({}, {"--out-dir": out}, config=config, folders=["--out-dir"])
     splits = {}
     for name in SPLITS:
-        path = getattr(args, name, None) or (Path(args.annotated_dir) / f"{name}.csv" if args.annotated_dir else None)
+        path = getattr(args, name, None) or (
+            Path(args.annotated_dir) / f"{name}.csv" if args.annotated_dir else None
+        )
         if path is None:
-            raise Q2InputError(f"--ladder and --control need the split files: pass --annotated-dir or --{name.replace('_', '-')}.")
-        rows = read_split(path)[:args.limit]
+            raise Q2InputError(
+                f"--ladder and --control need the split files: pass --annotated-dir or --{name.replace('_', '-')}."
+            )
+        rows = read_split(path)[: args.limit]
         for i, r in enumerate(rows, 1):
             missing = [c for c in ("response", "knowledge", "message", "episode_idx", "round") if c not in r]
             if missing:
@@ -189,13 +221,21 @@ def cmd_ladder(args) -> int:
     texts = {}
     note = f"\n{MEANINGLESS}\n" if config.tiny else ""
     if args.ladder:
-        texts["ladder.md"] = ("# Table 7 (first arXiv version): each row adds one step to the previous one\n\n"
-                              + ladder_table(run_ladder(scorer, splits, say)) + "\n" + note)
+        texts["ladder.md"] = (
+            "# Table 7 (first arXiv version): each row adds one step to the previous one\n\n"
+            + ladder_table(run_ladder(scorer, splits, say))
+            + "\n"
+            + note
+        )
         print(texts["ladder.md"])
     if args.control:
         scorer.reconfigure(config)
-        texts["control.md"] = (f"# Table 8 (first arXiv version): knowledge from elsewhere, seed {args.seed}\n\n"
-                               + control_table(run_control(scorer, splits, args.seed, say)) + "\n" + note)
+        texts["control.md"] = (
+            f"# Table 8 (first arXiv version): knowledge from elsewhere, seed {args.seed}\n\n"
+            + control_table(run_control(scorer, splits, args.seed, say))
+            + "\n"
+            + note
+        )
         print(texts["control.md"])
     from q2_metric.io import commit_report
 
@@ -209,6 +249,14 @@ def _config(args, reads: dict | None = None) -> Q2Config:
     too (the +coreference row turns `coref` on), so the models stay loaded across the rows."""
     from q2_metric.options import build_config, flag_name
 
-    opts = dict(qg_model=args.qg_model, qa_model=args.qa_model, nli_model=args.nli_model,
-                coref_model=args.coref_model, device=args.device, coref=True)
-    return build_config("paper", opts, spell=flag_name(), tiny=args.tiny or None, reads=reads).replace(coref=False)
+    opts = dict(
+        qg_model=args.qg_model,
+        qa_model=args.qa_model,
+        nli_model=args.nli_model,
+        coref_model=args.coref_model,
+        device=args.device,
+        coref=True,
+    )
+    return build_config("paper", opts, spell=flag_name(), tiny=args.tiny or None, reads=reads).replace(
+        coref=False
+    )

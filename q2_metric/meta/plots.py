@@ -5,7 +5,7 @@ with one panel per annotated set."""
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -23,8 +23,14 @@ def _pyplot():
 
 
 def label(metric: str) -> str:
-    return {"q2": "Q²", "q2_no_nli": "Q² w/o NLI", "overlap": "Overlap", "bleu": "BLEU",
-            "bertscore": "BERTScore", "e2e_nli": "E2E NLI"}.get(metric, metric)
+    return {
+        "q2": "Q²",
+        "q2_no_nli": "Q² w/o NLI",
+        "overlap": "Overlap",
+        "bleu": "BLEU",
+        "bertscore": "BERTScore",
+        "e2e_nli": "E2E NLI",
+    }.get(metric, metric)
 
 
 def pr_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
@@ -42,8 +48,13 @@ def pr_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
             ax.plot(recall, precision, label=f"{label(metric)} (AP {ap:.2f})", drawstyle="steps-post")
         share = 1 - np.mean(next(iter(curves.values()))[key][1]) if curves else 0.5
         ax.axhline(share, color="grey", linestyle=":", label=f"chance ({share:.2f})")
-        ax.set(xlabel="recall (inconsistent)", ylabel="precision (inconsistent)", title=title,
-               xlim=(0, 1), ylim=(0, 1.02))
+        ax.set(
+            xlabel="recall (inconsistent)",
+            ylabel="precision (inconsistent)",
+            title=title,
+            xlim=(0, 1),
+            ylim=(0, 1.02),
+        )
         ax.legend(fontsize="small", loc="lower left")
     fig.suptitle("Detecting inconsistent responses")
     return _png(fig)
@@ -59,15 +70,24 @@ def roc_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
             fpr, tpr, _ = roc_curve(consistent, scores)
             ax.plot(fpr, tpr, label=f"{label(metric)} (AUC {roc_auc_score(consistent, scores):.3f})")
         ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance (0.5)")
-        ax.set(xlabel="false positive rate", ylabel="true positive rate (consistent)", title=title,
-               xlim=(0, 1), ylim=(0, 1.02))
+        ax.set(
+            xlabel="false positive rate",
+            ylabel="true positive rate (consistent)",
+            title=title,
+            xlim=(0, 1),
+            ylim=(0, 1.02),
+        )
         ax.legend(fontsize="small", loc="lower right")
     fig.suptitle("ROC, consistent = positive")
     return _png(fig)
 
 
-def histogram_png(metric: str, per_set: Mapping[str, tuple[Sequence[float], Sequence[int]]],
-                  titles: Mapping[str, str], bins: int = 20) -> bytes:
+def histogram_png(
+    metric: str,
+    per_set: Mapping[str, tuple[Sequence[float], Sequence[int]]],
+    titles: Mapping[str, str],
+    bins: int = 20,
+) -> bytes:
     """The metric's scores (its own scale) of consistent and inconsistent responses, overlaid."""
     fig, panels = _panels(titles, 3.6)
     for ax, (key, title) in panels:

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,8 +62,11 @@ class ScoreSpec:
         return 1.0 - unit if self.lower else unit
 
     def describe(self) -> str:
-        return (f"{self.path}:{self.column}" + (" (lower = more consistent)" if self.lower else "")
-                + ("" if (self.low, self.high) == (0.0, 1.0) else f", range [{self.low:g}, {self.high:g}]"))
+        return (
+            f"{self.path}:{self.column}"
+            + (" (lower = more consistent)" if self.lower else "")
+            + ("" if (self.low, self.high) == (0.0, 1.0) else f", range [{self.low:g}, {self.high:g}]")
+        )
 
 
 def parse_score_spec(text: str) -> ScoreSpec:
@@ -76,10 +80,14 @@ def parse_score_spec(text: str) -> ScoreSpec:
     if not sep or not rest:
         raise ScoreFileError(f"--scores '{text}': expected {SPEC_FORM}.")
     if not _NAME.match(name):
-        raise ScoreFileError(f"--scores '{text}': the name '{name}' must start with a letter and hold only "
-                             "letters, digits, '_' and '-'.")
+        raise ScoreFileError(
+            f"--scores '{text}': the name '{name}' must start with a letter and hold only "
+            "letters, digits, '_' and '-'."
+        )
     if name in RESERVED:
-        raise ScoreFileError(f"--scores '{text}': '{name}' is a built-in metric or row; give yours another name.")
+        raise ScoreFileError(
+            f"--scores '{text}': '{name}' is a built-in metric or row; give yours another name."
+        )
     tokens = rest.split(":")
     lower, bounds = False, None
     while len(tokens) > 1 and (tokens[-1] == "lower" or _RANGE.match(tokens[-1])):
@@ -97,7 +105,9 @@ def parse_score_spec(text: str) -> ScoreSpec:
         raise ScoreFileError(f"--scores '{text}': expected {SPEC_FORM}.")
     low, high = bounds or (0.0, 1.0)
     if not low < high:
-        raise ScoreFileError(f"--scores '{text}': the range {low:g}..{high:g} is empty; write LO..HI with LO < HI.")
+        raise ScoreFileError(
+            f"--scores '{text}': the range {low:g}..{high:g} is empty; write LO..HI with LO < HI."
+        )
     return ScoreSpec(name, Path(path), column, lower, low, high)
 
 
@@ -130,14 +140,20 @@ def _score(spec: ScoreSpec, raw: Any, row: int, line: int) -> float:
     except (TypeError, ValueError):
         raise ScoreFileError(f"{head} holds {raw!r}, not a number, at {where}.") from None
     if not math.isfinite(value) or not spec.low <= value <= spec.high:
-        raise ScoreFileError(f"{head} holds {raw}, outside [{spec.low:g}, {spec.high:g}], at {where}"
-                             + ("." if (spec.low, spec.high) != (0.0, 1.0) else
-                                f"; declare the metric's range with {spec.name}=FILE:COLUMN:LO..HI."))
+        raise ScoreFileError(
+            f"{head} holds {raw}, outside [{spec.low:g}, {spec.high:g}], at {where}"
+            + (
+                "."
+                if (spec.low, spec.high) != (0.0, 1.0)
+                else f"; declare the metric's range with {spec.name}=FILE:COLUMN:LO..HI."
+            )
+        )
     return value
 
 
-def read_scores(spec: ScoreSpec, keys: Sequence[Key], where: Mapping[Key, str],
-                ids: Mapping[str, Key] | None = None) -> np.ndarray:
+def read_scores(
+    spec: ScoreSpec, keys: Sequence[Key], where: Mapping[Key, str], ids: Mapping[str, Key] | None = None
+) -> np.ndarray:
     """The scores of `keys` (the template's rows, in order) from the spec's file; `where[key]`
     names an annotated row holding the key, for the message when it is not scored. `ids` maps
     every id the template may hold to its pair (default: the row numbers 1..len(keys)).
@@ -148,13 +164,17 @@ def read_scores(spec: ScoreSpec, keys: Sequence[Key], where: Mapping[Key, str],
     rows, columns = _rows(spec.path)
     if spec.column not in columns:
         shown = ", ".join(f"'{c}'" for c in columns[:20]) or "none"
-        raise ScoreFileError(f"{spec.path}: column '{spec.column}' is missing (its columns: {shown}); "
-                             f"name the right one with {spec.name}={spec.path}:COLUMN.")
+        raise ScoreFileError(
+            f"{spec.path}: column '{spec.column}' is missing (its columns: {shown}); "
+            f"name the right one with {spec.name}={spec.path}:COLUMN."
+        )
     texts = [c for c in ("response", "knowledge") if c in columns]
     if "id" not in columns and not texts:
-        raise ScoreFileError(f"{spec.path}: no column says which response each row scores (column "
-                             f"'{spec.column}'); keep the template's 'id' column, or its 'response' and 'knowledge' "
-                             "columns, since rows are never matched by their order.")
+        raise ScoreFileError(
+            f"{spec.path}: no column says which response each row scores (column "
+            f"'{spec.column}'); keep the template's 'id' column, or its 'response' and 'knowledge' "
+            "columns, since rows are never matched by their order."
+        )
     ids = {str(i): k for i, k in enumerate(keys, 1)} if ids is None else ids
     return _bind(spec, rows, "id" in columns, texts, keys, where, ids)
 
@@ -169,8 +189,15 @@ def _ident(raw: Any) -> str | None:
     return re.sub(r"\.0\Z", "", text) if re.fullmatch(r"\d+\.0", text) else (text or None)
 
 
-def _bind(spec: ScoreSpec, rows: list, by_id: bool, texts: list[str], keys: Sequence[Key],
-          where: Mapping[Key, str], ids: Mapping[str, Key]) -> np.ndarray:
+def _bind(
+    spec: ScoreSpec,
+    rows: list,
+    by_id: bool,
+    texts: list[str],
+    keys: Sequence[Key],
+    where: Mapping[Key, str],
+    ids: Mapping[str, Key],
+) -> np.ndarray:
     index = {key: i for i, key in enumerate(keys)}
     pick = [("response", "knowledge").index(c) for c in texts]
     by_text: dict[tuple, list[Key]] = {}
@@ -182,47 +209,59 @@ def _bind(spec: ScoreSpec, rows: list, by_id: bool, texts: list[str], keys: Sequ
         found = tuple(row.fields.get(c) for c in texts)
         for col, text in zip(texts, found):
             if not isinstance(text, str):
-                raise ScoreFileError(f"{spec.path}: column '{col}' is not text at row {row.number}; "
-                                     "it is the key that matches the row to an annotated response.")
+                raise ScoreFileError(
+                    f"{spec.path}: column '{col}' is not text at row {row.number}; "
+                    "it is the key that matches the row to an annotated response."
+                )
         if by_id:
             raw = row.fields.get("id")
             ident = _ident(raw)
             if ident not in ids:
                 example = next(iter(ids), "")
-                raise ScoreFileError(f"{spec.path}: column 'id' holds {raw!r} at row {row.number}, which is no id "
-                                     f"of the template (its ids look like {example!r}); score the template that "
-                                     "`q2 meta-eval --write-template DIR` writes for these inputs.")
+                raise ScoreFileError(
+                    f"{spec.path}: column 'id' holds {raw!r} at row {row.number}, which is no id "
+                    f"of the template (its ids look like {example!r}); score the template that "
+                    "`q2 meta-eval --write-template DIR` writes for these inputs."
+                )
             key = ids[ident]
             if texts and found != tuple(key[i] for i in pick):
                 col = texts[0] if found[0] != key[pick[0]] else texts[-1]
-                raise ScoreFileError(f"{spec.path}: row {row.number} has id {ident!r}, which is the response "
-                                     f"{_short(key[0])}, but its '{col}' column does not hold that text; the id "
-                                     "and the text must name the same response.")
+                raise ScoreFileError(
+                    f"{spec.path}: row {row.number} has id {ident!r}, which is the response "
+                    f"{_short(key[0])}, but its '{col}' column does not hold that text; the id "
+                    "and the text must name the same response."
+                )
         elif len(texts) == 2:
             key = found
         else:
             fits = by_text.get(found, [])
             if len(fits) > 1:
-                raise ScoreFileError(f"{spec.path}: the {texts[0]} {_short(found[0])} at row {row.number} belongs "
-                                     f"to {len(fits)} annotated responses, so the row's score is ambiguous; add the "
-                                     f"'{'knowledge' if texts[0] == 'response' else 'response'}' column or the "
-                                     "template's 'id'.")
+                raise ScoreFileError(
+                    f"{spec.path}: the {texts[0]} {_short(found[0])} at row {row.number} belongs "
+                    f"to {len(fits)} annotated responses, so the row's score is ambiguous; add the "
+                    f"'{'knowledge' if texts[0] == 'response' else 'response'}' column or the "
+                    "template's 'id'."
+                )
             if not fits:
                 continue
             key = fits[0]
         value = _score(spec, row.fields.get(spec.column), row.number, row.line)
         if key in first_row:
-            raise ScoreFileError(f"{spec.path}: rows {first_row[key]} and {row.number} both score the response "
-                                 f"{_short(key[0])} with the same knowledge (column '{spec.column}'); keep one row "
-                                 "per response/knowledge pair.")
+            raise ScoreFileError(
+                f"{spec.path}: rows {first_row[key]} and {row.number} both score the response "
+                f"{_short(key[0])} with the same knowledge (column '{spec.column}'); keep one row "
+                "per response/knowledge pair."
+            )
         first_row[key] = row.number
         if key in index:
             values[index[key]] = value
     missing = [k for k, v in zip(keys, values) if np.isnan(v)]
     if missing:
-        raise ScoreFileError(f"{spec.path}: column '{spec.column}' has no score for {len(missing)} of the "
-                             f"{len(keys)} annotated responses, the first {_short(missing[0][0])} "
-                             f"({where[missing[0]]}); score every row of `q2 meta-eval --write-template DIR`.")
+        raise ScoreFileError(
+            f"{spec.path}: column '{spec.column}' has no score for {len(missing)} of the "
+            f"{len(keys)} annotated responses, the first {_short(missing[0][0])} "
+            f"({where[missing[0]]}); score every row of `q2 meta-eval --write-template DIR`."
+        )
     return values
 
 

@@ -24,9 +24,10 @@ A figure whose denominator is 0 is None (undefined), never 0.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from q2_metric.errors import Q2InputError
 
@@ -95,12 +96,21 @@ def evaluate_spans(cases: Sequence[SpanCase]) -> dict[str, Any]:
         resp_gold += bool(gold)
         resp_tp += bool(pred) and bool(gold)
     p, r = ratio(span_pred_hit, span_pred), ratio(span_gold_hit, span_gold)
-    span = {"precision": p, "recall": r,
-            "f1": None if p is None or r is None else (0.0 if p + r == 0 else 2 * p * r / (p + r)),
-            "predicted": span_pred, "gold": span_gold, "predicted_overlapping": span_pred_hit,
-            "gold_overlapped": span_gold_hit}
-    return {"responses": len(cases), "character": prf(char_tp, char_pred, char_gold), "span": span,
-            "response": prf(resp_tp, resp_pred, resp_gold)}
+    span = {
+        "precision": p,
+        "recall": r,
+        "f1": None if p is None or r is None else (0.0 if p + r == 0 else 2 * p * r / (p + r)),
+        "predicted": span_pred,
+        "gold": span_gold,
+        "predicted_overlapping": span_pred_hit,
+        "gold_overlapped": span_gold_hit,
+    }
+    return {
+        "responses": len(cases),
+        "character": prf(char_tp, char_pred, char_gold),
+        "span": span,
+        "response": prf(resp_tp, resp_pred, resp_gold),
+    }
 
 
 def gold_shape(fields: dict[str, Any], shape: str = "auto") -> str:
@@ -115,20 +125,25 @@ def _gold_offsets(where: str, labels: Any, response: str) -> list[Offsets]:
     if labels is None:
         return []
     if not isinstance(labels, list):
-        raise Q2InputError(f"{where}: field 'labels' must be a list of {{start, end}} objects, got "
-                           f"{type(labels).__name__}.")
+        raise Q2InputError(
+            f"{where}: field 'labels' must be a list of {{start, end}} objects, got {type(labels).__name__}."
+        )
     out = []
     for k, label in enumerate(labels):
         s = label.get("start") if isinstance(label, dict) else None
         e = label.get("end") if isinstance(label, dict) else None
         if not (isinstance(s, int) and isinstance(e, int) and 0 <= s < e <= len(response)):
-            raise Q2InputError(f"{where}: label {k} must have integer 'start' < 'end' within the response "
-                               f"({len(response)} characters), got start={s!r}, end={e!r}.")
+            raise Q2InputError(
+                f"{where}: label {k} must have integer 'start' < 'end' within the response "
+                f"({len(response)} characters), got start={s!r}, end={e!r}."
+            )
         out.append((s, e))
     return out
 
 
-def read_cases(gold_path: str | Path, spans_path: str | Path, shape: str = "auto") -> tuple[list[SpanCase], dict]:
+def read_cases(
+    gold_path: str | Path, spans_path: str | Path, shape: str = "auto"
+) -> tuple[list[SpanCase], dict]:
     """The gold file's responses with their gold spans, joined by row to the rows of a `q2 score
     --spans` file made from it; returns the cases (rows with a Q² score) and counts of the rows left
     out (`unscored`: empty, bad or unscored by Q²)."""
@@ -144,8 +159,10 @@ def read_cases(gold_path: str | Path, spans_path: str | Path, shape: str = "auto
                 raise Q2InputError(f"{path}: {row.error}.")
     pred = {r.fields.get("row"): r.fields for r in pred_rows}
     if len(pred) != len(gold_rows) or set(pred) != set(range(1, len(gold_rows) + 1)):
-        raise Q2InputError(f"The spans file '{spans_path}' has {len(pred_rows)} rows, the gold file '{gold_path}' "
-                           f"{len(gold_rows)}: make the spans with `q2 score {gold_path} --spans ...` on this file.")
+        raise Q2InputError(
+            f"The spans file '{spans_path}' has {len(pred_rows)} rows, the gold file '{gold_path}' "
+            f"{len(gold_rows)}: make the spans with `q2 score {gold_path} --spans ...` on this file."
+        )
     cases, unscored = [], 0
     for row in gold_rows:
         kind = gold_shape(row.fields, shape)
@@ -153,8 +170,9 @@ def read_cases(gold_path: str | Path, spans_path: str | Path, shape: str = "auto
         where = f"{gold_path}: line {row.line}"
         response = row.fields.get(col)
         if not isinstance(response, str):
-            raise Q2InputError(f"{where}: field '{col}' ({kind} shape) must be text, got "
-                               f"{type(response).__name__}.")
+            raise Q2InputError(
+                f"{where}: field '{col}' ({kind} shape) must be text, got {type(response).__name__}."
+            )
         gold = _gold_offsets(where, row.fields.get("labels"), response)
         got = pred[row.number]
         if got.get("q2") is None:
@@ -164,9 +182,11 @@ def read_cases(gold_path: str | Path, spans_path: str | Path, shape: str = "auto
         for s in got.get("unsupported_spans") or []:
             start, end = s.get("start"), s.get("end")
             if start is None or response[start:end] != s.get("text"):
-                raise Q2InputError(f"{spans_path}: row {row.number}: the span {s.get('text')!r} is not at "
-                                   f"{start}-{end} of the gold response: the spans file was made from another "
-                                   "file (or other columns).")
+                raise Q2InputError(
+                    f"{spans_path}: row {row.number}: the span {s.get('text')!r} is not at "
+                    f"{start}-{end} of the gold response: the spans file was made from another "
+                    "file (or other columns)."
+                )
             predicted.append((start, end))
         cases.append(SpanCase(row.number, response, gold, predicted))
     return cases, {"rows": len(gold_rows), "unscored": unscored}
@@ -180,12 +200,17 @@ def span_report(gold_path: str | Path, spans_path: str | Path, shape: str = "aut
 
 def render_span_markdown(report: dict[str, Any]) -> str:
     """The three levels as a Markdown table."""
+
     def f(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.3f}"
 
-    lines = [f"Q² unsupported spans vs gold ({report['responses']} responses scored, "
-             f"{report['unscored']} of {report['rows']} rows unscored)", "",
-             "| level | precision | recall | F1 |", "|---|---|---|---|"]
+    lines = [
+        f"Q² unsupported spans vs gold ({report['responses']} responses scored, "
+        f"{report['unscored']} of {report['rows']} rows unscored)",
+        "",
+        "| level | precision | recall | F1 |",
+        "|---|---|---|---|",
+    ]
     for level in ("character", "span", "response"):
         r = report[level]
         lines.append(f"| {level} | {f(r['precision'])} | {f(r['recall'])} | {f(r['f1'])} |")
@@ -198,5 +223,11 @@ def write_span_report(out: Path, report: dict[str, Any]) -> None:
     from q2_metric.options import json_safe
 
     markdown = render_span_markdown(report)
-    commit_report(out, [("span_eval.json", lambda fh: json.dump(json_safe(report), fh, indent=2)),
-                        ("span_eval.md", lambda fh: fh.write(markdown))], {})
+    commit_report(
+        out,
+        [
+            ("span_eval.json", lambda fh: json.dump(json_safe(report), fh, indent=2)),
+            ("span_eval.md", lambda fh: fh.write(markdown)),
+        ],
+        {},
+    )

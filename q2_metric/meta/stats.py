@@ -8,8 +8,8 @@ response (the TRUE convention: the positive class is "consistent").
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -39,8 +39,11 @@ def classification_report(scores: Sequence[float], consistent: Sequence[int], th
     0.75
     """
     pred = [int(is_consistent(s, threshold)) for s in scores]
-    out = {"threshold": threshold, "n": len(scores),
-           "accuracy": sum(p == y for p, y in zip(pred, consistent)) / len(scores) if scores else float("nan")}
+    out = {
+        "threshold": threshold,
+        "n": len(scores),
+        "accuracy": sum(p == y for p, y in zip(pred, consistent)) / len(scores) if scores else float("nan"),
+    }
     for name, cls in (("consistent", 1), ("inconsistent", 0)):
         tp = sum(p == cls and y == cls for p, y in zip(pred, consistent))
         fp = sum(p == cls and y != cls for p, y in zip(pred, consistent))
@@ -88,12 +91,24 @@ class BootstrapResult:
     shares: tuple[float, ...]
 
     def to_dict(self) -> dict:
-        return {"mean": self.mean, "low": self.low, "high": self.high, "no_correlation": self.no_correlation,
-                "repetitions": self.repetitions, "sample_size": self.sample_size, "shares": list(self.shares)}
+        return {
+            "mean": self.mean,
+            "low": self.low,
+            "high": self.high,
+            "no_correlation": self.no_correlation,
+            "repetitions": self.repetitions,
+            "sample_size": self.sample_size,
+            "shares": list(self.shares),
+        }
 
 
-def simulate_systems(consistent: np.ndarray, inconsistent: np.ndarray, rng: np.random.Generator,
-                     shares: Sequence[float] = SHARES, sample_size: int = 350) -> list[float]:
+def simulate_systems(
+    consistent: np.ndarray,
+    inconsistent: np.ndarray,
+    rng: np.random.Generator,
+    shares: Sequence[float] = SHARES,
+    sample_size: int = 350,
+) -> list[float]:
     """One repetition: ONE sample of contexts with replacement, shared by every simulated system;
     for share c, round(c * size) of its positions (without replacement) take the inconsistent
     response, the rest the consistent one; a system's score is the mean."""
@@ -106,9 +121,14 @@ def simulate_systems(consistent: np.ndarray, inconsistent: np.ndarray, rng: np.r
     return scores
 
 
-def system_bootstrap(consistent_scores: Sequence[float], inconsistent_scores: Sequence[float],
-                     shares: Sequence[float] = SHARES, sample_size: int = 350, repetitions: int = 1000,
-                     seed: int = 0) -> BootstrapResult:
+def system_bootstrap(
+    consistent_scores: Sequence[float],
+    inconsistent_scores: Sequence[float],
+    shares: Sequence[float] = SHARES,
+    sample_size: int = 350,
+    repetitions: int = 1000,
+    seed: int = 0,
+) -> BootstrapResult:
     """Spearman of the simulated systems' scores against their quality ranks (fewer inconsistent
     responses = better), over `repetitions`: mean and 2.5/97.5 percentiles (linear
     interpolation) of the repetitions where it is defined."""
@@ -117,14 +137,20 @@ def system_bootstrap(consistent_scores: Sequence[float], inconsistent_scores: Se
         raise ValueError("need one consistent and one inconsistent score per context")
     rng = np.random.default_rng(seed)
     ranks = np.arange(1, len(shares) + 1)[::-1]
-    rhos = [spearman(ranks, simulate_systems(cons, incons, rng, shares, sample_size)) for _ in range(repetitions)]
+    rhos = [
+        spearman(ranks, simulate_systems(cons, incons, rng, shares, sample_size)) for _ in range(repetitions)
+    ]
     kept = [r for r in rhos if not math.isnan(r)]
     nan = float("nan")
-    return BootstrapResult(mean=float(np.mean(kept)) if kept else nan,
-                           low=float(np.percentile(kept, 2.5)) if kept else nan,
-                           high=float(np.percentile(kept, 97.5)) if kept else nan,
-                           no_correlation=len(rhos) - len(kept), repetitions=repetitions,
-                           sample_size=sample_size, shares=tuple(shares))
+    return BootstrapResult(
+        mean=float(np.mean(kept)) if kept else nan,
+        low=float(np.percentile(kept, 2.5)) if kept else nan,
+        high=float(np.percentile(kept, 97.5)) if kept else nan,
+        no_correlation=len(rhos) - len(kept),
+        repetitions=repetitions,
+        sample_size=sample_size,
+        shares=tuple(shares),
+    )
 
 
 # -- the TRUE protocol -------------------------------------------------------------------------
@@ -160,8 +186,14 @@ class AucInterval:
     draws: int  # resamples with both classes (those without are dropped)
 
     def to_dict(self) -> dict:
-        return {"roc_auc": self.auc, "low": self.low, "high": self.high, "n": self.n,
-                "inconsistent": self.inconsistent, "draws": self.draws}
+        return {
+            "roc_auc": self.auc,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "inconsistent": self.inconsistent,
+            "draws": self.draws,
+        }
 
 
 def roc_auc_interval(scores: Sequence[float], consistent: Sequence[int], indices: np.ndarray) -> AucInterval:
@@ -173,10 +205,14 @@ def roc_auc_interval(scores: Sequence[float], consistent: Sequence[int], indices
     boot = roc_auc_ranks(s[indices], y[indices]) if indices.size else np.array([])
     boot = boot[~np.isnan(boot)]
     nan = float("nan")
-    return AucInterval(auc=float(roc_auc_ranks(s, y)[0]),
-                       low=float(np.percentile(boot, 2.5)) if boot.size else nan,
-                       high=float(np.percentile(boot, 97.5)) if boot.size else nan,
-                       n=len(s), inconsistent=int((y == 0).sum()), draws=int(boot.size))
+    return AucInterval(
+        auc=float(roc_auc_ranks(s, y)[0]),
+        low=float(np.percentile(boot, 2.5)) if boot.size else nan,
+        high=float(np.percentile(boot, 97.5)) if boot.size else nan,
+        n=len(s),
+        inconsistent=int((y == 0).sum()),
+        draws=int(boot.size),
+    )
 
 
 def paired_bootstrap_pvalue(boot_a: np.ndarray, boot_b: np.ndarray) -> float | None:

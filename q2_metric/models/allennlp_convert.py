@@ -18,8 +18,8 @@ import posixpath
 import tarfile
 from pathlib import Path
 
-from q2_metric.models.paper.allennlp_input import ALLENNLP, MARKER
 from q2_metric.errors import Q2Error
+from q2_metric.models.paper.allennlp_input import ALLENNLP, MARKER
 
 EMBEDDER = "_text_field_embedder.token_embedder_tokens.transformer_model."
 FEEDFORWARD = "_feedforward._linear_layers.0."
@@ -38,6 +38,7 @@ def read_archive(path: str | Path) -> tuple[dict, dict, list[str]]:
     JSON or weights that are not a PyTorch state dict raise `ArchiveError`. Nothing is extracted."""
     path = Path(path)
     if path.is_dir():
+
         def read(name: str) -> bytes:
             member = path / name
             if member.is_symlink() or not member.is_file():
@@ -67,14 +68,24 @@ def read_archive(path: str | Path) -> tuple[dict, dict, list[str]]:
             if member is None:
                 raise ArchiveError(f"{path}: {name} is missing; is this an AllenNLP model archive?")
             if not member.isfile():
-                kind = ("a symbolic link" if member.issym() else "a hard link" if member.islnk()
-                        else "a directory" if member.isdir() else "not a regular file")
-                raise ArchiveError(f"{path}: {name} is {kind} in the archive, not a file; is this an "
-                                   "AllenNLP model archive?")
+                kind = (
+                    "a symbolic link"
+                    if member.issym()
+                    else "a hard link"
+                    if member.islnk()
+                    else "a directory"
+                    if member.isdir()
+                    else "not a regular file"
+                )
+                raise ArchiveError(
+                    f"{path}: {name} is {kind} in the archive, not a file; is this an AllenNLP model archive?"
+                )
             try:
                 return tar.extractfile(member).read()
             except (tarfile.TarError, OSError, EOFError) as err:
-                raise ArchiveError(f"{path}: {name} cannot be read ({err}); the archive is damaged.") from None
+                raise ArchiveError(
+                    f"{path}: {name} cannot be read ({err}); the archive is damaged."
+                ) from None
 
         return _parse(path, read)
 
@@ -93,7 +104,9 @@ def _parse(path: Path, read) -> tuple[dict, dict, list[str]]:
     try:
         weights = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many kinds (pickle, zip, runtime) for a file it cannot read
-        raise ArchiveError(f"{path}: weights.th is not a PyTorch state dict ({type(err).__name__}).") from None
+        raise ArchiveError(
+            f"{path}: weights.th is not a PyTorch state dict ({type(err).__name__})."
+        ) from None
     if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
         raise ArchiveError(f"{path}: weights.th is not a PyTorch state dict of tensors.")
     raw = read("vocabulary/labels.txt")
@@ -111,16 +124,25 @@ def check_layout(config: dict) -> str:
         raise ArchiveError("the archive's config.json has no model section.")
     try:  # a section that is not an object is as wrong as a missing one
         ff = model.get("feedforward") or {}
-        ok = (model.get("type") == "basic_classifier"
-              and (model.get("seq2vec_encoder") or {}).get("type") == "cls_pooler"
-              and ff.get("num_layers") == 1 and ff.get("activations") in ("tanh", ["tanh"]))
+        ok = (
+            model.get("type") == "basic_classifier"
+            and (model.get("seq2vec_encoder") or {}).get("type") == "cls_pooler"
+            and ff.get("num_layers") == 1
+            and ff.get("activations") in ("tanh", ["tanh"])
+        )
         embedder = ((model.get("text_field_embedder") or {}).get("token_embedders") or {}).get("tokens") or {}
-        ok = ok and embedder.get("type") == "pretrained_transformer" and isinstance(embedder.get("model_name"), str)
+        ok = (
+            ok
+            and embedder.get("type") == "pretrained_transformer"
+            and isinstance(embedder.get("model_name"), str)
+        )
     except AttributeError:
         ok = False
     if not ok:
-        raise ArchiveError("the archive's model is not a basic_classifier with a pretrained_transformer embedder, "
-                           "a cls_pooler and one tanh feed-forward layer.")
+        raise ArchiveError(
+            "the archive's model is not a basic_classifier with a pretrained_transformer embedder, "
+            "a cls_pooler and one tanh feed-forward layer."
+        )
     return embedder["model_name"]
 
 
@@ -135,15 +157,20 @@ def convert_archive(archive: str | Path, out_dir: str | Path, base_model: str | 
     try:
         hf_config = AutoConfig.from_pretrained(base)
     except (OSError, ValueError) as err:
-        raise ArchiveError(f"the base model {base!r} (the transformer config and tokenizer) cannot be loaded: "
-                           f"{str(err).splitlines()[0] if str(err) else type(err).__name__}; pass --base-model.") from None
+        raise ArchiveError(
+            f"the base model {base!r} (the transformer config and tokenizer) cannot be loaded: "
+            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}; pass --base-model."
+        ) from None
     hf_config.num_labels = len(labels)
     hf_config.id2label = dict(enumerate(labels))
     hf_config.label2id = {name: i for i, name in enumerate(labels)}
     setattr(hf_config, MARKER, ALLENNLP)  # the NLI backend then feeds AllenNLP 1.0's input (allennlp_input)
     model = RobertaForSequenceClassification(hf_config)
-    state = {"roberta." + k[len(EMBEDDER):]: v for k, v in weights.items()
-             if k.startswith(EMBEDDER) and not k[len(EMBEDDER):].startswith("pooler.")}
+    state = {
+        "roberta." + k[len(EMBEDDER) :]: v
+        for k, v in weights.items()
+        if k.startswith(EMBEDDER) and not k[len(EMBEDDER) :].startswith("pooler.")
+    }
     try:
         state.update({f"classifier.dense.{p}": weights[FEEDFORWARD + p] for p in ("weight", "bias")})
         state.update({f"classifier.out_proj.{p}": weights[CLASSIFIER + p] for p in ("weight", "bias")})
@@ -152,7 +179,9 @@ def convert_archive(archive: str | Path, out_dir: str | Path, base_model: str | 
         raise ArchiveError(f"the archive's weights do not fit {base}: {str(err).splitlines()[0]}.") from None
     missing = [m for m in missing if not m.endswith("position_ids")]
     if missing or unexpected:
-        raise ArchiveError(f"the archive's weights do not fit {base}: missing {missing[:3]}, unexpected {unexpected[:3]}.")
+        raise ArchiveError(
+            f"the archive's weights do not fit {base}: missing {missing[:3]}, unexpected {unexpected[:3]}."
+        )
     import tempfile
 
     from q2_metric.io.paths import move_into

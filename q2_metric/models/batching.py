@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 from q2_metric.progress import batch_done
 
@@ -11,8 +12,9 @@ R = TypeVar("R")
 H = TypeVar("H")
 
 
-def budget_batches(lengths: Sequence[int], max_count: int, max_tokens: int,
-                   min_fill: float = 0.8) -> Iterator[list[int]]:
+def budget_batches(
+    lengths: Sequence[int], max_count: int, max_tokens: int, min_fill: float = 0.8
+) -> Iterator[list[int]]:
     """Indices grouped into batches of similar length, longest first (an OOM shows up at once).
     A batch holds at most `max_count` inputs and, padded to its longest, at most `max_tokens`
     tokens (a single longer input gets a batch of its own); it also ends before an input shorter
@@ -25,8 +27,11 @@ def budget_batches(lengths: Sequence[int], max_count: int, max_tokens: int,
     batch: list[int] = []
     for i in order:
         longest = lengths[batch[0]] if batch else lengths[i]
-        if batch and (len(batch) >= max_count or (len(batch) + 1) * longest > max_tokens
-                      or lengths[i] < min_fill * longest):
+        if batch and (
+            len(batch) >= max_count
+            or (len(batch) + 1) * longest > max_tokens
+            or lengths[i] < min_fill * longest
+        ):
             yield batch
             batch = []
         batch.append(i)
@@ -90,8 +95,9 @@ def even_out(rows: list[list[int]], filled: list[int], lengths: Sequence[int], r
         filled[r] += moved
 
 
-def packed_calls(lengths: Sequence[int], max_count: int, max_tokens: int,
-                 row_tokens: int) -> Iterator[list[list[int]]]:
+def packed_calls(
+    lengths: Sequence[int], max_count: int, max_tokens: int, row_tokens: int
+) -> Iterator[list[list[int]]]:
     """Model calls for packing: inputs taken longest first, at most `max_count` inputs and
     `max_tokens` tokens a call, each call's indices packed into rows (see `pack_rows`).
 
@@ -110,7 +116,9 @@ def packed_calls(lengths: Sequence[int], max_count: int, max_tokens: int,
         yield [[call[k] for k in row] for row in pack_rows([lengths[j] for j in call], row_tokens)]
 
 
-def pipelined(calls: Iterable[T], launch: Callable[[T], H], collect: Callable[[H], R]) -> Iterator[tuple[T, R]]:
+def pipelined(
+    calls: Iterable[T], launch: Callable[[T], H], collect: Callable[[H], R]
+) -> Iterator[tuple[T, R]]:
     """(call, collect(launch(call))) for each call, in order, with each call launched before the
     previous one is collected. On a GPU `launch` only queues the kernels, so the CPU prepares
     (tokenizes, pads) the next batch while the device still runs the one before. On a CPU `launch`
@@ -132,8 +140,14 @@ def pipelined(calls: Iterable[T], launch: Callable[[T], H], collect: Callable[[H
         yield pending[0], collect(pending[1])
 
 
-def map_batched(items: Sequence[T], lengths: Sequence[int], max_count: int, max_tokens: int,
-                run: Callable[[list[T]], H], collect: Callable[[H], list[R]] = lambda results: results) -> list[R]:
+def map_batched(
+    items: Sequence[T],
+    lengths: Sequence[int],
+    max_count: int,
+    max_tokens: int,
+    run: Callable[[list[T]], H],
+    collect: Callable[[H], list[R]] = lambda results: results,
+) -> list[R]:
     """Apply `run` to budgeted batches of `items`; return one result per item, in input order.
     With `collect`, `run` only launches a batch and `collect` waits for its results (`pipelined`)."""
     out: list[R | None] = [None] * len(items)

@@ -18,16 +18,23 @@ import contextvars
 import hashlib
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
-from q2_metric.errors import DeviceNotAvailable, ModelCheckError, ModelMissing, ModelNotAvailable
+from typing import Any
 
+from q2_metric.errors import DeviceNotAvailable, ModelCheckError, ModelMissing, ModelNotAvailable
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "spiece.model", "vocab.txt", "vocab.json",
-                   "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "spiece.model",
+    "vocab.txt",
+    "vocab.json",
+    "sentencepiece.bpe.model",
+)
 
 
 # How the front-end in hand spells an option (`q2_metric.options.Spelling`); None: both the
@@ -65,14 +72,14 @@ class Role:
 
 
 ROLES: dict[str, Role] = {
-    "qg": Role("question-generation", "qg_model",
-               "a sequence-to-sequence generation model such as T5"),
-    "qa": Role("question-answering", "qa_model",
-               "an extractive question-answering model"),
-    "nli": Role("NLI", "nli_model",
-                "a sequence-classification (NLI) model"),
-    "coref": Role("coreference", "coref_model",
-                  "an F-Coref coreference model (config.json with a coref_head, as biu-nlp/f-coref)"),
+    "qg": Role("question-generation", "qg_model", "a sequence-to-sequence generation model such as T5"),
+    "qa": Role("question-answering", "qa_model", "an extractive question-answering model"),
+    "nli": Role("NLI", "nli_model", "a sequence-classification (NLI) model"),
+    "coref": Role(
+        "coreference",
+        "coref_model",
+        "an F-Coref coreference model (config.json with a coref_head, as biu-nlp/f-coref)",
+    ),
 }
 
 _HEAD_KINDS = (  # architecture-name suffix -> what it is, for "is X, not Y" messages
@@ -103,7 +110,7 @@ class ModelIdentity:
         # A local directory is named by its digest only: the same folder gives the same signature
         # however its path was typed (relative, absolute, through a link).
         if self.revision.startswith("local-"):
-            return "tiny-random-" + self.revision[len("local-"):] if self.tiny else self.revision
+            return "tiny-random-" + self.revision[len("local-") :] if self.tiny else self.revision
         return f"{self.model_id}@{self.revision[:10]}"
 
 
@@ -118,11 +125,13 @@ def _auto_types(role: str) -> set[str] | None:
     """model_type values the role's transformers Auto class can load (None if unknown here)."""
     try:
         from transformers.models.auto import modeling_auto as m
-    except Exception:  # noqa: BLE001 - the suffix rules below still apply
+    except Exception:
         return None
-    table = {"qg": m.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
-             "qa": m.MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES,
-             "nli": m.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES}[role]
+    table = {
+        "qg": m.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+        "qa": m.MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES,
+        "nli": m.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
+    }[role]
     return set(table)
 
 
@@ -150,26 +159,39 @@ def check_kind(config: Mapping[str, Any], role: str, model_id: str) -> str:
     model_type = config.get("model_type")
     if role == "coref":  # fastcoref's own class, not a transformers Auto class
         if not isinstance(config.get("coref_head"), dict) or "max_segment_len" not in config["coref_head"]:
-            raise ModelCheckError(f"The coreference model '{model_id}' has no coref_head in its config.json, so "
-                                  f"it is not {r.wanted}; pass the right model as {r.option}.")
+            raise ModelCheckError(
+                f"The coreference model '{model_id}' has no coref_head in its config.json, so "
+                f"it is not {r.wanted}; pass the right model as {r.option}."
+            )
         return archs[0] if archs else str(model_type)
     if not model_type:
-        raise ModelCheckError(f"The {r.name} model '{model_id}' has a config.json without a model_type; "
-                              f"pass a model saved by save_pretrained() as {r.option}.")
+        raise ModelCheckError(
+            f"The {r.name} model '{model_id}' has a config.json without a model_type; "
+            f"pass a model saved by save_pretrained() as {r.option}."
+        )
     types = _auto_types(role)
-    suffixes = {"qg": ("ForConditionalGeneration", "WithLMHeadModel"), "qa": ("ForQuestionAnswering",),
-                "nli": ("ForSequenceClassification",)}[role]
+    suffixes = {
+        "qg": ("ForConditionalGeneration", "WithLMHeadModel"),
+        "qa": ("ForQuestionAnswering",),
+        "nli": ("ForSequenceClassification",),
+    }[role]
     fits = [a for a in archs if a.endswith(suffixes)]
     if archs and not fits:
-        raise ModelCheckError(f"The {r.name} model '{model_id}' is {_kind(archs[0])} ({archs[0]}), not "
-                              f"{r.wanted}; pass the right model as {r.option}.")
+        raise ModelCheckError(
+            f"The {r.name} model '{model_id}' is {_kind(archs[0])} ({archs[0]}), not "
+            f"{r.wanted}; pass the right model as {r.option}."
+        )
     if not archs and role != "qg":  # without a named head, transformers would add a random one
-        raise ModelCheckError(f"The {r.name} model '{model_id}' does not name its architecture in "
-                              f"config.json, so its task head is unknown; pass {r.wanted} saved by "
-                              f"save_pretrained() as {r.option}.")
+        raise ModelCheckError(
+            f"The {r.name} model '{model_id}' does not name its architecture in "
+            f"config.json, so its task head is unknown; pass {r.wanted} saved by "
+            f"save_pretrained() as {r.option}."
+        )
     if types is not None and model_type not in types:
-        raise ModelCheckError(f"The {r.name} model '{model_id}' has model_type '{model_type}', which is "
-                              f"not {r.wanted}; pass the right model as {r.option}.")
+        raise ModelCheckError(
+            f"The {r.name} model '{model_id}' has model_type '{model_type}', which is "
+            f"not {r.wanted}; pass the right model as {r.option}."
+        )
     if role == "nli":
         id2label = config.get("id2label") or {}
         if nli_labels(id2label) is None:
@@ -177,21 +199,32 @@ def check_kind(config: Mapping[str, Any], role: str, model_id: str) -> str:
             raise ModelCheckError(
                 f"The NLI model '{model_id}' has the labels ({shown}), not the three labels entailment, "
                 f"neutral and contradiction by name; set id2label in its config.json to the model's "
-                f"label names, or pass another NLI model as {r.option}.")
+                f"label names, or pass another NLI model as {r.option}."
+            )
     return fits[0] if fits else model_type
 
 
 # -- where a model's files are -------------------------------------------------------------------
 
+
 def _looks_like_path(model_id: str) -> bool:
     """A Hub id is `name` or `org/name`; anything else that is not a folder is a wrong path."""
-    return model_id.startswith((".", "/", "~")) or model_id.count("/") > 1 or (os.sep != "/" and os.sep in model_id)
+    return (
+        model_id.startswith((".", "/", "~"))
+        or model_id.count("/") > 1
+        or (os.sep != "/" and os.sep in model_id)
+    )
 
 
 def _local_digest(folder: Path, config_text: str) -> str:
     h = hashlib.sha256(config_text.encode())
     for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or path.suffix == ".md" or path.name == "config.json" or not path.is_file():
+        if (
+            path.name.startswith(".")
+            or path.suffix == ".md"
+            or path.name == "config.json"
+            or not path.is_file()
+        ):
             continue
         st = path.stat()
         h.update(f"\0{path.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
@@ -240,8 +273,10 @@ def _hub_remote(model_id: str, role: Role) -> tuple[Callable[[str], str | None],
 
     try:
         info = HfApi().model_info(model_id, timeout=10)
-    except Exception as err:  # noqa: BLE001 - unreachable, unknown repo, gated: all mean "cannot use"
-        raise _missing(model_id, role, f"the Hub could not be reached or does not have it ({type(err).__name__})") from None
+    except Exception as err:
+        raise _missing(
+            model_id, role, f"the Hub could not be reached or does not have it ({type(err).__name__})"
+        ) from None
     names = {s.rfilename for s in info.siblings or []}
     commit = info.sha or "unknown"
 
@@ -256,9 +291,14 @@ def _hub_remote(model_id: str, role: Role) -> tuple[Callable[[str], str | None],
 
 
 def _missing(model_id: str, role: Role, why: str) -> ModelMissing:
-    return ModelMissing(f"The {role.name} model '{model_id}' is not in the Hugging Face cache and {why}: "
-                        f"download it once where the Hub is reachable (`hf download {model_id}`) or pass a "
-                        f"local model directory as {role.option}.", model_id, role.name, why)
+    return ModelMissing(
+        f"The {role.name} model '{model_id}' is not in the Hugging Face cache and {why}: "
+        f"download it once where the Hub is reachable (`hf download {model_id}`) or pass a "
+        f"local model directory as {role.option}.",
+        model_id,
+        role.name,
+        why,
+    )
 
 
 def _and(items: list[str]) -> str:
@@ -278,11 +318,15 @@ def combine_errors(errors: list[ModelNotAvailable]) -> ModelNotAvailable:
     elif missing:
         roles = {r.name: r for r in ROLES.values()}
         whys = list(dict.fromkeys(e.why for e in missing))
-        sentences.insert(0, (
-            f"The {_and([f'the {e.role} model {e.model_id!r}' for e in missing])[4:]} are not in the Hugging Face "
-            f"cache and {_and(whys)}: download them once where the Hub is reachable "
-            f"({', '.join(f'`hf download {e.model_id}`' for e in missing)}) or pass local model directories "
-            f"as {_and([roles[e.role].option for e in missing])}."))
+        sentences.insert(
+            0,
+            (
+                f"The {_and([f'the {e.role} model {e.model_id!r}' for e in missing])[4:]} are not in the Hugging Face "
+                f"cache and {_and(whys)}: download them once where the Hub is reachable "
+                f"({', '.join(f'`hf download {e.model_id}`' for e in missing)}) or pass local model directories "
+                f"as {_and([roles[e.role].option for e in missing])}."
+            ),
+        )
     kind = ModelCheckError if all(isinstance(e, ModelCheckError) for e in errors) else ModelNotAvailable
     return kind(" ".join(sentences))
 
@@ -300,16 +344,22 @@ def check_model(model_id: str, role: str) -> ModelIdentity:
     """
     r = ROLES[role]
     if not model_id or not str(model_id).strip():
-        raise ModelNotAvailable(f"No {r.name} model was given; pass a Hub id or a local directory as {r.option}.")
+        raise ModelNotAvailable(
+            f"No {r.name} model was given; pass a Hub id or a local directory as {r.option}."
+        )
     path = Path(model_id).expanduser()
     local = path.is_dir()
     if not local and (path.exists() or _looks_like_path(model_id)):
         what = "it is a file" if path.exists() else "nothing is there"
-        raise ModelNotAvailable(f"The {r.name} model path '{model_id}' is not a directory with a saved model "
-                                f"({what}); pass a directory written by save_pretrained() as {r.option}.")
+        raise ModelNotAvailable(
+            f"The {r.name} model path '{model_id}' is not a directory with a saved model "
+            f"({what}); pass a directory written by save_pretrained() as {r.option}."
+        )
     if local:
+
         def find(name: str) -> str | None:
             return str(path / name) if (path / name).is_file() else None
+
         commit = ""
         where = f"model directory '{model_id}'"
     else:
@@ -323,8 +373,11 @@ def check_model(model_id: str, role: str) -> ModelIdentity:
 
     config_file = find("config.json")
     if config_file is None:
-        hint = ("pass a directory written by save_pretrained()" if local else
-                f"download it again (`hf download {model_id}`) or pass a local model directory")
+        hint = (
+            "pass a directory written by save_pretrained()"
+            if local
+            else f"download it again (`hf download {model_id}`) or pass a local model directory"
+        )
         raise ModelCheckError(f"The {r.name} {where} has no config.json; {hint} as {r.option}.")
     try:
         config_text = Path(config_file).read_text(encoding="utf-8")
@@ -332,20 +385,27 @@ def check_model(model_id: str, role: str) -> ModelIdentity:
         if not isinstance(config, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as err:
-        raise ModelCheckError(f"The {r.name} {where} has a config.json that cannot be read ({err}); "
-                              f"save the model again with save_pretrained().") from None
+        raise ModelCheckError(
+            f"The {r.name} {where} has a config.json that cannot be read ({err}); "
+            f"save the model again with save_pretrained()."
+        ) from None
 
     if not _has_weights(find, local):
-        hint = ("save the model with save_pretrained() or copy its weights there" if local else
-                f"download it completely (`hf download {model_id}`) where the Hub is reachable")
+        hint = (
+            "save the model with save_pretrained() or copy its weights there"
+            if local
+            else f"download it completely (`hf download {model_id}`) where the Hub is reachable"
+        )
         raise ModelCheckError(
             f"The {r.name} {where} has no weights (model.safetensors, pytorch_model.bin or a sharded "
-            f"index with all its shards); {hint}, or pass another model as {r.option}.")
+            f"index with all its shards); {hint}, or pass another model as {r.option}."
+        )
     if not any(find(name) for name in TOKENIZER_FILES):
         raise ModelCheckError(
             f"The {r.name} {where} has no tokenizer files (tokenizer.json, tokenizer_config.json or a "
             f"vocabulary); save its tokenizer there too (tokenizer.save_pretrained()), or pass another "
-            f"model as {r.option}.")
+            f"model as {r.option}."
+        )
     arch = check_kind(config, role, model_id)
     revision = "local-" + _local_digest(path, config_text)[:12] if local else commit
     return ModelIdentity(str(model_id), revision, arch, tiny=config.get("q2_tiny_random") is True)
@@ -376,13 +436,19 @@ def check_device(device: str) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        build = f"torch {torch.__version__}, " + ("built with CUDA" if torch.version.cuda else "a CPU-only build")
+        build = f"torch {torch.__version__}, " + (
+            "built with CUDA" if torch.version.cuda else "a CPU-only build"
+        )
         spell = _SPELLING.get()
-        how = (f"{spell('device')} 'cpu' or 'auto'" if spell is not None else
-               "--device cpu (device='cpu') or --device auto")
+        how = (
+            f"{spell('device')} 'cpu' or 'auto'"
+            if spell is not None
+            else "--device cpu (device='cpu') or --device auto"
+        )
         raise DeviceNotAvailable(
             f"The device '{device}' was asked for but torch sees no CUDA GPU ({build}); pass {how}, or install a "
-            f"CUDA build of torch on a machine with a GPU.")
+            f"CUDA build of torch on a machine with a GPU."
+        )
 
 
 def check_spacy(name: str | None) -> str:
@@ -395,12 +461,16 @@ def check_spacy(name: str | None) -> str:
     folder = Path(name).expanduser()
     if folder.is_dir():
         if not (folder / "config.cfg").is_file():
-            raise ModelNotAvailable(f"The spaCy model directory '{name}' has no config.cfg; pass a directory "
-                                    f"written by nlp.to_disk() or an installed package as {option_text('spacy_model')}.")
+            raise ModelNotAvailable(
+                f"The spaCy model directory '{name}' has no config.cfg; pass a directory "
+                f"written by nlp.to_disk() or an installed package as {option_text('spacy_model')}."
+            )
         return f"spacy:local-{tree_digest(folder)[:12]}"
     if util.find_spec(name) is None:
-        raise ModelNotAvailable(f"The spaCy model '{name}' is not installed; install it (`python -m spacy "
-                                f"download {name}`) or pass an installed one as {option_text('spacy_model')}.")
+        raise ModelNotAvailable(
+            f"The spaCy model '{name}' is not installed; install it (`python -m spacy "
+            f"download {name}`) or pass an installed one as {option_text('spacy_model')}."
+        )
     try:
         version = metadata.version(name.replace("_", "-"))
     except metadata.PackageNotFoundError:
@@ -412,7 +482,9 @@ def model_identities(config: Any, roles: tuple[str, ...] = ("qg", "qa", "nli")) 
     """Check the device and each role's model of a `Q2Config`; return the identities by role."""
     check_device(config.device)
     attr = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model"}
-    return check_each({role: (lambda role=role: check_model(getattr(config, attr[role]), role)) for role in roles})
+    return check_each(
+        {role: (lambda role=role: check_model(getattr(config, attr[role]), role)) for role in roles}
+    )
 
 
 def check_each(checks: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:

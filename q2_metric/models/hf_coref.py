@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from q2_metric.config import Q2Config
-from q2_metric.steps.coref import Clusters
+from q2_metric.errors import ModelNotAvailable
 from q2_metric.models.checks import ModelIdentity, check_model
 from q2_metric.models.loading import _is_cached, _offline, _quiet, resolve_device
-from q2_metric.errors import ModelNotAvailable
+from q2_metric.steps.coref import Clusters
 
-INSTALL = "pip install fastcoref --no-deps (or pip install \"q2-metric[coref]\")"
+INSTALL = 'pip install fastcoref --no-deps (or pip install "q2-metric[coref]")'
 
 
 @contextlib.contextmanager
@@ -51,12 +51,14 @@ def _fastcoref():
     """The fastcoref modules, or a one-sentence error naming how to install them."""
     try:
         with _keep_global_logging():
-            from fastcoref.coref_models import modeling_fcoref
             from fastcoref import modeling
+            from fastcoref.coref_models import modeling_fcoref
             from fastcoref.utilities import collate
     except ImportError as err:
-        raise ModelNotAvailable(f"The coreference step (coref=True, --coref) needs the fastcoref package, which "
-                                f"is not installed ({err.name or err}); install it with {INSTALL}.") from None
+        raise ModelNotAvailable(
+            f"The coreference step (coref=True, --coref) needs the fastcoref package, which "
+            f"is not installed ({err.name or err}); install it with {INSTALL}."
+        ) from None
     return modeling_fcoref, modeling, collate
 
 
@@ -107,7 +109,9 @@ class HFCorefResolver:
 
         class _FCoref(modeling.CorefModel):
             def __init__(self, path: str, device: str) -> None:
-                super().__init__(path, fcoref_class, collate.LeftOversCollator, False, device, spacy.blank("en"))
+                super().__init__(
+                    path, fcoref_class, collate.LeftOversCollator, False, device, spacy.blank("en")
+                )
 
         with _quiet(), _keep_global_logging():
             self.coref = _FCoref(_local_folder(config.coref_model), str(resolve_device(config.device)))
@@ -165,8 +169,9 @@ def _no_future_warnings() -> Iterator[None]:
         yield
 
 
-def build_random_coref_model(out_dir: str | Path, texts: Sequence[str], seed: int = 0,
-                             max_doc_len: int = 4096) -> str:
+def build_random_coref_model(
+    out_dir: str | Path, texts: Sequence[str], seed: int = 0, max_doc_len: int = 4096
+) -> str:
     """A randomly initialised F-Coref model of the real architecture (a RoBERTa encoder and the
     coref head) at tiny size, with a tokenizer trained on `texts`, saved where `from_pretrained`
     reads it: for tests and offline demos. Its clusters mean nothing."""
@@ -178,11 +183,24 @@ def build_random_coref_model(out_dir: str | Path, texts: Sequence[str], seed: in
     torch.manual_seed(seed)
     tokenizer = train_tokenizer(texts)
     # the coref head of biu-nlp/f-coref's config.json, with a smaller feed-forward size
-    head = dict(max_span_length=30, top_lambda=0.4, ffnn_size=16, dropout_prob=0.3, max_segment_len=512,
-                max_doc_len=max_doc_len)
-    config = RobertaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, hidden_size=32,
-                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                           max_position_embeddings=514, coref_head=head)
+    head = dict(
+        max_span_length=30,
+        top_lambda=0.4,
+        ffnn_size=16,
+        dropout_prob=0.3,
+        max_segment_len=512,
+        max_doc_len=max_doc_len,
+    )
+    config = RobertaConfig(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=514,
+        coref_head=head,
+    )
     with _quiet(), _keep_global_logging():
         model = model_class()(config)
         model.save_pretrained(out_dir)

@@ -11,19 +11,29 @@ A model written by `q2 convert-nli` (the paper's AllenNLP archive) instead recei
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
 from q2_metric.components import combine_window_labels
 from q2_metric.config import Q2Config
-from q2_metric.models.paper.allennlp_input import ALLENNLP, allennlp_pair_ids, is_allennlp_converted, template_parts
 from q2_metric.models.batching import map_batched
 from q2_metric.models.checks import nli_labels
+from q2_metric.models.loading import (
+    load_pretrained,
+    model_revision,
+    resolve_device,
+    resolve_dtype,
+    uses_segment_ids,
+)
+from q2_metric.models.paper.allennlp_input import (
+    ALLENNLP,
+    allennlp_pair_ids,
+    is_allennlp_converted,
+    template_parts,
+)
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.speed.precision import check_precision, quantize_encoder
-from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
-                                      uses_segment_ids)
 
 
 def nli_label_map(id2label: Mapping[int, str]) -> dict[int, str]:
@@ -54,10 +64,15 @@ class HFNLIClassifier:
         self.config = config
         self.device = resolve_device(config.device)
         self.tokenizer = load_pretrained(AutoTokenizer, config.nli_model)
-        self.model = load_pretrained(
-            AutoModelForSequenceClassification, config.nli_model,
-            dtype=resolve_dtype(config.dtype, self.device),
-        ).to(self.device).eval()
+        self.model = (
+            load_pretrained(
+                AutoModelForSequenceClassification,
+                config.nli_model,
+                dtype=resolve_dtype(config.dtype, self.device),
+            )
+            .to(self.device)
+            .eval()
+        )
         self.labels = nli_label_map(self.model.config.id2label)
         if config.quantize == "int8":  # a fast mode (in the signature): the encoder's Linear layers in int8
             check_precision(config.dtype, config.quantize, self.device)
@@ -75,8 +90,12 @@ class HFNLIClassifier:
 
     def _allennlp_ids(self, premise: str, hypothesis: str) -> list[int]:
         tok = self.tokenizer
-        return allennlp_pair_ids(tok(premise, add_special_tokens=False)["input_ids"],
-                                 tok(hypothesis, add_special_tokens=False)["input_ids"], self._pair, self._single)
+        return allennlp_pair_ids(
+            tok(premise, add_special_tokens=False)["input_ids"],
+            tok(hypothesis, add_special_tokens=False)["input_ids"],
+            self._pair,
+            self._single,
+        )
 
     def _split(self, premise: str, hypothesis: str) -> list[tuple[str, str]]:
         """The pair itself when it fits, else premise windows (overlapping by a quarter) beside
@@ -92,7 +111,7 @@ class HFNLIClassifier:
             return [(premise, hypothesis)]
         step = max(1, room - room // 4)
         starts = range(0, max(1, len(p_ids) - room + step), step)
-        return [(tok.decode(p_ids[s:s + room]), hypothesis) for s in starts]
+        return [(tok.decode(p_ids[s : s + room]), hypothesis) for s in starts]
 
     def windows(self, premise: str, hypothesis: str) -> int:
         """How many premise windows the pair is read in (1 when it fits)."""
@@ -107,9 +126,15 @@ class HFNLIClassifier:
         """Queue one padded batch; its predicted label ids (on the device)."""
         if self.tokenization == ALLENNLP:
             return self._launch_ids([self._allennlp_ids(p, h) for p, h in pairs])
-        enc = self.tokenizer([p for p, _ in pairs], [h for _, h in pairs], return_tensors="pt",
-                             padding=True, truncation=True, max_length=self.max_length,
-                             return_token_type_ids=uses_segment_ids(self.model))
+        enc = self.tokenizer(
+            [p for p, _ in pairs],
+            [h for _, h in pairs],
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_token_type_ids=uses_segment_ids(self.model),
+        )
         self.tokens_processed += int(enc["input_ids"].numel())
         with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
             return self.model(**enc.to(self.device)).logits.argmax(dim=-1)
@@ -122,7 +147,9 @@ class HFNLIClassifier:
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
         self.tokens_processed += int(input_ids.numel())
         with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
-            return self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits.argmax(dim=-1)
+            return self.model(
+                input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)
+            ).logits.argmax(dim=-1)
 
     def _collect(self, predicted: torch.Tensor) -> list[str]:
         return [self.labels[int(i)] for i in predicted.tolist()]
@@ -130,18 +157,25 @@ class HFNLIClassifier:
     def _lengths(self, flat: list[tuple[str, str]]) -> list[int]:
         if self.tokenization == ALLENNLP:
             return [len(self._allennlp_ids(p, h)) for p, h in flat]
-        return [len(ids) for ids in self.tokenizer([p for p, _ in flat], [h for _, h in flat],
-                                                   truncation=True, max_length=self.max_length)["input_ids"]]
+        return [
+            len(ids)
+            for ids in self.tokenizer(
+                [p for p, _ in flat], [h for _, h in flat], truncation=True, max_length=self.max_length
+            )["input_ids"]
+        ]
 
     def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
         split = [self._split(p, h) for p, h in zip(premises, hypotheses)]
         flat = [w for windows in split for w in windows]
         lengths = self._lengths(flat)
-        labels = map_batched(flat, lengths, self.config.nli_batch_size, self.config.nli_max_tokens,
-                             self._launch, self._collect)
+        labels = map_batched(
+            flat, lengths, self.config.nli_batch_size, self.config.nli_max_tokens, self._launch, self._collect
+        )
         out, i = [], 0
         for windows in split:
-            out.append(labels[i] if len(windows) == 1 else combine_window_labels(labels[i:i + len(windows)]))
+            out.append(
+                labels[i] if len(windows) == 1 else combine_window_labels(labels[i : i + len(windows)])
+            )
             i += len(windows)
         return out
 

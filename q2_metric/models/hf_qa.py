@@ -30,7 +30,7 @@ answers by character offsets) use transformers' own tokenizer.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -38,12 +38,17 @@ import torch
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import budget_batches, packed_calls, pipelined
+from q2_metric.models.loading import (
+    load_pretrained,
+    model_revision,
+    resolve_device,
+    resolve_dtype,
+    uses_segment_ids,
+)
+from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.speed.precision import check_precision, quantize_encoder
 from q2_metric.progress import batch_done
-from q2_metric.models.loading import (load_pretrained, model_revision, resolve_device, resolve_dtype,
-                                      uses_segment_ids)
-from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 
 
 def decode_reference(start: np.ndarray, end: np.ndarray) -> tuple[float, int, int]:
@@ -57,8 +62,9 @@ def decode_reference(start: np.ndarray, end: np.ndarray) -> tuple[float, int, in
     return float(start[s] + end[e]), s, e + 1
 
 
-def decode_best_span(start: np.ndarray, end: np.ndarray, context: np.ndarray, max_tokens: int,
-                     top_k: int = 20) -> tuple[float, int, int] | None:
+def decode_best_span(
+    start: np.ndarray, end: np.ndarray, context: np.ndarray, max_tokens: int, top_k: int = 20
+) -> tuple[float, int, int] | None:
     """(score, start, end inclusive) of the best span inside the context, or None when it has none."""
     idx = np.flatnonzero(context)
     if idx.size == 0:
@@ -86,8 +92,11 @@ PACK_ROW_TOKENS = 256
 
 def model_window(tokenizer, model) -> int:
     """The longest input the model reads: its position embeddings, capped by the tokenizer."""
-    limits = [int(x) for x in (getattr(model.config, "max_position_embeddings", None), tokenizer.model_max_length)
-              if x and x < 10**6]
+    limits = [
+        int(x)
+        for x in (getattr(model.config, "max_position_embeddings", None), tokenizer.model_max_length)
+        if x and x < 10**6
+    ]
     return min(limits) if limits else 512
 
 
@@ -104,10 +113,15 @@ class HFQuestionAnswerer:
         self.reference = load_reference_tokenizer(config.qa_model) if reference else None
         if self.reference is not None and self.reference.kind != "albert":
             self.reference = None
-        self.model = load_pretrained(
-            AutoModelForQuestionAnswering, config.qa_model,
-            dtype=resolve_dtype(config.dtype, self.device),
-        ).to(self.device).eval()
+        self.model = (
+            load_pretrained(
+                AutoModelForQuestionAnswering,
+                config.qa_model,
+                dtype=resolve_dtype(config.dtype, self.device),
+            )
+            .to(self.device)
+            .eval()
+        )
         if config.quantize == "int8":  # a fast mode (in the signature): the encoder's Linear layers in int8
             check_precision(config.dtype, config.quantize, self.device)
             quantize_encoder(self.model)
@@ -143,11 +157,15 @@ class HFQuestionAnswerer:
         mode = self.config.qa_packing
         packable = getattr(getattr(self.model, "config", None), "model_type", None) in PACKABLE
         if mode == "on" and not packable:
-            raise ValueError(f"qa_packing='on' needs a QA model of type {', '.join(sorted(PACKABLE))}; "
-                             f"{self.model_id} is not one of them (use qa_packing='auto' or 'off')")
+            raise ValueError(
+                f"qa_packing='on' needs a QA model of type {', '.join(sorted(PACKABLE))}; "
+                f"{self.model_id} is not one of them (use qa_packing='auto' or 'off')"
+            )
         return mode == "on" or (mode == "auto" and packable and self.device.type == "cpu")
 
-    def _packed_logits(self, features: list[dict], rows: list[list[int]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    def _packed_logits(
+        self, features: list[dict], rows: list[list[int]]
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """Logits of the features packed in `rows`: one batch row per packed row, no pad tokens
         except at the end of the shorter rows (which attend only to themselves)."""
         return self._collect_packed(self._launch_packed(features, rows))
@@ -164,27 +182,32 @@ class HFQuestionAnswerer:
             offset = 0
             for s, i in enumerate(row):
                 f, n = features[i], len(features[i]["input_ids"])
-                ids[r, offset:offset + n] = torch.tensor(f["input_ids"])
+                ids[r, offset : offset + n] = torch.tensor(f["input_ids"])
                 if "token_type_ids" in f:
-                    types[r, offset:offset + n] = torch.tensor(f["token_type_ids"])
-                positions[r, offset:offset + n] = torch.arange(n)
-                segment[r, offset:offset + n] = s
+                    types[r, offset : offset + n] = torch.tensor(f["token_type_ids"])
+                positions[r, offset : offset + n] = torch.arange(n)
+                segment[r, offset : offset + n] = s
                 spans.append((i, r, offset, n))
                 offset += n
         dtype = self.model.dtype
         mask = torch.zeros((*shape, width), dtype=dtype).masked_fill_(
-            segment[:, :, None] != segment[:, None, :], torch.finfo(dtype).min)[:, None]
+            segment[:, :, None] != segment[:, None, :], torch.finfo(dtype).min
+        )[:, None]
         self.tokens_processed += ids.numel()
         with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
-            out = self.model(input_ids=ids.to(self.device), token_type_ids=types.to(self.device),
-                             position_ids=positions.to(self.device), attention_mask=mask.to(self.device))
+            out = self.model(
+                input_ids=ids.to(self.device),
+                token_type_ids=types.to(self.device),
+                position_ids=positions.to(self.device),
+                attention_mask=mask.to(self.device),
+            )
         return out.start_logits, out.end_logits, spans
 
     @staticmethod
     def _collect_packed(launched) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         start, end, spans = launched
         start, end = start.float().cpu().numpy(), end.float().cpu().numpy()
-        return {i: (start[r, o:o + n], end[r, o:o + n]) for i, r, o, n in spans}
+        return {i: (start[r, o : o + n], end[r, o : o + n]) for i, r, o, n in spans}
 
     def _all_logits(self, features: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Start and end logits of every feature: packed rows, or length-sorted padded batches."""
@@ -216,7 +239,9 @@ class HFQuestionAnswerer:
     def _uses_reference(self) -> bool:
         return self.reference is not None and self.config.qa_decoding == "reference"
 
-    def features(self, questions: Sequence[str], contexts: Sequence[str]) -> tuple[list[dict], list[int], object]:
+    def features(
+        self, questions: Sequence[str], contexts: Sequence[str]
+    ) -> tuple[list[dict], list[int], object]:
         """The model input of every window (`input_ids`, `attention_mask`, `token_type_ids` when
         the model has segments), the example each window reads, and transformers' encoding (for
         `best_span`'s offsets; None on the reference path)."""
@@ -232,12 +257,20 @@ class HFQuestionAnswerer:
                     features.append(feature)
                     examples.append(example)
             return features, examples, None
-        enc = self.tokenizer(list(questions), list(contexts), truncation="only_second", max_length=window,
-                             stride=c.qa_doc_stride, return_overflowing_tokens=True,
-                             return_token_type_ids=uses_segment_ids(self.model),
-                             return_offsets_mapping=c.qa_decoding == "best_span")
-        features = [{k: enc[k][i] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
-                    for i in range(len(enc["input_ids"]))]
+        enc = self.tokenizer(
+            list(questions),
+            list(contexts),
+            truncation="only_second",
+            max_length=window,
+            stride=c.qa_doc_stride,
+            return_overflowing_tokens=True,
+            return_token_type_ids=uses_segment_ids(self.model),
+            return_offsets_mapping=c.qa_decoding == "best_span",
+        )
+        features = [
+            {k: enc[k][i] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+            for i in range(len(enc["input_ids"]))
+        ]
         return features, list(enc["overflow_to_sample_mapping"]), enc
 
     def tokens_to_text(self, ids: Sequence[int]) -> str:
@@ -270,7 +303,10 @@ class HFQuestionAnswerer:
                 found = None
                 if span is not None:
                     offsets = enc["offset_mapping"][i]
-                    found = (span[0], Answer(contexts[example][offsets[span[1]][0]:offsets[span[2]][1]].strip()))
+                    found = (
+                        span[0],
+                        Answer(contexts[example][offsets[span[1]][0] : offsets[span[2]][1]].strip()),
+                    )
             if found is not None and (best[example] is None or found[0] > best[example][0]):
                 best[example] = found
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import map_batched
-from q2_metric.models.paper.beam_search import beam_search
-from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
+from q2_metric.models.paper.beam_search import beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
 QG_PROMPT = "answer: {answer}  context: {context} </s>"
@@ -31,8 +31,9 @@ def clean_question(text: str) -> str:
     return text.replace("question: ", "", 1)
 
 
-def decoder_steps(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, beams: int,
-                  share_cross: bool) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
+def decoder_steps(
+    model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, beams: int, share_cross: bool
+) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
     """The `step` of `beam_search` for an encoder-decoder model: the encoder runs once per input,
     its output goes to the input's `beams` rows, and each step feeds the rows' last tokens with the
     cache reordered by the beams (its self-attention part only when the beams of an input share
@@ -50,8 +51,14 @@ def decoder_steps(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor,
     def step(tokens: torch.Tensor, beam_idx: torch.Tensor | None) -> torch.Tensor:
         if beam_idx is not None:
             (cache.self_attention_cache if share_cross else cache).reorder_cache(beam_idx)
-        out = model(encoder_outputs=encoder, attention_mask=mask, decoder_input_ids=tokens[:, None],
-                    use_cache=True, return_dict=True, **{name: cache})
+        out = model(
+            encoder_outputs=encoder,
+            attention_mask=mask,
+            decoder_input_ids=tokens[:, None],
+            use_cache=True,
+            return_dict=True,
+            **{name: cache},
+        )
         return out.logits[:, -1, :]
 
     return step
@@ -140,17 +147,26 @@ class HFQuestionGenerator:
         beams, generation = kwargs["num_beams"], self.model.generation_config
         # 3.2 counted the decoder start token in max_length and min_length
         max_length = 1 + kwargs["max_new_tokens"] if "max_new_tokens" in kwargs else kwargs["max_length"]
-        min_length = 1 + kwargs["min_new_tokens"] if "min_new_tokens" in kwargs else (generation.min_length or 0)
+        min_length = (
+            1 + kwargs["min_new_tokens"] if "min_new_tokens" in kwargs else (generation.min_length or 0)
+        )
         step = decoder_steps(self.model, ids, mask, beams, share_cross=self.shared_cross is not None)
         config = self.model.config
-        return beam_search(step, len(ids), num_beams=beams, max_length=max_length, min_length=min_length,
-                           num_return_sequences=kwargs["num_return_sequences"],
-                           no_repeat_ngram_size=kwargs["no_repeat_ngram_size"] or 0,
-                           early_stopping=bool(kwargs["early_stopping"]),
-                           length_penalty=float(generation.length_penalty if generation.length_penalty is not None
-                                                else 1.0),
-                           start_id=config.decoder_start_token_id, eos_id=config.eos_token_id,
-                           pad_id=config.pad_token_id, device=self.device)
+        return beam_search(
+            step,
+            len(ids),
+            num_beams=beams,
+            max_length=max_length,
+            min_length=min_length,
+            num_return_sequences=kwargs["num_return_sequences"],
+            no_repeat_ngram_size=kwargs["no_repeat_ngram_size"] or 0,
+            early_stopping=bool(kwargs["early_stopping"]),
+            length_penalty=float(generation.length_penalty if generation.length_penalty is not None else 1.0),
+            start_id=config.decoder_start_token_id,
+            eos_id=config.eos_token_id,
+            pad_id=config.pad_token_id,
+            device=self.device,
+        )
 
     def generate_ids(self, prompts: Sequence[str]) -> list[list[list[int]]]:
         """The generated ids of each prompt's questions (best first)."""

@@ -8,8 +8,9 @@ import contextvars
 import json
 import logging
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # torch is imported when a model is needed, so that `q2 --help` starts fast
     import torch
@@ -48,8 +49,9 @@ def uses_segment_ids(model: Any) -> bool:
 
 
 def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"} or \
-        os.environ.get("TRANSFORMERS_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"} or os.environ.get(
+        "TRANSFORMERS_OFFLINE", "0"
+    ).lower() in {"1", "true", "yes", "on"}
 
 
 def _is_cached(model_id: str) -> bool:
@@ -99,8 +101,9 @@ def _quiet() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def load_pretrained(loader: Callable[..., Any], model_id: str, dtype: torch.dtype | None = None,
-                    **kwargs: Any) -> Any:
+def load_pretrained(
+    loader: Callable[..., Any], model_id: str, dtype: torch.dtype | None = None, **kwargs: Any
+) -> Any:
     """Call `loader.from_pretrained`, preferring the local cache so that no retries happen."""
     import torch
     import transformers
@@ -174,7 +177,7 @@ def model_file_finder(model_id: str, download: bool = False) -> Callable[[str], 
         if download and hit is None and not _offline():
             try:
                 return hf_hub_download(model_id, name)
-            except Exception:  # noqa: BLE001 - absent upstream or unreachable: no such file
+            except Exception:
                 return None
         return None
 

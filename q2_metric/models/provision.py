@@ -8,14 +8,16 @@ its default. Every front-end reaches it through `q2_metric.options.build_config`
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from q2_metric.config import Q2Config
 from q2_metric.models.tiny import COREF, ROLES, TINY_QUESTION_LENGTH, ensure_tiny_models
 
 
-def provide_models(config: Q2Config, say: Callable[[str], None] = lambda msg: None,
-                   reads: Mapping[str, Any] | None = None) -> Q2Config:
+def provide_models(
+    config: Q2Config, say: Callable[[str], None] = lambda msg: None, reads: Mapping[str, Any] | None = None
+) -> Q2Config:
     """`config` with its models provided: unchanged unless `config.tiny`; then the tiny random
     models replace the qg/qa/nli (and, with `coref`, the coreference) models left at their
     defaults, and questions are capped at `TINY_QUESTION_LENGTH` tokens unless another cap is set.

@@ -41,8 +41,8 @@ neutral NLI, unanswered by the knowledge) and 19 through the fallback with each 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "</s>"]
 NLI_LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}  # deliberately not the usual order
@@ -50,16 +50,27 @@ NLI_LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}  # deliberately
 SIZES = {
     "tiny": {
         "t5": dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4),
-        "albert": dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                       intermediate_size=64),
+        "albert": dict(
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+        ),
         "roberta": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
     },
     "paper": {  # t5-base, albert-xlarge-v2, roberta-large
         "t5": dict(d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12),
-        "albert": dict(embedding_size=128, hidden_size=2048, num_hidden_layers=24, num_attention_heads=16,
-                       intermediate_size=8192),
-        "roberta": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                        intermediate_size=4096),
+        "albert": dict(
+            embedding_size=128,
+            hidden_size=2048,
+            num_hidden_layers=24,
+            num_attention_heads=16,
+            intermediate_size=8192,
+        ),
+        "roberta": dict(
+            hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096
+        ),
     },
 }
 
@@ -75,12 +86,19 @@ def _bert_style(tok):
     tok.decoder = decoders.WordPiece()
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
     )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-        sep_token="[SEP]", mask_token="[MASK]", eos_token="</s>", model_max_length=512,
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        eos_token="</s>",
+        model_max_length=512,
     )
 
 
@@ -91,7 +109,9 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(list(texts), trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL))
+    tok.train_from_iterator(
+        list(texts), trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL)
+    )
     return _bert_style(tok)
 
 
@@ -115,27 +135,106 @@ def word_tokenizer(texts: Iterable[str]):
 # position parts.
 BONUS, NULL_SCORE, POSITION_WEIGHT, END_WEIGHT, TOKEN_NORM, POSITION_NORM = 4.0, 0.5, 2.0, 0.5, 8.0, 2.0
 # Function words: never an answer while the text holds another word, and no weight in the NLI.
-FUNCTION_WORDS = frozenset("""
-a an the and or but if of to in on at by for with from as into about than then so too very not no
-is are was were be been being am do does did has have had having will would can could shall should
-may might must this that these those there here what which who whom whose when where why how
-also just only more most such some any each all both its
-""".split())
+FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "into",
+        "about",
+        "than",
+        "then",
+        "so",
+        "too",
+        "very",
+        "not",
+        "no",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "having",
+        "will",
+        "would",
+        "can",
+        "could",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "also",
+        "just",
+        "only",
+        "more",
+        "most",
+        "such",
+        "some",
+        "any",
+        "each",
+        "all",
+        "both",
+        "its",
+    ]
+)
 
 # Answer candidates in most responses (noun chunks), rarely in the knowledge: they score higher.
-PRONOUNS = frozenset("it they he she him her them we us".split())
+PRONOUNS = frozenset(["it", "they", "he", "she", "him", "her", "them", "we", "us"])
 
 
-def content_tokens(tokenizer) -> "np.ndarray":
+def content_tokens(tokenizer) -> np.ndarray:
     """Per vocabulary id: a whole word (letters or digits), not a function word nor a special token."""
     import numpy as np
 
     special = set(tokenizer.all_special_tokens)
-    return np.array([t.isalnum() and t not in FUNCTION_WORDS and t not in special
-                     for t in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))])
+    return np.array(
+        [
+            t.isalnum() and t not in FUNCTION_WORDS and t not in special
+            for t in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        ]
+    )
 
 
-def _zero_mean_units(rng, rows: int, width: int) -> "np.ndarray":
+def _zero_mean_units(rng, rows: int, width: int) -> np.ndarray:
     """`rows` random unit vectors of `width` dims, each with mean 0."""
     import numpy as np
 
@@ -195,8 +294,10 @@ def lexical_qa(model, tokenizer, rng) -> None:
     # the embedding LayerNorm divides every sum by this (its norm over the square root of its width)
     scale = np.sqrt(TOKEN_NORM**2 + POSITION_NORM**2 + 2) / np.sqrt(emb)
     start, end = np.zeros(hidden), np.zeros(hidden)
-    for readout, position_weights in ((start, (POSITION_WEIGHT, 0.0, 0.0)),
-                                      (end, (POSITION_WEIGHT, END_WEIGHT, 0.0))):
+    for readout, position_weights in (
+        (start, (POSITION_WEIGHT, 0.0, 0.0)),
+        (end, (POSITION_WEIGHT, END_WEIGHT, 0.0)),
+    ):
         readout[tok] = d * scale
         readout[pos] = np.kron(np.array(position_weights), pair) * scale / POSITION_NORM
         readout[seg] = np.array([-1.0, 1.0]) * scale * BONUS / 4  # text +BONUS/2, question -BONUS/2
@@ -210,7 +311,9 @@ def lexical_qa(model, tokenizer, rng) -> None:
         a.embeddings.word_embeddings.weight.copy_(torch.tensor(words))
         a.embeddings.position_embeddings.weight.copy_(torch.tensor(places))
         a.embeddings.token_type_embeddings.weight.copy_(torch.tensor(segments))
-        a.encoder.embedding_hidden_mapping_in.weight.copy_(torch.tensor(np.vstack([np.eye(emb), -np.eye(emb)])))
+        a.encoder.embedding_hidden_mapping_in.weight.copy_(
+            torch.tensor(np.vstack([np.eye(emb), -np.eye(emb)]))
+        )
         model.qa_outputs.weight.copy_(torch.tensor(np.vstack([start, end])))
 
 
@@ -240,12 +343,19 @@ def bag_of_words_nli(model, tokenizer, rng) -> None:
         model.classifier.out_proj.weight.copy_(torch.tensor(out))
 
 
-def build_random_models(out_dir: str | Path, texts: Iterable[str], size: str = "tiny",
-                        seed: int = 0, vocab_size: int = 2000) -> dict[str, str]:
+def build_random_models(
+    out_dir: str | Path, texts: Iterable[str], size: str = "tiny", seed: int = 0, vocab_size: int = 2000
+) -> dict[str, str]:
     """Write qg/, qa/ and nli/ model directories under `out_dir`; return their paths."""
     import torch
-    from transformers import (AlbertConfig, AlbertForQuestionAnswering, RobertaConfig,
-                              RobertaForSequenceClassification, T5Config, T5ForConditionalGeneration)
+    from transformers import (
+        AlbertConfig,
+        AlbertForQuestionAnswering,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+        T5Config,
+        T5ForConditionalGeneration,
+    )
 
     torch.manual_seed(seed)
     shapes = SIZES[size]
@@ -254,14 +364,30 @@ def build_random_models(out_dir: str | Path, texts: Iterable[str], size: str = "
     vocab, pad, eos = len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id
     out = Path(out_dir)
     models = {
-        "qg": T5ForConditionalGeneration(T5Config(vocab_size=vocab, pad_token_id=pad, eos_token_id=eos,
-                                                  decoder_start_token_id=pad, **shapes["t5"])),
-        "qa": AlbertForQuestionAnswering(AlbertConfig(vocab_size=vocab, pad_token_id=pad,
-                                                      max_position_embeddings=512, **shapes["albert"])),
-        "nli": RobertaForSequenceClassification(RobertaConfig(
-            vocab_size=vocab, pad_token_id=pad, max_position_embeddings=514, type_vocab_size=2,
-            num_labels=3, id2label=NLI_LABELS, label2id={v: k for k, v in NLI_LABELS.items()},
-            **shapes["roberta"])),
+        "qg": T5ForConditionalGeneration(
+            T5Config(
+                vocab_size=vocab,
+                pad_token_id=pad,
+                eos_token_id=eos,
+                decoder_start_token_id=pad,
+                **shapes["t5"],
+            )
+        ),
+        "qa": AlbertForQuestionAnswering(
+            AlbertConfig(vocab_size=vocab, pad_token_id=pad, max_position_embeddings=512, **shapes["albert"])
+        ),
+        "nli": RobertaForSequenceClassification(
+            RobertaConfig(
+                vocab_size=vocab,
+                pad_token_id=pad,
+                max_position_embeddings=514,
+                type_vocab_size=2,
+                num_labels=3,
+                id2label=NLI_LABELS,
+                label2id={v: k for k, v in NLI_LABELS.items()},
+                **shapes["roberta"],
+            )
+        ),
     }
     if size == "tiny":  # scores that vary with the text (module docstring); the paper shapes stay random
         import numpy as np

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Sequence
+from collections.abc import Sequence
 
 from q2_metric.components import ParsedText
 from q2_metric.config import DEFAULT_SPACY_MODELS, Q2Config

@@ -21,8 +21,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 # Random weights never end a question early: questions are capped at this many tokens.
 TINY_QUESTION_LENGTH = 16
@@ -33,8 +34,13 @@ LOCK_FILE = ".lock"
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "wow_sample.csv"
 
 
-def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = lambda msg: None, *,
-                       coref: bool = False, reads: Mapping[str, Any] | None = None) -> dict[str, str]:
+def ensure_tiny_models(
+    folder: Path | None = None,
+    say: Callable[[str], None] = lambda msg: None,
+    *,
+    coref: bool = False,
+    reads: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
     """The qg/, qa/ and nli/ tiny random models (and coref/ with `coref=True`) in `folder` (default
     `tiny_models_dir()`), built once and reused: role -> folder. Runs building at the same time
     wait for each other (a lock file in the folder); each model is built aside and renamed into
@@ -52,13 +58,18 @@ def ensure_tiny_models(folder: Path | None = None, say: Callable[[str], None] = 
 
     foreign = [folder / role for role in roles if (folder / role).exists() and not _is_tiny(folder / role)]
     if foreign or (folder.exists() and not folder.is_dir()):
-        raise Q2InputError(f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
-                           "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder.")
+        raise Q2InputError(
+            f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
+            "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder."
+        )
     from q2_metric.io.paths import check_run
 
-    check_run({"the q2_metric package": SAMPLE.parents[1], **(reads or {})}, {"Q2_TINY_MODELS": folder},
-              folders=["Q2_TINY_MODELS"],
-              builds_tiny_models=True)
+    check_run(
+        {"the q2_metric package": SAMPLE.parents[1], **(reads or {})},
+        {"Q2_TINY_MODELS": folder},
+        folders=["Q2_TINY_MODELS"],
+        builds_tiny_models=True,
+    )
     folder.mkdir(parents=True, exist_ok=True)
     with _locked(folder / LOCK_FILE):
         missing = [role for role in roles if not _is_tiny(folder / role)]  # another run may have built them
@@ -124,10 +135,12 @@ def meaningless_note() -> str:
     """The one line every front-end prints after scoring on tiny models."""
     from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
 
-    return ("These scores are meaningless: the models are tiny and random (questions capped at "
-            f"{TINY_QUESTION_LENGTH} tokens). For the paper's scores download its models once where the Hub "
-            f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
-            f"`hf download {DEFAULT_NLI_MODEL}`) and leave out --tiny / Q2_TINY.")
+    return (
+        "These scores are meaningless: the models are tiny and random (questions capped at "
+        f"{TINY_QUESTION_LENGTH} tokens). For the paper's scores download its models once where the Hub "
+        f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
+        f"`hf download {DEFAULT_NLI_MODEL}`) and leave out --tiny / Q2_TINY."
+    )
 
 
 @contextlib.contextmanager
@@ -145,5 +158,7 @@ def tiny_hint(how: str | None = None, spell: Callable[[str], str] | None = None)
         text = str(err).rstrip(".")
         if "tiny random models" in text:
             raise
-        raise ModelNotAvailable(f"{text}; or try the whole pipeline now on tiny random models (meaningless "
-                                f"scores, no download): {how}.") from None
+        raise ModelNotAvailable(
+            f"{text}; or try the whole pipeline now on tiny random models (meaningless "
+            f"scores, no download): {how}."
+        ) from None

@@ -3,11 +3,11 @@ the knowledge."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from q2_metric.components import Answer, QuestionAnswerer
-from q2_metric.steps.normalize import f1_score
 from q2_metric.results import DISCARDED, Pair
+from q2_metric.steps.normalize import f1_score
 from q2_metric.steps.unique import unique_call
 
 
@@ -22,8 +22,9 @@ def keep_answerable(answerable: Sequence[bool]) -> list[bool]:
     return list(answerable) if any(answerable) else [True] * len(answerable)
 
 
-def answer_from_knowledge(pairs: Sequence[Pair], qa: QuestionAnswerer, *,
-                          discard_unanswerable: bool = False) -> None:
+def answer_from_knowledge(
+    pairs: Sequence[Pair], qa: QuestionAnswerer, *, discard_unanswerable: bool = False
+) -> None:
     """Stage "knowledge answers": one QA call over the distinct (valid question, knowledge) pairs;
     sets each valid trace's knowledge answer and token F1 (0 for "no answer").
 
@@ -34,7 +35,9 @@ def answer_from_knowledge(pairs: Sequence[Pair], qa: QuestionAnswerer, *,
     """
     valid = [(p, t) for p in pairs for t in p.result.valid_questions]
     answers: dict[tuple[str, str], Answer] = unique_call(
-        [(t.question, p.knowledge) for p, t in valid], lambda ks: qa.answer([q for q, _ in ks], [k for _, k in ks]))
+        [(t.question, p.knowledge) for p, t in valid],
+        lambda ks: qa.answer([q for q, _ in ks], [k for _, k in ks]),
+    )
     for p, t in valid:
         ans = answers[(t.question, p.knowledge)]
         t.knowledge_answer, t.knowledge_has_answer = ans.text, ans.has_answer

@@ -5,7 +5,7 @@ parser; `steps.spans` carries them to the user's response)."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from q2_metric.components import ParsedText, Parser
 from q2_metric.results import Pair
@@ -34,8 +34,9 @@ def locate(text: str, pieces: Sequence[str]) -> list[Offsets]:
     return out
 
 
-def candidate_occurrences(parsed: ParsedText, text: str = "",
-                          drop: Iterable[str] = ("i",)) -> list[tuple[str, Offsets]]:
+def candidate_occurrences(
+    parsed: ParsedText, text: str = "", drop: Iterable[str] = ("i",)
+) -> list[tuple[str, Offsets]]:
     """`answer_candidates` with each occurrence's offsets in `text` (the parser's own, else
     `locate` in `text`).
 
@@ -43,8 +44,11 @@ def candidate_occurrences(parsed: ParsedText, text: str = "",
     [('Miami', (0, 5)), ('the city', (7, 15))]
     """
     ent_at = parsed.entity_offsets if parsed.entity_offsets is not None else locate(text, parsed.entities)
-    chunk_at = (parsed.noun_chunk_offsets if parsed.noun_chunk_offsets is not None
-                else locate(text, parsed.noun_chunks))
+    chunk_at = (
+        parsed.noun_chunk_offsets
+        if parsed.noun_chunk_offsets is not None
+        else locate(text, parsed.noun_chunks)
+    )
     candidates = list(zip(parsed.entities, ent_at))
     seen = {c.lower() for c, _ in candidates}
     for chunk, at in zip(parsed.noun_chunks, chunk_at):

@@ -27,8 +27,9 @@ model came with, is the model for the first two):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 Span = tuple[int, int]  # character offsets [start, end)
 Clusters = list[list[Span]]
@@ -37,8 +38,33 @@ Clusters = list[list[Span]]
 POSSESSIVES = frozenset({"his", "its", "their", "our", "my", "your", "whose"})
 # A cluster whose first mention is one of these is left alone: a pronoun adds nothing to the mentions
 # after it, and would overwrite a name ("He ... Paul" -> "He ... He") or make "our" into "We's".
-PRONOUNS = frozenset({"i", "me", "my", "mine", "you", "your", "yours", "we", "us", "our", "ours", "he", "him",
-                      "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs"})
+PRONOUNS = frozenset(
+    {
+        "i",
+        "me",
+        "my",
+        "mine",
+        "you",
+        "your",
+        "yours",
+        "we",
+        "us",
+        "our",
+        "ours",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "hers",
+        "it",
+        "its",
+        "they",
+        "them",
+        "their",
+        "theirs",
+    }
+)
 # How turns are joined into the text resolved at each step (and the documented column separator).
 TURN_JOINER = " "
 HISTORY_SEPARATOR = " ||| "
@@ -82,8 +108,9 @@ class CorefTrace:
 def _clean(clusters: Clusters, length: int) -> Clusters:
     out = []
     for cluster in clusters:
-        spans = sorted({(int(s), int(e)) for s, e in cluster if 0 <= s < e <= length},
-                       key=lambda sp: (sp[0], -sp[1]))
+        spans = sorted(
+            {(int(s), int(e)) for s, e in cluster if 0 <= s < e <= length}, key=lambda sp: (sp[0], -sp[1])
+        )
         if len(spans) > 1:
             out.append(spans)
     return out
@@ -109,7 +136,9 @@ def plan_replacements(text: str, clusters: Clusters, keep_from: int = 0) -> list
         if text[fs:fe].lower() in PRONOUNS:
             continue
         for s, e in cluster[1:]:
-            if s < keep_from < e or (s < fe and fs < e):  # crosses the boundary, or overlaps the first mention
+            if s < keep_from < e or (
+                s < fe and fs < e
+            ):  # crosses the boundary, or overlaps the first mention
                 continue
             wanted.append(((s, e), (fs, fe)))
     wanted.sort(key=lambda w: (w[0][0] - w[0][1], w[0][0]))  # outer mentions claim their span first
@@ -126,10 +155,12 @@ def plan_replacements(text: str, clusters: Clusters, keep_from: int = 0) -> list
         for s, e in inner:
             parts += [text[pos:s], replacement_text(text[s:e], first_text(taken[(s, e)]))]
             pos = e
-        return "".join(parts) + text[pos:first[1]]
+        return "".join(parts) + text[pos : first[1]]
 
-    plan = [Replacement(s, e, text[s:e], replacement_text(text[s:e], first_text(first)))
-            for (s, e), first in taken.items()]
+    plan = [
+        Replacement(s, e, text[s:e], replacement_text(text[s:e], first_text(first)))
+        for (s, e), first in taken.items()
+    ]
     return sorted((r for r in plan if r.replacement != r.original), key=lambda r: r.start)
 
 
@@ -141,7 +172,7 @@ def apply_replacements(text: str, replacements: Sequence[Replacement]) -> str:
     """
     out, pos = [], 0
     for r in replacements:
-        out.append(text[pos:r.start])
+        out.append(text[pos : r.start])
         out.append(r.replacement)
         pos = r.end
     out.append(text[pos:])
@@ -169,8 +200,11 @@ def resolve_step(text: str, clusters: Clusters, turn_start: int) -> tuple[str, i
     the last turn (offsets relative to the turn as written)."""
     plan = plan_replacements(text, clusters, keep_from=turn_start)
     resolved = apply_replacements(text, plan)
-    in_turn = [Replacement(r.start - turn_start, r.end - turn_start, r.original, r.replacement)
-               for r in plan if r.start >= turn_start]
+    in_turn = [
+        Replacement(r.start - turn_start, r.end - turn_start, r.original, r.replacement)
+        for r in plan
+        if r.start >= turn_start
+    ]
     return resolved, shift(turn_start, plan), in_turn
 
 
@@ -188,8 +222,9 @@ def too_long_reason(resolver: CorefResolver) -> str:
     return f"{TOO_LONG} (it reads at most {limit} tokens)" if isinstance(limit, int) else TOO_LONG
 
 
-def resolve_dialogues(histories: Sequence[Sequence[str]], responses: Sequence[str],
-                      resolver: CorefResolver) -> list[CorefTrace]:
+def resolve_dialogues(
+    histories: Sequence[Sequence[str]], responses: Sequence[str], resolver: CorefResolver
+) -> list[CorefTrace]:
     """The paper's procedure for every dialogue at once: step t resolves, in one resolver call, the
     dialogues that have a t-th text (history turns, then the response). Empty turns are skipped."""
     dialogues = [[t for t in history if t.strip()] + [resp] for history, resp in zip(histories, responses)]
@@ -206,8 +241,13 @@ def resolve_dialogues(histories: Sequence[Sequence[str]], responses: Sequence[st
             else:
                 resolved[i], new_start, replaced = resolve_step(text, clusters, start)
             if step == len(dialogues[i]) - 1:
-                traces[i] = CorefTrace(responses[i], resolved[i][new_start:], replaced, len(dialogues[i]) - 1,
-                                       skipped=too_long_reason(resolver) if clusters is None else None)
+                traces[i] = CorefTrace(
+                    responses[i],
+                    resolved[i][new_start:],
+                    replaced,
+                    len(dialogues[i]) - 1,
+                    skipped=too_long_reason(resolver) if clusters is None else None,
+                )
     return traces
 
 
@@ -220,8 +260,9 @@ def split_history(cell: str, separator: str = HISTORY_SEPARATOR) -> list[str]:
     return [t.strip() for t in cell.split(separator)] if cell.strip() else []
 
 
-def check_histories(histories: Sequence[Sequence[str]] | None, count: int,
-                    field_name: str = "histories") -> list[list[str]]:
+def check_histories(
+    histories: Sequence[Sequence[str]] | None, count: int, field_name: str = "histories"
+) -> list[list[str]]:
     """One list of turns per response (None: no history for any), checked before any model work."""
     from q2_metric.errors import Q2InputError
 
@@ -229,15 +270,19 @@ def check_histories(histories: Sequence[Sequence[str]] | None, count: int,
         return [[] for _ in range(count)]
     if isinstance(histories, str) or len(histories) != count:
         got = "a string" if isinstance(histories, str) else f"{len(histories)} items"
-        raise Q2InputError(f"field '{field_name}' must hold one list of turns per response ({count}), got {got}")
+        raise Q2InputError(
+            f"field '{field_name}' must hold one list of turns per response ({count}), got {got}"
+        )
     out = []
     for i, turns in enumerate(histories):
         if turns is None:
             out.append([])
             continue
         if isinstance(turns, str):
-            raise Q2InputError(f"item {i}: field '{field_name}' is a string; give a list of turns "
-                               f"(split a joined column with q2_metric.steps.coref.split_history)")
+            raise Q2InputError(
+                f"item {i}: field '{field_name}' is a string; give a list of turns "
+                f"(split a joined column with q2_metric.steps.coref.split_history)"
+            )
         for j, turn in enumerate(turns):
             if not isinstance(turn, str):
                 kind = "None" if turn is None else type(turn).__name__
@@ -249,7 +294,9 @@ def check_histories(histories: Sequence[Sequence[str]] | None, count: int,
 def resolve_pairs(pairs: Sequence, histories: Sequence[Sequence[str]], resolver: CorefResolver) -> None:
     """Stage "coreference" (with `coref=True`): each pair's response becomes its resolved response, and its
     `ResponseScore.coref` records the replacements (`histories` indexed by the response's index)."""
-    traces = resolve_dialogues([histories[p.result.index] for p in pairs], [p.response for p in pairs], resolver)
+    traces = resolve_dialogues(
+        [histories[p.result.index] for p in pairs], [p.response for p in pairs], resolver
+    )
     for p, trace in zip(pairs, traces):
         p.response = trace.resolved
         p.result.coref = trace

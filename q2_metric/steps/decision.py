@@ -8,7 +8,7 @@ Table 3 and the benchmark's `--calibrate` all decide here."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 CONSISTENT, INCONSISTENT = "consistent", "inconsistent"
 
@@ -40,5 +40,8 @@ def decide(score: float | None, threshold: float) -> str | None:
 
 def decision_counts(decisions: Sequence[str | None], threshold: float) -> dict:
     """The threshold and how many responses each decision got (unscored ones in neither)."""
-    return {"threshold": threshold, "num_consistent": sum(d == CONSISTENT for d in decisions),
-            "num_inconsistent": sum(d == INCONSISTENT for d in decisions)}
+    return {
+        "threshold": threshold,
+        "num_consistent": sum(d == CONSISTENT for d in decisions),
+        "num_inconsistent": sum(d == INCONSISTENT for d in decisions),
+    }

@@ -8,19 +8,30 @@ still without a valid question, and so on (at most `num_return_sequences` calls)
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from q2_metric.components import Answer, Parser, QuestionAnswerer
-from q2_metric.steps.normalize import answers_match
 from q2_metric.results import DISCARDED, NO_MATCH, PERSONAL, UNUSED, VALID, Pair, QuestionTrace
+from q2_metric.steps.normalize import answers_match
 from q2_metric.steps.unique import unique_call
 
-__all__ = ["VALID", "PERSONAL", "NO_MATCH", "UNUSED", "DISCARDED", "is_personal", "is_valid_question",
-           "filter_questions"]
+__all__ = [
+    "DISCARDED",
+    "NO_MATCH",
+    "PERSONAL",
+    "UNUSED",
+    "VALID",
+    "filter_questions",
+    "is_personal",
+    "is_valid_question",
+]
 
 
-def is_personal(tokens: Iterable[tuple[str, str]], subjects: Iterable[str] = ("i", "you"),
-                possessives: Iterable[str] = ("my", "your")) -> bool:
+def is_personal(
+    tokens: Iterable[tuple[str, str]],
+    subjects: Iterable[str] = ("i", "you"),
+    possessives: Iterable[str] = ("my", "your"),
+) -> bool:
     """True when a question's `nsubj` is I/you or a `poss` token is my/your.
 
     >>> is_personal([("What", "attr"), ("do", "aux"), ("you", "nsubj"), ("like", "ROOT")])
@@ -42,13 +53,23 @@ def is_valid_question(candidate: str, response_answer: Answer) -> bool:
     >>> is_valid_question("The Joy of Painting", Answer("joy of painting"))
     True
     """
-    return response_answer.has_answer and response_answer.text != "" and \
-        answers_match(candidate, response_answer.text)
+    return (
+        response_answer.has_answer
+        and response_answer.text != ""
+        and answers_match(candidate, response_answer.text)
+    )
 
 
-def filter_questions(pairs: Sequence[Pair], parser: Parser, qa: QuestionAnswerer, *, mode: str,
-                     personal_filter: bool, subjects: Iterable[str] = ("i", "you"),
-                     possessives: Iterable[str] = ("my", "your")) -> int:
+def filter_questions(
+    pairs: Sequence[Pair],
+    parser: Parser,
+    qa: QuestionAnswerer,
+    *,
+    mode: str,
+    personal_filter: bool,
+    subjects: Iterable[str] = ("i", "you"),
+    possessives: Iterable[str] = ("my", "your"),
+) -> int:
     """Stage "question filter": set each examined trace's status to personal, no_match or valid;
     traces never examined stay `unused`.
 
@@ -76,8 +97,10 @@ def filter_questions(pairs: Sequence[Pair], parser: Parser, qa: QuestionAnswerer
                 if is_personal(parsed[t.question].tokens, subjects, possessives):
                     t.status = PERSONAL
         asked = [(p, t) for p, t in todo if t.status != PERSONAL]
-        answers = unique_call([(t.question, p.response) for p, t in asked],
-                              lambda ks: qa.answer([q for q, _ in ks], [c for _, c in ks]))
+        answers = unique_call(
+            [(t.question, p.response) for p, t in asked],
+            lambda ks: qa.answer([q for q, _ in ks], [c for _, c in ks]),
+        )
         calls += bool(answers)
         for p, t in asked:
             ans = answers[(t.question, p.response)]

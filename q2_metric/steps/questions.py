@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from q2_metric.components import QuestionGenerator
 from q2_metric.results import UNUSED, Pair, QuestionTrace
@@ -20,6 +20,8 @@ def generate_questions(pairs: Sequence[Pair], qg: QuestionGenerator) -> None:
     keys = [(cand, p.response) for p in pairs for cand in p.result.candidates]
     generated = unique_call(keys, lambda ks: qg.generate([a for a, _ in ks], [c for _, c in ks]))
     for p in pairs:
-        p.result.questions = [QuestionTrace(cand, q, rank, UNUSED, occurrence=j)
-                              for j, cand in enumerate(p.result.candidates)
-                              for rank, q in enumerate(generated[(cand, p.response)])]
+        p.result.questions = [
+            QuestionTrace(cand, q, rank, UNUSED, occurrence=j)
+            for j, cand in enumerate(p.result.candidates)
+            for rank, q in enumerate(generated[(cand, p.response)])
+        ]

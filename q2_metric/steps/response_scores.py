@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,8 +36,14 @@ def fallback_pair(response: str, knowledge: str, lowercase: bool = True) -> tupl
     return (knowledge.lower(), response.lower()) if lowercase else (knowledge, response)
 
 
-def score_responses(pairs: Sequence[Pair], nli: NLIClassifier | None, *, fallback: bool,
-                    lowercase: bool = True, scores: tuple[float, float, float] = (1.0, 0.5, 0.0)) -> None:
+def score_responses(
+    pairs: Sequence[Pair],
+    nli: NLIClassifier | None,
+    *,
+    fallback: bool,
+    lowercase: bool = True,
+    scores: tuple[float, float, float] = (1.0, 0.5, 0.0),
+) -> None:
     """Stage "response scores": the mean span score of each response with a valid question;
     end-to-end NLI (one call over the distinct pairs) for the others, or NaN when the fallback is off.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NLIClassifier
 from q2_metric.results import Pair
@@ -53,10 +53,16 @@ def score_spans(pairs: Sequence[Pair], nli: NLIClassifier | None, *, cls_text: s
         cls_text: the QA tokenizer's CLS text (an answer holding it gets no NLI, as released).
     """
     valid = [t for p in pairs for t in p.result.valid_questions]
-    compare = [t for t in valid
-               if nli is not None and needs_nli(t.knowledge_answer or "", bool(t.knowledge_has_answer), t.f1, cls_text)]
-    labels = unique_call([nli_pair(t.question, t.candidate, t.knowledge_answer) for t in compare],
-                         lambda ps: nli.classify([a for a, _ in ps], [b for _, b in ps]))
+    compare = [
+        t
+        for t in valid
+        if nli is not None
+        and needs_nli(t.knowledge_answer or "", bool(t.knowledge_has_answer), t.f1, cls_text)
+    ]
+    labels = unique_call(
+        [nli_pair(t.question, t.candidate, t.knowledge_answer) for t in compare],
+        lambda ps: nli.classify([a for a, _ in ps], [b for _, b in ps]),
+    )
     for t in compare:
         t.nli_label = labels[nli_pair(t.question, t.candidate, t.knowledge_answer)]
     for t in valid:

@@ -13,7 +13,7 @@ NLI when on); no score changes here.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from q2_metric.results import Pair, Span
 from q2_metric.steps.coref import Replacement, apply_replacements
@@ -43,12 +43,20 @@ def to_original(start: int, end: int, replacements: Sequence[Replacement]) -> tu
         if new_start is not None and rs < end and start < re_:
             touched = True
         delta += len(r.replacement) - (r.end - r.start)
-    return (start - delta if new_start is None else new_start,
-            end - delta if new_end is None else new_end, touched)
+    return (
+        start - delta if new_start is None else new_start,
+        end - delta if new_end is None else new_end,
+        touched,
+    )
 
 
-def response_spans(original: str, candidates: Sequence[str], offsets: Sequence, questions: Sequence,
-                   replacements: Sequence[Replacement] | None = None) -> list[Span]:
+def response_spans(
+    original: str,
+    candidates: Sequence[str],
+    offsets: Sequence,
+    questions: Sequence,
+    replacements: Sequence[Replacement] | None = None,
+) -> list[Span]:
     """The spans of one response: per candidate occurrence, one span per valid question (its
     scores set), or one unchecked span when it has none.
 
@@ -75,10 +83,25 @@ def response_spans(original: str, candidates: Sequence[str], offsets: Sequence, 
         if not valid:
             out.append(Span(start, end, text, cand, j, replaced=replaced))
         for t in valid:
-            out.append(Span(start, end, text, cand, j, question=t.question, response_answer=t.response_answer,
-                            knowledge_answer=t.knowledge_answer, knowledge_has_answer=t.knowledge_has_answer,
-                            f1=t.f1, nli_label=t.nli_label, score=t.score, score_no_nli=t.score_no_nli,
-                            supported=None if t.score is None else t.score >= 1.0, replaced=replaced))
+            out.append(
+                Span(
+                    start,
+                    end,
+                    text,
+                    cand,
+                    j,
+                    question=t.question,
+                    response_answer=t.response_answer,
+                    knowledge_answer=t.knowledge_answer,
+                    knowledge_has_answer=t.knowledge_has_answer,
+                    f1=t.f1,
+                    nli_label=t.nli_label,
+                    score=t.score,
+                    score_no_nli=t.score_no_nli,
+                    supported=None if t.score is None else t.score >= 1.0,
+                    replaced=replaced,
+                )
+            )
     return out
 
 
@@ -93,5 +116,10 @@ def locate_spans(pairs: Sequence[Pair]) -> None:
             replacements = trace.replacements
             if apply_replacements(original, replacements) != trace.resolved:  # never, by coref.resolve_step
                 raise RuntimeError("coreference's trace does not rebuild the resolved response")
-        r.spans = response_spans(original, r.candidates, r.candidate_offsets or [None] * len(r.candidates),
-                                 r.questions, replacements)
+        r.spans = response_spans(
+            original,
+            r.candidates,
+            r.candidate_offsets or [None] * len(r.candidates),
+            r.questions,
+            replacements,
+        )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -33,8 +33,13 @@ def _nanmean(values: Sequence[float]) -> float:
     return float(np.mean(kept)) if kept else float("nan")
 
 
-def system_score(q2: Sequence[float], q2_no_nli: Sequence[float], covered: Sequence[bool],
-                 valid_questions: int, unanswered_questions: int) -> SystemScore:
+def system_score(
+    q2: Sequence[float],
+    q2_no_nli: Sequence[float],
+    covered: Sequence[bool],
+    valid_questions: int,
+    unanswered_questions: int,
+) -> SystemScore:
     """Aggregate per-response scores. `covered[i]` is False for fallback or skipped responses.
 
     >>> system_score([1.0, 0.0, float("nan")], [0.5, 0.0, float("nan")], [True, False, False], 2, 1).q2
@@ -57,9 +62,13 @@ def system_of(responses: Sequence) -> SystemScore:
     """The system figures of scored responses (`ResponseScore`s, from one engine call or several):
     coverage counts responses with a valid question, the no-answer share their questions."""
     valid = [t for r in responses for t in r.valid_questions]
-    return system_score([r.q2 for r in responses], [r.q2_no_nli for r in responses],
-                        [bool(r.valid_questions) for r in responses], valid_questions=len(valid),
-                        unanswered_questions=sum(t.unanswered for t in valid))
+    return system_score(
+        [r.q2 for r in responses],
+        [r.q2_no_nli for r in responses],
+        [bool(r.valid_questions) for r in responses],
+        valid_questions=len(valid),
+        unanswered_questions=sum(t.unanswered for t in valid),
+    )
 
 
 def figure(value: float, digits: int = 4) -> str:
@@ -76,10 +85,12 @@ def figures_text(s: SystemScore) -> str:
     empty = f"; {s.num_skipped} with an empty response or knowledge, left out" if s.num_skipped else ""
     why_q2 = "" if s.num_scored else " (no response could be scored)"
     why_na = "" if s.num_valid_questions else " (no valid question)"
-    return (f"Q2 = {figure(s.q2)}{why_q2}: mean response score over {s.num_scored} of "
-            f"{_plural(s.num_responses, 'response')}{empty}; 0 to 1, higher is more consistent\n"
-            f"Q2 without NLI = {figure(s.q2_no_nli)}: the same, spans compared by token F1 only\n"
-            f"coverage = {figure(s.coverage, 3)}: share of scored responses with at least one valid question "
-            f"(the others are scored by end-to-end NLI)\n"
-            f"no-answer share = {figure(s.no_answer_share, 3)}{why_na}: share of the "
-            f"{_plural(s.num_valid_questions, 'valid question')} that the knowledge does not answer")
+    return (
+        f"Q2 = {figure(s.q2)}{why_q2}: mean response score over {s.num_scored} of "
+        f"{_plural(s.num_responses, 'response')}{empty}; 0 to 1, higher is more consistent\n"
+        f"Q2 without NLI = {figure(s.q2_no_nli)}: the same, spans compared by token F1 only\n"
+        f"coverage = {figure(s.coverage, 3)}: share of scored responses with at least one valid question "
+        f"(the others are scored by end-to-end NLI)\n"
+        f"no-answer share = {figure(s.no_answer_share, 3)}{why_na}: share of the "
+        f"{_plural(s.num_valid_questions, 'valid question')} that the knowledge does not answer"
+    )

@@ -56,9 +56,20 @@ def non_personal(tokens):
     return True
 
 
-def reference_q2(response: str, knowledge: str, parser, qg, qa, nli, *, single: bool = True,
-                 remove_personal: bool = True, dnli: bool = False) -> tuple[float, float]:
+def reference_q2(
+    response: str,
+    knowledge: str,
+    parser,
+    qg,
+    qa,
+    nli,
+    *,
+    single: bool = True,
+    remove_personal: bool = True,
+    dnli: bool = False,
+) -> tuple[float, float]:
     """(q2, q2_no_nli) of one response, one model call per example."""
+
     def get_answer(question, text):
         ans = qa.answer([question], [text])[0]
         return ans.text if ans.has_answer else CLS

@@ -7,7 +7,7 @@ engine makes one call per stage, not one per example.
 from __future__ import annotations
 
 import re
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from q2_metric.components import ENTAILMENT, NEUTRAL, NO_ANSWER, Answer, ParsedText
 from q2_metric.config import Q2Config
@@ -41,9 +41,14 @@ class ScriptedParser(_Recorder):
                 out.append(self.parses[text])
             else:
                 found = list(_CAPS.finditer(text))
-                out.append(ParsedText(entities=[m.group() for m in found],
-                                      tokens=[(w, "dep") for w in text.split()],
-                                      entity_offsets=[m.span() for m in found], noun_chunk_offsets=[]))
+                out.append(
+                    ParsedText(
+                        entities=[m.group() for m in found],
+                        tokens=[(w, "dep") for w in text.split()],
+                        entity_offsets=[m.span() for m in found],
+                        noun_chunk_offsets=[],
+                    )
+                )
         return out
 
 
@@ -77,7 +82,7 @@ class ScriptedQA(_Recorder):
                 continue
             m = _WHAT.match(q)
             pos = c.lower().find(m.group(1).lower()) if m else -1
-            out.append(Answer(c[pos:pos + len(m.group(1))]) if pos >= 0 else NO_ANSWER)
+            out.append(Answer(c[pos : pos + len(m.group(1))]) if pos >= 0 else NO_ANSWER)
         return out
 
 
@@ -85,11 +90,16 @@ class ScriptedNLI(_Recorder):
     """Labels from `labels[(premise, hypothesis)]`, else `rule(premise, hypothesis)`; the default
     rule says entailment when the normalised hypothesis occurs in the premise, else neutral."""
 
-    def __init__(self, labels: Mapping[tuple[str, str], str] | None = None,
-                 rule: Callable[[str, str], str] | None = None) -> None:
+    def __init__(
+        self,
+        labels: Mapping[tuple[str, str], str] | None = None,
+        rule: Callable[[str, str], str] | None = None,
+    ) -> None:
         super().__init__()
         self.labels = dict(labels or {})
-        self.rule = rule or (lambda p, h: ENTAILMENT if normalize_answer(h) in normalize_answer(p) else NEUTRAL)
+        self.rule = rule or (
+            lambda p, h: ENTAILMENT if normalize_answer(h) in normalize_answer(p) else NEUTRAL
+        )
 
     def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
         self.calls.append(len(premises))
@@ -110,8 +120,11 @@ class ScriptedCoref(_Recorder):
     `groups` (phrases of one entity), every whole-word, case-insensitive occurrence of its phrases
     (a cluster when there are two or more). Records each text it is asked about in `seen`."""
 
-    def __init__(self, groups: Sequence[Sequence[str]] = (),
-                 clusters: Mapping[str, list[list[tuple[int, int]]]] | None = None) -> None:
+    def __init__(
+        self,
+        groups: Sequence[Sequence[str]] = (),
+        clusters: Mapping[str, list[list[tuple[int, int]]]] | None = None,
+    ) -> None:
         super().__init__()
         self.groups = [list(g) for g in groups]
         self.scripted = dict(clusters or {})
@@ -127,8 +140,13 @@ class ScriptedCoref(_Recorder):
                 continue
             found = []
             for group in self.groups:
-                spans = sorted({(m.start(), m.end()) for phrase in group
-                                for m in re.finditer(rf"\b{re.escape(phrase)}\b", text, re.IGNORECASE)})
+                spans = sorted(
+                    {
+                        (m.start(), m.end())
+                        for phrase in group
+                        for m in re.finditer(rf"\b{re.escape(phrase)}\b", text, re.IGNORECASE)
+                    }
+                )
                 if len(spans) > 1:
                     found.append(spans)
             out.append(found)

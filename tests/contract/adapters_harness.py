@@ -22,15 +22,25 @@ from typing import Any
 
 from contract.frontends import Item, PythonAPI, Report, Row, Words
 
-HARNESS_FRONT_ENDS = ("lm-eval q2_dialogue", "lm-eval q2_wow", "lm-eval q2_wow_evaluate", "inspect q2",
-                      "inspect q2_wow", "ragas q2")
+HARNESS_FRONT_ENDS = (
+    "lm-eval q2_dialogue",
+    "lm-eval q2_wow",
+    "lm-eval q2_wow_evaluate",
+    "inspect q2",
+    "inspect q2_wow",
+    "ragas q2",
+)
 
 NOT_ADAPTED: dict[str, str] = {}  # front-end -> why it has no adapter of its own (none now)
 
 
 def _words(spell) -> dict[str, str]:
-    return {"wrong type": spell("use_nli"), "out of range": spell("fallback_scores"), "unknown name": spell("use_nlii"),
-            "missing model": spell("qg_model")}
+    return {
+        "wrong type": spell("use_nli"),
+        "out of range": spell("fallback_scores"),
+        "unknown name": spell("use_nlii"),
+        "missing model": spell("qg_model"),
+    }
 
 
 def _bad_options(kind: str, base: dict[str, Any], tmp: Path) -> dict[str, Any]:
@@ -58,6 +68,7 @@ def _quiet():
 
 
 # -- lm-eval ----------------------------------------------------------------------------------------
+
 
 def _replay_lm(replies: dict[str, Any]):
     """An lm-eval model whose reply to a prompt is the item's response found in it."""
@@ -89,8 +100,10 @@ class LmEval(Words):
     words: dict = field(default_factory=lambda: _words(lambda n: f'q2_options["{n}"]'))
     foreign_words: tuple = ("--qg-model", "qg_model (")
     writes: bool = False  # the Q² tasks write nothing; lm-eval's --output_path is lm-eval's own
-    spans_reason: str | None = ("lm-eval's per-sample records and results hold the figures, counts and signature; "
-                                "they show no spans (q2 rescore reads its samples file and gives them)")
+    spans_reason: str | None = (
+        "lm-eval's per-sample records and results hold the figures, counts and signature; "
+        "they show no spans (q2 rescore reads its samples file and gives them)"
+    )
 
     def _run(self, items: list[Item], options: dict[str, Any], tmp: Path) -> tuple[dict, str]:
         import lm_eval
@@ -103,20 +116,30 @@ class LmEval(Words):
         saved = harness.wow_contexts
         if self.task == "q2_dialogue":
             path = tmp / "dialogues.jsonl"
-            path.write_text("".join(json.dumps({"knowledge": i.knowledge, "history": f"Tell me more. (#{n})"}) + "\n"
-                                    for n, i in enumerate(items)), encoding="utf-8")
+            path.write_text(
+                "".join(
+                    json.dumps({"knowledge": i.knowledge, "history": f"Tell me more. (#{n})"}) + "\n"
+                    for n, i in enumerate(items)
+                ),
+                encoding="utf-8",
+            )
             metadata["path"] = str(path)
         else:
-            contexts = [{"topic": "t", "message": f"Tell me more. (#{n})", "knowledge": i.knowledge, "gold": ""}
-                        for n, i in enumerate(items)]
-            harness.wow_contexts = lambda limit=None: contexts if limit is None else contexts[:int(limit)]
+            contexts = [
+                {"topic": "t", "message": f"Tell me more. (#{n})", "knowledge": i.knowledge, "gold": ""}
+                for n, i in enumerate(items)
+            ]
+            harness.wow_contexts = lambda limit=None: contexts if limit is None else contexts[: int(limit)]
         _reset()
         logging.getLogger("lm-eval").setLevel(logging.ERROR)
         try:
             with _quiet() as err:
-                out = lm_eval.simple_evaluate(model=_replay_lm(markers), tasks=[self.task], log_samples=True,
-                                              task_manager=TaskManager(include_path=harness.lm_eval_include_path(),
-                                                                       metadata=metadata))
+                out = lm_eval.simple_evaluate(
+                    model=_replay_lm(markers),
+                    tasks=[self.task],
+                    log_samples=True,
+                    task_manager=TaskManager(include_path=harness.lm_eval_include_path(), metadata=metadata),
+                )
         finally:
             harness.wow_contexts = saved
             _reset()
@@ -125,9 +148,18 @@ class LmEval(Words):
     def score(self, items: list[Item], tmp: Path) -> Report:
         out, err = self._run(items, self.base, tmp)
         results = out["results"][self.task]
-        rows = [Row(s["q2"]["key"], s["q2"]["status"], _none(s["q2"]["q2"]),
-                    s["q2"]["reason"] if s["q2"]["status"] == "bad" else None) for s in out["samples"][self.task]]
-        for line in err.splitlines():  # q2_dialogue's unreadable rows: "q2_dialogue: row N (...) not read; ..."
+        rows = [
+            Row(
+                s["q2"]["key"],
+                s["q2"]["status"],
+                _none(s["q2"]["q2"]),
+                s["q2"]["reason"] if s["q2"]["status"] == "bad" else None,
+            )
+            for s in out["samples"][self.task]
+        ]
+        for (
+            line
+        ) in err.splitlines():  # q2_dialogue's unreadable rows: "q2_dialogue: row N (...) not read; ..."
             if line.startswith("q2_dialogue: row "):
                 key = line.split(" (", 1)[0].removeprefix("q2_dialogue: ")
                 rows.append(Row(key, "bad", None, line.removeprefix("q2_dialogue: ")))
@@ -139,8 +171,11 @@ class LmEval(Words):
         from q2_metric.errors import Q2Error
 
         try:
-            self._run([Item("Bob Ross hosted it.", "Bob Ross hosted the show.")], _bad_options(kind, self.base, tmp),
-                      tmp)
+            self._run(
+                [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")],
+                _bad_options(kind, self.base, tmp),
+                tmp,
+            )
         except Q2Error as err:
             return str(err)
         raise AssertionError(f"{self.name} accepted {kind}")
@@ -162,9 +197,11 @@ class LmEvalEvaluate(LmEval):
 
     task: str = "q2_wow_evaluate"
     bad_item: str = "n/a"
-    bad_item_reason: str = ("lm-eval calls `compute` once per reply, a one-item list: a non-text reply or knowledge is "
-                            "that call's refusal, naming the item (`evaluate compute`'s cell), and lm-eval stops the run; "
-                            "lm-eval's models reply text")
+    bad_item_reason: str = (
+        "lm-eval calls `compute` once per reply, a one-item list: a non-text reply or knowledge is "
+        "that call's refusal, naming the item (`evaluate compute`'s cell), and lm-eval stops the run; "
+        "lm-eval's models reply text"
+    )
 
     def _tasks(self, options: dict[str, Any], tmp: Path) -> Path:
         import shutil
@@ -179,7 +216,9 @@ class LmEvalEvaluate(LmEval):
         text = yaml.read_text(encoding="utf-8")
         entry = "".join(f"    {k}: {json.dumps(v)}\n" for k, v in _json_safe(options).items())
         assert "    hf_evaluate: true\n" in text
-        yaml.write_text(text.replace("    hf_evaluate: true\n", "    hf_evaluate: true\n" + entry), encoding="utf-8")
+        yaml.write_text(
+            text.replace("    hf_evaluate: true\n", "    hf_evaluate: true\n" + entry), encoding="utf-8"
+        )
         return folder
 
     def _run(self, items: list[Item], options: dict[str, Any], tmp: Path) -> tuple[dict, str]:
@@ -192,16 +231,24 @@ class LmEvalEvaluate(LmEval):
 
         register_evaluate_module(str(Path(evaluate.config.HF_MODULES_CACHE) / "evaluate_modules"))
         markers = {f"(#{n})": item.response for n, item in enumerate(items)}
-        contexts = [{"topic": "t", "message": f"Tell me more. (#{n})", "knowledge": i.knowledge, "gold": ""}
-                    for n, i in enumerate(items)]
+        contexts = [
+            {"topic": "t", "message": f"Tell me more. (#{n})", "knowledge": i.knowledge, "gold": ""}
+            for n, i in enumerate(items)
+        ]
         saved = harness.wow_contexts
-        harness.wow_contexts = lambda limit=None: contexts if limit is None else contexts[:int(limit)]
+        harness.wow_contexts = lambda limit=None: contexts if limit is None else contexts[: int(limit)]
         logging.getLogger("lm-eval").setLevel(logging.ERROR)
         try:
             with _quiet() as err:
-                out = lm_eval.simple_evaluate(model=_replay_lm(markers), tasks=[self.task], log_samples=True,
-                                              task_manager=TaskManager(include_path=str(self._tasks(options, tmp)),
-                                                                       metadata={"q2_options": _json_safe(options)}))
+                out = lm_eval.simple_evaluate(
+                    model=_replay_lm(markers),
+                    tasks=[self.task],
+                    log_samples=True,
+                    task_manager=TaskManager(
+                        include_path=str(self._tasks(options, tmp)),
+                        metadata={"q2_options": _json_safe(options)},
+                    ),
+                )
         finally:
             harness.wow_contexts = saved
         return out, err.getvalue()
@@ -213,11 +260,16 @@ class LmEvalEvaluate(LmEval):
         for s in sorted(out["samples"][self.task], key=lambda s: s["doc_id"]):
             (q,) = s["scores"]
             rows.append(Row(f"doc {s['doc_id']}", "scored" if s["num_scored"] else "empty", _none(q)))
-        counts = {"scored": int(results["num_scored,none"]), "empty": int(results["num_skipped,none"]), "bad": 0}
+        counts = {
+            "scored": int(results["num_scored,none"]),
+            "empty": int(results["num_skipped,none"]),
+            "bad": 0,
+        }
         return Report(rows, counts, results["signature,none"])
 
 
 # -- Inspect AI -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Inspect(Words):
@@ -230,9 +282,11 @@ class Inspect(Words):
     task: bool = False
     slow: bool = True  # a whole Inspect eval each (seconds): with the integration tests
     bad_item: str = "n/a"
-    bad_item_reason: str = ("Inspect's model replies are text (ModelOutput): a non-text response cannot reach the "
-                            "scorer; a sample whose knowledge is no text is reported under its own id "
-                            "(tests/unit/harness/test_inspect_ai.py)")
+    bad_item_reason: str = (
+        "Inspect's model replies are text (ModelOutput): a non-text response cannot reach the "
+        "scorer; a sample whose knowledge is no text is reported under its own id "
+        "(tests/unit/harness/test_inspect_ai.py)"
+    )
     words: dict = field(default_factory=dict)
     foreign_words: tuple = ("--qg-model", "qg_model (")
     writes: bool = False  # the scorer writes nothing; Inspect's logs are Inspect's own
@@ -259,8 +313,10 @@ class Inspect(Words):
             output = ModelOutput.from_content(model="mockllm/model", content=item.response)
             output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)  # no tiktoken
             outputs.append(output)
-        samples = [Sample(id=n, input=f"turn {n}", metadata={"knowledge": item.knowledge})
-                   for n, item in enumerate(items)]
+        samples = [
+            Sample(id=n, input=f"turn {n}", metadata={"knowledge": item.knowledge})
+            for n, item in enumerate(items)
+        ]
         if self.task:
             import q2_metric.harness.inspect_ai as module
 
@@ -272,8 +328,13 @@ class Inspect(Words):
         else:
             task = Task(dataset=MemoryDataset(samples), solver=generate(), scorer=self._scorer(self.base))
         try:
-            (log,) = inspect_ai.eval(task, model=get_model("mockllm/model", custom_outputs=outputs), display="none",
-                                     log_dir=str(tmp / "inspect-logs"), max_samples=len(items))
+            (log,) = inspect_ai.eval(
+                task,
+                model=get_model("mockllm/model", custom_outputs=outputs),
+                display="none",
+                log_dir=str(tmp / "inspect-logs"),
+                max_samples=len(items),
+            )
         finally:
             _reset()
         assert log.status == "success", log.error
@@ -281,7 +342,14 @@ class Inspect(Words):
         for s in sorted(log.samples, key=lambda s: s.id):
             score = s.scores["q2"]
             status = score.metadata["q2_status"]
-            rows.append(Row(f"sample {s.id!r}", status, _none(score.value), score.explanation if status == "bad" else None))
+            rows.append(
+                Row(
+                    f"sample {s.id!r}",
+                    status,
+                    _none(score.value),
+                    score.explanation if status == "bad" else None,
+                )
+            )
             signature = score.metadata["signature"]
         metadata = log.results.scores[0].metadata
         assert metadata["q2_signature"] == signature
@@ -305,6 +373,7 @@ class Inspect(Words):
 
 # -- ragas ------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Ragas(Words):
     """`q2_metric.harness.ragas.evaluate` on an `EvaluationDataset` of the items (knowledge: the
@@ -314,10 +383,17 @@ class Ragas(Words):
     base: dict[str, Any]
     slow: bool = False
     bad_item: str = "n/a"
-    bad_item_reason: str = "ragas validates its samples itself (pydantic): a non-text item never reaches the metric"
-    words: dict = field(default_factory=lambda: {"wrong type": "use_nli='false'",
-                                                 "out of range": "fallback_scores=(0, 2, 1)",
-                                                 "unknown name": "'use_nlii'", "missing model": "qg_model"})
+    bad_item_reason: str = (
+        "ragas validates its samples itself (pydantic): a non-text item never reaches the metric"
+    )
+    words: dict = field(
+        default_factory=lambda: {
+            "wrong type": "use_nli='false'",
+            "out of range": "fallback_scores=(0, 2, 1)",
+            "unknown name": "'use_nlii'",
+            "missing model": "qg_model",
+        }
+    )
     foreign_words: tuple = ("--qg-model", "qg_model (")
     writes: bool = False  # returns ragas' result; writes no file
 
@@ -329,24 +405,36 @@ class Ragas(Words):
         _reset()
         try:
             metric = Q2Faithfulness(max_wait=0.5, progress=False, **self._keywords(self.base))
-            data = EvaluationDataset.from_list([{"user_input": f"item {n}", "response": i.response,
-                                                 "retrieved_contexts": [i.knowledge]} for n, i in enumerate(items)])
+            data = EvaluationDataset.from_list(
+                [
+                    {"user_input": f"item {n}", "response": i.response, "retrieved_contexts": [i.knowledge]}
+                    for n, i in enumerate(items)
+                ]
+            )
             with _quiet():
                 result = evaluate(data, metric, show_progress=False)
         finally:
             _reset()
         values = result.to_pandas()["q2"].tolist()
         # ragas keeps no status: an unscored sample is NaN (the counts say how many were empty)
-        rows = [Row(f"item {n}", "empty" if math.isnan(v) else "scored", _none(v)) for n, v in enumerate(values)]
-        return Report(rows, result.counts, str(result.signature),
-                      [None if d is None else d["spans"] for d in result.details])
+        rows = [
+            Row(f"item {n}", "empty" if math.isnan(v) else "scored", _none(v)) for n, v in enumerate(values)
+        ]
+        return Report(
+            rows,
+            result.counts,
+            str(result.signature),
+            [None if d is None else d["spans"] for d in result.details],
+        )
 
     @staticmethod
     def _keywords(options: dict[str, Any]) -> dict[str, Any]:
         from q2_metric.harness.ragas import KEYWORDS
 
-        return {**{k: v for k, v in options.items() if k in KEYWORDS},
-                "options": {k: v for k, v in options.items() if k not in KEYWORDS}}
+        return {
+            **{k: v for k, v in options.items() if k in KEYWORDS},
+            "options": {k: v for k, v in options.items() if k not in KEYWORDS},
+        }
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -367,6 +455,11 @@ class Ragas(Words):
 
 def harness_adapters(base: dict[str, Any]) -> list:
     """The harness front-ends' adapters (`NOT_ADAPTED` names the one without an adapter, and why)."""
-    return [LmEval("lm-eval q2_dialogue", base, "q2_dialogue"), LmEval("lm-eval q2_wow", base, "q2_wow"),
-            LmEvalEvaluate("lm-eval q2_wow_evaluate", base),
-            Inspect("inspect q2", base), Inspect("inspect q2_wow", base, task=True), Ragas("ragas q2", base)]
+    return [
+        LmEval("lm-eval q2_dialogue", base, "q2_dialogue"),
+        LmEval("lm-eval q2_wow", base, "q2_wow"),
+        LmEvalEvaluate("lm-eval q2_wow_evaluate", base),
+        Inspect("inspect q2", base),
+        Inspect("inspect q2_wow", base, task=True),
+        Ragas("ragas q2", base),
+    ]

@@ -7,9 +7,9 @@ back from the explain file (`--q2-explain-file`)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
-import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +23,7 @@ def write_items(path: Path, items: list[Item]) -> Path:
 
     with open(ANNOTATIONS, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        fields, rows = reader.fieldnames, list(reader)[:len(items)]
+        fields, rows = reader.fieldnames, list(reader)[: len(items)]
     for row, item in zip(rows, items):
         row["dodeca_response"], row["knowledge"] = item.response, item.knowledge
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -36,13 +36,19 @@ def write_items(path: Path, items: list[Item]) -> Path:
 
 def write_parlai_format(path: Path, items: list[Item]) -> Path:
     """ParlAI's text format, one episode per item: `dodeca_response` (replayed) and `checked_sentence`."""
+
     def clean(text: str) -> str:
         assert "\t" not in text and "\n" not in text, "the format has no tab or line break in a field"
         return text
 
-    path.write_text("".join(f"text:hello\tlabels:hi\tdodeca_response:{clean(i.response)}\t"
-                            f"checked_sentence:{clean(i.knowledge)}\tepisode_done:True\n" for i in items),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(
+            f"text:hello\tlabels:hi\tdodeca_response:{clean(i.response)}\t"
+            f"checked_sentence:{clean(i.knowledge)}\tepisode_done:True\n"
+            for i in items
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -53,10 +59,17 @@ class ParlAI:
     wrapped: bool = False  # Q2Teacher --q2-task ...
     slow: bool = True
     bad_item: str = "n/a"
-    bad_item_reason: str = "ParlAI's messages are text: a non-text response or knowledge cannot reach the hook"
-    words: dict = field(default_factory=lambda: {"wrong type": "--q2-max-question-length",
-                                                 "out of range": "--q2-batch-size", "unknown name": "--q2-use-nlii",
-                                                 "missing model": "--q2-qg-model"})
+    bad_item_reason: str = (
+        "ParlAI's messages are text: a non-text response or knowledge cannot reach the hook"
+    )
+    words: dict = field(
+        default_factory=lambda: {
+            "wrong type": "--q2-max-question-length",
+            "out of range": "--q2-batch-size",
+            "unknown name": "--q2-use-nlii",
+            "missing model": "--q2-qg-model",
+        }
+    )
     foreign_words: tuple = ("(--qg-model)",)
 
     def option_word(self, kind: str) -> str:
@@ -67,8 +80,18 @@ class ParlAI:
         parsed in one go: without `data`, the packaged annotations and one example)."""
         inner = "parlai_ext.teachers:CrossAnnotationTeacher"
         task = ["-t", "parlai_ext.teachers:Q2Teacher", "--q2-task", inner] if self.wrapped else ["-t", inner]
-        argv = [*task, "-m", "parlai_ext.agents:ReplayAgent", "--datapath", str(tmp / "parlai-data"),
-                "--metrics", "q2", "--log-every-n-secs", "-1", *options]
+        argv = [
+            *task,
+            "-m",
+            "parlai_ext.agents:ReplayAgent",
+            "--datapath",
+            str(tmp / "parlai-data"),
+            "--metrics",
+            "q2",
+            "--log-every-n-secs",
+            "-1",
+            *options,
+        ]
         argv += ["--q2-annotations", str(data)] if data else ["--num-examples", "1"]
         return argv + (["--q2-explain-file", str(explain)] if explain else [])
 
@@ -79,28 +102,56 @@ class ParlAI:
         explain = tmp / "explain.jsonl"
         if self.wrapped:  # ParlAI's own file teacher, whose messages carry the response to replay
             data = write_parlai_format(tmp / "items.txt", items)
-            task = {"task": "parlai_ext.teachers:Q2Teacher", "q2_task": "fromfile:parlaiformat",
-                    "fromfile_datapath": str(data)}
+            task = {
+                "task": "parlai_ext.teachers:Q2Teacher",
+                "q2_task": "fromfile:parlaiformat",
+                "fromfile_datapath": str(data),
+            }
         else:
             data = write_items(tmp / "items.csv", items)
             task = {"task": "parlai_ext.teachers:CrossAnnotationTeacher", "q2_annotations": str(data)}
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            report = EvalModel.main(**task, model="parlai_ext.agents:ReplayAgent",
-                                    datapath=str(tmp / "parlai-data"), metrics="q2", log_every_n_secs=-1,
-                                    q2_explain_file=str(explain), **{f"q2_{k}": v for k, v in self.base.items()})
+            report = EvalModel.main(
+                **task,
+                model="parlai_ext.agents:ReplayAgent",
+                datapath=str(tmp / "parlai-data"),
+                metrics="q2",
+                log_every_n_secs=-1,
+                q2_explain_file=str(explain),
+                **{f"q2_{k}": v for k, v in self.base.items()},
+            )
         report = dict_report(report)
-        lines = [json.loads(line) for line in explain.read_text(encoding="utf-8").splitlines() if line.strip()]
-        rows = [Row(f"example {line['example_id']}" if line["example_id"] else f"episode {line['episode_idx']}", "scored" if line["status"] == "scored" else "empty",
-                    line["q2"]) for line in lines]
-        counts = {"scored": report.get("q2_scored", 0), "empty": report.get("q2_empty", 0) + report.get("q2_skipped", 0),
-                  "bad": 0}
+        lines = [
+            json.loads(line) for line in explain.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
+        rows = [
+            Row(
+                f"example {line['example_id']}" if line["example_id"] else f"episode {line['episode_idx']}",
+                "scored" if line["status"] == "scored" else "empty",
+                line["q2"],
+            )
+            for line in lines
+        ]
+        counts = {
+            "scored": report.get("q2_scored", 0),
+            "empty": report.get("q2_empty", 0) + report.get("q2_skipped", 0),
+            "bad": 0,
+        }
         signature = next((line["signature"] for line in lines if line.get("signature")), "")
         return Report(rows, counts, signature, [line["spans"] for line in lines])
 
     def refusal(self, kind: str, tmp: Path) -> str:
-        data = None if self.wrapped else write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
-        extra = {"wrong type": ["--q2-max-question-length", "eight"], "out of range": ["--q2-batch-size", "0"],
-                 "unknown name": ["--q2-use-nlii", "true"], "missing model": ["--q2-qg-model", nowhere(tmp)]}[kind]
+        data = (
+            None
+            if self.wrapped
+            else write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        )
+        extra = {
+            "wrong type": ["--q2-max-question-length", "eight"],
+            "out of range": ["--q2-batch-size", "0"],
+            "unknown name": ["--q2-use-nlii", "true"],
+            "missing model": ["--q2-qg-model", nowhere(tmp)],
+        }[kind]
         return self._refused(self._argv(data, tmp, flags(self.base, "--q2-") + extra, None), kind)
 
     def _refused(self, argv: list[str], what: str) -> str:
@@ -113,15 +164,21 @@ class ParlAI:
                 EvalModel.main(*argv)
         except SystemExit as stop:  # argparse: usage, then its one line; or the hook's one sentence
             return stop.code if isinstance(stop.code, str) else err.getvalue().strip().splitlines()[-1]
-        except Exception as error:  # noqa: BLE001 - the sentence ParlAI's user sees
+        except Exception as error:
             return str(error)
         raise AssertionError(f"{self.name} accepted {what}")
 
     def write_inside_read(self, tmp: Path) -> str | None:
         """The explain file inside the QG model folder."""
-        data = None if self.wrapped else write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        data = (
+            None
+            if self.wrapped
+            else write_items(tmp / "items.csv", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        )
         target = Path(self.base["qg_model"]) / "explain.jsonl"
-        message = self._refused(self._argv(data, tmp, flags(self.base, "--q2-"), target), "an output in a model folder")
+        message = self._refused(
+            self._argv(data, tmp, flags(self.base, "--q2-"), target), "an output in a model folder"
+        )
         assert not target.exists()
         return message
 

@@ -33,7 +33,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from support.data import ROOT
 
@@ -83,6 +83,7 @@ class Adapter(Protocol):
 
 # -- the registry ---------------------------------------------------------------------------------
 
+
 def cli_verbs() -> list[str]:
     from q2_metric.cli import build_parser
 
@@ -114,8 +115,16 @@ def registry() -> list[str]:
     points = entry_points()
     names += [f"console script {n}" for n in points.get("console_scripts", [])]
     names += [f"entry point {g}:{n}" for g, ns in points.items() if g != "console_scripts" for n in ns]
-    names += ["python score", "python Q2Scorer", "evaluate compute", "evaluate add_batch",
-              "parlai --metrics q2", "parlai Q2Teacher", "space function", "benchmark q2 column"]
+    names += [
+        "python score",
+        "python Q2Scorer",
+        "evaluate compute",
+        "evaluate add_batch",
+        "parlai --metrics q2",
+        "parlai Q2Teacher",
+        "space function",
+        "benchmark q2 column",
+    ]
     return names + harness_names()
 
 
@@ -135,9 +144,15 @@ NOT_SCORING = {
 
 # -- the options every adapter uses ------------------------------------------------------------------
 
+
 def base_options(tiny_models: dict[str, str]) -> dict[str, Any]:
-    return {"qg_model": tiny_models["qg"], "qa_model": tiny_models["qa"], "nli_model": tiny_models["nli"],
-            "device": "cpu", "max_question_length": 16}
+    return {
+        "qg_model": tiny_models["qg"],
+        "qa_model": tiny_models["qa"],
+        "nli_model": tiny_models["nli"],
+        "device": "cpu",
+        "max_question_length": 16,
+    }
 
 
 def flags(options: dict[str, Any], prefix: str = "--") -> list[str]:
@@ -160,7 +175,12 @@ def no_model_loads():
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the refusal")
 
-    classes = [hf_qg.HFQuestionGenerator, hf_qa.HFQuestionAnswerer, hf_nli.HFNLIClassifier, spacy_parser.SpacyParser]
+    classes = [
+        hf_qg.HFQuestionGenerator,
+        hf_qa.HFQuestionAnswerer,
+        hf_nli.HFNLIClassifier,
+        spacy_parser.SpacyParser,
+    ]
     saved = [c.__init__ for c in classes]
     for c in classes:
         c.__init__ = refuse
@@ -185,6 +205,7 @@ class Words:
 
 # -- in-process Python front-ends -----------------------------------------------------------------
 
+
 @dataclass
 class PythonAPI(Words):
     """`q2_metric.score(responses, knowledge, **options)` or `Q2Scorer(**options).score(...)`."""
@@ -194,8 +215,14 @@ class PythonAPI(Words):
     via_scorer: bool = False
     slow: bool = False
     bad_item: str = "refused"
-    words: dict = field(default_factory=lambda: {"wrong type": "use_nli='false'", "out of range": "fallback_scores=(0, 2, 1)",
-                                          "unknown name": "'use_nlii'", "missing model": "qg_model"})
+    words: dict = field(
+        default_factory=lambda: {
+            "wrong type": "use_nli='false'",
+            "out of range": "fallback_scores=(0, 2, 1)",
+            "unknown name": "'use_nlii'",
+            "missing model": "qg_model",
+        }
+    )
     foreign_words: tuple = ()
     writes: bool = False
 
@@ -208,13 +235,24 @@ class PythonAPI(Words):
 
     def score(self, items: list[Item], tmp: Path) -> Report:
         result = self._call([i.response for i in items], [i.knowledge for i in items], self.base)
-        rows = [Row(f"item {n}", "scored" if r.scored else "empty", _nan_to_none(r.q2)) for n, r in
-                enumerate(result.responses)]
-        return Report(rows, result.counts, str(result.signature), [r.span_details()["spans"] for r in result.responses])
+        rows = [
+            Row(f"item {n}", "scored" if r.scored else "empty", _nan_to_none(r.q2))
+            for n, r in enumerate(result.responses)
+        ]
+        return Report(
+            rows, result.counts, str(result.signature), [r.span_details()["spans"] for r in result.responses]
+        )
 
     def options_for(self, kind: str, tmp: Path) -> dict[str, Any]:
-        return {**self.base, **{"wrong type": {"use_nli": "false"}, "out of range": {"fallback_scores": (0, 2, 1)},
-                                "unknown name": {"use_nlii": True}, "missing model": {"qg_model": nowhere(tmp)}}[kind]}
+        return {
+            **self.base,
+            **{
+                "wrong type": {"use_nli": "false"},
+                "out of range": {"fallback_scores": (0, 2, 1)},
+                "unknown name": {"use_nlii": True},
+                "missing model": {"qg_model": nowhere(tmp)},
+            }[kind],
+        }
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -250,7 +288,9 @@ def evaluate_module(name: str, cache_dir: str | None = None):
 
     key = f"{name} {cache_dir}"
     if key not in _METRIC:
-        _METRIC[key] = evaluate.load(q2_metric.module_path(), **({"cache_dir": cache_dir} if cache_dir else {}))
+        _METRIC[key] = evaluate.load(
+            q2_metric.module_path(), **({"cache_dir": cache_dir} if cache_dir else {})
+        )
     return _METRIC[key]
 
 
@@ -264,8 +304,14 @@ class EvaluateModule(Words):
     batches: bool = False
     slow: bool = False
     bad_item: str = "refused"
-    words: dict = field(default_factory=lambda: {"wrong type": "use_nli='false'", "out of range": "fallback_scores=(0, 2, 1)",
-                                          "unknown name": "'use_nlii'", "missing model": "qg_model"})
+    words: dict = field(
+        default_factory=lambda: {
+            "wrong type": "use_nli='false'",
+            "out of range": "fallback_scores=(0, 2, 1)",
+            "unknown name": "'use_nlii'",
+            "missing model": "qg_model",
+        }
+    )
     foreign_words: tuple = ()
 
     def _compute(self, items: list[Item], options: dict[str, Any], metric=None) -> dict:
@@ -319,6 +365,7 @@ class EvaluateModule(Words):
 
 # -- the q2 command (in process: its `main`, as the console script calls it) -----------------------
 
+
 def run_q2(argv: list[str]) -> tuple[int, str, str]:
     from q2_metric.cli import main
 
@@ -333,8 +380,10 @@ def run_q2(argv: list[str]) -> tuple[int, str, str]:
 
 def write_jsonl(path: Path, items: list[Item]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"response": i.response, "knowledge": i.knowledge}) + "\n" for i in items),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"response": i.response, "knowledge": i.knowledge}) + "\n" for i in items),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -348,8 +397,14 @@ class Q2Score(Words):
     ray: bool = False
     slow: bool = False
     bad_item: str = "reported"
-    words: dict = field(default_factory=lambda: {"wrong type": "--max-question-length", "out of range": "--batch-size=0",
-                                          "unknown name": "--use-nlii", "missing model": "--qg-model"})
+    words: dict = field(
+        default_factory=lambda: {
+            "wrong type": "--max-question-length",
+            "out of range": "--batch-size=0",
+            "unknown name": "--use-nlii",
+            "missing model": "--qg-model",
+        }
+    )
     foreign_words: tuple = ()
 
     def _argv(self, source: Path, out: Path, summary: Path | None, options: list[str]) -> list[str]:
@@ -359,7 +414,11 @@ class Q2Score(Words):
         return argv + (["--ray", "--workers", "1"] if self.ray else [])
 
     def score(self, items: list[Item], tmp: Path) -> Report:
-        source, out, summary = write_jsonl(tmp / "in" / "items.jsonl", items), tmp / "out.jsonl", tmp / "summary.json"
+        source, out, summary = (
+            write_jsonl(tmp / "in" / "items.jsonl", items),
+            tmp / "out.jsonl",
+            tmp / "summary.json",
+        )
         code, _, err = run_q2(self._argv(source, out, summary, flags(self.base)))
         assert code in (0, 3), err[-3000:]
         rows = []
@@ -369,23 +428,37 @@ class Q2Score(Words):
             rows.append(Row(f"line {n}", status, _nan_to_none(rec.get("q2")), rec.get("error") or None))
         s = json.loads(summary.read_text(encoding="utf-8"))
         counts = {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]}
-        spans = [None if rec.get("error") else rec["spans"] for rec in
-                 map(json.loads, summary.with_name("spans.jsonl").read_text(encoding="utf-8").splitlines())]
+        spans = [
+            None if rec.get("error") else rec["spans"]
+            for rec in map(
+                json.loads, summary.with_name("spans.jsonl").read_text(encoding="utf-8").splitlines()
+            )
+        ]
         return Report(rows, counts, s["signature"], spans)
 
     def option_flags(self, kind: str, tmp: Path) -> list[str]:
-        return flags(self.base) + {"wrong type": ["--max-question-length", "eight"],
-                                   "out of range": ["--batch-size", "0"], "unknown name": ["--use-nlii"],
-                                   "missing model": ["--qg-model", nowhere(tmp)]}[kind]
+        return (
+            flags(self.base)
+            + {
+                "wrong type": ["--max-question-length", "eight"],
+                "out of range": ["--batch-size", "0"],
+                "unknown name": ["--use-nlii"],
+                "missing model": ["--qg-model", nowhere(tmp)],
+            }[kind]
+        )
 
     def refusal(self, kind: str, tmp: Path) -> str:
-        source = write_jsonl(tmp / "in" / "items.jsonl", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        source = write_jsonl(
+            tmp / "in" / "items.jsonl", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")]
+        )
         code, _, err = run_q2(self._argv(source, tmp / "refused.jsonl", None, self.option_flags(kind, tmp)))
         assert code == 2 and not (tmp / "refused.jsonl").exists(), err
         return err.strip().splitlines()[-1]  # argparse: its usage line, then the one sentence
 
     def write_inside_read(self, tmp: Path) -> str | None:
-        source = write_jsonl(tmp / "in" / "items.jsonl", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")])
+        source = write_jsonl(
+            tmp / "in" / "items.jsonl", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")]
+        )
         target = Path(self.base["qg_model"]) / "scores.jsonl"
         code, _, err = run_q2(self._argv(source, target, None, flags(self.base)))
         assert code == 2 and not target.exists(), err
@@ -401,21 +474,29 @@ class Q2Agree(Q2Score):
     to the per-response table with its `error`, the report counts it."""
 
     fast: tuple = ("--fast", "use_nli=false")
-    spans_reason: str | None = ("its outputs compare two runs (scores, decisions, how many questions, answers and "
-                                "labels differ); they show no spans")
+    spans_reason: str | None = (
+        "its outputs compare two runs (scores, decisions, how many questions, answers and "
+        "labels differ); they show no spans"
+    )
 
     def _argv(self, source: Path, out: Path, summary: Path | None, options: list[str]) -> list[str]:
         argv = ["agree", str(source), "-o", str(out), *self.fast, *options]
         return argv + (["--per-response", str(summary)] if summary else [])
 
     def score(self, items: list[Item], tmp: Path) -> Report:
-        source, out, per = write_jsonl(tmp / "in" / "items.jsonl", items), tmp / "report.json", tmp / "rows.jsonl"
+        source, out, per = (
+            write_jsonl(tmp / "in" / "items.jsonl", items),
+            tmp / "report.json",
+            tmp / "rows.jsonl",
+        )
         code, _, err = run_q2(self._argv(source, out, per, flags(self.base)))
         assert code in (0, 3), err[-3000:]
         rows = []
         for rec in map(json.loads, per.read_text(encoding="utf-8").splitlines()):
             status = "bad" if rec.get("error") else "empty" if rec.get("base_q2") is None else "scored"
-            rows.append(Row(f"line {rec['line']}", status, _nan_to_none(rec.get("base_q2")), rec.get("error") or None))
+            rows.append(
+                Row(f"line {rec['line']}", status, _nan_to_none(rec.get("base_q2")), rec.get("error") or None)
+            )
         s = json.loads(out.read_text(encoding="utf-8"))
         counts = {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]}
         return Report(rows, counts, s["base_signature"])
@@ -432,7 +513,9 @@ def marked_spans(page: str) -> list[dict[str, Any]]:
     body = re.sub(r"^<div[^>]*>|</div>$", "", page)
     for part in re.split(r"(<mark [^>]*>.*?</mark>)", body, flags=re.S):
         if part.startswith("<mark "):
-            text = html.unescape(re.sub(r"<sub[^>]*>.*?</sub>", "", re.sub(r"^<mark [^>]*>|</mark>$", "", part)))
+            text = html.unescape(
+                re.sub(r"<sub[^>]*>.*?</sub>", "", re.sub(r"^<mark [^>]*>|</mark>$", "", part))
+            )
             found.append({"start": at, "end": at + len(text), "text": text})
         else:
             text = html.unescape(part)
@@ -441,6 +524,7 @@ def marked_spans(page: str) -> list[dict[str, Any]]:
 
 
 # -- the Space's scoring function ----------------------------------------------------------------
+
 
 @dataclass
 class SpaceFunction(Words):
@@ -451,8 +535,15 @@ class SpaceFunction(Words):
     base: dict[str, Any]
     slow: bool = False
     bad_item: str = "reported"
-    words: dict = field(default_factory=lambda: {**{"wrong type": "use_nli='false'", "out of range": "fallback_scores=[0, 2, 1]",
-                                          "unknown name": "'use_nlii'", "missing model": "qg_model"}, "missing model": "Q2_QG_MODEL"})
+    words: dict = field(
+        default_factory=lambda: {
+            "wrong type": "use_nli='false'",
+            "out of range": "fallback_scores=[0, 2, 1]",
+            "unknown name": "'use_nlii'",
+            "missing model": "qg_model",
+            "missing model": "Q2_QG_MODEL",
+        }
+    )
     foreign_words: tuple = ("--qg-model",)
     writes: bool = False
     digits: int = 3  # the page shows the score with 3 decimals
@@ -488,7 +579,9 @@ class SpaceFunction(Words):
                 rows.append(Row("the request", "bad", None, message))
                 spans.append(None)
             else:
-                rows.append(Row("the request", "scored" if score else "empty", float(score) if score else None))
+                rows.append(
+                    Row("the request", "scored" if score else "empty", float(score) if score else None)
+                )
                 signature = sig
                 spans.append(marked_spans(page))
         counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
@@ -514,8 +607,11 @@ class SpaceFunction(Words):
 
 # -- the benchmark's Q² column
 
-LABELLED = ("grounding,generated_text,label\nBob Ross hosted the show.,Bob Ross hosted it.,1\n"
-            "Bob Ross hosted the show.,Bob Ross never hosted it.,0\n")  # a TRUE-format set, both labels ----------------------------------------------------------------------
+LABELLED = (
+    "grounding,generated_text,label\nBob Ross hosted the show.,Bob Ross hosted it.,1\n"
+    "Bob Ross hosted the show.,Bob Ross never hosted it.,0\n"
+)  # a TRUE-format set, both labels ----------------------------------------------------------------------
+
 
 @dataclass
 class BenchmarkColumn(Words):
@@ -526,17 +622,39 @@ class BenchmarkColumn(Words):
     base: dict[str, Any]
     slow: bool = False
     bad_item: str = "n/a"  # a labelled set is read as text by the dataset reader, row errors there
-    bad_item_reason: str = ("a labelled set is read by the dataset reader (meta.datasets), whose rows are "
-                            "text; a row it cannot read is its error, before Q²")
-    words: dict = field(default_factory=lambda: {"wrong type": "--max-question-length", "out of range": "--batch-size=0",
-                                          "unknown name": "--use-nlii", "missing model": "--qg-model"})
+    bad_item_reason: str = (
+        "a labelled set is read by the dataset reader (meta.datasets), whose rows are "
+        "text; a row it cannot read is its error, before Q²"
+    )
+    words: dict = field(
+        default_factory=lambda: {
+            "wrong type": "--max-question-length",
+            "out of range": "--batch-size=0",
+            "unknown name": "--use-nlii",
+            "missing model": "--qg-model",
+        }
+    )
     foreign_words: tuple = ("qg_model (--qg-model)",)
-    spans_reason: str | None = "its outputs are the meta-evaluation's figures and score columns; they show no spans"
+    spans_reason: str | None = (
+        "its outputs are the meta-evaluation's figures and score columns; they show no spans"
+    )
 
     def _args(self, options: dict[str, Any], tmp: Path) -> argparse.Namespace:
-        values = dict(qg_model=None, qa_model=None, nli_model=None, spacy_model=None, device="auto",
-                      max_question_length=None, batch_size=None, tiny=None, ray=None, no_cache=True,
-                      cache_dir=str(tmp / "cache"), chunk_size=64, no_progress=True)
+        values = dict(
+            qg_model=None,
+            qa_model=None,
+            nli_model=None,
+            spacy_model=None,
+            device="auto",
+            max_question_length=None,
+            batch_size=None,
+            tiny=None,
+            ray=None,
+            no_cache=True,
+            cache_dir=str(tmp / "cache"),
+            chunk_size=64,
+            no_progress=True,
+        )
         values.update({k: v for k, v in options.items() if k in values})
         return argparse.Namespace(**values)
 
@@ -546,25 +664,53 @@ class BenchmarkColumn(Words):
 
         out = tmp / "bench"
         run, _ = q2_runner(self._args(self.base, tmp), out)
-        ds = Dataset("set", "set.csv", "true", "", [i.response for i in items], [i.knowledge for i in items],
-                     [1] * len(items), [f"row {n}" for n in range(len(items))])
+        ds = Dataset(
+            "set",
+            "set.csv",
+            "true",
+            "",
+            [i.response for i in items],
+            [i.knowledge for i in items],
+            [1] * len(items),
+            [f"row {n}" for n in range(len(items))],
+        )
         column = run(ds)
-        rows = [Row(f"row {n}", "empty" if math.isnan(q) else "scored", _nan_to_none(q))
-                for n, q in enumerate(column["q2"])]
+        rows = [
+            Row(f"row {n}", "empty" if math.isnan(q) else "scored", _nan_to_none(q))
+            for n, q in enumerate(column["q2"])
+        ]
         s = json.loads((out / "q2" / "set.summary.json").read_text(encoding="utf-8"))
-        return Report(rows, {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]},
-                      s["signature"])
+        return Report(
+            rows,
+            {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]},
+            s["signature"],
+        )
 
     def refusal(self, kind: str, tmp: Path) -> str:
         source = tmp / "set.csv"
         source.write_text(LABELLED)
-        extra = {"wrong type": ["--max-question-length", "eight"], "out of range": ["--batch-size", "0"],
-                 "unknown name": ["--use-nlii"], "missing model": ["--qg-model", nowhere(tmp)]}[kind]
+        extra = {
+            "wrong type": ["--max-question-length", "eight"],
+            "out of range": ["--batch-size", "0"],
+            "unknown name": ["--use-nlii"],
+            "missing model": ["--qg-model", nowhere(tmp)],
+        }[kind]
         base = {k: v for k, v in self.base.items() if k != "decoding"}  # (meta-eval has no --decoding)
         if kind == "missing model":
             base.pop("qg_model")
-        code, _, err = run_q2(["meta-eval", "--dataset", f"set={source}", "--out-dir", str(tmp / "bench-out"),
-                               "--no-bertscore", "--no-cache", *flags(base), *extra])
+        code, _, err = run_q2(
+            [
+                "meta-eval",
+                "--dataset",
+                f"set={source}",
+                "--out-dir",
+                str(tmp / "bench-out"),
+                "--no-bertscore",
+                "--no-cache",
+                *flags(base),
+                *extra,
+            ]
+        )
         assert code == 2, err
         return err.strip().splitlines()[-1]
 
@@ -573,8 +719,17 @@ class BenchmarkColumn(Words):
         source.write_text(LABELLED)
         base = {k: v for k, v in self.base.items() if k != "decoding"}
         target = Path(self.base["qg_model"]) / "bench-out"
-        code, _, err = run_q2(["meta-eval", "--dataset", f"set={source}", "--out-dir", str(target),
-                               "--no-bertscore", *flags(base)])
+        code, _, err = run_q2(
+            [
+                "meta-eval",
+                "--dataset",
+                f"set={source}",
+                "--out-dir",
+                str(target),
+                "--no-bertscore",
+                *flags(base),
+            ]
+        )
         assert code == 2 and not target.exists(), err
         return err.strip()
 
@@ -583,11 +738,15 @@ def adapters(tiny_models: dict[str, str]) -> dict[str, Adapter]:
     """The adapters of the non-harness front-ends (ParlAI's in `adapters_parlai.py`)."""
     base = base_options(tiny_models)
     found: list[Adapter] = [
-        PythonAPI("python score", base), PythonAPI("python Q2Scorer", base, via_scorer=True),
-        EvaluateModule("evaluate compute", base), EvaluateModule("evaluate add_batch", base, batches=True),
-        Q2Score("q2 score", base), Q2Score("q2 score --ray", base, ray=True, slow=True),
+        PythonAPI("python score", base),
+        PythonAPI("python Q2Scorer", base, via_scorer=True),
+        EvaluateModule("evaluate compute", base),
+        EvaluateModule("evaluate add_batch", base, batches=True),
+        Q2Score("q2 score", base),
+        Q2Score("q2 score --ray", base, ray=True, slow=True),
         Q2Agree("q2 agree", base),
-        SpaceFunction("space function", base), BenchmarkColumn("benchmark q2 column", base),
+        SpaceFunction("space function", base),
+        BenchmarkColumn("benchmark q2 column", base),
     ]
     from contract.adapters_parlai import parlai_adapters
 

@@ -6,15 +6,23 @@ from __future__ import annotations
 
 import re
 
+from support.data import ROOT
+
 from contract import test_matrix
 from contract.frontends import NOT_SCORING, registry
-from support.data import ROOT
 
 DOC = ROOT / "docs" / "guarantees.md"
 HEADING = "## The front-end matrix"
-TESTS = {"bad option": "test_bad_option", "missing model": "test_missing_model", "bad item": "test_bad_item",
-         "empty": "test_empty", "q2 score rows": "test_q2_score_rows", "signature": "test_signature",
-         "outputs": "test_outputs", "spans": "test_spans"}
+TESTS = {
+    "bad option": "test_bad_option",
+    "missing model": "test_missing_model",
+    "bad item": "test_bad_item",
+    "empty": "test_empty",
+    "q2 score rows": "test_q2_score_rows",
+    "signature": "test_signature",
+    "outputs": "test_outputs",
+    "spans": "test_spans",
+}
 
 
 def expected_cell(name: str, guarantee: str) -> str:

@@ -22,16 +22,35 @@ import math
 import pytest
 
 from contract.adapters_harness import harness_adapters
-from contract.frontends import BAD_OPTION_KINDS, NOT_SCORING, Item, adapters, base_options, no_model_loads, registry
+from contract.frontends import (
+    BAD_OPTION_KINDS,
+    NOT_SCORING,
+    Item,
+    adapters,
+    base_options,
+    no_model_loads,
+    registry,
+)
 
-GUARANTEES = ("bad option", "missing model", "bad item", "empty", "q2 score rows", "signature", "outputs", "spans")
+GUARANTEES = (
+    "bad option",
+    "missing model",
+    "bad item",
+    "empty",
+    "q2 score rows",
+    "signature",
+    "outputs",
+    "spans",
+)
 _NAMES = {"qg": "/qg", "qa": "/qa", "nli": "/nli"}
 ALL = {**adapters(_NAMES), **{a.name: a for a in harness_adapters(base_options(_NAMES))}}
 
 
 def _params(names=None):
-    return [pytest.param(name, marks=[pytest.mark.slow] if ALL[name].slow else [], id=name)
-            for name in (names or ALL)]
+    return [
+        pytest.param(name, marks=[pytest.mark.slow] if ALL[name].slow else [], id=name)
+        for name in (names or ALL)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +61,7 @@ def fronts(tiny_models):
 
 
 # -- one list of front-ends -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", registry())
 def test_every_front_end_has_an_adapter(name):
@@ -56,13 +76,20 @@ def test_every_front_end_has_an_adapter(name):
 def test_the_registry_is_read_from_the_package():
     names = registry()
     # the CLI verbs, the console scripts and the Inspect entry point come from their declarations
-    assert {"q2 score", "q2 demo", "q2 register", "console script q2", "entry point inspect_ai:q2_metric"} <= set(names)
+    assert {
+        "q2 score",
+        "q2 demo",
+        "q2 register",
+        "console script q2",
+        "entry point inspect_ai:q2_metric",
+    } <= set(names)
     assert "lm-eval q2_wow" in names and "lm-eval q2_dialogue" in names
     assert set(NOT_SCORING) <= set(names), "a NOT_SCORING entry names no front-end"
     assert not set(NOT_SCORING) & set(ALL)
 
 
 # -- items ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def good(rows) -> list[Item]:
@@ -72,7 +99,14 @@ def good(rows) -> list[Item]:
 @pytest.fixture(scope="module")
 def with_empties(good) -> list[Item]:
     """Good items with an empty response (row 1) and an invisible knowledge (row 4) among them."""
-    return [good[0], Item("   ", good[1].knowledge), good[1], good[2], Item(good[3].response, "\u200b"), *good[3:]]
+    return [
+        good[0],
+        Item("   ", good[1].knowledge),
+        good[1],
+        good[2],
+        Item(good[3].response, "\u200b"),
+        *good[3:],
+    ]
 
 
 EMPTY_AT = (1, 4)
@@ -82,14 +116,17 @@ _REPORTS: dict[str, object] = {}
 @pytest.fixture(scope="module")
 def reports(fronts, with_empties, tmp_path_factory):
     """Each front-end's report on `with_empties`, made once (several guarantees read it)."""
+
     def get(name):
         if name not in _REPORTS:
             _REPORTS[name] = fronts[name].score(with_empties, tmp_path_factory.mktemp(name.replace(" ", "_")))
         return _REPORTS[name]
+
     return get
 
 
 # -- the guarantees ---------------------------------------------------------------------------------
+
 
 def _one_sentence(text: str) -> None:
     assert text and "\n" not in text.strip() and "Traceback" not in text, text
@@ -191,10 +228,13 @@ def test_spans(name, reports, fronts, with_empties):
     reference, report = reports("q2 score").spans, reports(name).spans
     assert report is not None and len(report) == len(reference) == len(with_empties)
     # spans worth comparing: several responses have some, with different offsets
-    assert sum(bool(s) for s in reference) >= 5 and len({(s["start"], s["end"]) for r in reference for s in r}) >= 5
+    assert (
+        sum(bool(s) for s in reference) >= 5
+        and len({(s["start"], s["end"]) for r in reference for s in r}) >= 5
+    )
     for item, mine, theirs in zip(with_empties, report, reference):
         for span in mine:
-            assert item.response[span["start"]:span["end"]] == span["text"], (item.response, span)
+            assert item.response[span["start"] : span["end"]] == span["text"], (item.response, span)
         if getattr(adapter, "marks", False):
             # a page marks spans without overlaps (of overlapping ones, one is shown: docs/spans.md):
             # each mark is a span of q2 score's, and every span of q2 score's is marked or overlaps a mark
@@ -207,4 +247,8 @@ def test_spans(name, reports, fronts, with_empties):
         fields = [f for f in _SPAN_FIELDS if all(f in s for s in mine)] if mine else ["start", "end", "text"]
         assert [tuple(s[f] for f in fields) for s in mine] == [tuple(s[f] for f in fields) for s in theirs]
         if mine and "score" in mine[0]:
-            assert all(math.isclose(a["score"], b["score"], rel_tol=1e-9) for a, b in zip(mine, theirs) if a["score"] is not None)
+            assert all(
+                math.isclose(a["score"], b["score"], rel_tol=1e-9)
+                for a, b in zip(mine, theirs)
+                if a["score"] is not None
+            )

@@ -6,16 +6,28 @@ from __future__ import annotations
 
 from unit.test_layers import PACKAGE, import_graph, imports_of, module_names
 
-FRONT_END_PACKAGES = ("q2_metric.cli", "q2_metric.corpus", "q2_metric.meta", "q2_metric.hub", "q2_metric.harness")
+FRONT_END_PACKAGES = (
+    "q2_metric.cli",
+    "q2_metric.corpus",
+    "q2_metric.meta",
+    "q2_metric.hub",
+    "q2_metric.harness",
+)
 ALLOWED = {
-    ("q2_metric.cli.common", "q2_metric.models.tiny"):
-        "the tiny models' question cap in --tiny's help, without importing the engine at start-up",
-    ("q2_metric.cli.convert_nli", "q2_metric.models.allennlp_convert"):
-        "the verb is the converter of the released NLI archive (a model tool, not scoring)",
+    (
+        "q2_metric.cli.common",
+        "q2_metric.models.tiny",
+    ): "the tiny models' question cap in --tiny's help, without importing the engine at start-up",
+    (
+        "q2_metric.cli.convert_nli",
+        "q2_metric.models.allennlp_convert",
+    ): "the verb is the converter of the released NLI archive (a model tool, not scoring)",
     ("q2_metric.meta.baselines", "q2_metric.models.checks"): "the baselines' own NLI model (meta-evaluation)",
     ("q2_metric.meta.baselines", "q2_metric.models.hf_nli"): "the baselines' own NLI model (meta-evaluation)",
-    ("q2_metric.meta.baselines", "q2_metric.steps.response_scores"):
-        "the end-to-end NLI baseline is the fallback rule itself",
+    (
+        "q2_metric.meta.baselines",
+        "q2_metric.steps.response_scores",
+    ): "the end-to-end NLI baseline is the fallback rule itself",
 }
 
 
@@ -25,7 +37,9 @@ def reach_below() -> set[tuple[str, str]]:
     modules = module_names()
     for path in (PACKAGE.parent / "parlai_ext").glob("*.py"):  # ParlAI's front-end, beside the package
         graph[f"parlai_ext.{path.stem}"] = imports_of(f"parlai_ext.{path.stem}", path, modules)
-    fronts = [m for m in graph if m.startswith(FRONT_END_PACKAGES + ("parlai_ext",)) or m == "q2_metric.q2_metric"]
+    fronts = [
+        m for m in graph if m.startswith(FRONT_END_PACKAGES + ("parlai_ext",)) or m == "q2_metric.q2_metric"
+    ]
     return {(m, d) for m in fronts for d in graph[m] if d.startswith(("q2_metric.steps", "q2_metric.models"))}
 
 
@@ -37,6 +51,8 @@ def test_the_check_sees_a_reach(monkeypatch):
     import unit.test_layers as layers
 
     real = layers.import_graph()
-    monkeypatch.setattr("contract.test_reach.import_graph",
-                        lambda: {**real, "q2_metric.cli.score": real["q2_metric.cli.score"] | {"q2_metric.steps.decision"}})
+    monkeypatch.setattr(
+        "contract.test_reach.import_graph",
+        lambda: {**real, "q2_metric.cli.score": real["q2_metric.cli.score"] | {"q2_metric.steps.decision"}},
+    )
     assert ("q2_metric.cli.score", "q2_metric.steps.decision") in reach_below()

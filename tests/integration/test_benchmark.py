@@ -3,14 +3,27 @@
 import re
 import subprocess
 import sys
+
 from support.data import ROOT
 
 
-
 def test_benchmark_ci_sized():
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_speed.py"), "--n", "6", "--size",
-                          "tiny", "--device", "cpu"], capture_output=True, text=True, timeout=600,
-                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_speed.py"),
+            "--n",
+            "6",
+            "--size",
+            "tiny",
+            "--device",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert res.returncode == 0, res.stderr
     last = res.stdout.strip().splitlines()[-1]
     assert re.match(r"speed-up: [\d.]+x .* same scores: True$", last), last
@@ -18,12 +31,17 @@ def test_benchmark_ci_sized():
     assert 0 < eng <= ref
     assert "peak memory:" in res.stdout and "QA tokens" in res.stdout
     # the machine's measured peak, and each model stage's FLOPs and fraction of it
-    assert re.search(r"Matrix-product peak \(torch.mm unless named, measured now\): float32 [\d,.]+ GFLOP/s, "
-                     r"float32 oneDNN [\d,.]+ GFLOP/s", res.stdout)
+    assert re.search(
+        r"Matrix-product peak \(torch.mm unless named, measured now\): float32 [\d,.]+ GFLOP/s, "
+        r"float32 oneDNN [\d,.]+ GFLOP/s",
+        res.stdout,
+    )
     assert re.search(r"Linear layers: (oneDNN|PyTorch default \(BLAS\))$", res.stdout, re.M)
     assert re.search(r"fraction of float32 peak\s+[\d.]+%\s+[\d.]+%", res.stdout)
     for role in ("qg", "qa"):
-        assert re.search(rf"^{role}\s+[\d.]+\s+\d+%\s+\d+\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+[\d.]+%", res.stdout, re.M), role
+        assert re.search(
+            rf"^{role}\s+[\d.]+\s+\d+%\s+\d+\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+[\d.]+%", res.stdout, re.M
+        ), role
     assert re.search(r"^questions\s+[\d.]+\s+[\d.]+%\s+[\d.]+\s+qg:[\d,]+", res.stdout, re.M)
 
 
@@ -31,10 +49,30 @@ def test_benchmark_gpu_path_on_a_cpu_stand_in():
     """What `--device cuda` runs, minus the device: bfloat16 models (and their peak), padded QA
     batches instead of packed rows, large batches and token budgets; the decisions are scripted,
     so the scores must still equal the loop's."""
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_speed.py"), "--n", "3", "--size",
-                          "tiny", "--device", "cpu", "--dtype", "bfloat16", "--qa-packing", "off",
-                          "--batch-size", "256", "--max-tokens", "131072"], capture_output=True, text=True,
-                         timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_speed.py"),
+            "--n",
+            "3",
+            "--size",
+            "tiny",
+            "--device",
+            "cpu",
+            "--dtype",
+            "bfloat16",
+            "--qa-packing",
+            "off",
+            "--batch-size",
+            "256",
+            "--max-tokens",
+            "131072",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert res.returncode == 0, res.stderr
     assert "dtype bfloat16" in res.stdout and "QA packed: False" in res.stdout
     assert "batch sizes QG 256, QA 256, NLI 256" in res.stdout
@@ -48,15 +86,38 @@ def test_benchmark_precisions_and_growth_ci_sized():
     same scores) and the int8 peak; `--growth` one row per size, from fresh processes."""
     env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     script = str(ROOT / "benchmarks" / "bench_speed.py")
-    res = subprocess.run([sys.executable, script, "--n", "4", "--size", "tiny", "--device", "cpu",
-                          "--precisions", "float32,int8"], capture_output=True, text=True, timeout=600, env=env)
+    res = subprocess.run(
+        [
+            sys.executable,
+            script,
+            "--n",
+            "4",
+            "--size",
+            "tiny",
+            "--device",
+            "cpu",
+            "--precisions",
+            "float32,int8",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
-    row = re.search(r"^float32\s+[\d.]+\s+[\d.]+\s+1\.00x\s+[\d.]+x\s+[\d.]+%\s+True\s+(.*)$", res.stdout, re.M)
+    row = re.search(
+        r"^float32\s+[\d.]+\s+[\d.]+\s+1\.00x\s+[\d.]+x\s+[\d.]+%\s+True\s+(.*)$", res.stdout, re.M
+    )
     assert row and row.group(1).count("100.0%") == 3, res.stdout
     assert re.search(r"^int8\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x\s+[\d.]+%\s+True", res.stdout, re.M)
     assert re.search(r"qa: int8 peak [\d.]+", res.stdout)
     assert res.stdout.strip().splitlines()[-1].endswith("same scores: True")
-    res = subprocess.run([sys.executable, script, "--size", "tiny", "--device", "cpu", "--growth", "2,4"],
-                         capture_output=True, text=True, timeout=600, env=env)
+    res = subprocess.run(
+        [sys.executable, script, "--size", "tiny", "--device", "cpu", "--growth", "2,4"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     assert [int(m) for m in re.findall(r"^\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d,]+$", res.stdout, re.M)] == [2, 4]

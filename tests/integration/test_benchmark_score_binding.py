@@ -12,7 +12,12 @@ from q2_metric.cli import main
 
 pytestmark = pytest.mark.slow
 K = "The Eiffel Tower, in Paris, was finished in 1889."
-A = [("it was finished in 1889.", 1), ("it was finished in 1925.", 0), ("it is in paris.", 1), ("it is in lyon.", 0)]
+A = [
+    ("it was finished in 1889.", 1),
+    ("it was finished in 1925.", 0),
+    ("it is in paris.", 1),
+    ("it is in lyon.", 0),
+]
 B = [("it is in lyon.", 0), ("the tower is in paris.", 1), ("it was built in rome.", 0)]
 
 
@@ -32,15 +37,34 @@ def files(tmp_path):
 
 
 def template(tmp_path, datasets):
-    assert main(["meta-eval", "--baselines-only", "--no-bertscore", *datasets,
-                 "--write-template", str(tmp_path / "tmpl")]) == 0
+    assert (
+        main(
+            [
+                "meta-eval",
+                "--baselines-only",
+                "--no-bertscore",
+                *datasets,
+                "--write-template",
+                str(tmp_path / "tmpl"),
+            ]
+        )
+        == 0
+    )
     with open(tmp_path / "tmpl" / "meta_eval_template.csv", newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
 
 
 def run(tmp_path, datasets, scores, out="out"):
-    args = ["meta-eval", "--baselines-only", "--no-bertscore", *datasets, "--bootstrap", "5",
-            "--out-dir", str(tmp_path / out)]
+    args = [
+        "meta-eval",
+        "--baselines-only",
+        "--no-bertscore",
+        *datasets,
+        "--bootstrap",
+        "5",
+        "--out-dir",
+        str(tmp_path / out),
+    ]
     for s in scores:
         args += ["--scores", s]
     return main(args)
@@ -52,8 +76,11 @@ def test_a_perfect_judge_gets_auc_1_in_any_order(files, columns):
     label = dict(A + B)
     rows = template(tmp_path, ["--dataset", f"a={a}", "--dataset", f"b={b}"])
     assert [r["id"] for r in rows] == ["a:1", "a:2", "a:3", "a:4", "b:2", "b:3"]
-    judge = write(tmp_path / "judge.csv", [*columns, "score"],
-                  [[r[c] for c in columns] + [label[r["response"]]] for r in reversed(rows)])
+    judge = write(
+        tmp_path / "judge.csv",
+        [*columns, "score"],
+        [[r[c] for c in columns] + [label[r["response"]]] for r in reversed(rows)],
+    )
     # read with the datasets in the other order
     assert run(tmp_path, ["--dataset", f"b={b}", "--dataset", f"a={a}"], [f"judge={judge}"]) == 0
     results = json.loads((tmp_path / "out" / "benchmark.json").read_text())["results"]
@@ -67,9 +94,11 @@ def test_unidentifiable_and_twice_named_files_are_refused(files, capsys):
     bare = write(tmp_path / "bare.csv", ["score"], [[1]] * 6)
     assert run(tmp_path, datasets, [f"judge={bare}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"q2: {bare}: no column says which response each row scores (column 'score'); keep the "
-                   "template's 'id' column, or its 'response' and 'knowledge' columns, since rows are never "
-                   "matched by their order."]
+    assert err == [
+        f"q2: {bare}: no column says which response each row scores (column 'score'); keep the "
+        "template's 'id' column, or its 'response' and 'knowledge' columns, since rows are never "
+        "matched by their order."
+    ]
     good = write(tmp_path / "good.csv", ["response", "score"], [[r, y] for r, y in A + B[1:]])
     assert run(tmp_path, datasets, [f"judge={bare}", f"judge={good}"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == ["q2: --scores: the name 'judge' is given twice."]

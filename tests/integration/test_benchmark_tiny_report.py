@@ -18,17 +18,43 @@ def test_tiny_benchmark_reports_say_meaningless(tmp_path):
     with open(src, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["grounding", "generated_text", "label"])
-        w.writerows([(K, "it was finished in 1889.", 1), (K, "it was finished in 1925.", 0),
-                     (K, "it is in paris.", 1), (K, "it is in lyon.", 0)])
+        w.writerows(
+            [
+                (K, "it was finished in 1889.", 1),
+                (K, "it was finished in 1925.", 0),
+                (K, "it is in paris.", 1),
+                (K, "it is in lyon.", 0),
+            ]
+        )
     out = tmp_path / "out"
-    assert main(["meta-eval", "--tiny", "--dataset", f"mine={src}", "--no-bertscore", "--bootstrap", "5",
-                 "--no-cache", "--no-progress", "--device", "cpu", "--out-dir", str(out)]) == 0
+    assert (
+        main(
+            [
+                "meta-eval",
+                "--tiny",
+                "--dataset",
+                f"mine={src}",
+                "--no-bertscore",
+                "--bootstrap",
+                "5",
+                "--no-cache",
+                "--no-progress",
+                "--device",
+                "cpu",
+                "--out-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     note = meaningless_note()
     report = json.loads((out / "benchmark.json").read_text())
     assert report["meaningless"] == note and note in report["notes"]
     assert "models:tiny-random" in report["signature_short"] and "tiny-random-" in report["signature"]
     md = (out / "benchmark.md").read_text()
-    assert md.splitlines()[2] == f"**{note}**" and report["signature_short"] in md and report["signature"] in md
+    assert (
+        md.splitlines()[2] == f"**{note}**" and report["signature_short"] in md and report["signature"] in md
+    )
     tex = (out / "benchmark.tex").read_text()
     assert "These scores are meaningless" in tex and "models:tiny-random" in tex
     with open(out / "leaderboard.csv", newline="") as f:

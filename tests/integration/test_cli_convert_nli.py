@@ -8,15 +8,15 @@ import json
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import torch
-
+from support.cli import cli
 from support.data import sample_rows
+
 from q2_metric.config import Q2Config
 from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.random_models import train_tokenizer
-from pathlib import Path
-from support.cli import cli
 
 LABELS = ["entailment", "contradiction", "neutral"]  # AllenNLP's order for SNLI
 
@@ -27,26 +27,46 @@ def build_archive(tmp_path):
     texts = [r["response"] for r in sample_rows()] + [r["knowledge"] for r in sample_rows()]
     base = tmp_path / "tiny-roberta"
     torch.manual_seed(0)
-    roberta = RobertaModel(RobertaConfig(vocab_size=600, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                         intermediate_size=64, max_position_embeddings=514, pad_token_id=0))
+    roberta = RobertaModel(
+        RobertaConfig(
+            vocab_size=600,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=514,
+            pad_token_id=0,
+        )
+    )
     roberta.save_pretrained(base)
     train_tokenizer(texts, vocab_size=600).save_pretrained(base)
     ff, cls = torch.nn.Linear(32, 32), torch.nn.Linear(32, 3)
-    weights = {f"_text_field_embedder.token_embedder_tokens.transformer_model.{k}": v
-               for k, v in roberta.state_dict().items()}
+    weights = {
+        f"_text_field_embedder.token_embedder_tokens.transformer_model.{k}": v
+        for k, v in roberta.state_dict().items()
+    }
     weights.update({f"_feedforward._linear_layers.0.{k}": v for k, v in ff.state_dict().items()})
     weights.update({f"_classification_layer.{k}": v for k, v in cls.state_dict().items()})
-    config = {"model": {"type": "basic_classifier",
-                        "text_field_embedder": {"token_embedders": {"tokens": {
-                            "type": "pretrained_transformer", "model_name": str(base), "max_length": 512}}},
-                        "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 32},
-                        "feedforward": {"input_dim": 32, "num_layers": 1, "hidden_dims": 32, "activations": "tanh"},
-                        "dropout": 0.1}}
+    config = {
+        "model": {
+            "type": "basic_classifier",
+            "text_field_embedder": {
+                "token_embedders": {
+                    "tokens": {"type": "pretrained_transformer", "model_name": str(base), "max_length": 512}
+                }
+            },
+            "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 32},
+            "feedforward": {"input_dim": 32, "num_layers": 1, "hidden_dims": 32, "activations": "tanh"},
+            "dropout": 0.1,
+        }
+    }
     archive = tmp_path / "snli_roberta-tiny.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
-        for name, data in (("config.json", json.dumps(config).encode()),
-                           ("vocabulary/labels.txt", ("\n".join(LABELS) + "\n").encode()),
-                           ("vocabulary/non_padded_namespaces.txt", b"*tags\n*labels\n")):
+        for name, data in (
+            ("config.json", json.dumps(config).encode()),
+            ("vocabulary/labels.txt", ("\n".join(LABELS) + "\n").encode()),
+            ("vocabulary/non_padded_namespaces.txt", b"*tags\n*labels\n"),
+        ):
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -62,8 +82,12 @@ def build_archive(tmp_path):
 def test_converted_model_equals_the_archive_by_hand(tmp_path):
     archive, roberta, ff, cls = build_archive(tmp_path)
     roberta.eval()
-    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "convert-nli", str(archive),
-                          str(tmp_path / "nli")], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "q2_metric.cli", "convert-nli", str(archive), str(tmp_path / "nli")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     nli = HFNLIClassifier(Q2Config(nli_model=str(tmp_path / "nli"), device="cpu"))
     assert nli.model.config.id2label == dict(enumerate(LABELS))
@@ -86,8 +110,12 @@ def test_not_an_allennlp_archive_is_one_sentence(tmp_path):
         info = tarfile.TarInfo("config.json")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "convert-nli", str(bad),
-                          str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "q2_metric.cli", "convert-nli", str(bad), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 2
     assert res.stderr.strip() == f"q2: {bad}: weights.th is missing; is this an AllenNLP model archive?"
 
@@ -118,12 +146,24 @@ def test_convert_nli_damaged_archives_are_one_sentence(tmp_path):
     R, S, L, D = tarfile.REGTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.DIRTYPE
     rest = [("weights.th", weights, R), ("vocabulary/labels.txt", labels, R)]
     cases = {
-        "symlink": ([("config.json", None, S), *rest], "config.json is a symbolic link in the archive, not a file"),
-        "hardlink": ([("config.json", None, L), *rest], "config.json is a hard link in the archive, not a file"),
+        "symlink": (
+            [("config.json", None, S), *rest],
+            "config.json is a symbolic link in the archive, not a file",
+        ),
+        "hardlink": (
+            [("config.json", None, L), *rest],
+            "config.json is a hard link in the archive, not a file",
+        ),
         "dir": ([("config.json", None, D), *rest], "config.json is a directory in the archive, not a file"),
         "badjson": ([("config.json", b"{nope", R), *rest], "config.json is not valid JSON"),
-        "notorch": ([("config.json", good_config, R), ("weights.th", b"not a pickle", R),
-                     ("vocabulary/labels.txt", labels, R)], "weights.th is not a PyTorch state dict"),
+        "notorch": (
+            [
+                ("config.json", good_config, R),
+                ("weights.th", b"not a pickle", R),
+                ("vocabulary/labels.txt", labels, R),
+            ],
+            "weights.th is not a PyTorch state dict",
+        ),
         "dotdot": ([("../config.json", good_config, R), *rest], "config.json is missing"),
     }
     (tmp_path / "work").mkdir()
@@ -136,6 +176,7 @@ def test_convert_nli_damaged_archives_are_one_sentence(tmp_path):
     not_tar.write_text("hello")
     res = cli("convert-nli", str(not_tar), "out", cwd=tmp_path / "work")
     assert res.returncode == 2 and res.stderr.startswith(f"q2: {not_tar}: not a tar archive"), res.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*(f"{n}.tar.gz" for n in cases), "plain.tar.gz",
-                                                                 "work"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*(f"{n}.tar.gz" for n in cases), "plain.tar.gz", "work"]
+    )
     assert list((tmp_path / "work").iterdir()) == []  # nothing written, not even the output folder

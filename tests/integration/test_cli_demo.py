@@ -1,16 +1,16 @@
 """`q2 demo` says what it is doing and passes a progress bar to the engine (`--no-progress`: none)."""
 
 import csv
-
-import pytest
-
-from q2_metric.cli import main
-from q2_metric.scorer import Q2Scorer
 import os
 import re
 import subprocess
 import sys
+
+import pytest
 from support.data import ROOT
+
+from q2_metric.cli import main
+from q2_metric.scorer import Q2Scorer
 
 
 @pytest.mark.parametrize("flags, shown", [([], True), (["--no-progress"], False)])
@@ -30,9 +30,26 @@ def test_demo_progress(flags, shown, rows, tiny_models, tmp_path, monkeypatch, c
         return real_score(self, responses, knowledge, progress=progress)
 
     monkeypatch.setattr(Q2Scorer, "score", spy)
-    code = main(["demo", "--input", str(sample), "--qg-model", tiny_models["qg"], "--qa-model", tiny_models["qa"],
-                 "--nli-model", tiny_models["nli"], "--device", "cpu", "--decoding", "greedy", "--explain", "0",
-                 *flags])
+    code = main(
+        [
+            "demo",
+            "--input",
+            str(sample),
+            "--qg-model",
+            tiny_models["qg"],
+            "--qa-model",
+            tiny_models["qa"],
+            "--nli-model",
+            tiny_models["nli"],
+            "--device",
+            "cpu",
+            "--decoding",
+            "greedy",
+            "--explain",
+            "0",
+            *flags,
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0 and "Scored 2 responses" in out.out
     assert (seen[0] is not None) == shown
@@ -46,8 +63,9 @@ def test_readme_quotes_the_offline_error(tmp_path):
     (docs/models.md since the README became a front page; tests/integration/test_docs.py checks the block itself)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     env.pop("HF_HUB_CACHE", None)
-    run = subprocess.run([sys.executable, "-m", "q2_metric.cli", "demo"], env=env, capture_output=True,
-                         text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "q2_metric.cli", "demo"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 2 and run.stderr.startswith("q2: The question-generation model 'mrm8488/")
     assert run.stderr.strip() in (ROOT / "docs" / "models.md").read_text()
 
@@ -59,10 +77,12 @@ def test_demo_tiny_builds_once_and_explains(tmp_path, monkeypatch, capsys):
     assert "Building small random models" in out.err and "Q² 2/6 questions" in out.err
     lines = out.out.splitlines()
     assert "Scored 6 responses" in lines[0]
-    table = lines[lines.index(next(x for x in lines if x.strip().startswith("#  system"))) + 1:][:6]
+    table = lines[lines.index(next(x for x in lines if x.strip().startswith("#  system"))) + 1 :][:6]
     # each row ends in its one-line reason; random weights usually leave no valid question, but a
     # tiny model can answer one ("The question not answered by the knowledge.", seen in CI)
-    reason = re.compile(r"\s(No valid question \(|The question |All \d+ questions |\d+ of \d+ questions? |Not scored: )")
+    reason = re.compile(
+        r"\s(No valid question \(|The question |All \d+ questions |\d+ of \d+ questions? |Not scored: )"
+    )
     assert len(table) == 6 and all(reason.search(x) for x in table), table
     assert any(x.startswith("q2:") and "|dec:beam5-ret5-nrng3-es1-max16-in512|" in x for x in lines)
     assert "These scores are meaningless" in out.out and "hf download mrm8488/" in out.out
@@ -77,7 +97,11 @@ def test_demo_tiny_sections_once_no_nan(tiny_env, capsys):
     assert main(["demo", "--tiny", "--device", "cpu", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert not re.search(r"\bnan\b", out), out
-    for heading in ("Mean Q2 per system and human label", "Each response, and why", "System figures:",
-                    "Signature (how these scores were made):"):
+    for heading in (
+        "Mean Q2 per system and human label",
+        "Each response, and why",
+        "System figures:",
+        "Signature (how these scores were made):",
+    ):
         assert out.count(heading) == 1, heading
     assert "coverage = " in out and "share of scored responses with at least one valid question" in out

@@ -47,8 +47,15 @@ def blocks(path: Path) -> list[Block]:
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
         before = NORUN.match(lines[start - 1]) if start else None
         name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
-        out.append(Block(name, start + 1, lang, "\n".join(lines[start + 1:end]) + "\n",
-                         before.group(1) if before else None))
+        out.append(
+            Block(
+                name,
+                start + 1,
+                lang,
+                "\n".join(lines[start + 1 : end]) + "\n",
+                before.group(1) if before else None,
+            )
+        )
         i = end + 1
     return out
 
@@ -56,11 +63,16 @@ def blocks(path: Path) -> list[Block]:
 def test_block_parser_reads_norun_and_languages(tmp_path):
     """The parser itself, on a hand-written page."""
     page = tmp_path / "p.md"
-    page.write_text("x\n<!-- norun: needs a GPU -->\n```bash\nnvidia-smi\n```\n\n```python\nprint(1)\n```\n"
-                    "<!-- norun: -->\n```text\nout\n```\n")
+    page.write_text(
+        "x\n<!-- norun: needs a GPU -->\n```bash\nnvidia-smi\n```\n\n```python\nprint(1)\n```\n"
+        "<!-- norun: -->\n```text\nout\n```\n"
+    )
     got = [(b.lang, b.code, b.norun, b.line) for b in blocks(page)]
-    assert got == [("bash", "nvidia-smi\n", "needs a GPU", 3), ("python", "print(1)\n", None, 7),
-                   ("text", "out\n", "", 11)]
+    assert got == [
+        ("bash", "nvidia-smi\n", "needs a GPU", 3),
+        ("python", "print(1)\n", None, 7),
+        ("text", "out\n", "", 11),
+    ]
 
 
 ALL = [b for page in PAGES for b in blocks(page)]
@@ -105,10 +117,20 @@ def _workdir(tmp_path: Path, rows: list[dict]) -> Path:
 
 def _env(tmp_path: Path, tiny: dict[str, str]) -> dict[str, str]:
     folder = str(Path(tiny["qg"]).parent)
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "Q2_TINY": "1",
-            "Q2_TINY_MODELS": folder, "Q2_QG_MODEL": tiny["qg"], "Q2_QA_MODEL": tiny["qa"],
-            "Q2_NLI_MODEL": tiny["nli"], "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"),
-            "XDG_CACHE_HOME": str(tmp_path / "xdg"), "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    return {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "Q2_TINY": "1",
+        "Q2_TINY_MODELS": folder,
+        "Q2_QG_MODEL": tiny["qg"],
+        "Q2_QA_MODEL": tiny["qa"],
+        "Q2_NLI_MODEL": tiny["nli"],
+        "HF_HUB_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(tmp_path / "modules"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONWARNINGS": "ignore",
+    }
 
 
 def _run(block: Block, work: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -130,22 +152,26 @@ def test_page_snippets_run(page, tiny_cache, rows, tmp_path):
     for block in [b for b in RUNNABLE if b.page == page and b.norun is None]:
         res = _run(block, work, env)
         where = f"{block.page}:{block.line}"
-        assert res.returncode == 0, f"{where} failed:\n{block.code}\n--- stdout\n{res.stdout[-3000:]}\n" \
-                                    f"--- stderr\n{res.stderr[-3000:]}"
+        assert res.returncode == 0, (
+            f"{where} failed:\n{block.code}\n--- stdout\n{res.stdout[-3000:]}\n"
+            f"--- stderr\n{res.stderr[-3000:]}"
+        )
         assert "Traceback" not in res.stderr, f"{where}:\n{res.stderr[-3000:]}"
         assert not re.search(r"\bnan\b", res.stdout), f"{where} printed nan:\n{res.stdout[-3000:]}"
 
 
 def _marked_block(path: Path, marker: str) -> str:
     text = path.read_text(encoding="utf-8")
-    after = text[text.index(f"<!-- {marker}"):]
+    after = text[text.index(f"<!-- {marker}") :]
     return after.split("```", 2)[1].split("\n", 1)[1]
 
 
 def test_offline_error_quoted_is_what_q2_demo_prints(tmp_path):
     """docs/models.md quotes the offline error word for word (an empty Hugging Face cache, offline)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("Q2_")}
-    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    env.update(
+        HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    )
     res = subprocess.run(["q2", "demo"], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.strip() == _marked_block(ROOT / "docs" / "models.md", "offline-error").strip()
@@ -158,16 +184,22 @@ def _column_table(text: str) -> list[str]:
 
 def test_output_columns_documented_are_written(tiny_cache, rows, tmp_path):
     work = _workdir(tmp_path, rows)
-    res = subprocess.run(["q2", "score", "responses.csv", "-o", "out.csv", "--quiet", "--no-cache"], cwd=work,
-                         env=_env(tmp_path, tiny_cache), capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        ["q2", "score", "responses.csv", "-o", "out.csv", "--quiet", "--no-cache"],
+        cwd=work,
+        env=_env(tmp_path, tiny_cache),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     with open(work / "out.csv", newline="", encoding="utf-8") as f:
         header = next(csv.reader(f))
     added = header[2:]  # after the input's response and knowledge
     cli = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    assert _column_table(cli[cli.index("<!-- output-columns"):]) [:len(added)] == added
+    assert _column_table(cli[cli.index("<!-- output-columns") :])[: len(added)] == added
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert _column_table(readme[readme.index("## What comes out"):]) == added
+    assert _column_table(readme[readme.index("## What comes out") :]) == added
 
 
 def test_readme_is_a_short_front_page():
@@ -182,8 +214,14 @@ def test_mkdocs_build_strict(tmp_path):
     mkdocs = BIN / "mkdocs"
     if not mkdocs.exists():
         pytest.skip("mkdocs is not installed (make docs installs the docs extra)")
-    res = subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    res = subprocess.run(
+        [str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "WARNING" not in res.stderr, res.stderr[-3000:]
     index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")

@@ -18,6 +18,9 @@ def test_quoted_missing_model_sentence_is_the_real_one(tiny_config):
     scorer = Q2Scorer(tiny_config.replace(coref=True, coref_model="biu-nlp/f-coref"), parser=ScriptedParser())
     with pytest.raises(ModelNotAvailable) as err:
         scorer.check_models()
-    quoted = " ".join(re.search(r"    (The coreference model 'biu-nlp.*?--coref-model\)\.)", DOC.read_text(), re.S)
-                      .group(1).split())
+    quoted = " ".join(
+        re.search(r"    (The coreference model 'biu-nlp.*?--coref-model\)\.)", DOC.read_text(), re.S)
+        .group(1)
+        .split()
+    )
     assert str(err.value) == quoted

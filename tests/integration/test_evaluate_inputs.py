@@ -17,13 +17,23 @@ def metric():
 
 @pytest.fixture(scope="module")
 def opts(tiny_config):
-    return dict(qg_model=tiny_config.qg_model, qa_model=tiny_config.qa_model, nli_model=tiny_config.nli_model,
-                device="cpu", decoding="greedy", max_question_length=8, progress=False)
+    return dict(
+        qg_model=tiny_config.qg_model,
+        qa_model=tiny_config.qa_model,
+        nli_model=tiny_config.nli_model,
+        device="cpu",
+        decoding="greedy",
+        max_question_length=8,
+        progress=False,
+    )
 
 
 def test_evaluate_lone_surrogate_and_empty_compute_signature(metric, opts):
-    results = metric.compute(predictions=["Bob\ud800 Ross hosted the show.", "Bob \x1b[31mRoss\x00 hosted it."],
-                             references=["Bob Ross hosted it.", "Bob Ross\x7f hosted\x0b it."], **opts)
+    results = metric.compute(
+        predictions=["Bob\ud800 Ross hosted the show.", "Bob \x1b[31mRoss\x00 hosted it."],
+        references=["Bob Ross hosted it.", "Bob Ross\x7f hosted\x0b it."],
+        **opts,
+    )
     assert results["num_scored"] == 2  # control characters go to the models as they are
     empty = metric.compute(predictions=[], references=[], **opts)
     assert empty["num_responses"] == 0
@@ -34,12 +44,17 @@ def test_evaluate_lone_surrogate_and_empty_compute_signature(metric, opts):
 
 def test_evaluate_multi_reference_is_the_best_reference(metric, opts, rows):
     preds = [r["response"] for r in rows[:3]]
-    refs = [[rows[0]["knowledge"], rows[1]["knowledge"]], [rows[1]["knowledge"]],
-            ["", rows[2]["knowledge"], rows[0]["knowledge"]]]
+    refs = [
+        [rows[0]["knowledge"], rows[1]["knowledge"]],
+        [rows[1]["knowledge"]],
+        ["", rows[2]["knowledge"], rows[0]["knowledge"]],
+    ]
     multi = metric.compute(predictions=preds, references=refs, return_details=True, **opts)
     # expected: each reference scored on its own, then the best per prediction
-    single = [[metric.compute(predictions=[p], references=[k], **opts)["scores"][0] for k in ks]
-              for p, ks in zip(preds, refs)]
+    single = [
+        [metric.compute(predictions=[p], references=[k], **opts)["scores"][0] for k in ks]
+        for p, ks in zip(preds, refs)
+    ]
     best = [max(range(len(s)), key=lambda j: (s[j] is not None, s[j] or 0.0, -j)) for s in single]
     assert multi["scores"] == [s[b] for s, b in zip(single, best)]
     assert multi["best_reference"] == best and len(multi["details"]) == 3

@@ -48,8 +48,9 @@ KILLED = textwrap.dedent("""
 def test_part_files_of_a_killed_run_are_removed_by_the_next(source, tmp_path):
     out = tmp_path / "data"
     args = [f"{n} {hashlib.sha256(b).hexdigest()}".split() for n, b in BODIES.items()]
-    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(out), COMMIT, *sum(args, [])],
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(out), COMMIT, *sum(args, [])], stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 60
         while len([p for p in listing(out) if ".part-" in p]) < 2:  # made before the first download

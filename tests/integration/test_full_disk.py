@@ -6,8 +6,7 @@ import json
 import subprocess
 import sys
 
-from support.files import leftovers, HEADER
-
+from support.files import HEADER, leftovers
 
 PY = sys.executable
 
@@ -39,18 +38,26 @@ print(json.dumps({"cache_size": cache.stat().st_size}))
 
 
 def test_full_disk_keeps_the_scored_rows_and_names_the_file(tmp_path):
-    (tmp_path / "in.csv").write_text(HEADER + "".join(f"Paris {i} is big.,Paris {i} is big.\n" for i in range(30)))
+    (tmp_path / "in.csv").write_text(
+        HEADER + "".join(f"Paris {i} is big.,Paris {i} is big.\n" for i in range(30))
+    )
     old = tmp_path / "out.csv"
     old.write_text("old\n")
-    run = lambda limit: subprocess.run([PY, "-c", FULL_DISK, str(tmp_path), str(limit), str(old)],  # noqa: E731
-                                       capture_output=True, text=True, timeout=300)
+    run = lambda limit: subprocess.run(
+        [PY, "-c", FULL_DISK, str(tmp_path), str(limit), str(old)],  # noqa: E731
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     # the cache cannot grow, the outputs (small) can: the chunk is kept and written out
     res = run(20001 + 500)
     first, second = [json.loads(line) for line in res.stdout.splitlines()]
     cache = next((tmp_path / "cache").rglob("responses.jsonl"))
     assert first["scored"] == 30 and second["cache_size"] == 20001  # the cut append was undone
-    assert first["warnings"] == [f"cannot write the cache file '{cache}' (File too large): this run goes on without "
-                                 "the cache (its scores go to the outputs but will not be reused by a later run)"]
+    assert first["warnings"] == [
+        f"cannot write the cache file '{cache}' (File too large): this run goes on without "
+        "the cache (its scores go to the outputs but will not be reused by a later run)"
+    ]
     assert f"q2: warning: cannot write the cache file '{cache}'" in res.stderr
     assert len(old.read_text().splitlines()) == 31
     # nothing can grow: the error names the output file and the earlier outputs are kept

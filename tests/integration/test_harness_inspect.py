@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support.harness import BIN, cli_score, close, count_engine, env, set_in_process
 
 pytest.importorskip("inspect_ai")
@@ -42,10 +41,32 @@ def test_inspect_eval_and_score_commands(harness_tiny, tmp_path):
 
     environ = env(harness_tiny["q2"], tmp_path)
     logs = tmp_path / "logs"
-    res = subprocess.run([str(BIN / "inspect"), "eval", "q2_metric/q2_wow", "--model", "hf/local",
-                          "-M", f"model_path={harness_tiny['lm']}", "-M", "device=cpu", "-T", f"limit={N}",
-                          "-T", "max_tokens=16", "--log-dir", str(logs), "--display", "plain"],
-                         env=environ, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        [
+            str(BIN / "inspect"),
+            "eval",
+            "q2_metric/q2_wow",
+            "--model",
+            "hf/local",
+            "-M",
+            f"model_path={harness_tiny['lm']}",
+            "-M",
+            "device=cpu",
+            "-T",
+            f"limit={N}",
+            "-T",
+            "max_tokens=16",
+            "--log-dir",
+            str(logs),
+            "--display",
+            "plain",
+        ],
+        env=environ,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     (info,) = list_eval_logs(str(logs))
     log = read_eval_log(info.name)
@@ -59,19 +80,49 @@ def test_inspect_eval_and_score_commands(harness_tiny, tmp_path):
     assert evalscore.metadata["q2_signature"] == log.samples[0].scores["q2"].metadata["signature"]
     # `inspect score --scorer q2_metric/q2`: any log re-scored with Q² from the command line
     rescored = tmp_path / "rescored.eval"
-    res = subprocess.run([str(BIN / "inspect"), "score", info.name, "--scorer", "q2_metric/q2", "-S", "max_batch=4",
-                          "--action", "overwrite", "--output-file", str(rescored), "--display", "plain"],
-                         env=environ, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        [
+            str(BIN / "inspect"),
+            "score",
+            info.name,
+            "--scorer",
+            "q2_metric/q2",
+            "-S",
+            "max_batch=4",
+            "--action",
+            "overwrite",
+            "--output-file",
+            str(rescored),
+            "--display",
+            "plain",
+        ],
+        env=environ,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     again = read_eval_log(str(rescored))
-    assert [s.scores["q2"].value for s in again.samples] == [s.scores["q2"].value for s in log.samples] or all(
-        math.isnan(a) and math.isnan(b) for a, b in zip([s.scores["q2"].value for s in again.samples],
-                                                         [s.scores["q2"].value for s in log.samples]))
+    assert [s.scores["q2"].value for s in again.samples] == [
+        s.scores["q2"].value for s in log.samples
+    ] or all(
+        math.isnan(a) and math.isnan(b)
+        for a, b in zip(
+            [s.scores["q2"].value for s in again.samples], [s.scores["q2"].value for s in log.samples]
+        )
+    )
 
 
-REPLIES = ["Bob Ross hosted The Joy of Painting on PBS.", "", "it aired in the us , canada and latin america",
-           "i love gardening as well . it is considered to be relaxing .", "Paris is the capital of France.",
-           "he died in orlando of lymphoma", "yes they are very well behaved ."]
+REPLIES = [
+    "Bob Ross hosted The Joy of Painting on PBS.",
+    "",
+    "it aired in the us , canada and latin america",
+    "i love gardening as well . it is considered to be relaxing .",
+    "Paris is the capital of France.",
+    "he died in orlando of lymphoma",
+    "yes they are very well behaved .",
+]
 
 
 @pytest.mark.slow
@@ -97,9 +148,12 @@ def test_inspect_scorer_batches_concurrent_samples(harness_tiny, tmp_path, monke
         outputs.append(out)
     model = get_model("mockllm/model", custom_outputs=outputs)
     max_batch = 3
-    task = Task(dataset=MemoryDataset(samples), solver=generate(), scorer=q2(max_batch=max_batch, max_wait=2.0))
-    (log,) = inspect_ai.eval(task, model=model, log_dir=str(tmp_path / "logs"), display="none",
-                             max_samples=len(REPLIES))
+    task = Task(
+        dataset=MemoryDataset(samples), solver=generate(), scorer=q2(max_batch=max_batch, max_wait=2.0)
+    )
+    (log,) = inspect_ai.eval(
+        task, model=model, log_dir=str(tmp_path / "logs"), display="none", max_samples=len(REPLIES)
+    )
     assert log.status == "success", log.error
     got = sorted(log.samples, key=lambda s: s.id)
     assert [s.scores["q2"].answer for s in got] == REPLIES
@@ -122,18 +176,61 @@ def test_inspect_eval_checks_the_q2_models_before_generating(harness_tiny, tmp_p
     environ = env(harness_tiny["q2"], tmp_path)
     missing = tmp_path / "no-qg-model"
     logs = tmp_path / "logs"
-    res = subprocess.run([str(BIN / "inspect"), "eval", "q2_metric/q2_wow", "--model", "hf/local",
-                          "-M", f"model_path={harness_tiny['lm']}", "-M", "device=cpu", "-T", "limit=2",
-                          "-T", f"qg_model={missing}", "--log-dir", str(logs), "--display", "plain"],
-                         env=environ, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        [
+            str(BIN / "inspect"),
+            "eval",
+            "q2_metric/q2_wow",
+            "--model",
+            "hf/local",
+            "-M",
+            f"model_path={harness_tiny['lm']}",
+            "-M",
+            "device=cpu",
+            "-T",
+            "limit=2",
+            "-T",
+            f"qg_model={missing}",
+            "--log-dir",
+            str(logs),
+            "--display",
+            "plain",
+        ],
+        env=environ,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = res.stdout + res.stderr
     assert res.returncode != 0, out[-3000:]
     assert str(missing) in out and "-T qg_model" in out and "Traceback" not in out, out[-3000:]
     assert "--qg-model" not in out and "Task interrupted" not in out
     assert not list(logs.glob("*.eval")) or all("samples" not in p.name for p in logs.iterdir())
     # an option error: one sentence too
-    res = subprocess.run([str(BIN / "inspect"), "eval", "q2_metric/q2_wow", "--model", "hf/local",
-                          "-M", f"model_path={harness_tiny['lm']}", "-T", "qg_batch_size=0", "--log-dir", str(logs),
-                          "--display", "plain"], env=environ, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        [
+            str(BIN / "inspect"),
+            "eval",
+            "q2_metric/q2_wow",
+            "--model",
+            "hf/local",
+            "-M",
+            f"model_path={harness_tiny['lm']}",
+            "-T",
+            "qg_batch_size=0",
+            "--log-dir",
+            str(logs),
+            "--display",
+            "plain",
+        ],
+        env=environ,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = res.stdout + res.stderr
-    assert res.returncode != 0 and "Invalid Q² option -T qg_batch_size=0" in out and "Traceback" not in out, out[-3000:]
+    assert res.returncode != 0 and "Invalid Q² option -T qg_batch_size=0" in out and "Traceback" not in out, (
+        out[-3000:]
+    )

@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support.harness import BIN, ROOT, cli_score, close, count_engine, env, set_in_process
 
 pytest.importorskip("lm_eval")
@@ -24,8 +23,9 @@ N = 6
 
 
 def _run_lm_eval(args: list[str], environ: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    res = subprocess.run([str(BIN / "lm_eval"), *args], env=environ, cwd=cwd, capture_output=True, text=True,
-                         timeout=900)
+    res = subprocess.run(
+        [str(BIN / "lm_eval"), *args], env=environ, cwd=cwd, capture_output=True, text=True, timeout=900
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     return res
 
@@ -60,10 +60,31 @@ def _figure(value) -> float | None:
 def test_lm_eval_q2_wow_prints_q2s_figures_equal_to_q2_score(harness_tiny, tmp_path):
     environ = env(harness_tiny["q2"], tmp_path)
     out = tmp_path / "out"
-    res = _run_lm_eval(["--model", "hf", "--model_args", f"pretrained={harness_tiny['lm']}", "--device", "cpu",
-                        "--tasks", "q2_wow", "--include_path", str(TASKS), "--limit", str(N), "--batch_size", "4",
-                        "--gen_kwargs", "max_gen_toks=16", "--output_path", str(out), "--log_samples"],
-                       environ, tmp_path)
+    res = _run_lm_eval(
+        [
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={harness_tiny['lm']}",
+            "--device",
+            "cpu",
+            "--tasks",
+            "q2_wow",
+            "--include_path",
+            str(TASKS),
+            "--limit",
+            str(N),
+            "--batch_size",
+            "4",
+            "--gen_kwargs",
+            "max_gen_toks=16",
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ],
+        environ,
+        tmp_path,
+    )
     table = res.stdout
     for metric in ("q2", "q2_no_nli", "coverage", "scored", "empty", "bad", "signature"):
         _row(table, metric)
@@ -84,7 +105,10 @@ def test_lm_eval_q2_wow_prints_q2s_figures_equal_to_q2_score(harness_tiny, tmp_p
         assert close(_figure(results[f"{metric},none"]), summary[metric]), (metric, results, summary)
         shown = _row(table, metric)
         want = summary[metric]
-        assert (shown == "n/a") if want is None else math.isclose(float(shown), want, abs_tol=1e-4), (metric, shown)
+        assert (shown == "n/a") if want is None else math.isclose(float(shown), want, abs_tol=1e-4), (
+            metric,
+            shown,
+        )
     assert results["signature,none"] == summary["signature"]  # the FULL signature in the results
     assert results["scored,none"] == summary["num_scored"]
     assert results["scored,none"] + results["empty,none"] == N and results["bad,none"] == 0
@@ -105,15 +129,24 @@ def test_lm_eval_batches_the_engine_and_loads_models_once(harness_tiny, tmp_path
     with open(dialogues, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["knowledge", "history"])
-        w.writerow(["Bob Ross hosted The Joy of Painting on PBS.", "Hi! ||| Hello! ||| Do you know Bob Ross?"])
+        w.writerow(
+            ["Bob Ross hosted The Joy of Painting on PBS.", "Hi! ||| Hello! ||| Do you know Bob Ross?"]
+        )
         w.writerow(["Gardening is a relaxing activity.", "I like gardening."])
         w.writerow(["Paris is the capital of France.", "Where is Paris?"])
     n, max_batch = 7, 3
     out = lm_eval.simple_evaluate(
-        model="hf", model_args=f"pretrained={harness_tiny['lm']}", device="cpu", tasks=["q2_wow", "q2_dialogue"],
-        task_manager=TaskManager(include_path=str(TASKS),
-                                 metadata={"path": str(dialogues), "q2_options": {"max_batch": max_batch}}),
-        limit=n, batch_size=4, gen_kwargs="max_gen_toks=12")
+        model="hf",
+        model_args=f"pretrained={harness_tiny['lm']}",
+        device="cpu",
+        tasks=["q2_wow", "q2_dialogue"],
+        task_manager=TaskManager(
+            include_path=str(TASKS), metadata={"path": str(dialogues), "q2_options": {"max_batch": max_batch}}
+        ),
+        limit=n,
+        batch_size=4,
+        gen_kwargs="max_gen_toks=12",
+    )
     assert set(out["results"]) == {"q2_wow", "q2_dialogue"}
     assert len(loads) == 1, "one Q² scorer (one model load) per process"
     expected_calls = math.ceil(n / max_batch) + math.ceil(3 / max_batch)
@@ -132,12 +165,36 @@ def test_lm_eval_route_to_the_evaluate_module(harness_tiny, tmp_path):
     """lm-eval's own route (`hf_evaluate: true`) to this package's `evaluate` module, after
     `q2-metric register`: the same figures as the batched task on the same replies."""
     environ = env(harness_tiny["q2"], tmp_path)
-    reg = subprocess.run([str(BIN / "q2-metric"), "register"], env=environ, capture_output=True, text=True, timeout=300)
+    reg = subprocess.run(
+        [str(BIN / "q2-metric"), "register"], env=environ, capture_output=True, text=True, timeout=300
+    )
     assert reg.returncode == 0, reg.stderr[-3000:]
     out = tmp_path / "out"
-    _run_lm_eval(["--model", "hf", "--model_args", f"pretrained={harness_tiny['lm']}", "--device", "cpu",
-                  "--tasks", "q2_wow_evaluate", "--include_path", str(TASKS), "--limit", "4", "--batch_size", "4",
-                  "--gen_kwargs", "max_gen_toks=16", "--output_path", str(out), "--log_samples"], environ, tmp_path)
+    _run_lm_eval(
+        [
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={harness_tiny['lm']}",
+            "--device",
+            "cpu",
+            "--tasks",
+            "q2_wow_evaluate",
+            "--include_path",
+            str(TASKS),
+            "--limit",
+            "4",
+            "--batch_size",
+            "4",
+            "--gen_kwargs",
+            "max_gen_toks=16",
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ],
+        environ,
+        tmp_path,
+    )
     samples = _samples(out, "q2_wow_evaluate")
     pairs = [(s["resps"][0][0].strip(), s["doc"]["knowledge"]) for s in samples]
     _, summary = cli_score(pairs, tmp_path, environ)
@@ -156,15 +213,39 @@ def test_lm_eval_errors_are_one_sentence_before_generation(harness_tiny, tmp_pat
     missing = tmp_path / "no-qg-model"
     table = tmp_path / "d.csv"
     table.write_text("knowledge,turns\nParis is in France.,Where is Paris?\n", encoding="utf-8")
-    cases = [("q2_wow", {"q2_options": {"qg_batch_size": 0}}, 'Invalid Q² option q2_options["qg_batch_size"]=0'),
-             ("q2_wow", {"q2_options": {"qg_model": str(missing)}}, 'q2_options["qg_model"]'),
-             ("q2_dialogue", {"path": str(table)}, '"history_col" in --metadata')]
+    cases = [
+        ("q2_wow", {"q2_options": {"qg_batch_size": 0}}, 'Invalid Q² option q2_options["qg_batch_size"]=0'),
+        ("q2_wow", {"q2_options": {"qg_model": str(missing)}}, 'q2_options["qg_model"]'),
+        ("q2_dialogue", {"path": str(table)}, '"history_col" in --metadata'),
+    ]
     for task, metadata, want in cases:
-        res = subprocess.run([str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={harness_tiny['lm']}",
-                              "--device", "cpu", "--tasks", task, "--include_path", str(TASKS), "--limit", "2",
-                              "--metadata", json.dumps(metadata)], env=environ, cwd=tmp_path, capture_output=True,
-                             text=True, timeout=900)
+        res = subprocess.run(
+            [
+                str(BIN / "lm_eval"),
+                "--model",
+                "hf",
+                "--model_args",
+                f"pretrained={harness_tiny['lm']}",
+                "--device",
+                "cpu",
+                "--tasks",
+                task,
+                "--include_path",
+                str(TASKS),
+                "--limit",
+                "2",
+                "--metadata",
+                json.dumps(metadata),
+            ],
+            env=environ,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         err = res.stderr
         assert res.returncode != 0, err[-3000:]
         assert want in err and "Traceback" not in err and "--qg-model" not in err, err[-3000:]
-        assert "Error: " in err and len([line for line in err.splitlines() if line.startswith("Error: ")]) == 1
+        assert (
+            "Error: " in err and len([line for line in err.splitlines() if line.startswith("Error: ")]) == 1
+        )

@@ -8,7 +8,6 @@ import csv
 import math
 
 import pytest
-
 from support.harness import ROOT, cli_score, close, count_engine, env, set_in_process
 
 pytest.importorskip("ragas")
@@ -25,12 +24,19 @@ def test_ragas_metric_scores_a_dataset(harness_tiny, tmp_path, monkeypatch):
     calls, loads = count_engine(monkeypatch)
     with open(ROOT / "q2_metric" / "data" / "wow_sample.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))[:11]
-    records = [{"user_input": r["message"], "response": r["response"], "retrieved_contexts": [r["knowledge"]]}
-               for r in rows]
+    records = [
+        {"user_input": r["message"], "response": r["response"], "retrieved_contexts": [r["knowledge"]]}
+        for r in rows
+    ]
     records.append({"user_input": "hi", "response": "", "retrieved_contexts": [rows[0]["knowledge"]]})
     # two retrieved contexts: the knowledge is both, joined by a space
-    records.append({"user_input": "hi", "response": rows[1]["response"],
-                    "retrieved_contexts": [rows[1]["knowledge"], rows[2]["knowledge"]]})
+    records.append(
+        {
+            "user_input": "hi",
+            "response": rows[1]["response"],
+            "retrieved_contexts": [rows[1]["knowledge"], rows[2]["knowledge"]],
+        }
+    )
     max_batch = 8
     metric = Q2Faithfulness(options={"max_batch": max_batch}, max_wait=1.0)
     result = evaluate(EvaluationDataset.from_list(records), metric)

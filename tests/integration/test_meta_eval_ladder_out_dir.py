@@ -10,8 +10,14 @@ import pytest
 
 pytestmark = pytest.mark.slow
 # the workplace's shared/ beside the checkout (found upwards, so a clone elsewhere finds it too)
-SHARED = next((p / "shared" / "data" / "q2_wow" for p in Path(__file__).resolve().parents
-               if (p / "shared" / "data" / "q2_wow").is_dir()), Path("shared/data/q2_wow"))
+SHARED = next(
+    (
+        p / "shared" / "data" / "q2_wow"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "data" / "q2_wow").is_dir()
+    ),
+    Path("shared/data/q2_wow"),
+)
 CLI = [sys.executable, "-m", "q2_metric.cli", "meta-eval"]
 
 
@@ -28,9 +34,26 @@ def splits(tmp_path):
 
 def test_control_tables_go_to_out_dir(splits, tmp_path):
     out = tmp_path / "tables"
-    res = subprocess.run(CLI + ["--annotated-dir", str(splits), "--control", "random-knowledge", "--tiny",
-                                "--limit", "1", "--device", "cpu", "--no-progress", "--out-dir", str(out)],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        CLI
+        + [
+            "--annotated-dir",
+            str(splits),
+            "--control",
+            "random-knowledge",
+            "--tiny",
+            "--limit",
+            "1",
+            "--device",
+            "cpu",
+            "--no-progress",
+            "--out-dir",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr
     text = (out / "control.md").read_text()
     assert text.startswith("# Table 8") and "| original | 4 |" in text and "meaningless" in text
@@ -40,11 +63,27 @@ def test_control_tables_go_to_out_dir(splits, tmp_path):
 def test_an_out_dir_that_is_an_input_is_refused(splits):
     before = {p: p.read_bytes() for p in splits.iterdir()}
     target = splits / "dodeca_consistent.csv"
-    res = subprocess.run(CLI + ["--annotated-dir", str(splits), "--ladder", "--tiny", "--limit", "1",
-                                "--device", "cpu", "--out-dir", str(target)], capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        CLI
+        + [
+            "--annotated-dir",
+            str(splits),
+            "--ladder",
+            "--tiny",
+            "--limit",
+            "1",
+            "--device",
+            "cpu",
+            "--out-dir",
+            str(target),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
         f"q2: The output '{target / 'ladder.md'}' (--out-dir (ladder.md)) lies inside the input '{target}' "
-        "(--dodeca-consistent); write the output somewhere else, so that the input is kept as it is."]
+        "(--dodeca-consistent); write the output somewhere else, so that the input is kept as it is."
+    ]
     assert {p: p.read_bytes() for p in splits.iterdir()} == before

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("parlai")
 
-from support.parlai_data import ANNOTATIONS, make_wow_datapath  # noqa: E402
+from support.parlai_data import ANNOTATIONS, make_wow_datapath
 
 pytestmark = pytest.mark.slow
 
@@ -31,9 +31,25 @@ def engine_scores(tmp_path, pairs: list[tuple[str, str]]) -> list[float]:
         w = csv.writer(f)
         w.writerow(["response", "knowledge"])
         w.writerows(pairs)
-    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "score", str(src), "-o", str(out), "--tiny",
-                          "--device", "cpu", "--quiet"], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "q2_metric.cli",
+            "score",
+            str(src),
+            "-o",
+            str(out),
+            "--tiny",
+            "--device",
+            "cpu",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     with open(out, newline="", encoding="utf-8") as f:
         return [float(r["q2"]) for r in csv.DictReader(f)]
@@ -44,10 +60,22 @@ def test_wrapper_adds_q2_to_parlai_wow_generator(wow, tmp_path):
     from parlai.scripts.eval_model import EvalModel
 
     explain = tmp_path / "explain.jsonl"
-    report = dict_report(EvalModel.main(task=WRAPPER, q2_task="wizard_of_wikipedia:Generator", model="repeat_label",
-                                        datatype="valid", metrics="q2,f1", q2_tiny=True, q2_device="cpu",
-                                        q2_batch_size=2, q2_explain_file=str(explain), datapath=str(wow),
-                                        log_every_n_secs=-1, batchsize=2))
+    report = dict_report(
+        EvalModel.main(
+            task=WRAPPER,
+            q2_task="wizard_of_wikipedia:Generator",
+            model="repeat_label",
+            datatype="valid",
+            metrics="q2,f1",
+            q2_tiny=True,
+            q2_device="cpu",
+            q2_batch_size=2,
+            q2_explain_file=str(explain),
+            datapath=str(wow),
+            log_every_n_secs=-1,
+            batchsize=2,
+        )
+    )
     # the data: the first 6 annotated rows, the last grounded on nothing (tests/support/parlai_data.py)
     with open(ANNOTATIONS, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))[:6]
@@ -55,7 +83,9 @@ def test_wrapper_adds_q2_to_parlai_wow_generator(wow, tmp_path):
     assert report["exs"] == 6 and report["f1"] == pytest.approx(1.0)  # the wrapped task's own metrics
     lines = [json.loads(line) for line in explain.read_text().splitlines()]
     assert {line["teacher"] for line in lines} == {"wizard_of_wikipedia:Generator"}
-    scored = sorted((line["response"], line["knowledge"], line["q2"]) for line in lines if line["status"] == "scored")
+    scored = sorted(
+        (line["response"], line["knowledge"], line["q2"]) for line in lines if line["status"] == "scored"
+    )
     assert [(r, k) for r, k, _ in scored] == sorted((r["gold"], r["knowledge"]) for r in rows[:5])
     assert sorted((line["episode_idx"], line["turn_idx"]) for line in lines) == [(i, 0) for i in range(6)]
     expected = engine_scores(tmp_path, [(r, k) for r, k, _ in scored])
@@ -70,10 +100,21 @@ def test_wrapper_streamed_in_batches(wow, tmp_path):
     from parlai.scripts.eval_model import EvalModel
 
     explain = tmp_path / "explain.jsonl"
-    report = dict_report(EvalModel.main(task=WRAPPER, q2_task="wizard_of_wikipedia", model="repeat_label",
-                                        datatype="valid:stream", metrics="q2", q2_tiny=True, q2_device="cpu",
-                                        q2_explain_file=str(explain), datapath=str(wow), log_every_n_secs=-1,
-                                        batchsize=3))
+    report = dict_report(
+        EvalModel.main(
+            task=WRAPPER,
+            q2_task="wizard_of_wikipedia",
+            model="repeat_label",
+            datatype="valid:stream",
+            metrics="q2",
+            q2_tiny=True,
+            q2_device="cpu",
+            q2_explain_file=str(explain),
+            datapath=str(wow),
+            log_every_n_secs=-1,
+            batchsize=3,
+        )
+    )
     assert (report["exs"], report["q2_scored"], report["q2_skipped"], report["q2_empty"]) == (6, 5, 1, 0)
     lines = [json.loads(line) for line in explain.read_text().splitlines()]
     assert len(lines) == 6 and {(line["episode_idx"], line["turn_idx"]) for line in lines} == {(None, None)}
@@ -82,14 +123,40 @@ def test_wrapper_streamed_in_batches(wow, tmp_path):
 def test_task_without_knowledge_gets_one_sentence(tmp_path):
     """ParlAI's `integration_tests` teacher (no data to download) carries no knowledge field: the
     command stops with exit status 1 and one sentence, no traceback."""
-    res = subprocess.run([sys.executable, "-m", "parlai.scripts.eval_model", "-t", WRAPPER, "--q2-task",
-                          "integration_tests", "-m", "repeat_label", "--metrics", "q2", "--q2-tiny", "true",
-                          "--q2-device", "cpu", "--datapath", str(tmp_path), "--num-examples", "3",
-                          "--log-every-n-secs", "-1"], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "parlai.scripts.eval_model",
+            "-t",
+            WRAPPER,
+            "--q2-task",
+            "integration_tests",
+            "-m",
+            "repeat_label",
+            "--metrics",
+            "q2",
+            "--q2-tiny",
+            "true",
+            "--q2-device",
+            "cpu",
+            "--datapath",
+            str(tmp_path),
+            "--num-examples",
+            "3",
+            "--log-every-n-secs",
+            "-1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
     message = res.stderr.strip().splitlines()[-1]
-    assert message.startswith("Q² needs") and message.count(". ") == 0 and message.endswith(".")  # one sentence
+    assert (
+        message.startswith("Q² needs") and message.count(". ") == 0 and message.endswith(".")
+    )  # one sentence
     for needed in ("checked_sentence", "knowledge field", "integration_tests", "wizard_of_wikipedia"):
         assert needed in message
     assert (res.stdout + res.stderr).count("Q² needs") == 1  # said once

@@ -19,7 +19,9 @@ PACKAGE_DATA = ROOT / "parlai_ext" / "data"
 
 
 def tree(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()
+    }
 
 
 def test_streamed_annotations_count_their_lengths_under_datapath(tmp_path):
@@ -33,10 +35,29 @@ def test_streamed_annotations_count_their_lengths_under_datapath(tmp_path):
     before, package = tree(mine.parent), tree(PACKAGE_DATA)
     datapath = tmp_path / "data"
     for annotations in ([], ["--q2-annotations", str(mine)]):
-        res = subprocess.run([sys.executable, "-m", "parlai.scripts.eval_model",
-                              "-t", "parlai_ext.teachers:CrossAnnotationTeacher", "-m", "parlai_ext.agents:ReplayAgent",
-                              "-dt", "valid:stream", "--datapath", str(datapath), "--num-examples", "2",
-                              "--log-every-n-secs", "-1", *annotations], capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "parlai.scripts.eval_model",
+                "-t",
+                "parlai_ext.teachers:CrossAnnotationTeacher",
+                "-m",
+                "parlai_ext.agents:ReplayAgent",
+                "-dt",
+                "valid:stream",
+                "--datapath",
+                str(datapath),
+                "--num-examples",
+                "2",
+                "--log-every-n-secs",
+                "-1",
+                *annotations,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert res.returncode == 0, res.stderr[-2000:]
     assert tree(mine.parent) == before and tree(PACKAGE_DATA) == package
     counts = sorted((datapath / "q2_cross_annotation").glob("*.lengths"))

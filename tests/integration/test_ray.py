@@ -14,37 +14,80 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import ray
+from support.files import PAIRS, snapshot, write_bad_jsonl, write_csv, write_parquet
+from support.files import PERSON_ROWS as ROWS
 
 from q2_metric import cli
-from q2_metric.corpus.ray import RayNotInstalled, import_ray, score_file_ray, worker_resources
 from q2_metric.corpus.files import score_file
-from q2_metric.testing.scripted import scripted_scorer
-from support.files import PAIRS, PERSON_ROWS as ROWS, snapshot, write_bad_jsonl, write_csv, write_parquet
+from q2_metric.corpus.ray import RayNotInstalled, import_ray, score_file_ray, worker_resources
 from q2_metric.errors import Q2InputError
+from q2_metric.testing.scripted import scripted_scorer
 
 NO_RAY_ADDRESS = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # never join another cluster
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True,
-                          text=True, timeout=400, env=NO_RAY_ADDRESS)
+    return subprocess.run(
+        [sys.executable, "-m", "q2_metric.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=NO_RAY_ADDRESS,
+    )
 
 
 # -- through the command line, each run with its own Ray (these come first: no other Ray is up) --
+
 
 def test_ray_matches_local_command_on_tiny_models(tiny_config, tmp_path, rows):
     columns = list(rows[0])
     write_csv(tmp_path / "in.csv", rows[:8], columns)
     with open(tmp_path / "in.csv", "a", newline="") as f:
         f.write("only one cell\n")  # a bad row, at line 10
-    models = ["--qg-model", tiny_config.qg_model, "--qa-model", tiny_config.qa_model, "--nli-model",
-              tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu", "--chunk-size", "3", "--no-progress"]
-    local = run_cli("score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "local.jsonl"), "--steps",
-                    str(tmp_path / "local_steps.csv"), "--summary", str(tmp_path / "local.json"),
-                    "--cache-dir", str(tmp_path / "c_local"), *models)
-    remote = run_cli("score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "ray.parquet"), "--steps",
-                     str(tmp_path / "ray_steps.csv"), "--summary", str(tmp_path / "ray.json"),
-                     "--cache-dir", str(tmp_path / "c_ray"), *models, "--ray", "--workers", "2")
+    models = [
+        "--qg-model",
+        tiny_config.qg_model,
+        "--qa-model",
+        tiny_config.qa_model,
+        "--nli-model",
+        tiny_config.nli_model,
+        "--decoding",
+        "greedy",
+        "--device",
+        "cpu",
+        "--chunk-size",
+        "3",
+        "--no-progress",
+    ]
+    local = run_cli(
+        "score",
+        str(tmp_path / "in.csv"),
+        "-o",
+        str(tmp_path / "local.jsonl"),
+        "--steps",
+        str(tmp_path / "local_steps.csv"),
+        "--summary",
+        str(tmp_path / "local.json"),
+        "--cache-dir",
+        str(tmp_path / "c_local"),
+        *models,
+    )
+    remote = run_cli(
+        "score",
+        str(tmp_path / "in.csv"),
+        "-o",
+        str(tmp_path / "ray.parquet"),
+        "--steps",
+        str(tmp_path / "ray_steps.csv"),
+        "--summary",
+        str(tmp_path / "ray.json"),
+        "--cache-dir",
+        str(tmp_path / "c_ray"),
+        *models,
+        "--ray",
+        "--workers",
+        "2",
+    )
     assert local.returncode == 3, local.stderr
     assert remote.returncode == 3, remote.stderr
     bad = "line 10: 1 field(s) but the header has 9 (a comma in an unquoted field, or a missing one?); row skipped"
@@ -64,8 +107,16 @@ def test_ray_matches_local_command_on_tiny_models(tiny_config, tmp_path, rows):
 
     parts = list((tmp_path / "c_ray").glob("*/ray/part-*.parquet"))
     assert parts and sum(pq.read_metadata(p).num_rows for p in parts) == 8
-    again = run_cli("score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "again.csv"),
-                    "--cache-dir", str(tmp_path / "c_ray"), *models, "--ray")
+    again = run_cli(
+        "score",
+        str(tmp_path / "in.csv"),
+        "-o",
+        str(tmp_path / "again.csv"),
+        "--cache-dir",
+        str(tmp_path / "c_ray"),
+        *models,
+        "--ray",
+    )
     assert again.returncode == 3 and "(0 now, 8 from the cache)" in again.stdout  # nothing rescored
 
 
@@ -93,9 +144,13 @@ KILLED_RUN = textwrap.dedent("""
 def test_resume_after_the_run_is_killed(tmp_path):
     write_csv(tmp_path / "in.csv", ROWS)
     cache = tmp_path / "cache"
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(tmp_path / "in.csv"), str(tmp_path / "out.csv"),
-                             str(cache)], env=NO_RAY_ADDRESS, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_RUN, str(tmp_path / "in.csv"), str(tmp_path / "out.csv"), str(cache)],
+        env=NO_RAY_ADDRESS,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 240
         while not list(cache.glob("*/ray/part-*.parquet")) and time.monotonic() < deadline:
@@ -110,8 +165,14 @@ def test_resume_after_the_run_is_killed(tmp_path):
     assert not (tmp_path / "out.csv").exists()
 
     with local_ray():
-        report = score_file_ray(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=cache,
-                                chunk_size=2, workers=2)
+        report = score_file_ray(
+            scripted_scorer(),
+            tmp_path / "in.csv",
+            tmp_path / "out.csv",
+            cache_dir=cache,
+            chunk_size=2,
+            workers=2,
+        )
     assert (report.num_cached, report.num_scored_now) == (2, 8)
     with open(tmp_path / "out.csv", newline="") as f:
         out = list(csv.DictReader(f))
@@ -121,12 +182,14 @@ def test_resume_after_the_run_is_killed(tmp_path):
 
 # -- in this process, on one local Ray --------------------------------------------------------
 
+
 class local_ray:
     """A local Ray with 2 CPUs for the block (or the module), shut down after."""
 
     def __enter__(self):
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20,
-                 logging_level="WARNING")
+        ray.init(
+            num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, logging_level="WARNING"
+        )
 
     def __exit__(self, *exc):
         ray.shutdown()
@@ -154,26 +217,36 @@ def test_parquet_and_datasets_inputs(ray_local, tmp_path):
 
     rows = ROWS[:4] + [{"id": 4, "response": "Rome.", "knowledge": None}]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet")
-    report = score_file_ray(scripted_scorer(), tmp_path / "in.parquet", tmp_path / "out.parquet",
-                            cache_dir=tmp_path / "cache", chunk_size=3)
+    report = score_file_ray(
+        scripted_scorer(),
+        tmp_path / "in.parquet",
+        tmp_path / "out.parquet",
+        cache_dir=tmp_path / "cache",
+        chunk_size=3,
+    )
     assert report.bad_rows == ["line 5: field 'knowledge' must be text, got empty"]
     out = pq.read_table(tmp_path / "out.parquet").to_pylist()
     assert [o["q2"] for o in out] == [1.0, 1.0, 1.0, 1.0, None] and out[0]["id"] == 0
 
     datasets.Dataset.from_list(ROWS[:6]).save_to_disk(str(tmp_path / "ds"))
-    report = score_file_ray(scripted_scorer(), tmp_path / "ds", tmp_path / "ds.csv", cache_dir=tmp_path / "cache")
+    report = score_file_ray(
+        scripted_scorer(), tmp_path / "ds", tmp_path / "ds.csv", cache_dir=tmp_path / "cache"
+    )
     assert report.num_rows == 6 and (report.num_cached, report.num_scored_now) == (4, 2)
     assert report.system.q2 == 1.0
 
 
 # -- no Ray needed ---------------------------------------------------------------------------
 
+
 class FakeRay:
     def __init__(self, *resources):
         self.resources = resources
 
     def nodes(self):
-        return [{"Alive": True, "Resources": r} for r in self.resources] + [{"Alive": False, "Resources": {"CPU": 64}}]
+        return [{"Alive": True, "Resources": r} for r in self.resources] + [
+            {"Alive": False, "Resources": {"CPU": 64}}
+        ]
 
 
 def test_worker_resources():
@@ -204,8 +277,8 @@ def test_workers_need_ray(tmp_path, capsys):
 
 def test_ray_checks_paths_and_columns_before_ray_starts(tmp_path):
     pytest.importorskip("ray")
-    from q2_metric.errors import OutputPathError
     from q2_metric.corpus.ray import score_file_ray
+    from q2_metric.errors import OutputPathError
 
     folder = tmp_path / "data"
     write_parquet(folder / "part-0.parquet", PAIRS)

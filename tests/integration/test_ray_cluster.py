@@ -28,10 +28,10 @@ pytestmark = pytest.mark.slow
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
+from support.data import SAMPLE  # noqa: E402
 
 from q2_metric.corpus.ray import NODE_DIED_NOTE  # noqa: E402
 
-from support.data import SAMPLE  # noqa: E402
 TIMEOUT = 240  # seconds for any one wait: a hang fails the test instead of stalling the suite
 
 
@@ -74,16 +74,34 @@ def cluster(env):
 
 
 def q2_score(env, output, *extra, cache):
-    return [sys.executable, "-m", "q2_metric.cli", "score", str(SAMPLE), "-o", str(output), "--cache-dir",
-            str(cache), "--device", "cpu", "--no-progress", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "q2_metric.cli",
+        "score",
+        str(SAMPLE),
+        "-o",
+        str(output),
+        "--cache-dir",
+        str(cache),
+        "--device",
+        "cpu",
+        "--no-progress",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
 def local_output(env, tmp_path_factory):
     """The local command's output on the same rows and models: what every Ray run must equal."""
     out = tmp_path_factory.mktemp("local") / "local.csv"
-    done = subprocess.run(q2_score(env, out, cache=out.parent / "cache"), env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT)
+    done = subprocess.run(
+        q2_score(env, out, cache=out.parent / "cache"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert done.returncode == 0, done.stderr
     return out.read_bytes()
 
@@ -105,8 +123,9 @@ def wait_for_parts(cache: Path, at_least: int, proc: subprocess.Popen) -> int:
 
 
 def ray_run(env, tmp_path, cluster, name):
-    cmd = q2_score(env, tmp_path / f"{name}.csv", "--ray", cluster.address, "--chunk-size", "1",
-                   cache=tmp_path / "cache")
+    cmd = q2_score(
+        env, tmp_path / f"{name}.csv", "--ray", cluster.address, "--chunk-size", "1", cache=tmp_path / "cache"
+    )
     log = open(tmp_path / f"{name}.log", "w+")
     return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True), log
 
@@ -129,8 +148,10 @@ def test_worker_node_killed_mid_run(env, cluster, local_output, tmp_path):
     wall = time.monotonic() - started
     log.seek(0)
     out = log.read()
-    print(f"node kill: {rows} rows ({pairs} pairs), a worker node killed at {killed_at:.1f}s with "
-          f"{at_kill}/{pairs} pairs written; run finished, rc 0, {wall:.1f}s wall")
+    print(
+        f"node kill: {rows} rows ({pairs} pairs), a worker node killed at {killed_at:.1f}s with "
+        f"{at_kill}/{pairs} pairs written; run finished, rc 0, {wall:.1f}s wall"
+    )
     assert at_kill < pairs  # the kill was mid-run
     assert (tmp_path / "ray.csv").read_bytes() == local_output  # every row, in order, same values
     keys = part_keys(tmp_path / "cache")
@@ -157,9 +178,11 @@ def test_driver_killed_mid_run_and_started_again(env, cluster, local_output, tmp
     assert again.wait(timeout=TIMEOUT) == 0
     log.seek(0)
     out = log.read()
-    print(f"driver kill: {rows} rows ({pairs} pairs), driver killed at {first:.1f}s with {cached}/{pairs} "
-          f"pairs written; rerun: {pairs - cached} scored, {cached} from the cache, "
-          f"{time.monotonic() - restarted:.1f}s wall")
+    print(
+        f"driver kill: {rows} rows ({pairs} pairs), driver killed at {first:.1f}s with {cached}/{pairs} "
+        f"pairs written; rerun: {pairs - cached} scored, {cached} from the cache, "
+        f"{time.monotonic() - restarted:.1f}s wall"
+    )
     assert f"Scored {rows}/{rows} rows ({pairs - cached} now, {cached} from the cache)" in out, out
     assert (tmp_path / "ray.csv").read_bytes() == local_output
     keys = part_keys(tmp_path / "cache")

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 import yaml
 from packaging.specifiers import SpecifierSet
-
 from support.browser import Browser, find_chromium
 from support.data import ROOT
 
@@ -26,8 +25,9 @@ KNOWLEDGE = "Bob Ross hosted The Joy of Painting, which aired on PBS from 1983 t
 
 
 def cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True,
-                          text=True, timeout=300, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "q2_metric.cli", *args], capture_output=True, text=True, timeout=300, **kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_space_folder_is_complete(space_dir):
     assert header["sdk"] == "gradio" and header["app_file"] == "app.py"
     assert f"pip install ./{wheel}" in card  # the card installs the wheel it ships
     gradio = next(r for r in requirements if r.startswith("gradio"))
-    assert header["sdk_version"] in SpecifierSet(gradio[len("gradio"):])
+    assert header["sdk_version"] in SpecifierSet(gradio[len("gradio") :])
     extras = configparser.ConfigParser()
     extras.read(ROOT / "setup.cfg")
     assert extras["options.extras_require"]["space"].split() == [gradio]  # one gradio range
@@ -59,7 +59,10 @@ def test_space_folder_is_complete(space_dir):
     with zipfile.ZipFile(space_dir / wheel) as whl:
         meta = whl.read(next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))).decode()
     assert "Home-page: https://github.com/orhonovich" not in meta
-    assert "Project-URL: Upstream (the paper authors' code and data), https://github.com/orhonovich/q-squared" in meta
+    assert (
+        "Project-URL: Upstream (the paper authors' code and data), https://github.com/orhonovich/q-squared"
+        in meta
+    )
 
 
 def test_space_needs_a_checkout_one_sentence(tmp_path, monkeypatch):
@@ -87,14 +90,38 @@ def _space_venv(tmp_path: Path, space_dir: Path) -> Path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
     python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(purelib, "project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    run = subprocess.run([str(python), "-m", "pip", "install", "--no-index", "--disable-pip-version-check",
-                          "-r", "requirements.txt"], cwd=space_dir, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-r",
+            "requirements.txt",
+        ],
+        cwd=space_dir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    where = subprocess.run([str(python), "-c", "import q2_metric; print(q2_metric.__file__)"],
-                           capture_output=True, text=True, cwd=tmp_path, timeout=60, env=_venv_env()).stdout
+    where = subprocess.run(
+        [str(python), "-c", "import q2_metric; print(q2_metric.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env=_venv_env(),
+    ).stdout
     assert where.startswith(str(venv)), where  # the wheel's copy, not this checkout
     return python
 
@@ -103,12 +130,20 @@ def _space_venv(tmp_path: Path, space_dir: Path) -> Path:
 def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
     python = _space_venv(tmp_path, space_dir)
     port = _free_port()
-    env = _venv_env(HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False", GRADIO_SERVER_NAME="127.0.0.1",
-                    GRADIO_SERVER_PORT=str(port), Q2_QG_MODEL=tiny_models["qg"], Q2_QA_MODEL=tiny_models["qa"],
-                    Q2_NLI_MODEL=tiny_models["nli"],
-                    Q2_SPACE_OPTIONS=json.dumps({"device": "cpu", "decoding": "greedy", "max_question_length": 8}))
+    env = _venv_env(
+        HF_HUB_OFFLINE="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        GRADIO_SERVER_NAME="127.0.0.1",
+        GRADIO_SERVER_PORT=str(port),
+        Q2_QG_MODEL=tiny_models["qg"],
+        Q2_QA_MODEL=tiny_models["qa"],
+        Q2_NLI_MODEL=tiny_models["nli"],
+        Q2_SPACE_OPTIONS=json.dumps({"device": "cpu", "decoding": "greedy", "max_question_length": 8}),
+    )
     log = open(tmp_path / "app.log", "w")
-    app = subprocess.Popen([str(python), "app.py"], cwd=space_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
+    app = subprocess.Popen(
+        [str(python), "app.py"], cwd=space_dir, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 90
@@ -137,19 +172,26 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
             page.wait_for("document.querySelector('#q2-signature textarea').value", 90, "the result")
             score = float(page.js("document.querySelector('#q2-score textarea, #q2-score input').value"))
             reason = page.js("document.querySelector('#q2-reason textarea, #q2-reason input').value")
-            marks = page.js("[...document.querySelectorAll('#q2-spans mark.q2-span')].map("
-                            "m => [m.innerText, m.dataset.status, m.dataset.score || null])")
+            marks = page.js(
+                "[...document.querySelectorAll('#q2-spans mark.q2-span')].map("
+                "m => [m.innerText, m.dataset.status, m.dataset.score || null])"
+            )
             spans_text = page.js("document.querySelector('#q2-spans .q2-response').innerText")
             table = page.js("document.querySelector('#q2-table').innerText")
-            widths = page.js("(() => { const t = document.querySelector('#q2-table'); "
-                             "return [t.scrollWidth, t.clientWidth, document.documentElement.scrollWidth]; })()")
+            widths = page.js(
+                "(() => { const t = document.querySelector('#q2-table'); "
+                "return [t.scrollWidth, t.clientWidth, document.documentElement.scrollWidth]; })()"
+            )
             signature = page.js("document.querySelector('#q2-signature textarea').value")
             shot = page.screenshot(tmp_path / "space.png")
             page.type_into("#q2-response textarea", "x" * 1001)
-            page.wait_for("document.querySelector('#q2-response textarea').value.length === 1001", 10, "the input")
+            page.wait_for(
+                "document.querySelector('#q2-response textarea').value.length === 1001", 10, "the input"
+            )
             page.click("#q2-submit")
-            error = page.wait_for("(t => t.includes('characters long') && t)(document.body.innerText)", 60,
-                                  "the length error")
+            error = page.wait_for(
+                "(t => t.includes('characters long') && t)(document.body.innerText)", 60, "the length error"
+            )
         assert 0.0 <= score <= 1.0
         # the one-line reason beside the score; the tiny QA answers every question on this response with
         # "bob" or "ross" (one word, never a whole candidate), so no question is valid and the fallback
@@ -166,7 +208,9 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
         assert "bob ross" in table and "1983" in table
         assert widths[0] <= widths[1] + 1 and widths[2] <= 1280, widths  # the table fits 1280 px
         assert "1,001 characters long; this Space takes at most 1,000" in error, error
-        assert signature.startswith("q2:") and "|qg:local-" in signature and tiny_models["qg"] not in signature
+        assert (
+            signature.startswith("q2:") and "|qg:local-" in signature and tiny_models["qg"] not in signature
+        )
         if os.environ.get("Q2_SCREENSHOT"):  # refresh the README's picture
             Path(os.environ["Q2_SCREENSHOT"]).write_bytes(shot.read_bytes())
     finally:
@@ -200,17 +244,25 @@ def test_explain_rows():
     from q2_metric.testing.scripted import scripted_scorer
 
     scorer = scripted_scorer()
-    score, reason, spans, rows, signature = explain("Bob Ross hosted the show on PBS.", "Bob Ross hosted the show.",
-                                                    scorer)
-    assert score == "0.500" and signature.startswith("q2:") and all(len(r) == len(TABLE_COLUMNS) for r in rows)
-    assert reason == "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge."
+    score, reason, spans, rows, signature = explain(
+        "Bob Ross hosted the show on PBS.", "Bob Ross hosted the show.", scorer
+    )
+    assert (
+        score == "0.500" and signature.startswith("q2:") and all(len(r) == len(TABLE_COLUMNS) for r in rows)
+    )
+    assert (
+        reason
+        == "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge."
+    )
     assert rows[0][:3] == ["Bob Ross", "what about Bob Ross?", "valid"] and rows[0][-1] == 1.0
     assert 'data-status="valid" data-score="1.00"' in spans and 'data-score="0.00"' in spans
     assert "hsl(120," in spans and "hsl(0," in spans  # green for 1, red for 0
     score, reason, spans, rows, _ = explain("it was nice.", "Bob Ross hosted the show.", scorer)
     assert score == "0.500" and rows == [] and "<mark" not in spans
-    assert reason == ("No valid question (the response has no answer candidate); end-to-end NLI: the knowledge "
-                      "neither entails nor contradicts the response.")
+    assert reason == (
+        "No valid question (the response has no answer candidate); end-to-end NLI: the knowledge "
+        "neither entails nor contradicts the response."
+    )
     score, reason, spans, rows, _ = explain("   ", "Bob Ross hosted the show.", scorer)
     assert score == "" and rows == [] and reason == "Not scored: empty response."
 
@@ -221,23 +273,42 @@ def test_reason_line_counts():
     from q2_metric.results import QuestionTrace, ResponseScore
 
     def trace(f1, nli=None, answered=True):
-        return QuestionTrace("x", "q?", 0, "valid", knowledge_answer="a" if answered else "",
-                             knowledge_has_answer=answered, f1=f1, nli_label=nli, score=0.0)
+        return QuestionTrace(
+            "x",
+            "q?",
+            0,
+            "valid",
+            knowledge_answer="a" if answered else "",
+            knowledge_has_answer=answered,
+            f1=f1,
+            nli_label=nli,
+            score=0.0,
+        )
 
-    res = ResponseScore(0, 0.75, 0.75, questions=[trace(1.0), trace(1.0), trace(1.0), trace(0.0, "contradiction")])
+    res = ResponseScore(
+        0, 0.75, 0.75, questions=[trace(1.0), trace(1.0), trace(1.0), trace(0.0, "contradiction")]
+    )
     assert reason_line(res) == "3 of 4 questions answered the same way from the knowledge; 1 contradicted."
-    res = ResponseScore(0, 0.5, 0.5, questions=[trace(0.5, "entailment"), trace(0.5, "neutral"), trace(0.0, None, False)])
-    assert reason_line(res) == ("1 of 3 questions answered differently but entailed (NLI); 1 partly matched "
-                                "(token F1, NLI neutral); 1 not answered by the knowledge.")
-    assert reason_line(ResponseScore(0, 1.0, 1.0, questions=[trace(1.0)])) == \
-        "The question answered the same way from the knowledge."
+    res = ResponseScore(
+        0, 0.5, 0.5, questions=[trace(0.5, "entailment"), trace(0.5, "neutral"), trace(0.0, None, False)]
+    )
+    assert reason_line(res) == (
+        "1 of 3 questions answered differently but entailed (NLI); 1 partly matched "
+        "(token F1, NLI neutral); 1 not answered by the knowledge."
+    )
+    assert (
+        reason_line(ResponseScore(0, 1.0, 1.0, questions=[trace(1.0)]))
+        == "The question answered the same way from the knowledge."
+    )
 
 
 def test_space_input_bounds():
     from q2_metric.hub.space import MAX_KNOWLEDGE_CHARS, MAX_RESPONSE_CHARS, check_lengths
 
     check_lengths("a" * MAX_RESPONSE_CHARS, "b" * MAX_KNOWLEDGE_CHARS)
-    with pytest.raises(ValueError, match=r"^The knowledge is 4,001 characters long; this Space takes at most 4,000 "):
+    with pytest.raises(
+        ValueError, match=r"^The knowledge is 4,001 characters long; this Space takes at most 4,000 "
+    ):
         check_lengths("a", "b" * (MAX_KNOWLEDGE_CHARS + 1))
 
 

@@ -18,9 +18,11 @@ import pytest
 
 from q2_metric.config import Q2Config
 
-BUILD = ("import sys; from q2_metric.config import Q2Config; from q2_metric.models.provision import provide_models; "
-         "c = provide_models(Q2Config(tiny=True, coref=True), say=lambda m: print(m, file=sys.stderr)); "
-         "print(c.qg_model, c.coref_model)")
+BUILD = (
+    "import sys; from q2_metric.config import Q2Config; from q2_metric.models.provision import provide_models; "
+    "c = provide_models(Q2Config(tiny=True, coref=True), say=lambda m: print(m, file=sys.stderr)); "
+    "print(c.qg_model, c.coref_model)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +36,12 @@ def tiny_dir(tmp_path_factory):
 
 def test_first_runs_at_once_build_the_models_once(tmp_path):
     env = {**os.environ, "Q2_TINY_MODELS": str(tmp_path / "tiny"), "HF_HUB_OFFLINE": "1"}
-    runs = [subprocess.Popen([sys.executable, "-c", BUILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True) for _ in range(3)]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", BUILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
     outs = [run.communicate(timeout=600) for run in runs]
     assert [run.returncode for run in runs] == [0, 0, 0], [err for _, err in outs]
     assert sum(err.count("Building small random models") for _, err in outs) == 1
@@ -47,10 +53,26 @@ def test_q2_score_tiny_coref(tiny_dir, tmp_path, capsys):
     from q2_metric.cli import main
 
     data = tmp_path / "in.csv"
-    data.write_text("response,knowledge,history\nHe hosted it.,Bob Ross hosted The Joy of Painting.,"
-                    "Who was Bob Ross? ||| A painter.\n")
-    assert main(["score", str(data), "-o", str(tmp_path / "out.csv"), "--tiny", "--coref", "--history-col",
-                 "history", "--quiet"]) == 0
+    data.write_text(
+        "response,knowledge,history\nHe hosted it.,Bob Ross hosted The Joy of Painting.,"
+        "Who was Bob Ross? ||| A painter.\n"
+    )
+    assert (
+        main(
+            [
+                "score",
+                str(data),
+                "-o",
+                str(tmp_path / "out.csv"),
+                "--tiny",
+                "--coref",
+                "--history-col",
+                "history",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "coref:tiny-random-" in out and "qg:tiny-random-" in out
     with open(tmp_path / "out.csv", newline="") as f:
@@ -62,8 +84,13 @@ def test_evaluate_compute_tiny_coref(tiny_dir):
     import q2_metric
 
     q2 = evaluate.load(q2_metric.module_path())
-    results = q2.compute(predictions=["He hosted it."], references=["Bob Ross hosted The Joy of Painting."],
-                         tiny=True, coref=True, histories=[["Who was Bob Ross?"]])
+    results = q2.compute(
+        predictions=["He hosted it."],
+        references=["Bob Ross hosted The Joy of Painting."],
+        tiny=True,
+        coref=True,
+        histories=[["Who was Bob Ross?"]],
+    )
     assert "coref:tiny-random-" in results["signature"]
 
 
@@ -89,10 +116,21 @@ def test_meta_eval_dataset_tiny(tiny_dir, tmp_path, capsys):
     from q2_metric.cli import main
 
     data = tmp_path / "set.csv"
-    data.write_text("response,knowledge,label\nBob Ross hosted it.,Bob Ross hosted The Joy of Painting.,1\n"
-                    "It aired in 1950.,The Joy of Painting aired from 1983 to 1994.,0\n")
-    base = ["meta-eval", "--dataset", f"mine={data}", "--no-bertscore", "--no-progress",
-            "--out-dir", str(tmp_path / "bench"), "--cache-dir", str(tmp_path / "cache")]
+    data.write_text(
+        "response,knowledge,label\nBob Ross hosted it.,Bob Ross hosted The Joy of Painting.,1\n"
+        "It aired in 1950.,The Joy of Painting aired from 1983 to 1994.,0\n"
+    )
+    base = [
+        "meta-eval",
+        "--dataset",
+        f"mine={data}",
+        "--no-bertscore",
+        "--no-progress",
+        "--out-dir",
+        str(tmp_path / "bench"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main(base) == 2
     assert "hf download" in capsys.readouterr().err
     assert main(base + ["--tiny"]) == 0

@@ -31,13 +31,26 @@ class Browser:
         if exe is None:
             raise RuntimeError("no chromium on PATH (apt-get install chromium)")
         self.proc = subprocess.Popen(
-            [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--no-first-run", "--disable-extensions", "--disable-background-networking",
-             "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-             "--remote-allow-origins=*", f"--user-data-dir={profile_dir}",
-             f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)  # its own process group: close() ends the renderers and helpers too
+            [
+                exe,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--disable-extensions",
+                "--disable-background-networking",
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+                "--remote-allow-origins=*",
+                f"--user-data-dir={profile_dir}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # its own process group: close() ends the renderers and helpers too
         port_file = Path(profile_dir) / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().strip()):
@@ -48,11 +61,12 @@ class Browser:
         port = port_file.read_text().split()[0]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
             pages = [t for t in json.load(resp) if t.get("type") == "page"]
-        self.ws = websocket.create_connection(pages[0]["webSocketDebuggerUrl"], timeout=30,
-                                              suppress_origin=True)
+        self.ws = websocket.create_connection(
+            pages[0]["webSocketDebuggerUrl"], timeout=30, suppress_origin=True
+        )
         self._ids = itertools.count(1)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -64,7 +78,7 @@ class Browser:
         if getattr(self, "ws", None) is not None:
             try:
                 self.ws.send(json.dumps({"id": 0, "method": "Browser.close", "params": {}}))
-            except Exception:  # noqa: BLE001 - already gone
+            except Exception:
                 pass
             self.ws.close()
             self.ws = None
@@ -116,22 +130,32 @@ class Browser:
 
     def type_into(self, selector: str, text: str) -> None:
         """Clear a text field and type `text` into it as keyboard input."""
-        self.js(f"(() => {{ const el = document.querySelector({json.dumps(selector)}); el.focus(); el.select(); }})()")
-        self.send("Input.dispatchKeyEvent", type="keyDown", key="Backspace", code="Backspace",
-                  windowsVirtualKeyCode=8)
-        self.send("Input.dispatchKeyEvent", type="keyUp", key="Backspace", code="Backspace",
-                  windowsVirtualKeyCode=8)
+        self.js(
+            f"(() => {{ const el = document.querySelector({json.dumps(selector)}); el.focus(); el.select(); }})()"
+        )
+        self.send(
+            "Input.dispatchKeyEvent",
+            type="keyDown",
+            key="Backspace",
+            code="Backspace",
+            windowsVirtualKeyCode=8,
+        )
+        self.send(
+            "Input.dispatchKeyEvent", type="keyUp", key="Backspace", code="Backspace", windowsVirtualKeyCode=8
+        )
         self.send("Input.insertText", text=text)
 
     def click(self, selector: str, timeout: float = 10) -> None:
         """A real mouse click at the centre of the element, once the element has stopped moving
         and nothing covers its centre (a text field that grows as it is typed into moves the
         button below it a frame later; a click at the old place would hit nothing)."""
-        locate = (f"(() => {{ const el = document.querySelector({json.dumps(selector)}); "
-                  "el.scrollIntoView({block: 'center'}); const r = el.getBoundingClientRect(); "
-                  "const x = r.x + r.width / 2, y = r.y + r.height / 2; "
-                  "const hit = document.elementFromPoint(x, y); "
-                  "return [x, y, !!hit && (hit === el || el.contains(hit))]; })()")
+        locate = (
+            f"(() => {{ const el = document.querySelector({json.dumps(selector)}); "
+            "el.scrollIntoView({block: 'center'}); const r = el.getBoundingClientRect(); "
+            "const x = r.x + r.width / 2, y = r.y + r.height / 2; "
+            "const hit = document.elementFromPoint(x, y); "
+            "return [x, y, !!hit && (hit === el || el.contains(hit))]; })()"
+        )
         deadline = time.monotonic() + timeout
         last = None
         while True:

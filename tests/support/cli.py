@@ -13,14 +13,31 @@ def tiny_flags(models, *extra: str) -> list[str]:
     """The tiny models (a dict of qg/qa/nli folders, or a Q2Config) on the CPU with greedy decoding,
     then `extra` flags."""
     folder = models.get if isinstance(models, dict) else lambda role: getattr(models, f"{role}_model")
-    return ["--qg-model", folder("qg"), "--qa-model", folder("qa"), "--nli-model", folder("nli"),
-            "--device", "cpu", "--decoding", "greedy", *extra]
+    return [
+        "--qg-model",
+        folder("qg"),
+        "--qa-model",
+        folder("qa"),
+        "--nli-model",
+        folder("nli"),
+        "--device",
+        "cpu",
+        "--decoding",
+        "greedy",
+        *extra,
+    ]
 
 
 def cli(*args, env=None, **kw):
     """`python -m q2_metric.cli ARGS` in a subprocess, offline."""
-    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "q2_metric.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        **kw,
+    )
 
 
 def refused(capsys, argv: list[str], *needles: str) -> str:

@@ -12,17 +12,25 @@ from q2_metric.io import MANIFEST_SUFFIX, TEMP_MARK
 
 HEADER = "response,knowledge\n"
 ROWS = "Paris is big.,Paris is big.\nRome is old.,Rome is very old.\n"
-PAIRS = [{"response": "Paris is big.", "knowledge": "Paris is big."},
-         {"response": "Rome is old.", "knowledge": "Rome is very old."}]
-PERSON_ROWS = [{"id": i, "response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
-               for i in range(10)]
+PAIRS = [
+    {"response": "Paris is big.", "knowledge": "Paris is big."},
+    {"response": "Rome is old.", "knowledge": "Rome is very old."},
+]
+PERSON_ROWS = [
+    {"id": i, "response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
+    for i in range(10)
+]
 
 # what the reader says about a stray double quote (--no-multiline) and a bare one
-STRAY = "a quoted field opened on this line runs on to line {end} (a stray double quote?) while " \
-        "--no-multiline says the rows of this file are one line each; fix the quote, or leave out " \
-        "--no-multiline if fields really span lines"
-BARE = "field 'response' holds a double quote without being quoted; quote the whole field and double the " \
-       "quote inside it"
+STRAY = (
+    "a quoted field opened on this line runs on to line {end} (a stray double quote?) while "
+    "--no-multiline says the rows of this file are one line each; fix the quote, or leave out "
+    "--no-multiline if fields really span lines"
+)
+BARE = (
+    "field 'response' holds a double quote without being quoted; quote the whole field and double the "
+    "quote inside it"
+)
 
 
 def write(tmp_path, text, name="in.csv", encoding="utf-8"):
@@ -61,8 +69,10 @@ def write_bad_jsonl(path, rows=PERSON_ROWS):
 
 def strict_json(text):
     """json.loads that refuses NaN and infinities, as a strict JSON reader does."""
+
     def refuse(name):
         raise ValueError(f"not JSON: {name}")
+
     return json.loads(text, parse_constant=refuse)
 
 

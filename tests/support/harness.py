@@ -16,16 +16,36 @@ BIN = Path(sys.executable).parent
 def env(tiny: dict[str, str], tmp: Path) -> dict[str, str]:
     """Offline, the tiny Q² models, a private cache."""
     folder = str(Path(tiny["qg"]).parent)
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "Q2_TINY": "1",
-            "Q2_TINY_MODELS": folder, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(tmp / "hf"), "HF_MODULES_CACHE": str(tmp / "modules"),
-            "INSPECT_LOG_DIR": str(tmp / "inspect-logs"), "RAGAS_DO_NOT_TRACK": "true",
-            "DO_NOT_TRACK": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
-            "PYTHONWARNINGS": "ignore"}
+    return {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "Q2_TINY": "1",
+        "Q2_TINY_MODELS": folder,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HOME": str(tmp / "hf"),
+        "HF_MODULES_CACHE": str(tmp / "modules"),
+        "INSPECT_LOG_DIR": str(tmp / "inspect-logs"),
+        "RAGAS_DO_NOT_TRACK": "true",
+        "DO_NOT_TRACK": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONWARNINGS": "ignore",
+    }
 
 
-IN_PROCESS = ("Q2_TINY", "Q2_TINY_MODELS", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
-              "INSPECT_LOG_DIR", "RAGAS_DO_NOT_TRACK", "DO_NOT_TRACK", "TOKENIZERS_PARALLELISM")
+IN_PROCESS = (
+    "Q2_TINY",
+    "Q2_TINY_MODELS",
+    "HF_HUB_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "INSPECT_LOG_DIR",
+    "RAGAS_DO_NOT_TRACK",
+    "DO_NOT_TRACK",
+    "TOKENIZERS_PARALLELISM",
+)
 
 
 def set_in_process(monkeypatch, environ: dict[str, str]) -> None:
@@ -41,8 +61,24 @@ def cli_score(pairs: list[tuple[str, str]], tmp: Path, environ: dict[str, str]) 
     with open(src, "w", encoding="utf-8") as f:
         for r, k in pairs:
             f.write(json.dumps({"response": r, "knowledge": k}) + "\n")
-    res = subprocess.run([str(BIN / "q2"), "score", str(src), "-o", str(out), "--tiny", "--quiet", "--no-cache",
-                          "--summary", str(summary)], env=environ, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            str(BIN / "q2"),
+            "score",
+            str(src),
+            "-o",
+            str(out),
+            "--tiny",
+            "--quiet",
+            "--no-cache",
+            "--summary",
+            str(summary),
+        ],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(got) == len(pairs)

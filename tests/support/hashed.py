@@ -48,14 +48,24 @@ class HashParser:
 
 
 class HashQG:
-    TEMPLATES = ["what is {a} ?", "do you know {a} ?", "which is {a} ?", "is your {a} here ?", "who said {a} ?"]
+    TEMPLATES = [
+        "what is {a} ?",
+        "do you know {a} ?",
+        "which is {a} ?",
+        "is your {a} here ?",
+        "who said {a} ?",
+    ]
 
     def generate(self, answers, contexts):
         out = []
         for a, c in zip(answers, contexts):
             start = pick(5, a, c)
-            out.append([self.TEMPLATES[(start + i) % 5].format(a=a) + f" #{pick(97, a, c, str(i))}"
-                         for i in range(5)])
+            out.append(
+                [
+                    self.TEMPLATES[(start + i) % 5].format(a=a) + f" #{pick(97, a, c, str(i))}"
+                    for i in range(5)
+                ]
+            )
         return out
 
 
@@ -68,13 +78,27 @@ class HashQA:
             target = q.split(" ", 2)[2].rsplit(" ?", 1)[0].replace("know ", "").replace("here", "").strip()
             words = c.split()
             choice = pick(12, q, c)
-            out.append([Answer(target), Answer(target.upper() + "!"), Answer("the " + target), NO_ANSWER,
-                        Answer(""), Answer(words[pick(len(words), q, c)] if words else "x"),
-                        Answer(f"[CLS] {q.split()[0]} [SEP] {target}"), Answer(target + " " + (words[0] if words else "")),
-                        Answer(target), Answer(target.lower()), NO_ANSWER, Answer(target)][choice])
+            out.append(
+                [
+                    Answer(target),
+                    Answer(target.upper() + "!"),
+                    Answer("the " + target),
+                    NO_ANSWER,
+                    Answer(""),
+                    Answer(words[pick(len(words), q, c)] if words else "x"),
+                    Answer(f"[CLS] {q.split()[0]} [SEP] {target}"),
+                    Answer(target + " " + (words[0] if words else "")),
+                    Answer(target),
+                    Answer(target.lower()),
+                    NO_ANSWER,
+                    Answer(target),
+                ][choice]
+            )
         return out
 
 
 class HashNLI:
     def classify(self, premises, hypotheses):
-        return [("entailment", "neutral", "contradiction")[pick(3, p, h)] for p, h in zip(premises, hypotheses)]
+        return [
+            ("entailment", "neutral", "contradiction")[pick(3, p, h)] for p, h in zip(premises, hypotheses)
+        ]

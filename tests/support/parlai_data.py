@@ -16,21 +16,41 @@ def make_wow_datapath(root: Path, episodes: int = 6, checked: bool = True) -> Pa
     data = []
     for i, row in enumerate(rows):
         topic, sentence = row["topic"], row["knowledge"]
-        wizard = {"speaker": "1_Wizard", "text": row["gold"], "retrieved_topics": [], "retrieved_passages": []}
+        wizard = {
+            "speaker": "1_Wizard",
+            "text": row["gold"],
+            "retrieved_topics": [],
+            "retrieved_passages": [],
+        }
         if checked:
             no_passage = i == len(rows) - 1  # one turn grounded on nothing: skipped by Q²
-            wizard["checked_sentence"] = ({"no_passages_used": "no_passages_used"} if no_passage
-                                          else {f"chosen_{topic.replace(' ', '_')}_0": sentence})
-            wizard["checked_passage"] = ({"no_passages_used": "no_passages_used"} if no_passage
-                                         else {f"chosen_{topic.replace(' ', '_')}": topic})
-        data.append({
-            "chosen_topic": topic, "chosen_topic_passage": [sentence], "wizard_eval": 5, "persona": "",
-            "dialog": [
-                {"speaker": "0_Apprentice", "text": row["message"], "retrieved_topics": [topic],
-                 "retrieved_passages": [{topic: [sentence]}]},
-                wizard,
-            ],
-        })
+            wizard["checked_sentence"] = (
+                {"no_passages_used": "no_passages_used"}
+                if no_passage
+                else {f"chosen_{topic.replace(' ', '_')}_0": sentence}
+            )
+            wizard["checked_passage"] = (
+                {"no_passages_used": "no_passages_used"}
+                if no_passage
+                else {f"chosen_{topic.replace(' ', '_')}": topic}
+            )
+        data.append(
+            {
+                "chosen_topic": topic,
+                "chosen_topic_passage": [sentence],
+                "wizard_eval": 5,
+                "persona": "",
+                "dialog": [
+                    {
+                        "speaker": "0_Apprentice",
+                        "text": row["message"],
+                        "retrieved_topics": [topic],
+                        "retrieved_passages": [{topic: [sentence]}],
+                    },
+                    wizard,
+                ],
+            }
+        )
     folder = root / "wizard_of_wikipedia"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ".built").write_text("2026-01-01\n1.0")

@@ -7,9 +7,9 @@ import importlib
 import inspect
 
 import pytest
+from support.data import ROOT
 
 from q2_metric.errors import Q2Error
-from support.data import ROOT
 
 # Not errors a user sees: a signal as an exception, and the readers' private markers.
 NOT_USER_ERRORS = {"q2_metric.io.interrupts.Interrupted"}
@@ -30,8 +30,12 @@ def public_exceptions(module_names: list[str]) -> dict[str, type]:
     for name in module_names:
         module = importlib.import_module(name)
         for attr, obj in vars(module).items():
-            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == name \
-                    and not attr.startswith("_"):
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and obj.__module__ == name
+                and not attr.startswith("_")
+            ):
                 found[f"{name}.{attr}"] = obj
     return found
 
@@ -39,7 +43,9 @@ def public_exceptions(module_names: list[str]) -> dict[str, type]:
 def test_every_public_exception_is_a_q2_error():
     classes = public_exceptions(modules())
     assert len(classes) >= 15  # the walk found them (errors.py alone holds 9)
-    assert sorted(n for n, c in classes.items() if not issubclass(c, Q2Error) and n not in NOT_USER_ERRORS) == []
+    assert (
+        sorted(n for n, c in classes.items() if not issubclass(c, Q2Error) and n not in NOT_USER_ERRORS) == []
+    )
 
 
 def test_parlai_errors_are_q2_errors_too():

@@ -21,8 +21,13 @@ RESPONSES = [
     "",  # empty
     "Bob Ross liked PBS.",  # the knowledge writes "pbs": the same answer after normalisation
 ]
-KNOWLEDGE = ["Bob Ross hosted a show.", "Bob Ross painted.", "painting is fun for many.", "Bob Ross.",
-             "Bob Ross was on pbs."]
+KNOWLEDGE = [
+    "Bob Ross hosted a show.",
+    "Bob Ross painted.",
+    "painting is fun for many.",
+    "Bob Ross.",
+    "Bob Ross was on pbs.",
+]
 EXPECTED = [
     "The question answered the same way from the knowledge.",
     "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge.",
@@ -44,8 +49,10 @@ def test_engine_writes_one_sentence_per_response():
 def test_fallback_sentence_names_its_label_and_fallback_off_is_not_scored():
     contradicts = ScriptedNLI(rule=lambda premise, hypothesis: CONTRADICTION)
     result = scripted_scorer(nli=contradicts).score(["it was fun."], ["painting is fun."])
-    assert result.responses[0].reason == ("No valid question (the response has no answer candidate); end-to-end "
-                                          "NLI: the knowledge contradicts the response.")
+    assert result.responses[0].reason == (
+        "No valid question (the response has no answer candidate); end-to-end "
+        "NLI: the knowledge contradicts the response."
+    )
     from q2_metric.config import Q2Config
 
     off = scripted_scorer(Q2Config(fallback_nli=False)).score(["it was fun."], ["painting is fun."])
@@ -57,7 +64,8 @@ def test_fallback_over_knowledge_windows_says_how_labels_combine():
     assert reason_line(res) == (
         "No valid question (the response has no answer candidate); end-to-end NLI: the knowledge neither entails "
         "nor contradicts the response, read in 3 knowledge windows (entailment if any window entails, else "
-        "contradiction if any contradicts, else neutral).")
+        "contradiction if any contradicts, else neutral)."
+    )
 
 
 def test_q2_score_reason_column_is_the_sentence(tmp_path):

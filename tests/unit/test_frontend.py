@@ -10,8 +10,19 @@ import math
 import pytest
 
 from q2_metric.errors import ModelNotAvailable, Q2Error, Q2OptionError, Q2UnknownOption
-from q2_metric.frontend import Item, ItemResult, Outcome, check_models, check_options, configure, guard, \
-    model_words, score_items, tiny_note, validate_items
+from q2_metric.frontend import (
+    Item,
+    ItemResult,
+    Outcome,
+    check_models,
+    check_options,
+    configure,
+    guard,
+    model_words,
+    score_items,
+    tiny_note,
+    validate_items,
+)
 from q2_metric.options import flag_name, python_name
 from q2_metric.scorer import Q2Scorer
 from q2_metric.testing.scripted import scripted_scorer
@@ -20,7 +31,9 @@ GOOD = "Bob Ross hosted the show."
 
 
 def test_configure_checks_every_value_in_the_front_ends_words():
-    with pytest.raises(Q2OptionError, match=r"^Invalid Q² option --fallback-scores=\(0, 2, 1\): use 3 numbers"):
+    with pytest.raises(
+        Q2OptionError, match=r"^Invalid Q² option --fallback-scores=\(0, 2, 1\): use 3 numbers"
+    ):
         configure({"fallback_scores": (0, 2, 1)}, spell=flag_name("--"))
     with pytest.raises(Q2OptionError, match=r"^Invalid Q² option use_nli='false': use True or False\.$"):
         configure({"use_nli": "false"})
@@ -38,13 +51,18 @@ def test_an_unknown_option_is_an_option_error_and_a_type_error():
 
 
 def test_check_options_returns_what_q2config_takes():
-    assert check_options({"fallback_scores": [0, 0.5, 1], "decoding": None}) == {"fallback_scores": (0.0, 0.5, 1.0)}
+    assert check_options({"fallback_scores": [0, 0.5, 1], "decoding": None}) == {
+        "fallback_scores": (0.0, 0.5, 1.0)
+    }
 
 
 def test_a_missing_model_is_named_in_the_front_ends_words(tmp_path):
     scorer = Q2Scorer(qg_model=str(tmp_path / "nowhere"), device="cpu")
-    for spell, expected in ((python_name, "as qg_model."), (flag_name("--q2-"), "as --q2-qg-model."),
-                            (lambda n: f"-S {n}=DIR", "as -S qg_model=DIR.")):
+    for spell, expected in (
+        (python_name, "as qg_model."),
+        (flag_name("--q2-"), "as --q2-qg-model."),
+        (lambda n: f"-S {n}=DIR", "as -S qg_model=DIR."),
+    ):
         with pytest.raises(ModelNotAvailable) as info:
             check_models(scorer, spell=spell)
         assert expected in str(info.value)
@@ -61,8 +79,13 @@ def test_the_words_are_the_callers_only_inside_the_block(tmp_path):
 
 
 def test_validate_items_reports_each_bad_item_with_its_key_and_field():
-    items = [Item("sample 'a'", GOOD, GOOD), Item("sample 'b'", GOOD, None), Item("sample 'c'", 3, GOOD),
-             Item("sample 'd'", GOOD, GOOD, history="not a list"), Item("sample 'e'", "x\ud800", GOOD, ["hi"])]
+    items = [
+        Item("sample 'a'", GOOD, GOOD),
+        Item("sample 'b'", GOOD, None),
+        Item("sample 'c'", 3, GOOD),
+        Item("sample 'd'", GOOD, GOOD, history="not a list"),
+        Item("sample 'e'", "x\ud800", GOOD, ["hi"]),
+    ]
     good, bad = validate_items(items)
     assert [i.key for i in good] == ["sample 'a'", "sample 'e'"]
     assert good[1].response == "x\ufffd"  # the text the models read (validation.clean_text)
@@ -76,9 +99,13 @@ def test_validate_items_reports_each_bad_item_with_its_key_and_field():
 
 def test_score_items_scores_the_good_in_one_call_and_keeps_order():
     scorer = scripted_scorer()
-    items = [Item("row 1", GOOD, "Bob Ross hosted the show."), Item("row 2", 5, GOOD),
-             Item("row 3", "   ", GOOD), Item("row 4", "Alice Smith sang.", "Bob Ross hosted the show."),
-             Item("row 5", GOOD, "\u200b")]
+    items = [
+        Item("row 1", GOOD, "Bob Ross hosted the show."),
+        Item("row 2", 5, GOOD),
+        Item("row 3", "   ", GOOD),
+        Item("row 4", "Alice Smith sang.", "Bob Ross hosted the show."),
+        Item("row 5", GOOD, "\u200b"),
+    ]
     out = score_items(scorer, items)
     assert isinstance(out, Outcome)
     assert [i.key for i in out.items] == ["row 1", "row 2", "row 3", "row 4", "row 5"]
@@ -102,7 +129,9 @@ def test_score_items_with_only_bad_items_still_signs():
 def test_item_result_reason_is_the_explanation_line():
     out = score_items(scripted_scorer(), [Item("k", GOOD, GOOD)])
     assert out.items[0].reason.endswith("answered the same way from the knowledge.")
-    assert ItemResult("k", "bad", None, "k: field 'response' must be a string, got int.").reason.startswith("k:")
+    assert ItemResult("k", "bad", None, "k: field 'response' must be a string, got int.").reason.startswith(
+        "k:"
+    )
 
 
 def test_guard_refuses_an_output_inside_a_read(tmp_path):

@@ -52,9 +52,11 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
+            ]
         else:
             continue
         if _type_checking_only(node, parents):
@@ -114,7 +116,9 @@ def test_the_walker_finds_a_circle_and_reads_the_real_edges(tmp_path):
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from pkg.sub import b\n")
     (pkg / "sub" / "b.py").write_text("def f():\n    from ..c import x\n")
-    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nimport pkg.a\nif TYPE_CHECKING:\n    import pkg.d\n")
+    (pkg / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nimport pkg.a\nif TYPE_CHECKING:\n    import pkg.d\n"
+    )
     (pkg / "d.py").write_text("import pkg.c\n")
     modules = module_names(pkg)
     graph = {n: imports_of(n, p, modules) for n, p in modules.items()}
@@ -136,8 +140,13 @@ def layer(module: str, package: str = "q2_metric") -> str:
 
 def upward_imports(graph: dict[str, set[str]], package: str = "q2_metric") -> list[tuple[str, str]]:
     """(core module, front-end module it imports), for every such edge."""
-    return sorted((m, d) for m, deps in graph.items() if layer(m, package) == "core"
-                  for d in deps if layer(d, package) == "front")
+    return sorted(
+        (m, d)
+        for m, deps in graph.items()
+        if layer(m, package) == "core"
+        for d in deps
+        if layer(d, package) == "front"
+    )
 
 
 def test_core_imports_no_front_end():
@@ -159,15 +168,23 @@ def test_the_layer_check_finds_an_upward_import(tmp_path):
 
 def test_rules_import_no_backend_reader_or_scorer():
     banned = ("q2_metric.models", "q2_metric.io", "q2_metric.scorer")
-    found = {m: sorted(d for d in deps if d.startswith(banned)) for m, deps in import_graph().items()
-             if m.startswith("q2_metric.steps")}
+    found = {
+        m: sorted(d for d in deps if d.startswith(banned))
+        for m, deps in import_graph().items()
+        if m.startswith("q2_metric.steps")
+    }
     assert {m: d for m, d in found.items() if d} == {}
 
 
 def test_the_package_never_imports_parlai_ext():
-    users = [str(p) for p in PACKAGE.rglob("*.py")
-             if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "parlai_ext" in ast.unparse(n)
-                    for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    users = [
+        str(p)
+        for p in PACKAGE.rglob("*.py")
+        if any(
+            isinstance(n, (ast.Import, ast.ImportFrom)) and "parlai_ext" in ast.unparse(n)
+            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        )
+    ]
     assert users == []
 
 
@@ -175,25 +192,35 @@ def passed_on(path: Path) -> list[str]:
     """Names a module imports from this project and never uses itself (it only passes them on)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    text = " ".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    text = " ".join(
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    )
     out = []
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("q2_metric", "parlai_ext")):
-            out += [a.asname or a.name for a in node.names
-                    if (a.asname or a.name) not in used and (a.asname or a.name) not in text.split()]
+            out += [
+                a.asname or a.name
+                for a in node.names
+                if (a.asname or a.name) not in used and (a.asname or a.name) not in text.split()
+            ]
     return out
 
 
 def test_no_module_but_a_package_init_passes_names_on():
     # (a file outside any Python package is data read by path: lm-eval's task folder, whose `utils.py`
     # must name the task functions that its YAML files call)
-    files = [p for p in list(PACKAGE.rglob("*.py")) + list((PACKAGE.parent / "parlai_ext").glob("*.py"))
-             if p.name != "__init__.py" and (p.parent / "__init__.py").is_file()]
+    files = [
+        p
+        for p in list(PACKAGE.rglob("*.py")) + list((PACKAGE.parent / "parlai_ext").glob("*.py"))
+        if p.name != "__init__.py" and (p.parent / "__init__.py").is_file()
+    ]
     assert {str(p): names for p in files if (names := passed_on(p))} == {}
 
 
 def test_the_re_export_check_sees_one(tmp_path):
     shim = tmp_path / "shim.py"
-    shim.write_text("from q2_metric.config import Q2Config  # noqa: F401\nfrom q2_metric.errors import Q2Error\n"
-                    "def f() -> None:\n    raise Q2Error('x')\n")
+    shim.write_text(
+        "from q2_metric.config import Q2Config  # noqa: F401\nfrom q2_metric.errors import Q2Error\n"
+        "def f() -> None:\n    raise Q2Error('x')\n"
+    )
     assert passed_on(shim) == ["Q2Config"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 def test_q2_tiny_environment_variable_everywhere(tiny_env, monkeypatch):
     from q2_metric.options import build_config
 

@@ -16,8 +16,11 @@ def test_progress_counts_model_inputs_per_stage():
     (question, response) pairs; the knowledge is asked 2 distinct (question, knowledge) pairs, answers
     Bob Ross the same way (no NLI) and has no PBS (no answer, no NLI); no fallback."""
     seen = []
-    scripted_scorer().score(["Bob Ross hosted PBS.", "Bob Ross hosted it."], ["Bob Ross hosted it."] * 2,
-                            progress=lambda *report: seen.append(report))
+    scripted_scorer().score(
+        ["Bob Ross hosted PBS.", "Bob Ross hosted it."],
+        ["Bob Ross hosted it."] * 2,
+        progress=lambda *report: seen.append(report),
+    )
     final = {}
     for stage, done, total in seen:
         final[stage] = (done, total)
@@ -32,8 +35,11 @@ def test_progress_advances_batch_by_batch(tiny_config):
     """With one input per batch, the question stage reports each input as it is done."""
     seen = []
     scorer = Q2Scorer(tiny_config.replace(qg_batch_size=1, decoding="greedy", max_question_length=4))
-    scorer.score(["bob ross hosted the joy of painting on pbs"], ["Bob Ross hosted it."],
-                 progress=lambda *report: seen.append(report))
+    scorer.score(
+        ["bob ross hosted the joy of painting on pbs"],
+        ["Bob Ross hosted it."],
+        progress=lambda *report: seen.append(report),
+    )
     done = [d for stage, d, total in seen if stage == "questions"]
     total = max(t for stage, _, t in seen if stage == "questions")
     # the stage starts (0 of 0), the model call is announced (0 of n), then 1, ..., n, then the call ends
@@ -57,8 +63,11 @@ def test_progress_lines_off_a_terminal():
     finally:
         progress.time.monotonic = real
     # hand-computed from the clock above: candidates 0.0 -> 1.0 s, questions 1.0 -> 4.0 s
-    assert lines == ["Q² 1/6 candidates: 2 model inputs in 1.0 s", "Q² 2/6 questions: 5 model inputs in 3.0 s",
-                     "Q²: all 6 stages done in 4.0 s"]
+    assert lines == [
+        "Q² 1/6 candidates: 2 model inputs in 1.0 s",
+        "Q² 2/6 questions: 5 model inputs in 3.0 s",
+        "Q²: all 6 stages done in 4.0 s",
+    ]
 
 
 def test_stage_progress_picks_bars_only_for_a_terminal(monkeypatch):

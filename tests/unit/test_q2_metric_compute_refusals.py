@@ -18,15 +18,21 @@ def metric():
 
 
 def test_histories_without_coref_is_refused(metric):
-    with pytest.raises(Q2OptionError, match=r"^Invalid Q² option histories: it is read by coref=True only; add "
-                                            r"coref=True or leave histories out\.$"):
+    with pytest.raises(
+        Q2OptionError,
+        match=r"^Invalid Q² option histories: it is read by coref=True only; add "
+        r"coref=True or leave histories out\.$",
+    ):
         metric.compute(predictions=PRED, references=REF, histories=[["who hosted it?"]], tiny=True)
 
 
 @pytest.mark.parametrize("value", [True, False])
 def test_a_bool_threshold_is_refused(metric, value):
-    with pytest.raises(Q2OptionError, match=rf"^Invalid Q² option threshold={value}: the threshold must be a number "
-                                            rf"in \[0, 1\], not the bool {value}\.$"):
+    with pytest.raises(
+        Q2OptionError,
+        match=rf"^Invalid Q² option threshold={value}: the threshold must be a number "
+        rf"in \[0, 1\], not the bool {value}\.$",
+    ):
         metric.compute(predictions=PRED, references=REF, threshold=value, tiny=True)
 
 
@@ -50,14 +56,20 @@ def test_added_batches_are_not_written_before_the_cache_folder_is_checked(tiny_m
     model = Path(shutil.copytree(tiny_models["qg"], tmp_path / "qg"))
 
     def files():
-        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(model.rglob("*")) if p.is_file()}
+        return {
+            str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(model.rglob("*"))
+            if p.is_file()
+        }
 
     before = files()
     inside = evaluate.load(q2_metric.module_path(), cache_dir=str(model / "evaluate-cache"))
     inside.add_batch(predictions=PRED, references=REF)
     inside.add(prediction="it aired in france", reference=REF[0])
     with pytest.raises(OutputPathError, match="lies inside"):
-        inside.compute(qg_model=str(model), qa_model=tiny_models["qa"], nli_model=tiny_models["nli"], device="cpu")
+        inside.compute(
+            qg_model=str(model), qa_model=tiny_models["qa"], nli_model=tiny_models["nli"], device="cpu"
+        )
     assert files() == before and not (model / "evaluate-cache").exists()
 
     elsewhere = evaluate.load(q2_metric.module_path(), cache_dir=str(tmp_path / "cache"))
@@ -65,5 +77,7 @@ def test_added_batches_are_not_written_before_the_cache_folder_is_checked(tiny_m
     elsewhere.add(prediction="it aired in france", reference=REF[0])
     with pytest.raises(Q2OptionError):  # a refused compute keeps the added batches
         elsewhere.compute(qg_model=str(model), decoding="sampling")
-    out = elsewhere.compute(qg_model=str(model), qa_model=tiny_models["qa"], nli_model=tiny_models["nli"], device="cpu")
+    out = elsewhere.compute(
+        qg_model=str(model), qa_model=tiny_models["qa"], nli_model=tiny_models["nli"], device="cpu"
+    )
     assert len(out["scores"]) == 2 and files() == before

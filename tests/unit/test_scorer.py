@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from q2_metric.steps import question_filter as qf
-from q2_metric.components import Answer, CONTRADICTION, ENTAILMENT, NEUTRAL, NO_ANSWER, ParsedText
+from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL, NO_ANSWER, Answer, ParsedText
 from q2_metric.config import Q2Config
 from q2_metric.models.hf_qg import clean_question, qg_input
+from q2_metric.steps import question_filter as qf
 from q2_metric.steps.response_scores import fallback_score
 from q2_metric.steps.span_scores import nli_pair, span_score
 from q2_metric.testing.scripted import ScriptedNLI, ScriptedParser, ScriptedQA, ScriptedQG, scripted_scorer
@@ -24,12 +24,15 @@ K3 = "Rome is old."
 PARSES = {
     R0: ParsedText(entities=["Bob Ross", "The Joy of Painting", "PBS"], noun_chunks=["bob ross", "I"]),
     R1: ParsedText(noun_chunks=["I", "it"]),
-    "What did your friend host?": ParsedText(tokens=[("What", "dobj"), ("did", "aux"), ("your", "poss"),
-                                                     ("friend", "nsubj"), ("host", "ROOT")]),
-    "What do you like?": ParsedText(tokens=[("What", "dobj"), ("do", "aux"), ("you", "nsubj"),
-                                            ("like", "ROOT")]),
-    "Who did you see?": ParsedText(tokens=[("Who", "dobj"), ("did", "aux"), ("you", "nsubj"),
-                                           ("see", "ROOT")]),
+    "What did your friend host?": ParsedText(
+        tokens=[("What", "dobj"), ("did", "aux"), ("your", "poss"), ("friend", "nsubj"), ("host", "ROOT")]
+    ),
+    "What do you like?": ParsedText(
+        tokens=[("What", "dobj"), ("do", "aux"), ("you", "nsubj"), ("like", "ROOT")]
+    ),
+    "Who did you see?": ParsedText(
+        tokens=[("Who", "dobj"), ("did", "aux"), ("you", "nsubj"), ("see", "ROOT")]
+    ),
 }
 QUESTIONS = {
     ("Bob Ross", R0): ["Who hosted the show?", "Who did you see?"],
@@ -55,8 +58,13 @@ LABELS = {
 
 
 def make_scorer(config=None):
-    return scripted_scorer(config, parser=ScriptedParser(PARSES), qg=ScriptedQG(QUESTIONS),
-                           qa=ScriptedQA(ANSWERS), nli=ScriptedNLI(LABELS))
+    return scripted_scorer(
+        config,
+        parser=ScriptedParser(PARSES),
+        qg=ScriptedQG(QUESTIONS),
+        qa=ScriptedQA(ANSWERS),
+        nli=ScriptedNLI(LABELS),
+    )
 
 
 def run(config=None):

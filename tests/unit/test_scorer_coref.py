@@ -9,10 +9,10 @@ import pytest
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.components import ParsedText
+from q2_metric.errors import Q2InputError
 from q2_metric.explain import reason_line
 from q2_metric.signature import config_fingerprint
 from q2_metric.testing.scripted import ScriptedCoref, ScriptedParser, scripted_scorer
-from q2_metric.errors import Q2InputError
 
 HISTORY = ["I drink coffee every morning for caffeine."]
 RESPONSE = "Yes, it stimulates a certain portion of the nervous system!"
@@ -22,8 +22,9 @@ PARSES = {RESPONSE: ParsedText(entities=["it"]), RESOLVED: ParsedText(entities=[
 
 
 def _scorer(**options):
-    return scripted_scorer(Q2Config(**options), parser=ScriptedParser(PARSES),
-                           coref=ScriptedCoref([["caffeine", "it"]]))
+    return scripted_scorer(
+        Q2Config(**options), parser=ScriptedParser(PARSES), coref=ScriptedCoref([["caffeine", "it"]])
+    )
 
 
 def test_default_path_has_no_coreference_anywhere():
@@ -38,11 +39,15 @@ def test_default_path_has_no_coreference_anywhere():
     opts = {k: v for k, v in Q2Config().to_dict().items() if not k.startswith("coref")}
     import q2_metric.signature as sig
     from q2_metric.config import SPEED_OPTIONS
+
     # (nor `tiny`, which only says where the models come from: their identities key the cache, nor
     # `quantize` left at "none", which came later: a float32 run keeps its fingerprint)
     opts = {k: v for k, v in opts.items() if k not in SPEED_OPTIONS and k not in ("tiny", "quantize")}
-    payload = json.dumps({"options": opts, "extra": {}, "q2": sig._q2_version(), "libs": sig.library_versions()},
-                         sort_keys=True, default=str)
+    payload = json.dumps(
+        {"options": opts, "extra": {}, "q2": sig._q2_version(), "libs": sig.library_versions()},
+        sort_keys=True,
+        default=str,
+    )
     assert config_fingerprint(Q2Config()) == hashlib.sha256(payload.encode()).hexdigest()[:16]
     assert config_fingerprint(Q2Config(coref=True)) != config_fingerprint(Q2Config())
 
@@ -114,6 +119,7 @@ def test_fcoref_end_to_end_on_tiny_models(tiny_config, tiny_coref, rows):
     assert steps == [6, 6, 3]  # batched across dialogues, one model call per turn step
     assert all(0.0 <= s <= 1.0 for s in result.scores)
     from q2_metric.steps.coref import apply_replacements
+
     for res, r in zip(result.responses, some):
         assert res.coref.original == r["response"]
         assert apply_replacements(res.coref.original, res.coref.replacements) == res.coref.resolved
@@ -157,7 +163,9 @@ def test_missing_fastcoref_package_fails_in_one_sentence(monkeypatch, tiny_confi
 
     monkeypatch.setattr(builtins, "__import__", no_fastcoref)
     scorer = Q2Scorer(tiny_config.replace(coref=True), parser=ScriptedParser())
-    with pytest.raises(ModelNotAvailable, match=r"needs the fastcoref package.*pip install fastcoref --no-deps"):
+    with pytest.raises(
+        ModelNotAvailable, match=r"needs the fastcoref package.*pip install fastcoref --no-deps"
+    ):
         scorer.check_models()
 
 

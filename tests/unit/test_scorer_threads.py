@@ -20,7 +20,7 @@ OPTIONS = [  # options that change the scores or the signature, on the same mode
 
 
 def _same(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(x == y or math.isnan(x) and math.isnan(y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b))
 
 
 def _run_threads(jobs):
@@ -32,7 +32,7 @@ def _run_threads(jobs):
         try:
             start.wait()
             out[i] = job()
-        except BaseException as err:  # noqa: BLE001 - reported below, with its thread
+        except BaseException as err:
             errors.append((i, err))
 
     threads = [threading.Thread(target=work, args=(i, job)) for i, job in enumerate(jobs)]
@@ -55,8 +55,9 @@ def test_score_from_threads_keeps_each_calls_options(tiny_config, batch):
     # the options matter: the signatures differ, and the fallback scores change the numbers
     assert len({str(r.signature) for r in alone}) == len(OPTIONS)
     assert not _same(alone[0].scores, alone[2].scores)
-    together = _run_threads([lambda o=opts: q2_metric.score(responses, knowledge, tiny_config, **o)
-                             for opts in OPTIONS * 2])
+    together = _run_threads(
+        [lambda o=opts: q2_metric.score(responses, knowledge, tiny_config, **o) for opts in OPTIONS * 2]
+    )
     for i, result in enumerate(together):
         lone = alone[i % len(OPTIONS)]
         assert str(result.signature) == str(lone.signature)
@@ -77,16 +78,19 @@ def test_cached_scorers_keep_their_options_when_another_thread_asks_for_others(t
 
 def test_one_scorer_shared_by_threads_gives_each_call_its_own_result(tiny_config, rows):
     scorer = Q2Scorer(tiny_config)
-    chunks = [([r["response"] for r in rows[i:i + 3]], [r["knowledge"] for r in rows[i:i + 3]])
-              for i in range(0, 12, 3)]
+    chunks = [
+        ([r["response"] for r in rows[i : i + 3]], [r["knowledge"] for r in rows[i : i + 3]])
+        for i in range(0, 12, 3)
+    ]
     alone = [scorer.score(*chunk) for chunk in chunks]
     together = _run_threads([lambda c=chunk: scorer.score(*c) for chunk in chunks * 2])
     for i, result in enumerate(together):
         lone = alone[i % len(chunks)]
         assert _same(result.scores, lone.scores)
         assert [r.candidates for r in result.responses] == [r.candidates for r in lone.responses]
-        assert [[q.question for q in r.questions] for r in result.responses] == \
-               [[q.question for q in r.questions] for r in lone.responses]
+        assert [[q.question for q in r.questions] for r in result.responses] == [
+            [q.question for q in r.questions] for r in lone.responses
+        ]
 
 
 def test_the_python_api_checks_its_options_before_any_model(monkeypatch):
@@ -95,20 +99,34 @@ def test_the_python_api_checks_its_options_before_any_model(monkeypatch):
     def no_model(*args, **kwargs):
         raise AssertionError("a model was loaded")
 
-    for backend in ("hf_qg.HFQuestionGenerator", "hf_qa.HFQuestionAnswerer", "hf_nli.HFNLIClassifier",
-                    "spacy_parser.SpacyParser"):
+    for backend in (
+        "hf_qg.HFQuestionGenerator",
+        "hf_qa.HFQuestionAnswerer",
+        "hf_nli.HFNLIClassifier",
+        "spacy_parser.SpacyParser",
+    ):
         monkeypatch.setattr(f"q2_metric.models.{backend}.__init__", no_model)
-    cases = [({"fallback_scores": (0, 2, 1)}, r"fallback_scores=\(0, 2, 1\): use 3 numbers in \[0, 1\]"),
-             ({"use_nli": "false"}, r"use_nli='false': use True or False"),
-             ({"qg_batch_size": 0}, r"qg_batch_size=0: use an integer >= 1")]
+    cases = [
+        ({"fallback_scores": (0, 2, 1)}, r"fallback_scores=\(0, 2, 1\): use 3 numbers in \[0, 1\]"),
+        ({"use_nli": "false"}, r"use_nli='false': use True or False"),
+        ({"qg_batch_size": 0}, r"qg_batch_size=0: use an integer >= 1"),
+    ]
     for opts, message in cases:
-        for call in (lambda: q2_metric.score(["a"], ["b"], **opts), lambda: Q2Scorer(**opts),
-                     lambda: cached_scorer(**opts)):
+        for call in (
+            lambda: q2_metric.score(["a"], ["b"], **opts),
+            lambda: Q2Scorer(**opts),
+            lambda: cached_scorer(**opts),
+        ):
             with pytest.raises(Q2OptionError, match=message):
                 call()
-    for call in (lambda: q2_metric.score(["a"], ["b"], use_nlii=True), lambda: Q2Scorer(use_nlii=True),
-                 lambda: cached_scorer(use_nlii=True)):
-        with pytest.raises(TypeError, match=r"'use_nlii' is not a Q² option \(did you mean 'use_nli'\?\)") as info:
+    for call in (
+        lambda: q2_metric.score(["a"], ["b"], use_nlii=True),
+        lambda: Q2Scorer(use_nlii=True),
+        lambda: cached_scorer(use_nlii=True),
+    ):
+        with pytest.raises(
+            TypeError, match=r"'use_nlii' is not a Q² option \(did you mean 'use_nli'\?\)"
+        ) as info:
             call()
         assert isinstance(info.value, Q2OptionError)
 

@@ -9,9 +9,9 @@ import pytest
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.components import NO_ANSWER
-from q2_metric.models.hf_qa import HFQuestionAnswerer, decode_best_span, decode_reference
-from q2_metric.models.hf_nli import nli_label_map
 from q2_metric.models.batching import budget_batches
+from q2_metric.models.hf_nli import nli_label_map
+from q2_metric.models.hf_qa import HFQuestionAnswerer, decode_best_span, decode_reference
 from q2_metric.models.hf_qg import qg_input
 from q2_metric.testing.scripted import ScriptedQG
 
@@ -63,18 +63,29 @@ def test_model_calls_scale_with_batches_not_examples(tiny_config, rows):
     result = scorer.score([r["response"] for r in rows[:n]], [r["knowledge"] for r in rows[:n]])
     n_candidates = sum(len(r.candidates) for r in result.responses)
     assert n_candidates > n
-    prompts = list(dict.fromkeys(qg_input(c, r["response"]) for r, res in zip(rows[:n], result.responses)
-                                 for c in res.candidates))
+    prompts = list(
+        dict.fromkeys(
+            qg_input(c, r["response"]) for r, res in zip(rows[:n], result.responses) for c in res.candidates
+        )
+    )
     lengths = [len(ids) for ids in scorer.qg.tokenizer(prompts)["input_ids"]]
     assert len(generate_calls) == len(list(budget_batches(lengths, 64, cfg.qg_max_tokens))) < len(prompts) / 4
     n_asked = sum(1 for r in result.responses for q in r.questions if q.status not in ("personal", "unused"))
     n_valid = result.system.num_valid_questions
     assert len(qa_calls) < (n_asked + n_valid) / 4
+
     # NLI (span pairs, then mostly fallbacks here): one forward pass per length-sorted budget batch
     def nli_batches(call):  # premise windows of long knowledge included, as the backend reads them
         windows = [w for p, h in call for w in scorer.nli._split(p, h)]
-        lengths = [len(ids) for ids in scorer.nli.tokenizer([p for p, _ in windows], [h for _, h in windows],
-                                                            truncation=True, max_length=scorer.nli.max_length)["input_ids"]]
+        lengths = [
+            len(ids)
+            for ids in scorer.nli.tokenizer(
+                [p for p, _ in windows],
+                [h for _, h in windows],
+                truncation=True,
+                max_length=scorer.nli.max_length,
+            )["input_ids"]
+        ]
         return list(budget_batches(lengths, 64, cfg.nli_max_tokens))
 
     batches = [nli_batches(call) for call in nli_pairs]
@@ -86,8 +97,10 @@ def test_model_calls_scale_with_batches_not_examples(tiny_config, rows):
 def test_greedy_decoding_returns_one_question(tiny_config):
     scorer = Q2Scorer(tiny_config.replace(decoding="greedy"))
     result = scorer.score(["Bob Ross hosted a show on PBS."], ["Bob Ross hosted a show."])
-    assert all(len([q for q in result.responses[0].questions if q.candidate == c]) == 1
-               for c in result.responses[0].candidates)
+    assert all(
+        len([q for q in result.responses[0].questions if q.candidate == c]) == 1
+        for c in result.responses[0].candidates
+    )
 
 
 def test_long_knowledge_uses_sliding_windows(tiny_config):
@@ -123,7 +136,10 @@ def test_long_knowledge_uses_sliding_windows(tiny_config):
     # and the real model runs over all windows, packed (on a CPU) as padded
     windows = tiny_config.replace(qa_max_length=64, qa_doc_stride=16)
     packed, padded = HFQuestionAnswerer(windows), HFQuestionAnswerer(windows.replace(qa_packing="off"))
-    questions, contexts = ["Where?", "What is the answer?", "Which word?"], [context, context[:300], "The answer."]
+    questions, contexts = (
+        ["Where?", "What is the answer?", "Which word?"],
+        [context, context[:300], "The answer."],
+    )
     assert packed.packs() and not padded.packs()
     assert packed.answer(questions, contexts) == padded.answer(questions, contexts)
 
@@ -153,7 +169,10 @@ def test_best_span_null_threshold(tiny_config):
 
 def test_nli_labels_read_from_config_not_assumed():
     assert nli_label_map({0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}) == {
-        0: "contradiction", 1: "neutral", 2: "entailment"}
+        0: "contradiction",
+        1: "neutral",
+        2: "entailment",
+    }
     with pytest.raises(ValueError, match="do not name"):
         nli_label_map({0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
 
@@ -164,8 +183,10 @@ def test_tiny_nli_label_order_is_respected(scorer):
 
 def test_hard_texts_do_not_crash(scorer):
     long = "Bob Ross painted mountains. " * 300
-    result = scorer.score(["?!...", "Ça va très bien à Zürich 東京.", long, "   "],
-                          ["Bob Ross painted.", "Zürich est une ville.", long, "Bob Ross."])
+    result = scorer.score(
+        ["?!...", "Ça va très bien à Zürich 東京.", long, "   "],
+        ["Bob Ross painted.", "Zürich est une ville.", long, "Bob Ross."],
+    )
     assert all(0.0 <= s <= 1.0 for s in result.scores[:3])
     assert result.responses[0].fallback  # no candidate in punctuation
     assert math.isnan(result.scores[3]) and result.responses[3].reason == "Not scored: empty response."
@@ -195,8 +216,9 @@ def test_local_path_that_is_not_a_model_dir(tmp_path):
 @pytest.mark.slow  # a subprocess
 def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
     env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "q2_metric.cli", "demo"], capture_output=True,
-                          text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "q2_metric.cli", "demo"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("q2: The question-generation model")
@@ -206,9 +228,27 @@ def test_main_command_exits_nonzero_with_one_sentence_offline(tmp_path):
 @pytest.mark.slow  # a subprocess
 def test_demo_runs_on_local_models(tiny_models):
     proc = subprocess.run(
-        [sys.executable, "-m", "q2_metric.cli", "demo", "--qg-model", tiny_models["qg"], "--qa-model",
-         tiny_models["qa"], "--nli-model", tiny_models["nli"], "--decoding", "greedy", "--device", "cpu"],
-        capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "q2_metric.cli",
+            "demo",
+            "--qg-model",
+            tiny_models["qg"],
+            "--qa-model",
+            tiny_models["qa"],
+            "--nli-model",
+            tiny_models["nli"],
+            "--decoding",
+            "greedy",
+            "--device",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "dodeca" in proc.stdout and "memnet" in proc.stdout and "Q2 = " in proc.stdout
 

@@ -9,14 +9,30 @@ import pytest
 
 from q2_metric import Q2Config, Q2Scorer
 from q2_metric.errors import Q2InputError
-from q2_metric.testing.scripted import scripted_scorer, ScriptedParser
+from q2_metric.testing.scripted import ScriptedParser, scripted_scorer
 
 
-@pytest.mark.parametrize("text", ["\u200b", "\u200b\u200c\u200d\u2060", "\u202e\u2066\u2069", "\ufeff",
-                                  "\u00a0\u2003\u3000", "\u3164", "\u00ad", "\U000e0041", "\u2800", " \t\u200f "])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u200b",
+        "\u200b\u200c\u200d\u2060",
+        "\u202e\u2066\u2069",
+        "\ufeff",
+        "\u00a0\u2003\u3000",
+        "\u3164",
+        "\u00ad",
+        "\U000e0041",
+        "\u2800",
+        " \t\u200f ",
+    ],
+)
 def test_invisible_text_is_empty(text):
     result = scripted_scorer().score([text, "Paris is big."], ["Paris is big.", text])
-    assert [r.reason for r in result.responses] == ["Not scored: empty response.", "Not scored: empty knowledge."]
+    assert [r.reason for r in result.responses] == [
+        "Not scored: empty response.",
+        "Not scored: empty knowledge.",
+    ]
     assert result.system.num_scored == 0
 
 
@@ -32,17 +48,21 @@ def test_lone_surrogate_is_replaced_in_the_api(tmp_path):
     seen = []
     parse = parser.parse
     parser.parse = lambda texts: seen.extend(texts) or parse(texts)
-    result = scripted_scorer(parser=parser).score(["Bob\ud800 Ross hosted it.", "A \ud83d\ude00 pair."],
-                                                  ["Bob Ross hosted it.", "A pair."])
-    assert "Bob\ufffd Ross hosted it." in seen and "A \U0001F600 pair." in seen  # the pair is its character
+    result = scripted_scorer(parser=parser).score(
+        ["Bob\ud800 Ross hosted it.", "A \ud83d\ude00 pair."], ["Bob Ross hosted it.", "A pair."]
+    )
+    assert "Bob\ufffd Ross hosted it." in seen and "A \U0001f600 pair." in seen  # the pair is its character
     assert not any(0xD800 <= ord(c) <= 0xDFFF for text in seen for c in text)
     assert result.system.num_scored == 2
 
 
 def test_nul_only_knowledge_is_empty():
     result = scripted_scorer().score(["Paris is big.", "Rome.", "\x00\x1b"], ["\x00\x00", " \x00\t", "Rome."])
-    assert [r.reason for r in result.responses] == ["Not scored: empty knowledge.", "Not scored: empty knowledge.",
-                                                     "Not scored: empty response."]
+    assert [r.reason for r in result.responses] == [
+        "Not scored: empty knowledge.",
+        "Not scored: empty knowledge.",
+        "Not scored: empty response.",
+    ]
     assert result.system.num_skipped == 3
 
 
@@ -53,18 +73,25 @@ def test_api_accepts_any_sequence_of_strings():
 
     responses, knowledge = ["Paris is big.", "Rome."], ["Paris is big.", "Rome."]
     expected = scripted_scorer().score(responses, knowledge).scores
-    for r, k in [(tuple(responses), tuple(knowledge)), (np.array(responses), np.array(knowledge)),
-                 (pd.Series(responses, index=[7, 3]), pd.Series(knowledge))]:
+    for r, k in [
+        (tuple(responses), tuple(knowledge)),
+        (np.array(responses), np.array(knowledge)),
+        (pd.Series(responses, index=[7, 3]), pd.Series(knowledge)),
+    ]:
         assert scripted_scorer().score(r, k).scores == expected
         assert all(type(x) is str for x in validate_inputs(r, k)[0])  # numpy.str_ becomes str
     for bad, kind in [(set(responses), "set"), (dict.fromkeys(responses), "dict")]:
         with pytest.raises(Q2InputError) as err:
             scripted_scorer().score(bad, knowledge)
-        assert str(err.value) == (f"response must be a sequence of strings (list, tuple, numpy array, pandas "
-                                  f"Series), got {kind}, whose order is not the order of the items; pass a list")
+        assert str(err.value) == (
+            f"response must be a sequence of strings (list, tuple, numpy array, pandas "
+            f"Series), got {kind}, whose order is not the order of the items; pass a list"
+        )
     with pytest.raises(Q2InputError, match="must be one-dimensional .* got 2 dimensions"):
         scripted_scorer().score(np.array([responses]), knowledge)
-    with pytest.raises(Q2InputError, match="item 1: field 'response' must be a string, got NoneType|got None"):
+    with pytest.raises(
+        Q2InputError, match="item 1: field 'response' must be a string, got NoneType|got None"
+    ):
         scripted_scorer().score(np.array(["a", None], dtype=object), knowledge)
 
 
@@ -78,24 +105,35 @@ def test_mismatched_lengths():
         unloadable().score(["a", "b"], ["c"])
 
 
-@pytest.mark.parametrize("responses, knowledge, message", [
-    (["ok", None], ["k", "k"], "item 1: field 'response' must be a string, got None"),
-    (["ok", "ok"], ["k", 3], "item 1: field 'knowledge' must be a string, got int"),
-    ("a single string", ["k"],
-     r"response must be a sequence of strings \(list, tuple, numpy array, pandas Series\), got a single str"),
-])
+@pytest.mark.parametrize(
+    "responses, knowledge, message",
+    [
+        (["ok", None], ["k", "k"], "item 1: field 'response' must be a string, got None"),
+        (["ok", "ok"], ["k", 3], "item 1: field 'knowledge' must be a string, got int"),
+        (
+            "a single string",
+            ["k"],
+            r"response must be a sequence of strings \(list, tuple, numpy array, pandas Series\), got a single str",
+        ),
+    ],
+)
 def test_non_strings(responses, knowledge, message):
     with pytest.raises(Q2InputError, match=message):
         unloadable().score(responses, knowledge)
 
 
 def test_empty_and_whitespace_give_nan_and_are_counted():
-    result = scripted_scorer().score(["Paris is big.", "", "Rome.", " \n"],
-                                     ["Paris is big.", "Paris.", "  ", "Rome."])
+    result = scripted_scorer().score(
+        ["Paris is big.", "", "Rome.", " \n"], ["Paris is big.", "Paris.", "  ", "Rome."]
+    )
     reasons = [r.reason for r in result.responses]
     # the one sentence of each (`explain.reason_line`): "Paris" asked and answered alike on both sides
-    assert reasons == ["The question answered the same way from the knowledge.", "Not scored: empty response.",
-                       "Not scored: empty knowledge.", "Not scored: empty response."]
+    assert reasons == [
+        "The question answered the same way from the knowledge.",
+        "Not scored: empty response.",
+        "Not scored: empty knowledge.",
+        "Not scored: empty response.",
+    ]
     assert [math.isnan(s) for s in result.scores] == [False, True, True, True]
     assert result.q2 == 1.0 and result.system.num_skipped == 3 and result.system.num_scored == 1
 

@@ -1,4 +1,6 @@
 class ClientError(Exception):
     pass
+
+
 class EndpointConnectionError(Exception):
     pass

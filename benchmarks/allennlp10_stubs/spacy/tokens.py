@@ -1,4 +1,6 @@
 class Token:  # isinstance checks only
     pass
+
+
 class Doc:
     pass

@@ -1,5 +1,17 @@
 # lm-eval loads this file by its path (`!function utils.NAME`); the code and its state (one Q²
 # engine per process) live in the installed package.
-from q2_metric.harness.lm_eval import (agg_bad, agg_coverage, agg_empty, agg_q2, agg_q2_no_nli,  # noqa: F401
-                                       agg_scored, agg_signature, dialogue_dataset, dialogue_doc_to_text,
-                                       evaluate_figure, process_results, wow_dataset, wow_doc_to_text)
+from q2_metric.harness.lm_eval import (  # noqa: F401
+    agg_bad,
+    agg_coverage,
+    agg_empty,
+    agg_q2,
+    agg_q2_no_nli,
+    agg_scored,
+    agg_signature,
+    dialogue_dataset,
+    dialogue_doc_to_text,
+    evaluate_figure,
+    process_results,
+    wow_dataset,
+    wow_doc_to_text,
+)

@@ -16,7 +16,7 @@ tests/data/allennlp10/ (record_allennlp10.py).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 ALLENNLP = "allennlp10"  # the signature's name of this path
 MARKER = "q2_nli_input"  # config.json key `q2 convert-nli` sets to ALLENNLP
@@ -32,17 +32,30 @@ def template_parts(template: Sequence[int], parts: Sequence[Sequence[int]]) -> l
     """
     out, pos = [], 0
     for part in parts:
-        at = next((i for i in range(pos, len(template) - len(part) + 1)
-                   if list(template[i:i + len(part)]) == list(part)), None)
+        at = next(
+            (
+                i
+                for i in range(pos, len(template) - len(part) + 1)
+                if list(template[i : i + len(part)]) == list(part)
+            ),
+            None,
+        )
         if at is None:
-            raise ValueError("the tokenizer's special-token template does not hold its own encoding of the text")
+            raise ValueError(
+                "the tokenizer's special-token template does not hold its own encoding of the text"
+            )
         out.append(list(template[pos:at]))
         pos = at + len(part)
     return out + [list(template[pos:])]
 
 
-def allennlp_pair_ids(premise_ids: Sequence[int], hypothesis_ids: Sequence[int], pair: Sequence[Sequence[int]],
-                      single: Sequence[Sequence[int]], max_length: int = MAX_LENGTH) -> list[int]:
+def allennlp_pair_ids(
+    premise_ids: Sequence[int],
+    hypothesis_ids: Sequence[int],
+    pair: Sequence[Sequence[int]],
+    single: Sequence[Sequence[int]],
+    max_length: int = MAX_LENGTH,
+) -> list[int]:
     """The ids the classifier's pooled first token reads for one pair, from the premise's and the
     hypothesis's ids (tokenized separately, no special tokens), the pair template's special ids
     (start, middle, end) and the single-sequence one's (start, end). A pair longer than `max_length`
@@ -58,8 +71,8 @@ def allennlp_pair_ids(premise_ids: Sequence[int], hypothesis_ids: Sequence[int],
     if len(ids) <= max_length:
         return ids
     start, end = single
-    inner = ids[len(start):len(ids) - len(end)]
-    return [*start, *inner[:max_length - len(start) - len(end)], *end]
+    inner = ids[len(start) : len(ids) - len(end)]
+    return [*start, *inner[: max_length - len(start) - len(end)], *end]
 
 
 def is_allennlp_converted(config: object) -> bool:

@@ -22,8 +22,8 @@ scores are computed as 3.2 computed them: float32 log-softmax plus the beam's fl
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import torch
 
@@ -56,7 +56,7 @@ class Hypotheses:
             return False
         if self.early_stopping:
             return True
-        return self.worst_score >= best_sum_logprobs / cur_len ** self.length_penalty
+        return self.worst_score >= best_sum_logprobs / cur_len**self.length_penalty
 
     def best(self, n: int) -> list[list[int]]:
         """The `n` best hypotheses, best first (on equal scores the one added last first)."""
@@ -70,15 +70,26 @@ def banned_ngram_tokens(tokens: Sequence[int], n: int) -> list[int]:
     cur_len = len(tokens)
     if n <= 0 or cur_len + 1 < n:
         return []
-    prefix = tuple(tokens[cur_len + 1 - n:])
-    return [tokens[i + n - 1] for i in range(cur_len - n + 1) if tuple(tokens[i:i + n - 1]) == prefix]
+    prefix = tuple(tokens[cur_len + 1 - n :])
+    return [tokens[i + n - 1] for i in range(cur_len - n + 1) if tuple(tokens[i : i + n - 1]) == prefix]
 
 
-def beam_search(step: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor], batch_size: int, *,
-                num_beams: int, max_length: int, start_id: int, eos_id: int, pad_id: int,
-                num_return_sequences: int = 1, no_repeat_ngram_size: int = 0, early_stopping: bool = False,
-                length_penalty: float = 1.0, min_length: int = 0,
-                device: torch.device | str = "cpu") -> list[list[list[int]]]:
+def beam_search(
+    step: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
+    batch_size: int,
+    *,
+    num_beams: int,
+    max_length: int,
+    start_id: int,
+    eos_id: int,
+    pad_id: int,
+    num_return_sequences: int = 1,
+    no_repeat_ngram_size: int = 0,
+    early_stopping: bool = False,
+    length_penalty: float = 1.0,
+    min_length: int = 0,
+    device: torch.device | str = "cpu",
+) -> list[list[list[int]]]:
     """Each input's `num_return_sequences` best sequences (best first), as transformers 3.2's
     `generate(num_beams=..., do_sample=False)` returned them for an encoder-decoder model: the
     decoder start token, the tokens, and the end token when the sequence is shorter than
@@ -104,7 +115,9 @@ def beam_search(step: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor
         if cur_len < min_length:
             scores[:, eos_id] = NEG_INF
         if no_repeat_ngram_size > 0:
-            banned = [(r, t) for r, seq in enumerate(seqs) for t in banned_ngram_tokens(seq, no_repeat_ngram_size)]
+            banned = [
+                (r, t) for r, seq in enumerate(seqs) for t in banned_ngram_tokens(seq, no_repeat_ngram_size)
+            ]
             if banned:
                 r, t = zip(*banned)
                 scores[list(r), list(t)] = NEG_INF
@@ -142,5 +155,7 @@ def beam_search(step: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor
         if not done[b]:
             for row in range(b * num_beams, (b + 1) * num_beams):
                 hyps[b].add(seqs[row], final[row])
-    return [[hyp + [eos_id] if len(hyp) < max_length else hyp for hyp in h.best(num_return_sequences)]
-            for h in hyps]
+    return [
+        [hyp + [eos_id] if len(hyp) < max_length else hyp for hyp in h.best(num_return_sequences)]
+        for h in hyps
+    ]

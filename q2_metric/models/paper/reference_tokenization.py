@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 from q2_metric.models.loading import model_file_finder, read_checkpoint_tensor, read_model_json
 
@@ -38,8 +39,15 @@ HF = "hf"  # transformers' own tokenization
 
 # The class defaults of 3.2's tokenizers, before special_tokens_map.json / tokenizer_config.json.
 T5_SPECIALS = {"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
-ALBERT_SPECIALS = {"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>", "sep_token": "[SEP]",
-                   "pad_token": "<pad>", "cls_token": "[CLS]", "mask_token": "[MASK]"}
+ALBERT_SPECIALS = {
+    "bos_token": "[CLS]",
+    "eos_token": "[SEP]",
+    "unk_token": "<unk>",
+    "sep_token": "[SEP]",
+    "pad_token": "<pad>",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 
 
@@ -49,8 +57,18 @@ def clean_up_tokenization(text: str) -> str:
     >>> clean_up_tokenization("who is gus ' s dog , rex ?")
     "who is gus's dog, rex?"
     """
-    for old, new in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-                     (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+    for old, new in (
+        (" .", "."),
+        (" ?", "?"),
+        (" !", "!"),
+        (" ,", ","),
+        (" ' ", "'"),
+        (" n't", "n't"),
+        (" 'm", "'m"),
+        (" 's", "'s"),
+        (" 've", "'ve"),
+        (" 're", "'re"),
+    ):
         text = text.replace(old, new)
     return text
 
@@ -93,13 +111,17 @@ def split_on_special_tokens(text: str, specials: Sequence[str]) -> list[str]:
         return []
     chunks = [text]
     for token in specials:
-        chunks = [piece for chunk in chunks
-                  for piece in ([chunk] if chunk in specials else _split_on_token(token, chunk))]
+        chunks = [
+            piece
+            for chunk in chunks
+            for piece in ([chunk] if chunk in specials else _split_on_token(token, chunk))
+        ]
     return chunks
 
 
-def albert_preprocess(text: str, remove_space: bool = True, keep_accents: bool = False,
-                      do_lower_case: bool = True) -> str:
+def albert_preprocess(
+    text: str, remove_space: bool = True, keep_accents: bool = False, do_lower_case: bool = True
+) -> str:
     """3.2's `AlbertTokenizer.preprocess_text`.
 
     >>> albert_preprocess("  ``Pokémon''  Café ")
@@ -170,8 +192,10 @@ class ReferenceTokenizer:
             if chunk in self.no_split:
                 tokens.append(chunk)
             elif self.kind == "albert":
-                tokens += albert_pieces(self.sp, albert_preprocess(chunk, self.remove_space, self.keep_accents,
-                                                                   self.do_lower_case))
+                tokens += albert_pieces(
+                    self.sp,
+                    albert_preprocess(chunk, self.remove_space, self.keep_accents, self.do_lower_case),
+                )
             else:
                 tokens += self.sp.encode(chunk, out_type=str)
         return tokens
@@ -189,23 +213,25 @@ class ReferenceTokenizer:
         if not ids or ids[-1] != eos:
             ids.append(eos)
         if max_length is not None and len(ids) > max_length:
-            ids = ids[:max_length - 1] + [eos]
+            ids = ids[: max_length - 1] + [eos]
         return ids
 
-    def pair_windows(self, question: str, text: str, window: int, stride: int) -> list[tuple[list[int], list[int]]]:
+    def pair_windows(
+        self, question: str, text: str, window: int, stride: int
+    ) -> list[tuple[list[int], list[int]]]:
         """(input ids, segment ids) of `[CLS] question [SEP] text [SEP]`, as 3.2's `encode_plus`
         built them; a text too long for `window` tokens is read in windows overlapping by `stride`
         tokens (3.2 did not cut: this is the engine's reading of longer texts)."""
         cls, sep = self.id_of("cls_token"), self.id_of("sep_token")
         q, t = self.encode(question), self.encode(text)
-        q = q[:max(1, window - 4 - stride)] if len(q) + 3 + stride >= window else q
+        q = q[: max(1, window - 4 - stride)] if len(q) + 3 + stride >= window else q
         room = window - 3 - len(q)
         starts = [0]
         while starts[-1] + room < len(t):
             starts.append(starts[-1] + room - stride)
         out = []
         for s in starts:
-            chunk = t[s:s + room]
+            chunk = t[s : s + room]
             out.append(([cls] + q + [sep] + chunk + [sep], [0] * (len(q) + 2) + [1] * (len(chunk) + 1)))
         return out
 
@@ -229,8 +255,11 @@ def _special_value(value: Any) -> str | None:
     whitespace rules, which this path does not model."""
     if isinstance(value, str):
         return value
-    if isinstance(value, dict) and isinstance(value.get("content"), str) and not any(
-            value.get(k) for k in ("lstrip", "rstrip", "single_word")):
+    if (
+        isinstance(value, dict)
+        and isinstance(value.get("content"), str)
+        and not any(value.get(k) for k in ("lstrip", "rstrip", "single_word"))
+    ):
         return value["content"]
     return None
 
@@ -261,7 +290,9 @@ def load_reference_tokenizer(model_id: str) -> ReferenceTokenizer | None:
     if kind == "t5":
         extra_ids = int(init.get("extra_ids", 100))
         listed = init.get("additional_special_tokens", saved.get("additional_special_tokens"))
-        extra = [_special_value(v) for v in listed] if listed else [f"<extra_id_{i}>" for i in range(extra_ids)]
+        extra = (
+            [_special_value(v) for v in listed] if listed else [f"<extra_id_{i}>" for i in range(extra_ids)]
+        )
         if any(t is None or not re.fullmatch(r"<extra_id_\d+>", t) for t in extra):
             return None
     import sentencepiece as spm
@@ -271,10 +302,15 @@ def load_reference_tokenizer(model_id: str) -> ReferenceTokenizer | None:
     if any(t != specials["unk_token"] and sp.piece_to_id(t) == unk for t in specials.values()):
         return None  # 3.2 would have added it to the vocabulary: an unusual file this path does not model
     return ReferenceTokenizer(
-        kind=kind, sp=sp, specials=specials, extra=extra,
+        kind=kind,
+        sp=sp,
+        specials=specials,
+        extra=extra,
         lower_first=bool(init.get("do_lower_case", False)),
-        do_lower_case=bool(init.get("do_lower_case", True)), remove_space=bool(init.get("remove_space", True)),
-        keep_accents=bool(init.get("keep_accents", False)))
+        do_lower_case=bool(init.get("do_lower_case", True)),
+        remove_space=bool(init.get("remove_space", True)),
+        keep_accents=bool(init.get("keep_accents", False)),
+    )
 
 
 @lru_cache(maxsize=32)
@@ -284,15 +320,19 @@ def _paths(model_id: str, config_file: str | None, role: str, qa_decoding: str) 
         from q2_metric.models.paper.t5_cross_bias import CROSS_BIAS
 
         label = REFERENCE if ref is not None else HF
-        if read_model_json(model_file_finder(model_id), "config.json").get("model_type") == "t5" and \
-                read_checkpoint_tensor(model_file_finder(model_id), CROSS_BIAS) is not None:
+        if (
+            read_model_json(model_file_finder(model_id), "config.json").get("model_type") == "t5"
+            and read_checkpoint_tensor(model_file_finder(model_id), CROSS_BIAS) is not None
+        ):
             label += "+xbias"
         return label
     if role == "qa":
         return REFERENCE if ref is not None and ref.kind == "albert" and qa_decoding == "reference" else HF
     from q2_metric.models.paper.allennlp_input import ALLENNLP, is_allennlp_converted
 
-    return ALLENNLP if is_allennlp_converted(read_model_json(model_file_finder(model_id), "config.json")) else HF
+    return (
+        ALLENNLP if is_allennlp_converted(read_model_json(model_file_finder(model_id), "config.json")) else HF
+    )
 
 
 def tokenization_path(model_id: str, role: str, qa_decoding: str = "reference") -> str:

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import logging
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -49,15 +50,19 @@ def saved_by_transformers_3(find: Callable[[str], str | None]) -> bool:
     return isinstance(version, str) and version.split(".")[0] in ("2", "3")
 
 
-def cross_attention_bias(module: torch.nn.Module, weight: torch.Tensor, query_length: int, key_length: int,
-                         past: int) -> torch.Tensor:
+def cross_attention_bias(
+    module: torch.nn.Module, weight: torch.Tensor, query_length: int, key_length: int, past: int
+) -> torch.Tensor:
     """(1, heads, query_length, key_length) bias of 3.x: queries at decoder positions
     past..past+query_length-1, keys at encoder positions, bucketed one-way."""
     context = torch.arange(past, past + query_length, dtype=torch.long, device=weight.device)[:, None]
     memory = torch.arange(key_length, dtype=torch.long, device=weight.device)[None, :]
     buckets = module._relative_position_bucket(
-        memory - context, bidirectional=False, num_buckets=module.relative_attention_num_buckets,
-        max_distance=module.relative_attention_max_distance)
+        memory - context,
+        bidirectional=False,
+        num_buckets=module.relative_attention_num_buckets,
+        max_distance=module.relative_attention_max_distance,
+    )
     return torch.nn.functional.embedding(buckets, weight).permute(2, 0, 1).unsqueeze(0)
 
 
@@ -80,8 +85,13 @@ def apply_cross_attention_bias(model: torch.nn.Module, weight: torch.Tensor) -> 
             return None
         hidden = args[0] if args else kwargs["hidden_states"]
         keys = kwargs["key_value_states"]
-        bias = cross_attention_bias(module, module.cross_relative_attention_bias, hidden.shape[1], keys.shape[1],
-                                    _past_length(decoder_cache(kwargs), module.layer_idx or 0, hidden.shape[1]))
+        bias = cross_attention_bias(
+            module,
+            module.cross_relative_attention_bias,
+            hidden.shape[1],
+            keys.shape[1],
+            _past_length(decoder_cache(kwargs), module.layer_idx or 0, hidden.shape[1]),
+        )
         return args, {**kwargs, "position_bias": bias.to(hidden.dtype)}
 
     attention.register_forward_pre_hook(hook, with_kwargs=True)
@@ -97,9 +107,12 @@ def attach_cross_attention_bias(model: torch.nn.Module, model_id: str) -> bool:
     if weight is None:
         if saved_by_transformers_3(find) and model_id not in _warned:
             _warned.add(model_id)
-            warnings.warn(f"The question-generation model {model_id} was saved by transformers 3.x but its "
-                          f"checkpoint has no {CROSS_BIAS}: it runs without the cross-attention bias that "
-                          f"transformers 3.x applied, so its questions can differ from the paper's.", stacklevel=2)
+            warnings.warn(
+                f"The question-generation model {model_id} was saved by transformers 3.x but its "
+                f"checkpoint has no {CROSS_BIAS}: it runs without the cross-attention bias that "
+                f"transformers 3.x applied, so its questions can differ from the paper's.",
+                stacklevel=2,
+            )
         return False
     apply_cross_attention_bias(model, weight.to(next(model.parameters()).dtype))
     return True

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Iterator, get_args
+from collections.abc import Iterator
+from typing import get_args
 
 import torch
 
@@ -56,7 +57,12 @@ def uses_onednn(setting: str, device: torch.device, dtype: torch.dtype) -> bool:
     if setting not in CHOICES:
         raise ValueError(f"cpu_matmul must be one of {CHOICES}, got {setting!r}")
     # (PyTorch already runs half-precision Linear layers with oneDNN)
-    if setting == "blas" or device.type != "cpu" or dtype != torch.float32 or not torch.backends.mkldnn.is_available():
+    if (
+        setting == "blas"
+        or device.type != "cpu"
+        or dtype != torch.float32
+        or not torch.backends.mkldnn.is_available()
+    ):
         return False
     return setting == "onednn" or prefers_onednn(torch.backends.cpu.get_cpu_capability(), cpu_vendor())
 
@@ -93,8 +99,9 @@ class OneDNNLinears:
                     del layer.forward
 
 
-def linear_kernels(linears: OneDNNLinears | None, setting: str,
-                   device: torch.device) -> contextlib.AbstractContextManager:
+def linear_kernels(
+    linears: OneDNNLinears | None, setting: str, device: torch.device
+) -> contextlib.AbstractContextManager:
     """`linears.active()` when `setting` chooses oneDNN for this model on `device`, else nothing."""
     if linears is None or not uses_onednn(setting, device, linears.dtype):
         return contextlib.nullcontext()

@@ -61,15 +61,29 @@ def dims_of(config: Any) -> Dims:
         raise TypeError(f"no FLOP formulas for model type {config.model_type!r}")
     if config.model_type in SEQ2SEQ:
         gated = bool(getattr(config, "is_gated_act", False))
-        return Dims("t5", config.d_model, config.num_heads * config.d_kv, config.d_ff, config.num_layers,
-                    ff_inputs=2 if gated else 1, decoder_layers=config.num_decoder_layers,
-                    vocab=config.vocab_size)
+        return Dims(
+            "t5",
+            config.d_model,
+            config.num_heads * config.d_kv,
+            config.d_ff,
+            config.num_layers,
+            ff_inputs=2 if gated else 1,
+            decoder_layers=config.num_decoder_layers,
+            vocab=config.vocab_size,
+        )
     embedding = getattr(config, "embedding_size", config.hidden_size)
     archs = " ".join(getattr(config, "architectures", None) or [])
     head = "qa" if "QuestionAnswering" in archs else "cls" if "SequenceClassification" in archs else "none"
-    return Dims("encoder", config.hidden_size, config.hidden_size, config.intermediate_size,
-                config.num_hidden_layers, embedding=embedding if embedding != config.hidden_size else 0,
-                head=head, labels=getattr(config, "num_labels", 0))
+    return Dims(
+        "encoder",
+        config.hidden_size,
+        config.hidden_size,
+        config.intermediate_size,
+        config.num_hidden_layers,
+        embedding=embedding if embedding != config.hidden_size else 0,
+        head=head,
+        labels=getattr(config, "num_labels", 0),
+    )
 
 
 def encoder_flops(d: Dims, rows: int, width: int) -> int:
@@ -86,15 +100,19 @@ def encoder_flops(d: Dims, rows: int, width: int) -> int:
     return flops
 
 
-def decoder_step_flops(d: Dims, rows: int, new: int, past: int, source: int, cross_kv: bool,
-                       cross_rows: int | None = None) -> int:
+def decoder_step_flops(
+    d: Dims, rows: int, new: int, past: int, source: int, cross_kv: bool, cross_rows: int | None = None
+) -> int:
     """One T5 decoder call: `rows` sequences of `new` tokens after `past` cached ones, attending to
     `source` encoder positions; `cross_kv`: this call computes the cross-attention keys and values,
     on `cross_rows` rows (default `rows`; one per input when beams share them)."""
     tokens = rows * new
     attended = sum(past + i + 1 for i in range(new))  # causal self-attention lengths per row
-    per_layer = (tokens * 2 * (4 * d.hidden * d.inner + 2 * d.hidden * d.inner + (d.ff_inputs + 1) * d.hidden * d.ff)
-                 + rows * attended * 4 * d.inner + tokens * source * 4 * d.inner)
+    per_layer = (
+        tokens * 2 * (4 * d.hidden * d.inner + 2 * d.hidden * d.inner + (d.ff_inputs + 1) * d.hidden * d.ff)
+        + rows * attended * 4 * d.inner
+        + tokens * source * 4 * d.inner
+    )
     if cross_kv:
         per_layer += (rows if cross_rows is None else cross_rows) * source * 2 * 2 * d.hidden * d.inner
     return d.decoder_layers * per_layer + tokens * 2 * d.hidden * d.vocab
@@ -132,12 +150,15 @@ class FlopMeter:
         else:
             counted, timed = [(model, self._encoder)], [model]
         for module in timed:
-            self._handles += [module.register_forward_pre_hook(self._start), module.register_forward_hook(self._stop, always_call=True)]
+            self._handles += [
+                module.register_forward_pre_hook(self._start),
+                module.register_forward_hook(self._stop, always_call=True),
+            ]
         for module, count in counted:
             self._handles.append(module.register_forward_pre_hook(count, **hook))
 
     @classmethod
-    def attach(cls, model: torch.nn.Module) -> "FlopMeter":
+    def attach(cls, model: torch.nn.Module) -> FlopMeter:
         """The model's meter, attached on first use (one per model)."""
         meter = getattr(model, "_q2_flop_meter", None)
         if meter is None:
@@ -146,7 +167,7 @@ class FlopMeter:
         return meter
 
     @classmethod
-    def attach_if_known(cls, model: torch.nn.Module) -> "FlopMeter | None":
+    def attach_if_known(cls, model: torch.nn.Module) -> FlopMeter | None:
         """`attach`, or None for a model whose sizes the meter cannot read."""
         try:
             return cls.attach(model)
@@ -190,14 +211,26 @@ class FlopMeter:
         cross = getattr(cache, "cross_attention_cache", None)
         cross_kv = cross is None or int(cross.get_seq_length()) == 0
         shared = getattr(getattr(self._model, "_q2_shared_cross", None), "beams", 1)
-        self.flops += decoder_step_flops(self.dims, rows, new, past, source.shape[1], cross_kv,
-                                         cross_rows=rows // shared if rows % shared == 0 else rows)
+        self.flops += decoder_step_flops(
+            self.dims,
+            rows,
+            new,
+            past,
+            source.shape[1],
+            cross_kv,
+            cross_rows=rows // shared if rows % shared == 0 else rows,
+        )
         self.tokens += rows * new
         self.calls += 1
 
 
-def matmul_peak(dtype: torch.dtype = torch.float32, n: int = 2048, seconds: float = 1.0,
-                device: torch.device | str = "cpu", onednn: bool = False) -> float:
+def matmul_peak(
+    dtype: torch.dtype = torch.float32,
+    n: int = 2048,
+    seconds: float = 1.0,
+    device: torch.device | str = "cpu",
+    onednn: bool = False,
+) -> float:
     """Measured FLOP/s of a large square `torch.mm` in `dtype` (the best of repeated runs over
     about `seconds`): the machine's practical matrix-product peak for the current thread setting.
     `onednn=True` times oneDNN's product instead (the CPU kernel of `cpu_matmul='onednn'`)."""
@@ -206,6 +239,7 @@ def matmul_peak(dtype: torch.dtype = torch.float32, n: int = 2048, seconds: floa
     b = torch.randn(n, n, device=device).to(dtype)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     if onednn:
+
         def mm(a, b):  # a @ b.T, the same FLOPs
             return torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], "")
     else:
@@ -219,4 +253,4 @@ def matmul_peak(dtype: torch.dtype = torch.float32, n: int = 2048, seconds: floa
         sync()
         dt = time.perf_counter() - t0
         best, spent = min(best, dt), spent + dt
-    return 2 * n ** 3 / best
+    return 2 * n**3 / best

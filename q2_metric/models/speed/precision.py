@@ -60,21 +60,23 @@ def cpu_has_bf16() -> bool:
     return cpu_flags_have_bf16(cpu_flags(), capability)
 
 
-def check_precision(dtype: str, quantize: str, device: "torch.device | str") -> None:
+def check_precision(dtype: str, quantize: str, device: torch.device | str) -> None:
     """Refuse, in one sentence, a precision this device cannot run fast: bfloat16 on a CPU
     without AVX512-BF16/AMX, int8 quantization off the CPU."""
     kind = str(device).partition(":")[0]
     if dtype == "bfloat16" and kind == "cpu" and not cpu_has_bf16():
         raise DeviceNotAvailable(
             "dtype='bfloat16' (--dtype bfloat16) was asked for on a CPU without AVX512-BF16 or AMX-BF16, where "
-            "bfloat16 is emulated and slower than float32; use dtype='float32' (the default) or quantize='int8'.")
+            "bfloat16 is emulated and slower than float32; use dtype='float32' (the default) or quantize='int8'."
+        )
     if quantize != "none" and kind != "cpu":
         raise DeviceNotAvailable(
             f"quantize='{quantize}' (--quantize) runs on a CPU only, but the device is '{device}'; pass "
-            "device='cpu' (--device cpu), or dtype='bfloat16' for a fast mode on a GPU.")
+            "device='cpu' (--device cpu), or dtype='bfloat16' for a fast mode on a GPU."
+        )
 
 
-def quantize_encoder(model: "torch.nn.Module") -> int:
+def quantize_encoder(model: torch.nn.Module) -> int:
     """Dynamic int8 quantization of the Linear layers of a QA or NLI model's encoder (its
     `base_model`), in place; the head stays float32. Returns how many layers were quantized."""
     import warnings
@@ -86,5 +88,7 @@ def quantize_encoder(model: "torch.nn.Module") -> int:
     before = sum(type(m) is torch.nn.Linear for m in encoder.modules())
     with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices (it still ships and runs)
         warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
-        quantize_dynamic(encoder, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)
+        quantize_dynamic(
+            encoder, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True
+        )
     return before - sum(type(m) is torch.nn.Linear for m in encoder.modules())

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -45,8 +46,11 @@ class SharedCrossAttention:
     def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
         self.beams = 1
-        self.projections = [getattr(block.layer[1].EncDecAttention, name)
-                            for block in model.decoder.block for name in ("k", "v")]
+        self.projections = [
+            getattr(block.layer[1].EncDecAttention, name)
+            for block in model.decoder.block
+            for name in ("k", "v")
+        ]
         _register_attention()
         for block in model.decoder.block:
             attention = block.layer[1].EncDecAttention
@@ -61,7 +65,7 @@ class SharedCrossAttention:
         """The encoder states the cross-attention projects to keys and values: one row per input."""
         x = kwargs.get("key_value_states")
         if self.beams > 1 and x is not None and x.dim() == 3 and x.shape[0] % self.beams == 0:
-            return args, {**kwargs, "key_value_states": x[::self.beams]}
+            return args, {**kwargs, "key_value_states": x[:: self.beams]}
         return None
 
     @contextlib.contextmanager
@@ -83,8 +87,9 @@ def _decoder_attention(module: torch.nn.Module) -> Callable:
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     from transformers.models.t5.modeling_t5 import eager_attention_forward
 
-    return ALL_ATTENTION_FUNCTIONS.get_interface(module._q2_decoder_config._attn_implementation,
-                                                 eager_attention_forward)
+    return ALL_ATTENTION_FUNCTIONS.get_interface(
+        module._q2_decoder_config._attn_implementation, eager_attention_forward
+    )
 
 
 def _per_beam(x: Any, rows: int, beams: int, j: int) -> Any:
@@ -92,8 +97,14 @@ def _per_beam(x: Any, rows: int, beams: int, j: int) -> Any:
     return x[j::beams] if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == rows else x
 
 
-def shared_cross_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                           attention_mask: torch.Tensor | None, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+def shared_cross_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, Any]:
     """The cross-attention with keys and values one row per input and queries one row per beam:
     the decoder's attention function once per beam slot, the outputs interleaved back into the
     rows' order. Any other call (no sharing, self-attention shapes) goes to that function as is."""
@@ -105,7 +116,9 @@ def shared_cross_attention(module: torch.nn.Module, query: torch.Tensor, key: to
     outs = []
     for j in range(beams):
         slot = {k: _per_beam(v, rows, beams, j) for k, v in kwargs.items()}
-        out, _ = attend(module, query[j::beams], key, value, _per_beam(attention_mask, rows, beams, j), **slot)
+        out, _ = attend(
+            module, query[j::beams], key, value, _per_beam(attention_mask, rows, beams, j), **slot
+        )
         outs.append(out)
     # (inputs, beams, ...) -> the rows' order, input i's beams at rows i*beams ... i*beams+beams-1
     return torch.stack(outs, dim=1).reshape(rows, *outs[0].shape[1:]), None

@@ -27,13 +27,13 @@ makes transformers' AutoTokenizer return 2.11's slow `RobertaTokenizer`, the byt
 implement; the archive's config is as trained. Everything after the tokenizer (special
 tokens, type ids, masks, folding at 512) is AllenNLP's own code.
 """
+
 import argparse
 import csv
 import io
 import json
 import sys
 import tarfile
-import unicodedata
 from pathlib import Path
 
 import torch
@@ -80,13 +80,21 @@ def train(texts, out: Path) -> None:
     from transformers import RobertaConfig, RobertaTokenizer
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(texts, vocab_size=1000, min_frequency=2,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.train_from_iterator(
+        texts, vocab_size=1000, min_frequency=2, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    )
     out.mkdir(exist_ok=True)
     bpe.save_model(str(out))
     RobertaTokenizer(str(out / "vocab.json"), str(out / "merges.txt")).save_pretrained(str(out))
-    RobertaConfig(vocab_size=bpe.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=64, max_position_embeddings=514, type_vocab_size=1).save_pretrained(str(out))
+    RobertaConfig(
+        vocab_size=bpe.get_vocab_size(),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+    ).save_pretrained(str(out))
 
 
 def build_archive(base: Path, path: Path) -> None:
@@ -103,28 +111,39 @@ def build_archive(base: Path, path: Path) -> None:
     roberta.save_pretrained(str(model_dir))
     base = model_dir
     ff, cls = torch.nn.Linear(32, 32), torch.nn.Linear(32, 3)
-    weights = {f"_text_field_embedder.token_embedder_tokens.transformer_model.{k}": v
-               for k, v in roberta.state_dict().items()}
+    weights = {
+        f"_text_field_embedder.token_embedder_tokens.transformer_model.{k}": v
+        for k, v in roberta.state_dict().items()
+    }
     weights.update({f"_feedforward._linear_layers.0.{k}": v for k, v in ff.state_dict().items()})
     weights.update({f"_classification_layer.{k}": v for k, v in cls.state_dict().items()})
     name = str(base)
     config = {
-        "dataset_reader": {"type": "snli",
-                           "tokenizer": {"type": "pretrained_transformer", "model_name": name,
-                                         "add_special_tokens": False},
-                           "token_indexers": {"tokens": {"type": "pretrained_transformer", "model_name": name,
-                                                         "max_length": 512}}},
-        "model": {"type": "basic_classifier",
-                  "text_field_embedder": {"token_embedders": {"tokens": {
-                      "type": "pretrained_transformer", "model_name": name, "max_length": 512}}},
-                  "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 32},
-                  "feedforward": {"input_dim": 32, "num_layers": 1, "hidden_dims": 32,
-                                  "activations": "tanh"},
-                  "dropout": 0.1}}
+        "dataset_reader": {
+            "type": "snli",
+            "tokenizer": {"type": "pretrained_transformer", "model_name": name, "add_special_tokens": False},
+            "token_indexers": {
+                "tokens": {"type": "pretrained_transformer", "model_name": name, "max_length": 512}
+            },
+        },
+        "model": {
+            "type": "basic_classifier",
+            "text_field_embedder": {
+                "token_embedders": {
+                    "tokens": {"type": "pretrained_transformer", "model_name": name, "max_length": 512}
+                }
+            },
+            "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 32},
+            "feedforward": {"input_dim": 32, "num_layers": 1, "hidden_dims": 32, "activations": "tanh"},
+            "dropout": 0.1,
+        },
+    }
     with tarfile.open(path, "w:gz") as tar:
-        for member, data in (("config.json", json.dumps(config).encode()),
-                             ("vocabulary/labels.txt", ("\n".join(LABELS) + "\n").encode()),
-                             ("vocabulary/non_padded_namespaces.txt", b"*tags\n*labels\n")):
+        for member, data in (
+            ("config.json", json.dumps(config).encode()),
+            ("vocabulary/labels.txt", ("\n".join(LABELS) + "\n").encode()),
+            ("vocabulary/non_padded_namespaces.txt", b"*tags\n*labels\n"),
+        ):
             info = tarfile.TarInfo(member)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -184,12 +203,16 @@ def recorder(predictor):
             if "can't be cast" not in str(err):  # an integer on torch 1.5, a float on torch 2: it fails
                 raise  # after the transformer has run (the CLS pooler reads the first segment's <s>)
         (kw,) = seen
-        return {"premise": premise, "hypothesis": hypothesis,
-                "input_ids": kw["input_ids"], "attention_mask": [[int(x) for x in row] for row in kw["attention_mask"]],
-                "token_type_ids": kw.get("token_type_ids"),
-                # 2.11's slow tokenize() strips whitespace at special-token splits and returns nothing for
-                # whitespace-only text; the fast tokenizer AllenNLP 1.0 used does neither: not comparable
-                "slow_only": any(slow.tokenize(t) != slow._tokenize(t) for t in (premise, hypothesis))}
+        return {
+            "premise": premise,
+            "hypothesis": hypothesis,
+            "input_ids": kw["input_ids"],
+            "attention_mask": [[int(x) for x in row] for row in kw["attention_mask"]],
+            "token_type_ids": kw.get("token_type_ids"),
+            # 2.11's slow tokenize() strips whitespace at special-token splits and returns nothing for
+            # whitespace-only text; the fast tokenizer AllenNLP 1.0 used does neither: not comparable
+            "slow_only": any(slow.tokenize(t) != slow._tokenize(t) for t in (premise, hypothesis)),
+        }
 
     return record
 
@@ -207,8 +230,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--annotated", help="also record the annotated set's pairs into this JSONL file")
     args = parser.parse_args()
-    from allennlp.predictors.predictor import Predictor
     import allennlp_models.pair_classification  # noqa: F401  (registers the snli reader, as run_nli.py does)
+    from allennlp.predictors.predictor import Predictor
 
     slow_tokenizers()
     plain_tanh()
@@ -219,16 +242,27 @@ def main() -> None:
     build_archive(base, archive)
     record = recorder(Predictor.from_path(str(archive), predictor_name="textual_entailment"))
     expected = [record(p, h) for p, h in PAIRS]
-    (HERE / "expected.json").write_text(json.dumps({"pairs": expected}, ensure_ascii=False) + "\n", encoding="utf-8")
+    (HERE / "expected.json").write_text(
+        json.dumps({"pairs": expected}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     print(f"{len(expected)} pairs recorded", file=sys.stderr)
     if args.annotated:
         with open(args.annotated, "w", encoding="utf-8") as f:
             for knowledge, response in annotated_pairs():
-                for shape, p, h in (("fallback", knowledge.lower(), response.lower()),
-                                    ("span", span("what is " + " ".join(response.split()[:6]) + " ?",
-                                                  " ".join(knowledge.split()[:4])),
-                                     span("what is " + " ".join(response.split()[:6]) + " ?",
-                                          " ".join(response.split()[-3:])))):
+                for shape, p, h in (
+                    ("fallback", knowledge.lower(), response.lower()),
+                    (
+                        "span",
+                        span(
+                            "what is " + " ".join(response.split()[:6]) + " ?",
+                            " ".join(knowledge.split()[:4]),
+                        ),
+                        span(
+                            "what is " + " ".join(response.split()[:6]) + " ?",
+                            " ".join(response.split()[-3:]),
+                        ),
+                    ),
+                ):
                     r = record(p, h)
                     f.write(json.dumps(dict(r, shape=shape), ensure_ascii=False) + "\n")
 

@@ -11,6 +11,7 @@ weights almost never pick the end token), the end token's output embedding of th
 a copy of a frequent token's, scaled and perturbed: its scores sit next to that token's, and on
 `tie` the copy is exact, so the two tokens tie.
 """
+
 import json
 from pathlib import Path
 
@@ -29,15 +30,32 @@ PROMPTS = [0, 1, 3, 6, 9, 17]  # indexes into expected.json "t5": short and long
 
 def model(seed: int, eos: str | None, prompts: list[list[int]]) -> T5ForConditionalGeneration:
     torch.manual_seed(seed)
-    t5 = T5ForConditionalGeneration(T5Config(
-        vocab_size=600, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
-        pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)).eval()
+    t5 = T5ForConditionalGeneration(
+        T5Config(
+            vocab_size=600,
+            d_model=32,
+            d_kv=8,
+            d_ff=64,
+            num_layers=2,
+            num_decoder_layers=2,
+            num_heads=4,
+            pad_token_id=0,
+            eos_token_id=1,
+            decoder_start_token_id=0,
+        )
+    ).eval()
     if eos:
         with torch.no_grad():
             emb = t5.shared.weight
             # the token beam search picks most often on the prompts
-            picked = torch.cat([t5.generate(input_ids=torch.tensor([ids]), max_length=12, num_beams=5,
-                                            num_return_sequences=5).flatten() for ids in prompts])
+            picked = torch.cat(
+                [
+                    t5.generate(
+                        input_ids=torch.tensor([ids]), max_length=12, num_beams=5, num_return_sequences=5
+                    ).flatten()
+                    for ids in prompts
+                ]
+            )
             frequent = int(torch.bincount(picked[picked > 2]).argmax())
             emb[1] = emb[frequent] if eos == "tie" else 0.97 * emb[frequent] + 0.02 * torch.randn_like(emb[1])
     return t5
@@ -57,8 +75,9 @@ def main() -> None:
                 for ids in prompts:
                     x = torch.tensor([ids])
                     with torch.no_grad():
-                        y = t5.generate(input_ids=x, attention_mask=torch.ones_like(x), max_length=max_length,
-                                        **setting)
+                        y = t5.generate(
+                            input_ids=x, attention_mask=torch.ones_like(x), max_length=max_length, **setting
+                        )
                     beams.append(y.tolist())
                 runs.append({"setting": setting, "max_length": max_length, "beams": beams})
         with torch.no_grad():

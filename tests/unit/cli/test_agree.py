@@ -6,8 +6,9 @@ from __future__ import annotations
 import csv
 import json
 
-from q2_metric.cli import main
 from support.data import sample_rows
+
+from q2_metric.cli import main
 
 
 def write_input(path, n=4):
@@ -25,15 +26,37 @@ def test_agree_int8_on_tiny_models_writes_report_and_rows(tiny_env, tmp_path, ca
     rows = write_input(src)
     before = src.read_bytes()
     out, per = tmp_path / "report.json", tmp_path / "per.csv"
-    code = main(["agree", str(src), "--fast", "quantize=int8", "--tiny", "--device", "cpu", "--decoding", "greedy",
-                 "--label-col", "label", "-o", str(out), "--per-response", str(per)])
+    code = main(
+        [
+            "agree",
+            str(src),
+            "--fast",
+            "quantize=int8",
+            "--tiny",
+            "--device",
+            "cpu",
+            "--decoding",
+            "greedy",
+            "--label-col",
+            "label",
+            "-o",
+            str(out),
+            "--per-response",
+            str(per),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0, text
     assert src.read_bytes() == before
     report = json.loads(out.read_text())
     assert report["num_responses"] == len(rows)
-    assert set(report["stages"]) == {"questions", "response answers", "knowledge answers", "span NLI labels",
-                                     "fallback NLI labels"}
+    assert set(report["stages"]) == {
+        "questions",
+        "response answers",
+        "knowledge answers",
+        "span NLI labels",
+        "fallback NLI labels",
+    }
     assert report["stages"]["questions"]["differ"] == 0  # QG is not quantized
     assert "quant:int8" in report["fast_signature"] and "quant:" not in report["base_signature"]
     assert set(report["labels"]) == {"base", "fast"} and report["num_labelled"] == len(rows)
@@ -57,13 +80,28 @@ def test_agree_errors_are_one_sentence_before_models(tmp_path, capsys):
 def test_agree_bad_row_is_named_counted_and_the_others_compared(tiny_env, tmp_path, capsys):
     rows = sample_rows()[:3]
     src = tmp_path / "in.jsonl"
-    items = [{"response": rows[0]["response"], "knowledge": rows[0]["knowledge"]},
-             {"response": 7, "knowledge": rows[1]["knowledge"]},  # line 2: not text
-             {"response": rows[2]["response"], "knowledge": rows[2]["knowledge"]}]
+    items = [
+        {"response": rows[0]["response"], "knowledge": rows[0]["knowledge"]},
+        {"response": 7, "knowledge": rows[1]["knowledge"]},  # line 2: not text
+        {"response": rows[2]["response"], "knowledge": rows[2]["knowledge"]},
+    ]
     src.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
     out, per = tmp_path / "report.json", tmp_path / "per.jsonl"
-    code = main(["agree", str(src), "--fast", "use_nli=false", "--tiny", "--device", "cpu", "-o", str(out),
-                 "--per-response", str(per)])
+    code = main(
+        [
+            "agree",
+            str(src),
+            "--fast",
+            "use_nli=false",
+            "--tiny",
+            "--device",
+            "cpu",
+            "-o",
+            str(out),
+            "--per-response",
+            str(per),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 3, captured.err
     assert "line 2" in captured.err and "row skipped" in captured.err

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from q2_metric.cli import main
-
 from support.cli import refused
 from support.files import snapshot
+
+from q2_metric.cli import main
 
 
 def test_publish_dry_run_prints_q2_not_an_escape(tmp_path, capsys):
@@ -25,9 +25,13 @@ def test_publish_card_bad_yaml_and_collisions_are_one_sentence(tmp_path, capsys)
     card.write_text("---\nlicense: [mit\n---\n# m\n")
     before = snapshot(tmp_path)
     base = ["publish", "--results", str(results), "--model-name", "m"]
-    refused(capsys, [*base, "--card", str(card)], f"The YAML header of the card '{card}' cannot be read (line")
+    refused(
+        capsys, [*base, "--card", str(card)], f"The YAML header of the card '{card}' cannot be read (line"
+    )
     refused(capsys, [*base, "--card", str(card), "--dry-run"], "cannot be read")
-    refused(capsys, [*base, "--card", str(results)], f"'{results}' (--card) is the input '{results}' (--results)")
+    refused(
+        capsys, [*base, "--card", str(results)], f"'{results}' (--card) is the input '{results}' (--results)"
+    )
     link = tmp_path / "CARD.md"
     link.symlink_to(card)
     refused(capsys, [*base, "--card", str(link)], "is a symbolic link")

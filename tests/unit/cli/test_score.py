@@ -6,13 +6,12 @@ from __future__ import annotations
 import csv
 
 import pytest
+from support.cli import refused
+from support.files import HEADER, ROWS, snapshot, write
 
 from q2_metric.cli import main
 from q2_metric.corpus.files import score_file
 from q2_metric.testing.scripted import scripted_scorer
-
-from support.cli import refused
-from support.files import snapshot, write, HEADER, ROWS
 
 
 def test_done_line_accounts_for_every_row():
@@ -21,12 +20,14 @@ def test_done_line_accounts_for_every_row():
     from q2_metric.steps.system_score import SystemScore
 
     system = SystemScore(0.5, 0.5, 1.0, 0.0, 149, 149, 0, 10)
-    report = ScoreReport(system, num_rows=151, num_bad=1, num_cached=0, num_scored_now=149, bad_rows=[],
-                         signature="s")
+    report = ScoreReport(
+        system, num_rows=151, num_bad=1, num_cached=0, num_scored_now=149, bad_rows=[], signature="s"
+    )
     # 151 rows: 1 malformed, 149 distinct pairs scored, so 1 repeats another row's pair
     assert done_line(report, "o.csv") == (
         "Scored 150/151 rows (149 now, 0 from the cache) -> o.csv\n1 row repeats the (response, knowledge) pair "
-        "of an earlier row and gets its score (each pair is scored once).")
+        "of an earlier row and gets its score (each pair is scored once)."
+    )
 
 
 def test_score_help_names_the_default_columns(capsys):
@@ -36,13 +37,24 @@ def test_score_help_names_the_default_columns(capsys):
     assert "(default: response)" in text and "(default: knowledge)" in text and "--tiny" in text
 
 
-@pytest.mark.parametrize("column, prefix", [("q2", ""), ("reason", ""), ("error", ""), ("num_questions", ""),
-                                            ("dodeca_q2", "dodeca_"), ("dodeca_error", "dodeca_")])
+@pytest.mark.parametrize(
+    "column, prefix",
+    [
+        ("q2", ""),
+        ("reason", ""),
+        ("error", ""),
+        ("num_questions", ""),
+        ("dodeca_q2", "dodeca_"),
+        ("dodeca_error", "dodeca_"),
+    ],
+)
 def test_input_columns_the_output_writes_are_refused(tmp_path, capsys, column, prefix):
     data = tmp_path / "in.csv"
     data.write_text(f"response,knowledge,{column}\nParis is big.,Paris is big.,mine\n")
     before = snapshot(data)
-    argv = ["score", str(data), "-o", str(tmp_path / "o.csv"), "--no-cache"] + (["--prefix", prefix] if prefix else [])
+    argv = ["score", str(data), "-o", str(tmp_path / "o.csv"), "--no-cache"] + (
+        ["--prefix", prefix] if prefix else []
+    )
     refused(capsys, argv, f"already has the column '{column}'", "--prefix")
     assert snapshot(data) == before and not (tmp_path / "o.csv").exists()
     # with another prefix the column is kept as it was
@@ -54,16 +66,31 @@ def test_input_columns_the_output_writes_are_refused(tmp_path, capsys, column, p
 def test_same_column_as_response_and_knowledge_is_refused(tmp_path, capsys):
     data = tmp_path / "in.csv"
     data.write_text(HEADER + ROWS)
-    refused(capsys, ["score", str(data), "-o", str(tmp_path / "o.csv"), "--knowledge-col", "response",
-                     "--no-cache"], "both 'response'")
+    refused(
+        capsys,
+        ["score", str(data), "-o", str(tmp_path / "o.csv"), "--knowledge-col", "response", "--no-cache"],
+        "both 'response'",
+    )
 
 
 def test_cli_batch_size_zero_is_one_sentence(tmp_path, capsys):
     from q2_metric.cli import main
 
     (tmp_path / "in.csv").write_text(HEADER + "a,b\n")
-    assert main(["score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "o.csv"), "--batch-size", "0",
-                 "--no-cache"]) == 2
+    assert (
+        main(
+            [
+                "score",
+                str(tmp_path / "in.csv"),
+                "-o",
+                str(tmp_path / "o.csv"),
+                "--batch-size",
+                "0",
+                "--no-cache",
+            ]
+        )
+        == 2
+    )
     assert capsys.readouterr().err == "q2: Invalid Q² option --batch-size=0: use an integer >= 1.\n"
 
 
@@ -75,19 +102,36 @@ def test_cli_input_errors_exit_2_before_models(tmp_path, capsys):
     nocol = write(tmp_path, "reply,knowledge\n" + "a,b\n" * 300, "nocol.csv")
     empty = write(tmp_path, HEADER, "empty.csv")
     cases = [
-        ([str(latin), "-o", str(tmp_path / "o.csv")], f"q2: The input file '{latin}' is not valid utf-8: byte 0xe9 "
-         "at offset 22 (line 2) cannot be decoded; pass the file's encoding with --encoding (e.g. --encoding "
-         "latin-1).\n"),
-        ([str(tmp_path / "missing.csv"), "-o", str(tmp_path / "o.csv")],
-         f"q2: The input file '{tmp_path / 'missing.csv'}' does not exist; check the path.\n"),
-        ([str(nocol), "-o", str(tmp_path / "o.csv")], f"q2: The input file '{nocol}' has no column 'response' "
-         "(its columns: 'reply', 'knowledge'); name the right one with --response-col.\n"),
-        ([str(empty), "-o", str(tmp_path / "o.csv")], f"q2: The input file '{empty}' has no data rows; pass "
-         "--allow-empty (allow_empty=True) to write an empty output anyway.\n"),
-        ([str(empty), "-o", str(tmp_path)], f"q2: The output path '{tmp_path}' (-o/--output) is a directory; "
-         f"name a file in it, e.g. {tmp_path / 'scores.csv'}.\n"),
-        ([str(empty), "-o", str(empty)], f"q2: The output path '{empty}' (-o/--output) is the input file; write "
-         "to another file so that the input is kept.\n"),
+        (
+            [str(latin), "-o", str(tmp_path / "o.csv")],
+            f"q2: The input file '{latin}' is not valid utf-8: byte 0xe9 "
+            "at offset 22 (line 2) cannot be decoded; pass the file's encoding with --encoding (e.g. --encoding "
+            "latin-1).\n",
+        ),
+        (
+            [str(tmp_path / "missing.csv"), "-o", str(tmp_path / "o.csv")],
+            f"q2: The input file '{tmp_path / 'missing.csv'}' does not exist; check the path.\n",
+        ),
+        (
+            [str(nocol), "-o", str(tmp_path / "o.csv")],
+            f"q2: The input file '{nocol}' has no column 'response' "
+            "(its columns: 'reply', 'knowledge'); name the right one with --response-col.\n",
+        ),
+        (
+            [str(empty), "-o", str(tmp_path / "o.csv")],
+            f"q2: The input file '{empty}' has no data rows; pass "
+            "--allow-empty (allow_empty=True) to write an empty output anyway.\n",
+        ),
+        (
+            [str(empty), "-o", str(tmp_path)],
+            f"q2: The output path '{tmp_path}' (-o/--output) is a directory; "
+            f"name a file in it, e.g. {tmp_path / 'scores.csv'}.\n",
+        ),
+        (
+            [str(empty), "-o", str(empty)],
+            f"q2: The output path '{empty}' (-o/--output) is the input file; write "
+            "to another file so that the input is kept.\n",
+        ),
     ]
     for args, stderr in cases:
         assert main(["score", *args, "--no-cache"]) == 2

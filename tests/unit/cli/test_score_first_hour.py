@@ -3,8 +3,8 @@ per engine stage for the whole run off a terminal (not one per stage per chunk),
 `q2 score --help` showing its default."""
 
 import argparse
-import dataclasses
 import csv
+import dataclasses
 import re
 
 from q2_metric.cli.score import add_parser, done_line
@@ -18,20 +18,27 @@ def write_rows(path, n):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["response", "knowledge"])
         w.writeheader()
-        w.writerows({"response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
-                    for i in range(n))
+        w.writerows(
+            {"response": f"Person{i} visited City{i}.", "knowledge": f"Person{i} visited City{i} twice."}
+            for i in range(n)
+        )
 
 
 def test_one_is_singular():
-    assert [plural(1, "model input"), plural(2, "model input"), plural(0, "row")] == \
-        ["1 model input", "2 model inputs", "0 rows"]
+    assert [plural(1, "model input"), plural(2, "model input"), plural(0, "row")] == [
+        "1 model input",
+        "2 model inputs",
+        "0 rows",
+    ]
     lines = []
     totals = StageTotals("Q²", write=lines.append)
     totals("questions", 0, 1)
     totals("questions", 1, 1)
     totals("done", 1, 1)
     totals.close()
-    assert lines[0].startswith("Q² 2/6 questions: 1 model input in ") and lines[1].startswith("Q²: 1 stage done in ")
+    assert lines[0].startswith("Q² 2/6 questions: 1 model input in ") and lines[1].startswith(
+        "Q²: 1 stage done in "
+    )
 
 
 def test_one_row_summary_lines(tmp_path, capsys):
@@ -46,11 +53,19 @@ def test_one_row_summary_lines(tmp_path, capsys):
 
 def test_one_line_per_stage_off_a_terminal(tmp_path, capsys):
     write_rows(tmp_path / "in.csv", 5)
-    score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=None, chunk_size=2,
-               progress=True)  # chunks of 1, 2, 2; capsys is not a terminal
+    score_file(
+        scripted_scorer(),
+        tmp_path / "in.csv",
+        tmp_path / "out.csv",
+        cache_dir=None,
+        chunk_size=2,
+        progress=True,
+    )  # chunks of 1, 2, 2; capsys is not a terminal
     lines = capsys.readouterr().err.splitlines()
     stage_lines = [line for line in lines if re.match(r"Q² \d/6 ", line)]
-    assert [line.split(":")[0] for line in stage_lines] == [f"Q² {i}/6 {name}" for i, name in enumerate(STAGES, 1)]
+    assert [line.split(":")[0] for line in stage_lines] == [
+        f"Q² {i}/6 {name}" for i, name in enumerate(STAGES, 1)
+    ]
     assert len([line for line in lines if line.startswith("Q² responses: ")]) == 3  # one per chunk
     assert len(lines) == 3 + 6 + 1  # was 24: 6 stage lines and a "done" line per chunk
     assert lines[-1].startswith("Q²: all 6 stages done in ")

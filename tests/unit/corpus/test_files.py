@@ -6,12 +6,14 @@ import subprocess
 import sys
 
 import pytest
+from support.cli import tiny_flags
+from support.files import PERSON_ROWS as ROWS
+from support.files import strict_json, write_bad_jsonl, write_csv
 
 from q2_metric.corpus.files import score_file
-from q2_metric.testing.scripted import ScriptedQG, scripted_scorer
 from q2_metric.signature import Signature
-from support.files import PERSON_ROWS as ROWS, strict_json, write_bad_jsonl, write_csv
-from support.cli import tiny_flags
+from q2_metric.testing.scripted import ScriptedQG, scripted_scorer
+
 
 def read_csv(path):
     with open(path, newline="") as f:
@@ -20,8 +22,13 @@ def read_csv(path):
 
 def test_csv_scores_and_steps(tmp_path):
     write_csv(tmp_path / "in.csv", ROWS)
-    report = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv",
-                        steps_path=tmp_path / "steps.csv", cache_dir=tmp_path / "cache")
+    report = score_file(
+        scripted_scorer(),
+        tmp_path / "in.csv",
+        tmp_path / "out.csv",
+        steps_path=tmp_path / "steps.csv",
+        cache_dir=tmp_path / "cache",
+    )
     out = read_csv(tmp_path / "out.csv")
     assert [r["id"] for r in out] == [str(i) for i in range(10)]
     assert all(float(r["q2"]) == 1.0 for r in out)
@@ -35,8 +42,14 @@ def test_jsonl_and_custom_columns(tmp_path):
     with open(tmp_path / "in.jsonl", "w") as f:
         for r in ROWS[:3]:
             f.write(json.dumps({"resp": r["response"], "know": r["knowledge"]}) + "\n")
-    score_file(scripted_scorer(), tmp_path / "in.jsonl", tmp_path / "out.jsonl", response_col="resp",
-               knowledge_col="know", cache_dir=None)
+    score_file(
+        scripted_scorer(),
+        tmp_path / "in.jsonl",
+        tmp_path / "out.jsonl",
+        response_col="resp",
+        knowledge_col="know",
+        cache_dir=None,
+    )
     out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
     assert [o["q2"] for o in out] == [1.0, 1.0, 1.0] and out[0]["resp"] == ROWS[0]["response"]
 
@@ -62,10 +75,12 @@ def test_malformed_rows_reported_rest_scored(tmp_path):
 
 def test_csv_bad_row_line_number(tmp_path):
     (tmp_path / "in.csv").write_text('response,knowledge\n"Paris.","Paris."\n"multi\nline",Rome.\nonly-one\n')
-    report = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=None,
-                        multiline=True)
-    assert report.bad_rows == ["line 5: 1 field(s) but the header has 2 (a comma in an unquoted field, "
-                               "or a missing one?)"]
+    report = score_file(
+        scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=None, multiline=True
+    )
+    assert report.bad_rows == [
+        "line 5: 1 field(s) but the header has 2 (a comma in an unquoted field, or a missing one?)"
+    ]
     assert report.num_rows == 3
     out = read_csv(tmp_path / "out.csv")
     assert out[1]["response"] == "multi\nline" and out[1]["q2"] != "" and out[2]["q2"] == ""
@@ -86,20 +101,31 @@ class FailingQG(ScriptedQG):
 def test_interrupted_run_resumes_without_rescoring(tmp_path):
     write_csv(tmp_path / "in.csv", ROWS)
     with pytest.raises(KeyboardInterrupt):
-        score_file(scripted_scorer(qg=FailingQG()), tmp_path / "in.csv", tmp_path / "out.csv",
-                   cache_dir=tmp_path / "cache", chunk_size=4)
+        score_file(
+            scripted_scorer(qg=FailingQG()),
+            tmp_path / "in.csv",
+            tmp_path / "out.csv",
+            cache_dir=tmp_path / "cache",
+            chunk_size=4,
+        )
     assert not (tmp_path / "out.csv").exists()  # nothing half-written
     assert not list(tmp_path.glob(".out.csv*"))
     qg = ScriptedQG()
-    report = score_file(scripted_scorer(qg=qg), tmp_path / "in.csv", tmp_path / "out.csv",
-                        cache_dir=tmp_path / "cache", chunk_size=4)
+    report = score_file(
+        scripted_scorer(qg=qg),
+        tmp_path / "in.csv",
+        tmp_path / "out.csv",
+        cache_dir=tmp_path / "cache",
+        chunk_size=4,
+    )
     # engine calls grow 1, 2, 4, ... responses: the first one's row was cached before the second failed
     assert (report.num_cached, report.num_scored_now) == (1, 9)
     assert sum(qg.calls) == 18  # two candidates for each of the 9 remaining rows, none twice
     assert len(read_csv(tmp_path / "out.csv")) == 10
     again = ScriptedQG()
-    report = score_file(scripted_scorer(qg=again), tmp_path / "in.csv", tmp_path / "out.csv",
-                        cache_dir=tmp_path / "cache")
+    report = score_file(
+        scripted_scorer(qg=again), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=tmp_path / "cache"
+    )
     assert again.calls == [] and report.num_cached == 10  # a re-run costs nothing
 
 
@@ -108,24 +134,50 @@ def test_cache_is_keyed_by_options(tmp_path):
 
     write_csv(tmp_path / "in.csv", ROWS[:2])
     score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "a.csv", cache_dir=tmp_path / "c")
-    report = score_file(scripted_scorer(Q2Config(question_mode="multi")), tmp_path / "in.csv",
-                        tmp_path / "b.csv", cache_dir=tmp_path / "c")
+    report = score_file(
+        scripted_scorer(Q2Config(question_mode="multi")),
+        tmp_path / "in.csv",
+        tmp_path / "b.csv",
+        cache_dir=tmp_path / "c",
+    )
     assert report.num_cached == 0
 
 
 def run_cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "q2_metric.cli", *args], capture_output=True, text=True,
-                          timeout=300, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "q2_metric.cli", *args], capture_output=True, text=True, timeout=300, **kw
+    )
 
 
 @pytest.mark.slow  # a subprocess
 def test_cli_score_csv_and_jsonl_on_tiny_models(tiny_config, tmp_path, rows):
     write_csv(tmp_path / "in.csv", rows[:6], columns=list(rows[0]))
-    models = ["--qg-model", tiny_config.qg_model, "--qa-model", tiny_config.qa_model,
-              "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu"]
-    res = run_cli("score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.jsonl"), "--steps",
-                  str(tmp_path / "steps.csv"), "--summary", str(tmp_path / "summary.json"),
-                  "--cache-dir", str(tmp_path / "cache"), "--profile", *models)
+    models = [
+        "--qg-model",
+        tiny_config.qg_model,
+        "--qa-model",
+        tiny_config.qa_model,
+        "--nli-model",
+        tiny_config.nli_model,
+        "--decoding",
+        "greedy",
+        "--device",
+        "cpu",
+    ]
+    res = run_cli(
+        "score",
+        str(tmp_path / "in.csv"),
+        "-o",
+        str(tmp_path / "out.jsonl"),
+        "--steps",
+        str(tmp_path / "steps.csv"),
+        "--summary",
+        str(tmp_path / "summary.json"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--profile",
+        *models,
+    )
     assert res.returncode == 0, res.stderr
     out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
     assert len(out) == 6 and all(0 <= o["q2"] <= 1 for o in out)
@@ -136,8 +188,18 @@ def test_cli_score_csv_and_jsonl_on_tiny_models(tiny_config, tmp_path, rows):
     assert {"candidates", "questions", "question", "knowledge", "total"} <= set(table)
     assert table["questions"][4].startswith("qg:") and table["question"][5].startswith("qa:"), res.stderr
     # the output's score columns are the user's now: the new scores go under a prefix (issue 28)
-    res = run_cli("score", str(tmp_path / "out.jsonl"), "-o", str(tmp_path / "again.csv"), "--prefix", "again_",
-                  "--cache-dir", str(tmp_path / "cache"), "--profile", *models)
+    res = run_cli(
+        "score",
+        str(tmp_path / "out.jsonl"),
+        "-o",
+        str(tmp_path / "again.csv"),
+        "--prefix",
+        "again_",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--profile",
+        *models,
+    )
     assert res.returncode == 0 and "(0 now, 6 from the cache)" in res.stdout
     assert "nothing was scored in this process" in res.stderr
 
@@ -159,8 +221,14 @@ def test_score_file_profile_sums_chunks(tiny_config, tmp_path, rows):
 @pytest.mark.slow  # a subprocess
 def test_cli_bad_rows_exit_code(tmp_path, tiny_config):
     (tmp_path / "in.jsonl").write_text('{"response": "", "knowledge": "x"}\n{bad\n')
-    res = run_cli("score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o.csv"), "--no-cache",
-                  *tiny_flags(tiny_config))
+    res = run_cli(
+        "score",
+        str(tmp_path / "in.jsonl"),
+        "-o",
+        str(tmp_path / "o.csv"),
+        "--no-cache",
+        *tiny_flags(tiny_config),
+    )
     assert res.returncode == 3 and "line 2: not a JSON object" in res.stderr
     assert (tmp_path / "o.csv").exists()
 
@@ -169,7 +237,9 @@ def test_summary_is_strict_json_without_valid_questions(tmp_path):
     """No response has a candidate (scripted parser: capitalised words), so no question is valid and
     the no-answer share is undefined: null, not NaN."""
     data = write_csv(tmp_path / "in.csv", [{"response": "it was nice.", "knowledge": "Bob Ross hosted it."}])
-    score_file(scripted_scorer(), data, tmp_path / "out.csv", summary_path=tmp_path / "summary.json", cache_dir=None)
+    score_file(
+        scripted_scorer(), data, tmp_path / "out.csv", summary_path=tmp_path / "summary.json", cache_dir=None
+    )
     summary = strict_json((tmp_path / "summary.json").read_text())
     assert summary["no_answer_share"] is None and summary["coverage"] == 0.0
     assert summary["signature_short"] == Signature.parse(summary["signature"]).short()
@@ -177,6 +247,7 @@ def test_summary_is_strict_json_without_valid_questions(tmp_path):
 
 def test_cache_gets_the_first_response_before_the_rest(tmp_path):
     """Chunks grow 1, 2, 4, ...: a run stopped during its second engine call keeps the first response."""
+
     class Stop(Exception):
         pass
 
@@ -191,8 +262,10 @@ def test_cache_gets_the_first_response_before_the_rest(tmp_path):
         return real(responses, knowledge, **kw)
 
     scorer.score = score
-    data = write_csv(tmp_path / "in.csv", [{"response": f"Person{i} left.", "knowledge": f"Person{i} left."}
-                                           for i in range(10)])
+    data = write_csv(
+        tmp_path / "in.csv",
+        [{"response": f"Person{i} left.", "knowledge": f"Person{i} left."} for i in range(10)],
+    )
     with pytest.raises(Stop):
         score_file(scorer, data, tmp_path / "out.csv", cache_dir=tmp_path / "cache", chunk_size=64)
     [cache] = (tmp_path / "cache").rglob("responses.jsonl")
@@ -200,8 +273,11 @@ def test_cache_gets_the_first_response_before_the_rest(tmp_path):
 
 
 def test_cli_scores_one_output_row_per_input_row(tmp_path):
-    rows = [["it aired in\rthe us", "It aired in the US."], ['say "hi",\r\nthen', "Bob said hi."],
-            ["Paris is big.", "Paris is big."]]
+    rows = [
+        ["it aired in\rthe us", "It aired in the US."],
+        ['say "hi",\r\nthen', "Bob said hi."],
+        ["Paris is big.", "Paris is big."],
+    ]
     path = tmp_path / "in.csv"
     with open(path, "w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([["response", "knowledge"], *rows])
@@ -213,9 +289,12 @@ def test_cli_scores_one_output_row_per_input_row(tmp_path):
 
 def test_lone_surrogate_in_jsonl_never_ends_the_run(tmp_path):
     path = tmp_path / "in.jsonl"
-    path.write_text('{"response": "Paris is big.", "knowledge": "Paris is big."}\n'
-                    '{"response": "Bob\\ud800 Ross.", "knowledge": "Bob Ross."}\n'
-                    '{"response": "Rome.", "knowledge": "Rome."}\n', encoding="utf-8")
+    path.write_text(
+        '{"response": "Paris is big.", "knowledge": "Paris is big."}\n'
+        '{"response": "Bob\\ud800 Ross.", "knowledge": "Bob Ross."}\n'
+        '{"response": "Rome.", "knowledge": "Rome."}\n',
+        encoding="utf-8",
+    )
     for out in ("out.csv", "out.jsonl", "out.parquet"):
         report = score_file(scripted_scorer(), path, tmp_path / out, cache_dir=tmp_path / "cache")
         assert (report.num_rows, report.num_bad, report.system.num_scored) == (3, 0, 3)

@@ -10,9 +10,11 @@ from q2_metric.errors import OutputPathError
 from q2_metric.testing.scripted import scripted_scorer
 
 # "😀 Zoë met Zoë at  Oslo." : Zoë 2-5 and 10-13, Oslo 18-22 (counted by hand in tests/unit/steps/test_spans.py)
-ROWS = [{"response": "😀 Zoë met Zoë at  Oslo.", "knowledge": "Zoë lives in Bergen."},
-        {"response": "Ada sang.", "knowledge": ""},  # empty knowledge: not scored, with a reason
-        {"response": "Ada sang.", "knowledge": "Ada sang well."}]
+ROWS = [
+    {"response": "😀 Zoë met Zoë at  Oslo.", "knowledge": "Zoë lives in Bergen."},
+    {"response": "Ada sang.", "knowledge": ""},  # empty knowledge: not scored, with a reason
+    {"response": "Ada sang.", "knowledge": "Ada sang well."},
+]
 
 
 def _write(path):
@@ -24,17 +26,25 @@ def _write(path):
 
 def test_spans_file_one_line_per_row(tmp_path):
     _write(tmp_path / "in.csv")
-    score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", spans_path=tmp_path / "spans.jsonl",
-               cache_dir=None)
+    score_file(
+        scripted_scorer(),
+        tmp_path / "in.csv",
+        tmp_path / "out.csv",
+        spans_path=tmp_path / "spans.jsonl",
+        cache_dir=None,
+    )
     lines = [json.loads(x) for x in open(tmp_path / "spans.jsonl", encoding="utf-8")]
     assert [(x["row"], x["q2"]) for x in lines] == [(1, 2 / 3), (2, None), (3, 1.0)]  # rows count from 1
     assert [(s["start"], s["end"], s["text"], s["supported"]) for s in lines[0]["spans"]] == [
-        (2, 5, "Zoë", True), (10, 13, "Zoë", True), (18, 22, "Oslo", False)]
+        (2, 5, "Zoë", True),
+        (10, 13, "Zoë", True),
+        (18, 22, "Oslo", False),
+    ]
     assert [(s["start"], s["end"]) for s in lines[0]["unsupported_spans"]] == [(18, 22)]
     assert "knowledge" in lines[1]["reason"] and lines[1]["spans"] == []
     for row, line in zip(ROWS, lines):
         for s in line["spans"]:
-            assert row["response"][s["start"]:s["end"]] == s["text"]
+            assert row["response"][s["start"] : s["end"]] == s["text"]
 
 
 def test_scores_unchanged_by_spans_and_old_cache_entries_rescored(tmp_path):
@@ -49,8 +59,13 @@ def test_scores_unchanged_by_spans_and_old_cache_entries_rescored(tmp_path):
                 if isinstance(v, dict):
                     v.pop("spans", None)
         f.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    report = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "c.csv", cache_dir=tmp_path / "cache",
-                        spans_path=tmp_path / "spans.jsonl")
+    report = score_file(
+        scripted_scorer(),
+        tmp_path / "in.csv",
+        tmp_path / "c.csv",
+        cache_dir=tmp_path / "cache",
+        spans_path=tmp_path / "spans.jsonl",
+    )
     assert report.num_cached == 0
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "c.csv").read_text()
     assert json.loads(open(tmp_path / "spans.jsonl").readline())["spans"][2]["text"] == "Oslo"
@@ -59,11 +74,21 @@ def test_scores_unchanged_by_spans_and_old_cache_entries_rescored(tmp_path):
 def test_spans_path_checked_before_work(tmp_path):
     _write(tmp_path / "in.csv")
     with pytest.raises(OutputPathError, match=r"--spans.*\.jsonl"):
-        score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", spans_path=tmp_path / "s.csv",
-                   cache_dir=None)
+        score_file(
+            scripted_scorer(),
+            tmp_path / "in.csv",
+            tmp_path / "out.csv",
+            spans_path=tmp_path / "s.csv",
+            cache_dir=None,
+        )
     with pytest.raises(OutputPathError, match="--spans"):  # the path guard: never the input
-        score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", spans_path=tmp_path / "in.csv",
-                   cache_dir=None)
+        score_file(
+            scripted_scorer(),
+            tmp_path / "in.csv",
+            tmp_path / "out.csv",
+            spans_path=tmp_path / "in.csv",
+            cache_dir=None,
+        )
     assert not (tmp_path / "out.csv").exists()
 
 
@@ -71,8 +96,15 @@ def test_bad_rows_have_a_line_with_their_error(tmp_path):
     from support.files import write_bad_jsonl
 
     write_bad_jsonl(tmp_path / "in.jsonl")
-    score_file(scripted_scorer(), tmp_path / "in.jsonl", tmp_path / "out.jsonl", spans_path=tmp_path / "s.jsonl",
-               cache_dir=None)
+    score_file(
+        scripted_scorer(),
+        tmp_path / "in.jsonl",
+        tmp_path / "out.jsonl",
+        spans_path=tmp_path / "s.jsonl",
+        cache_dir=None,
+    )
     lines = [json.loads(x) for x in open(tmp_path / "s.jsonl")]
     assert len(lines) == 5 and [x["error"] for x in lines[2:4]] == [
-        "line 3: field 'knowledge' must be text, got empty", "line 4: field 'knowledge' is missing"]
+        "line 3: field 'knowledge' must be text, got empty",
+        "line 4: field 'knowledge' is missing",
+    ]

@@ -17,8 +17,12 @@ from q2_metric.testing.scripted import scripted_scorer
 
 # (reply, knowledge): scripted span scores by hand: both names in the knowledge -> 1; one of two -> 0.5;
 # none -> 0; an empty reply -> not scored
-PAIRS = [("Zoë met Ada in Oslo.", "Zoë met Ada in Oslo."), (" Zoë met Bob.", "Zoë sang."),
-         ("Ada saw Rome.", "Nothing here."), ("", "Zoë sang.")]
+PAIRS = [
+    ("Zoë met Ada in Oslo.", "Zoë met Ada in Oslo."),
+    (" Zoë met Bob.", "Zoë sang."),
+    ("Ada saw Rome.", "Nothing here."),
+    ("", "Zoë sang."),
+]
 EXPECTED = [1.0, 0.5, 0.0, None]
 
 
@@ -31,11 +35,25 @@ def lm_eval_log(path, pairs=PAIRS, extra_lines=()):
     filtered_resps, filter, metrics, hashes)."""
     with open(path, "w", encoding="utf-8") as f:
         for i, (reply, knowledge) in enumerate(pairs):
-            f.write(json.dumps({
-                "doc_id": i, "doc": {"topic": "t", "message": "m", "knowledge": knowledge},
-                "target": knowledge, "arguments": {"gen_args_0": {"arg_0": "prompt", "arg_1": {"until": ["\n"]}}},
-                "resps": [[reply]], "filtered_resps": [reply], "filter": "none", "metrics": ["q2"],
-                "doc_hash": "0" * 64, "prompt_hash": "1" * 64, "target_hash": "2" * 64}, ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "doc_id": i,
+                        "doc": {"topic": "t", "message": "m", "knowledge": knowledge},
+                        "target": knowledge,
+                        "arguments": {"gen_args_0": {"arg_0": "prompt", "arg_1": {"until": ["\n"]}}},
+                        "resps": [[reply]],
+                        "filtered_resps": [reply],
+                        "filter": "none",
+                        "metrics": ["q2"],
+                        "doc_hash": "0" * 64,
+                        "prompt_hash": "1" * 64,
+                        "target_hash": "2" * 64,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
         for line in extra_lines:
             f.write(line + "\n")
 
@@ -44,12 +62,24 @@ def inspect_log(path, pairs=PAIRS, metadata=True):
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log
     from inspect_ai.model import ModelOutput
 
-    spec = EvalSpec(created=datetime.datetime(2026, 1, 1).isoformat(), task="q2_wow", dataset=EvalDataset(),
-                    model="hf/local", config=EvalConfig())
-    samples = [EvalSample(id=f"s{i}", epoch=1, input="prompt", target=knowledge,
-                          metadata={"knowledge": knowledge} if metadata else {},
-                          output=ModelOutput.from_content("hf/local", reply))
-               for i, (reply, knowledge) in enumerate(pairs)]
+    spec = EvalSpec(
+        created=datetime.datetime(2026, 1, 1).isoformat(),
+        task="q2_wow",
+        dataset=EvalDataset(),
+        model="hf/local",
+        config=EvalConfig(),
+    )
+    samples = [
+        EvalSample(
+            id=f"s{i}",
+            epoch=1,
+            input="prompt",
+            target=knowledge,
+            metadata={"knowledge": knowledge} if metadata else {},
+            output=ModelOutput.from_content("hf/local", reply),
+        )
+        for i, (reply, knowledge) in enumerate(pairs)
+    ]
     write_eval_log(EvalLog(eval=spec, samples=samples, status="success"), str(path))
 
 
@@ -60,8 +90,14 @@ def cli_scores(tmp_path, pairs=PAIRS):
         w = csv.writer(f)
         w.writerow(["response", "knowledge"])
         w.writerows(pairs)
-    score_file(scripted_scorer(), src, tmp_path / "pairs_out.csv", cache_dir=None, allow_empty=True,
-               spans_path=tmp_path / "pairs_spans.jsonl")
+    score_file(
+        scripted_scorer(),
+        src,
+        tmp_path / "pairs_out.csv",
+        cache_dir=None,
+        allow_empty=True,
+        spans_path=tmp_path / "pairs_spans.jsonl",
+    )
     spans = [json.loads(x) for x in open(tmp_path / "pairs_spans.jsonl", encoding="utf-8")]
     return [s["q2"] for s in spans], [s["spans"] for s in spans]
 
@@ -86,8 +122,14 @@ def test_lm_eval_samples_file_beside_the_log(tmp_path):
     assert [o["key"] for o in out] == ["doc 0", "doc 1", "doc 2", "doc 3"]
     # the reply as logged, leading space included: " Zoë met Bob." -> Zoë at 1-4, Bob at 9-12 (by hand)
     assert [(s["start"], s["end"], s["text"], s["supported"]) for s in out[1]["spans"]] == [
-        (1, 4, "Zoë", True), (9, 12, "Bob", False)]
-    assert summary["num_samples"] == 4 and (summary["num_scored"], summary["num_empty"], summary["num_bad"]) == (3, 1, 0)
+        (1, 4, "Zoë", True),
+        (9, 12, "Bob", False),
+    ]
+    assert summary["num_samples"] == 4 and (
+        summary["num_scored"],
+        summary["num_empty"],
+        summary["num_bad"],
+    ) == (3, 1, 0)
     assert summary["q2"] == pytest.approx(0.5) and summary["log_sha256"] == before  # (1 + 0.5 + 0) / 3
     assert summary["signature"].startswith("q2:") and summary["log_format"] == "lm-eval"
     assert report.fields == {"response": "filtered_resps.0", "knowledge": "doc.knowledge"}
@@ -97,9 +139,14 @@ def test_lm_eval_samples_file_beside_the_log(tmp_path):
 
 def test_bad_samples_accounted_for(tmp_path):
     log = tmp_path / "samples.jsonl"
-    lm_eval_log(log, extra_lines=['{"doc_id": 9, "doc": {}, "filtered_resps": ["Zoë sang."]}',
-                                  '{"doc_id": 10, "doc": {"knowledge": 7}, "filtered_resps": ["Zoë sang."]}',
-                                  "not json"])
+    lm_eval_log(
+        log,
+        extra_lines=[
+            '{"doc_id": 9, "doc": {}, "filtered_resps": ["Zoë sang."]}',
+            '{"doc_id": 10, "doc": {"knowledge": 7}, "filtered_resps": ["Zoë sang."]}',
+            "not json",
+        ],
+    )
     out_path = tmp_path / "out" / "rescored.jsonl"
     rescore_log(scripted_scorer(), log, out_path, tmp_path / "out" / "summary.json")
     out = read_out(out_path)
@@ -130,15 +177,24 @@ def test_inspect_knowledge_falls_back_to_the_target_and_fields_can_be_named(tmp_
     rescore_log(scripted_scorer(), log, tmp_path / "o.jsonl", tmp_path / "s.json")
     assert [o["q2"] for o in read_out(tmp_path / "o.jsonl")] == EXPECTED
     # named fields: the knowledge read from the reply itself -> every scored reply is consistent (1)
-    rescore_log(scripted_scorer(), log, tmp_path / "o2.jsonl", tmp_path / "s2.json", knowledge_field="output.completion")
+    rescore_log(
+        scripted_scorer(),
+        log,
+        tmp_path / "o2.jsonl",
+        tmp_path / "s2.json",
+        knowledge_field="output.completion",
+    )
     assert [o["q2"] for o in read_out(tmp_path / "o2.jsonl")] == [1.0, 1.0, 1.0, None]
 
 
 def test_refusals_before_any_work(tmp_path):
     log = tmp_path / "samples.jsonl"
     lm_eval_log(log)
-    with pytest.raises(Q2InputError, match=r"No sample of the log .* has the field 'doc.passage' \(knowledge\); "
-                                           "name it with --knowledge-field"):
+    with pytest.raises(
+        Q2InputError,
+        match=r"No sample of the log .* has the field 'doc.passage' \(knowledge\); "
+        "name it with --knowledge-field",
+    ):
         rescore_log(scripted_scorer(), log, knowledge_field="doc.passage")
     with pytest.raises(OutputPathError):  # the log itself is never an output
         rescore_log(scripted_scorer(), log, log, tmp_path / "s.json")
@@ -169,15 +225,26 @@ def test_history_field_with_coref(tmp_path):
     from q2_metric.testing.scripted import ScriptedCoref
 
     log = tmp_path / "samples_q2_dialogue.jsonl"
-    log.write_text(json.dumps({"doc_id": 0, "doc": {"knowledge": "Marie Curie won twice.",
-                                                    "history": ["Tell me about Marie Curie."]},
-                               "filtered_resps": ["She won twice."]}) + "\n", encoding="utf-8")
+    log.write_text(
+        json.dumps(
+            {
+                "doc_id": 0,
+                "doc": {"knowledge": "Marie Curie won twice.", "history": ["Tell me about Marie Curie."]},
+                "filtered_resps": ["She won twice."],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     scorer = scripted_scorer(Q2Config(coref=True), coref=ScriptedCoref([["Marie Curie", "She"]]))
     rescore_log(scorer, log, tmp_path / "o.jsonl", tmp_path / "s.json", history_field="doc.history")
     (line,) = read_out(tmp_path / "o.jsonl")
     # "She won twice." : She 0-3, reported as written; the candidate scored is "Marie Curie"
     assert [(s["start"], s["end"], s["text"], s["candidate"], s["supported"]) for s in line["spans"]] == [
-        (0, 3, "She", "Marie Curie", True)]
+        (0, 3, "She", "Marie Curie", True)
+    ]
     assert json.loads((tmp_path / "s.json").read_text())["history_field"] == "doc.history"
     with pytest.raises(Q2InputError, match="--history-field is read by --coref only"):
-        rescore_log(scripted_scorer(), log, tmp_path / "o.jsonl", tmp_path / "s.json", history_field="doc.history")
+        rescore_log(
+            scripted_scorer(), log, tmp_path / "o.jsonl", tmp_path / "s.json", history_field="doc.history"
+        )

@@ -20,8 +20,14 @@ from q2_metric.testing.scripted import scripted_scorer
 
 PAIRS = [
     ("Bob Ross hosted The Joy of Painting on PBS.", "Bob Ross hosted The Joy of Painting on PBS."),
-    ("The show aired in Canada and Europe.", "The show aired on PBS in the United States and also in Canada."),
-    ("Gardening is relaxing for Many People.", "Gardening is considered by many people to be a relaxing activity."),
+    (
+        "The show aired in Canada and Europe.",
+        "The show aired on PBS in the United States and also in Canada.",
+    ),
+    (
+        "Gardening is relaxing for Many People.",
+        "Gardening is considered by many people to be a relaxing activity.",
+    ),
     ("", "Knowledge with no reply."),
     ("i like it", "The Micro-pigs are small pigs."),
     ("Paris is the capital of France.", "Paris is the capital and most populous city of France."),
@@ -211,8 +217,9 @@ def test_explanation_is_the_projects_reason_sentence():
 
 
 def test_harness_options_go_through_the_options_path():
-    config, max_batch = B.harness_config({"variant": "dnli", "batch_size": 4, "max_batch": 8, "decoding": "greedy",
-                                          "tiny": False})
+    config, max_batch = B.harness_config(
+        {"variant": "dnli", "batch_size": 4, "max_batch": 8, "decoding": "greedy", "tiny": False}
+    )
     assert config == Q2Config.dnli(qg_batch_size=4, qa_batch_size=4, nli_batch_size=4, decoding="greedy")
     assert max_batch == 8
     assert B.harness_config({"tiny": False}) == (Q2Config(), None)  # None: the adapter's default
@@ -226,7 +233,9 @@ def test_harness_options_go_through_the_options_path():
     spell = lambda name: f"-S {name}"  # noqa: E731
     with pytest.raises(Q2OptionError) as err:
         B.harness_config({"qg_batch_size": 0, "tiny": False}, spell)
-    assert str(err.value).startswith("Invalid Q² option -S qg_batch_size=0") and str(err.value).count(". ") == 0
+    assert (
+        str(err.value).startswith("Invalid Q² option -S qg_batch_size=0") and str(err.value).count(". ") == 0
+    )
     with pytest.raises(Q2OptionError, match="-S max_batch"):
         B.harness_config({"max_batch": True, "tiny": False}, spell)
 
@@ -239,8 +248,12 @@ def test_a_missing_model_is_one_sentence_in_the_harness_words_before_any_work(tm
     B.reset_engines()
     missing = str(tmp_path / "no-such-model")
     with pytest.raises(ModelNotAvailable) as err:
-        B.engine_for({"qg_model": missing, "tiny": False}, spell=lambda n: f"-T {n}", check=True,
-                     tiny_hint="`-T tiny=true`")
+        B.engine_for(
+            {"qg_model": missing, "tiny": False},
+            spell=lambda n: f"-T {n}",
+            check=True,
+            tiny_hint="`-T tiny=true`",
+        )
     text = str(err.value)
     assert missing in text and "-T qg_model" in text and "--qg-model" not in text and "\n" not in text
     B.reset_engines()

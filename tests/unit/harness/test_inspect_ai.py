@@ -12,16 +12,16 @@ import pytest
 
 pytest.importorskip("inspect_ai")
 
-from inspect_ai._util.error import PrerequisiteError  # noqa: E402
-from inspect_ai.model import ModelName, ModelOutput  # noqa: E402
-from inspect_ai.scorer import SampleScore, Target  # noqa: E402
-from inspect_ai.solver import TaskState  # noqa: E402
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.model import ModelName, ModelOutput
+from inspect_ai.scorer import SampleScore, Target
+from inspect_ai.solver import TaskState
 
-from q2_metric.errors import ModelNotAvailable, Q2OptionError  # noqa: E402
-from q2_metric.explain import reason_line  # noqa: E402
-from q2_metric.harness import batcher as B  # noqa: E402
-from q2_metric.harness import inspect_ai as I  # noqa: E402
-from q2_metric.testing.scripted import scripted_scorer  # noqa: E402
+from q2_metric.errors import ModelNotAvailable, Q2OptionError
+from q2_metric.explain import reason_line
+from q2_metric.harness import batcher as B
+from q2_metric.harness import inspect_ai as I
+from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS."
 
@@ -40,8 +40,16 @@ def scripted(monkeypatch):
 
 
 def state(sample_id, reply, metadata=None, target=""):
-    return TaskState(ModelName("mockllm/model"), sample_id, 1, "hi", [], target=Target(target),
-                     output=ModelOutput.from_content("mockllm/model", reply), metadata=metadata)
+    return TaskState(
+        ModelName("mockllm/model"),
+        sample_id,
+        1,
+        "hi",
+        [],
+        target=Target(target),
+        output=ModelOutput.from_content("mockllm/model", reply),
+        metadata=metadata,
+    )
 
 
 def run(scorer, states):
@@ -53,11 +61,15 @@ def run(scorer, states):
 
 def test_each_sample_alone_under_its_own_id(scripted):
     scorer = I.q2(tiny=False, max_wait=0.5)
-    states = [state("a", "Bob Ross hosted the show on PBS.", {"knowledge": KNOWLEDGE}),
-              state("b", "He painted trees.", {"knowledge": ["not", "a string"]}),
-              state("c", "Bob Ross hosted the show on PBS.", {"knowledge": ""}, target=KNOWLEDGE),
-              state(7, "", {"knowledge": KNOWLEDGE}),
-              state("e", "Bob Ross hosted the show on PBS.", None, target=["Bob Ross hosted", "The Joy of Painting."])]
+    states = [
+        state("a", "Bob Ross hosted the show on PBS.", {"knowledge": KNOWLEDGE}),
+        state("b", "He painted trees.", {"knowledge": ["not", "a string"]}),
+        state("c", "Bob Ross hosted the show on PBS.", {"knowledge": ""}, target=KNOWLEDGE),
+        state(7, "", {"knowledge": KNOWLEDGE}),
+        state(
+            "e", "Bob Ross hosted the show on PBS.", None, target=["Bob Ross hosted", "The Joy of Painting."]
+        ),
+    ]
     got = run(scorer, states)
     assert scripted.engine_calls == 1  # one batch: the bad sample did not fail the others
     status = [g.metadata["q2_status"] for g in got]
@@ -67,14 +79,18 @@ def test_each_sample_alone_under_its_own_id(scripted):
     # empty knowledge in the metadata is empty: never scored against the target
     assert math.isnan(got[2].value) and got[2].reason == "no_knowledge"
     assert math.isnan(got[3].value) and got[3].reason == "no_response"
-    want = scripted_scorer().score(["Bob Ross hosted the show on PBS.", "Bob Ross hosted the show on PBS."],
-                                   [KNOWLEDGE, "Bob Ross hosted The Joy of Painting."])
+    want = scripted_scorer().score(
+        ["Bob Ross hosted the show on PBS.", "Bob Ross hosted the show on PBS."],
+        [KNOWLEDGE, "Bob Ross hosted The Joy of Painting."],
+    )
     assert got[0].value == want.scores[0] and got[0].explanation == reason_line(want.responses[0])
     assert got[4].value == want.scores[1]  # the list target joined by a space
     # the spans (issue 43): the engine's for the same pair, in the reply as given; none when bad
     assert got[0].metadata["spans"] == want.responses[0].span_details()["spans"] and got[0].metadata["spans"]
     assert got[0].metadata["unsupported_spans"] == want.responses[0].span_details()["unsupported_spans"]
-    assert all(states[0].output.completion[s["start"]:s["end"]] == s["text"] for s in got[0].metadata["spans"])
+    assert all(
+        states[0].output.completion[s["start"] : s["end"]] == s["text"] for s in got[0].metadata["spans"]
+    )
     assert got[3].metadata["spans"] == [] and "spans" not in got[1].metadata
     for g in got:
         assert g.metadata["signature"] == str(want.signature)
@@ -124,11 +140,17 @@ def test_q2_wow_takes_the_model_options_in_inspects_words(tmp_path, tiny_env, mo
     paths = ensure_tiny_models()
     task = I.q2_wow(limit=2, tiny=False, qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"])
     (e,) = B.engines()
-    assert (e.config.qg_model, e.config.qa_model, e.config.nli_model) == (paths["qg"], paths["qa"], paths["nli"])
+    assert (e.config.qg_model, e.config.qa_model, e.config.nli_model) == (
+        paths["qg"],
+        paths["qa"],
+        paths["nli"],
+    )
     assert len(task.dataset) == 2
     B.reset_engines()
-    I.q2_wow(limit=2, options={"tiny": False, "qg_model": paths["qg"], "qa_model": paths["qa"],
-                               "nli_model": paths["nli"]})
+    I.q2_wow(
+        limit=2,
+        options={"tiny": False, "qg_model": paths["qg"], "qa_model": paths["qa"], "nli_model": paths["nli"]},
+    )
     (e,) = B.engines()
     assert e.config.qg_model == paths["qg"]
     B.reset_engines()

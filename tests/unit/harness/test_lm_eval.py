@@ -20,7 +20,10 @@ from q2_metric.testing.scripted import scripted_scorer
 
 PAIRS = [
     ("Bob Ross hosted The Joy of Painting on PBS.", "Bob Ross hosted The Joy of Painting on PBS."),
-    ("The show aired in Canada and Europe.", "The show aired on PBS in the United States and also in Canada."),
+    (
+        "The show aired in Canada and Europe.",
+        "The show aired on PBS in the United States and also in Canada.",
+    ),
     ("", "Knowledge with no reply."),
     ("i like it", "The Micro-pigs are small pigs."),
     ("   ", "Paris is the capital and most populous city of France."),
@@ -42,14 +45,22 @@ def scripted(monkeypatch):
 
 
 def records(pairs=PAIRS, unread="[]"):
-    docs = [{"knowledge": k, "q2_key": f"doc {i}", "q2_options": OPTIONS, "q2_unread": unread}
-            for i, (_, k) in enumerate(pairs)]
+    docs = [
+        {"knowledge": k, "q2_key": f"doc {i}", "q2_options": OPTIONS, "q2_unread": unread}
+        for i, (_, k) in enumerate(pairs)
+    ]
     return [L.process_results(d, [f" {r}\n"]) for d, (r, _) in zip(docs, pairs)]
 
 
 def test_documents_and_prompts(tmp_path, scripted):
     wow = L.wow_dataset(q2_options={"tiny": False}, limit_contexts=3)["test"]
-    assert len(wow) == 3 and set(wow.column_names) >= {"topic", "message", "knowledge", "q2_options", "q2_key"}
+    assert len(wow) == 3 and set(wow.column_names) >= {
+        "topic",
+        "message",
+        "knowledge",
+        "q2_options",
+        "q2_key",
+    }
     assert wow[2]["q2_key"] == "doc 2"
     prompt = L.wow_doc_to_text(wow[0])
     assert prompt.startswith("Topic: ") and wow[0]["message"] in prompt and prompt.endswith("Wizard:")
@@ -63,8 +74,12 @@ def test_documents_and_prompts(tmp_path, scripted):
     assert docs[0]["history"] == ["Hi!", "Hello, what do you like?", "I like Bob Ross."]
     assert [d["q2_key"] for d in docs] == ["row 1", "row 2"]
     assert L.dialogue_doc_to_text(docs[0]).splitlines() == [
-        "Knowledge: Bob Ross hosted a show.", "User: Hi!", "Assistant: Hello, what do you like?",
-        "User: I like Bob Ross.", "Assistant:"]
+        "Knowledge: Bob Ross hosted a show.",
+        "User: Hi!",
+        "Assistant: Hello, what do you like?",
+        "User: I like Bob Ross.",
+        "Assistant:",
+    ]
     item = L.process_results(docs[1], [" Paris is in France.\n"])
     assert item["q2"]["reply"] == "Paris is in France." and item["q2"]["knowledge"] == "Paris is in France."
     assert set(item) == set(L.FIGURES)
@@ -72,10 +87,12 @@ def test_documents_and_prompts(tmp_path, scripted):
 
 def test_unreadable_rows_are_reported_with_their_row_and_counted_as_bad(tmp_path, scripted, capsys):
     path = tmp_path / "dialogues.jsonl"
-    lines = [{"knowledge": "Paris is in France.", "history": "Where is Paris?"},
-             {"knowledge": 5, "history": "Hi"},
-             {"knowledge": "Bob Ross hosted a show.", "history": "Hi! ||| I like Bob Ross."},
-             {"knowledge": "Gardening is relaxing.", "history": {"turn": "x"}}]
+    lines = [
+        {"knowledge": "Paris is in France.", "history": "Where is Paris?"},
+        {"knowledge": 5, "history": "Hi"},
+        {"knowledge": "Bob Ross hosted a show.", "history": "Hi! ||| I like Bob Ross."},
+        {"knowledge": "Gardening is relaxing.", "history": {"turn": "x"}},
+    ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     docs = L.dialogue_dataset(path=str(path), q2_options=OPTIONS)["test"]
     assert [d["q2_key"] for d in docs] == ["row 1", "row 3"]
@@ -125,10 +142,12 @@ def test_max_batch_splits_the_run_and_one_set_of_options_per_run(scripted):
 
 
 def test_option_errors_are_one_sentence_in_lm_evals_words(scripted):
-    cases = [({"decoding": "x", "tiny": False}, 'Invalid Q² option q2_options["decoding"]=\'x\''),
-             ({"qg_batchsize": 3, "tiny": False}, 'q2_options["qg_batchsize"]\' is not a Q² option'),
-             ("{not json", "Invalid q2_options in --metadata"),
-             ([1, 2], "Invalid q2_options in --metadata")]
+    cases = [
+        ({"decoding": "x", "tiny": False}, "Invalid Q² option q2_options[\"decoding\"]='x'"),
+        ({"qg_batchsize": 3, "tiny": False}, 'q2_options["qg_batchsize"]\' is not a Q² option'),
+        ("{not json", "Invalid q2_options in --metadata"),
+        ([1, 2], "Invalid q2_options in --metadata"),
+    ]
     for options, start in cases:
         with pytest.raises(Q2OptionError) as err:
             L.wow_dataset(q2_options=options)
@@ -165,9 +184,11 @@ def test_a_missing_model_is_found_when_the_documents_are_built(tmp_path, monkeyp
 
 def test_evaluate_route_aggregation():
     """What lm-eval keeps of the `evaluate` module's per-reply outputs, aggregated by key."""
-    per_reply = [{"q2": 1.0, "num_responses": 1, "scores": [1.0], "signature": "S"},
-                 {"q2": None, "num_responses": 1, "scores": [None], "signature": "S"},
-                 {"q2": 0.5, "num_responses": 1, "scores": [0.5], "signature": "S"}]
+    per_reply = [
+        {"q2": 1.0, "num_responses": 1, "scores": [1.0], "signature": "S"},
+        {"q2": None, "num_responses": 1, "scores": [None], "signature": "S"},
+        {"q2": 0.5, "num_responses": 1, "scores": [0.5], "signature": "S"},
+    ]
     assert L.evaluate_figure([d["q2"] for d in per_reply]) == 0.75
     assert L.evaluate_figure([d["num_responses"] for d in per_reply]) == 3
     assert L.evaluate_figure([d["scores"] for d in per_reply]) == 0.75

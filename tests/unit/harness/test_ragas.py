@@ -11,14 +11,16 @@ import pytest
 
 pytest.importorskip("ragas")
 
-from q2_metric.errors import ModelNotAvailable, Q2OptionError  # noqa: E402
-from q2_metric.harness import batcher as B  # noqa: E402
-from q2_metric.testing.scripted import scripted_scorer  # noqa: E402
+from q2_metric.errors import ModelNotAvailable, Q2OptionError
+from q2_metric.harness import batcher as B
+from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired in Canada."]
-ROWS = [{"user_input": "q1", "response": "Bob Ross hosted the show on PBS.", "retrieved_contexts": KNOWLEDGE},
-        {"user_input": "q2", "response": "", "retrieved_contexts": KNOWLEDGE[:1]},
-        {"user_input": "q3", "response": "It aired in Canada.", "retrieved_contexts": KNOWLEDGE[1:]}]
+ROWS = [
+    {"user_input": "q1", "response": "Bob Ross hosted the show on PBS.", "retrieved_contexts": KNOWLEDGE},
+    {"user_input": "q2", "response": "", "retrieved_contexts": KNOWLEDGE[:1]},
+    {"user_input": "q3", "response": "It aired in Canada.", "retrieved_contexts": KNOWLEDGE[1:]},
+]
 
 
 @pytest.fixture
@@ -40,7 +42,9 @@ def test_scores_counts_signature_and_progress(scripted, capsys):
 
     result = evaluate(EvaluationDataset.from_list(ROWS), tiny=False, max_wait=1.0, show_progress=False)
     got = result.to_pandas()["q2"].tolist()
-    want = scripted_scorer().score([r["response"] for r in ROWS], [" ".join(r["retrieved_contexts"]) for r in ROWS])
+    want = scripted_scorer().score(
+        [r["response"] for r in ROWS], [" ".join(r["retrieved_contexts"]) for r in ROWS]
+    )
     assert [None if math.isnan(g) else g for g in got] == [None if math.isnan(w) else w for w in want.scores]
     assert result.counts == {"scored": 2, "empty": 1, "bad": 0}
     assert str(result.signature) == str(want.signature)
@@ -49,7 +53,7 @@ def test_scores_counts_signature_and_progress(scripted, capsys):
     assert [d["spans"] for d in result.details] == [r.span_details()["spans"] for r in want.responses]
     assert any(d["spans"] for d in result.details) and result.details[1]["spans"] == []
     for row, d in zip(ROWS, result.details):
-        assert all(row["response"][s["start"]:s["end"]] == s["text"] for s in d["spans"])
+        assert all(row["response"][s["start"] : s["end"]] == s["text"] for s in d["spans"])
         assert d["unsupported_spans"] == [s for s in d["spans"] if s["supported"] is False]
 
 
@@ -60,8 +64,12 @@ def test_samples_ragas_gives_up_on_are_not_scored(scripted):
     from q2_metric.harness.ragas import Q2Faithfulness, evaluate
 
     metric = Q2Faithfulness(tiny=False, max_wait=3.0, progress=False)
-    result = evaluate(EvaluationDataset.from_list(ROWS), metric, run_config=RunConfig(timeout=1, max_retries=1),
-                      show_progress=False)
+    result = evaluate(
+        EvaluationDataset.from_list(ROWS),
+        metric,
+        run_config=RunConfig(timeout=1, max_retries=1),
+        show_progress=False,
+    )
     assert all(math.isnan(v) for v in result.to_pandas()["q2"].tolist())
     assert scripted.replies == 0 and result.counts == {"scored": 0, "empty": 0, "bad": 0}
 

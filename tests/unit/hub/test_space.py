@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 
-
 def test_space_messages_name_the_space_variables():
-    from q2_metric.hub.space import space_message
     from q2_metric.errors import ModelNotAvailable
+    from q2_metric.hub.space import space_message
 
-    err = ModelNotAvailable("The question-generation model 'x' is not in the Hugging Face cache and the Hub "
-                            "cannot be reached: download it or pass a local model directory as qg_model (--qg-model).")
+    err = ModelNotAvailable(
+        "The question-generation model 'x' is not in the Hugging Face cache and the Hub "
+        "cannot be reached: download it or pass a local model directory as qg_model (--qg-model)."
+    )
     text = space_message(err)
     assert "Q2_QG_MODEL" in text and "--qg-model" not in text and "Q2_TINY=1" in text
 

@@ -15,17 +15,32 @@ def click(app, *inputs):
     return fn.fn(*inputs)
 
 
-@pytest.mark.parametrize("raw, says", [
-    ("{device: cpu}", "The Space's variable Q2_SPACE_OPTIONS is not JSON (Expecting property name enclosed in "
-                      "double quotes): '{device: cpu}'; write a JSON object such as {\"device\": \"cpu\"}."),
-    ('["cpu"]', "The Space's variable Q2_SPACE_OPTIONS holds a list ('[\"cpu\"]'), not a JSON object; write one "
-                "such as {\"device\": \"cpu\"}."),
-    ("null", "The Space's variable Q2_SPACE_OPTIONS holds null ('null'), not a JSON object; write one such as "
-             "{\"device\": \"cpu\"}."),
-    ('{"devise": "cpu"}', "The Space's variable Q2_SPACE_OPTIONS names an unknown option: 'devise' is not a Q² "
-                          "option (did you mean 'device'?)."),
-    ('{"decoding": "sample"}', "Invalid Q² option decoding='sample'"),
-])
+@pytest.mark.parametrize(
+    "raw, says",
+    [
+        (
+            "{device: cpu}",
+            "The Space's variable Q2_SPACE_OPTIONS is not JSON (Expecting property name enclosed in "
+            'double quotes): \'{device: cpu}\'; write a JSON object such as {"device": "cpu"}.',
+        ),
+        (
+            '["cpu"]',
+            "The Space's variable Q2_SPACE_OPTIONS holds a list ('[\"cpu\"]'), not a JSON object; write one "
+            'such as {"device": "cpu"}.',
+        ),
+        (
+            "null",
+            "The Space's variable Q2_SPACE_OPTIONS holds null ('null'), not a JSON object; write one such as "
+            '{"device": "cpu"}.',
+        ),
+        (
+            '{"devise": "cpu"}',
+            "The Space's variable Q2_SPACE_OPTIONS names an unknown option: 'devise' is not a Q² "
+            "option (did you mean 'device'?).",
+        ),
+        ('{"decoding": "sample"}', "Invalid Q² option decoding='sample'"),
+    ],
+)
 def test_a_bad_options_variable_is_the_one_message(monkeypatch, raw, says):
     monkeypatch.setenv("Q2_SPACE_OPTIONS", raw)
     monkeypatch.delenv("Q2_TINY", raising=False)

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from q2_metric import Q2Scorer
-from q2_metric.io import MANIFEST_SUFFIX, TEMP_MARK, commit_outputs, recover_outputs
 from q2_metric.corpus.files import score_file
+from q2_metric.io import MANIFEST_SUFFIX, TEMP_MARK, commit_outputs, recover_outputs
 
 
 def write_input(path, rows):
@@ -25,10 +25,14 @@ def write_input(path, rows):
 
 
 def leftovers(folder):
-    return sorted(p.name for p in folder.rglob("*") if TEMP_MARK in p.name or p.name.endswith(MANIFEST_SUFFIX))
+    return sorted(
+        p.name for p in folder.rglob("*") if TEMP_MARK in p.name or p.name.endswith(MANIFEST_SUFFIX)
+    )
 
 
-def test_cache_follows_weights_and_signature_is_the_same_when_cached(tiny_config, tiny_models, rows, tmp_path):
+def test_cache_follows_weights_and_signature_is_the_same_when_cached(
+    tiny_config, tiny_models, rows, tmp_path
+):
     import shutil
 
     from safetensors.torch import load_file, save_file
@@ -39,8 +43,13 @@ def test_cache_follows_weights_and_signature_is_the_same_when_cached(tiny_config
     data = write_input(tmp_path / "in.csv", rows[:3])
 
     def run(name):
-        report = score_file(Q2Scorer(config), data, tmp_path / f"{name}.csv", cache_dir=tmp_path / "cache",
-                            summary_path=tmp_path / f"{name}.json")
+        report = score_file(
+            Q2Scorer(config),
+            data,
+            tmp_path / f"{name}.csv",
+            cache_dir=tmp_path / "cache",
+            summary_path=tmp_path / f"{name}.json",
+        )
         return report, (tmp_path / f"{name}.json").read_bytes()
 
     fresh, fresh_summary = run("fresh")
@@ -59,8 +68,9 @@ def test_cache_follows_weights_and_signature_is_the_same_when_cached(tiny_config
 def test_cut_last_cache_line_is_repaired(rows, tmp_path):
     from q2_metric.testing.scripted import scripted_scorer
 
-    data = write_input(tmp_path / "in.csv", [{"response": r["response"], "knowledge": r["response"]}
-                                            for r in rows[:4]])
+    data = write_input(
+        tmp_path / "in.csv", [{"response": r["response"], "knowledge": r["response"]} for r in rows[:4]]
+    )
     score_file(scripted_scorer(), data, tmp_path / "a.csv", cache_dir=tmp_path / "cache")
     [cache_file] = (tmp_path / "cache").rglob("responses.jsonl")
     whole = cache_file.read_bytes()
@@ -77,8 +87,12 @@ def test_cut_last_cache_line_is_repaired(rows, tmp_path):
 def test_outputs_follow_the_umask(tmp_path, umask, mode):
     old = os.umask(umask)
     try:
-        commit_outputs([(tmp_path / "a.csv", lambda f: f.write("a\n")), (tmp_path / "sub" / "b.json",
-                                                                         lambda f: f.write("{}\n"))])
+        commit_outputs(
+            [
+                (tmp_path / "a.csv", lambda f: f.write("a\n")),
+                (tmp_path / "sub" / "b.json", lambda f: f.write("{}\n")),
+            ]
+        )
     finally:
         os.umask(old)
     assert [(tmp_path / n).stat().st_mode & 0o777 for n in ("a.csv", "sub/b.json")] == [mode, mode]
@@ -127,10 +141,34 @@ OUTPUTS = ("scores.csv", "steps.csv", "summary.json")
 
 def q2_score(tmp_path, tiny_config, data, out_dir, cache, pause=None):
     """Start `q2 score`; with `pause`, wait until it reaches that point and SIGKILL it there."""
-    cmd = [sys.executable, "-m", "q2_metric.cli", "score", str(data), "-o", str(out_dir / OUTPUTS[0]),
-           "--steps", str(out_dir / OUTPUTS[1]), "--summary", str(out_dir / OUTPUTS[2]), "--cache-dir", str(cache),
-           "--chunk-size", "2", "--no-progress", "--qg-model", tiny_config.qg_model, "--qa-model",
-           tiny_config.qa_model, "--nli-model", tiny_config.nli_model, "--decoding", "greedy", "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "q2_metric.cli",
+        "score",
+        str(data),
+        "-o",
+        str(out_dir / OUTPUTS[0]),
+        "--steps",
+        str(out_dir / OUTPUTS[1]),
+        "--summary",
+        str(out_dir / OUTPUTS[2]),
+        "--cache-dir",
+        str(cache),
+        "--chunk-size",
+        "2",
+        "--no-progress",
+        "--qg-model",
+        tiny_config.qg_model,
+        "--qa-model",
+        tiny_config.qa_model,
+        "--nli-model",
+        tiny_config.nli_model,
+        "--decoding",
+        "greedy",
+        "--device",
+        "cpu",
+    ]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     if pause is None:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
@@ -169,8 +207,12 @@ def test_sigkill_leaves_old_or_new_set_and_rerun_is_identical(tiny_config, rows,
     cache = tmp_path / "cache"
     # (point, the set after recovery): killed while scoring, after the temporary files are written,
     # after the manifest, and between the renames.
-    for point, expected in [("chunk-1", old), ("temps-written", old), ("manifest-written", new),
-                            ("first-renamed", new)]:
+    for point, expected in [
+        ("chunk-1", old),
+        ("temps-written", old),
+        ("manifest-written", new),
+        ("first-renamed", new),
+    ]:
         reset_to_old()
         q2_score(tmp_path, tiny_config, data, out, cache, pause=point)
         if point == "temps-written":

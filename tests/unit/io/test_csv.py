@@ -25,10 +25,14 @@ class Name(str):
         return str.__eq__(self, other)
 
 
-def _write(tmp_path, n: int, sep: str) -> "object":
+def _write(tmp_path, n: int, sep: str) -> object:
     path = tmp_path / f"wide{n}.{'tsv' if sep == chr(9) else 'csv'}"
-    path.write_text(sep.join(["response", "knowledge"] + [f"c{i}" for i in range(n)]) + "\n"
-                    + sep.join(["Paris is big.", "Paris is big."] + ["x"] * n) + "\n")
+    path.write_text(
+        sep.join(["response", "knowledge"] + [f"c{i}" for i in range(n)])
+        + "\n"
+        + sep.join(["Paris is big.", "Paris is big."] + ["x"] * n)
+        + "\n"
+    )
     return path
 
 
@@ -40,8 +44,10 @@ def _counting_header(monkeypatch, sep: str) -> None:
         def scan_named(text, multiline):
             for line, fields, problem in scan(text, multiline):
                 yield line, [Name(f) for f in fields] if fields else fields, problem
+
         monkeypatch.setattr(io.csv, "_scan_csv", scan_named)
     else:
+
         class Line(str):
             def split(self, *args):
                 return [Name(f) for f in str.split(self, *args)]
@@ -49,6 +55,7 @@ def _counting_header(monkeypatch, sep: str) -> None:
         class Text(str):
             def splitlines(self, *args):
                 return [Line(line) for line in str.splitlines(self, *args)]
+
         read_text = io.tsv.read_text
         monkeypatch.setattr(io.tsv, "read_text", lambda path, encoding: Text(read_text(path, encoding)))
 
@@ -73,6 +80,7 @@ def test_the_lines_run_to_read_a_wide_header_grow_linearly(tmp_path, sep):
             if event == "line":
                 count[0] += 1
             return tracer
+
         sys.settrace(tracer)
         try:
             io.read_rows(path)
@@ -87,6 +95,8 @@ def test_the_lines_run_to_read_a_wide_header_grow_linearly(tmp_path, sep):
 @pytest.mark.parametrize("sep", [",", "\t"])
 def test_a_column_named_twice_is_still_refused(tmp_path, sep):
     path = tmp_path / ("d.tsv" if sep == "\t" else "d.csv")
-    path.write_text(sep.join(["response", "knowledge", "b", "a", "b", "a"]) + "\nx" + sep + "y" + sep * 4 + "\n")
+    path.write_text(
+        sep.join(["response", "knowledge", "b", "a", "b", "a"]) + "\nx" + sep + "y" + sep * 4 + "\n"
+    )
     with pytest.raises(Q2InputError, match="names column 'a' twice; give every column its own name"):
         io.read_table(path)

@@ -22,8 +22,12 @@ from q2_metric.io.paths import check_run
 
 
 def snapshot(*folders: Path) -> dict[str, str]:
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
-            for folder in folders for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+        for folder in folders
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -47,8 +51,9 @@ def test_an_output_inside_a_model_folder_is_refused(places):
         check_run({"input": places["data"]}, {"-o/--output": places["model"] / "scores.csv"}, config=config)
 
 
-@pytest.mark.parametrize("where, name", [("tiny", "the tiny-model folder, Q2_TINY_MODELS"),
-                                         ("hub", "the Hugging Face cache")])
+@pytest.mark.parametrize(
+    "where, name", [("tiny", "the tiny-model folder, Q2_TINY_MODELS"), ("hub", "the Hugging Face cache")]
+)
 def test_an_output_inside_the_tiny_folder_or_the_hub_cache_is_refused(places, where, name):
     with pytest.raises(OutputPathError, match=f"lies inside {name}"):
         check_run({}, {"--summary": places[where] / "qg" / "s.json"})
@@ -64,10 +69,13 @@ def test_an_output_folder_may_hold_the_caches(places):
 def test_the_tiny_builder_may_write_its_own_folder(places):
     check_run({}, {"Q2_TINY_MODELS": places["tiny"]}, folders=["Q2_TINY_MODELS"], builds_tiny_models=True)
     with pytest.raises(OutputPathError, match="lies inside the Hugging Face cache"):
-        check_run({}, {"Q2_TINY_MODELS": places["hub"] / "t"}, folders=["Q2_TINY_MODELS"], builds_tiny_models=True)
+        check_run(
+            {}, {"Q2_TINY_MODELS": places["hub"] / "t"}, folders=["Q2_TINY_MODELS"], builds_tiny_models=True
+        )
 
 
 # -- every front-end, through the guard -----------------------------------------------------------
+
 
 def _refused(capsys, argv: list[str], sentence: str) -> None:
     assert main(argv) == 2
@@ -88,8 +96,11 @@ def test_q2_score_refuses_outputs_in_a_model_folder(places, capsys, flag):
 @pytest.mark.parametrize("where", ["tiny", "hub"])
 def test_q2_score_refuses_outputs_in_the_tiny_folder_or_hub_cache(places, capsys, where):
     before = snapshot(places[where])
-    _refused(capsys, ["score", str(places["data"]), "-o", str(places[where] / "qg" / "x.csv"), "--quiet"],
-             "lies inside the " + ("tiny-model folder" if where == "tiny" else "Hugging Face cache"))
+    _refused(
+        capsys,
+        ["score", str(places["data"]), "-o", str(places[where] / "qg" / "x.csv"), "--quiet"],
+        "lies inside the " + ("tiny-model folder" if where == "tiny" else "Hugging Face cache"),
+    )
     assert snapshot(places[where]) == before
 
 
@@ -98,8 +109,11 @@ def test_meta_eval_benchmark_refuses_out_and_cache_dirs_in_a_model_folder(places
     data.write_text("response,knowledge,label\na b,a b,1\nc d,e f,0\n")
     base = ["meta-eval", "--dataset", f"one={data}", "--qg-model", str(places["model"])]
     _refused(capsys, base + ["--out-dir", str(places["model"] / "bench")], "lies inside the input")
-    _refused(capsys, base + ["--out-dir", str(places["root"] / "bench"), "--cache-dir", str(places["tiny"] / "c")],
-             "lies inside the tiny-model folder")
+    _refused(
+        capsys,
+        base + ["--out-dir", str(places["root"] / "bench"), "--cache-dir", str(places["tiny"] / "c")],
+        "lies inside the tiny-model folder",
+    )
 
 
 def test_write_template_onto_a_dataset_file_is_refused(places, capsys):
@@ -108,7 +122,9 @@ def test_write_template_onto_a_dataset_file_is_refused(places, capsys):
     data = folder / "meta_eval_template.csv"  # a dataset that happens to bear the template's name
     data.write_text("response,knowledge,label\na b,a b,1\nc d,e f,0\n")
     before = snapshot(folder)
-    _refused(capsys, ["meta-eval", "--dataset", f"one={data}", "--write-template", str(folder)], "is the input")
+    _refused(
+        capsys, ["meta-eval", "--dataset", f"one={data}", "--write-template", str(folder)], "is the input"
+    )
     assert snapshot(folder) == before
 
 
@@ -119,9 +135,12 @@ def test_convert_nli_space_publish_and_fetch_refuse_the_tiny_folder(places, caps
     results.write_text(json.dumps({"q2": 0.5, "q2_no_nli": 0.5, "coverage": 1.0, "signature": "q2:0.4.0"}))
     inside = places["tiny"] / "qg" / "new"
     before = snapshot(places["tiny"])
-    for argv in (["convert-nli", str(archive), str(inside)], ["space", str(inside)],
-                 ["publish", "--results", str(results), "--model-name", "m", "--card", str(inside / "README.md")],
-                 ["data", "fetch", "begin", "--out", str(inside)]):
+    for argv in (
+        ["convert-nli", str(archive), str(inside)],
+        ["space", str(inside)],
+        ["publish", "--results", str(results), "--model-name", "m", "--card", str(inside / "README.md")],
+        ["data", "fetch", "begin", "--out", str(inside)],
+    ):
         _refused(capsys, argv, "lies inside the tiny-model folder")
     assert snapshot(places["tiny"]) == before
 
@@ -139,8 +158,11 @@ def test_q2_score_ray_refuses_before_starting_ray(places, capsys):
     pytest.importorskip("ray")
     import ray
 
-    _refused(capsys, ["score", str(places["data"]), "-o", str(places["tiny"] / "x.csv"), "--ray", "--quiet"],
-             "lies inside the tiny-model folder")
+    _refused(
+        capsys,
+        ["score", str(places["data"]), "-o", str(places["tiny"] / "x.csv"), "--ray", "--quiet"],
+        "lies inside the tiny-model folder",
+    )
     assert not ray.is_initialized()
 
 
@@ -157,6 +179,7 @@ def test_parlai_explain_file_in_a_model_folder_is_refused(places, capsys):
 
 
 # -- the reads added in issue 40 reach every front-end through the one guard ----------------------
+
 
 @pytest.fixture
 def new_reads(tmp_path, monkeypatch):
@@ -181,11 +204,15 @@ def new_reads(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("Q2_SPACY_MODEL", "q2_test_pipeline")
     data = tmp_path / "in.csv"
-    data.write_text("response,knowledge,label\nBob Ross hosted it.,Bob Ross hosted The Joy of Painting.,1\n"
-                    "a b,c d,0\n")
-    return {"hub": (hub, "lies inside the Hugging Face cache"),
-            "spacy": (spacy, "lies inside the installed spaCy pipeline 'q2_test_pipeline'"),
-            "data": data, "root": tmp_path}
+    data.write_text(
+        "response,knowledge,label\nBob Ross hosted it.,Bob Ross hosted The Joy of Painting.,1\na b,c d,0\n"
+    )
+    return {
+        "hub": (hub, "lies inside the Hugging Face cache"),
+        "spacy": (spacy, "lies inside the installed spaCy pipeline 'q2_test_pipeline'"),
+        "data": data,
+        "root": tmp_path,
+    }
 
 
 @pytest.mark.parametrize("where", ["hub", "spacy"])
@@ -198,12 +225,15 @@ def test_every_front_end_refuses_the_cache_and_the_spacy_package(new_reads, caps
     results.write_text(json.dumps({"q2": 0.5, "q2_no_nli": 0.5, "coverage": 1.0, "signature": "q2:0.4.0"}))
     before = snapshot(folder)
     inside = folder / "new"
-    for argv in (["score", str(data), "-o", str(inside / "x.csv"), "--quiet"],
-                 ["score", str(data), "-o", str(root / "x.csv"), "--cache-dir", str(inside), "--quiet"],
-                 ["meta-eval", "--dataset", f"one={data}", "--out-dir", str(root / "b"), "--cache-dir", str(inside)],
-                 ["convert-nli", str(archive), str(inside)], ["space", str(inside)],
-                 ["publish", "--results", str(results), "--model-name", "m", "--card", str(inside / "README.md")],
-                 ["data", "fetch", "begin", "--out", str(inside)]):
+    for argv in (
+        ["score", str(data), "-o", str(inside / "x.csv"), "--quiet"],
+        ["score", str(data), "-o", str(root / "x.csv"), "--cache-dir", str(inside), "--quiet"],
+        ["meta-eval", "--dataset", f"one={data}", "--out-dir", str(root / "b"), "--cache-dir", str(inside)],
+        ["convert-nli", str(archive), str(inside)],
+        ["space", str(inside)],
+        ["publish", "--results", str(results), "--model-name", "m", "--card", str(inside / "README.md")],
+        ["data", "fetch", "begin", "--out", str(inside)],
+    ):
         _refused(capsys, argv, sentence)
     if importlib.util.find_spec("parlai") is not None:
         from parlai_ext.options import check_explain_file

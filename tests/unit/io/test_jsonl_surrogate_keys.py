@@ -18,12 +18,17 @@ def test_keys_equal_but_for_lone_surrogates_are_refused(tmp_path):
     path.write_text("\n".join([GOOD, COLLIDING, NESTED, DISTINCT, GOOD]) + "\n", encoding="utf-8")
     rows = read_rows(path)
     assert [r.error is None for r in rows] == [True, False, False, True, True]
-    assert rows[1].error == ("line 2: the keys '\\ud800a' and '\\udc00a' differ only in lone surrogates, which "
-                             "are read as U+FFFD, so both would be the column '\ufffda'; rename one")
+    assert rows[1].error == (
+        "line 2: the keys '\\ud800a' and '\\udc00a' differ only in lone surrogates, which "
+        "are read as U+FFFD, so both would be the column '\ufffda'; rename one"
+    )
     assert rows[2].error.startswith("line 3: the keys '\\ud800' and '\ufffd' differ only in lone surrogates")
     for row in rows[1:3]:
         row.error.encode("utf-8")  # printable and writable: no lone surrogate in the message
-    assert sorted(k for k in rows[3].fields if k.endswith(("a", "b")) and k[0] == "\ufffd") == ["\ufffda", "\ufffdb"]
+    assert sorted(k for k in rows[3].fields if k.endswith(("a", "b")) and k[0] == "\ufffd") == [
+        "\ufffda",
+        "\ufffdb",
+    ]
 
 
 def test_the_rest_of_the_file_is_scored(tmp_path):

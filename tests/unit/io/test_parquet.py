@@ -18,10 +18,14 @@ pq = pytest.importorskip("pyarrow.parquet")
 LIMIT = 1_000_000
 
 
-def _bomb(n: int = 20_000) -> "pa.Table":
+def _bomb(n: int = 20_000) -> pa.Table:
     """20 MB of text once decoded (one 1,000-character string repeated), a few kB on disk."""
-    return pa.table({"response": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), ["x" * 1000]),
-                     "knowledge": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), ["k"])})
+    return pa.table(
+        {
+            "response": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), ["x" * 1000]),
+            "knowledge": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), ["k"]),
+        }
+    )
 
 
 @pytest.mark.parametrize("name", ["part-1", "part-1.dat", "part-1.PARQUET.bak", "sub/part-1"])
@@ -34,8 +38,9 @@ def test_every_file_of_a_parquet_folder_counts_whatever_its_name(tmp_path, monke
     on_disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     assert on_disk < LIMIT < 20_000 * 1000  # small on disk; its text alone is 20 MB once decoded
     monkeypatch.setenv("Q2_MAX_INPUT_BYTES", str(LIMIT))
-    with pytest.raises(Q2InputError, match=f"'{folder}' is a Parquet table of at least .* above the limit of "
-                                           "1,000,000 bytes"):
+    with pytest.raises(
+        Q2InputError, match=f"'{folder}' is a Parquet table of at least .* above the limit of 1,000,000 bytes"
+    ):
         io.read_table(folder)
     monkeypatch.setenv("Q2_MAX_INPUT_BYTES", str(100 * LIMIT))  # within the limit: every file is read
     rows, columns = io.read_table(folder)
@@ -82,6 +87,9 @@ def test_a_datasets_folder_of_several_splits_is_refused_before_loading(tmp_path,
 
     def never(*args, **kwargs):
         raise AssertionError("loaded")
+
     monkeypatch.setattr(datasets, "load_from_disk", never)
-    with pytest.raises(Q2InputError, match="holds several splits \\(train, test\\); point at one split's folder"):
+    with pytest.raises(
+        Q2InputError, match="holds several splits \\(train, test\\); point at one split's folder"
+    ):
         io.read_table(folder)

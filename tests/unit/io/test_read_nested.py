@@ -15,10 +15,13 @@ from q2_metric.errors import Q2InputError
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-NESTED = {"response": ["Bob Ross hosted it.", "It aired on PBS."],
-          "knowledge": ["Bob Ross hosted The Joy of Painting on PBS."] * 2,
-          "history": [["hi", "hello"], []], "meta": [{"a": 1, "b": "x"}, {"a": 2, "b": None}],
-          "scores": [[0.5, 1.0], [0.25]]}
+NESTED = {
+    "response": ["Bob Ross hosted it.", "It aired on PBS."],
+    "knowledge": ["Bob Ross hosted The Joy of Painting on PBS."] * 2,
+    "history": [["hi", "hello"], []],
+    "meta": [{"a": 1, "b": "x"}, {"a": 2, "b": None}],
+    "scores": [[0.5, 1.0], [0.25]],
+}
 
 
 def test_parquet_with_list_and_struct_columns_is_read(tmp_path):
@@ -56,7 +59,7 @@ def test_nested_values_go_to_a_csv_output_as_json(tmp_path):
 @pytest.mark.parametrize("name, prefix", [("set.tsv", b""), ("SET.TSV", b""), ("bom.tsv", b"\xef\xbb\xbf")])
 def test_tsv_in_any_case_and_with_a_bom(tmp_path, name, prefix):
     path = tmp_path / name
-    path.write_bytes(prefix + "response\tknowledge\tlabel\na \"quoted\" reply\tsome text\t1\n".encode())
+    path.write_bytes(prefix + b'response\tknowledge\tlabel\na "quoted" reply\tsome text\t1\n')
     rows, columns = io.read_table(path)
     assert columns == ["response", "knowledge", "label"]
     assert rows[0].fields == {"response": 'a "quoted" reply', "knowledge": "some text", "label": "1"}

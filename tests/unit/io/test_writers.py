@@ -4,25 +4,36 @@ from __future__ import annotations
 
 import json
 
+from support.cli import refused
+from support.files import HEADER, ROWS
+
 from q2_metric.corpus.files import score_file
 from q2_metric.io import read_rows
 from q2_metric.testing.scripted import scripted_scorer
-
-from support.cli import refused
-from support.files import HEADER, ROWS
 
 
 def test_output_extensions_it_cannot_write_are_refused(tmp_path, capsys):
     data = tmp_path / "in.csv"
     data.write_text(HEADER + ROWS)
     for name in ("x.xlsx", "x.txt", "x.tsv", "x"):
-        refused(capsys, ["score", str(data), "-o", str(tmp_path / name), "--no-cache"],
-                "tables are written as .csv, .jsonl")
+        refused(
+            capsys,
+            ["score", str(data), "-o", str(tmp_path / name), "--no-cache"],
+            "tables are written as .csv, .jsonl",
+        )
         assert not (tmp_path / name).exists()
-    refused(capsys, ["score", str(data), "-o", str(tmp_path / "o.csv"), "--steps", str(tmp_path / "s.txt"),
-                     "--no-cache"], "(--steps)")
+    refused(
+        capsys,
+        ["score", str(data), "-o", str(tmp_path / "o.csv"), "--steps", str(tmp_path / "s.txt"), "--no-cache"],
+        "(--steps)",
+    )
     score_file(scripted_scorer(), data, tmp_path / "x.JSONL", cache_dir=None)
     score_file(scripted_scorer(), data, tmp_path / "x.Parquet", cache_dir=None)
-    assert [json.loads(line)["response"] for line in open(tmp_path / "x.JSONL")] == ["Paris is big.", "Rome is old."]
-    assert [r.fields["response"] for r in read_rows(tmp_path / "x.Parquet", allow_empty=True)] == \
-        ["Paris is big.", "Rome is old."]
+    assert [json.loads(line)["response"] for line in open(tmp_path / "x.JSONL")] == [
+        "Paris is big.",
+        "Rome is old.",
+    ]
+    assert [r.fields["response"] for r in read_rows(tmp_path / "x.Parquet", allow_empty=True)] == [
+        "Paris is big.",
+        "Rome is old.",
+    ]

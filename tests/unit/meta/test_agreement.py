@@ -25,8 +25,13 @@ def scorers():
     fast = scripted_scorer(
         qg=ScriptedQG({("Bob", R[0]): ["who is Bob?"]}),  # pair 0: Bob's question differs (and is invalid)
         qa=ScriptedQA({**DAVE, ("what about Rome?", K[1]): "Milan"}),  # pair 1: the knowledge answers Milan
-        nli=ScriptedNLI({("what about Rome? Milan.", "what about Rome? Rome."): "entailment",
-                         ("what about Dave? Dave Smith.", "what about Dave? Dave."): "contradiction"}))
+        nli=ScriptedNLI(
+            {
+                ("what about Rome? Milan.", "what about Rome? Rome."): "entailment",
+                ("what about Dave? Dave Smith.", "what about Dave? Dave."): "contradiction",
+            }
+        ),
+    )
     return base, fast
 
 
@@ -59,8 +64,10 @@ def test_hand_computed_agreement():
     assert report.base_q2 == report.fast_q2 == 0.75
     # labels [1, 0, 1, 0]: base separates them (AUC 1, both recalls 1); fast [1, 1, .5, .5]:
     # pairs (1,1) tie .5, (1,.5) 1, (.5,1) 0, (.5,.5) .5 -> AUC 2/4; each class half recalled
-    assert report.labels == {"base": {"roc_auc": 1.0, "balanced_accuracy": 1.0},
-                             "fast": {"roc_auc": 0.5, "balanced_accuracy": 0.5}}
+    assert report.labels == {
+        "base": {"roc_auc": 1.0, "balanced_accuracy": 1.0},
+        "fast": {"roc_auc": 0.5, "balanced_accuracy": 0.5},
+    }
     per = report.responses
     assert (per[0].questions_differ, per[0].questions_compared, per[0].answers_compared) == (1, 2, 2)
     assert (per[1].answers_differ, per[1].answers_compared, per[1].labels_compared) == (1, 4, 0)
@@ -79,7 +86,9 @@ def test_same_configuration_agrees_fully_on_varying_tiny_models(tiny_config):
 
     rows = sample_rows()[:10]
     responses, knowledge = [r["response"] for r in rows], [r["knowledge"] for r in rows]
-    report = compare(responses, knowledge, fast={"qa_batch_size": 2}, base=tiny_config.replace(decoding="greedy"))
+    report = compare(
+        responses, knowledge, fast={"qa_batch_size": 2}, base=tiny_config.replace(decoding="greedy")
+    )
     assert all(s.differ == 0 for s in report.stages)
     assert report.stages[0].compared > 0
     assert report.flipped == 0 and report.score_change()["max_abs"] == 0.0
@@ -93,8 +102,12 @@ def test_int8_against_float32_on_tiny_models_is_signed(tiny_config):
     from support.data import sample_rows
 
     rows = sample_rows()[:4]
-    report = compare([r["response"] for r in rows], [r["knowledge"] for r in rows], fast={"quantize": "int8"},
-                     base=tiny_config.replace(decoding="greedy"))
+    report = compare(
+        [r["response"] for r in rows],
+        [r["knowledge"] for r in rows],
+        fast={"quantize": "int8"},
+        base=tiny_config.replace(decoding="greedy"),
+    )
     assert "|quant:int8-dynamic-qa,nli|" in report.fast_signature and "quant:" not in report.base_signature
     assert report.stages[0].differ == 0  # T5 is not quantized: the same questions
     assert all(not math.isnan(r.base_q2) for r in report.responses)

@@ -8,12 +8,18 @@ import sys
 
 import numpy as np
 import pytest
-
 from support.data import SHARED
+
 from q2_metric.meta.baselines import bleu_scores, overlap_scores
 from q2_metric.meta.evaluation import SPLITS, AnnotatedSet, MetaEvalInputError, run_meta_eval
-from q2_metric.meta.stats import (classification_report, roc_auc, simulate_systems, spearman, system_bootstrap,
-                                  to_unit_scale)
+from q2_metric.meta.stats import (
+    classification_report,
+    roc_auc,
+    simulate_systems,
+    spearman,
+    system_bootstrap,
+    to_unit_scale,
+)
 from q2_metric.models.spacy_parser import load_spacy
 
 
@@ -53,8 +59,9 @@ def test_bleu_scale_and_lowercased_reference():
     [same] = bleu_scores(["paris is the capital of france ."], ["Paris is the capital of France ."])
     assert same == pytest.approx(100.0)  # the knowledge is lower-cased; 0-100 scale
     [partial] = bleu_scores(["paris is a big city"], ["Paris is the capital of France"])
-    assert partial == pytest.approx(sacrebleu.corpus_bleu(["paris is a big city"],
-                                                          [["paris is the capital of france"]]).score)
+    assert partial == pytest.approx(
+        sacrebleu.corpus_bleu(["paris is a big city"], [["paris is the capital of france"]]).score
+    )
     assert to_unit_scale("bleu", [50.0]) == [0.5]
     assert to_unit_scale("bertscore", [-1.0, 0.0, 1.0]) == [0.0, 0.5, 1.0]
 
@@ -74,7 +81,11 @@ def test_bootstrap_percentiles_and_seed():
     rng = np.random.default_rng(7)
     good, bad = rng.uniform(0.2, 1.0, 60), rng.uniform(0.0, 0.8, 60)  # overlapping: imperfect ranks
     a = system_bootstrap(good, bad, repetitions=50, seed=3)
-    assert a == system_bootstrap(good, bad, repetitions=50, seed=3) != system_bootstrap(good, bad, repetitions=50, seed=4)
+    assert (
+        a
+        == system_bootstrap(good, bad, repetitions=50, seed=3)
+        != system_bootstrap(good, bad, repetitions=50, seed=4)
+    )
     assert 0.3 < a.mean < 1.0 and a.low < a.mean < a.high and a.no_correlation == 0
     assert spearman([5, 4, 3, 2, 1], [0.9, 0.8, 0.7, 0.6, 0.5]) == pytest.approx(1.0)
 
@@ -89,17 +100,53 @@ def write_csv(path, rows):
 
 def synthetic(tmp_path, q2=True):
     def rows(score, n=4):
-        return [{"response": "paris is nice", "knowledge": "Paris is nice and big",
-                 **({"q2": score, "q2_no_nli": score, "num_questions": 2, "num_no_answer": 1, "fallback": "False"}
-                    if q2 else {})} for _ in range(n)]
-    scores = {"dodeca_inconsistent": 0.2, "dodeca_consistent": 0.8, "memnet_inconsistent": 0.5,
-              "memnet_consistent": 0.6}
+        return [
+            {
+                "response": "paris is nice",
+                "knowledge": "Paris is nice and big",
+                **(
+                    {
+                        "q2": score,
+                        "q2_no_nli": score,
+                        "num_questions": 2,
+                        "num_no_answer": 1,
+                        "fallback": "False",
+                    }
+                    if q2
+                    else {}
+                ),
+            }
+            for _ in range(n)
+        ]
+
+    scores = {
+        "dodeca_inconsistent": 0.2,
+        "dodeca_consistent": 0.8,
+        "memnet_inconsistent": 0.5,
+        "memnet_consistent": 0.6,
+    }
     for split in SPLITS:
         write_csv(tmp_path / f"{split}.csv", rows(scores[split]))
-    cross = [{"knowledge": "Paris is big", "dodeca_response": "paris", "memnet_response": "rome",
-              "dodeca_label": i % 2, "memnet_label": 1 - i % 2,
-              **({"dodeca_q2": 0.1 + 0.8 * (1 - i % 2), "memnet_q2": 0.1 + 0.8 * (i % 2),
-                  "dodeca_q2_no_nli": 0.5, "memnet_q2_no_nli": 0.5} if q2 else {})} for i in range(10)]
+    cross = [
+        {
+            "knowledge": "Paris is big",
+            "dodeca_response": "paris",
+            "memnet_response": "rome",
+            "dodeca_label": i % 2,
+            "memnet_label": 1 - i % 2,
+            **(
+                {
+                    "dodeca_q2": 0.1 + 0.8 * (1 - i % 2),
+                    "memnet_q2": 0.1 + 0.8 * (i % 2),
+                    "dodeca_q2_no_nli": 0.5,
+                    "memnet_q2_no_nli": 0.5,
+                }
+                if q2
+                else {}
+            ),
+        }
+        for i in range(10)
+    ]
     write_csv(tmp_path / "cross_annotation.csv", cross)
     return AnnotatedSet.from_dir(tmp_path)
 
@@ -119,18 +166,30 @@ def test_run_meta_eval_synthetic(tmp_path, nlp):
     cross = report["true"]["metrics"]
     assert cross["q2"]["cross"]["roc_auc"] == 1.0 and cross["q2"]["cross"]["n"] == 20
     assert cross["q2_no_nli"]["cross"]["roc_auc"] == 0.5 == cross["q2_no_nli"]["cross"]["low"]
-    assert set(figures) == {"pr_curve.png", "roc_curve.png", "hist_q2.png", "hist_q2_no_nli.png", "hist_overlap.png",
-                            "hist_bleu.png"}
+    assert set(figures) == {
+        "pr_curve.png",
+        "roc_curve.png",
+        "hist_q2.png",
+        "hist_q2_no_nli.png",
+        "hist_overlap.png",
+        "hist_bleu.png",
+    }
     assert all(png.startswith(b"\x89PNG") and len(png) > 1000 for png in figures.values())
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda rows: [r.pop("q2") for r in rows], "dodeca_consistent.csv: column 'q2' is missing"),
-    (lambda rows: rows[2].update(q2=""), "dodeca_consistent.csv: column 'q2' is empty at row 3 (line 4)."),
-    (lambda rows: rows[0].update(q2="5.0"), "column 'q2' holds 5.0 at row 1 (line 2), outside [0, 1]."),
-    (lambda rows: rows[1].update(q2="-3"), "column 'q2' holds -3 at row 2 (line 3), outside [0, 1]."),
-    (lambda rows: rows[0].update(q2="high"), "column 'q2' holds 'high', not a number at row 1 (line 2)."),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda rows: [r.pop("q2") for r in rows], "dodeca_consistent.csv: column 'q2' is missing"),
+        (
+            lambda rows: rows[2].update(q2=""),
+            "dodeca_consistent.csv: column 'q2' is empty at row 3 (line 4).",
+        ),
+        (lambda rows: rows[0].update(q2="5.0"), "column 'q2' holds 5.0 at row 1 (line 2), outside [0, 1]."),
+        (lambda rows: rows[1].update(q2="-3"), "column 'q2' holds -3 at row 2 (line 3), outside [0, 1]."),
+        (lambda rows: rows[0].update(q2="high"), "column 'q2' holds 'high', not a number at row 1 (line 2)."),
+    ],
+)
 def test_bad_score_columns_stop_with_one_sentence(tmp_path, nlp, edit, message):
     synthetic(tmp_path)
     path = tmp_path / "dodeca_consistent.csv"
@@ -153,26 +212,55 @@ def test_bad_cross_annotation_stops(tmp_path, nlp):
         run_meta_eval(AnnotatedSet.from_dir(tmp_path), repetitions=5, nlp=nlp, bertscore=False)
     rows[3]["dodeca_label"] = "2"
     write_csv(path, rows)
-    with pytest.raises(MetaEvalInputError, match="'dodeca_label' holds '2' at row 4 .line 5.; labels must be 0 or 1"):
-        run_meta_eval(AnnotatedSet.from_dir(tmp_path), baselines_only=True, repetitions=5, nlp=nlp, bertscore=False)
+    with pytest.raises(
+        MetaEvalInputError, match="'dodeca_label' holds '2' at row 4 .line 5.; labels must be 0 or 1"
+    ):
+        run_meta_eval(
+            AnnotatedSet.from_dir(tmp_path), baselines_only=True, repetitions=5, nlp=nlp, bertscore=False
+        )
 
 
 @pytest.mark.slow  # a subprocess
 def test_cli_baselines_only_on_the_annotated_set(tmp_path):
     """The real annotated set, no model: Tables 2-4 and the TRUE table for overlap and BLEU, the plots,
     meta_eval.md and meta_eval.tex."""
-    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "meta-eval", "--annotated-dir",
-                          str(SHARED), "--baselines-only", "--no-bertscore", "--repetitions", "200",
-                          "--out-dir", str(tmp_path / "me")], capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "q2_metric.cli",
+            "meta-eval",
+            "--annotated-dir",
+            str(SHARED),
+            "--baselines-only",
+            "--no-bertscore",
+            "--repetitions",
+            "200",
+            "--out-dir",
+            str(tmp_path / "me"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr
     data = json.load(open(tmp_path / "me" / "meta_eval.json"))
     assert set(data["table2"]) == set(SPLITS)
     for split in SPLITS:
         assert set(data["table2"][split]) >= {"overlap", "bleu"} and data["table2"][split]["n"] == 150
-    assert 0 < data["table2"]["memnet_consistent"]["overlap"] < 1 and data["table2"]["memnet_consistent"]["bleu"] > 1
+    assert (
+        0 < data["table2"]["memnet_consistent"]["overlap"] < 1
+        and data["table2"]["memnet_consistent"]["bleu"] > 1
+    )
     for metric in ("overlap", "bleu"):
         assert set(data["table4"][metric]) >= {"mean", "low", "high"}
-        assert -1 <= data["table4"][metric]["low"] <= data["table4"][metric]["mean"] <= data["table4"][metric]["high"] <= 1
+        assert (
+            -1
+            <= data["table4"][metric]["low"]
+            <= data["table4"][metric]["mean"]
+            <= data["table4"][metric]["high"]
+            <= 1
+        )
     for metric in ("overlap", "bleu"):  # the TRUE table, on both annotated sets
         for name, n in (("split", 600), ("cross", 1088)):
             t = data["true"]["metrics"][metric][name]
@@ -187,10 +275,25 @@ def test_cli_baselines_only_on_the_annotated_set(tmp_path):
 @pytest.mark.slow  # a subprocess
 def test_cli_missing_column_exit_code(tmp_path):
     synthetic(tmp_path, q2=False)
-    res = subprocess.run([sys.executable, "-m", "q2_metric.cli", "meta-eval", "--annotated-dir",
-                          str(tmp_path), "--no-bertscore", "--out-dir", str(tmp_path / "me")],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "q2_metric.cli",
+            "meta-eval",
+            "--annotated-dir",
+            str(tmp_path),
+            "--no-bertscore",
+            "--out-dir",
+            str(tmp_path / "me"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 2
-    assert res.stderr.strip().endswith("dodeca_inconsistent.csv: column 'q2' is missing (score the file with "
-                                       "`q2 score`, or pass --baselines-only).")
+    assert res.stderr.strip().endswith(
+        "dodeca_inconsistent.csv: column 'q2' is missing (score the file with "
+        "`q2 score`, or pass --baselines-only)."
+    )
     assert not (tmp_path / "me" / "meta_eval.json").exists()

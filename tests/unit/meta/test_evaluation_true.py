@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from support.data import SHARED
+
 from q2_metric.meta.evaluation import SPLITS, AnnotatedSet
 from q2_metric.meta.report import _tex
 from q2_metric.meta.scores import ScoreFileError, ScoreSpec, parse_score_spec, read_scores
@@ -56,7 +56,9 @@ def test_auc_interval_is_the_percentile_bootstrap():
     # the same resamples scored one by one with scikit-learn
     boot = [roc_auc_score(y[i], s[i]) for i in draws if 0 < y[i].sum() < len(i)]
     assert res.draws == len(boot)
-    assert res.low == pytest.approx(np.percentile(boot, 2.5)) and res.high == pytest.approx(np.percentile(boot, 97.5))
+    assert res.low == pytest.approx(np.percentile(boot, 2.5)) and res.high == pytest.approx(
+        np.percentile(boot, 97.5)
+    )
     assert res.auc == pytest.approx(roc_auc_score(y, s)) and res.low < res.auc < res.high
     assert res.n == 80 and res.inconsistent == int((y == 0).sum())
     perfect = roc_auc_interval(y.astype(float), y, draws)
@@ -64,28 +66,36 @@ def test_auc_interval_is_the_percentile_bootstrap():
 
 
 # -- --scores specs ----------------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ("judge=j.csv", ("judge", "j.csv", "score", False, 0.0, 1.0)),
-    ("judge=out/j.jsonl:p_consistent", ("judge", "out/j.jsonl", "p_consistent", False, 0.0, 1.0)),
-    ("err=e.parquet:p_error:lower", ("err", "e.parquet", "p_error", True, 0.0, 1.0)),
-    ("llm=l.csv:rating:1..5", ("llm", "l.csv", "rating", False, 1.0, 5.0)),
-    ("nll=n.csv:loss:lower:0..20", ("nll", "n.csv", "loss", True, 0.0, 20.0)),
-    ("x=dir/a.csv:lower", ("x", "dir/a.csv", "score", True, 0.0, 1.0)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("judge=j.csv", ("judge", "j.csv", "score", False, 0.0, 1.0)),
+        ("judge=out/j.jsonl:p_consistent", ("judge", "out/j.jsonl", "p_consistent", False, 0.0, 1.0)),
+        ("err=e.parquet:p_error:lower", ("err", "e.parquet", "p_error", True, 0.0, 1.0)),
+        ("llm=l.csv:rating:1..5", ("llm", "l.csv", "rating", False, 1.0, 5.0)),
+        ("nll=n.csv:loss:lower:0..20", ("nll", "n.csv", "loss", True, 0.0, 20.0)),
+        ("x=dir/a.csv:lower", ("x", "dir/a.csv", "score", True, 0.0, 1.0)),
+    ],
+)
 def test_parse_score_spec(text, expected):
     spec = parse_score_spec(text)
     assert (spec.name, str(spec.path), spec.column, spec.lower, spec.low, spec.high) == expected
 
 
-@pytest.mark.parametrize("text, message", [
-    ("judge", "expected NAME=FILE[:COLUMN][:lower][:LO..HI]"),
-    ("1bad=x.csv", "the name '1bad' must start with a letter"),
-    ("q2=x.csv", "'q2' is a built-in metric"),
-    ("coverage=x.csv", "'coverage' is a built-in metric or row"),
-    ("x=a.csv:s:5..1", "the range 5..1 is empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("judge", "expected NAME=FILE[:COLUMN][:lower][:LO..HI]"),
+        ("1bad=x.csv", "the name '1bad' must start with a letter"),
+        ("q2=x.csv", "'q2' is a built-in metric"),
+        ("coverage=x.csv", "'coverage' is a built-in metric or row"),
+        ("x=a.csv:s:5..1", "the range 5..1 is empty"),
+    ],
+)
 def test_bad_score_spec(text, message):
-    with pytest.raises(ScoreFileError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
+    with pytest.raises(
+        ScoreFileError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")
+    ):
         parse_score_spec(text)
 
 
@@ -113,12 +123,30 @@ def small_set(tmp_path):
     d = tmp_path / "data"
     d.mkdir()
     for n, split in enumerate(SPLITS):
-        write_csv(d / f"{split}.csv", [{"response": f"r{n}{i}", "knowledge": "k", "message": "m"} for i in range(2)])
-    write_csv(d / "cross_annotation.csv", [
-        {"knowledge": "k", "message": "m", "dodeca_response": "r00", "memnet_response": "x1",
-         "dodeca_label": 1, "memnet_label": 0},
-        {"knowledge": "k", "message": "m", "dodeca_response": "r01", "memnet_response": "r21",
-         "dodeca_label": 1, "memnet_label": 1}])
+        write_csv(
+            d / f"{split}.csv", [{"response": f"r{n}{i}", "knowledge": "k", "message": "m"} for i in range(2)]
+        )
+    write_csv(
+        d / "cross_annotation.csv",
+        [
+            {
+                "knowledge": "k",
+                "message": "m",
+                "dodeca_response": "r00",
+                "memnet_response": "x1",
+                "dodeca_label": 1,
+                "memnet_label": 0,
+            },
+            {
+                "knowledge": "k",
+                "message": "m",
+                "dodeca_response": "r01",
+                "memnet_response": "r21",
+                "dodeca_label": 1,
+                "memnet_label": 1,
+            },
+        ],
+    )
     return AnnotatedSet.from_dir(d)
 
 
@@ -135,17 +163,32 @@ def key_rows(keys, score=0.5):
     return [{"response": r, "knowledge": k, "score": score} for r, k in keys]
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda rows: rows.pop(3), "column 'score' has no score for 1 of the 9 annotated responses, the first 'r11' "
-                               "(.*dodeca_consistent.csv row 2)"),
-    (lambda rows: rows.append(dict(rows[2])), "rows 3 and 10 both score the response 'r10' with the same knowledge"),
-    (lambda rows: rows[4].update(score="high"), "column 'score' holds 'high', not a number, at row 5 .line 6.\\."),
-    (lambda rows: rows[1].update(score=""), "column 'score' is empty at row 2 .line 3.\\."),
-    (lambda rows: rows[0].update(score="1.5"), "column 'score' holds 1.5, outside \\[0, 1\\], at row 1 .line 2.; "
-                                               "declare the metric's range with m=FILE:COLUMN:LO..HI"),
-    (lambda rows: rows[6].update(score="nan"), "column 'score' holds nan, outside \\[0, 1\\], at row 7"),
-    (lambda rows: rows[6].update(score="-inf"), "column 'score' holds -inf, outside"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda rows: rows.pop(3),
+            "column 'score' has no score for 1 of the 9 annotated responses, the first 'r11' "
+            "(.*dodeca_consistent.csv row 2)",
+        ),
+        (
+            lambda rows: rows.append(dict(rows[2])),
+            "rows 3 and 10 both score the response 'r10' with the same knowledge",
+        ),
+        (
+            lambda rows: rows[4].update(score="high"),
+            "column 'score' holds 'high', not a number, at row 5 .line 6.\\.",
+        ),
+        (lambda rows: rows[1].update(score=""), "column 'score' is empty at row 2 .line 3.\\."),
+        (
+            lambda rows: rows[0].update(score="1.5"),
+            "column 'score' holds 1.5, outside \\[0, 1\\], at row 1 .line 2.; "
+            "declare the metric's range with m=FILE:COLUMN:LO..HI",
+        ),
+        (lambda rows: rows[6].update(score="nan"), "column 'score' holds nan, outside \\[0, 1\\], at row 7"),
+        (lambda rows: rows[6].update(score="-inf"), "column 'score' holds -inf, outside"),
+    ],
+)
 def test_bad_key_files(tmp_path, small_set, edit, message):
     keys, where, _ = small_set.template()
     rows = key_rows(keys)
@@ -189,9 +232,11 @@ def test_bad_row_order_files(tmp_path, small_set):
     write_csv(spec.path, [{"id": i, "p": i / 10} for i in (1, 2, 4, 3, 5, 6, 7, 8, 9)])
     assert list(read_scores(spec, keys, where)) == [i / 10 for i in range(1, 10)]
     write_csv(spec.path, [{"q": 0.5}] * len(keys))
-    with pytest.raises(ScoreFileError, match="m.csv: column 'p' is missing .its columns: 'q'.; name the right one"):
+    with pytest.raises(
+        ScoreFileError, match="m.csv: column 'p' is missing .its columns: 'q'.; name the right one"
+    ):
         read_scores(spec, keys, where)
-    spec.path.write_text("p\n0.5\n\"0.5\n")
+    spec.path.write_text('p\n0.5\n"0.5\n')
     with pytest.raises(ScoreFileError, match="m.csv: line 3: "):
         read_scores(spec, keys, where)
     with pytest.raises(ScoreFileError, match="nothing.csv: no such file"):
@@ -205,15 +250,45 @@ def test_cli_bad_score_file_exits_2_and_writes_nothing(tmp_path, small_set):
     rows[5]["score"] = "0,7"
     path = write_csv(tmp_path / "m.csv", rows)
     data_dir = tmp_path / "data"
-    res = subprocess.run(CLI + ["--annotated-dir", str(data_dir), "--baselines-only", "--no-bertscore",
-                                "--scores", f"good={path}", "--out-dir", str(tmp_path / "me")],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        CLI
+        + [
+            "--annotated-dir",
+            str(data_dir),
+            "--baselines-only",
+            "--no-bertscore",
+            "--scores",
+            f"good={path}",
+            "--out-dir",
+            str(tmp_path / "me"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 2
-    assert res.stderr.strip().splitlines()[-1] == f"q2: {path}: column 'score' holds '0,7', not a number, at row 6 (line 7)."
+    assert (
+        res.stderr.strip().splitlines()[-1]
+        == f"q2: {path}: column 'score' holds '0,7', not a number, at row 6 (line 7)."
+    )
     assert not (tmp_path / "me").exists()
-    res = subprocess.run(CLI + ["--annotated-dir", str(data_dir), "--baselines-only", "--scores", f"a={path}",
-                                "--scores", f"a={path}", "--out-dir", str(tmp_path / "me")],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        CLI
+        + [
+            "--annotated-dir",
+            str(data_dir),
+            "--baselines-only",
+            "--scores",
+            f"a={path}",
+            "--scores",
+            f"a={path}",
+            "--out-dir",
+            str(tmp_path / "me"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 2 and res.stderr.strip().endswith("--scores: the name 'a' is given twice.")
 
 
@@ -240,23 +315,60 @@ def annotated_run(tmp_path_factory):
     import pyarrow.parquet as pq
 
     tmp = tmp_path_factory.mktemp("true")
-    res = subprocess.run(CLI + ["--annotated-dir", str(SHARED), "--write-template", str(tmp)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        CLI + ["--annotated-dir", str(SHARED), "--write-template", str(tmp)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     with open(tmp / "meta_eval_template.csv", newline="", encoding="utf-8") as f:
         template = list(csv.DictReader(f))
     labels = human_labels()
-    (tmp / "label.jsonl").write_text("".join(
-        json.dumps({"response": r["response"], "knowledge": r["knowledge"],
-                    "human": labels[(r["response"], r["knowledge"])]}) + "\n" for r in template))
-    pq.write_table(pa.table({"id": [r["id"] for r in template],
-                             "inconsistent": [1 - labels[(r["response"], r["knowledge"])] for r in template]}),
-                   tmp / "reverse.parquet")
-    res = subprocess.run(CLI + ["--annotated-dir", str(SHARED), "--baselines-only", "--no-bertscore",
-                                "--repetitions", "200", "--auc-draws", "300",
-                                "--scores", f"label={tmp / 'label.jsonl'}:human",
-                                "--scores", f"reverse={tmp / 'reverse.parquet'}:inconsistent:lower",
-                                "--out-dir", str(tmp / "me")], capture_output=True, text=True, timeout=600)
+    (tmp / "label.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "response": r["response"],
+                    "knowledge": r["knowledge"],
+                    "human": labels[(r["response"], r["knowledge"])],
+                }
+            )
+            + "\n"
+            for r in template
+        )
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "id": [r["id"] for r in template],
+                "inconsistent": [1 - labels[(r["response"], r["knowledge"])] for r in template],
+            }
+        ),
+        tmp / "reverse.parquet",
+    )
+    res = subprocess.run(
+        CLI
+        + [
+            "--annotated-dir",
+            str(SHARED),
+            "--baselines-only",
+            "--no-bertscore",
+            "--repetitions",
+            "200",
+            "--auc-draws",
+            "300",
+            "--scores",
+            f"label={tmp / 'label.jsonl'}:human",
+            "--scores",
+            f"reverse={tmp / 'reverse.parquet'}:inconsistent:lower",
+            "--out-dir",
+            str(tmp / "me"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr
     return tmp, template, labels, json.load(open(tmp / "me" / "meta_eval.json"))
 
@@ -265,8 +377,12 @@ def annotated_run(tmp_path_factory):
 def test_template_has_every_distinct_response(annotated_run):
     _, template, labels, _ = annotated_run
     assert len(template) == len(labels) == len({(r["response"], r["knowledge"]) for r in template})
-    assert [r["id"] for r in template[:3]] == ["1", "2", "3"] and set(template[0]) == {"id", "response",
-                                                                                       "knowledge", "message"}
+    assert [r["id"] for r in template[:3]] == ["1", "2", "3"] and set(template[0]) == {
+        "id",
+        "response",
+        "knowledge",
+        "message",
+    }
 
 
 @pytest.mark.slow  # a subprocess
@@ -275,7 +391,9 @@ def test_known_metric_through_every_table(annotated_run, metric):
     _, _, _, report = annotated_run
     for split in SPLITS:  # Table 2: each metric on its own scale
         consistent = split.endswith("_consistent")
-        assert report["table2"][split][metric] == (float(consistent) if metric == "label" else float(not consistent))
+        assert report["table2"][split][metric] == (
+            float(consistent) if metric == "label" else float(not consistent)
+        )
     t3 = report["table3"][metric]
     assert t3["accuracy"] == 1.0 and t3["roc_auc"] == 1.0
     assert t3["consistent"] == t3["inconsistent"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
@@ -284,8 +402,14 @@ def test_known_metric_through_every_table(annotated_run, metric):
     assert (t4["no_correlation"], t4["repetitions"], t4["contexts"]) == (0, 200, 244)
     for name, n, inconsistent in (("split", 600, 300), ("cross", 1088, 460)):
         true = report["true"]["metrics"][metric][name]
-        assert (true["roc_auc"], true["low"], true["high"], true["n"], true["inconsistent"], true["draws"]) == \
-            (1.0, 1.0, 1.0, n, inconsistent, 300)
+        assert (
+            true["roc_auc"],
+            true["low"],
+            true["high"],
+            true["n"],
+            true["inconsistent"],
+            true["draws"],
+        ) == (1.0, 1.0, 1.0, n, inconsistent, 300)
     assert report["metrics"][metric]["lower"] == (metric == "reverse")
 
 
@@ -298,15 +422,27 @@ def test_baselines_true_table_and_outputs(annotated_run):
             t = report["true"]["metrics"][metric][name]
             assert 0.5 < t["low"] < t["roc_auc"] < t["high"] < 1.0
         # the TRUE table's split AUC (rank sums) is Table 3's (pairwise count)
-        assert report["true"]["metrics"][metric]["split"]["roc_auc"] == pytest.approx(report["table3"][metric]["roc_auc"])
+        assert report["true"]["metrics"][metric]["split"]["roc_auc"] == pytest.approx(
+            report["table3"][metric]["roc_auc"]
+        )
     out = tmp / "me"
-    plots = ["pr_curve.png", "roc_curve.png", "hist_overlap.png", "hist_bleu.png", "hist_label.png", "hist_reverse.png"]
+    plots = [
+        "pr_curve.png",
+        "roc_curve.png",
+        "hist_overlap.png",
+        "hist_bleu.png",
+        "hist_label.png",
+        "hist_reverse.png",
+    ]
     assert sorted(report["plots"]) == sorted(plots)
     markdown = (out / "meta_eval.md").read_text()
     for name in plots:
         assert (out / name).read_bytes().startswith(b"\x89PNG")
         assert f"]({name})" in markdown
-    assert "## TRUE protocol" in markdown and "| label | 1.000 | [1.000, 1.000] | 1.000 | [1.000, 1.000] |" in markdown
+    assert (
+        "## TRUE protocol" in markdown
+        and "| label | 1.000 | [1.000, 1.000] | 1.000 | [1.000, 1.000] |" in markdown
+    )
     latex = (out / "meta_eval.tex").read_text()
     assert latex.count(r"\begin{tabular}") == 4 and latex.count(r"\end{table}") == 4
     assert r"label & 1.000 [1.000, 1.000] & 1.000 [1.000, 1.000] \\" in latex
@@ -317,9 +453,16 @@ def test_plots_with_a_one_label_set():
     of failing (scikit-learn's roc_auc_score raises on one class)."""
     from q2_metric.meta import plots as meta_plots
 
-    curves = {"m": {"a": (np.array([0.1, 0.5, 0.9]), np.array([1, 1, 1])),
-                    "b": (np.array([0.1, 0.5, 0.9]), np.array([0, 1, 1]))}}
+    curves = {
+        "m": {
+            "a": (np.array([0.1, 0.5, 0.9]), np.array([1, 1, 1])),
+            "b": (np.array([0.1, 0.5, 0.9]), np.array([0, 1, 1])),
+        }
+    }
     titles = {"a": "A", "b": "B"}
-    for png in (meta_plots.pr_curves_png(curves, titles), meta_plots.roc_curves_png(curves, titles),
-                meta_plots.histogram_png("m", curves["m"], titles)):
+    for png in (
+        meta_plots.pr_curves_png(curves, titles),
+        meta_plots.roc_curves_png(curves, titles),
+        meta_plots.histogram_png("m", curves["m"], titles),
+    ):
         assert png.startswith(b"\x89PNG")

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.data import SHARED_DATA
 
 from q2_metric.cli import main
 from q2_metric.meta.fetch import SOURCES
-from support.data import SHARED_DATA
 
 SHARED = SHARED_DATA
 LOCAL = {"begin": SHARED / "begin", "q2-wow": SHARED / "q2_wow"}
@@ -77,7 +77,10 @@ def test_a_different_file_in_place_is_refused(tmp_path, capsys):
 
 def test_unreachable_server_is_one_sentence(tmp_path, capsys):
     out = tmp_path / "data"
-    assert main(["data", "fetch", "q2-wow", "--base-url", (tmp_path / "nowhere").as_uri(), "--out", str(out)]) == 2
+    assert (
+        main(["data", "fetch", "q2-wow", "--base-url", (tmp_path / "nowhere").as_uri(), "--out", str(out)])
+        == 2
+    )
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("q2: ")]
     assert len(err) == 1 and "could not be downloaded" in err[0]
     assert not [p for p in out.rglob("*") if p.is_file()]
@@ -90,4 +93,5 @@ def test_pins_are_full_commits_and_digests():
             assert all(len(f.sha256) == 64 for f in src.files)
     assert SOURCES["begin"][0].url(SOURCES["begin"][0].files[0]) == (
         "https://raw.githubusercontent.com/google/BEGIN-dataset/6f881995bca5405918f3138b04f29fdd2a1b73ae/"
-        "dev_05_24_21.tsv")
+        "dev_05_24_21.tsv"
+    )

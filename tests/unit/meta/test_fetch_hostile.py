@@ -31,7 +31,7 @@ def in_thread(fn, timeout: float = 20):
     def run():
         try:
             box["value"] = fn()
-        except BaseException as err:  # noqa: BLE001
+        except BaseException as err:
             box["error"] = err
 
     t = threading.Thread(target=run, daemon=True)
@@ -51,8 +51,11 @@ def test_a_mirror_works_and_the_cli_has_a_cap_option(source, tmp_path, capsys):
 def test_past_the_size_cap_stops_in_one_sentence(source, tmp_path, capsys):
     out = tmp_path / "data"
     cap = 5000 / 2**20  # the first file (4000 bytes) fits, the second goes past
-    with pytest.raises(FetchError, match=r"goes past the .* MB cap on what one fetch downloads \(--max-mb\); "
-                                         r"stopped, nothing was written\.$") as err:
+    with pytest.raises(
+        FetchError,
+        match=r"goes past the .* MB cap on what one fetch downloads \(--max-mb\); "
+        r"stopped, nothing was written\.$",
+    ) as err:
         fetch("toy", out, source, max_mb=cap)
     assert "sub/b.tsv" in str(err.value)
     assert listing(out) in ([], ["sub"])  # the folders may be made, but no file, no part file
@@ -90,8 +93,10 @@ def test_a_fifo_at_the_target_is_refused_not_opened(source, tmp_path, capsys):
     os.mkfifo(out / "a.tsv")
     err = in_thread(lambda: fetch("toy", out, source))
     assert isinstance(err, FetchError)
-    assert str(err) == (f"{out / 'a.tsv'} exists and is a FIFO, not the published a.tsv; move it away or choose "
-                        "another folder (nothing was downloaded).")
+    assert str(err) == (
+        f"{out / 'a.tsv'} exists and is a FIFO, not the published a.tsv; move it away or choose "
+        "another folder (nothing was downloaded)."
+    )
     assert listing(out) == ["a.tsv"]  # the FIFO is still there, nothing else
     os.symlink(out / "a.tsv", tmp_path / "link")  # a link to it is refused the same way
     (out / "a.tsv").unlink()
@@ -105,7 +110,8 @@ def test_a_fifo_on_a_file_mirror_is_refused_not_read(source, tmp_path):
     os.mkfifo(victim)
     err = in_thread(lambda: fetch("toy", tmp_path / "data", source))
     assert isinstance(err, FetchError) and str(err).endswith(
-        "sub/b.tsv is a FIFO, not a regular file; point --base-url at a copy of the files.")
+        "sub/b.tsv is a FIFO, not a regular file; point --base-url at a copy of the files."
+    )
     assert not list((tmp_path / "data").rglob("*.tsv*"))
 
 
@@ -132,7 +138,9 @@ def test_a_read_only_folder_is_reported_as_such_before_any_download(source, tmp_
         with pytest.raises(FetchError) as err:
             fetch("toy", out, source, opener=opener)
         assert str(err.value).startswith(f"{out} cannot be written (")
-        assert "read-only folder or file system); choose another --out (nothing was downloaded)." in str(err.value)
+        assert "read-only folder or file system); choose another --out (nothing was downloaded)." in str(
+            err.value
+        )
         assert "network" not in str(err.value) and calls == []
         assert listing(out) == []
     finally:

@@ -8,8 +8,14 @@ import pytest
 
 from q2_metric.components import ParsedText
 from q2_metric.config import Q2Config
-from q2_metric.meta.ladder import (control_table, donor_knowledge, ladder_configs, ladder_table,
-                                   run_control, run_ladder)
+from q2_metric.meta.ladder import (
+    control_table,
+    donor_knowledge,
+    ladder_configs,
+    ladder_table,
+    run_control,
+    run_ladder,
+)
 from q2_metric.testing.scripted import ScriptedCoref, ScriptedParser, ScriptedQA, ScriptedQG, scripted_scorer
 
 
@@ -22,8 +28,12 @@ def test_each_rung_adds_one_change_and_top_k_is_the_default():
     assert coref == Q2Config(coref=True)
 
 
-ROWS = [dict(episode_idx="1", round="0", knowledge="K1"), dict(episode_idx="1", round="1", knowledge="K2"),
-        dict(episode_idx="2", round="0", knowledge="K3"), dict(episode_idx="1", round="2", knowledge="K1")]
+ROWS = [
+    dict(episode_idx="1", round="0", knowledge="K1"),
+    dict(episode_idx="1", round="1", knowledge="K2"),
+    dict(episode_idx="2", round="0", knowledge="K3"),
+    dict(episode_idx="1", round="2", knowledge="K1"),
+]
 
 
 def test_donor_knowledge_rules_and_seed():
@@ -48,7 +58,7 @@ class TopKQG(ScriptedQG):
         self.config = config  # the scorer's reconfigure() sets it for each rung
 
     def generate(self, answers, contexts):
-        return [q[:self.config.questions_per_candidate] for q in super().generate(answers, contexts)]
+        return [q[: self.config.questions_per_candidate] for q in super().generate(answers, contexts)]
 
 
 R = "Yes, it stimulates the nervous system!"
@@ -59,9 +69,15 @@ PERSONAL_Q = "What do you like?"
 
 def test_ladder_on_scripted_components_by_hand():
     config = Q2Config()
-    parser = ScriptedParser({R: ParsedText(entities=["it"]), RESOLVED: ParsedText(entities=["caffeine"]),
-                             PERSONAL_Q: ParsedText(tokens=[("What", "dobj"), ("do", "aux"), ("you", "nsubj"),
-                                                            ("like", "ROOT")])})
+    parser = ScriptedParser(
+        {
+            R: ParsedText(entities=["it"]),
+            RESOLVED: ParsedText(entities=["caffeine"]),
+            PERSONAL_Q: ParsedText(
+                tokens=[("What", "dobj"), ("do", "aux"), ("you", "nsubj"), ("like", "ROOT")]
+            ),
+        }
+    )
     qg = TopKQG({("it", R): [PERSONAL_Q, "what about it?"]}, config)
     qa = ScriptedQA({(PERSONAL_Q, R): "it", (PERSONAL_Q, K): None})
     scorer = scripted_scorer(config, parser=parser, qg=qg, qa=qa, coref=ScriptedCoref([["caffeine", "it"]]))
@@ -77,15 +93,23 @@ def test_ladder_on_scripted_components_by_hand():
 
 
 def test_control_on_scripted_components_by_hand():
-    rows = [dict(episode_idx="1", round="0", response="Paris is in France.", knowledge="Paris is in France."),
-            dict(episode_idx="1", round="1", response="Rome is in Italy.", knowledge="Rome is in Italy."),
-            dict(episode_idx="2", round="0", response="Oslo is in Norway.", knowledge="Oslo is in Norway.")]
+    rows = [
+        dict(episode_idx="1", round="0", response="Paris is in France.", knowledge="Paris is in France."),
+        dict(episode_idx="1", round="1", response="Rome is in Italy.", knowledge="Rome is in Italy."),
+        dict(episode_idx="2", round="0", response="Oslo is in Norway.", knowledge="Oslo is in Norway."),
+    ]
     table = run_control(scripted_scorer(), {"split": rows}, seed=3)
-    c = {name: (cell.responses, cell.valid_questions, cell.q2, cell.no_answer_share) for name, cell in table.items()}
+    c = {
+        name: (cell.responses, cell.valid_questions, cell.q2, cell.no_answer_share)
+        for name, cell in table.items()
+    }
     # two capitalised names per response, each a valid question; own knowledge answers both (F1 1);
     # any other knowledge holds neither name: no answer, span score 0. Row 3 has no other turn.
-    assert c == {"original": (3, 6, 1.0, 0.0), "same dialogue, other turn": (2, 4, 0.0, 1.0),
-                 "other dialogue": (3, 6, 0.0, 1.0)}
+    assert c == {
+        "original": (3, 6, 1.0, 0.0),
+        "same dialogue, other turn": (2, 4, 0.0, 1.0),
+        "other dialogue": (3, 6, 0.0, 1.0),
+    }
     assert "| same dialogue, other turn | 2 | 4 | 0.000 | 1.000 |" in control_table(table)
 
 
@@ -104,10 +128,33 @@ def test_command_prints_both_tables_on_tiny_models(tmp_path, monkeypatch, capsys
                 w = csv.DictWriter(f, fieldnames=list(rows[0]))
                 w.writeheader()
                 w.writerows(picked)
-    code = main(["meta-eval", "--annotated-dir", str(folder), "--ladder", "--control", "random-knowledge",
-                 "--tiny", "--limit", "1", "--device", "cpu", "--out-dir", str(tmp_path / "out")])
+    code = main(
+        [
+            "meta-eval",
+            "--annotated-dir",
+            str(folder),
+            "--ladder",
+            "--control",
+            "random-knowledge",
+            "--tiny",
+            "--limit",
+            "1",
+            "--device",
+            "cpu",
+            "--out-dir",
+            str(tmp_path / "out"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
-    for name in ("| base |", "| +filter personal |", "| +top-k (k=5) |", "| +coreference |",
-                 "| original |", "| same dialogue, other turn |", "| other dialogue |", "meaningless"):
+    for name in (
+        "| base |",
+        "| +filter personal |",
+        "| +top-k (k=5) |",
+        "| +coreference |",
+        "| original |",
+        "| same dialogue, other turn |",
+        "| other dialogue |",
+        "meaningless",
+    ):
         assert name in out

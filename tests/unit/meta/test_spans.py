@@ -16,22 +16,32 @@ def close(value, fraction):
 
 
 def test_three_levels_by_hand():
-    cases = [SpanCase(1, "x" * 20, gold=[(0, 10)], predicted=[(5, 15)]),
-             SpanCase(2, "x" * 20, gold=[], predicted=[(0, 4)]),
-             SpanCase(3, "x" * 20, gold=[(2, 6), (10, 12)], predicted=[]),
-             SpanCase(4, "x" * 20, gold=[(0, 3)], predicted=[(0, 3), (0, 3)])]  # multi mode: one span twice
+    cases = [
+        SpanCase(1, "x" * 20, gold=[(0, 10)], predicted=[(5, 15)]),
+        SpanCase(2, "x" * 20, gold=[], predicted=[(0, 4)]),
+        SpanCase(3, "x" * 20, gold=[(2, 6), (10, 12)], predicted=[]),
+        SpanCase(4, "x" * 20, gold=[(0, 3)], predicted=[(0, 3), (0, 3)]),
+    ]  # multi mode: one span twice
     got = evaluate_spans(cases)
     # characters: P = {5..14} (10) + {0..3} (4) + {} + {0..2} (3) = 17; G = 10 + 0 + (4 + 2) + 3 = 19;
     # P ∩ G = {5..9} (5) + 0 + 0 + 3 = 8 -> precision 8/17, recall 8/19, F1 2*8/(17+19) = 4/9
     c = got["character"]
     assert (c["tp"], c["predicted"], c["gold"]) == (8, 17, 19)
-    assert close(c["precision"], Fraction(8, 17)) and close(c["recall"], Fraction(8, 19)) and close(c["f1"], Fraction(4, 9))
+    assert (
+        close(c["precision"], Fraction(8, 17))
+        and close(c["recall"], Fraction(8, 19))
+        and close(c["f1"], Fraction(4, 9))
+    )
     # spans: predicted (5,15) hits (0,10); (0,4) hits nothing; (0,3) hits (0,3): precision 2/3;
     # gold (0,10) and (0,3) are overlapped, (2,6) and (10,12) are not: recall 2/4;
     # F1 = 2 * (2/3 * 1/2) / (2/3 + 1/2) = 4/7
     s = got["span"]
     assert (s["predicted"], s["predicted_overlapping"], s["gold"], s["gold_overlapped"]) == (3, 2, 4, 2)
-    assert close(s["precision"], Fraction(2, 3)) and close(s["recall"], Fraction(1, 2)) and close(s["f1"], Fraction(4, 7))
+    assert (
+        close(s["precision"], Fraction(2, 3))
+        and close(s["recall"], Fraction(1, 2))
+        and close(s["f1"], Fraction(4, 7))
+    )
     # responses: flagged 1, 2, 4; hallucinated 1, 3, 4; both 1, 4: precision 2/3, recall 2/3, F1 2/3
     r = got["response"]
     assert (r["tp"], r["predicted"], r["gold"]) == (2, 3, 3) and close(r["f1"], Fraction(2, 3))
@@ -39,7 +49,11 @@ def test_three_levels_by_hand():
 
 def test_undefined_figures_are_none():
     got = evaluate_spans([SpanCase(1, "abc", gold=[], predicted=[])])
-    assert got["character"]["precision"] is None and got["span"]["recall"] is None and got["response"]["f1"] is None
+    assert (
+        got["character"]["precision"] is None
+        and got["span"]["recall"] is None
+        and got["response"]["f1"] is None
+    )
 
 
 # Three responses (offsets counted by hand):
@@ -48,17 +62,22 @@ def test_undefined_figures_are_none():
 #   gold: "in Oslo" (12, 19)
 # "Ada sang in Rome." : every candidate in the knowledge; no gold span
 # "Bob flew to Paris." : every candidate in the knowledge (nothing unsupported); gold: "Bob" (0, 3)
-TEXTS = [("Zoë met Ada in Oslo.", "Zoë met Ada in Bergen.", [(12, 19)]),
-         ("Ada sang in Rome.", "Ada sang in Rome.", []),
-         ("Bob flew to Paris.", "Bob flew to Paris.", [(0, 3)])]
+TEXTS = [
+    ("Zoë met Ada in Oslo.", "Zoë met Ada in Bergen.", [(12, 19)]),
+    ("Ada sang in Rome.", "Ada sang in Rome.", []),
+    ("Bob flew to Paris.", "Bob flew to Paris.", [(0, 3)]),
+]
 
 
 def _gold(path, shape):
     with open(path, "w", encoding="utf-8") as f:
         for response, knowledge, spans in TEXTS:
             labels = [{"start": s, "end": e, "label": "Evident Conflict"} for s, e in spans]
-            row = ({"id": "r", "response": response, "knowledge": knowledge, "labels": labels} if shape == "ragtruth"
-                   else {"prompt": knowledge, "answer": response, "labels": labels, "split": "test"})
+            row = (
+                {"id": "r", "response": response, "knowledge": knowledge, "labels": labels}
+                if shape == "ragtruth"
+                else {"prompt": knowledge, "answer": response, "labels": labels, "split": "test"}
+            )
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
@@ -67,8 +86,14 @@ def test_both_shapes_through_q2_score_spans(tmp_path, shape):
     gold = tmp_path / "gold.jsonl"
     _gold(gold, shape)
     cols = {} if shape == "ragtruth" else {"response_col": "answer", "knowledge_col": "prompt"}
-    score_file(scripted_scorer(), gold, tmp_path / "scored.jsonl", spans_path=tmp_path / "spans.jsonl",
-               cache_dir=None, **cols)
+    score_file(
+        scripted_scorer(),
+        gold,
+        tmp_path / "scored.jsonl",
+        spans_path=tmp_path / "spans.jsonl",
+        cache_dir=None,
+        **cols,
+    )
     report = span_report(gold, tmp_path / "spans.jsonl")
     # characters: P = {15..18} (4); G = {12..18} (7) + {0..2} (3) = 10; P ∩ G = 4:
     # precision 4/4, recall 4/10, F1 2*4/(4+10) = 4/7
@@ -89,20 +114,32 @@ def test_spans_of_another_file_refused(tmp_path):
     rows = [json.loads(x) for x in open(gold, encoding="utf-8")]
     rows[0]["response"] = "Zoë met Ada in Lima Oslo."  # the unsupported span moves
     other.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    score_file(scripted_scorer(), other, tmp_path / "scored.jsonl", spans_path=tmp_path / "spans.jsonl", cache_dir=None)
+    score_file(
+        scripted_scorer(),
+        other,
+        tmp_path / "scored.jsonl",
+        spans_path=tmp_path / "spans.jsonl",
+        cache_dir=None,
+    )
     with pytest.raises(Q2InputError, match="row 1: the span 'Lima Oslo' is not at 15-24"):
         span_report(gold, tmp_path / "spans.jsonl")
     # fewer rows than the gold file
     short = tmp_path / "short.jsonl"
-    short.write_text("".join(open(tmp_path / "spans.jsonl", encoding="utf-8").readlines()[:2]), encoding="utf-8")
+    short.write_text(
+        "".join(open(tmp_path / "spans.jsonl", encoding="utf-8").readlines()[:2]), encoding="utf-8"
+    )
     with pytest.raises(Q2InputError, match="has 2 rows, the gold file .* 3"):
         span_report(gold, short)
 
 
 def test_bad_gold_label_named(tmp_path):
     gold = tmp_path / "gold.jsonl"
-    gold.write_text(json.dumps({"response": "abc", "knowledge": "abc", "labels": [{"start": 2, "end": 9}]}) + "\n")
+    gold.write_text(
+        json.dumps({"response": "abc", "knowledge": "abc", "labels": [{"start": 2, "end": 9}]}) + "\n"
+    )
     spans = tmp_path / "spans.jsonl"
     spans.write_text(json.dumps({"row": 1, "q2": 1.0, "spans": [], "unsupported_spans": []}) + "\n")
-    with pytest.raises(Q2InputError, match=r"line 1: label 0 must have integer 'start' < 'end' within the response \(3"):
+    with pytest.raises(
+        Q2InputError, match=r"line 1: label 0 must have integer 'start' < 'end' within the response \(3"
+    ):
         span_report(gold, spans)

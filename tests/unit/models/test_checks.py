@@ -6,9 +6,9 @@ import shutil
 import pytest
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
+from q2_metric.errors import DeviceNotAvailable, ModelCheckError
 from q2_metric.models import checks
 from q2_metric.models.checks import check_model
-from q2_metric.errors import DeviceNotAvailable, ModelCheckError
 from q2_metric.testing.scripted import ScriptedParser, ScriptedQA, ScriptedQG
 
 
@@ -30,21 +30,34 @@ def test_good_models_pass_with_local_identity(tiny_models):
         assert len(identity.revision) == 18
 
 
-@pytest.mark.parametrize("keep, message", [
-    ([], "The question-answering model directory '{p}' has no config.json; pass a directory written by "
-         "save_pretrained() as qa_model (--qa-model)."),
-    (["config.json"], "The question-answering model directory '{p}' has no weights (model.safetensors, "
-                      "pytorch_model.bin or a sharded index with all its shards); save the model with "
-                      "save_pretrained() or copy its weights there, or pass another model as qa_model (--qa-model)."),
-    (["config.json", "tokenizer.json", "tokenizer_config.json"],
-     "The question-answering model directory '{p}' has no weights (model.safetensors, pytorch_model.bin or "
-     "a sharded index with all its shards); save the model with save_pretrained() or copy its weights "
-     "there, or pass another model as qa_model (--qa-model)."),
-    (["config.json", "model.safetensors"],
-     "The question-answering model directory '{p}' has no tokenizer files (tokenizer.json, "
-     "tokenizer_config.json or a vocabulary); save its tokenizer there too (tokenizer.save_pretrained()), "
-     "or pass another model as qa_model (--qa-model)."),
-])
+@pytest.mark.parametrize(
+    "keep, message",
+    [
+        (
+            [],
+            "The question-answering model directory '{p}' has no config.json; pass a directory written by "
+            "save_pretrained() as qa_model (--qa-model).",
+        ),
+        (
+            ["config.json"],
+            "The question-answering model directory '{p}' has no weights (model.safetensors, "
+            "pytorch_model.bin or a sharded index with all its shards); save the model with "
+            "save_pretrained() or copy its weights there, or pass another model as qa_model (--qa-model).",
+        ),
+        (
+            ["config.json", "tokenizer.json", "tokenizer_config.json"],
+            "The question-answering model directory '{p}' has no weights (model.safetensors, pytorch_model.bin or "
+            "a sharded index with all its shards); save the model with save_pretrained() or copy its weights "
+            "there, or pass another model as qa_model (--qa-model).",
+        ),
+        (
+            ["config.json", "model.safetensors"],
+            "The question-answering model directory '{p}' has no tokenizer files (tokenizer.json, "
+            "tokenizer_config.json or a vocabulary); save its tokenizer there too (tokenizer.save_pretrained()), "
+            "or pass another model as qa_model (--qa-model).",
+        ),
+    ],
+)
 def test_incomplete_model_folders(tiny_models, tmp_path, keep, message):
     folder = copy_model(tiny_models["qa"], tmp_path / "qa", keep)
     with pytest.raises(ModelCheckError) as err:
@@ -66,27 +79,45 @@ def test_sharded_weights_need_every_shard(tiny_models, tmp_path):
 def test_missing_path_and_uncached_hub_id():
     with pytest.raises(ModelNotAvailable) as err:
         check_model("/nonexistent/qg", "qg")
-    assert str(err.value) == ("The question-generation model path '/nonexistent/qg' is not a directory with a "
-                              "saved model (nothing is there); pass a directory written by save_pretrained() as "
-                              "qg_model (--qg-model).")
+    assert str(err.value) == (
+        "The question-generation model path '/nonexistent/qg' is not a directory with a "
+        "saved model (nothing is there); pass a directory written by save_pretrained() as "
+        "qg_model (--qg-model)."
+    )
     with pytest.raises(ModelNotAvailable) as err:
         check_model("nobody/no-such-model", "nli")
     assert str(err.value) == (
         "The NLI model 'nobody/no-such-model' is not in the Hugging Face cache and the Hub cannot be reached "
         "(HF_HUB_OFFLINE is set): download it once where the Hub is reachable (`hf download "
-        "nobody/no-such-model`) or pass a local model directory as nli_model (--nli-model).")
+        "nobody/no-such-model`) or pass a local model directory as nli_model (--nli-model)."
+    )
 
 
-@pytest.mark.parametrize("given, role, message", [
-    ("nli", "qa", "The question-answering model '{p}' is a sequence-classification model "
-                  "(RobertaForSequenceClassification), not an extractive question-answering model; pass the "
-                  "right model as qa_model (--qa-model)."),
-    ("qa", "qg", "The question-generation model '{p}' is an extractive question-answering model "
-                 "(AlbertForQuestionAnswering), not a sequence-to-sequence generation model such as T5; pass "
-                 "the right model as qg_model (--qg-model)."),
-    ("qg", "nli", "The NLI model '{p}' is a sequence-to-sequence generation model (T5ForConditionalGeneration), "
-                  "not a sequence-classification (NLI) model; pass the right model as nli_model (--nli-model)."),
-])
+@pytest.mark.parametrize(
+    "given, role, message",
+    [
+        (
+            "nli",
+            "qa",
+            "The question-answering model '{p}' is a sequence-classification model "
+            "(RobertaForSequenceClassification), not an extractive question-answering model; pass the "
+            "right model as qa_model (--qa-model).",
+        ),
+        (
+            "qa",
+            "qg",
+            "The question-generation model '{p}' is an extractive question-answering model "
+            "(AlbertForQuestionAnswering), not a sequence-to-sequence generation model such as T5; pass "
+            "the right model as qg_model (--qg-model).",
+        ),
+        (
+            "qg",
+            "nli",
+            "The NLI model '{p}' is a sequence-to-sequence generation model (T5ForConditionalGeneration), "
+            "not a sequence-classification (NLI) model; pass the right model as nli_model (--nli-model).",
+        ),
+    ],
+)
 def test_wrong_kind_of_model(tiny_models, given, role, message):
     with pytest.raises(ModelCheckError) as err:
         check_model(tiny_models[given], role)
@@ -118,14 +149,16 @@ def bad_label_nli(tiny_models, tmp_path):
 def test_nli_labels_must_be_named_before_any_work(tiny_models, tmp_path):
     folder = bad_label_nli(tiny_models, tmp_path)
     qg = ScriptedQG()
-    scorer = Q2Scorer(Q2Config(nli_model=str(folder), device="cpu"), parser=ScriptedParser(), qg=qg,
-                      qa=ScriptedQA())
+    scorer = Q2Scorer(
+        Q2Config(nli_model=str(folder), device="cpu"), parser=ScriptedParser(), qg=qg, qa=ScriptedQA()
+    )
     with pytest.raises(ModelCheckError) as err:
         scorer.score(["Paris is big."], ["Paris is big."])
     assert str(err.value) == (
         f"The NLI model '{folder}' has the labels (0: LABEL_0, 1: LABEL_1, 2: LABEL_2), not the three labels "
         "entailment, neutral and contradiction by name; set id2label in its config.json to the model's label "
-        "names, or pass another NLI model as nli_model (--nli-model).")
+        "names, or pass another NLI model as nli_model (--nli-model)."
+    )
     assert qg.calls == []  # raised before the first QG call
 
 
@@ -161,8 +194,9 @@ def test_cached_hub_model_identity_is_its_snapshot_commit(tiny_models, tmp_path,
 
     from q2_metric.corpus.cache import cache_key
 
-    scorer = Q2Scorer(Q2Config(qa_model="org/qa", qg_model=tiny_models["qg"], nli_model=tiny_models["nli"],
-                               device="cpu"))
+    scorer = Q2Scorer(
+        Q2Config(qa_model="org/qa", qg_model=tiny_models["qg"], nli_model=tiny_models["nli"], device="cpu")
+    )
     key_new = cache_key(scorer)
     (tmp_path / "models--org--qa" / "refs" / "main").write_text(old)
     assert cache_key(scorer) != key_new
@@ -179,16 +213,20 @@ def test_device_cuda_without_gpu():
     with pytest.raises(DeviceNotAvailable) as err:
         checks.check_device("cuda")
     assert str(err.value).startswith("The device 'cuda' was asked for but torch sees no CUDA GPU (torch ")
-    assert str(err.value).endswith("pass --device cpu (device='cpu') or --device auto, or install a CUDA "
-                                   "build of torch on a machine with a GPU.")
+    assert str(err.value).endswith(
+        "pass --device cpu (device='cpu') or --device auto, or install a CUDA "
+        "build of torch on a machine with a GPU."
+    )
 
 
 def test_spacy_model_must_be_installed():
     with pytest.raises(ModelNotAvailable) as err:
         checks.check_spacy("xx_no_such_pipeline")
-    assert str(err.value) == ("The spaCy model 'xx_no_such_pipeline' is not installed; install it (`python -m "
-                              "spacy download xx_no_such_pipeline`) or pass an installed one as spacy_model "
-                              "(--spacy-model).")
+    assert str(err.value) == (
+        "The spaCy model 'xx_no_such_pipeline' is not installed; install it (`python -m "
+        "spacy download xx_no_such_pipeline`) or pass an installed one as spacy_model "
+        "(--spacy-model)."
+    )
 
 
 def test_injected_components_are_not_checked():
@@ -205,20 +243,33 @@ def test_cli_model_errors_exit_2_in_one_line(tiny_models, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     bad_nli = bad_label_nli(tiny_models, tmp_path)
-    base = {"--qg-model": tiny_models["qg"], "--qa-model": tiny_models["qa"], "--nli-model": tiny_models["nli"],
-            "--device": "cpu"}
-    cases = [({"--qa-model": tiny_models["nli"]}, "is a sequence-classification model"),
-             ({"--qg-model": str(empty)}, "has no config.json"),
-             ({"--nli-model": str(bad_nli)}, "not the three labels entailment, neutral and contradiction")]
+    base = {
+        "--qg-model": tiny_models["qg"],
+        "--qa-model": tiny_models["qa"],
+        "--nli-model": tiny_models["nli"],
+        "--device": "cpu",
+    }
+    cases = [
+        ({"--qa-model": tiny_models["nli"]}, "is a sequence-classification model"),
+        ({"--qg-model": str(empty)}, "has no config.json"),
+        ({"--nli-model": str(bad_nli)}, "not the three labels entailment, neutral and contradiction"),
+    ]
     import torch
 
     if not torch.cuda.is_available():
         # the option checks every front-end shares, naming the flag (issue 19)
-        cases.append(({"--device": "cuda"}, "Invalid Q² option --device='cuda': torch sees 0 CUDA device(s) here; "
-                                            "use 'auto' or 'cpu'."))
+        cases.append(
+            (
+                {"--device": "cuda"},
+                "Invalid Q² option --device='cuda': torch sees 0 CUDA device(s) here; use 'auto' or 'cpu'.",
+            )
+        )
     for change, expected in cases:
         flags = [x for k, v in {**base, **change}.items() for x in (k, v)]
-        assert main(["score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"), "--no-cache", *flags]) == 2
+        assert (
+            main(["score", str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"), "--no-cache", *flags])
+            == 2
+        )
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("q2: ") and expected in err
         assert not (tmp_path / "out.csv").exists()
@@ -232,8 +283,14 @@ def test_evaluate_module_runs_the_same_checks(tiny_models, tmp_path):
     folder = copy_model(tiny_models["qa"], tmp_path / "qa", keep=["config.json"])
     q2 = evaluate.load(q2_metric.module_path())
     with pytest.raises(ModelCheckError, match="has no weights"):
-        q2.compute(predictions=["Paris is big."], references=["Paris is big."], qg_model=tiny_models["qg"],
-                   qa_model=str(folder), nli_model=tiny_models["nli"], device="cpu")
+        q2.compute(
+            predictions=["Paris is big."],
+            references=["Paris is big."],
+            qg_model=tiny_models["qg"],
+            qa_model=str(folder),
+            nli_model=tiny_models["nli"],
+            device="cpu",
+        )
 
 
 def test_offline_error_names_every_missing_model(monkeypatch):
@@ -246,7 +303,8 @@ def test_offline_error_names_every_missing_model(monkeypatch):
         "model 'nobody/nli-x' are not in the Hugging Face cache and the Hub cannot be reached (HF_HUB_OFFLINE "
         "is set): download them once where the Hub is reachable (`hf download nobody/qg-x`, `hf download "
         "nobody/qa-x`, `hf download nobody/nli-x`) or pass local model directories as qg_model (--qg-model), "
-        "qa_model (--qa-model) and nli_model (--nli-model).")
+        "qa_model (--qa-model) and nli_model (--nli-model)."
+    )
 
 
 def test_spacy_folder_identity_covers_every_file(tmp_path):

@@ -7,8 +7,8 @@ import csv
 
 import pytest
 import torch
-
 from support.data import SHARED
+
 from q2_metric.components import ParsedText
 from q2_metric.config import Q2Config
 from q2_metric.models.hf_qa import HFQuestionAnswerer
@@ -35,17 +35,37 @@ def tiny_albert(tmp_path_factory) -> str:
     out = tmp_path_factory.mktemp("albert")
     texts = [t for pair in annotated(150) for t in pair] + ["Pokémon is a franchise.", "What is a franchise?"]
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_prefix=str(out / "spm"), vocab_size=600,
-        pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece="<pad>", unk_piece="<unk>", bos_piece="[CLS]",
-        eos_piece="[SEP]", user_defined_symbols=["[MASK]"], normalization_rule_name="nmt_nfkc_cf",
-        minloglevel=2)
+        sentence_iterator=iter(texts),
+        model_prefix=str(out / "spm"),
+        vocab_size=600,
+        pad_id=0,
+        unk_id=1,
+        bos_id=2,
+        eos_id=3,
+        pad_piece="<pad>",
+        unk_piece="<unk>",
+        bos_piece="[CLS]",
+        eos_piece="[SEP]",
+        user_defined_symbols=["[MASK]"],
+        normalization_rule_name="nmt_nfkc_cf",
+        minloglevel=2,
+    )
     sp = spm.SentencePieceProcessor(model_file=str(out / "spm.model"))
     vocab = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
     tokenizer = AlbertTokenizer(vocab=vocab, do_lower_case=True, keep_accents=False)
     torch.manual_seed(0)
-    model = AlbertForQuestionAnswering(AlbertConfig(
-        vocab_size=len(vocab), embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=512, pad_token_id=0))
+    model = AlbertForQuestionAnswering(
+        AlbertConfig(
+            vocab_size=len(vocab),
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=512,
+            pad_token_id=0,
+        )
+    )
     model.save_pretrained(out / "qa")
     tokenizer.save_pretrained(out / "qa")
     return str(out / "qa")
@@ -55,7 +75,9 @@ def plain_reference(tokenizer, model, question: str, text: str) -> str:
     """The released code's get_answer, one example at a time. Under the transformers it ran on
     (3.x/4.x) `encode_plus` returned ALBERT's segment ids (0 for the question, 1 for the text);
     transformers 5 no longer does unless asked, so they are asked for here."""
-    inputs = tokenizer(question, text, add_special_tokens=True, return_tensors="pt", return_token_type_ids=True)
+    inputs = tokenizer(
+        question, text, add_special_tokens=True, return_tensors="pt", return_token_type_ids=True
+    )
     assert inputs["token_type_ids"][0, -1] == 1
     ids = inputs["input_ids"].tolist()[0]
     with torch.no_grad():
@@ -75,8 +97,13 @@ def test_reference_decoding_equals_plain_per_example_computation(tiny_albert, pa
     from transformers import AlbertForQuestionAnswering
 
     plain = AlbertForQuestionAnswering.from_pretrained(tiny_albert).eval()
-    assert type(plain.albert.encoder.albert_layer_groups[0].albert_layers[0].activation).__name__ == "NewGELUActivation"
-    assert isinstance(qa.model.albert.encoder.albert_layer_groups[0].albert_layers[0].activation, torch.nn.GELU)
+    assert (
+        type(plain.albert.encoder.albert_layer_groups[0].albert_layers[0].activation).__name__
+        == "NewGELUActivation"
+    )
+    assert isinstance(
+        qa.model.albert.encoder.albert_layer_groups[0].albert_layers[0].activation, torch.nn.GELU
+    )
     expected = [plain_reference(qa.tokenizer, plain, q, t) for q, t in pairs]
     got = [a.text if a.has_answer else qa.cls_text for a in answers]
     assert got == expected
@@ -90,7 +117,9 @@ def test_packed_rows_compute_what_each_pair_computes_alone(tiny_albert):
     assert qa.packs()  # auto, on a CPU, for ALBERT
     pairs = annotated(30)
     enc = qa.tokenizer([q for q, _ in pairs], [t for _, t in pairs], return_token_type_ids=True)
-    features = [{k: enc[k][i] for k in ("input_ids", "attention_mask", "token_type_ids")} for i in range(len(pairs))]
+    features = [
+        {k: enc[k][i] for k in ("input_ids", "attention_mask", "token_type_ids")} for i in range(len(pairs))
+    ]
     lengths = [len(f["input_ids"]) for f in features]
     rows = [[0, 1, 2], [3], [4, 5]]
     packed = qa._packed_logits(features, rows)
@@ -98,8 +127,12 @@ def test_packed_rows_compute_what_each_pair_computes_alone(tiny_albert):
     for i in range(6):
         alone = qa._logits([features[i]])[0]
         assert len(packed[i][0]) == lengths[i]
-        torch.testing.assert_close(torch.from_numpy(packed[i][0]), torch.from_numpy(alone[0]), rtol=1e-4, atol=1e-5)
-        torch.testing.assert_close(torch.from_numpy(packed[i][1]), torch.from_numpy(alone[1]), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(
+            torch.from_numpy(packed[i][0]), torch.from_numpy(alone[0]), rtol=1e-4, atol=1e-5
+        )
+        torch.testing.assert_close(
+            torch.from_numpy(packed[i][1]), torch.from_numpy(alone[1]), rtol=1e-4, atol=1e-5
+        )
     # the whole call: rows under the token budget and the batch size, padding only at row ends
     qa.tokens_processed = 0
     qa._all_logits(features)
@@ -167,8 +200,13 @@ def test_accented_candidate_fails_the_filter_under_reference_decoding(tiny_alber
     config = Q2Config(qa_model=tiny_albert, device="cpu", qa_decoding=decoding)
     qa = HFQuestionAnswerer(config)
     qa.model = SpanModel(qa.model, qa.tokenizer("Pokémon", add_special_tokens=False)["input_ids"])
-    scorer = Q2Scorer(config, parser=ScriptedParser({response: ParsedText(entities=["Pokémon"])}),
-                      qg=ScriptedQG({("Pokémon", response): ["What is a franchise?"]}), qa=qa, nli=ScriptedNLI())
+    scorer = Q2Scorer(
+        config,
+        parser=ScriptedParser({response: ParsedText(entities=["Pokémon"])}),
+        qg=ScriptedQG({("Pokémon", response): ["What is a franchise?"]}),
+        qa=qa,
+        nli=ScriptedNLI(),
+    )
     trace = scorer.score([response], ["Pokémon is a media franchise."]).responses[0].questions[0]
     assert trace.response_answer == ("pokemon" if decoding == "reference" else "Pokémon")
     assert trace.status == status

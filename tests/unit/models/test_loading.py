@@ -11,9 +11,9 @@ from importlib import metadata
 import pytest
 from packaging.version import Version
 
+from q2_metric.errors import ModelNotAvailable
 from q2_metric.models.checks import check_model
 from q2_metric.models.loading import load_pretrained, verbose_loading
-from q2_metric.errors import ModelNotAvailable
 
 COMMITS = {"qg": "a" * 8 + "1" * 32, "qa": "b" * 8 + "2" * 32, "nli": "c" * 8 + "3" * 32}
 
@@ -42,11 +42,13 @@ def prepared_cache(root, tiny_models) -> dict[str, str]:
 @pytest.mark.slow  # a subprocess
 def test_hub_id_from_offline_cache_signs_snapshot_revision(tiny_models, tmp_path):
     ids = prepared_cache(tmp_path / "hub", tiny_models)
-    code = ("import json; from q2_metric import Q2Scorer, Q2Config; "
-            "s = Q2Scorer(Q2Config(qg_model=%r, qa_model=%r, nli_model=%r, device='cpu', decoding='greedy', "
-            "max_question_length=8)).load(); "  # every model, whether or not this input needs NLI
-            "r = s.score(['bob ross hosted the joy of painting'], ['Bob Ross hosted The Joy of Painting.']); "
-            "print(json.dumps(r.signature.to_dict()))" % (ids["qg"], ids["qa"], ids["nli"]))
+    code = (
+        "import json; from q2_metric import Q2Scorer, Q2Config; "
+        "s = Q2Scorer(Q2Config(qg_model=%r, qa_model=%r, nli_model=%r, device='cpu', decoding='greedy', "
+        "max_question_length=8)).load(); "  # every model, whether or not this input needs NLI
+        "r = s.score(['bob ross hosted the joy of painting'], ['Bob Ross hosted The Joy of Painting.']); "
+        "print(json.dumps(r.signature.to_dict()))" % (ids["qg"], ids["qa"], ids["nli"])
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")}
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -85,7 +87,14 @@ def test_auto_dtype_is_float32_on_cuda_without_a_gpu():
 
     from q2_metric.models.loading import resolve_dtype
 
-    for device in ("cuda", "cuda:0", torch.device("cuda"), torch.device("cuda", 1), "cpu", torch.device("cpu")):
+    for device in (
+        "cuda",
+        "cuda:0",
+        torch.device("cuda"),
+        torch.device("cuda", 1),
+        "cpu",
+        torch.device("cpu"),
+    ):
         assert resolve_dtype("auto", device) is torch.float32
     assert resolve_dtype("float16", "cuda") is torch.float16
     assert resolve_dtype("bfloat16", torch.device("cuda")) is torch.bfloat16

@@ -66,8 +66,9 @@ def test_q2config_tiny_and_score_tiny_work(tiny_dir):
 
     scorer = Q2Scorer(Q2Config(tiny=True, device="cpu"))
     assert scorer.config.qg_model == str(tiny_dir / "qg")
-    result = score(["Bob Ross hosted the show."], ["Bob Ross hosted The Joy of Painting."], tiny=True,
-                   device="cpu")
+    result = score(
+        ["Bob Ross hosted the show."], ["Bob Ross hosted The Joy of Painting."], tiny=True, device="cpu"
+    )
     assert 0.0 <= result.q2 <= 1.0
     assert "models:tiny-random" in result.signature.short()
 

@@ -50,8 +50,11 @@ def test_scores_are_deterministic(tiny_config, rows, sample_result):
 
 
 def _digests(folder):
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_tiny_build_is_byte_for_byte_reproducible(tmp_path, rows, tiny_models):
@@ -66,8 +69,14 @@ def test_tiny_build_is_byte_for_byte_reproducible(tmp_path, rows, tiny_models):
 def test_word_tokenizer_keeps_every_sample_word_whole(rows):
     texts = [r["response"] for r in rows] + [r["knowledge"] for r in rows]
     tok = rm.word_tokenizer(texts)
-    assert tok.tokenize("The Beatles were formed in Liverpool") == ["the", "beatles", "were", "formed", "in",
-                                                                     "liverpool"]
+    assert tok.tokenize("The Beatles were formed in Liverpool") == [
+        "the",
+        "beatles",
+        "were",
+        "formed",
+        "in",
+        "liverpool",
+    ]
     assert tok.tokenize("zqx") == ["z", "##q", "##x"]  # an unknown word is spelled out, never [UNK]
 
 
@@ -92,7 +101,9 @@ def test_qa_logits_are_per_token_and_position(tiny_models):
     start2, end2 = logits([cls, c, sep, b, a, sep], [0, 0, 0, 1, 1, 1])
     start3, _ = logits([cls, a, sep, c, b, sep], [0, 0, 0, 1, 1, 1])
     null = rm.NULL_SCORE + rm.BONUS / 2
-    assert start1[0].item() == pytest.approx(null, abs=1e-4) and end1[0].item() == pytest.approx(null, abs=1e-4)
+    assert start1[0].item() == pytest.approx(null, abs=1e-4) and end1[0].item() == pytest.approx(
+        null, abs=1e-4
+    )
     assert start1[3].item() == pytest.approx(start2[3].item(), abs=1e-4)  # "pizza" at 3, other neighbours
     assert end1[3].item() == pytest.approx(end2[3].item(), abs=1e-4)
     # "painting" at position 1 in the question vs "tennis" there: differ; question vs text: BONUS apart
@@ -109,14 +120,34 @@ def test_nli_label_is_a_bag_of_content_words(tiny_models):
     from q2_metric.models.hf_nli import HFNLIClassifier
 
     nli = HFNLIClassifier(Q2Config(nli_model=tiny_models["nli"], device="cpu"))
-    premises = ["bob ross hosted the joy of painting", "pizza is a traditional italian dish",
-                "asthma is a disease of the lungs", "federer won many tennis titles"]
+    premises = [
+        "bob ross hosted the joy of painting",
+        "pizza is a traditional italian dish",
+        "asthma is a disease of the lungs",
+        "federer won many tennis titles",
+    ]
     hypotheses = ["he hosted a show", "cheese pizza", "tennis players", "the lungs of federer"]
     labels = nli.classify(premises, hypotheses)
     shuffled = nli.classify([" ".join(reversed(h.split())) for h in hypotheses], premises)
     padded = nli.classify([f"well, {p} ." for p in premises], [f"and so {h} !" for h in hypotheses])
     assert labels == shuffled == padded
-    wider = nli.classify(premises * 10, [h + " " + w for h in hypotheses
-                                         for w in ("canada", "music", "finance", "vegetables", "cheese",
-                                                   "japan", "liverpool", "1994", "doubles", "balloons")])
+    wider = nli.classify(
+        premises * 10,
+        [
+            h + " " + w
+            for h in hypotheses
+            for w in (
+                "canada",
+                "music",
+                "finance",
+                "vegetables",
+                "cheese",
+                "japan",
+                "liverpool",
+                "1994",
+                "doubles",
+                "balloons",
+            )
+        ],
+    )
     assert len(set(labels + wider)) == 3  # every label, depending on the words

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from support.data import ROOT
 
 
@@ -28,8 +27,8 @@ def test_tiny_folder_never_touches_what_it_did_not_build(tmp_path, tiny_dir):
     this package did not build is refused in one sentence; a damaged copy of ours is rebuilt alone."""
     import shutil
 
-    from q2_metric.models.tiny import ensure_tiny_models
     from q2_metric.errors import Q2InputError
+    from q2_metric.models.tiny import ensure_tiny_models
 
     folder = tmp_path / "mine"
     (folder / "notes").mkdir(parents=True)

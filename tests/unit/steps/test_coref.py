@@ -4,8 +4,14 @@ opening turn, append the next turn to the resolved text, resolve again, ... thro
 replace each mention by its cluster's first mention), not produced by the code. The caffeine and
 Beatles dialogues are built after the paper's examples (its exact wording is not available offline)."""
 
-from q2_metric.steps.coref import (Replacement, apply_replacements, join_turn, plan_replacements,
-                                   resolve_dialogues, split_history)
+from q2_metric.steps.coref import (
+    Replacement,
+    apply_replacements,
+    join_turn,
+    plan_replacements,
+    resolve_dialogues,
+    split_history,
+)
 from q2_metric.testing.scripted import ScriptedCoref
 
 CAFFEINE_HISTORY = ["I drink coffee every morning for the caffeine."]
@@ -18,7 +24,7 @@ def _check_offsets(trace):
     # the reported replacements, made on the response as written, give the resolved response
     assert apply_replacements(trace.original, trace.replacements) == trace.resolved
     for r in trace.replacements:
-        assert trace.original[r.start:r.end] == r.original
+        assert trace.original[r.start : r.end] == r.original
 
 
 def test_caffeine_pronoun_becomes_its_first_mention():
@@ -53,12 +59,15 @@ def test_beatles_turn_by_turn_on_the_resolved_text():
 
 def test_dialogues_are_batched_step_by_step():
     coref = ScriptedCoref([["the caffeine", "it"], ["The Beatles", "They"]])
-    traces = resolve_dialogues([CAFFEINE_HISTORY, BEATLES_HISTORY, []], [CAFFEINE, BEATLES, "Hello there."], coref)
+    traces = resolve_dialogues(
+        [CAFFEINE_HISTORY, BEATLES_HISTORY, []], [CAFFEINE, BEATLES, "Hello there."], coref
+    )
     assert coref.calls == [3, 2, 1]  # step 1: three dialogues, step 2: two, step 3: the Beatles only
     assert [t.resolved for t in traces] == [
         "Yes, the caffeine stimulates a certain portion of the nervous system!",
         "The Beatles were formed in Liverpool in 1960.",
-        "Hello there."]
+        "Hello there.",
+    ]
     assert traces[2].replacements == [] and not traces[2].changed
 
 
@@ -81,13 +90,17 @@ def test_whole_response_is_a_mention():
 def test_offsets_after_earlier_replacements_in_the_history():
     # "He" -> "Paul McCartney" lengthens the history by 12 characters before the response starts
     coref = ScriptedCoref([["Paul McCartney", "He", "he"]])
-    [trace] = resolve_dialogues([["Paul McCartney wrote Yesterday.", "He was 22."]],
-                                ["Later he wrote Hey Jude, he says."], coref)
+    [trace] = resolve_dialogues(
+        [["Paul McCartney wrote Yesterday.", "He was 22."]], ["Later he wrote Hey Jude, he says."], coref
+    )
     assert trace.resolved == "Later Paul McCartney wrote Hey Jude, Paul McCartney says."
-    assert trace.replacements == [Replacement(6, 8, "he", "Paul McCartney"),
-                                  Replacement(25, 27, "he", "Paul McCartney")]
-    assert coref.seen[-1] == ("Paul McCartney wrote Yesterday. Paul McCartney was 22. "
-                              "Later he wrote Hey Jude, he says.")
+    assert trace.replacements == [
+        Replacement(6, 8, "he", "Paul McCartney"),
+        Replacement(25, 27, "he", "Paul McCartney"),
+    ]
+    assert coref.seen[-1] == (
+        "Paul McCartney wrote Yesterday. Paul McCartney was 22. Later he wrote Hey Jude, he says."
+    )
     _check_offsets(trace)
 
 
@@ -95,7 +108,7 @@ def test_nested_mentions_outer_one_wins():
     text = "Paul Simon formed a duo. His duo was famous."
     his, his_duo = (25, 28), (25, 32)
     clusters = [[(0, 10), his], [(18, 23), his_duo]]
-    assert text[his[0]:his[1]] == "His" and text[his_duo[0]:his_duo[1]] == "His duo"
+    assert text[his[0] : his[1]] == "His" and text[his_duo[0] : his_duo[1]] == "His duo"
     plan = plan_replacements(text, clusters)
     assert plan == [Replacement(25, 32, "His duo", "a duo")]
     assert apply_replacements(text, plan) == "Paul Simon formed a duo. a duo was famous."
@@ -134,5 +147,8 @@ def test_cluster_with_one_mention_or_equal_text_changes_nothing():
 def test_join_and_split_history():
     assert join_turn(None, "Hi.") == ("Hi.", 0)
     assert join_turn("Hi.", "Bye.") == ("Hi. Bye.", 4)
-    assert split_history("Do you like coffee? ||| I love caffeine.") == ["Do you like coffee?", "I love caffeine."]
+    assert split_history("Do you like coffee? ||| I love caffeine.") == [
+        "Do you like coffee?",
+        "I love caffeine.",
+    ]
     assert split_history("  ") == []

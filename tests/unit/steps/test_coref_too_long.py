@@ -25,7 +25,9 @@ class ShortSighted(ScriptedCoref):
 
 def test_the_trace_says_too_long_and_keeps_the_response():
     resolver = ShortSighted(groups=[["caffeine", "it"]])
-    long_trace, short_trace = resolve_dialogues([HISTORY, []], [RESPONSE, "I had coffee. It was hot."], resolver)
+    long_trace, short_trace = resolve_dialogues(
+        [HISTORY, []], [RESPONSE, "I had coffee. It was hot."], resolver
+    )
     assert long_trace.resolved == RESPONSE and long_trace.replacements == []
     assert long_trace.skipped == "the text was too long for the coreference model (it reads at most 8 tokens)"
     assert short_trace.skipped is None
@@ -34,14 +36,17 @@ def test_the_trace_says_too_long_and_keeps_the_response():
 def test_the_explanation_names_the_length_not_an_empty_result():
     config = Q2Config(coref=True)
     scorer = scripted_scorer(config, coref=ShortSighted(groups=[["caffeine", "it"]]))
-    result = scorer.score([RESPONSE, "Caffeine keeps me up."], [KNOWLEDGE, KNOWLEDGE],
-                          histories=[HISTORY, []])
+    result = scorer.score(
+        [RESPONSE, "Caffeine keeps me up."], [KNOWLEDGE, KNOWLEDGE], histories=[HISTORY, []]
+    )
     long_res, short_res = result.responses
     assert reason_line(long_res).endswith(
         " Coreference (1 earlier turn): nothing replaced, the text was too long for the coreference model (it "
-        "reads at most 8 tokens); scored as written.")
-    assert reason_line(short_res).endswith(" Coreference (within the response alone: no history given): "
-                                           "nothing replaced.")
+        "reads at most 8 tokens); scored as written."
+    )
+    assert reason_line(short_res).endswith(
+        " Coreference (within the response alone: no history given): nothing replaced."
+    )
     details = result.to_dict(details=True)["details"]
     assert details[0]["coref"]["skipped"].startswith("the text was too long")
     assert "skipped" not in details[1]["coref"]  # the key appears only when a text was not read

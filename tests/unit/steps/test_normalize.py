@@ -5,14 +5,17 @@ import pytest
 from q2_metric.steps.normalize import answers_match, f1_score, normalize_answer
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("The Joy of Painting", "joy of painting"),
-    ("in OUR house, an apple!", "house apple"),
-    ("  a  the   ", ""),
-    ("Théâtre—Paris", "théâtre—paris"),  # only ASCII punctuation is stripped, as in the released code
-    ("...!!!", ""),
-    ("inside the thing", "inside thing"),  # word boundaries: 'in' inside 'inside' stays
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The Joy of Painting", "joy of painting"),
+        ("in OUR house, an apple!", "house apple"),
+        ("  a  the   ", ""),
+        ("Théâtre—Paris", "théâtre—paris"),  # only ASCII punctuation is stripped, as in the released code
+        ("...!!!", ""),
+        ("inside the thing", "inside thing"),  # word boundaries: 'in' inside 'inside' stays
+    ],
+)
 def test_normalize(text, expected):
     assert normalize_answer(text) == expected
 

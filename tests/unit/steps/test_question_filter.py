@@ -1,10 +1,10 @@
 """Rules 3-4: the personal filter and the question filter."""
 
-from q2_metric.results import QuestionTrace
-from q2_metric.steps import question_filter as qf
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.models.spacy_parser import SpacyParser
+from q2_metric.results import QuestionTrace
+from q2_metric.steps import question_filter as qf
 
 
 def test_personal_rule_on_dependency_labels():
@@ -18,8 +18,11 @@ def test_personal_rule_on_dependency_labels():
 
 def test_personal_rule_with_real_parse():
     parser = SpacyParser(Q2Config())
-    questions = ["What do you like to watch?", "What is your favourite show?",
-                 "Who hosted The Joy of Painting?"]
+    questions = [
+        "What do you like to watch?",
+        "What is your favourite show?",
+        "Who hosted The Joy of Painting?",
+    ]
     flags = [qf.is_personal(p.tokens) for p in parser.parse(questions)]
     assert flags == [True, True, False]
 
@@ -35,12 +38,26 @@ def test_single_mode_asks_rank_by_rank_and_stops_at_the_first_valid_question():
     from q2_metric.testing.scripted import ScriptedParser, ScriptedQA
 
     response = "Miami is in Florida."
-    qa = ScriptedQA({("q0 miami", response): "Florida", ("q1 miami", response): "Miami",
-                     ("q0 florida", response): "Florida"})
+    qa = ScriptedQA(
+        {
+            ("q0 miami", response): "Florida",
+            ("q1 miami", response): "Miami",
+            ("q0 florida", response): "Florida",
+        }
+    )
     pair = Pair(response, "", ResponseScore(0, 0.0, 0.0, candidates=["Miami", "Florida"]))
-    pair.result.questions = [QuestionTrace(c, f"q{r} {c.lower()}", r, qf.UNUSED, occurrence=j)
-                             for j, c in enumerate(["Miami", "Florida"]) for r in range(3)]
+    pair.result.questions = [
+        QuestionTrace(c, f"q{r} {c.lower()}", r, qf.UNUSED, occurrence=j)
+        for j, c in enumerate(["Miami", "Florida"])
+        for r in range(3)
+    ]
     calls = qf.filter_questions([pair], ScriptedParser(), qa, mode="single", personal_filter=True)
     assert [t.status for t in pair.result.questions] == [
-        qf.NO_MATCH, qf.VALID, qf.UNUSED, qf.VALID, qf.UNUSED, qf.UNUSED]
+        qf.NO_MATCH,
+        qf.VALID,
+        qf.UNUSED,
+        qf.VALID,
+        qf.UNUSED,
+        qf.UNUSED,
+    ]
     assert calls == 2 and qa.calls == [2, 1]  # rank 0 for both, rank 1 only for Miami

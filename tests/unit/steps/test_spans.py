@@ -20,7 +20,7 @@ def _triples(res):
 
 def _check_offsets(response, res):
     for s in res.spans:
-        assert response[s.start:s.end] == s.text
+        assert response[s.start : s.end] == s.text
 
 
 # "😀 Zoë met Zoë at  Oslo." : 😀0 ' '1 Z2 o3 ë4 ' '5 m6 e7 t8 ' '9 Z10 o11 ë12 ' '13 a14 t15 ' '16 ' '17 O18..o21 .22
@@ -35,8 +35,12 @@ def test_unicode_repeats_and_double_space_on_scripted_parser():
     assert [s.supported for s in res.spans] == [True, True, False]
     assert [(s.start, s.end, s.text, s.score) for s in res.unsupported_spans] == [(18, 22, "Oslo", 0.0)]
     oslo = res.spans[2]
-    assert (oslo.question, oslo.response_answer, oslo.knowledge_answer, oslo.knowledge_has_answer) == \
-        ("what about Oslo?", "Oslo", "", False)
+    assert (oslo.question, oslo.response_answer, oslo.knowledge_answer, oslo.knowledge_has_answer) == (
+        "what about Oslo?",
+        "Oslo",
+        "",
+        False,
+    )
     assert res.q2 == 2 / 3  # the scores are the mean of the span scores, as before (1, 1, 0)
 
 
@@ -58,13 +62,20 @@ def test_nli_decides_support_where_f1_is_below_one():
     res = scripted_scorer(qa=qa).score([text], [knowledge]).responses[0]
     oslo = res.spans[1]
     # the scripted NLI entails ("what about oslo oslo" lies in "what about oslo oslo area"): span score 1
-    assert (oslo.f1, oslo.nli_label, oslo.score, oslo.score_no_nli, oslo.supported) == \
-        (2 / 3, "entailment", 1.0, 2 / 3, True)
+    assert (oslo.f1, oslo.nli_label, oslo.score, oslo.score_no_nli, oslo.supported) == (
+        2 / 3,
+        "entailment",
+        1.0,
+        2 / 3,
+        True,
+    )
     assert res.unsupported_spans == []
     # contradiction: span score 0, unsupported, whatever the F1
     nli = ScriptedNLI({("what about Oslo? the Oslo area.", "what about Oslo? Oslo."): CONTRADICTION})
     res = scripted_scorer(qa=qa, nli=nli).score([text], [knowledge]).responses[0]
-    assert [(s.start, s.end, s.score, s.score_no_nli) for s in res.unsupported_spans] == [(13, 17, 0.0, 2 / 3)]
+    assert [(s.start, s.end, s.score, s.score_no_nli) for s in res.unsupported_spans] == [
+        (13, 17, 0.0, 2 / 3)
+    ]
     # NLI off: the span score is the F1, 2/3 < 1 -> unsupported
     res = scripted_scorer(Q2Config(use_nli=False), qa=qa).score([text], [knowledge]).responses[0]
     assert [(s.text, s.score, s.supported) for s in res.spans] == [("Zoë", 1.0, True), ("Oslo", 2 / 3, False)]
@@ -76,8 +87,10 @@ def test_occurrence_without_valid_question_is_unchecked_and_fallback_has_no_unsu
     text = "Zoë met Ada."
     qa = ScriptedQA({("what about Ada?", text): "Zoë"})
     res = scripted_scorer(qa=qa).score([text], ["Zoë met Ada."]).responses[0]
-    assert [(s.text, s.question, s.supported) for s in res.spans] == [("Zoë", "what about Zoë?", True),
-                                                                      ("Ada", None, None)]
+    assert [(s.text, s.question, s.supported) for s in res.spans] == [
+        ("Zoë", "what about Zoë?", True),
+        ("Ada", None, None),
+    ]
     # no candidate survives: end-to-end NLI, nothing located as unsupported
     qa = ScriptedQA({("what about Ada?", text): None, ("what about Zoë?", text): None})
     res = scripted_scorer(qa=qa).score([text], ["Nothing."]).responses[0]
@@ -88,9 +101,16 @@ def test_multi_mode_one_span_per_valid_question():
     text = "Zoë sang."
     qg_questions = {("Zoë", text): ["what about Zoë?", "What about Zoë?"]}
     from q2_metric.testing.scripted import ScriptedQG
-    res = scripted_scorer(Q2Config(question_mode="multi"), qg=ScriptedQG(qg_questions)).score(
-        [text], ["Zoë sang."]).responses[0]
-    assert [(s.start, s.end, s.question) for s in res.spans] == [(0, 3, "what about Zoë?"), (0, 3, "What about Zoë?")]
+
+    res = (
+        scripted_scorer(Q2Config(question_mode="multi"), qg=ScriptedQG(qg_questions))
+        .score([text], ["Zoë sang."])
+        .responses[0]
+    )
+    assert [(s.start, s.end, s.question) for s in res.spans] == [
+        (0, 3, "what about Zoë?"),
+        (0, 3, "What about Zoë?"),
+    ]
 
 
 def test_empty_response_has_no_spans_and_to_dict_carries_them():
@@ -113,18 +133,20 @@ def test_coref_offsets_stay_in_the_response_as_given():
     assert res.coref.resolved == "Marie Curie won. Marie Curie won again in  Paris."
     # the second "Marie Curie" was found in the resolved text; it is reported over "She", as written
     assert [(s.start, s.end, s.text, s.candidate, s.replaced) for s in res.spans] == [
-        (0, 11, "Marie Curie", "Marie Curie", False), (17, 20, "She", "Marie Curie", True),
-        (35, 40, "Paris", "Paris", False)]
+        (0, 11, "Marie Curie", "Marie Curie", False),
+        (17, 20, "She", "Marie Curie", True),
+        (35, 40, "Paris", "Paris", False),
+    ]
     _check_offsets(CURIE, res)
 
 
 def test_to_original_by_hand():
     # "I had coffee. It was hot." -> "I had coffee. coffee was hot." (It at 14-16 becomes 6 characters)
     reps = [Replacement(14, 16, "It", "coffee")]
-    assert to_original(14, 20, reps) == (14, 16, True)   # the replaced word itself
+    assert to_original(14, 20, reps) == (14, 16, True)  # the replaced word itself
     assert to_original(21, 24, reps) == (17, 20, False)  # "was" after it, shifted back by 4
-    assert to_original(0, 29, reps) == (0, 25, True)     # the whole text
-    assert to_original(17, 24, reps) == (14, 20, True)   # starts inside the replacement
+    assert to_original(0, 29, reps) == (0, 25, True)  # the whole text
+    assert to_original(17, 24, reps) == (14, 20, True)  # starts inside the replacement
     # two replacements: "He met her." (H0 e1 ' '2 m3 e4 t5 ' '6 h7 e8 r9 .10) -> "Tom Li met Ann F."
     # (T0..i5 ' '6 m7 e8 t9 ' '10 A11 n12 n13 ' '14 F15 .16): +4, then +2
     reps = [Replacement(0, 2, "He", "Tom Li"), Replacement(7, 10, "her", "Ann F")]
@@ -167,8 +189,9 @@ def test_space_colours_from_the_offsets():
 
 def test_coref_with_the_real_spacy_parser():
     """spaCy parses the resolved response; its offsets come back to the response as given."""
-    scorer = scripted_scorer(Q2Config(coref=True), parser=SpacyParser(Q2Config()),
-                             coref=ScriptedCoref([["Marie Curie", "She"]]))
+    scorer = scripted_scorer(
+        Q2Config(coref=True), parser=SpacyParser(Q2Config()), coref=ScriptedCoref([["Marie Curie", "She"]])
+    )
     res = scorer.score([CURIE], ["Marie Curie won in Paris."]).responses[0]
     triples = [(s.start, s.end, s.text, s.candidate) for s in res.spans]
     # offsets counted by hand above CURIE's definition
@@ -190,18 +213,33 @@ def test_same_spans_from_every_front_end_with_details(tmp_path):
     pairs = [(EMOJI, "Zoë lives in Bergen."), ("Ada met Ada in  Rome.", "Ada lives in Rome.")]
     engine = scripted_scorer().score([r for r, _ in pairs], [k for _, k in pairs]).responses
     want = [[(s.start, s.end, s.text, s.score, s.supported) for s in r.spans] for r in engine]
-    assert want[1] == [(0, 3, "Ada", 1.0, True), (8, 11, "Ada", 1.0, True), (16, 20, "Rome", 1.0, True)]  # by hand
+    assert want[1] == [
+        (0, 3, "Ada", 1.0, True),
+        (8, 11, "Ada", 1.0, True),
+        (16, 20, "Rome", 1.0, True),
+    ]  # by hand
 
     src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps({"response": r, "knowledge": k}) + "\n" for r, k in pairs), encoding="utf-8")
-    score_file(scripted_scorer(), src, tmp_path / "out.jsonl", spans_path=tmp_path / "spans.jsonl", cache_dir=None)
+    src.write_text(
+        "".join(json.dumps({"response": r, "knowledge": k}) + "\n" for r, k in pairs), encoding="utf-8"
+    )
+    score_file(
+        scripted_scorer(), src, tmp_path / "out.jsonl", spans_path=tmp_path / "spans.jsonl", cache_dir=None
+    )
     log = tmp_path / "samples.jsonl"
-    log.write_text("".join(json.dumps({"doc_id": n, "doc": {"knowledge": k}, "filtered_resps": [r]}) + "\n"
-                           for n, (r, k) in enumerate(pairs)), encoding="utf-8")
+    log.write_text(
+        "".join(
+            json.dumps({"doc_id": n, "doc": {"knowledge": k}, "filtered_resps": [r]}) + "\n"
+            for n, (r, k) in enumerate(pairs)
+        ),
+        encoding="utf-8",
+    )
     rescore_log(scripted_scorer(), log, tmp_path / "re.jsonl", tmp_path / "re.json")
     for path in (tmp_path / "spans.jsonl", tmp_path / "re.jsonl"):
-        got = [[(s["start"], s["end"], s["text"], s["score"], s["supported"]) for s in json.loads(x)["spans"]]
-               for x in path.read_text(encoding="utf-8").splitlines()]
+        got = [
+            [(s["start"], s["end"], s["text"], s["score"], s["supported"]) for s in json.loads(x)["spans"]]
+            for x in path.read_text(encoding="utf-8").splitlines()
+        ]
         assert got == want, path.name
     for (response, _), res, spans in zip(pairs, engine, want):
         marks, pos = [], 0

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.data import TEST_DATA
 
 from q2_metric.config import Q2Config
 from q2_metric.models.allennlp_convert import convert_archive
 from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.paper.reference_tokenization import tokenization_path
-from support.data import TEST_DATA
 
 DATA = TEST_DATA / "allennlp10"
 LABELS = ["entailment", "contradiction", "neutral"]
@@ -36,22 +36,36 @@ def write_archive(tmp_path: Path) -> Path:
     shutil.copytree(DATA / "roberta", base)
     torch.manual_seed(0)
     roberta = RobertaModel(RobertaConfig.from_pretrained(base))
-    weights = {f"_text_field_embedder.token_embedder_tokens.transformer_model.{k}": v
-               for k, v in roberta.state_dict().items()}
-    for prefix, layer in (("_feedforward._linear_layers.0.", torch.nn.Linear(32, 32)),
-                          ("_classification_layer.", torch.nn.Linear(32, 3))):
+    weights = {
+        f"_text_field_embedder.token_embedder_tokens.transformer_model.{k}": v
+        for k, v in roberta.state_dict().items()
+    }
+    for prefix, layer in (
+        ("_feedforward._linear_layers.0.", torch.nn.Linear(32, 32)),
+        ("_classification_layer.", torch.nn.Linear(32, 3)),
+    ):
         weights.update({prefix + k: v for k, v in layer.state_dict().items()})
-    config = {"model": {"type": "basic_classifier",
-                        "text_field_embedder": {"token_embedders": {"tokens": {
-                            "type": "pretrained_transformer", "model_name": str(base), "max_length": 512}}},
-                        "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 32},
-                        "feedforward": {"input_dim": 32, "num_layers": 1, "hidden_dims": 32, "activations": "tanh"}}}
+    config = {
+        "model": {
+            "type": "basic_classifier",
+            "text_field_embedder": {
+                "token_embedders": {
+                    "tokens": {"type": "pretrained_transformer", "model_name": str(base), "max_length": 512}
+                }
+            },
+            "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 32},
+            "feedforward": {"input_dim": 32, "num_layers": 1, "hidden_dims": 32, "activations": "tanh"},
+        }
+    }
     buf = io.BytesIO()
     torch.save(weights, buf)
     archive = tmp_path / "snli.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
-        for name, data in (("config.json", json.dumps(config).encode()), ("weights.th", buf.getvalue()),
-                           ("vocabulary/labels.txt", "\n".join(LABELS).encode())):
+        for name, data in (
+            ("config.json", json.dumps(config).encode()),
+            ("weights.th", buf.getvalue()),
+            ("vocabulary/labels.txt", "\n".join(LABELS).encode()),
+        ):
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -68,7 +82,9 @@ def fed(nli: HFNLIClassifier, premises: list[str], hypotheses: list[str]) -> lis
     """What the model receives, one dict per call (a hook on its forward)."""
     seen: list[dict] = []
     handle = nli.model.register_forward_pre_hook(
-        lambda m, a, kw: seen.append({k: v.tolist() for k, v in kw.items() if v is not None}), with_kwargs=True)
+        lambda m, a, kw: seen.append({k: v.tolist() for k, v in kw.items() if v is not None}),
+        with_kwargs=True,
+    )
     try:
         nli.classify(premises, hypotheses)
     finally:

@@ -15,11 +15,11 @@ import shutil
 
 import pytest
 import torch
+from support.data import TEST_DATA
 
 from q2_metric.config import Q2Config
-from q2_metric.models.paper.beam_search import Hypotheses, banned_ngram_tokens, beam_search
 from q2_metric.models.hf_qg import HFQuestionGenerator
-from support.data import TEST_DATA
+from q2_metric.models.paper.beam_search import Hypotheses, banned_ngram_tokens, beam_search
 
 REF32 = TEST_DATA / "ref32"
 RECORDED = json.loads((REF32 / "beams.json").read_text(encoding="utf-8"))
@@ -78,7 +78,7 @@ def test_greedy_decoding_is_3_2s(recorded_model):
     qg = _generator(folder, decoding="greedy", max_question_length=8)
     got = qg._run(RECORDED["prompts"])
     for ids, expected in zip(got, RECORDED["models"][name]["greedy_max_length_8"]):
-        assert ids[0][:len(expected)] == expected and set(ids[0][len(expected):]) <= {PAD}
+        assert ids[0][: len(expected)] == expected and set(ids[0][len(expected) :]) <= {PAD}
 
 
 def test_the_recorded_cases_are_ones_where_transformers_5_finalizes_otherwise():
@@ -99,14 +99,18 @@ def test_the_recorded_cases_are_ones_where_transformers_5_finalizes_otherwise():
         for run in RECORDED["models"][name]["runs"]:
             s, k = run["setting"], run["setting"]["num_return_sequences"]
             with torch.no_grad():
-                out = model.generate(input_ids=ids, attention_mask=mask, max_length=run["max_length"],
-                                     do_sample=False, **s).tolist()
+                out = model.generate(
+                    input_ids=ids, attention_mask=mask, max_length=run["max_length"], do_sample=False, **s
+                ).tolist()
             for i, expected in enumerate(run["beams"]):
-                differ += _padded(out[i * k:(i + 1) * k], len(expected[0])) != _padded(expected, len(out[0]))
+                differ += _padded(out[i * k : (i + 1) * k], len(expected[0])) != _padded(
+                    expected, len(out[0])
+                )
     assert differ >= 20
 
 
 # --- the rules, on a scripted decoder (vocabulary: 0 start/pad, 1 end, 2 "a", 3 "b") ---
+
 
 def scripted(table: dict[tuple[int, ...], dict[int, float]]):
     """A `step` whose next-token probabilities depend on the row's sequence so far."""
@@ -134,26 +138,60 @@ def test_at_the_limit_open_beams_below_an_ending_one_are_hypotheses():
     # a b .15, b a .104 (the open beams). At the limit 3.2 adds the open beams at length 3:
     # log .15 / 3 = -0.632 beats [0 b]'s -0.805, so the best two are [0 a] end (-0.602) and [0 a b].
     # (transformers 5 adds only the top two candidates of the last step: [0 a] end and [0 b] end.)
-    table = {(0,): {1: .1, 2: .5, 3: .4}, (0, 2): {1: .6, 3: .3, 2: .1}, (0, 3): {1: .5, 2: .26, 3: .24}}
-    out = beam_search(scripted(table), 1, num_beams=2, num_return_sequences=2, max_length=3, start_id=0,
-                      eos_id=EOS, pad_id=PAD, early_stopping=False)
+    table = {
+        (0,): {1: 0.1, 2: 0.5, 3: 0.4},
+        (0, 2): {1: 0.6, 3: 0.3, 2: 0.1},
+        (0, 3): {1: 0.5, 2: 0.26, 3: 0.24},
+    }
+    out = beam_search(
+        scripted(table),
+        1,
+        num_beams=2,
+        num_return_sequences=2,
+        max_length=3,
+        start_id=0,
+        eos_id=EOS,
+        pad_id=PAD,
+        early_stopping=False,
+    )
     assert out == [[[0, 2, 1], [0, 2, 3]]]
 
 
 def test_early_stopping_ends_an_input_when_its_hypotheses_are_full():
     # the same scores: at step 2 the two endings fill the list, so with early stopping the input is
     # done there and the open beams are never added
-    table = {(0,): {1: .1, 2: .5, 3: .4}, (0, 2): {1: .6, 3: .3, 2: .1}, (0, 3): {1: .5, 2: .26, 3: .24}}
-    out = beam_search(scripted(table), 1, num_beams=2, num_return_sequences=2, max_length=3, start_id=0,
-                      eos_id=EOS, pad_id=PAD, early_stopping=True)
+    table = {
+        (0,): {1: 0.1, 2: 0.5, 3: 0.4},
+        (0, 2): {1: 0.6, 3: 0.3, 2: 0.1},
+        (0, 3): {1: 0.5, 2: 0.26, 3: 0.24},
+    }
+    out = beam_search(
+        scripted(table),
+        1,
+        num_beams=2,
+        num_return_sequences=2,
+        max_length=3,
+        start_id=0,
+        eos_id=EOS,
+        pad_id=PAD,
+        early_stopping=True,
+    )
     assert out == [[[0, 2, 1], [0, 3, 1]]]
 
 
 def test_an_ending_ranked_below_num_beams_is_not_a_hypothesis():
     # step 1: a .5, b .3, end .2 (rank 2 of 2 beams: dropped); step 2 (the last): every beam goes on
-    table = {(0,): {1: .2, 2: .5, 3: .3}, (0, 2): {2: .9, 3: .1}, (0, 3): {2: .9, 3: .1}}
-    out = beam_search(scripted(table), 1, num_beams=2, num_return_sequences=2, max_length=3, start_id=0,
-                      eos_id=EOS, pad_id=PAD)
+    table = {(0,): {1: 0.2, 2: 0.5, 3: 0.3}, (0, 2): {2: 0.9, 3: 0.1}, (0, 3): {2: 0.9, 3: 0.1}}
+    out = beam_search(
+        scripted(table),
+        1,
+        num_beams=2,
+        num_return_sequences=2,
+        max_length=3,
+        start_id=0,
+        eos_id=EOS,
+        pad_id=PAD,
+    )
     assert out == [[[0, 2, 2], [0, 3, 2]]]
 
 

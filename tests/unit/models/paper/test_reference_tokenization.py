@@ -17,13 +17,17 @@ import warnings
 
 import pytest
 import torch
+from support.data import TEST_DATA
 
 from q2_metric.config import Q2Config
 from q2_metric.models.loading import read_checkpoint_tensor
-from q2_metric.models.paper.reference_tokenization import (albert_preprocess, clean_up_tokenization,
-                                                           load_reference_tokenizer, split_on_special_tokens)
+from q2_metric.models.paper.reference_tokenization import (
+    albert_preprocess,
+    clean_up_tokenization,
+    load_reference_tokenizer,
+    split_on_special_tokens,
+)
 from q2_metric.models.paper.t5_cross_bias import CROSS_BIAS, attach_cross_attention_bias
-from support.data import TEST_DATA
 
 DATA = TEST_DATA / "ref32"
 EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
@@ -82,7 +86,9 @@ def test_tricky_strings_are_covered(albert):
     sub = next(c for c in EXPECTED["albert"] if c["text"] == "sub-categories")
     tokens = albert.tokens_of(sub["ids"])
     after = tokens[tokens.index("-") + 1]
-    assert not after.startswith("\u2581")  # 3.2: `- categories` stays one word (transformers 5: `- ▁categories`)
+    assert not after.startswith(
+        "\u2581"
+    )  # 3.2: `- categories` stays one word (transformers 5: `- ▁categories`)
     dot = next(c for c in EXPECTED["albert"] if c["text"].startswith("well , there"))
     assert "\u2581" in albert.tokens_of(dot["ids"])  # the lone `▁` before a user-defined symbol is kept
 
@@ -100,8 +106,8 @@ def test_long_texts_are_read_in_overlapping_windows(albert):
     body = albert.encode(text)
     q = albert.encode("what ?")
     assert len(windows) > 1 and all(len(ids) <= 64 for ids, _ in windows)
-    chunks = [ids[len(q) + 2:-1] for ids, _ in windows]
-    assert chunks[0] == body[:len(chunks[0])] and chunks[-1] == body[-len(chunks[-1]):]
+    chunks = [ids[len(q) + 2 : -1] for ids, _ in windows]
+    assert chunks[0] == body[: len(chunks[0])] and chunks[-1] == body[-len(chunks[-1]) :]
     assert chunks[1][:16] == chunks[0][-16:]  # consecutive windows overlap by the stride
 
 
@@ -115,6 +121,7 @@ def test_other_models_keep_transformers_tokenization(tiny_models, albert_dir, tm
 
 # -- the T5 cross-attention bias of transformers 3.x -------------------------------------------
 
+
 def load_t5(attach: bool):
     from transformers import T5ForConditionalGeneration
 
@@ -124,8 +131,9 @@ def load_t5(attach: bool):
 
 
 def test_checkpoint_keeps_the_bias_that_transformers_5_drops():
-    weight = read_checkpoint_tensor(lambda name: str(DATA / "t5" / name) if (DATA / "t5" / name).is_file() else None,
-                                    CROSS_BIAS)
+    weight = read_checkpoint_tensor(
+        lambda name: str(DATA / "t5" / name) if (DATA / "t5" / name).is_file() else None, CROSS_BIAS
+    )
     assert weight is not None and weight.shape == (32, 2) and weight.abs().sum() > 0
     model, applied = load_t5(attach=True)
     assert applied and CROSS_BIAS not in model.state_dict()  # transformers 5 itself has no such weight
@@ -143,7 +151,9 @@ def test_t5_with_the_bias_computes_what_transformers_3_2_computed():
         got = model(input_ids=ids, decoder_input_ids=decoder).logits[0]
         without = plain(input_ids=ids, decoder_input_ids=decoder).logits[0]
         greedy = model.generate(input_ids=ids, max_length=10, do_sample=False, num_beams=1)
-        beam = model.generate(input_ids=ids, max_length=10, num_beams=3, num_return_sequences=3, do_sample=False)
+        beam = model.generate(
+            input_ids=ids, max_length=10, num_beams=3, num_return_sequences=3, do_sample=False
+        )
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
     assert (without - expected).abs().max() > 1e-3  # without the bias, another function
     # incremental decoding (the cache) places the queries at the right decoder positions
@@ -158,8 +168,10 @@ def test_zeroed_bias_equals_no_bias(tmp_path):
     ids = torch.tensor([EXPECTED["t5_model"]["input_ids"]])
     decoder = torch.tensor([EXPECTED["t5_model"]["decoder_input_ids"]])
     with torch.no_grad():
-        torch.testing.assert_close(model(input_ids=ids, decoder_input_ids=decoder).logits,
-                                   plain(input_ids=ids, decoder_input_ids=decoder).logits)
+        torch.testing.assert_close(
+            model(input_ids=ids, decoder_input_ids=decoder).logits,
+            plain(input_ids=ids, decoder_input_ids=decoder).logits,
+        )
 
 
 def test_a_3x_checkpoint_without_the_bias_warns_once(tmp_path):
@@ -203,9 +215,18 @@ def tiny_albert_ref(albert_dir, tmp_path_factory) -> str:
     shutil.copytree(albert_dir, out)
     torch.manual_seed(0)
     size = load_reference_tokenizer(albert_dir).vocab_size
-    AlbertForQuestionAnswering(AlbertConfig(vocab_size=size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                                            num_attention_heads=4, intermediate_size=64, max_position_embeddings=512,
-                                            pad_token_id=0)).save_pretrained(out)
+    AlbertForQuestionAnswering(
+        AlbertConfig(
+            vocab_size=size,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=512,
+            pad_token_id=0,
+        )
+    ).save_pretrained(out)
     return str(out)
 
 
@@ -216,7 +237,9 @@ def test_qa_backend_feeds_the_3_2_pairs_whatever_the_batching(tiny_albert_ref):
     questions, texts = [c["question"] for c in cases], [c["text"] for c in cases]
     answers = {}
     for packing, batch in (("on", 7), ("off", 3), ("off", 64)):
-        qa = HFQuestionAnswerer(Q2Config(qa_model=tiny_albert_ref, device="cpu", qa_packing=packing, qa_batch_size=batch))
+        qa = HFQuestionAnswerer(
+            Q2Config(qa_model=tiny_albert_ref, device="cpu", qa_packing=packing, qa_batch_size=batch)
+        )
         assert qa.tokenization == "ref32"
         features, examples, _ = qa.features(questions, texts)
         assert examples == list(range(len(cases)))
@@ -236,6 +259,9 @@ def test_signature_names_the_path_without_loading(tiny_albert_ref, tiny_models):
     assert tokenization_path(tiny_albert_ref, "qa") == "ref32"
     assert tokenization_path(tiny_albert_ref, "qa", qa_decoding="best_span") == "hf"
     assert tokenization_path(tiny_models["qg"], "qg") == "hf"
-    scorer = Q2Scorer(Q2Config(qg_model=str(DATA / "t5"), qa_model=tiny_albert_ref, nli_model=tiny_models["nli"],
-                               device="cpu"))
+    scorer = Q2Scorer(
+        Q2Config(
+            qg_model=str(DATA / "t5"), qa_model=tiny_albert_ref, nli_model=tiny_models["nli"], device="cpu"
+        )
+    )
     assert scorer.signature().to_dict()["tok"] == "ref32+xbias/ref32/hf"

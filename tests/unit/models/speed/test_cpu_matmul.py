@@ -9,18 +9,23 @@ from q2_metric import Q2Config, Q2Scorer
 from q2_metric.models.speed import cpu_matmul
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels, prefers_onednn, uses_onednn
 
-pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PyTorch built without oneDNN")
+pytestmark = pytest.mark.skipif(
+    not torch.backends.mkldnn.is_available(), reason="PyTorch built without oneDNN"
+)
 CPU = torch.device("cpu")
 
 
-@pytest.mark.parametrize("capability, vendor, expected", [
-    ("AVX512", "AuthenticAMD", True),    # Zen 4/5: MKL runs its AVX2 code there
-    ("AVX512", "HygonGenuine", True),
-    ("AVX512", "GenuineIntel", False),   # MKL runs AVX-512 on Intel
-    ("AVX2", "AuthenticAMD", False),     # MKL was measured faster on AVX2-only AMD
-    ("DEFAULT", "AuthenticAMD", False),
-    ("AVX512", "", False),               # vendor unknown: PyTorch's default
-])
+@pytest.mark.parametrize(
+    "capability, vendor, expected",
+    [
+        ("AVX512", "AuthenticAMD", True),  # Zen 4/5: MKL runs its AVX2 code there
+        ("AVX512", "HygonGenuine", True),
+        ("AVX512", "GenuineIntel", False),  # MKL runs AVX-512 on Intel
+        ("AVX2", "AuthenticAMD", False),  # MKL was measured faster on AVX2-only AMD
+        ("DEFAULT", "AuthenticAMD", False),
+        ("AVX512", "", False),  # vendor unknown: PyTorch's default
+    ],
+)
 def test_auto_rule(capability, vendor, expected):
     assert prefers_onednn(capability, vendor) is expected
 
@@ -40,7 +45,9 @@ def test_when_onednn_is_used(monkeypatch):
 
 
 def test_config_rejects_an_unknown_choice():
-    with pytest.raises(ValueError, match=r"Q2Config.cpu_matmul must be one of \('auto', 'blas', 'onednn'\), got 'mkl'"):
+    with pytest.raises(
+        ValueError, match=r"Q2Config.cpu_matmul must be one of \('auto', 'blas', 'onednn'\), got 'mkl'"
+    ):
         Q2Config(cpu_matmul="mkl")
 
 
@@ -140,6 +147,11 @@ def test_command_line_flag():
 
     parser = build_parser()
     assert config_from_args(parser.parse_args(["score", "in.csv", "-o", "o.csv"])).cpu_matmul == "auto"
-    assert config_from_args(parser.parse_args(["score", "in.csv", "-o", "o.csv", "--cpu-matmul", "blas"])).cpu_matmul == "blas"
+    assert (
+        config_from_args(
+            parser.parse_args(["score", "in.csv", "-o", "o.csv", "--cpu-matmul", "blas"])
+        ).cpu_matmul
+        == "blas"
+    )
     with pytest.raises(SystemExit):
         parser.parse_args(["score", "in.csv", "-o", "o.csv", "--cpu-matmul", "mkl"])

@@ -51,13 +51,21 @@ def _counted(fn) -> int:
 
 @pytest.fixture(scope="module")
 def tiny(tiny_models):
-    from transformers import (AutoModelForQuestionAnswering, AutoModelForSeq2SeqLM,
-                              AutoModelForSequenceClassification, AutoTokenizer)
+    from transformers import (
+        AutoModelForQuestionAnswering,
+        AutoModelForSeq2SeqLM,
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+    )
 
-    return (AutoTokenizer.from_pretrained(tiny_models["qa"]),
-            {"qa": _eager(AutoModelForQuestionAnswering.from_pretrained(tiny_models["qa"]).eval()),
-             "nli": _eager(AutoModelForSequenceClassification.from_pretrained(tiny_models["nli"]).eval()),
-             "qg": _eager(AutoModelForSeq2SeqLM.from_pretrained(tiny_models["qg"]).eval())})
+    return (
+        AutoTokenizer.from_pretrained(tiny_models["qa"]),
+        {
+            "qa": _eager(AutoModelForQuestionAnswering.from_pretrained(tiny_models["qa"]).eval()),
+            "nli": _eager(AutoModelForSequenceClassification.from_pretrained(tiny_models["nli"]).eval()),
+            "qg": _eager(AutoModelForSeq2SeqLM.from_pretrained(tiny_models["qg"]).eval()),
+        },
+    )
 
 
 @pytest.mark.parametrize("role", ["qa", "nli"])
@@ -65,8 +73,12 @@ def test_encoder_meter_matches_torch_flop_counter(tiny, role):
     tok, models = tiny
     model = models[role]
     meter = FlopMeter(model)
-    enc = tok(["who hosted the show?", "what is it"], ["Bob Ross hosted it on PBS.", "a show"],
-              padding=True, return_tensors="pt")
+    enc = tok(
+        ["who hosted the show?", "what is it"],
+        ["Bob Ross hosted it on PBS.", "a show"],
+        padding=True,
+        return_tensors="pt",
+    )
     try:
         expected = _counted(lambda: model(**enc))
     finally:
@@ -83,8 +95,9 @@ def test_packed_qa_meter_matches_torch_flop_counter(tiny):
     ids = torch.randint(5, 100, (2, 17))
     mask = torch.zeros(2, 1, 17, 17)
     try:
-        expected = _counted(lambda: model(input_ids=ids, position_ids=torch.arange(17).expand(2, 17),
-                                          attention_mask=mask))
+        expected = _counted(
+            lambda: model(input_ids=ids, position_ids=torch.arange(17).expand(2, 17), attention_mask=mask)
+        )
     finally:
         meter.detach()
     assert meter.flops == expected
@@ -96,14 +109,24 @@ def test_t5_generation_meter_matches_torch_flop_counter(tiny, beams):
     tok, models = tiny
     model = models["qg"]
     meter = FlopMeter(model)
-    enc = tok(["answer: Bob Ross  context: Bob Ross hosted the show. </s>", "answer: PBS  context: on PBS </s>"],
-              padding=True, return_tensors="pt")
+    enc = tok(
+        ["answer: Bob Ross  context: Bob Ross hosted the show. </s>", "answer: PBS  context: on PBS </s>"],
+        padding=True,
+        return_tensors="pt",
+    )
     steps = 6
     try:
         t0 = time.perf_counter()
-        expected = _counted(lambda: model.generate(**enc, num_beams=beams, num_return_sequences=beams,
-                                                   min_new_tokens=steps, max_new_tokens=steps,
-                                                   no_repeat_ngram_size=3 if beams > 1 else 0))
+        expected = _counted(
+            lambda: model.generate(
+                **enc,
+                num_beams=beams,
+                num_return_sequences=beams,
+                min_new_tokens=steps,
+                max_new_tokens=steps,
+                no_repeat_ngram_size=3 if beams > 1 else 0,
+            )
+        )
         elapsed = time.perf_counter() - t0
         generated = (meter.flops, meter.calls, meter.tokens)
         # a direct call runs the encoder inside the model's forward: its time is counted once
@@ -121,9 +144,18 @@ def test_t5_generation_meter_matches_torch_flop_counter(tiny, beams):
 def test_unknown_architectures_get_no_flop_figures():
     from transformers import BartConfig, BartForConditionalGeneration
 
-    model = BartForConditionalGeneration(BartConfig(vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1,
-                                                    encoder_attention_heads=2, decoder_attention_heads=2,
-                                                    encoder_ffn_dim=32, decoder_ffn_dim=32))
+    model = BartForConditionalGeneration(
+        BartConfig(
+            vocab_size=50,
+            d_model=16,
+            encoder_layers=1,
+            decoder_layers=1,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=32,
+            decoder_ffn_dim=32,
+        )
+    )
     assert FlopMeter.attach_if_known(model) is None
 
 
@@ -146,8 +178,14 @@ def test_profile_counts_match_the_model_inputs(tiny_config, rows):
     with torch.inference_mode(), FlopCounterMode(display=False) as counter:
         result = scorer.score(responses, knowledge)
     profile = result.profile
-    assert [p.stage for p in profile] == ["candidates", "questions", "question filter", "knowledge answers",
-                                         "span scores", "response scores"]
+    assert [p.stage for p in profile] == [
+        "candidates",
+        "questions",
+        "question filter",
+        "knowledge answers",
+        "span scores",
+        "response scores",
+    ]
     assert all(0 <= t <= p.seconds for p in profile for t in p.model_seconds.values())
     by_stage = {p.stage: p for p in profile}
     assert by_stage["candidates"].flops == {} and set(by_stage["questions"].flops) == {"qg"}
@@ -176,11 +214,15 @@ def test_scripted_components_profile_time_only():
 
 def test_merge_and_format_profiles():
     a = [StageProfile("questions", 1.0, {"qg": 10}, {"qg": 2 * 10**9}, {"qg": 3}, {"qg": 0.5})]
-    b = [StageProfile("questions", 3.0, {"qg": 5}, {"qg": 2 * 10**9}, {"qg": 1}, {"qg": 1.5}),
-         StageProfile("span scores", 1.0)]
+    b = [
+        StageProfile("questions", 3.0, {"qg": 5}, {"qg": 2 * 10**9}, {"qg": 1}, {"qg": 1.5}),
+        StageProfile("span scores", 1.0),
+    ]
     merged = merge_profiles([a, b])
-    assert merged == [StageProfile("questions", 4.0, {"qg": 15}, {"qg": 4 * 10**9}, {"qg": 4}, {"qg": 2.0}),
-                      StageProfile("span scores", 1.0)]
+    assert merged == [
+        StageProfile("questions", 4.0, {"qg": 15}, {"qg": 4 * 10**9}, {"qg": 4}, {"qg": 2.0}),
+        StageProfile("span scores", 1.0),
+    ]
     table = format_profile(merged).splitlines()
     # 4 GFLOP in 4 s: 1.0 GFLOP/s; over the whole 5 s: 0.8
     assert table[1].split() == ["questions", "4.00", "80.0%", "2.00", "qg:15", "4.00", "1.0"]

@@ -52,8 +52,14 @@ def test_int8_only_on_a_cpu_and_only_over_float32():
 def test_quantize_encoder_keeps_the_head_float():
     from transformers import AlbertConfig, AlbertForQuestionAnswering
 
-    cfg = AlbertConfig(vocab_size=50, embedding_size=8, hidden_size=16, num_attention_heads=2,
-                       intermediate_size=32, num_hidden_layers=2)
+    cfg = AlbertConfig(
+        vocab_size=50,
+        embedding_size=8,
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_hidden_layers=2,
+    )
     model = AlbertForQuestionAnswering(cfg).eval()
     # ALBERT shares one layer: the embedding mapping, q/k/v/dense, ffn, ffn_output
     assert quantize_encoder(model) == 7
@@ -75,7 +81,9 @@ def test_int8_runs_the_engine_cpu_path_and_is_signed(tiny_config):
         assert any(isinstance(m, QLinear) for m in model.base_model.modules())
     assert [type(m) for m in scorer.qa.linears.layers] == [torch.nn.Linear]  # the QA head only, on oneDNN
     if scorer.qa.model.config.hidden_act == "gelu_new":  # the fused GELU survives the quantization
-        assert any(isinstance(m, torch.nn.GELU) and m.approximate == "tanh" for m in scorer.qa.model.modules())
+        assert any(
+            isinstance(m, torch.nn.GELU) and m.approximate == "tanh" for m in scorer.qa.model.modules()
+        )
     assert not any(isinstance(m, QLinear) for m in scorer.qg.model.modules())  # T5 stays float32
     sig = result.signature.to_dict()
     assert sig["quant"] == "int8-dynamic-qa,nli" and sig["dtype"] == "float32"

@@ -13,19 +13,21 @@ import json
 
 import pytest
 import torch
+from support.data import TEST_DATA
 from torch.utils.flop_counter import FlopCounterMode
 
-from q2_metric.models.speed.flops import FlopMeter
 from q2_metric.models.hf_qg import HFQuestionGenerator
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
+from q2_metric.models.speed.flops import FlopMeter
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
-from support.data import TEST_DATA
 
 REF32 = TEST_DATA / "ref32"
 
-PROMPTS = ["answer: Bob Ross  context: Bob Ross hosted The Joy of Painting on PBS. </s>",
-           "answer: PBS  context: on PBS </s>",
-           "answer: 1983  context: The show ran from 1983 to 1994, for 31 seasons. </s>"]
+PROMPTS = [
+    "answer: Bob Ross  context: Bob Ross hosted The Joy of Painting on PBS. </s>",
+    "answer: PBS  context: on PBS </s>",
+    "answer: 1983  context: The show ran from 1983 to 1994, for 31 seasons. </s>",
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +40,15 @@ def tiny_t5(tiny_models):
 
 
 def _generate(model, enc, beams: int, **extra):
-    options = dict(num_beams=beams, num_return_sequences=beams, no_repeat_ngram_size=3, max_new_tokens=12,
-                   do_sample=False, output_scores=True, return_dict_in_generate=True)
+    options = dict(
+        num_beams=beams,
+        num_return_sequences=beams,
+        no_repeat_ngram_size=3,
+        max_new_tokens=12,
+        do_sample=False,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
     with torch.inference_mode():
         return model.generate(**enc, **{**options, **extra})
 
@@ -64,8 +73,13 @@ def test_the_3x_t5_with_its_cross_bias_still_generates_what_transformers_3_2_did
     assert attach_cross_attention_bias(model, str(REF32 / "t5"))
     shared = attach_shared_cross_attention(model)
     with torch.no_grad(), shared.sharing(3):
-        beam = model.generate(input_ids=torch.tensor([case["input_ids"]]), max_length=10, num_beams=3,
-                              num_return_sequences=3, do_sample=False)
+        beam = model.generate(
+            input_ids=torch.tensor([case["input_ids"]]),
+            max_length=10,
+            num_beams=3,
+            num_return_sequences=3,
+            do_sample=False,
+        )
     assert beam.tolist() == case["beam"]
 
 
