@@ -7,9 +7,10 @@ import os
 import re
 
 from q2_metric import ModelNotAvailable
-from q2_metric.config import Q2Config, choices
+from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError, Q2OptionError
-from q2_metric.options import PRESETS, build_config, flag_name, flag_type
+from q2_metric.option_help import all_docs, allowed, default_value, option_help
+from q2_metric.options import build_config, flag_name, flag_type, option_types
 
 
 class _Sentence(SystemExit):
@@ -47,62 +48,61 @@ def q2_requested(opt: dict) -> bool:
 SPELL = flag_name("--q2-")
 
 
+# The engine options ParlAI takes as `--q2-<option>` flags, in `--help`'s order (help, type, default
+# and choices from the one declaration: `q2_metric.config.OPTION_DOCS`, `q2_metric.option_help`).
+# `--q2-batch-size` is ParlAI's own (responses buffered per engine call), as are the explain flags.
+OPTIONS = (
+    "qg_model",
+    "qa_model",
+    "nli_model",
+    "tiny",
+    "spacy_model",
+    "device",
+    "decoding",
+    "max_question_length",
+    "question_mode",
+    "variant",
+    "coref",
+    "coref_model",
+)
+
+
+def parlai_flags_by_option() -> dict[str, str]:
+    """Option -> its ParlAI flag (`qg_model` -> `--q2-qg-model`)."""
+    return {name: SPELL(name) for name in OPTIONS}
+
+
+def _add_option(g, name: str) -> None:
+    values = allowed(name)
+    kwargs: dict = {"help": option_help(name, SPELL)}
+    if option_types().get(name) is bool:
+        # --q2-tiny: None lets the Q2_TINY environment variable decide
+        kwargs.update(type="bool", default=None if all_docs()[name].default_text else default_value(name))
+    elif values is not None:
+        kwargs.update(type=str, choices=list(values), default=default_value(name))
+    elif name == "device":
+        kwargs.update(type=flag_type("device", SPELL, str), default=default_value(name))
+    elif option_types()[name] in (int, int | None):
+        kwargs.update(type=flag_type(name, SPELL), default=None)
+    else:  # a model: None keeps the engine's default (its environment variable, then the paper's)
+        kwargs.update(type=str, default=None)
+    g.add_argument(SPELL(name), **kwargs)
+
+
 def add_q2_args(parser) -> None:
     """The `--q2-*` flags. Values are checked as they are parsed, by the engine's option checks
     (`q2_metric.options`), so that a bad one stops ParlAI's parser with one line."""
-    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
-
-    d = Q2Config(qg_model=DEFAULT_QG_MODEL, qa_model=DEFAULT_QA_MODEL, nli_model=DEFAULT_NLI_MODEL)
     g = parser.add_argument_group("Q² metric (with --metrics q2)")
-    g.add_argument(
-        "--q2-qg-model",
-        type=str,
-        default=None,
-        help=f"question generation model (default $Q2_QG_MODEL, else {d.qg_model})",
-    )
-    g.add_argument(
-        "--q2-qa-model",
-        type=str,
-        default=None,
-        help=f"SQuAD 2.0 QA model (default $Q2_QA_MODEL, else {d.qa_model})",
-    )
-    g.add_argument(
-        "--q2-nli-model",
-        type=str,
-        default=None,
-        help=f"NLI model (default $Q2_NLI_MODEL, else {d.nli_model})",
-    )
-    g.add_argument(
-        "--q2-tiny",
-        type="bool",
-        default=None,
-        help="tiny random models instead of the paper's (no download; the scores mean "
-        "nothing; default: the Q2_TINY environment variable)",
-    )
-    g.add_argument("--q2-spacy-model", type=str, default=None, help="spaCy pipeline")
-    g.add_argument(
-        "--q2-device",
-        type=flag_type("device", SPELL, str),
-        default="auto",
-        help="auto (default), cpu, cuda or cuda:N",
-    )
+    for name in OPTIONS[: OPTIONS.index("device") + 1]:
+        _add_option(g, name)
     g.add_argument(
         "--q2-batch-size",
         type=flag_type("batch_size", SPELL),
         default=64,
         help="responses buffered per engine call (and the engine's batch size)",
     )
-    g.add_argument("--q2-decoding", type=str, default=d.decoding, choices=list(choices()["decoding"]))
-    g.add_argument(
-        "--q2-max-question-length",
-        type=flag_type("max_question_length", SPELL),
-        default=None,
-        help=f"longest question in tokens (default {d.max_question_length}; 16 with --q2-tiny)",
-    )
-    g.add_argument(
-        "--q2-question-mode", type=str, default=d.question_mode, choices=list(choices()["question_mode"])
-    )
-    g.add_argument("--q2-variant", type=str, default="paper", choices=list(PRESETS))
+    for name in OPTIONS[OPTIONS.index("device") + 1 : OPTIONS.index("variant") + 1]:
+        _add_option(g, name)
     g.add_argument(
         "--q2-explain-file",
         type=str,
@@ -115,34 +115,14 @@ def add_q2_args(parser) -> None:
         default=False,
         help="append to --q2-explain-file instead of overwriting it",
     )
-    g.add_argument(
-        "--q2-coref",
-        type="bool",
-        default=False,
-        help="resolve coreferences with the teacher's episode so far before scoring (the first "
-        "arXiv version's App. A; needs fastcoref; docs/coref.md)",
-    )
-    g.add_argument("--q2-coref-model", type=str, default=d.coref_model, help="F-Coref model of --q2-coref")
+    for name in OPTIONS[OPTIONS.index("variant") + 1 :]:
+        _add_option(g, name)
 
 
 def config_from_opt(opt: dict) -> Q2Config:
     """The engine configuration the `--q2-*` flags describe, checked by the engine's option checks
     (an opt that did not come through the parser, e.g. a saved one, is checked here)."""
-    options = {
-        name: opt.get(f"q2_{name}")
-        for name in (
-            "qg_model",
-            "qa_model",
-            "nli_model",
-            "spacy_model",
-            "device",
-            "decoding",
-            "question_mode",
-            "max_question_length",
-            "coref",
-            "coref_model",
-        )
-    }
+    options = {name: opt.get(f"q2_{name}") for name in OPTIONS if name not in ("variant", "tiny")}
     batch_size = opt.get("q2_batch_size")
     try:
         return build_config(

