@@ -1,4 +1,4 @@
-"""`q2 meta-eval` (and `q2 data`): the paper's meta-evaluation and the benchmark on labelled sets."""
+"""`q2 meta-eval`: the paper's meta-evaluation and the benchmark on labelled sets."""
 
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
 
     if args.span_gold or args.span_pred:  # span-level evaluation (issue 43)
         return cmd_span_eval(args)
-    if args.dataset:  # the benchmark on labelled sets (meta_bench_cmd)
-        from q2_metric.meta.bench_cmd import cmd_benchmark
+    if args.dataset:  # the benchmark on labelled sets
+        from q2_metric.cli.meta_benchmark import cmd_benchmark
 
         return cmd_benchmark(args)
     if args.ladder or args.control:  # Table 7 / Table 8 of the first arXiv version
-        from q2_metric.meta.ladder import cmd_ladder
+        from q2_metric.cli.meta_ladder import cmd_ladder
 
         return cmd_ladder(args)
     from q2_metric.io.paths import check_run
@@ -223,11 +223,9 @@ def add_parser(sub) -> None:
         choices=("auto", "ragtruth", "lettucedetect"),
         help="the gold file's shape (auto: LettuceDetect when rows have 'answer' and no 'response')",
     )
-    from q2_metric.meta.bench_cmd import add_benchmark_args
-    from q2_metric.meta.fetch import add_data_parser
-    from q2_metric.meta.ladder import add_ladder_args
+    from q2_metric.cli.meta_benchmark import add_benchmark_args
+    from q2_metric.cli.meta_ladder import add_ladder_args
 
     add_benchmark_args(me)
     add_ladder_args(me)
     me.set_defaults(func=cmd_meta_eval)
-    add_data_parser(sub)

@@ -1,19 +1,8 @@
-"""`q2 register` and `q2 publish`: the evaluate module, and Q² results in a model card."""
+"""`q2 publish`: Q² results in a model card."""
 
 from __future__ import annotations
 
 import argparse
-
-
-def cmd_register(args: argparse.Namespace) -> int:
-    from q2_metric.evaluate_registry import register_evaluate_module
-
-    path = register_evaluate_module()
-    print(
-        f'Registered the Q² evaluate module at {path}; evaluate.load("q2") now finds it '
-        "(offline: set HF_HUB_OFFLINE=1 so evaluate skips the Hub)."
-    )
-    return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -51,9 +40,6 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    reg = sub.add_parser("register", help="make evaluate.load('q2') find this metric (offline too)")
-    reg.set_defaults(func=cmd_register)
-
     pub = sub.add_parser("publish", help="write Q² results into a model card's model-index")
     pub.add_argument("--results", required=True, help="JSON with q2, q2_no_nli, coverage, signature")
     pub.add_argument("--model-name", required=True)

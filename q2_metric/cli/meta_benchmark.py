@@ -1,5 +1,5 @@
 """`q2 meta-eval --dataset NAME=FILE ...`: the command-line side of the benchmark (its flags, Q²
-through the normal file scorer, the outputs). The computation is `meta_benchmark.run_benchmark`."""
+through the normal file scorer, the outputs). The computation is `q2_metric.meta.benchmark.run_benchmark`."""
 
 from __future__ import annotations
 
