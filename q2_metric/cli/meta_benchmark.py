@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from q2_metric.cli.common import add_option_flags
 from q2_metric.meta.datasets import Dataset, DatasetError, Mapping
 
 OUTPUTS = ("benchmark.json", "benchmark.md", "benchmark.tex", "leaderboard.csv")
@@ -48,17 +49,8 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
         metavar="VALUE",
         help="a label value meaning consistent in such a file (repeatable; default 1)",
     )
-    g.add_argument(
-        "--qg-model",
-        default=None,
-        help="Q²'s question generation model (also of --ladder/--control; default: the paper's)",
-    )
-    g.add_argument(
-        "--qa-model", default=None, help="Q²'s QA model (also of --ladder/--control; default: the paper's)"
-    )
-    g.add_argument("--spacy-model", default=None, help="Q²'s spaCy pipeline")
-    g.add_argument("--batch-size", type=int, default=None, help="one batch size for Q²'s QG, QA and NLI")
-    g.add_argument("--max-question-length", type=int, default=None, help="Q²'s longest generated question")
+    # Q²'s engine options (also of --ladder/--control), with their declared help
+    add_option_flags(g, ("qg_model", "qa_model", "spacy_model", "batch_size", "max_question_length"))
     g.add_argument("--cache-dir", default=".q2_cache", help="Q²'s resumable score cache (as in `q2 score`)")
     g.add_argument("--no-cache", action="store_true")
     g.add_argument("--chunk-size", type=int, default=64, help="responses per Q² engine call")

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from q2_metric.errors import Q2InputError
 
@@ -142,7 +143,9 @@ def cmd_span_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Any) -> None:
+    from q2_metric.meta.spans import SHAPES
+
     me = sub.add_parser(
         "meta-eval",
         help="the paper's meta-evaluation (Tables 2-4) and TRUE-style ROC AUC "
@@ -220,7 +223,7 @@ def add_parser(sub) -> None:
     sp.add_argument(
         "--span-shape",
         default="auto",
-        choices=("auto", "ragtruth", "lettucedetect"),
+        choices=("auto", *SHAPES),
         help="the gold file's shape (auto: LettuceDetect when rows have 'answer' and no 'response')",
     )
     from q2_metric.cli.meta_benchmark import add_benchmark_args

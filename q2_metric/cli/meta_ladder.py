@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from q2_metric.cli.common import add_option_flags
 from q2_metric.config import Q2Config
 from q2_metric.meta.ladder import MEANINGLESS, SPLITS, control_table, ladder_table, run_control, run_ladder
 
@@ -24,9 +25,9 @@ def add_ladder_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="score the split files against knowledge of another turn / another dialogue",
     )
-    g.add_argument("--tiny", action="store_true", help="tiny random models (meaningless numbers)")
+    add_option_flags(g, ("tiny",))
     g.add_argument("--limit", type=int, default=None, help="first N rows of each split (default all)")
-    g.add_argument("--coref-model", default=None, help="F-Coref model of the +coreference row")
+    add_option_flags(g, ("coref_model",), spell=lambda name: "the +coreference row")  # its `{coref}`
 
 
 def cmd_ladder(args: argparse.Namespace) -> int:

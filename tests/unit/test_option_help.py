@@ -202,3 +202,12 @@ def test_an_edited_docs_row_is_seen():
     edited = page.replace("| `num_beams` | int | 5 |", "| `num_beams` | int | 4 |")
     assert edited != page
     assert replace_table(edited, markdown_table(q2_flags(), {})) != edited
+
+
+def test_meta_eval_takes_the_engine_flags_with_their_declared_help():
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    actions = _actions(sub.choices["meta-eval"])
+    for name in ("qg_model", "qa_model", "spacy_model", "batch_size", "max_question_length", "tiny"):
+        assert actions[FLAGS[name]].help == option_help(name, _flag_spelling), name
+    assert actions["--coref-model"].help == option_help("coref_model", lambda n: "the +coreference row")
+    assert tuple(actions["--span-shape"].choices) == ("auto", "ragtruth", "lettucedetect")
