@@ -7,10 +7,11 @@ import os
 import re
 
 from q2_metric import ModelNotAvailable
+from q2_metric.cli.common import flag_type
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.option_help import all_docs, allowed, default_value, option_help
-from q2_metric.options import build_config, flag_name, flag_type, option_types
+from q2_metric.options import build_config, flag_name, option_types
 
 
 class _Sentence(SystemExit):

@@ -9,7 +9,6 @@ are read from `Q2Config`'s type hints, so they follow the engine.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import difflib
 import functools
@@ -251,21 +250,6 @@ def _make(preset, options: dict[str, Any]) -> Q2Config:
         raise Q2OptionError(f"Invalid Q² options: {err}.") from None
 
 
-def flag_type(name: str, spell: Spelling, convert: Callable[[str], Any] = int) -> Callable[[str], Any]:
-    """An argparse `type=` for the flag of option `name`: its text converted and checked by
-    `check_option`, so that a bad value stops the parser with argparse's one line naming the flag."""
-
-    def parse(text: str) -> Any:
-        try:
-            return check_option(name, convert(text), spell)
-        except ValueError as err:  # Q2OptionError, or the conversion's
-            reason = err.reason if isinstance(err, Q2OptionError) else "use an integer"
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}: {reason}") from None
-
-    parse.__name__ = spell(name)
-    return parse
-
-
 def json_safe(value: Any) -> Any:
     """Strict JSON: NaN and infinities -> None (null), recursively; tuples -> lists."""
     if isinstance(value, float):
@@ -297,7 +281,7 @@ def option_from_text(name: str, text: str, spell: Spelling = python_name) -> Any
             else text
         )
     elif hint is int or hint == (int | None):
-        value = None if text.strip().lower() == "none" and hint != int else _int_or_text(text)
+        value = None if text.strip().lower() == "none" and hint is not int else _int_or_text(text)
     elif typing.get_origin(hint) is tuple:
         parts = [p.strip() for p in text.split(",") if p.strip()]
         value = (

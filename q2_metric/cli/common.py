@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from q2_metric.config import Q2Config
-from q2_metric.errors import Q2InputError
+from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.option_help import allowed, default_value, off_help, option_help
-from q2_metric.options import Spelling, option_types
+from q2_metric.options import Spelling, check_option, option_types
 
 # The engine options the `q2` verbs take, in `--help`'s order, each with its flag. A boolean option's
 # flag is a switch: it turns the option on, or off when the option is on by default (its help is then
@@ -76,6 +76,21 @@ def add_option_flags(group: Any, names: Sequence[str], spell: Spelling | None = 
 
 def _spell_flag(name: str) -> str:
     return FLAGS.get(name) or "--" + name.replace("_", "-")
+
+
+def flag_type(name: str, spell: Spelling, convert: Callable[[str], Any] = int) -> Callable[[str], Any]:
+    """An argparse `type=` for the flag of option `name`: its text converted and checked by
+    `check_option`, so that a bad value stops the parser with argparse's one line naming the flag."""
+
+    def parse(text: str) -> Any:
+        try:
+            return check_option(name, convert(text), spell)
+        except ValueError as err:  # Q2OptionError, or the conversion's
+            reason = err.reason if isinstance(err, Q2OptionError) else "use an integer"
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: {reason}") from None
+
+    parse.__name__ = spell(name)
+    return parse
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
