@@ -116,8 +116,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    demo = sub.add_parser("demo", help="score the bundled sample of the annotated WoW set")
-    demo.add_argument("--input", default=str(SAMPLE), help="CSV with response/knowledge columns")
+    from q2_metric.cli.score import DefaultsShown  # every option's default, as in `q2 score --help`
+
+    demo = sub.add_parser(
+        "demo", help="score the bundled sample of the annotated WoW set", formatter_class=DefaultsShown
+    )
+    demo.add_argument(
+        "--input",
+        default=str(SAMPLE),
+        help="CSV with response/knowledge columns (default: the bundled sample, q2_metric/data/wow_sample.csv)",
+    )
     demo.add_argument(
         "--explain",
         type=int,
