@@ -48,10 +48,13 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
-def add_option_flags(group: Any, names: Sequence[str], spell: Spelling | None = None) -> None:
-    """The flags of engine options `names` (keys of FLAGS) on an argparse group, each with its
-    declared help; a flag whose option has no declared default text defaults to the paper's value
-    when it has choices (so `--help` shows it), else to None (the variant's value)."""
+def add_option_flags(
+    group: argparse._ActionsContainer, names: Sequence[str], spell: Spelling | None = None
+) -> None:
+    """The flags of engine options `names` (keys of FLAGS) on a parser or group, each with its
+    declared help, other options named as `spell` spells them (default: their `q2` flags). A choice
+    option's flag and `--device` default to the paper's value (so `--help` shows it); the others to
+    None or off, which leaves the option to the variant (`--tiny`: to Q2_TINY)."""
     spell = spell or _spell_flag
     for name in names:
         flag = FLAGS[name]
