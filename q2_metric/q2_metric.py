@@ -59,8 +59,9 @@ Args:
     configuration's) or `batch_size`; None (the default) keeps the configuration's value, shown
     here for the paper's (made from the one declaration, `q2_metric.config.OPTION_DOCS`):
 {docstring_entries()}
-    `device` also takes a `torch.device`; `tiny` puts the tiny random models (built once; no
-    download; the signature says `tiny-random`) in place of the models left at their defaults.
+    `device` also takes a `torch.device`; each `*_batch_size` given overrides `batch_size`;
+    `tiny` puts the tiny random models (built once; no download; the signature says
+    `tiny-random`) in place of the models left at their defaults.
     A bad value fails at once with one sentence naming the option and its allowed values.
 
 Returns:
