@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from q2_metric import ModelNotAvailable
 from q2_metric.cli.common import flag_type
@@ -73,9 +74,9 @@ def parlai_flags_by_option() -> dict[str, str]:
     return {name: SPELL(name) for name in OPTIONS}
 
 
-def _add_option(g, name: str) -> None:
+def _add_option(g: Any, name: str) -> None:
     values = allowed(name)
-    kwargs: dict = {"help": option_help(name, SPELL)}
+    kwargs: dict[str, Any] = {"help": option_help(name, SPELL)}
     if option_types().get(name) is bool:
         # --q2-tiny: None lets the Q2_TINY environment variable decide
         kwargs.update(type="bool", default=None if all_docs()[name].default_text else default_value(name))
@@ -90,7 +91,7 @@ def _add_option(g, name: str) -> None:
     g.add_argument(SPELL(name), **kwargs)
 
 
-def add_q2_args(parser) -> None:
+def add_q2_args(parser: Any) -> None:
     """The `--q2-*` flags. Values are checked as they are parsed, by the engine's option checks
     (`q2_metric.options`), so that a bad one stops ParlAI's parser with one line."""
     g = parser.add_argument_group("Q² metric (with --metrics q2)")

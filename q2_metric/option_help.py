@@ -37,7 +37,7 @@ def all_docs() -> dict[str, OptionDoc]:
     return {**OPTION_DOCS, **FRONT_END_DOCS}
 
 
-class _Spelled(dict):
+class _Spelled(dict[str, str]):
     def __init__(self, spell: Spelling) -> None:
         super().__init__()
         self.spell = spell

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from q2_metric.cli.common import add_option_flags
 from q2_metric.config import Q2Config
@@ -98,7 +100,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
         print(texts["control.md"])
     from q2_metric.io import commit_report
 
-    commit_report(out, [(name, lambda f, text=text: f.write(text)) for name, text in texts.items()], {})
+    commit_report(out, [(name, _writer(text)) for name, text in texts.items()], {})
     say(f"wrote {' and '.join(texts)} to {out}")
     return 0
 
@@ -119,3 +121,7 @@ def _config(args: argparse.Namespace, reads: dict | None = None) -> Q2Config:
     return build_config("paper", opts, spell=flag_name(), tiny=args.tiny or None, reads=reads).replace(
         coref=False
     )
+
+
+def _writer(text: str) -> Callable[[TextIO], object]:
+    return lambda f: f.write(text)
