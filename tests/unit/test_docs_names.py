@@ -1,9 +1,10 @@
 """Every name the documentation and the docstrings give a reader resolves in the tree as it is now:
 module paths (`q2_metric.io.paths.check_run`, `from q2_metric.x import y`), file paths
 (`q2_metric/steps/candidates.py`, `tests/unit/io/test_paths.py::test_name`), `q2` verbs with their
-flags, and `make` targets. Read from README.md, docs/*.md and every docstring of `q2_metric/`,
-`parlai_ext/` and `benchmarks/` (CHANGELOG.md is history: it names what was). Static reads only (the
-files, their syntax trees, the `q2` parser): no import of a module named, no subprocess.
+flags, and `make` targets. Read from README.md, docs/*.md, benchmarks/RESULTS.md and every
+docstring of `q2_metric/`, `parlai_ext/` and `benchmarks/` (CHANGELOG.md is history: it names what
+was). The files and their syntax trees are read, and the `q2` command's parser built in-process: no
+module named is imported, no subprocess.
 
 Also: the pages speak to a user, not of the project's history (no "issue 28", "the issue"), a
 signature shown carries the package's version, each `pip install 'q2-metric[EXTRA]'` names an extra
@@ -77,6 +78,13 @@ def all_texts() -> tuple[Text, ...]:
     out = [t for p in PAGES for t in page_texts(p)]
     out += [t for p in code_files() for t in docstring_texts(p)]
     return tuple(out)
+
+
+@cache
+def texts_with_notebook() -> tuple[Text, ...]:
+    """With benchmarks/RESULTS.md, whose names must resolve too (it is a record of runs: the checks
+    on what a page says to a user leave it out)."""
+    return all_texts() + tuple(page_texts(ROOT / "benchmarks" / "RESULTS.md"))
 
 
 # -- module paths ---------------------------------------------------------------------------------
@@ -164,7 +172,7 @@ FROM_IMPORT = re.compile(
 
 def dotted_names() -> list[tuple[str, str]]:
     found = []
-    for t in all_texts():
+    for t in texts_with_notebook():
         for m in DOTTED.finditer(t.text):
             if not m.group(1).endswith(".py"):  # `q2_metric.py`: a file
                 found.append((t.where, m.group(1)))
@@ -222,7 +230,7 @@ NOT_OUR_PATHS = {
 
 def file_paths() -> list[tuple[str, str, str, Path]]:
     found = set()
-    for t in all_texts():
+    for t in texts_with_notebook():
         for pattern in (ANCHORED, RELATIVE_PY):
             for m in pattern.finditer(t.text):
                 if m.group(1) not in NOT_OUR_PATHS:
@@ -283,14 +291,14 @@ def check_q2_command(words: list[str]) -> str | None:
     return None
 
 
-# `q2` where a command starts (a line, after `;`, `&&`, `|`, `(` or `$(`), not as an argument's value
-Q2_CMD = re.compile(r"(?:^|[;&|(])[ \t]*(?:\S*/)?q2(?:-metric)? ((?:[^\n#|;&)`\\]|\\\n)*)", flags=re.M)
-MAKE_CMD = re.compile(r"(?:^|[;&|(])[ \t]*make ([a-z][\w-]*)", flags=re.M)
+# `q2` where a command starts (a line, after `;`, `&&`, `|` or `$(`), not as an argument's value
+Q2_CMD = re.compile(r"(?:^|[;&|]|\$\()[ \t]*(?:\S*/)?q2(?:-metric)? ((?:[^\n#|;&)`\\]|\\\n)*)", flags=re.M)
+MAKE_CMD = re.compile(r"(?:^|[;&|]|\$\()[ \t]*make ([a-z][\w-]*)", flags=re.M)
 
 
 def q2_commands() -> list[tuple[str, list[str]]]:
     found = []
-    for t in all_texts():
+    for t in texts_with_notebook():
         if not t.code:
             continue
         for m in Q2_CMD.finditer(t.text):
@@ -323,7 +331,7 @@ def test_every_make_target_named_exists():
     assert {"run", "try", "test", "test-fast", "docs"} <= targets
     bad = [
         f"{t.where}: make {m.group(1)}"
-        for t in all_texts()
+        for t in texts_with_notebook()
         if t.code
         for m in MAKE_CMD.finditer(t.text)
         if m.group(1) not in targets
