@@ -335,8 +335,9 @@ def option_names() -> list[str]:
 def choices() -> dict[str, tuple[str, ...]]:
     """Each choice option -> its allowed values, read from the `Literal` type hints.
 
-    >>> choices()["decoding"]
-    ('beam', 'greedy')
+    Examples:
+        >>> choices()["decoding"]
+        ('beam', 'greedy')
     """
     hints = typing.get_type_hints(Q2Config)
     return {name: typing.get_args(hint) for name, hint in hints.items() if typing.get_origin(hint) is Literal}

@@ -3,8 +3,9 @@
 Front-ends catch `Q2Error` (the command line prints `q2: <message>` and exits 2); each class also
 keeps the built-in base a caller may already catch (`ValueError`, `RuntimeError`, `OSError`).
 
->>> issubclass(OutputPathError, Q2Error) and issubclass(OutputPathError, ValueError)
-True
+Examples:
+    >>> issubclass(OutputPathError, Q2Error) and issubclass(OutputPathError, ValueError)
+    True
 """
 
 from __future__ import annotations

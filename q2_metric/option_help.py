@@ -66,7 +66,7 @@ def option_help(name: str, spell: Spelling = python_name) -> str:
 
 
 def off_help(name: str, spell: Spelling = python_name) -> str:
-    """The help of a switch that turns boolean option `name` off (`q2 --no-nli`)."""
+    """The help of a switch that turns boolean option `name` off (`q2 score --no-nli`)."""
     text = all_docs()[name].off_help
     if text is None:
         raise KeyError(f"option {name} declares no off_help")

@@ -51,11 +51,12 @@ class Q2Scorer:
     One scorer may be shared by threads: its calls take turns (the models and their shared
     patches are not safe to run twice at once), each with its own scorer's options.
 
-    >>> from q2_metric.testing.scripted import scripted_scorer
-    >>> scorer = scripted_scorer()
-    >>> result = scorer.score(["Bob Ross hosted the show."], ["Bob Ross hosted the show."])
-    >>> result.q2
-    1.0
+    Examples:
+        >>> from q2_metric.testing.scripted import scripted_scorer
+        >>> scorer = scripted_scorer()
+        >>> result = scorer.score(["Bob Ross hosted the show."], ["Bob Ross hosted the show."])
+        >>> result.q2
+        1.0
     """
 
     def __init__(

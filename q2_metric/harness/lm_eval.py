@@ -1,6 +1,6 @@
 """lm-evaluation-harness tasks: the model writes a knowledge-grounded reply, Q² scores it.
 
-The task YAML files are in `lm_eval_tasks/` (`lm_eval --include_path "$(q2-metric lm-eval-path)"`,
+The task YAML files are in `lm_eval_tasks/` (`lm_eval --include_path "$(python -m q2_metric.harness lm-eval-path)"`,
 or `TaskManager(include_path=q2_metric.harness.lm_eval_include_path())`); their `utils.py`
 imports what it needs from here, so that the state (one engine per process) lives in this module.
 

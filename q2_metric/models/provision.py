@@ -36,8 +36,9 @@ def provide_models(
         Q2InputError: the tiny-model folder holds a model this package did not build.
         OutputPathError: the tiny-model folder lies inside something the run reads.
 
-    >>> Q2Config(tiny=False).qg_model == provide_models(Q2Config(tiny=False)).qg_model
-    True
+    Examples:
+        >>> Q2Config(tiny=False).qg_model == provide_models(Q2Config(tiny=False)).qg_model
+        True
     """
     if not config.tiny:
         return config

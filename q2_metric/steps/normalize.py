@@ -25,8 +25,9 @@ def normalize_answer(text: str) -> str:
 def f1_score(gold: str, prediction: str) -> float:
     """SQuAD-style token F1 between normalised texts; an empty prediction scores 0.
 
-    >>> f1_score("the 1980s", "1980s and 1990s")
-    0.5
+    Examples:
+        >>> f1_score("the 1980s", "1980s and 1990s")
+        0.5
     """
     if prediction == "":
         return 0.0

@@ -42,8 +42,9 @@ def system_score(
 ) -> SystemScore:
     """Aggregate per-response scores. `covered[i]` is False for fallback or skipped responses.
 
-    >>> system_score([1.0, 0.0, float("nan")], [0.5, 0.0, float("nan")], [True, False, False], 2, 1).q2
-    0.5
+    Examples:
+        >>> system_score([1.0, 0.0, float("nan")], [0.5, 0.0, float("nan")], [True, False, False], 2, 1).q2
+        0.5
     """
     scored = [i for i, v in enumerate(q2) if not math.isnan(v)]
     return SystemScore(

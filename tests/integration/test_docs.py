@@ -1,12 +1,20 @@
 """The documentation cannot drift: every ```bash and ```python block of README.md and docs/*.md runs here
-on the tiny random models (Q2_TINY=1, the repo's .venv/bin first on PATH, a temporary working folder with
-the sample files the blocks name), except a block directly after a `<!-- norun: REASON -->` line, which is
-listed with its reason. Also: the offline error quoted in docs/models.md is what `q2 demo` prints, the output
-columns listed are those `q2 score` writes, the README is short, and `mkdocs build --strict` passes."""
+as a user copies them into one terminal, except a block directly after a `<!-- norun: REASON -->` line,
+which is listed with its reason. A page runs in a fresh working folder holding the sample files its
+blocks name and the checkout's `.venv` (as a user's checkout has it), in the environment a user has:
+no `Q2_*`, `HF_*` or `TRANSFORMERS_*` variable, no virtual environment on PATH. What a page needs
+(`. .venv/bin/activate`, `export Q2_TINY=1 HF_HUB_OFFLINE=1`) it says itself, in a block the reader
+runs first; what a block exports or activates holds for the page's later blocks, and a ```python
+block runs with the `python` the page's shell finds. The test sets only where caches go (a fresh
+`XDG_CACHE_HOME` and `HF_HOME` for the session, where the tiny models are built once) and
+`OMP_NUM_THREADS=1` (shared cores). Also: the offline error quoted in docs/models.md is what
+`q2 demo` prints, the output columns listed are those `q2 score` writes, the README is short, and
+`mkdocs build --strict` passes, its links pointing to `.html` files (the site opened from its files)."""
 
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import re
@@ -97,6 +105,17 @@ def tiny_cache(tmp_path_factory) -> dict[str, str]:
     return ensure_tiny_models(tmp_path_factory.mktemp("docs-tiny") / "tiny-models")
 
 
+@pytest.fixture(scope="session")
+def user_caches(tmp_path_factory) -> dict[str, str]:
+    """A user's cache folders for the session: the tiny models built once where `Q2_TINY=1` looks
+    for them (`$XDG_CACHE_HOME/q2-metric/tiny-models`), an empty Hugging Face cache."""
+    from q2_metric.models.tiny import ensure_tiny_models
+
+    home = tmp_path_factory.mktemp("docs-user")
+    ensure_tiny_models(home / "xdg" / "q2-metric" / "tiny-models")
+    return {"XDG_CACHE_HOME": str(home / "xdg"), "HF_HOME": str(home / "hf")}
+
+
 def _workdir(tmp_path: Path, rows: list[dict]) -> Path:
     """The sample files the documentation's commands name."""
     work = tmp_path / "work"
@@ -112,45 +131,72 @@ def _workdir(tmp_path: Path, rows: list[dict]) -> Path:
     import datasets
 
     datasets.Dataset.from_list(two).save_to_disk(str(work / "my_dataset_dir"))
+    (work / ".venv").symlink_to(BIN.parent, target_is_directory=True)  # a checkout's .venv
     return work
 
 
-def _env(tmp_path: Path, tiny: dict[str, str]) -> dict[str, str]:
-    folder = str(Path(tiny["qg"]).parent)
-    return {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "Q2_TINY": "1",
-        "Q2_TINY_MODELS": folder,
-        "Q2_QG_MODEL": tiny["qg"],
-        "Q2_QA_MODEL": tiny["qa"],
-        "Q2_NLI_MODEL": tiny["nli"],
-        "HF_HUB_OFFLINE": "1",
-        "HF_MODULES_CACHE": str(tmp_path / "modules"),
-        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
-        "OMP_NUM_THREADS": "1",
-        "PYTHONWARNINGS": "ignore",
+def user_env(caches: dict[str, str]) -> dict[str, str]:
+    """The environment of a user's new shell: nothing of this package's, Hugging Face's or the test
+    run's (HF_HUB_OFFLINE, Q2_TINY...), no virtual environment on PATH; only the cache folders."""
+    venvs = {str(BIN), os.environ.get("VIRTUAL_ENV", "") and str(Path(os.environ["VIRTUAL_ENV"]) / "bin")}
+    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if d not in venvs)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("Q2_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "PYTEST_"))
+        and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONWARNINGS")
     }
+    return {**env, "PATH": path, **caches, "OMP_NUM_THREADS": "1"}
 
 
-def _run(block: Block, work: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    if block.lang == "bash":
-        cmd = ["bash", "-e", "-o", "pipefail", "-c", block.code]
-    else:
-        cmd = [sys.executable, "-c", block.code]
-    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+def _run(block: Block, work: Path, state: dict) -> subprocess.CompletedProcess:
+    """One block in the page's shell state (`state`: env and cwd, updated by a bash block's exports,
+    activations and `cd`)."""
+    env, cwd = state["env"], state["cwd"]
+    if block.lang == "python":
+        python = shutil.which("python", path=env["PATH"])
+        if python is None:
+            return subprocess.CompletedProcess(
+                [], 127, "", "python: command not found (activate .venv first)"
+            )
+        return subprocess.run(
+            [python, "-c", block.code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        )
+    script, dump = work.parent / "block.sh", work.parent / "block.env"
+    script.write_text(block.code, encoding="utf-8")
+    res = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'set -e -o pipefail; . "$1"; env -0 > "$2"; pwd >> "$2"',
+            "page",
+            str(script),
+            str(dump),
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if res.returncode == 0:
+        *pairs, last = dump.read_text(encoding="utf-8").split("\0")
+        state["env"] = dict(p.split("=", 1) for p in pairs if "=" in p)
+        state["cwd"] = last.strip()
+    return res
 
 
 PAGES_WITH_CODE = sorted({b.page for b in RUNNABLE if b.norun is None})
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE)
-def test_page_snippets_run(page, tiny_cache, rows, tmp_path):
-    """Each page's runnable blocks, in order, in one working folder (a later block may use an
-    earlier one's files, as a reader would)."""
-    work, env = _workdir(tmp_path, rows), _env(tmp_path, tiny_cache)
+def test_page_snippets_run(page, user_caches, rows, tmp_path):
+    """Each page's runnable blocks, in order, in one shell and one working folder (a later block may
+    use an earlier one's files and exports, as a reader would)."""
+    work = _workdir(tmp_path, rows)
+    state = {"env": user_env(user_caches), "cwd": str(work)}
     for block in [b for b in RUNNABLE if b.page == page and b.norun is None]:
-        res = _run(block, work, env)
+        res = _run(block, work, state)
         where = f"{block.page}:{block.line}"
         assert res.returncode == 0, (
             f"{where} failed:\n{block.code}\n--- stdout\n{res.stdout[-3000:]}\n"
@@ -158,6 +204,38 @@ def test_page_snippets_run(page, tiny_cache, rows, tmp_path):
         )
         assert "Traceback" not in res.stderr, f"{where}:\n{res.stderr[-3000:]}"
         assert not re.search(r"\bnan\b", res.stdout), f"{where} printed nan:\n{res.stdout[-3000:]}"
+
+
+def test_a_page_without_its_setup_block_fails(user_caches, rows, tmp_path):
+    """The environment is a user's: `q2` is not found until the page activates .venv, and an export
+    holds for the page's later blocks."""
+    work = _workdir(tmp_path, rows)
+    state = {"env": user_env(user_caches), "cwd": str(work)}
+    assert "HF_HUB_OFFLINE" not in state["env"] and "Q2_TINY" not in state["env"]
+    assert _run(Block("p.md", 1, "bash", "q2 --version\n", None), work, state).returncode == 127
+    setup = ". .venv/bin/activate\nexport Q2_TINY=1\n"
+    assert _run(Block("p.md", 2, "bash", setup, None), work, state).returncode == 0
+    check = 'q2 --version\ntest "$Q2_TINY" = 1\n'
+    assert _run(Block("p.md", 3, "bash", check, None), work, state).returncode == 0
+    res = _run(
+        Block("p.md", 4, "python", "import os, q2_metric; print(os.environ['Q2_TINY'])\n", None), work, state
+    )
+    assert res.returncode == 0 and res.stdout.strip() == "1", res.stderr
+
+
+def _env(tmp_path: Path, tiny: dict[str, str]) -> dict[str, str]:
+    """The tests' own runs of `q2` (not a page's): the tiny models, offline."""
+    folder = str(Path(tiny["qg"]).parent)
+    return {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "Q2_TINY": "1",
+        "Q2_TINY_MODELS": folder,
+        "HF_HUB_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(tmp_path / "modules"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "OMP_NUM_THREADS": "1",
+    }
 
 
 def _marked_block(path: Path, marker: str) -> str:
@@ -224,7 +302,35 @@ def test_mkdocs_build_strict(tmp_path):
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "WARNING" not in res.stderr, res.stderr[-3000:]
-    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
-    assert "One example per front-end" in index and 'href="models/"' in index  # the README, links rewritten
+    site = tmp_path / "site"
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert (
+        "One example per front-end" in index and 'href="models.html"' in index
+    )  # the README, links rewritten
     assert "fonts.googleapis" not in index
+    # opened from its files (no server to turn `page/` into `page/index.html`): every link between
+    # pages names an .html file that exists
+    for page in site.rglob("*.html"):
+        if page.name == "404.html":  # a server's page for any missing path: its links are absolute
+            continue
+        text = page.read_text(encoding="utf-8")
+        for href in re.findall(r'href="([^"#?]*)(?:[#?][^"]*)?"', text):
+            if not href or re.match(r"[a-z]+:", href) or not href.endswith(("/", ".html")):
+                continue  # an anchor, another site, an asset
+            assert href.endswith(".html"), f"{page.relative_to(site)}: {href}"
+            assert (page.parent / href).resolve().is_file(), f"{page.relative_to(site)}: {href}"
+    # the API page's docstring examples are code, not a paragraph of prose
+    api = (site / "api.html").read_text(encoding="utf-8")
+
+    def texts(tag: str) -> list[str]:
+        return [
+            html.unescape(re.sub(r"<[^>]+>", "", m))
+            for m in re.findall(rf"<{tag}\b[^>]*>(.*?)</{tag}>", api, re.S)
+        ]
+
+    assert any(">>> f1_score(" in t for t in texts("pre")), "f1_score's example is not a code block"
+    # Markdown reads a bare `>>> x` as three nested quotes
+    assert not re.search(r"<blockquote>\s*<blockquote>", api), "a docstring example rendered as quotes"
+    prose = [t for t in texts("p") if ">>>" in t]
+    assert not prose, f"docstring examples rendered as prose: {prose[:2]}"
     shutil.rmtree(tmp_path / "site")

@@ -15,9 +15,9 @@ allennlp-models==1.0.0, transformers==2.11.0 (allennlp 1.0.0 requires transforme
 overrides==3.0.0 and the plain-Python modules their imports need (numpy, regex, sacremoses,
 filelock, requests, tqdm, sentencepiece, six, packaging, jsonpickle, h5py, nltk, scipy,
 scikit-learn, narwhals, threadpoolctl, joblib, cloudpickle, tensorboardX, protobuf, tokenizers);
-spaCy 2.x and boto3 are replaced by the import-only stand-ins in benchmarks/allennlp10_stubs/ (never called
+spaCy 2.x and boto3 are replaced by the import-only stand-ins in tests/data/allennlp10/stubs/ (never called
 on this path). Run:
-    PYTHONPATH=benchmarks/allennlp10_stubs .conformance/allennlp-venv/bin/python tests/data/allennlp10/record_allennlp10.py \
+    PYTHONPATH=tests/data/allennlp10/stubs .conformance/allennlp-venv/bin/python tests/data/allennlp10/record_allennlp10.py \
         [--annotated .conformance/allennlp_annotated.jsonl]
 
 One departure, forced: AllenNLP 1.0 asks transformers for the *fast* tokenizer (use_fast=True),

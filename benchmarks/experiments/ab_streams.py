@@ -1,7 +1,7 @@
 """A/B on T5-base beam search (the QG stage): one generate of all prompts on 2 intra-op threads
 against two concurrent generates of half the prompts each (two Python threads, 1 intra-op thread).
 
-    python benchmarks/ab_streams.py --batch 16 --reps 2
+    python benchmarks/experiments/ab_streams.py --batch 16 --reps 2
 
 A random T5-base (the paper's QG shape, vocabulary 32,128) generates for `--batch` prompts of 45
 tokens with the paper's beam search (5 beams, 5 returned, no_repeat_ngram_size=3) for exactly
@@ -11,34 +11,25 @@ peak measured just before, and whether both ways generated the same ids.
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 
 import torch
-from ab_threads import random_t5_base
+from common import paper_beam_search, parser, random_t5_base
 
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--steps", type=int, default=14)
     ap.add_argument("--reps", type=int, default=2)
     args = ap.parse_args()
-    torch.manual_seed(0)
     model = random_t5_base(vocab_size=32128)
     meter = FlopMeter.attach(model)
     ids = torch.randint(2, 8000, (args.batch, 45))
-    kwargs = dict(
-        num_beams=5,
-        num_return_sequences=5,
-        no_repeat_ngram_size=3,
-        min_new_tokens=args.steps,
-        max_new_tokens=args.steps,
-        do_sample=False,
-    )
+    kwargs = paper_beam_search(args.steps)
 
     def generate(x: torch.Tensor, out: dict, key: int) -> None:
         with torch.inference_mode():

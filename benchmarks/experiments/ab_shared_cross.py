@@ -1,7 +1,7 @@
 """A/B of T5 beam search with the cross-attention keys and values per beam (transformers' plain
 path) and once per input (`q2_metric.models.speed.t5_shared_cross`), interleaved.
 
-    python benchmarks/ab_shared_cross.py --reps 3
+    python benchmarks/experiments/ab_shared_cross.py --reps 3
 
 A random T5-base (the paper's QG shape, vocabulary 32,128) generates for `--batch` prompts of ~60
 tokens with the paper's beam search (5 beams, 5 returned, no_repeat_ngram_size=3) for exactly
@@ -11,44 +11,33 @@ tokens with the paper's beam search (5 beams, 5 returned, no_repeat_ngram_size=3
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import time
 
 import torch
-from ab_threads import random_t5_base
+from common import interleaved, paper_beam_search, parser, random_t5_base
 
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--steps", type=int, default=15)
     args = ap.parse_args()
-    torch.manual_seed(0)
     model = random_t5_base(vocab_size=32128)
     shared = attach_shared_cross_attention(model)
     meter = FlopMeter.attach(model)
     ids = torch.randint(2, 32128, (args.batch, 60))
-    kwargs = dict(
-        num_beams=5,
-        num_return_sequences=5,
-        no_repeat_ngram_size=3,
-        min_new_tokens=args.steps,
-        max_new_tokens=args.steps,
-        do_sample=False,
-        output_scores=True,
-        return_dict_in_generate=True,
-    )
+    kwargs = paper_beam_search(args.steps, output_scores=True, return_dict_in_generate=True)
     paths = {"per beam": lambda: contextlib.nullcontext(), "shared": lambda: shared.sharing(5)}
     with torch.inference_mode():
         model.generate(input_ids=ids[:2], **kwargs)  # warm-up
         plain = None
         for rep in range(args.reps):
-            order = list(paths) if rep % 2 == 0 else list(paths)[::-1]
+            order = interleaved(rep, list(paths))
             peak = matmul_peak(torch.float32, n=2048, seconds=1.0)
             for name in order:
                 f0, t0 = meter.flops, time.perf_counter()

@@ -1,6 +1,6 @@
 """A/B of torch's intra-op threads on T5-base beam search (the QG stage), interleaved.
 
-    python benchmarks/ab_threads.py --threads 1 2 --reps 3
+    python benchmarks/experiments/ab_threads.py --threads 1 2 --reps 3
 
 A random T5-base (the paper's QG shape, vocabulary 8,000) generates for `--batch` prompts of ~60
 tokens with the paper's beam search (5 beams, 5 returned, no_repeat_ngram_size=3) for exactly
@@ -11,57 +11,29 @@ fraction of it reached.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
-from transformers import T5Config, T5ForConditionalGeneration
+from common import interleaved, paper_beam_search, parser, random_t5_base
 
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 
 
-def random_t5_base(vocab_size: int) -> T5ForConditionalGeneration:
-    """A random-weight T5-base (the paper's QG shape) in eval mode; seed torch first."""
-    return T5ForConditionalGeneration(
-        T5Config(
-            vocab_size=vocab_size,
-            d_model=768,
-            d_kv=64,
-            d_ff=3072,
-            num_layers=12,
-            num_decoder_layers=12,
-            num_heads=12,
-            decoder_start_token_id=0,
-            pad_token_id=0,
-            eos_token_id=1,
-        )
-    ).eval()
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--steps", type=int, default=8)
     args = ap.parse_args()
-    torch.manual_seed(0)
     model = random_t5_base(vocab_size=8000)
     meter = FlopMeter.attach(model)
     ids = torch.randint(2, 8000, (args.batch, 60))
-    kwargs = dict(
-        num_beams=5,
-        num_return_sequences=5,
-        no_repeat_ngram_size=3,
-        min_new_tokens=args.steps,
-        max_new_tokens=args.steps,
-        do_sample=False,
-    )
+    kwargs = paper_beam_search(args.steps)
     with torch.inference_mode():
         model.generate(input_ids=ids[:2], **kwargs)  # warm-up
         for rep in range(args.reps):
-            order = args.threads if rep % 2 == 0 else args.threads[::-1]
-            for n in order:
+            for n in interleaved(rep, args.threads):
                 torch.set_num_threads(n)
                 peak = matmul_peak(torch.float32, n=2048, seconds=1.0)
                 f0, s0, t0 = meter.flops, meter.seconds, time.perf_counter()

@@ -1,6 +1,6 @@
 """A/B of `torch.compile` on the QA encoder: eager against inductor (`dynamic=True`), interleaved.
 
-    python benchmarks/ab_compile.py --layers 2 --reps 3
+    python benchmarks/experiments/ab_compile.py --layers 2 --reps 3
 
 An ALBERT-xlarge-width encoder (hidden 2048, feed-forward 8192, 16 heads; `--layers` of the 24, which
 ALBERT runs with one shared set of weights, so every product has the paper model's shape) on the
@@ -12,10 +12,10 @@ batches eager and compiled, alternating which goes first, and the ratio compiled
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
+from common import interleaved, parser
 from transformers import AlbertConfig, AlbertForQuestionAnswering
 
 from q2_metric.models.loading import fuse_tanh_gelu
@@ -35,11 +35,10 @@ def batch(rows: int, width: int, pair: int = 64) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
-    torch.manual_seed(0)
     cfg = AlbertConfig(
         vocab_size=8000,
         embedding_size=128,
@@ -71,8 +70,7 @@ def main() -> None:
     times: dict[str, list[float]] = {"eager": [], "compiled": []}
     with torch.inference_mode():
         for rep in range(args.reps):
-            order = [("eager", model), ("compiled", compiled)]
-            for name, fn in order if rep % 2 == 0 else order[::-1]:
+            for name, fn in interleaved(rep, [("eager", model), ("compiled", compiled)]):
                 total = 0.0
                 for shape in SHAPES:
                     b = batch(*shape)

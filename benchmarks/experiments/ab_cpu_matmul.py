@@ -1,7 +1,7 @@
 """A/B of the three models' Linear layers on PyTorch's default CPU path (MKL) and on oneDNN
 (`cpu_matmul`), on the benchmark's inputs: same decisions? how much faster?
 
-    python benchmarks/ab_cpu_matmul.py --n 48 --reps 2
+    python benchmarks/experiments/ab_cpu_matmul.py --n 48 --reps 2
 
 Random-weight models of the paper's shapes (as `bench_speed.py --size paper` builds them) run
 through the real backends on the annotated WoW responses. Questions are generated for every spaCy
@@ -15,13 +15,12 @@ between the best and second-best QA logit, to show how far the decisions were fr
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 
 import numpy as np
 import torch
-from bench_speed import Decisions, load_pairs
+from common import bench_speed, interleaved, parser
 
 from q2_metric import Q2Config, Q2Scorer
 from q2_metric.models.hf_qg import qg_input
@@ -31,13 +30,12 @@ from q2_metric.steps.candidates import answer_candidates
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--n", type=int, default=48, help="annotated responses")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--max-question-tokens", type=int, default=16)
     args = ap.parse_args()
-    torch.manual_seed(0)
-    pairs = load_pairs(args.n)
+    pairs = bench_speed.load_pairs(args.n)
     responses, knowledge = [p[0] for p in pairs], [p[1] for p in pairs]
     paths = build_random_models(
         tempfile.mkdtemp(prefix="q2-ab-"), responses + knowledge, size="paper", vocab_size=8000
@@ -62,7 +60,7 @@ def main() -> None:
         for c in answer_candidates(parsed)
     ]
     prompts = [qg_input(c, r) for c, r in cands]
-    template = Decisions.TEMPLATES
+    template = bench_speed.Decisions.TEMPLATES
     questions = [template[i % len(template)].format(a=c) for i, (c, _) in enumerate(cands)]
     know_of = dict(zip(responses, knowledge))
     qa_q = questions + questions
@@ -89,7 +87,7 @@ def main() -> None:
 
     results: dict[str, list] = {"blas": [], "onednn": []}
     for rep in range(args.reps):
-        for setting in ("blas", "onednn") if rep % 2 == 0 else ("onednn", "blas"):
+        for setting in interleaved(rep, ("blas", "onednn")):
             r = run(setting)
             results[setting].append(r)
             print(
