@@ -297,7 +297,7 @@ def option_from_text(name: str, text: str, spell: Spelling = python_name) -> Any
             else text
         )
     elif hint is int or hint == (int | None):
-        value = None if text.strip().lower() == "none" and hint != int else _int_or_text(text)
+        value = None if text.strip().lower() == "none" and hint is not int else _int_or_text(text)
     elif typing.get_origin(hint) is tuple:
         parts = [p.strip() for p in text.split(",") if p.strip()]
         value = (

@@ -67,7 +67,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         )
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
     if args.write_template:
-        keys, _, records = data.template()
+        _keys, _, records = data.template()
         path = write_template(args.write_template, records)
         print(
             f"Wrote {len(records)} rows (one per distinct response/knowledge pair) to {path}; score every "

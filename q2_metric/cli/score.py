@@ -21,7 +21,7 @@ def _threshold(text: str) -> float:
     except ValueError as err:
         raise argparse.ArgumentTypeError(
             str(err).replace("could not convert string to float: ", "not a number: ")
-        )
+        ) from None
 
 
 def print_profile(profile: list) -> None:

@@ -170,7 +170,7 @@ def make_app(config: Q2Config | None = None):
     scorer = Q2Scorer(config) if config is not None else None
     note = problem or (f"**{space_note()}**" if tiny_note(config) else "")
 
-    def run(response: str, knowledge: str, progress=gr.Progress()):
+    def run(response: str, knowledge: str, progress=gr.Progress()):  # noqa: B008 (gradio's idiom: it fills a Progress default in)
         if problem:
             return "", "", "", [], "", problem
 

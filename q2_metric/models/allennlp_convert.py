@@ -50,7 +50,7 @@ def read_archive(path: str | Path) -> tuple[dict, dict, list[str]]:
     if not path.is_file():
         raise ArchiveError(f"{path}: no such archive.")
     try:
-        tar = tarfile.open(path)
+        tar = tarfile.open(path)  # noqa: SIM115 (entered by `with tar:` below; apart so only opening errors get this sentence)
     except (tarfile.TarError, OSError) as err:
         raise ArchiveError(f"{path}: not a tar archive ({err}); pass the .tar.gz AllenNLP wrote.") from None
     with tar:
