@@ -6,6 +6,7 @@ imported)."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 # What `q2-metric register` puts in evaluate's module cache: an import of the installed package's
@@ -55,7 +56,7 @@ class _CachedModuleNotice:
     locally at evaluate-metric--q2, or remotely" warning: for the registered Q² module that is the
     normal way it is found, not a failure."""
 
-    def filter(self, record) -> bool:
+    def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         return not (f"found locally at {EVALUATE_NAME}," in message and "cached version" in message)
 
