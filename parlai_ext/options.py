@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config, choices
@@ -47,7 +48,7 @@ def q2_requested(opt: dict) -> bool:
 SPELL = flag_name("--q2-")
 
 
-def add_q2_args(parser) -> None:
+def add_q2_args(parser: Any) -> None:  # ParlAI's ParlaiParser
     """The `--q2-*` flags. Values are checked as they are parsed, by the engine's option checks
     (`q2_metric.options`), so that a bad one stops ParlAI's parser with one line."""
     from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
