@@ -212,7 +212,7 @@ class AsyncBatcher:
         progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.engine = q2_engine
-        self.max_batch = max_batch or getattr(q2_engine, "max_batch", DEFAULT_MAX_BATCH)
+        self.max_batch: int = max_batch or getattr(q2_engine, "max_batch", None) or DEFAULT_MAX_BATCH
         if isinstance(max_wait, bool) or not (
             isinstance(max_wait, (int, float)) and max_wait >= 0 and math.isfinite(max_wait)
         ):

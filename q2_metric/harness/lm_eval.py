@@ -31,6 +31,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
@@ -66,7 +67,7 @@ def _install_hook() -> None:
     if getattr(previous, "_q2_harness", False):
         return
 
-    def hook(kind, err, tb):
+    def hook(kind: type[BaseException], err: BaseException, tb: TracebackType | None) -> None:
         if isinstance(err, Q2Error):
             print(f"Error: {err}", file=sys.stderr)
             return
