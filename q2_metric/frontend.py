@@ -25,7 +25,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, overload
 
 from q2_metric.config import Q2Config
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
@@ -167,6 +167,10 @@ def model_words(spell: Spelling = python_name, tiny_hint: str | None = None) -> 
         yield
 
 
+@overload
+def tiny_note(config: Q2Config | None = None, *, always: Literal[True]) -> str: ...
+@overload
+def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None: ...
 def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None:
     """The one line to show after scoring on the tiny random models (when a model of `config` is
     one of them, or `always`), else None."""

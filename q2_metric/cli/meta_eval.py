@@ -142,7 +142,7 @@ def cmd_span_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     me = sub.add_parser(
         "meta-eval",
         help="the paper's meta-evaluation (Tables 2-4) and TRUE-style ROC AUC "

@@ -50,7 +50,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     reg = sub.add_parser("register", help="make evaluate.load('q2') find this metric (offline too)")
     reg.set_defaults(func=cmd_register)
 
