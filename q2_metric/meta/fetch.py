@@ -14,6 +14,7 @@ lock on its own).
 
 from __future__ import annotations
 
+import argparse
 import errno
 import glob
 import hashlib
@@ -394,7 +395,7 @@ def fetch(
     return [target for _, _, target in plan]
 
 
-def add_data_parser(sub) -> None:
+def add_data_parser(sub: argparse._SubParsersAction) -> None:
     """`q2 data fetch NAME [--out DIR] [--base-url URL]`."""
     data = sub.add_parser("data", help="download the published labelled sets (needs the network)")
     dsub = data.add_subparsers(dest="data_command", required=True)
@@ -418,7 +419,7 @@ def add_data_parser(sub) -> None:
     f.set_defaults(func=cmd_data_fetch)
 
 
-def cmd_data_fetch(args) -> int:
+def cmd_data_fetch(args: argparse.Namespace) -> int:
     import sys
 
     from q2_metric.io.paths import check_run

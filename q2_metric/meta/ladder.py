@@ -20,13 +20,19 @@ and the share of questions the knowledge could not answer.
 
 from __future__ import annotations
 
+import argparse
 import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from q2_metric.config import Q2Config
+
+if TYPE_CHECKING:
+    from q2_metric.results import ResponseScore
+    from q2_metric.scorer import Q2Scorer
 
 SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 LADDER = (
@@ -78,7 +84,7 @@ class Cell:
     responses: int
 
 
-def _cell(scores) -> Cell:
+def _cell(scores: Sequence[ResponseScore]) -> Cell:
     from q2_metric.frontend import system_figures
 
     s = system_figures(scores)
@@ -86,7 +92,7 @@ def _cell(scores) -> Cell:
 
 
 def run_ladder(
-    scorer, splits: dict[str, list[dict]], say: Callable[[str], None] = lambda m: None
+    scorer: Q2Scorer, splits: dict[str, list[dict]], say: Callable[[str], None] = lambda m: None
 ) -> dict[str, dict[str, Cell]]:
     """Table 7: variant -> split -> Cell. One engine call per variant over every split's rows."""
     rows = [(name, r) for name, split_rows in splits.items() for r in split_rows]
@@ -107,7 +113,10 @@ def run_ladder(
 
 
 def run_control(
-    scorer, splits: dict[str, list[dict]], seed: int = 0, say: Callable[[str], None] = lambda m: None
+    scorer: Q2Scorer,
+    splits: dict[str, list[dict]],
+    seed: int = 0,
+    say: Callable[[str], None] = lambda m: None,
 ) -> dict[str, Cell]:
     """Table 8: knowledge source -> Cell over every response that has such knowledge."""
     rows = [r for split_rows in splits.values() for r in split_rows]
@@ -153,7 +162,7 @@ def control_table(table: dict[str, Cell]) -> str:
 # -- the command line ----------------------------------------------------------------------------
 
 
-def add_ladder_args(parser) -> None:
+def add_ladder_args(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Table 7 ladder and Table 8 control (docs/coref.md)")
     g.add_argument(
         "--ladder",
@@ -171,7 +180,7 @@ def add_ladder_args(parser) -> None:
     g.add_argument("--coref-model", default=None, help="F-Coref model of the +coreference row")
 
 
-def cmd_ladder(args) -> int:
+def cmd_ladder(args: argparse.Namespace) -> int:
     """`q2 meta-eval --ladder / --control random-knowledge`: print the tables."""
     from q2_metric.errors import Q2InputError
     from q2_metric.meta.evaluation import read_split
@@ -239,12 +248,16 @@ def cmd_ladder(args) -> int:
         print(texts["control.md"])
     from q2_metric.io import commit_report
 
-    commit_report(out, [(name, lambda f, text=text: f.write(text)) for name, text in texts.items()], {})
+    commit_report(out, [(name, _text_writer(text)) for name, text in texts.items()], {})
     say(f"wrote {' and '.join(texts)} to {out}")
     return 0
 
 
-def _config(args, reads: dict | None = None) -> Q2Config:
+def _text_writer(text: str) -> Callable[[TextIO], int]:
+    return lambda f: f.write(text)
+
+
+def _config(args: argparse.Namespace, reads: dict | None = None) -> Q2Config:
     """The ladder's configuration through the one options path; the coreference model is provided
     too (the +coreference row turns `coref` on), so the models stay loaded across the rows."""
     from q2_metric.options import build_config, flag_name
