@@ -15,7 +15,7 @@ from pathlib import Path
 REGISTERED_MODULE = '''"""Q² for `evaluate.load("q2")`, registered by `q2-metric register`. It imports the installed
 q2-metric's evaluate module, so an upgrade of q2-metric takes effect without registering again."""
 
-from q2_metric.q2_metric import Q2  # noqa: F401
+from q2_metric.q2_metric import Q2  # noqa: F401 (re-exported: evaluate loads the module class from here)
 '''
 EVALUATE_NAME = "evaluate-metric--q2"
 

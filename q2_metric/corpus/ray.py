@@ -209,8 +209,8 @@ def quiet_cluster_errors() -> None:
             seen.add(NODE_DIED)
             print(NODE_DIED_NOTE, file=sys.stderr, flush=True)
 
-    condensed._q2_quiet = True  # type: ignore[attr-defined]
-    condensed._q2_original = worker.print_to_stdstream  # type: ignore[attr-defined]
+    condensed._q2_quiet = True  # type: ignore[attr-defined]  # a mark on Ray's function: ours is installed
+    condensed._q2_original = worker.print_to_stdstream  # type: ignore[attr-defined]  # kept on it, to restore
     worker.print_to_stdstream = condensed
 
 
@@ -320,7 +320,7 @@ def write_part(run_dir: Path, table: Any) -> Path:  # a pyarrow Table
     def write(f: BinaryIO) -> None:
         pq.write_table(table, f)
 
-    write.binary = True  # type: ignore[attr-defined]
+    write.binary = True  # type: ignore[attr-defined]  # the writer's flag for io.commit: it writes bytes
     atomic_write(path, write)
     return path
 

@@ -73,7 +73,7 @@ def _install_hook() -> None:
             return
         previous(kind, err, tb)
 
-    hook._q2_harness = True  # type: ignore[attr-defined]
+    hook._q2_harness = True  # type: ignore[attr-defined]  # marks our hook, so it is installed once
     sys.excepthook = hook
 
 

@@ -19,7 +19,7 @@ from q2_metric.io.paths import check_regular_target
 try:
     import fcntl
 except ImportError:  # not POSIX: no locks; a manifest whose writer is alive is then left alone
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl (Windows): folders are not locked
 
 TEMP_MARK = ".q2tmp-"
 MANIFEST_SUFFIX = ".q2-manifest.json"
@@ -231,7 +231,7 @@ def commit_report(
         def write(f: BinaryIO) -> None:
             f.write(content)
 
-        write.binary = True  # type: ignore[attr-defined]
+        write.binary = True  # type: ignore[attr-defined]  # the writer's flag: it writes bytes
         return write
 
     out.mkdir(parents=True, exist_ok=True)

@@ -138,5 +138,5 @@ def parquet_writer(records: list[dict[str, Any]], columns: list[str]) -> Callabl
     def write(f: BinaryIO) -> None:
         pq.write_table(pa.table(arrays), f)
 
-    write.binary = True  # type: ignore[attr-defined]
+    write.binary = True  # type: ignore[attr-defined]  # the writer's flag for io.commit: it writes bytes
     return write

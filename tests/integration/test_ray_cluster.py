@@ -27,10 +27,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
-from support.data import SAMPLE  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402 (after importorskip("ray"))
+from support.data import SAMPLE  # noqa: E402 (with the imports after importorskip)
 
-from q2_metric.corpus.ray import NODE_DIED_NOTE  # noqa: E402
+from q2_metric.corpus.ray import NODE_DIED_NOTE  # noqa: E402 (needs ray: after importorskip)
 
 TIMEOUT = 240  # seconds for any one wait: a hang fails the test instead of stalling the suite
 
