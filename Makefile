@@ -1,18 +1,20 @@
 # `make run` scores the bundled sample; `make test` runs every test, `make test-fast` the unit tests and
-# doctests (-m "not slow": no subprocess, ParlAI, Ray, browser or docs run). All set up .venv first.
+# doctests (-m "not slow": no subprocess, ParlAI, Ray, browser or docs run); `make lint` runs ruff (lint
+# and format check) and mypy (settings in pyproject.toml), seconds. All set up .venv first.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup run try test test-fast bench clean browser conformance docs
+.PHONY: setup run try test test-fast lint bench clean browser conformance docs
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) torch==2.13.0
-	# the newest versions the ranges allow (transformers 5, huggingface_hub 1.x, gradio, Ray for `q2 score --ray`)
-	$(PIP) -e '.[test,ray]'
+	# the newest versions the ranges allow (transformers 5, huggingface_hub 1.x, gradio, Ray for `q2 score --ray`);
+	# the lint extra: ruff and mypy at pinned versions (`make lint`, .pre-commit-config.yaml)
+	$(PIP) -e '.[test,ray,lint]'
 	# the evaluation harnesses (lm-eval, Inspect AI, ragas: docs/lm-eval.md, inspect.md, ragas.md), with
 	# torch, transformers, tokenizers, datasets and evaluate held at the versions just installed, and the
 	# versions the extras resolve to (harness-pins.txt: without them pip backtracks for ten minutes)
@@ -47,6 +49,12 @@ test: setup browser
 # The fast loop: tests/unit/ and the doctests, without the tests marked slow (all of tests/integration/).
 test-fast: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
+
+# ruff's rules and format, then mypy over q2_metric/ and parlai_ext/ (pyproject.toml: [tool.ruff], [tool.mypy]).
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/bench_speed.py --size paper --n 16

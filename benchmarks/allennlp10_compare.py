@@ -35,7 +35,8 @@ def main() -> int:
     if args.pinned:
         rows = json.loads((ROOT / "tests/data/allennlp10/expected.json").read_text(encoding="utf-8"))["pairs"]
     else:
-        rows = [json.loads(line) for line in open(args.records, encoding="utf-8")]
+        with open(args.records, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
     tmp = Path(tempfile.mkdtemp())
     model_dir = convert_archive(write_archive(tmp), tmp / "nli")
     if args.hf:

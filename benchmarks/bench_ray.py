@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_speed import load_pairs  # noqa: E402
+from bench_speed import load_pairs  # noqa: E402 (found through the sys.path line above)
 
 MODES = {"local": None, "ray-1": 1, "ray-2": 2}
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from parlai.core.agents import Agent
 from parlai.core.message import Message
+
+from parlai_ext.hook import Opt, Shared
 
 SYSTEMS = ("dodeca", "memnet")
 
@@ -12,7 +16,7 @@ class ReplayAgent(Agent):
     """Replays `dodeca_response` or `memnet_response` from `CrossAnnotationTeacher`'s messages."""
 
     @classmethod
-    def add_cmdline_args(cls, parser, partial_opt=None):
+    def add_cmdline_args(cls, parser: Any, partial_opt: Opt | None = None) -> Any:
         group = parser.add_argument_group("Replay agent")
         group.add_argument(
             "--replay-system",
@@ -23,12 +27,12 @@ class ReplayAgent(Agent):
         )
         return parser
 
-    def __init__(self, opt, shared=None):
+    def __init__(self, opt: Opt, shared: Shared | None = None) -> None:
         super().__init__(opt, shared)
         self.id = f"Replay[{opt.get('replay_system', 'dodeca')}]"
         self.field = f"{opt.get('replay_system', 'dodeca')}_response"
 
-    def act(self):
+    def act(self) -> Message:
         obs = self.observation or {}
         if self.field not in obs:
             raise ValueError(

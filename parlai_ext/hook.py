@@ -3,18 +3,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from parlai_ext.options import add_q2_args, q2_requested
 from parlai_ext.report import Q2Buffer, _set, _Turn
 from q2_metric.validation import is_blank
+
+if TYPE_CHECKING:  # the mixin's super() calls reach the ParlAI teacher it is mixed into
+    from parlai.core.teachers import Teacher as _TeacherBase
+else:
+    _TeacherBase = object
+
+# ParlAI's objects (ParlAI has no types): its options, shared state and messages are dicts
+Opt = dict[str, Any]
+Shared = dict[str, Any]
+Message = dict[str, Any]
 
 NO_PASSAGES = "no_passages_used"
 # Message fields stamped by `number_turns` (the teacher's own episode and turn numbering).
 EPISODE_FIELD, TURN_FIELD, EXAMPLE_ID_FIELD = "q2_episode_idx", "q2_turn_idx", "q2_example_id"
 
 
-def number_turns(examples: Iterable[tuple[dict, bool]]) -> Iterator[tuple[dict, bool]]:
+def number_turns(examples: Iterable[tuple[Message, bool]]) -> Iterator[tuple[Message, bool]]:
     """Stamp each `setup_data` message with its episode and turn index (streamed or not, these
     are the positions in the data file, before any sharding across workers)."""
     episode, turn = -1, 0
@@ -27,17 +38,17 @@ def number_turns(examples: Iterable[tuple[dict, bool]]) -> Iterator[tuple[dict, 
         yield message, new_episode
 
 
-class Q2EvalMixin:
+class Q2EvalMixin(_TeacherBase):
     """Mix into a ParlAI teacher before its base class. The subclass says where the knowledge is
     (`q2_knowledge(teacher_action)`) and calls `_q2_setup` first thing in `__init__`."""
 
     @classmethod
-    def add_cmdline_args(cls, parser, partial_opt=None):
+    def add_cmdline_args(cls, parser: Any, partial_opt: Opt | None = None) -> Any:
         super().add_cmdline_args(parser, partial_opt)
         add_q2_args(parser)
         return parser
 
-    def _q2_setup(self, opt: dict, shared: dict | None) -> None:
+    def _q2_setup(self, opt: Opt, shared: Shared | None) -> None:
         self.q2_on = q2_requested(opt)
         buffer = (shared or {}).get("q2_buffer")
         if buffer is None and self.q2_on:
@@ -46,15 +57,17 @@ class Q2EvalMixin:
         if buffer is not None:
             buffer.register(self)
 
-    def share(self):
+    def share(self) -> Shared:
         shared = super().share()
         shared["q2_buffer"] = self.q2_buffer
         return shared
 
-    def q2_knowledge(self, teacher_action) -> str | None:
+    def q2_knowledge(self, teacher_action: Message) -> str | None:
         raise NotImplementedError
 
-    def custom_evaluation(self, teacher_action, labels, model_response) -> None:
+    def custom_evaluation(
+        self, teacher_action: Message, labels: Sequence[str] | None, model_response: Message | None
+    ) -> None:
         super().custom_evaluation(teacher_action, labels, model_response)
         if self.q2_buffer is None or model_response is None:
             return
@@ -86,14 +99,14 @@ class Q2EvalMixin:
         self._q2_episode = [] if teacher_action.get("episode_done") else episode
         self.q2_buffer.add(self, turn)
 
-    def observe(self, observation):
+    def observe(self, observation: Message) -> Message:
         observation = super().observe(observation)
         if self.q2_buffer is not None:
             # after ParlAI has replaced the reply's metrics with this turn's teacher metrics
             self.q2_buffer.annotate()
         return observation
 
-    def report(self):
+    def report(self) -> dict[str, Any]:
         report = super().report()
         buffer = self.q2_buffer
         if buffer is None:
@@ -105,12 +118,14 @@ class Q2EvalMixin:
         report.update(buffer.report())
         return report
 
-    def reset(self):
-        if getattr(self, "q2_buffer", None) is not None:
-            self.q2_buffer.new_pass()
+    def reset(self) -> None:
+        buffer = getattr(self, "q2_buffer", None)
+        if buffer is not None:
+            buffer.new_pass()
         super().reset()
 
-    def reset_metrics(self):
+    def reset_metrics(self) -> None:
         super().reset_metrics()
-        if getattr(self, "q2_buffer", None) is not None:
-            self.q2_buffer.metrics.clear()
+        buffer = getattr(self, "q2_buffer", None)
+        if buffer is not None:
+            buffer.metrics.clear()

@@ -22,6 +22,8 @@ from parlai_ext.options import (
 )
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
+from q2_metric.progress import ProgressCallback
+from q2_metric.results import Q2Result, ResponseScore
 from q2_metric.scorer import Q2Scorer, cached_scorer
 
 # An intermediate report raises the missing-knowledge error only after this many turns without
@@ -143,10 +145,10 @@ class Q2Buffer:
         self._annotations: list[tuple[Any, dict]] = []
 
     # -- the pass ---------------------------------------------------------------------------------
-    def register(self, teacher) -> None:
+    def register(self, teacher: Any) -> None:  # a ParlAI teacher with Q2EvalMixin
         self.teachers.append(teacher)
 
-    def pass_done(self, current=None) -> bool:
+    def pass_done(self, current: Any = None) -> bool:
         """Whether the running pass is over once `current` (the teacher evaluating now) is done:
         no other teacher awaits its turn's evaluation in this parley, and every teacher that
         acted is out of data or the example limit is reached."""
@@ -164,7 +166,7 @@ class Q2Buffer:
         self.current = _Pass()
 
     # -- turns ------------------------------------------------------------------------------------
-    def add(self, teacher, turn: _Turn | None) -> None:
+    def add(self, teacher: Any, turn: _Turn | None) -> None:
         """Count an evaluated turn; buffer it if the model answered (`turn` is None otherwise)."""
         p = self.current
         if p.number is None:
@@ -197,13 +199,13 @@ class Q2Buffer:
         if not self.items:
             return
         items, self.items, self.to_score = self.items, [], 0
-        scorable = [t for t in items if t.knowledge is not None]
+        scorable = [(t, t.knowledge) for t in items if t.knowledge is not None]
         result, batch = None, None
         if scorable:
             result = SCORER_FACTORY(self.config).score(
-                [t.response for t in scorable],
-                [t.knowledge for t in scorable],
-                **({"histories": [t.history for t in scorable]} if self.config.coref else {}),
+                [t.response for t, _ in scorable],
+                [k for _, k in scorable],
+                **({"histories": [t.history for t, _ in scorable]} if self.config.coref else {}),
                 progress=self.progress(len(scorable)),
             )
             batch = self.current.engine_calls
@@ -230,11 +232,11 @@ class Q2Buffer:
                 lines.append(
                     self._explain_line(turn, status, res, result, batch if res is not None else None)
                 )
-        if lines:
+        if lines and self.explain_file:
             with open(self.explain_file, "a", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
 
-    def progress(self, count: int):
+    def progress(self, count: int) -> ProgressCallback:
         """A log line per engine stage, and at ParlAI's log interval within one (--log-every-n-secs),
         through ParlAI's own logging: scoring a batch takes minutes on a CPU."""
         from parlai.utils import logging as parlai_logging
@@ -244,7 +246,9 @@ class Q2Buffer:
         parlai_logging.info(f"Q²: scoring {count} responses")
         return log_progress(parlai_logging.info, interval=self.log_interval)
 
-    def _explain_line(self, turn: _Turn, status: str, res, result, batch: int | None) -> str:
+    def _explain_line(
+        self, turn: _Turn, status: str, res: ResponseScore | None, result: Q2Result | None, batch: int | None
+    ) -> str:
         details = (
             res.to_dict()
             if res is not None
@@ -271,7 +275,7 @@ class Q2Buffer:
             "q2": details.pop("q2", None),
             "q2_no_nli": details.pop("q2_no_nli", None),
             **details,
-            "signature": str(result.signature) if res is not None else None,
+            "signature": str(result.signature) if res is not None and result is not None else None,
         }
         line.pop("raw_knowledge", None)
         return json.dumps(_json_safe(line), ensure_ascii=False)

@@ -11,12 +11,23 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from parlai.core.teachers import DialogTeacher, FixedDialogTeacher, Teacher
 from parlai.tasks.wizard_of_wikipedia.agents import GeneratorTeacher, WizardDialogKnowledgeTeacher
 
-from parlai_ext.hook import EPISODE_FIELD, EXAMPLE_ID_FIELD, TURN_FIELD, Q2EvalMixin, number_turns
+from parlai_ext.hook import (
+    EPISODE_FIELD,
+    EXAMPLE_ID_FIELD,
+    TURN_FIELD,
+    Message,
+    Opt,
+    Q2EvalMixin,
+    Shared,
+    number_turns,
+)
 from parlai_ext.options import Q2DataError, Q2OptionValueError
 from parlai_ext.report import _set
 
@@ -33,7 +44,7 @@ CROSS_COLUMNS = (
 )
 
 
-def check_wow_data(opt) -> None:
+def check_wow_data(opt: Opt) -> None:
     """Wizard of Wikipedia must already be in `--datapath`: a missing copy is one sentence, never a
     download attempt (ParlAI would otherwise try to download it, and fail offline with a traceback)."""
     from parlai.core.build_data import built
@@ -67,7 +78,7 @@ class _WizardQ2(Q2EvalMixin):
     """Q² against each turn's checked sentence, for the WoW teachers. The data is checked as it
     streams by (see `Q2Buffer.check_data`), so every datatype works, `:stream` included."""
 
-    def __init__(self, opt, shared=None):
+    def __init__(self, opt: Opt, shared: Shared | None = None) -> None:
         if shared is None:
             check_wow_data(opt)
         self._q2_setup(opt, shared)
@@ -78,10 +89,10 @@ class _WizardQ2(Q2EvalMixin):
                 "Q² scores responses against the checked sentence: run with --include-checked-sentence true"
             )
 
-    def setup_data(self, datafile):
+    def setup_data(self, datafile: str) -> Iterator[tuple[Message, bool]]:
         return number_turns(super().setup_data(datafile))
 
-    def q2_knowledge(self, teacher_action):
+    def q2_knowledge(self, teacher_action: Message) -> str | None:
         if "checked_sentence" not in teacher_action:
             raise Q2DataError(f"example {teacher_action.get('id')!r} has no checked_sentence; Q² needs it")
         return teacher_action["checked_sentence"]
@@ -107,7 +118,7 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
     Its example id is `<WoW episode_idx>:<round>` from the annotation file."""
 
     @classmethod
-    def add_cmdline_args(cls, parser, partial_opt=None):
+    def add_cmdline_args(cls, parser: Any, partial_opt: Opt | None = None) -> Any:
         super().add_cmdline_args(parser, partial_opt)
         parser.add_argument(
             "--q2-annotations",
@@ -117,7 +128,7 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
         )
         return parser
 
-    def __init__(self, opt, shared=None):
+    def __init__(self, opt: Opt, shared: Shared | None = None) -> None:
         self._q2_setup(opt, shared)
         opt = opt.copy()
         opt["datafile"] = opt.get("q2_annotations") or str(ANNOTATIONS)
@@ -126,10 +137,10 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
         self.id = "q2_cross_annotation"
         super().__init__(opt, shared)
 
-    def setup_data(self, path):
+    def setup_data(self, path: str) -> Iterator[tuple[Message, bool]]:
         return number_turns(self._rows(path))
 
-    def _rows(self, path):
+    def _rows(self, path: str) -> Iterator[tuple[Message, bool]]:
         if not os.path.exists(path):
             raise Q2DataError(f"{path}: no such annotation file (set --q2-annotations)")
         from q2_metric import io
@@ -163,7 +174,7 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
                 True,
             )
 
-    def q2_knowledge(self, teacher_action):
+    def q2_knowledge(self, teacher_action: Message) -> str | None:
         return teacher_action.get("checked_sentence")
 
 
@@ -171,7 +182,7 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
 KNOWLEDGE_FIELDS = ("checked_sentence", "knowledge")
 
 
-def message_knowledge(message) -> str | None:
+def message_knowledge(message: Message) -> str | None:
     """The knowledge a message carries: its `checked_sentence`, else its `knowledge` (a WoW raw
     `{passage: sentence}` dict gives its sentence); None when it carries neither."""
     for name in KNOWLEDGE_FIELDS:
@@ -187,7 +198,7 @@ class _TaskWrapper(Teacher):
     """Builds the teacher of `opt["task"]` and forwards its messages, metrics and report; calls
     `custom_evaluation` on each reply to a labelled message after the inner teacher has scored it."""
 
-    def __init__(self, opt, shared=None):
+    def __init__(self, opt: Opt, shared: Shared | None = None) -> None:
         from parlai.core.agents import create_agent_from_shared
         from parlai.core.teachers import create_task_agent_from_taskname
 
@@ -199,12 +210,12 @@ class _TaskWrapper(Teacher):
         )
         self.lastY, self.last_act = None, None
 
-    def share(self):
+    def share(self) -> Shared:
         shared = super().share()
         shared["task"] = self.task.share()
         return shared
 
-    def act(self):
+    def act(self) -> Message:
         action = self.task.act()
         self.epochDone = self.task.epoch_done()
         labels = action.get("labels", action.get("eval_labels"))
@@ -216,36 +227,38 @@ class _TaskWrapper(Teacher):
             self.lastY, self.last_act = labels, action
         return action
 
-    def observe(self, observation):
+    def observe(self, observation: Message) -> Message:
         observation = self.task.observe(observation)  # the task's own metrics first
         if self.lastY is not None:
             labels, self.lastY = self.lastY, None
             self.custom_evaluation(self.last_act, labels, observation)
         return observation
 
-    def custom_evaluation(self, teacher_action, labels, model_response) -> None:
+    def custom_evaluation(
+        self, teacher_action: Message, labels: Sequence[str] | None, model_response: Message | None
+    ) -> None:
         """The inner teacher has already done its own (in its `observe`)."""
 
-    def epoch_done(self):
+    def epoch_done(self) -> bool:
         return self.task.epoch_done()
 
-    def num_examples(self):
+    def num_examples(self) -> int:
         return self.task.num_examples()
 
-    def num_episodes(self):
+    def num_episodes(self) -> int:
         return self.task.num_episodes()
 
-    def report(self):
+    def report(self) -> dict[str, Any]:
         return self.task.report()
 
-    def reset(self):
+    def reset(self) -> None:
         self.task.reset()
         self.lastY, self.epochDone = None, False
 
-    def reset_metrics(self):
+    def reset_metrics(self) -> None:
         self.task.reset_metrics()
 
-    def save(self):
+    def save(self) -> None:
         self.task.save()
 
 
@@ -256,7 +269,7 @@ class Q2Teacher(Q2EvalMixin, _TaskWrapper):
     one model load. Like ParlAI's `wrapper` tasks (`--wrapper-task`), but the messages are kept."""
 
     @classmethod
-    def add_cmdline_args(cls, parser, partial_opt=None):
+    def add_cmdline_args(cls, parser: Any, partial_opt: Opt | None = None) -> Any:
         super().add_cmdline_args(parser, partial_opt)
         group = parser.add_argument_group("Q² over another task")
         group.add_argument(
@@ -270,7 +283,7 @@ class Q2Teacher(Q2EvalMixin, _TaskWrapper):
             parser.add_task_args(task, partial_opt)
         return parser
 
-    def __init__(self, opt, shared=None):
+    def __init__(self, opt: Opt, shared: Shared | None = None) -> None:
         task = opt.get("q2_task")
         if not task:
             raise Q2OptionValueError(
@@ -286,7 +299,7 @@ class Q2Teacher(Q2EvalMixin, _TaskWrapper):
         self._q2_setup(opt, shared)
         super().__init__(opt, shared)
 
-    def q2_knowledge(self, teacher_action) -> str | None:
+    def q2_knowledge(self, teacher_action: Message) -> str | None:
         knowledge = message_knowledge(teacher_action)
         if knowledge is None:
             raise Q2DataError(

@@ -66,7 +66,7 @@ def __dir__() -> list[str]:
 
 
 from q2_metric.evaluate_registry import quiet_evaluate_cache_notice  # noqa: E402 (light: no torch, no evaluate)
-from q2_metric.version import __version__  # noqa: E402
+from q2_metric.version import __version__  # noqa: E402 (after the lazy names above, as the notice import)
 
 
 def module_path() -> str:

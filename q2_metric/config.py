@@ -193,7 +193,7 @@ class Q2Config:
     def dnli(cls, **overrides: Any) -> Q2Config:
         """The paper's DNLI variant: no personal filter; unanswerable questions are discarded
         when at least one question of the response is answerable."""
-        base = {"personal_filter": False, "discard_unanswerable_if_any_answerable": True}
+        base: dict[str, Any] = {"personal_filter": False, "discard_unanswerable_if_any_answerable": True}
         base.update(overrides)
         return cls(**base)
 

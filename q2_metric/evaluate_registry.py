@@ -6,6 +6,7 @@ imported)."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 # What `q2-metric register` puts in evaluate's module cache: an import of the installed package's
@@ -14,7 +15,7 @@ from pathlib import Path
 REGISTERED_MODULE = '''"""Q² for `evaluate.load("q2")`, registered by `q2-metric register`. It imports the installed
 q2-metric's evaluate module, so an upgrade of q2-metric takes effect without registering again."""
 
-from q2_metric.q2_metric import Q2  # noqa: F401
+from q2_metric.q2_metric import Q2  # noqa: F401 (re-exported: evaluate loads the module class from here)
 '''
 EVALUATE_NAME = "evaluate-metric--q2"
 
@@ -55,7 +56,7 @@ class _CachedModuleNotice:
     locally at evaluate-metric--q2, or remotely" warning: for the registered Q² module that is the
     normal way it is found, not a failure."""
 
-    def filter(self, record) -> bool:
+    def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         return not (f"found locally at {EVALUATE_NAME}," in message and "cached version" in message)
 

@@ -56,7 +56,7 @@ def reason_line(res: ResponseScore) -> str:
 
     The engine calls it once per response and stores the sentence as `res.reason`; called again on
     such a finished result it gives the same sentence."""
-    if not res.scored and (res.reason or "").startswith(NOT_SCORED):
+    if not res.scored and res.reason is not None and res.reason.startswith(NOT_SCORED):
         return res.reason  # already the sentence (the cause it names is gone from the fields)
     return _score_reason(res) + coref_note(res)
 

@@ -25,7 +25,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast, overload
 
 from q2_metric.config import Q2Config
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
@@ -49,6 +49,16 @@ class Item:
     response: object
     knowledge: object
     history: object = None  # the dialogue turns before the response (read with coref=True only)
+
+
+@dataclass
+class CheckedItem:
+    """An `Item` that passed the checks: the texts the models read (`validation.clean_text`)."""
+
+    key: str
+    response: str
+    knowledge: str
+    history: list[str] | None = None
 
 
 @dataclass
@@ -89,7 +99,7 @@ class Outcome:
     @property
     def counts(self) -> dict[str, int]:
         """{"scored": n, "empty": n, "bad": n}."""
-        out = dict.fromkeys(STATUSES, 0)
+        out: dict[str, int] = dict.fromkeys(STATUSES, 0)
         for item in self.items:
             out[item.status] += 1
         return out
@@ -157,6 +167,10 @@ def model_words(spell: Spelling = python_name, tiny_hint: str | None = None) -> 
         yield
 
 
+@overload
+def tiny_note(config: Q2Config | None = None, *, always: Literal[True]) -> str: ...
+@overload
+def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None: ...
 def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None:
     """The one line to show after scoring on the tiny random models (when a model of `config` is
     one of them, or `always`), else None."""
@@ -184,23 +198,24 @@ def _check_item(item: Item) -> str | None:
     return None
 
 
-def validate_items(items: Iterable[Item]) -> tuple[list[Item], list[ItemResult]]:
+def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemResult]]:
     """Item by item: (good, bad). A good item's texts are those the models read
     (`validation.clean_text`); a bad item's error is one sentence naming its key and the field.
     Never raises for one item."""
-    good: list[Item] = []
+    good: list[CheckedItem] = []
     bad: list[ItemResult] = []
     for item in items:
         error = _check_item(item)
         if error is not None:
             bad.append(ItemResult(item.key, "bad", None, error))
             continue
-        history = None if item.history is None else [clean_text(str.__str__(t)) for t in item.history]
+        turns = cast("list[str] | None", item.history)  # checked: a list of strings, or None
+        history = None if turns is None else [clean_text(str.__str__(t)) for t in turns]
         good.append(
-            Item(
+            CheckedItem(
                 item.key,
-                clean_text(str.__str__(item.response)),
-                clean_text(str.__str__(item.knowledge)),
+                clean_text(str.__str__(cast(str, item.response))),
+                clean_text(str.__str__(cast(str, item.knowledge))),
                 history,
             )
         )
@@ -214,7 +229,7 @@ def score_items(
     every item in input order: `scored`, `empty` (counted, unscored) or `bad` (its own sentence)."""
     items = list(items)
     good, bad = validate_items(items)
-    histories = None
+    histories: list[list[str]] | None = None
     if scorer.config.coref and any(item.history is not None for item in good):
         histories = [item.history or [] for item in good]
     result = scorer.score(

@@ -89,8 +89,8 @@ def normalize_device(value: Any, spelled: str = "device") -> str:
     import sys
 
     allowed = "use 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device"
-    torch = sys.modules.get("torch")  # a torch.device can only come from a loaded torch
-    if torch is not None and isinstance(value, torch.device):
+    loaded = sys.modules.get("torch")  # a torch.device can only come from a loaded torch
+    if loaded is not None and isinstance(value, loaded.device):
         value = str(value)
     if not isinstance(value, str):
         raise _bad(spelled, value, allowed)
@@ -144,7 +144,7 @@ def _check_field(name: str, value: Any, spelled: str) -> Any:
         numbers = items is not None and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in items
         )
-        if not numbers or len(items) != len(args) or not all(0 <= v <= 1 for v in items):
+        if items is None or not numbers or len(items) != len(args) or not all(0 <= v <= 1 for v in items):
             raise _bad(spelled, value, f"use {len(args)} numbers in [0, 1]")
         return tuple(float(v) for v in items)
     # model ids and the spaCy pipeline
@@ -228,7 +228,7 @@ def with_options(
     """
     config = config or Q2Config()
     check_option_names(options, spell=spell)
-    checked = {}
+    checked: dict[str, Any] = {}
     for name, value in options.items():
         if value is None:
             if type(None) in typing.get_args(option_types()[name]):
@@ -243,7 +243,7 @@ def with_options(
         raise Q2OptionError(f"Invalid Q² options: {err}.") from None
 
 
-def _make(preset, options: dict[str, Any]) -> Q2Config:
+def _make(preset: Callable[..., Q2Config], options: dict[str, Any]) -> Q2Config:
     try:
         return preset(**options)
     except ValueError as err:  # cross-option checks of Q2Config (e.g. num_return_sequences > num_beams)

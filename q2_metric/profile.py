@@ -11,7 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from q2_metric.models.speed.flops import FlopMeter
 
 ROLES = ("qg", "qa", "nli")
 
@@ -38,7 +41,7 @@ class StageProfile:
         return asdict(self)
 
 
-def meter_of(component: object):
+def meter_of(component: object) -> FlopMeter | None:
     """The `FlopMeter` of a component's transformers model (attached on first use), or None."""
     model = getattr(component, "model", None)
     if model is None or not hasattr(model, "config"):
@@ -83,14 +86,11 @@ def merge_profiles(runs: Iterable[list[StageProfile]]) -> list[StageProfile]:
         for p in profile:
             m = merged.setdefault(p.stage, StageProfile(p.stage, 0.0))
             m.seconds += p.seconds
-            for mine, theirs in (
-                (m.tokens, p.tokens),
-                (m.flops, p.flops),
-                (m.calls, p.calls),
-                (m.model_seconds, p.model_seconds),
-            ):
-                for role, value in theirs.items():
-                    mine[role] = mine.get(role, 0) + value
+            for counts, more in ((m.tokens, p.tokens), (m.flops, p.flops), (m.calls, p.calls)):
+                for role, n in more.items():
+                    counts[role] = counts.get(role, 0) + n
+            for role, secs in p.model_seconds.items():
+                m.model_seconds[role] = m.model_seconds.get(role, 0) + secs
     return list(merged.values())
 
 

@@ -15,6 +15,7 @@ import contextvars
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, TextIO
 
 ProgressCallback = Callable[[str, int, int], None]
 
@@ -102,14 +103,15 @@ def tqdm_progress(desc: str = "Q²", leave: bool = False, position: int | None =
     """A callback that shows one tqdm bar per stage (`Q² 2/6 questions: 40/120 inputs`)."""
     from tqdm.auto import tqdm
 
-    shown: dict[str, object] = {}
+    bar: tqdm[Any] | None = None
+    shown: str | None = None  # the stage the bar shows
 
     def report(name: str, done: int, total: int) -> None:
-        bar = shown.get("bar")
-        if shown.get("stage") != name:
+        nonlocal bar, shown
+        if shown != name:
             if bar is not None:
                 bar.close()
-            shown.clear()
+            bar, shown = None, None
             if name == DONE:
                 return
             bar = tqdm(
@@ -119,7 +121,8 @@ def tqdm_progress(desc: str = "Q²", leave: bool = False, position: int | None =
                 unit=" inputs",
                 position=position,
             )
-            shown.update(stage=name, bar=bar)
+            shown = name
+        assert bar is not None
         bar.total = total
         bar.n = done
         bar.refresh()
@@ -132,16 +135,18 @@ def log_progress(log: Callable[[str], None], interval: float = 10.0, desc: str =
     (`Q² 2/6 questions: 120 model inputs in 3.4 s`), within a long stage at most every `interval`
     seconds (`Q² 2/6 questions: 40/120 model inputs so far`), and one when scoring is done."""
     ended = line_progress(desc, log)
-    state = {"stage": None, "last": 0.0}
+    current: str | None = None
+    last = 0.0
 
     def report(name: str, done: int, total: int) -> None:
+        nonlocal current, last
         now = time.monotonic()
         ended(name, done, total)
-        if name != state["stage"]:
-            state.update(stage=name, last=now)
-        elif name != DONE and now - state["last"] >= interval:
+        if name != current:
+            current, last = name, now
+        elif name != DONE and now - last >= interval:
             log(f"{desc} {stage_label(name)}: {done}/{plural(total, 'model input')} so far")
-            state["last"] = now
+            last = now
 
     return report
 
@@ -152,7 +157,7 @@ def notify(progress: ProgressCallback | None, stage: str, done: int, total: int)
         progress(stage, done, total)
 
 
-def on_terminal(stream=None) -> bool:
+def on_terminal(stream: TextIO | None = None) -> bool:
     """Whether `stream` (default stderr) is a terminal: bars there, plain lines elsewhere (CI logs,
     `2> file`), where a bar's carriage returns would pile up on one line."""
     import sys

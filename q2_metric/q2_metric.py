@@ -113,7 +113,7 @@ _EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tin
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
-def _check(predictions, references, start: int = 0) -> tuple[list[str], list]:
+def _check(predictions: Any, references: Any, start: int = 0) -> tuple[list[str], list]:
     """The inputs as lists of clean strings (`q2_metric.validation.clean_text`): one reference per
     prediction, or (when every item of `references` is a list) a list of references per prediction.
     Items are named from `start` (the items added before, by `add_batch`)."""
@@ -291,7 +291,7 @@ class Q2(evaluate.Metric):
             )
             self.__dict__["_q2_added"] = self.__dict__.get("_q2_added", 0) + len(predictions)
 
-    def add(self, *, prediction=None, reference=None, **kwargs: Any) -> None:
+    def add(self, *, prediction: Any = None, reference: Any = None, **kwargs: Any) -> None:
         """Add one response and its knowledge (held until `compute`, as `add_batch` holds a batch;
         calls from several threads take turns)."""
         # evaluate's own `add` takes the plural names too (`add(predictions=..., references=...)`)
@@ -305,7 +305,7 @@ class Q2(evaluate.Metric):
             )
             self.__dict__["_q2_added"] = start + 1
 
-    def _infer_feature_from_batch(self, batch):
+    def _infer_feature_from_batch(self, batch: dict[str, Any]) -> Any:
         # evaluate infers the format (one reference or a list per prediction) from the first item:
         # an empty batch has none, and is read as one reference per prediction.
         if not batch.get("references"):
@@ -323,57 +323,57 @@ class Q2(evaluate.Metric):
 
     def _compute(
         self,
-        predictions,
-        references,
-        return_details=False,
-        variant=None,
-        progress=None,
-        verbose=False,
-        batch_size=None,
-        tiny=None,
-        qg_model=None,
-        qa_model=None,
-        nli_model=None,
-        spacy_model=None,
-        drop_candidates=None,
-        decoding=None,
-        num_beams=None,
-        num_return_sequences=None,
-        no_repeat_ngram_size=None,
-        early_stopping=None,
-        max_question_length=None,
-        qg_max_input_tokens=None,
-        personal_filter=None,
-        personal_subjects=None,
-        personal_possessives=None,
-        question_mode=None,
-        qa_decoding=None,
-        qa_max_length=None,
-        qa_doc_stride=None,
-        qa_max_answer_tokens=None,
-        use_nli=None,
-        discard_unanswerable_if_any_answerable=None,
-        fallback_nli=None,
-        fallback_scores=None,
-        fallback_lowercase=None,
-        device=None,
-        dtype=None,
-        quantize=None,
-        qg_batch_size=None,
-        qa_batch_size=None,
-        nli_batch_size=None,
-        spacy_batch_size=None,
-        qg_max_tokens=None,
-        qa_max_tokens=None,
-        nli_max_tokens=None,
-        qa_packing=None,
-        cpu_matmul=None,
-        threshold=None,
-        histories=None,
-        coref=None,
-        coref_model=None,
-        coref_max_tokens=None,
-    ):
+        predictions: Any,
+        references: Any,
+        return_details: bool = False,
+        variant: Any = None,
+        progress: Any = None,
+        verbose: bool = False,
+        batch_size: Any = None,
+        tiny: Any = None,
+        qg_model: Any = None,
+        qa_model: Any = None,
+        nli_model: Any = None,
+        spacy_model: Any = None,
+        drop_candidates: Any = None,
+        decoding: Any = None,
+        num_beams: Any = None,
+        num_return_sequences: Any = None,
+        no_repeat_ngram_size: Any = None,
+        early_stopping: Any = None,
+        max_question_length: Any = None,
+        qg_max_input_tokens: Any = None,
+        personal_filter: Any = None,
+        personal_subjects: Any = None,
+        personal_possessives: Any = None,
+        question_mode: Any = None,
+        qa_decoding: Any = None,
+        qa_max_length: Any = None,
+        qa_doc_stride: Any = None,
+        qa_max_answer_tokens: Any = None,
+        use_nli: Any = None,
+        discard_unanswerable_if_any_answerable: Any = None,
+        fallback_nli: Any = None,
+        fallback_scores: Any = None,
+        fallback_lowercase: Any = None,
+        device: Any = None,
+        dtype: Any = None,
+        quantize: Any = None,
+        qg_batch_size: Any = None,
+        qa_batch_size: Any = None,
+        nli_batch_size: Any = None,
+        spacy_batch_size: Any = None,
+        qg_max_tokens: Any = None,
+        qa_max_tokens: Any = None,
+        nli_max_tokens: Any = None,
+        qa_packing: Any = None,
+        cpu_matmul: Any = None,
+        threshold: Any = None,
+        histories: Any = None,
+        coref: Any = None,
+        coref_model: Any = None,
+        coref_max_tokens: Any = None,
+    ) -> dict[str, Any]:
         options = {
             k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")
         }

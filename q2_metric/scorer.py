@@ -10,8 +10,10 @@ components batch internally (see `q2_metric.components`).
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from q2_metric.components import (
     NLIClassifier,
@@ -27,18 +29,20 @@ from q2_metric.models.provision import provide_models
 from q2_metric.options import with_options
 from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
-from q2_metric.results import Pair, Q2Result, ResponseScore
+from q2_metric.results import DISCARDED, Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature
-from q2_metric.steps.answers import answer_from_knowledge
+from q2_metric.steps.answers import KnowledgeAnswer, answer_from_knowledge
 from q2_metric.steps.candidates import find_candidates
 from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
 from q2_metric.steps.question_filter import filter_questions
 from q2_metric.steps.questions import generate_questions
 from q2_metric.steps.response_scores import score_responses
-from q2_metric.steps.span_scores import score_spans
+from q2_metric.steps.span_scores import SpanScore, score_spans
 from q2_metric.steps.spans import locate_spans
 from q2_metric.steps.system_score import system_of
 from q2_metric.validation import empty_reason, validate_inputs
+
+T = TypeVar("T")
 
 
 class Q2Scorer:
@@ -68,7 +72,7 @@ class Q2Scorer:
         qa: QuestionAnswerer | None = None,
         nli: NLIClassifier | None = None,
         coref: CorefResolver | None = None,
-        **options,
+        **options: Any,
     ) -> None:
         self.config = provide_models(with_options(config, options))
         self._parser, self._qg, self._qa, self._nli = parser, qg, qa, nli
@@ -100,7 +104,7 @@ class Q2Scorer:
         view._lock, view._origin = self._lock, self._origin or self
         return view
 
-    def _component(self, attr: str, build):
+    def _component(self, attr: str, build: Callable[[], Any]) -> Any:
         """The component in `attr`, built on first use (or taken from the origin's)."""
         with self._lock:
             comp = getattr(self, attr)
@@ -118,7 +122,7 @@ class Q2Scorer:
                 and type(comp).__module__.startswith("q2_metric.models.")
                 and getattr(comp, "config", self.config) is not self.config
             ):
-                comp.config = self.config
+                comp.config = self.config  # type: ignore[union-attr]  # the package's backends: each has .config
 
     # -- components, loaded lazily and once ------------------------------------------------
     @property
@@ -142,10 +146,10 @@ class Q2Scorer:
             return component is None or type(component).__module__.startswith("q2_metric.models.")
 
         c = self.config
-        wanted = [("qg", self._qg, c.qg_model), ("qa", self._qa, c.qa_model)]
+        roles: list[tuple[str, object, str]] = [("qg", self._qg, c.qg_model), ("qa", self._qa, c.qa_model)]
         if self.needs_nli:
-            wanted.append(("nli", self._nli, c.nli_model))
-        wanted = [(role, model_id) for role, component, model_id in wanted if built_from_config(component)]
+            roles.append(("nli", self._nli, c.nli_model))
+        wanted = [(role, model_id) for role, component, model_id in roles if built_from_config(component)]
         if wanted:
             checks.check_device(c.device)
             if c.dtype == "bfloat16" or c.quantize != "none":  # a fast mode this device cannot run (torch is
@@ -153,7 +157,9 @@ class Q2Scorer:
                 from q2_metric.models.speed.precision import check_precision
 
                 check_precision(c.dtype, c.quantize, resolve_device(c.device))
-        todo = {role: (lambda m=model_id, r=role: str(checks.check_model(m, r))) for role, model_id in wanted}
+        todo: dict[str, Callable[[], str]] = {
+            role: functools.partial(_checked_model, model_id, role) for role, model_id in wanted
+        }
         if built_from_config(self._parser):
             todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
         if c.coref and built_from_config(self._coref):
@@ -346,50 +352,28 @@ class Q2Scorer:
         ]
         pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
         identities = self.check_models() if pairs else self._identities_if_available()
-        stages = [("coreference", lambda: resolve_pairs(pairs, turns, self.coref))] if c.coref else []
-        stages += [
-            ("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates)),
-            ("questions", lambda: generate_questions(pairs, self.qg)),
-            (
-                "question filter",
-                lambda: filter_questions(
-                    pairs,
-                    self.parser,
-                    self.qa,
-                    mode=c.question_mode,
-                    personal_filter=c.personal_filter,
-                    subjects=c.personal_subjects,
-                    possessives=c.personal_possessives,
-                ),
-            ),
-            (
-                "knowledge answers",
-                lambda: answer_from_knowledge(
-                    pairs, self.qa, discard_unanswerable=c.discard_unanswerable_if_any_answerable
-                ),
-            ),
-            (
-                "span scores",
-                lambda: score_spans(pairs, self.nli if c.use_nli else None, cls_text=cls_text(self.qa)),
-            ),
-            (
-                "response scores",
-                lambda: score_responses(
-                    pairs,
-                    self.nli if c.fallback_nli else None,
-                    fallback=c.fallback_nli,
-                    lowercase=c.fallback_lowercase,
-                    scores=c.fallback_scores,
-                ),
-            ),
-        ]
         profile: list[StageProfile] = []
-        loaded = lambda: {"qg": self._qg, "qa": self._qa, "nli": self._nli}  # noqa: E731 (coref: not metered)
-        for name, run in stages:
+        names: list[str] = []
+
+        def run(name: str, work: Callable[[], T], empty: T) -> T:
+            """One stage over the batch, profiled (`empty`: its output when nothing is scored)."""
+            names.append(name)
             with stage(progress, name):  # reports the stage's model inputs as they go (progress.STAGES)
-                if pairs:
-                    profile.append(run_stage(name, run, loaded))
-        notify(progress, DONE, len(stages), len(stages))
+                if not pairs:
+                    return empty
+                out: list[T] = []
+                profile.append(run_stage(name, lambda: out.append(work()), self._loaded))
+                return out[0]
+
+        if c.coref:
+            run("coreference", lambda: resolve_pairs(pairs, turns, self.coref), None)
+        run("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates), None)
+        run("questions", lambda: generate_questions(pairs, self.qg), None)
+        run("question filter", lambda: self._filter(pairs), 0)
+        answers: list[KnowledgeAnswer] = run("knowledge answers", lambda: self._answers(pairs), [])
+        spans: list[SpanScore] = run("span scores", lambda: self._span_scores(answers), [])
+        run("response scores", lambda: self._response_scores(pairs, spans), None)
+        notify(progress, DONE, len(names), len(names))
         locate_spans(pairs)  # no model: the candidates' offsets carried to the response as given
         for r in results:  # the one sentence every front-end shows
             r.reason = reason_line(r)
@@ -401,9 +385,71 @@ class Q2Scorer:
             profile=profile,
         )
 
+    # -- the stages that record what their step returns -----------------------------------------
+    def _loaded(self) -> dict[str, object]:
+        return {"qg": self._qg, "qa": self._qa, "nli": self._nli}  # coref: not metered
+
+    def _filter(self, pairs: list[Pair]) -> int:
+        c = self.config
+        return filter_questions(
+            pairs,
+            self.parser,
+            self.qa,
+            mode=c.question_mode,
+            personal_filter=c.personal_filter,
+            subjects=c.personal_subjects,
+            possessives=c.personal_possessives,
+        )
+
+    def _answers(self, pairs: list[Pair]) -> list[KnowledgeAnswer]:
+        """Knowledge answers, recorded on their traces (DNLI: the discarded ones marked so)."""
+        found = answer_from_knowledge(
+            pairs, self.qa, discard_unanswerable=self.config.discard_unanswerable_if_any_answerable
+        )
+        for a in found:
+            t = a.trace
+            t.knowledge_answer, t.knowledge_has_answer, t.f1 = a.text, a.has_answer, a.f1
+            if not a.kept:
+                t.status = DISCARDED
+        return found
+
+    def _span_scores(self, answers: list[KnowledgeAnswer]) -> list[SpanScore]:
+        """Span scores, recorded on their traces."""
+        c = self.config
+        found = score_spans(answers, self.nli if c.use_nli else None, cls_text=cls_text(self.qa))
+        for s in found:
+            t = s.answer.trace
+            t.nli_label, t.score, t.score_no_nli = s.nli_label, s.score, s.score_no_nli
+        return found
+
+    def _response_scores(self, pairs: list[Pair], spans: list[SpanScore]) -> None:
+        """Response scores (the fallback's included), recorded on each pair's `ResponseScore`."""
+        c = self.config
+        found = score_responses(
+            pairs,
+            spans,
+            self.nli if c.fallback_nli else None,
+            fallback=c.fallback_nli,
+            lowercase=c.fallback_lowercase,
+            scores=c.fallback_scores,
+        )
+        for p, o in zip(pairs, found):
+            r = p.result
+            r.q2, r.q2_no_nli = o.q2, o.q2_no_nli
+            if o.fallback:
+                r.fallback, r.fallback_label, r.fallback_windows = True, o.fallback_label, o.fallback_windows
+            if o.reason is not None:
+                r.reason = o.reason
+
+
+def _checked_model(model_id: str, role: str) -> str:
+    from q2_metric.models import checks
+
+    return str(checks.check_model(model_id, role))
+
 
 def score(
-    responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None, **options
+    responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None, **options: Any
 ) -> Q2Result:
     """Score once with a scorer cached per model options (`cached_scorer`).
 
@@ -427,7 +473,7 @@ _CACHE: dict[tuple, Q2Scorer] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def cached_scorer(config: Q2Config | None = None, **options) -> Q2Scorer:
+def cached_scorer(config: Q2Config | None = None, **options: Any) -> Q2Scorer:
     """A scorer whose models are reused while the model options stay the same.
 
     Args:

@@ -116,7 +116,9 @@ class Signature:
     @classmethod
     def parse(cls, text: str) -> Signature:
         """The signature a `str(signature)` was made from."""
-        return cls(tuple(tuple(part.partition(":")[::2]) for part in text.split("|")))  # type: ignore[misc]
+        return cls(
+            tuple((name, value) for name, _, value in (part.partition(":") for part in text.split("|")))
+        )
 
     def to_dict(self) -> dict[str, str]:
         return dict(self.fields)

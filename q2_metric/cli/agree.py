@@ -127,7 +127,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
     return 3 if bad else 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     from q2_metric.cli.score import DefaultsShown, _threshold
 
     ag = sub.add_parser(

@@ -24,7 +24,7 @@ def cmd_convert_nli(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     conv = sub.add_parser(
         "convert-nli",
         help="turn the paper's AllenNLP RoBERTa NLI archive into a transformers model directory",

@@ -38,9 +38,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if config.tiny and args.limit is None:
         args.limit = TINY_ROWS
     read = read_rows(args.input, encoding=args.encoding)
-    for row in read:
-        if row.error:
-            print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
+    for bad in read:
+        if bad.error:
+            print(f"q2: {args.input}: {bad.error}; row skipped", file=sys.stderr)
     rows = [r.fields for r in read if r.error is None]
     if config.tiny:  # a few of each system and label, in turn
         groups_of: dict[tuple[str, str], list[dict]] = {}
@@ -115,7 +115,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     from q2_metric.cli.score import DefaultsShown  # every option's default, as in `q2 score --help`
 
     demo = sub.add_parser(

@@ -7,10 +7,15 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from q2_metric.cli.common import add_option_flags
 from q2_metric.meta.datasets import Dataset, DatasetError, Mapping
+
+if TYPE_CHECKING:
+    from q2_metric.scorer import Q2Scorer
 
 OUTPUTS = ("benchmark.json", "benchmark.md", "benchmark.tex", "leaderboard.csv")
 
@@ -64,7 +69,7 @@ def _check_paths(args: argparse.Namespace, inputs: list[Path], writes: dict[str,
     every file written into the output folder is a regular file or new."""
     from q2_metric.io.paths import check_regular_target, check_run
 
-    reads = {f"--dataset/--scores {p}": p for p in inputs}
+    reads: dict[str, Any] = {f"--dataset/--scores {p}": p for p in inputs}
     reads.update(
         {
             f"--{name.replace('_', '-')}": getattr(args, name, None)
@@ -76,12 +81,15 @@ def _check_paths(args: argparse.Namespace, inputs: list[Path], writes: dict[str,
         writes,
         folders=[name for name in writes if name != "--write-template"],
     )
-    if "--out-dir" in writes:
+    out_dir = writes.get("--out-dir")
+    if out_dir is not None:
         for name in OUTPUTS:
-            check_regular_target(writes["--out-dir"] / name, "--out-dir")
+            check_regular_target(out_dir / name, "--out-dir")
 
 
-def q2_runner(args: argparse.Namespace, out: Path, reads: dict[str, Path] | None = None):
+def q2_runner(
+    args: argparse.Namespace, out: Path, reads: dict[str, Path] | None = None
+) -> tuple[Callable[[Dataset], dict[str, list[float]]], Q2Scorer]:
     """Q² on a dataset through `q2 score`'s file scorer (cache, resume, progress, Ray): the
     dataset's pairs go to OUT/q2/NAME.input.csv, its scores to OUT/q2/NAME.scores.csv, their counts
     and full signature to OUT/q2/NAME.summary.json."""
@@ -114,7 +122,8 @@ def q2_runner(args: argparse.Namespace, out: Path, reads: dict[str, Path] | None
     check_models(
         scorer, spell=flag_name()
     )  # a missing model stops here, before any work, in the flags' words
-    score, extra = score_file, {}
+    score: Callable[..., Any] = score_file
+    extra: dict[str, Any] = {}
     if args.ray is not None:
         from q2_metric.corpus.ray import score_file_ray
 

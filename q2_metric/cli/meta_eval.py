@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from q2_metric.errors import Q2InputError
 
@@ -68,7 +67,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         )
     data = AnnotatedSet.from_dir(args.annotated_dir, **overrides)
     if args.write_template:
-        keys, _, records = data.template()
+        _keys, _, records = data.template()
         path = write_template(args.write_template, records)
         print(
             f"Wrote {len(records)} rows (one per distinct response/knowledge pair) to {path}; score every "
@@ -143,7 +142,7 @@ def cmd_span_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     from q2_metric.meta.spans import SHAPES
 
     me = sub.add_parser(

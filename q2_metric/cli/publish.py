@@ -39,7 +39,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     pub = sub.add_parser("publish", help="write Q² results into a model card's model-index")
     pub.add_argument("--results", required=True, help="JSON with q2, q2_no_nli, coverage, signature")
     pub.add_argument("--model-name", required=True)

@@ -29,12 +29,12 @@ def cmd_rescore(args: argparse.Namespace) -> int:
             chunk_size=args.chunk_size,
             progress=stages,
         )
-    if hasattr(stages, "close"):
+    if stages is not None:
         stages.close()
     for item in report.outcome.items:
         if item.status == "bad":
             print(
-                f"q2: {args.log}: {in_log_words(item.error, report.fields).rstrip('.')}; sample skipped",
+                f"q2: {args.log}: {(in_log_words(item.error, report.fields) or '').rstrip('.')}; sample skipped",
                 file=sys.stderr,
             )
     data, counts = report.summary_data, report.outcome.counts
@@ -56,7 +56,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     return 3 if counts["bad"] else 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     from q2_metric.cli.score import DefaultsShown
 
     rs = sub.add_parser(

@@ -6,10 +6,16 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
 from q2_metric.errors import Q2InputError
 from q2_metric.progress import plural
+
+if TYPE_CHECKING:
+    from q2_metric.corpus.files import ScoreReport
 
 
 def _threshold(text: str) -> float:
@@ -21,7 +27,7 @@ def _threshold(text: str) -> float:
     except ValueError as err:
         raise argparse.ArgumentTypeError(
             str(err).replace("could not convert string to float: ", "not a number: ")
-        )
+        ) from None
 
 
 def print_profile(profile: list) -> None:
@@ -48,7 +54,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise Q2InputError(
             "--history-col is read by --coref only, and not with --ray; add --coref (without --ray)."
         )
-    score, extra = score_file, {}
+    score: Callable[..., ScoreReport] = score_file
+    extra: dict[str, Any] = {}
     if args.ray is not None:
         from q2_metric.corpus.ray import RayNotInstalled, import_ray, score_file_ray
 
@@ -123,7 +130,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 3 if report.num_bad else 0
 
 
-def done_line(report, output) -> str:
+def done_line(report: ScoreReport, output: str | Path) -> str:
     """`Scored 150/151 rows (149 now, 0 from the cache) -> out.csv`, then where every other row went."""
     good = report.num_rows - report.num_bad
     repeats = good - report.num_cached - report.num_scored_now
@@ -159,7 +166,7 @@ class DefaultsShown(argparse.HelpFormatter):
         return f"{text} (default: {shown})" if text else f"default: {shown}"
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     sc = sub.add_parser(
         "score", help="score a CSV, JSONL, Parquet or datasets-on-disk file", formatter_class=DefaultsShown
     )

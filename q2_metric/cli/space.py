@@ -19,7 +19,7 @@ def cmd_space(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     space = sub.add_parser("space", help="assemble a Hugging Face Space folder (card, app, wheel)")
     space.add_argument("out_dir", help="folder to write (created if missing)")
     space.set_defaults(func=cmd_space)

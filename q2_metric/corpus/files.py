@@ -22,8 +22,9 @@ from q2_metric.io import (
     recover_outputs,
     table_writer,
 )
+from q2_metric.io.commit import Writer
 from q2_metric.profile import StageProfile, merge_profiles
-from q2_metric.progress import plural
+from q2_metric.progress import ProgressCallback, ResponseCounter, StageTotals, plural
 from q2_metric.results import VALID, SystemScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
@@ -109,10 +110,12 @@ def prepare_run(
         folders={"--cache-dir": cache_dir},
     )
     for flag in ("-o/--output", "--steps"):
-        if outputs.get(flag):
-            check_table_suffix(outputs[flag], flag)
-    if outputs.get("--spans"):
-        check_spans_suffix(outputs["--spans"])
+        named = outputs.get(flag)
+        if named:
+            check_table_suffix(named, flag)
+    spans = outputs.get("--spans")
+    if spans:
+        check_spans_suffix(spans)
     recover_outputs([p for p in outputs.values() if p])
     rows = read_rows(
         input_path,
@@ -185,7 +188,7 @@ def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict
             f"The input file '{input_path}' has no column '{column}'; name the history column "
             f"with --history-col."
         )
-    out = {}
+    out: dict[int, list[str]] = {}
     for r in good:
         value = r.fields.get(column)
         if value is None or value == "":
@@ -271,9 +274,10 @@ def score_file(
     cached = sum(1 for k in run.keys.values() if k in results)
 
     chunks = chunked(todo, chunk_size)
-    bar, stages = None, None
+    bar: ResponseCounter | None = None
+    stages: ProgressCallback | StageTotals | None = None
     if progress and chunks:
-        from q2_metric.progress import ResponseCounter, StageTotals, on_terminal, stage_progress
+        from q2_metric.progress import on_terminal, stage_progress
 
         bar = ResponseCounter(len(todo), "Q² responses", "resp", position=0)
         # a bar per stage on a terminal; elsewhere one line per stage for the whole run, at its end
@@ -304,7 +308,7 @@ def score_file(
         pause_point(f"chunk-{n}")
     if bar:
         bar.close()
-    if hasattr(stages, "close"):  # StageTotals: its one line per stage
+    if isinstance(stages, StageTotals):  # its one line per stage
         stages.close()
     report = write_results(
         run,
@@ -425,7 +429,7 @@ def write_results(
     score_columns = [f"{prefix}{c}" for c in SCORE_COLUMNS]
     score_columns += [f"{prefix}decision"] if threshold is not None else []
     columns = list(dict.fromkeys([c for rec in out_records for c in rec] + score_columns))
-    files = [(output_path, table_writer(output_path, out_records, columns))]
+    files: list[tuple[str | Path, Writer]] = [(output_path, table_writer(output_path, out_records, columns))]
     if steps_path:
         files.append((steps_path, table_writer(steps_path, step_records, STEP_COLUMNS)))
     if spans_path:

@@ -169,7 +169,7 @@ def to_items(
         ("response", lambda rec: field_value(rec, fields["response"])),
         ("knowledge", knowledge_of),
     ):
-        if all(get(s.record) is _MISSING for s in readable):
+        if all(get(s.record) is _MISSING for s in readable if s.record is not None):
             flag = f"--{role}-field"
             raise Q2InputError(
                 f"No sample of the log '{path}' has the field '{fields[role]}' ({role}); name it "

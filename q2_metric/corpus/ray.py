@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from q2_metric.corpus.files import ScoreReport, check_decision_column, prepare_run, write_results
 from q2_metric.errors import Q2Error
@@ -44,7 +44,7 @@ class RayNotInstalled(Q2Error, ImportError):
     """Ray (with Ray Data) is missing; the message is one sentence."""
 
 
-def import_ray():
+def import_ray() -> Any:  # the ray module
     """`ray`, with `ray.data` imported, or `RayNotInstalled`."""
     try:
         import ray
@@ -164,7 +164,7 @@ def score_file_ray(
     )
 
 
-def connect(ray, address: str | None, verbose: bool = False) -> bool:
+def connect(ray: Any, address: str | None, verbose: bool = False) -> bool:
     """Join the cluster at `address` (default $RAY_ADDRESS, else a new local Ray); True if this call
     initialised Ray, so it should shut it down. Ray's own log lines are hidden unless `verbose`."""
     if ray.is_initialized():
@@ -209,8 +209,8 @@ def quiet_cluster_errors() -> None:
             seen.add(NODE_DIED)
             print(NODE_DIED_NOTE, file=sys.stderr, flush=True)
 
-    condensed._q2_quiet = True  # type: ignore[attr-defined]
-    condensed._q2_original = worker.print_to_stdstream  # type: ignore[attr-defined]
+    condensed._q2_quiet = True  # type: ignore[attr-defined]  # a mark on Ray's function: ours is installed
+    condensed._q2_original = worker.print_to_stdstream  # type: ignore[attr-defined]  # kept on it, to restore
     worker.print_to_stdstream = condensed
 
 
@@ -249,7 +249,7 @@ def quiet_ray_logs() -> None:
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # read by the C++ core when Ray starts
 
 
-def worker_resources(ray, workers: int | None, gpus_per_worker: float) -> tuple[int, float]:
+def worker_resources(ray: Any, workers: int | None, gpus_per_worker: float) -> tuple[int, float]:
     """(workers, CPUs per worker). GPU workers take one CPU and by default one worker per
     `gpus_per_worker` GPUs; CPU workers default to one per node and share the CPUs between them."""
     nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
@@ -262,7 +262,7 @@ def worker_resources(ray, workers: int | None, gpus_per_worker: float) -> tuple[
 
 
 def _score_remote(
-    ray,
+    ray: Any,
     scorer: Q2Scorer,
     items: list[tuple[str, str, str]],
     run_dir: Path,
@@ -308,7 +308,7 @@ def _score_remote(
             bar.close()
 
 
-def write_part(run_dir: Path, table) -> Path:
+def write_part(run_dir: Path, table: Any) -> Path:  # a pyarrow Table
     """Write one finished block (key, result, signature) atomically, named by its keys."""
     import pyarrow.parquet as pq
 
@@ -317,10 +317,10 @@ def write_part(run_dir: Path, table) -> Path:
     keys = table.column("key").to_pylist()
     path = run_dir / f"part-{hashlib.sha256(chr(10).join(keys).encode()).hexdigest()[:16]}.parquet"
 
-    def write(f) -> None:
+    def write(f: BinaryIO) -> None:
         pq.write_table(table, f)
 
-    write.binary = True  # type: ignore[attr-defined]
+    write.binary = True  # type: ignore[attr-defined]  # the writer's flag for io.commit: it writes bytes
     atomic_write(path, write)
     return path
 
@@ -341,7 +341,7 @@ def read_parts(run_dir: Path) -> tuple[dict[str, dict], dict[str, str]]:
     return results, signatures
 
 
-def _add(table, results: dict[str, dict], signatures: dict[str, str]) -> None:
+def _add(table: Any, results: dict[str, dict], signatures: dict[str, str]) -> None:  # a pyarrow Table
     from q2_metric.corpus.cache import valid_result
 
     for key, result, signature in zip(*(table.column(c).to_pylist() for c in ("key", "result", "signature"))):

@@ -24,6 +24,7 @@ configuration: `engine(config)`, whatever the batch sizes asked of it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import threading
@@ -211,7 +212,7 @@ class AsyncBatcher:
         progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.engine = q2_engine
-        self.max_batch = max_batch or getattr(q2_engine, "max_batch", DEFAULT_MAX_BATCH)
+        self.max_batch: int = max_batch or getattr(q2_engine, "max_batch", None) or DEFAULT_MAX_BATCH
         if isinstance(max_wait, bool) or not (
             isinstance(max_wait, (int, float)) and max_wait >= 0 and math.isfinite(max_wait)
         ):
@@ -249,6 +250,17 @@ class AsyncBatcher:
             if future.cancelled() and entry in state["pending"]:
                 state["pending"].remove(entry)  # cancelled before its batch went: never scored
 
+    def _progress_until(self, stop: threading.Event) -> Callable[[str, int, int], None]:
+        """The engine's progress callback: passes progress on, and stops the call once `stop` is set."""
+
+        def progress(name: str, done: int, total: int) -> None:
+            if stop.is_set():
+                raise ScoringCancelled("Every sample of this Q² engine call was cancelled.")
+            if self.progress is not None:
+                self.progress(name, done, total)
+
+        return progress
+
     async def _drain(self, state: dict[str, Any]) -> None:
         while state["pending"]:
             if len(state["pending"]) < self.max_batch and self.max_wait:
@@ -263,22 +275,11 @@ class AsyncBatcher:
                 continue
             self.batches.append(len(batch))
             futures = [f for _, f in batch]
-            stop = threading.Event()
-
-            def cancelled(_: asyncio.Future) -> None:
-                if all(f.cancelled() for f in futures):
-                    stop.set()
-
-            for f in futures:
-                f.add_done_callback(cancelled)
-
-            def progress(name: str, done: int, total: int) -> None:
-                if stop.is_set():
-                    raise ScoringCancelled("Every sample of this Q² engine call was cancelled.")
-                if self.progress is not None:
-                    self.progress(name, done, total)
-
-            run = lambda: self.engine.score_items([i for i, _ in batch], self.max_batch, progress)  # noqa: E731
+            # bound to this batch: a future's callback may fire after the loop has moved on
+            stop = _stop_when_all_cancelled(futures)
+            run = functools.partial(
+                self.engine.score_items, [i for i, _ in batch], self.max_batch, self._progress_until(stop)
+            )
             try:
                 outcome = await _in_thread(state["loop"], run)
             except asyncio.CancelledError:
@@ -299,6 +300,19 @@ class AsyncBatcher:
             for f, result in zip(futures, outcome.items):
                 if not f.done():
                     f.set_result(Scored(result, outcome.signature))
+
+
+def _stop_when_all_cancelled(futures: list[asyncio.Future[Any]]) -> threading.Event:
+    """An event set once every one of `futures` is cancelled."""
+    stop = threading.Event()
+
+    def cancelled(_: asyncio.Future[Any]) -> None:
+        if all(f.cancelled() for f in futures):
+            stop.set()
+
+    for f in futures:
+        f.add_done_callback(cancelled)
+    return stop
 
 
 # -- options -------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
-from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.scorer import mean as _inspect_mean
 from inspect_ai.scorer import stderr as _inspect_stderr
 from inspect_ai.solver import TaskState, generate
@@ -96,7 +96,7 @@ def _shown(err: Q2Error) -> Q2Error:
     both = _SHOWN.get(cls)
     if both is None:
         both = _SHOWN[cls] = type(cls.__name__, (cls, PrerequisiteError), {"__module__": cls.__module__})
-    shown = Exception.__new__(both)
+    shown: Any = Exception.__new__(both)  # of the class made above: a Q2Error and a PrerequisiteError
     shown.args = err.args
     shown.__dict__.update(err.__dict__)
     shown.message = escape(str(err))
@@ -177,7 +177,7 @@ def q2(
     separator: str = " ",
     options: dict[str, Any] | None = None,
     **q2_options: Any,
-):
+) -> Scorer:
     """Q² of the model's reply against the sample's knowledge (metadata `knowledge_key`, else the
     target, a list target joined by `separator`). `variant`, `tiny` (default: the `Q2_TINY`
     environment variable), `batch_size`, `max_batch` (samples per engine call), `max_wait` (seconds
@@ -208,7 +208,7 @@ def q2(
             knowledge = separator.join(target.target)
         scored = await batcher.score(Item(_sample_key(state), reply, knowledge))
         note(scored.status, scored.signature)
-        meta = {"q2_status": scored.status, "signature": str(scored.signature)}
+        meta: dict[str, Any] = {"q2_status": scored.status, "signature": str(scored.signature)}
         r = scored.response
         if scored.status == "bad":
             return Score.unscored(
@@ -271,7 +271,7 @@ def q2_wow(
     max_wait: float = DEFAULT_MAX_WAIT,
     options: dict[str, Any] | None = None,
     **q2_options: Any,
-):
+) -> Task:
     """The model writes the wizard's reply to each annotated WoW context; Q² scores it. Q² options
     by name (`-T qg_model=DIR`) or all in `-T options='{...}'`, checked (and the models found) here,
     before any generation."""

@@ -31,6 +31,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
@@ -66,13 +67,13 @@ def _install_hook() -> None:
     if getattr(previous, "_q2_harness", False):
         return
 
-    def hook(kind, err, tb):
+    def hook(kind: type[BaseException], err: BaseException, tb: TracebackType | None) -> None:
         if isinstance(err, Q2Error):
             print(f"Error: {err}", file=sys.stderr)
             return
         previous(kind, err, tb)
 
-    hook._q2_harness = True  # type: ignore[attr-defined]
+    hook._q2_harness = True  # type: ignore[attr-defined]  # marks our hook, so it is installed once
     sys.excepthook = hook
 
 

@@ -46,7 +46,8 @@ class _CallLines:
     """A progress callback writing one line per engine call when it ends, with the running count."""
 
     def __init__(self, write: t.Callable[[str], None] = _stderr) -> None:
-        self.write, self.calls, self.start = write, 0, None
+        self.write, self.calls = write, 0
+        self.start: float | None = None
 
     def __call__(self, name: str, done: int, total: int) -> None:
         from q2_metric.progress import DONE

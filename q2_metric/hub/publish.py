@@ -55,7 +55,7 @@ def eval_results(
     dataset_config: str | None = None,
     task_type: str = "text-generation",
     task_name: str = "Dialogue response generation",
-):
+) -> list[Any]:
     """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config);
     undefined (NaN/null) values are left out. Results of tiny random models are refused."""
     from huggingface_hub import EvalResult
@@ -97,12 +97,14 @@ def check_publishable(results: dict[str, Any]) -> None:
         )
 
 
-def _entry_key(r) -> tuple:
+def _entry_key(r: Any) -> tuple:  # a huggingface_hub EvalResult
     """What a Q² entry replaces: same metric type on the same dataset and split (any signature)."""
     return (r.metric_type, r.dataset_type, r.dataset_config, r.dataset_split)
 
 
-def card_metadata(results: dict[str, Any], model_name: str, existing: dict | None = None, **dataset) -> dict:
+def card_metadata(
+    results: dict[str, Any], model_name: str, existing: dict | None = None, **dataset: Any
+) -> dict:
     """Model-card metadata with Q² results merged into `model-index`: an entry with the same metric
     type, dataset and split is replaced, whatever its signature; other entries are kept."""
     from huggingface_hub.repocard_data import eval_results_to_model_index, model_index_to_eval_results
@@ -149,7 +151,7 @@ def read_card_metadata(card: str | Path) -> dict:
     return meta or {}
 
 
-def write_model_card(card: str | Path, results: dict[str, Any], model_name: str, **dataset) -> dict:
+def write_model_card(card: str | Path, results: dict[str, Any], model_name: str, **dataset: Any) -> dict:
     """Edit a README.md on disk (created if missing) beside it and renamed into place; return the
     metadata written. A card that is a link, a folder or a device is refused (`paths`)."""
     import shutil
@@ -224,7 +226,7 @@ def push_model_card(
     model_name: str,
     token: str | None = None,
     api: Any = None,
-    **dataset,
+    **dataset: Any,
 ) -> str:
     """Update the model card of `repo_id` on the Hub (needs a write token): earlier Q² entries of the
     same dataset and split are replaced, the rest of the card is kept. Returns the commit URL."""

@@ -134,6 +134,8 @@ def explain(
     if item.status == "bad":
         raise Q2InputError(item.error)
     res = item.score
+    if res is None:  # only a bad item has none
+        raise Q2InputError(item.error)
     score = f"{res.q2:.3f}" if res.scored else ""
     return (score, item.reason, highlighted_html(response, res), question_rows(res), str(outcome.signature))
 
@@ -153,7 +155,7 @@ def score_or_message(
         return "", "", "", [], "", f"**Not scored:** {space_message(err)}"
 
 
-def make_app(config: Q2Config | None = None):
+def make_app(config: Q2Config | None = None) -> Any:  # a gradio Blocks
     """The gradio Blocks app (models load on the first request and are kept). Serve it with
     `launch()`, which bounds the queue."""
     import gradio as gr
@@ -170,7 +172,7 @@ def make_app(config: Q2Config | None = None):
     scorer = Q2Scorer(config) if config is not None else None
     note = problem or (f"**{space_note()}**" if tiny_note(config) else "")
 
-    def run(response: str, knowledge: str, progress=gr.Progress()):
+    def run(response: str, knowledge: str, progress: Any = gr.Progress()) -> tuple:  # noqa: B008 (gradio's idiom: it fills a Progress default in)
         if problem:
             return "", "", "", [], "", problem
 

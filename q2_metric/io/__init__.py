@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from q2_metric.errors import Q2InputError
-from q2_metric.io.commit import (  # noqa: F401
+from q2_metric.io.commit import (  # noqa: F401 (re-exported: the one reader and writers of the package)
     MANIFEST_SUFFIX,
     TEMP_MARK,
     atomic_write,
@@ -29,8 +29,8 @@ from q2_metric.io.commit import (  # noqa: F401
     pause_point,
     recover_outputs,
 )
-from q2_metric.io.csv import _read_csv, _scan_csv  # noqa: F401
-from q2_metric.io.formats import (  # noqa: F401
+from q2_metric.io.csv import _read_csv, _scan_csv  # noqa: F401 (re-exported: the one reader and writers of the package)
+from q2_metric.io.formats import (  # noqa: F401 (re-exported: the one reader and writers of the package)
     MAX_INPUT_BYTES,
     TABLE_SUFFIXES,
     Row,
@@ -41,7 +41,7 @@ from q2_metric.io.formats import (  # noqa: F401
 from q2_metric.io.jsonl import _read_jsonl
 from q2_metric.io.parquet import _read_dataset, _read_parquet
 from q2_metric.io.tsv import _read_tsv
-from q2_metric.io.writers import (  # noqa: F401
+from q2_metric.io.writers import (  # noqa: F401 (re-exported: the one reader and writers of the package)
     check_output_paths,
     check_table_suffix,
     parquet_writer,

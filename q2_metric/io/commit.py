@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from q2_metric.io.interrupts import uninterruptible
 from q2_metric.io.paths import check_regular_target
@@ -19,10 +19,13 @@ from q2_metric.io.paths import check_regular_target
 try:
     import fcntl
 except ImportError:  # not POSIX: no locks; a manifest whose writer is alive is then left alone
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl (Windows): folders are not locked
 
 TEMP_MARK = ".q2tmp-"
 MANIFEST_SUFFIX = ".q2-manifest.json"
+
+# what writes one output: it gets the open file, text (UTF-8, newline="") or bytes when it has `binary = True`
+Writer = Callable[[Any], Any]
 
 
 def pause_point(point: str) -> None:
@@ -100,7 +103,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_new(path: Path, write: Callable[[TextIO], Any], target: Path | None = None) -> None:
+def _write_new(path: Path, write: Writer, target: Path | None = None) -> None:
     """Create `path` (mode 0666 less the umask, like any new file) and write it durably. An OS
     error (a full disk) names `target`, the file being written."""
     try:
@@ -125,9 +128,9 @@ def recover_outputs(paths: Iterable[str | Path]) -> None:
     files of runs that are no longer alive are removed (a manifest's files are renamed first). Runs
     the output folders' locks, so that the manifest of a live run (which holds them while it
     commits) is never touched."""
-    paths = [Path(p) for p in paths]
-    with _locked_folders(paths):
-        _recover(paths)
+    folders = [Path(p) for p in paths]
+    with _locked_folders(folders):
+        _recover(folders)
 
 
 def _recover(paths: list[Path]) -> None:
@@ -165,7 +168,7 @@ def _recover(paths: list[Path]) -> None:
                 stale.unlink(missing_ok=True)
 
 
-def commit_outputs(files: Sequence[tuple[str | Path, Callable[[TextIO], Any]]]) -> None:
+def commit_outputs(files: Sequence[tuple[str | Path, Writer]]) -> None:
     """Write every `(path, write)` of the set so that the set changes all at once or not at all.
 
     The output folders are locked while the set is written and renamed: two runs writing the same
@@ -214,7 +217,7 @@ def commit_outputs(files: Sequence[tuple[str | Path, Callable[[TextIO], Any]]]) 
             _fsync_dir(manifest.parent)
 
 
-def atomic_write(path: str | Path, write: Callable[[TextIO], Any]) -> None:
+def atomic_write(path: str | Path, write: Writer) -> None:
     """Write one file through a temporary file in the same folder: never a half-written file."""
     commit_outputs([(path, write)])
 
@@ -225,10 +228,10 @@ def commit_report(
     """Write the named files and the PNG `figures` into the folder `out`, all or nothing."""
 
     def png(content: bytes) -> Callable[[Any], None]:
-        def write(f) -> None:
+        def write(f: BinaryIO) -> None:
             f.write(content)
 
-        write.binary = True  # type: ignore[attr-defined]
+        write.binary = True  # type: ignore[attr-defined]  # the writer's flag: it writes bytes
         return write
 
     out.mkdir(parents=True, exist_ok=True)

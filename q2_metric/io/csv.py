@@ -23,7 +23,7 @@ def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], li
     if header is None:
         return [], None
     check_unique_columns(path, header)
-    rows = []
+    rows: list[Row] = []
     for line, fields, problem in records:
         if fields == []:
             continue  # blank line
@@ -47,7 +47,9 @@ def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], li
 def check_unique_columns(path: Path, header: list[str]) -> None:
     """Refuse a header that names a column twice, in one pass (a header may have 10⁵ columns)."""
     seen: set[str] = set()
-    duplicates = {c for c in header if c in seen or seen.add(c)}
+    duplicates: set[str] = set()
+    for c in header:
+        (duplicates if c in seen else seen).add(c)
     if duplicates:
         raise Q2InputError(
             f"The header of '{path}' names column '{min(duplicates)}' twice; give every column its own name."
@@ -62,7 +64,7 @@ _QUOTED = re.compile(r'"([^"]*(?:""[^"]*)*)"')
 _REQUOTE = "; quote the whole field and double any quote inside it"
 
 
-def _csv_patterns(text: str) -> tuple[str, re.Pattern, re.Pattern, re.Pattern]:
+def _csv_patterns(text: str) -> tuple[str, re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """The file's line break, and the patterns of an unquoted field (strict, and with quotes as
     data) and of a record's end. Records end at LF or CRLF; a CR not followed by LF is data (in a
     file without any LF, the classic Mac OS kind, CR ends records)."""
@@ -70,6 +72,13 @@ def _csv_patterns(text: str) -> tuple[str, re.Pattern, re.Pattern, re.Pattern]:
         field = r'(?:[^,"\r\n]|\r(?!\n))*'
         return "\n", re.compile(field), re.compile(field.replace('"', "")), re.compile(r"\r?\n")
     return "\r", re.compile(r'[^,"\r]*'), re.compile(r"[^,\r]*"), re.compile(r"\r")
+
+
+def _end(field: re.Pattern[str], text: str, at: int) -> int:
+    """Where `field` (a pattern of `_csv_patterns`, which also matches the empty string) ends from `at`."""
+    found = field.match(text, at)
+    assert found is not None  # `*` patterns always match
+    return found.end()
 
 
 def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | None, str]]:
@@ -111,13 +120,13 @@ def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | Non
                     break
             else:
                 first = p
-                p = unquoted.match(text, p).end()
+                p = _end(unquoted, text, p)
                 if text.startswith('"', p):  # the record still ends where it seems to; it is bad
                     problem = problem or (
                         f"field #{len(fields) + 1} holds a double quote without being "
                         "quoted; quote the whole field and double the quote inside it"
                     )
-                    p = lenient.match(text, p).end()
+                    p = _end(lenient, text, p)
                 value = text[first:p]
             fields.append(value)
             if text.startswith(",", p):

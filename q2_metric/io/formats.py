@@ -126,7 +126,7 @@ def read_text(path: Path, encoding: str) -> str:
         if b"\x00" in data[:4096] and codec.startswith("utf-8"):
             hint = "(it holds NUL bytes: UTF-16 without a byte-order mark? e.g. --encoding utf-16-le)"
         raise Q2InputError(
-            f"The input file '{path}' is not valid {codec if codec.startswith('utf-16') or codec.startswith('utf-32') else encoding}: "
+            f"The input file '{path}' is not valid {codec if codec.startswith(('utf-16', 'utf-32')) else encoding}: "
             f"byte 0x{data[err.start]:02x} at offset {err.start} (line {line}) cannot be decoded; pass the file's "
             f"encoding with --encoding {hint}."
         ) from None

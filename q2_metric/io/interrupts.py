@@ -13,6 +13,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -25,7 +26,7 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-def _raise(signum: int, frame) -> None:
+def _raise(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from q2_metric.errors import Q2InputError
 from q2_metric.io.formats import Row, _too_big, max_input_bytes
@@ -74,7 +75,7 @@ def _check_parquet_size(path: Path, files: list[Path]) -> None:
                     raise _too_big(path, total, "a Parquet table of at least")
 
 
-def _is_text(kind) -> bool:
+def _is_text(kind: Any) -> bool:  # a pyarrow DataType
     import pyarrow as pa
 
     return (

@@ -82,7 +82,7 @@ def check_regular_target(path: str | os.PathLike, flag: str) -> None:
             f"The output path '{path}' ({flag}) cannot be examined ({err.strerror}); choose another path."
         ) from None
     if stat.S_ISLNK(st.st_mode):
-        target = os.readlink(path)
+        target = os.readlink(os.fspath(path))
         raise OutputPathError(
             f"The output path '{path}' ({flag}) is a symbolic link (to '{target}'); name "
             "the file to write itself, so that nothing the link points to is replaced."
@@ -168,6 +168,8 @@ def _hub_cache_now(environment: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
         return ()
     source = Path(next(iter(spec.submodule_search_locations))) / "constants.py"
     fresh = importlib.util.spec_from_file_location("_q2_hf_constants_now", source)
+    if fresh is None or fresh.loader is None:
+        return ()
     module = importlib.util.module_from_spec(fresh)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (its deprecation notices are for its own import)
@@ -207,7 +209,8 @@ def _spacy_reads(config: Q2Config | None) -> dict[str, str]:
     if config is not None:
         named = config.spacy_model
     else:  # the default a configuration would get ($Q2_SPACY_MODEL), without building one
-        named = next(f for f in dataclasses.fields(Q2Config) if f.name == "spacy_model").default_factory()
+        factory = next(f for f in dataclasses.fields(Q2Config) if f.name == "spacy_model").default_factory
+        named = factory() if callable(factory) else None
     reads = {}
     for name in dict.fromkeys(
         ([named] if isinstance(named, str) and named else []) + list(DEFAULT_SPACY_MODELS)

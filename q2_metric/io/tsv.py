@@ -17,7 +17,7 @@ def _read_tsv(path: Path, encoding: str) -> tuple[list[Row], list[str] | None]:
         return [], None
     header = numbered[0][1].split("\t")
     check_unique_columns(path, header)
-    rows = []
+    rows: list[Row] = []
     for line, text in numbered[1:]:
         fields = text.split("\t")
         row = Row(len(rows) + 1, line, dict(zip(header, fields)))

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from q2_metric.errors import OutputPathError
 from q2_metric.io.commit import atomic_write
@@ -135,8 +135,8 @@ def parquet_writer(records: list[dict[str, Any]], columns: list[str]) -> Callabl
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             arrays[col] = pa.array([None if v is None else str(v) for v in values], pa.string())
 
-    def write(f) -> None:
+    def write(f: BinaryIO) -> None:
         pq.write_table(pa.table(arrays), f)
 
-    write.binary = True  # type: ignore[attr-defined]
+    write.binary = True  # type: ignore[attr-defined]  # the writer's flag for io.commit: it writes bytes
     return write

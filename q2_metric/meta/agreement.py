@@ -229,10 +229,9 @@ def compare_results(
         tb, tf = _traces(b), _traces(f)
         for key in sorted(set(tb) | set(tf)):
             qb, qf = tb.get(key), tf.get(key)
-            same = qb is not None and qf is not None and qb.question == qf.question
             row.questions_compared += 1
-            row.questions_differ += not same
-            if not same:
+            if qb is None or qf is None or qb.question != qf.question:
+                row.questions_differ += 1
                 continue
             for stage, side in (("response answers", "response"), ("knowledge answers", "knowledge")):
                 a = (getattr(qb, f"{side}_answer"), getattr(qb, f"{side}_has_answer"))
@@ -276,7 +275,9 @@ def compare_results(
     return report
 
 
-def _label_figures(base: Q2Result, fast: Q2Result, labels: Sequence[int], threshold: float):
+def _label_figures(
+    base: Q2Result, fast: Q2Result, labels: Sequence[int], threshold: float
+) -> tuple[dict[str, dict[str, float]], int]:
     from q2_metric.meta.stats import classification_report, roc_auc
 
     if len(labels) != len(base.responses):

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
+
+from q2_metric.components import NLIClassifier
 
 
-def content_tokens(doc) -> list[str]:
+def content_tokens(doc: Any) -> list[str]:  # a spaCy Doc
     """Lower-cased spaCy tokens without stop words and punctuation (the released overlap)."""
     return [tok.text.lower() for tok in doc if not tok.is_stop and not tok.is_punct]
 
@@ -31,7 +34,7 @@ OVERLAP_BATCH = 256  # texts per tokenizer batch
 
 
 def overlap_scores(
-    responses: Sequence[str], knowledge: Sequence[str], nlp, batch_size: int = OVERLAP_BATCH
+    responses: Sequence[str], knowledge: Sequence[str], nlp: Any, batch_size: int = OVERLAP_BATCH
 ) -> list[float]:
     """Overlap(r, k): token F1 of the lower-cased knowledge (gold) and the response."""
     if len(responses) != len(knowledge):
@@ -70,7 +73,7 @@ def bertscore_scores(responses: Sequence[str], knowledge: Sequence[str]) -> list
     return [float(x) for x in f1]
 
 
-def e2e_nli_scores(responses: Sequence[str], knowledge: Sequence[str], nli) -> list[float]:
+def e2e_nli_scores(responses: Sequence[str], knowledge: Sequence[str], nli: NLIClassifier) -> list[float]:
     """End-to-end NLI: premise = the lower-cased knowledge, hypothesis = the response."""
     from q2_metric.steps.response_scores import fallback_score
 
@@ -81,8 +84,8 @@ def baseline_scores(
     responses: Sequence[str],
     knowledge: Sequence[str],
     *,
-    nlp,
-    nli=None,
+    nlp: Any,
+    nli: NLIClassifier | None = None,
     bertscore: bool = True,
     notes: list[str] | None = None,
 ) -> dict[str, list[float]]:
@@ -101,7 +104,7 @@ def baseline_scores(
     return out
 
 
-def load_nli(nli_model: str, device: str = "auto"):
+def load_nli(nli_model: str, device: str = "auto") -> NLIClassifier:
     """The end-to-end NLI baseline's model (`--nli-model` without Q²), its options through the one
     options path and the model checked before any work: one sentence when it cannot serve."""
     from q2_metric.models import checks

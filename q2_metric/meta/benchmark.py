@@ -12,9 +12,11 @@ the tables from `meta_bench_report`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from q2_metric.components import NLIClassifier
 from q2_metric.meta.baselines import baseline_scores
 from q2_metric.meta.calibrate import calibrate
 from q2_metric.meta.datasets import Dataset, DatasetError
@@ -90,8 +92,8 @@ def run_benchmark(
     *,
     q2: Q2Scores | None = None,
     extra: Sequence[ScoreSpec] = (),
-    nlp=None,
-    nli=None,
+    nlp: Any = None,
+    nli: NLIClassifier | None = None,
     bertscore: bool = True,
     draws: int = AUC_DRAWS,
     seed: int = 0,
@@ -139,7 +141,7 @@ def run_benchmark(
         scores[m] = {ds.name: values[index[ds.name]] for ds in datasets}
 
     say(f"ROC AUC with {draws} bootstrap resamples per dataset")
-    results: dict[str, dict[str, dict]] = {}
+    results: dict[str, dict[str, Any]] = {}
     for ds in datasets:
         y = np.asarray(ds.consistent, int)
         indices = resample_indices(len(y), draws, seed)
@@ -173,7 +175,7 @@ def run_benchmark(
         if Signature.parse(signature).tiny():
             meaningless = tiny_note(always=True)
             notes.insert(0, meaningless)
-    report = {
+    report: dict[str, Any] = {
         "kind": "benchmark",
         "draws": draws,
         "seed": seed,

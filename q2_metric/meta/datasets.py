@@ -155,7 +155,7 @@ def detect_format(columns: Sequence[str], mapping: Mapping) -> Format | None:
     return None
 
 
-def _text(value) -> str | None:
+def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 

@@ -24,9 +24,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from q2_metric.components import NLIClassifier
 from q2_metric.errors import Q2InputError
 from q2_metric.meta.baselines import baseline_scores
 from q2_metric.meta.scores import Key, ScoreSpec, read_scores
@@ -121,17 +123,18 @@ class AnnotatedSet:
     def from_dir(cls, directory: str | Path, **overrides: str | None) -> AnnotatedSet:
         """`DIR/{split}.csv` and `DIR/cross_annotation.csv`; `overrides` maps a split (or
         `cross`) to another file."""
-        directory = Path(directory) if directory else None
+        folder = Path(directory) if directory else None
         sources = {}
         for name in (*SPLITS, "cross"):
             path = overrides.get(name)
             if path is None:
-                if directory is None:
+                if folder is None:
                     raise MetaEvalInputError(
                         f"no file for {name}: pass --annotated-dir or --{name.replace('_', '-')}."
                     )
-                path = directory / ("cross_annotation.csv" if name == "cross" else f"{name}.csv")
-            sources[name] = str(path)
+                sources[name] = str(folder / ("cross_annotation.csv" if name == "cross" else f"{name}.csv"))
+            else:
+                sources[name] = str(path)
         data = {name: read_split(path) for name, path in sources.items()}
         return cls({s: data[s] for s in SPLITS}, data["cross"], sources)
 
@@ -226,8 +229,8 @@ def run_meta_eval(
     sample_size: int = 350,
     auc_draws: int = AUC_DRAWS,
     extra: Sequence[ScoreSpec] = (),
-    nlp=None,
-    nli=None,
+    nlp: Any = None,
+    nli: NLIClassifier | None = None,
     bertscore: bool = True,
     figures: dict[str, bytes] | None = None,
     progress: Callable[[str], None] | None = None,

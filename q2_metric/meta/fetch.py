@@ -29,7 +29,7 @@ from typing import BinaryIO
 try:
     import fcntl
 except ImportError:  # not POSIX: stale part files are told by their process id
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl (Windows): no lock
 
 from q2_metric.errors import Q2InputError
 

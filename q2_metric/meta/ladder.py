@@ -23,8 +23,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from q2_metric.config import Q2Config
+
+if TYPE_CHECKING:
+    from q2_metric.results import ResponseScore
+    from q2_metric.scorer import Q2Scorer
 
 SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 LADDER = (
@@ -76,7 +81,7 @@ class Cell:
     responses: int
 
 
-def _cell(scores) -> Cell:
+def _cell(scores: Sequence[ResponseScore]) -> Cell:
     from q2_metric.frontend import system_figures
 
     s = system_figures(scores)
@@ -84,7 +89,7 @@ def _cell(scores) -> Cell:
 
 
 def run_ladder(
-    scorer, splits: dict[str, list[dict]], say: Callable[[str], None] = lambda m: None
+    scorer: Q2Scorer, splits: dict[str, list[dict]], say: Callable[[str], None] = lambda m: None
 ) -> dict[str, dict[str, Cell]]:
     """Table 7: variant -> split -> Cell. One engine call per variant over every split's rows."""
     rows = [(name, r) for name, split_rows in splits.items() for r in split_rows]
@@ -105,7 +110,10 @@ def run_ladder(
 
 
 def run_control(
-    scorer, splits: dict[str, list[dict]], seed: int = 0, say: Callable[[str], None] = lambda m: None
+    scorer: Q2Scorer,
+    splits: dict[str, list[dict]],
+    seed: int = 0,
+    say: Callable[[str], None] = lambda m: None,
 ) -> dict[str, Cell]:
     """Table 8: knowledge source -> Cell over every response that has such knowledge."""
     rows = [r for split_rows in splits.values() for r in split_rows]

@@ -5,7 +5,8 @@ with one panel per annotated set."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,7 @@ import numpy as np
 Curves = Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]]
 
 
-def _pyplot():
+def _pyplot() -> Any:  # matplotlib.pyplot
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,13 +103,13 @@ def histogram_png(
     return _png(fig)
 
 
-def _panels(titles: Mapping[str, str], height: float):
+def _panels(titles: Mapping[str, str], height: float) -> tuple[Any, list[tuple[Any, tuple[str, str]]]]:
     """A figure with one panel per annotated set: (figure, [(axes, (set key, title)), ...])."""
     fig, axes = _pyplot().subplots(1, len(titles), figsize=(5.5 * len(titles), height), squeeze=False)
     return fig, list(zip(axes[0], titles.items()))
 
 
-def _lines(ax, curves: Curves, key: str):
+def _lines(ax: Any, curves: Curves, key: str) -> Iterator[tuple[str, Any, Any]]:
     """(metric, oriented scores, consistent labels) of each metric on set `key`; none when the
     set has one label only (the panel says so)."""
     for metric, per_set in curves.items():
@@ -118,7 +119,7 @@ def _lines(ax, curves: Curves, key: str):
         yield metric, scores, consistent
 
 
-def _one_class(ax, consistent) -> bool:
+def _one_class(ax: Any, consistent: Any) -> bool:
     """A set with one label only has no curve: say so in the panel."""
     if len(set(np.asarray(consistent).tolist())) > 1:
         return False
@@ -130,7 +131,7 @@ def histogram_name(metric: str) -> str:
     return "hist_" + re.sub(r"[^A-Za-z0-9_-]", "_", metric) + ".png"
 
 
-def _png(fig) -> bytes:
+def _png(fig: Any) -> bytes:
     """The figure as PNG bytes (written with the tables, all-or-nothing, by the caller)."""
     import io
 

@@ -96,6 +96,7 @@ def parse_score_spec(text: str) -> ScoreSpec:
             lower = True
         else:
             m = _RANGE.match(last)
+            assert m is not None  # the loop's condition matched it
             bounds = (float(m.group(1)), float(m.group(2)))
     column = "score"
     if len(tokens) > 1 and not Path(":".join(tokens)).exists() and not re.search(r"[/\\]", tokens[-1]):
@@ -168,7 +169,7 @@ def read_scores(
             f"{spec.path}: column '{spec.column}' is missing (its columns: {shown}); "
             f"name the right one with {spec.name}={spec.path}:COLUMN."
         )
-    texts = [c for c in ("response", "knowledge") if c in columns]
+    texts: list[str] = [c for c in ("response", "knowledge") if c in columns]
     if "id" not in columns and not texts:
         raise ScoreFileError(
             f"{spec.path}: no column says which response each row scores (column "
@@ -216,7 +217,7 @@ def _bind(
         if by_id:
             raw = row.fields.get("id")
             ident = _ident(raw)
-            if ident not in ids:
+            if ident is None or ident not in ids:
                 example = next(iter(ids), "")
                 raise ScoreFileError(
                     f"{spec.path}: column 'id' holds {raw!r} at row {row.number}, which is no id "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ def classification_report(scores: Sequence[float], consistent: Sequence[int], th
     0.75
     """
     pred = [int(is_consistent(s, threshold)) for s in scores]
-    out = {
+    out: dict[str, Any] = {
         "threshold": threshold,
         "n": len(scores),
         "accuracy": sum(p == y for p, y in zip(pred, consistent)) / len(scores) if scores else float("nan"),

@@ -16,6 +16,7 @@ import io
 import json
 import posixpath
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 from q2_metric.errors import Q2Error
@@ -50,7 +51,7 @@ def read_archive(path: str | Path) -> tuple[dict, dict, list[str]]:
     if not path.is_file():
         raise ArchiveError(f"{path}: no such archive.")
     try:
-        tar = tarfile.open(path)
+        tar = tarfile.open(path)  # noqa: SIM115 (entered by `with tar:` below; apart so only opening errors get this sentence)
     except (tarfile.TarError, OSError) as err:
         raise ArchiveError(f"{path}: not a tar archive ({err}); pass the .tar.gz AllenNLP wrote.") from None
     with tar:
@@ -81,7 +82,9 @@ def read_archive(path: str | Path) -> tuple[dict, dict, list[str]]:
                     f"{path}: {name} is {kind} in the archive, not a file; is this an AllenNLP model archive?"
                 )
             try:
-                return tar.extractfile(member).read()
+                extracted = tar.extractfile(member)
+                assert extracted is not None  # a regular file (checked above) always has its bytes
+                return extracted.read()
             except (tarfile.TarError, OSError, EOFError) as err:
                 raise ArchiveError(
                     f"{path}: {name} cannot be read ({err}); the archive is damaged."
@@ -90,7 +93,7 @@ def read_archive(path: str | Path) -> tuple[dict, dict, list[str]]:
         return _parse(path, read)
 
 
-def _parse(path: Path, read) -> tuple[dict, dict, list[str]]:
+def _parse(path: Path, read: Callable[[str], bytes]) -> tuple[dict, dict, list[str]]:
     import torch
 
     raw = read("config.json")

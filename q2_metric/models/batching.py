@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from q2_metric.progress import batch_done
 
@@ -140,22 +140,28 @@ def pipelined(
         yield pending[0], collect(pending[1])
 
 
+def _as_they_are(results: Any) -> Any:
+    """`map_batched`'s default `collect`: `run` gave the results themselves."""
+    return results
+
+
 def map_batched(
     items: Sequence[T],
     lengths: Sequence[int],
     max_count: int,
     max_tokens: int,
     run: Callable[[list[T]], H],
-    collect: Callable[[H], list[R]] = lambda results: results,
+    collect: Callable[[H], list[R]] | None = None,
 ) -> list[R]:
     """Apply `run` to budgeted batches of `items`; return one result per item, in input order.
     With `collect`, `run` only launches a batch and `collect` waits for its results (`pipelined`)."""
     out: list[R | None] = [None] * len(items)
     done = 0
     batches = budget_batches(lengths, max_count, max_tokens)
-    for idx, results in pipelined(batches, lambda idx: run([items[i] for i in idx]), collect):
+    finish: Callable[[H], Any] = collect if collect is not None else _as_they_are
+    for idx, results in pipelined(batches, lambda idx: run([items[i] for i in idx]), finish):
         for i, result in zip(idx, results):
             out[i] = result
         done += len(idx)
         batch_done(done, len(items))
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # every slot was filled by the loop: no None is left

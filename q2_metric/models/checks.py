@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ _SPELLING: contextvars.ContextVar = contextvars.ContextVar("q2_option_spelling",
 
 
 @contextlib.contextmanager
-def spelling(spell: Callable[[str], str] | None):
+def spelling(spell: Callable[[str], str] | None) -> Iterator[None]:
     """Within the block, every message of these checks names an option as `spell` does."""
     token = _SPELLING.set(spell)
     try:
@@ -357,9 +358,10 @@ def check_model(model_id: str, role: str) -> ModelIdentity:
         )
     if local:
 
-        def find(name: str) -> str | None:
+        def in_folder(name: str) -> str | None:
             return str(path / name) if (path / name).is_file() else None
 
+        find: Callable[[str], str | None] = in_folder
         commit = ""
         where = f"model directory '{model_id}'"
     else:
@@ -483,7 +485,7 @@ def model_identities(config: Any, roles: tuple[str, ...] = ("qg", "qa", "nli")) 
     check_device(config.device)
     attr = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model"}
     return check_each(
-        {role: (lambda role=role: check_model(getattr(config, attr[role]), role)) for role in roles}
+        {role: functools.partial(check_model, getattr(config, attr[role]), role) for role in roles}
     )
 
 

@@ -22,6 +22,7 @@ import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from q2_metric.config import Q2Config
 from q2_metric.errors import ModelNotAvailable
@@ -47,7 +48,7 @@ def _keep_global_logging() -> Iterator[None]:
         hf_logging.set_verbosity(hf_level)
 
 
-def _fastcoref():
+def _fastcoref() -> tuple[Any, Any, Any]:
     """The fastcoref modules, or a one-sentence error naming how to install them."""
     try:
         with _keep_global_logging():
@@ -62,14 +63,14 @@ def _fastcoref():
     return modeling_fcoref, modeling, collate
 
 
-def model_class():
+def model_class() -> Any:
     """fastcoref's `FCorefModel`, made to build on transformers 5 (see the module docstring)."""
     global _MODEL_CLASS
     if _MODEL_CLASS is None:
         modeling_fcoref, _, _ = _fastcoref()
 
-        class FCorefModel(modeling_fcoref.FCorefModel):
-            def init_weights(self):
+        class FCorefModel(modeling_fcoref.FCorefModel):  # type: ignore[name-defined]  # the optional extra's class, imported at run time
+            def init_weights(self) -> None:
                 if getattr(self, "all_tied_weights_keys", None) is None:  # from fastcoref's __init__
                     self.post_init()  # transformers 5: registers the model's properties, then init_weights()
                 else:
@@ -79,7 +80,7 @@ def model_class():
     return _MODEL_CLASS
 
 
-_MODEL_CLASS = None
+_MODEL_CLASS: Any = None
 
 
 def check_coref_model(model_id: str) -> ModelIdentity:
@@ -107,7 +108,7 @@ class HFCorefResolver:
         self.skipped = 0  # texts longer than the model's max_doc_len (no clusters)
         fcoref_class = model_class()
 
-        class _FCoref(modeling.CorefModel):
+        class _FCoref(modeling.CorefModel):  # type: ignore[name-defined]  # the optional extra's class, imported at run time
             def __init__(self, path: str, device: str) -> None:
                 super().__init__(
                     path, fcoref_class, collate.LeftOversCollator, False, device, spacy.blank("en")

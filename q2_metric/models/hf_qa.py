@@ -30,7 +30,8 @@ answers by character offsets) use transformers' own tokenizer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -90,7 +91,7 @@ PACKABLE = frozenset({"albert", "bert", "electra"})
 PACK_ROW_TOKENS = 256
 
 
-def model_window(tokenizer, model) -> int:
+def model_window(tokenizer: Any, model: Any) -> int:
     """The longest input the model reads: its position embeddings, capped by the tokenizer."""
     limits = [
         int(x)
@@ -136,7 +137,7 @@ class HFQuestionAnswerer:
         return self._collect_padded(self._launch_padded(features))
 
     @torch.inference_mode()
-    def _launch_padded(self, features: list[dict]):
+    def _launch_padded(self, features: list[dict]) -> tuple[Any, Any, Any]:  # tensors
         names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features[0]]
         batch = self.tokenizer.pad([{k: f[k] for k in names} for f in features], return_tensors="pt")
         self.tokens_processed += int(batch["input_ids"].numel())
@@ -145,7 +146,7 @@ class HFQuestionAnswerer:
         return out.start_logits, out.end_logits, batch["attention_mask"]
 
     @staticmethod
-    def _collect_padded(launched) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _collect_padded(launched: tuple[Any, Any, Any]) -> list[tuple[np.ndarray, np.ndarray]]:
         start, end, mask = launched
         start, end = start.float().cpu().numpy(), end.float().cpu().numpy()
         mask = mask.bool().numpy()
@@ -171,7 +172,7 @@ class HFQuestionAnswerer:
         return self._collect_packed(self._launch_packed(features, rows))
 
     @torch.inference_mode()
-    def _launch_packed(self, features: list[dict], rows: list[list[int]]):
+    def _launch_packed(self, features: list[dict], rows: list[list[int]]) -> tuple[Any, Any, list[Any]]:
         width = max(sum(len(features[i]["input_ids"]) for i in row) for row in rows)
         shape = (len(rows), width)
         ids = torch.full(shape, self.tokenizer.pad_token_id or 0, dtype=torch.long)
@@ -204,7 +205,7 @@ class HFQuestionAnswerer:
         return out.start_logits, out.end_logits, spans
 
     @staticmethod
-    def _collect_packed(launched) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    def _collect_packed(launched: tuple[Any, Any, list[Any]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         start, end, spans = launched
         start, end = start.float().cpu().numpy(), end.float().cpu().numpy()
         return {i: (start[r, o : o + n], end[r, o : o + n]) for i, r, o, n in spans}
@@ -215,14 +216,15 @@ class HFQuestionAnswerer:
         lengths = [len(f["input_ids"]) for f in features]
         logits: list = [None] * len(features)
         done = 0
+        calls: Iterable[list[Any]]
         if self.packs():
             calls = packed_calls(lengths, c.qa_batch_size, c.qa_max_tokens, PACK_ROW_TOKENS)
-            launch = lambda rows: self._launch_packed(features, rows)  # noqa: E731
+            launch = lambda rows: self._launch_packed(features, rows)  # noqa: E731 (two branches, one pair of names)
             collect = self._collect_packed
         else:
             calls = budget_batches(lengths, c.qa_batch_size, c.qa_max_tokens)
-            launch = lambda idx: (idx, self._launch_padded([features[i] for i in idx]))  # noqa: E731
-            collect = lambda launched: dict(zip(launched[0], self._collect_padded(launched[1])))  # noqa: E731
+            launch = lambda idx: (idx, self._launch_padded([features[i] for i in idx]))  # noqa: E731 (as above)
+            collect = lambda launched: dict(zip(launched[0], self._collect_padded(launched[1])))  # noqa: E731 (as above)
         # each call is launched before the previous one is collected (`pipelined`)
         for _, results in pipelined(calls, launch, collect):
             for i, result in results.items():
@@ -241,13 +243,13 @@ class HFQuestionAnswerer:
 
     def features(
         self, questions: Sequence[str], contexts: Sequence[str]
-    ) -> tuple[list[dict], list[int], object]:
+    ) -> tuple[list[dict], list[int], Any]:
         """The model input of every window (`input_ids`, `attention_mask`, `token_type_ids` when
         the model has segments), the example each window reads, and transformers' encoding (for
         `best_span`'s offsets; None on the reference path)."""
         c = self.config
         window = min(c.qa_max_length or self.window, self.window)
-        if self._uses_reference():
+        if self.reference is not None and self._uses_reference():
             features, examples = [], []
             for example, (q, t) in enumerate(zip(questions, contexts)):
                 for ids, types in self.reference.pair_windows(q, t, window, c.qa_doc_stride):
@@ -275,7 +277,7 @@ class HFQuestionAnswerer:
 
     def tokens_to_text(self, ids: Sequence[int]) -> str:
         """The released code's answer text of a span's ids: `convert_tokens_to_string`."""
-        if self._uses_reference():
+        if self.reference is not None and self._uses_reference():
             return self.reference.convert_tokens_to_string(self.reference.tokens_of(ids))
         return self.tokenizer.convert_tokens_to_string(self.tokenizer.convert_ids_to_tokens(list(ids)))
 
@@ -307,7 +309,8 @@ class HFQuestionAnswerer:
                         span[0],
                         Answer(contexts[example][offsets[span[1]][0] : offsets[span[2]][1]].strip()),
                     )
-            if found is not None and (best[example] is None or found[0] > best[example][0]):
+            so_far = best[example]
+            if found is not None and (so_far is None or found[0] > so_far[0]):
                 best[example] = found
 
         answers = []

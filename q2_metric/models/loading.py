@@ -101,9 +101,7 @@ def _quiet() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def load_pretrained(
-    loader: Callable[..., Any], model_id: str, dtype: torch.dtype | None = None, **kwargs: Any
-) -> Any:
+def load_pretrained(loader: Any, model_id: str, dtype: torch.dtype | None = None, **kwargs: Any) -> Any:
     """Call `loader.from_pretrained`, preferring the local cache so that no retries happen."""
     import torch
     import transformers

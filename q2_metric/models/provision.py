@@ -50,7 +50,7 @@ def provide_models(
     if not roles:
         return config
     paths = ensure_tiny_models(say=say, coref=tiny_coref, reads=reads)
-    changes = {f"{role}_model": paths[role] for role in roles}
+    changes: dict[str, Any] = {f"{role}_model": paths[role] for role in roles}
     if config.max_question_length == defaults.max_question_length:
         changes["max_question_length"] = TINY_QUESTION_LENGTH
     return config.replace(**changes)

@@ -43,6 +43,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "</s>"]
 NLI_LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}  # deliberately not the usual order
@@ -75,7 +79,7 @@ SIZES = {
 }
 
 
-def _bert_style(tok):
+def _bert_style(tok: Any) -> Any:  # a tokenizers Tokenizer
     """`tok` (a `tokenizers.Tokenizer` with a WordPiece model) lower-casing, BERT-style pair
     templates, wrapped for transformers."""
     from tokenizers import decoders, normalizers, pre_tokenizers, processors
@@ -102,7 +106,7 @@ def _bert_style(tok):
     )
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> Any:  # a PreTrainedTokenizerFast
     """A lower-casing WordPiece tokenizer trained on `texts`, with BERT-style pair templates."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
@@ -115,7 +119,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000):
     return _bert_style(tok)
 
 
-def word_tokenizer(texts: Iterable[str]):
+def word_tokenizer(texts: Iterable[str]) -> Any:  # a PreTrainedTokenizerFast
     """A lower-casing WordPiece tokenizer whose vocabulary is every word of `texts` and every single
     character (alone and as a `##` piece, so that any other word is spelled out), in sorted order:
     the same ids on every build (the trainer of `train_tokenizer` breaks ties differently from run
@@ -221,7 +225,7 @@ FUNCTION_WORDS = frozenset(
 PRONOUNS = frozenset(["it", "they", "he", "she", "him", "her", "them", "we", "us"])
 
 
-def content_tokens(tokenizer) -> np.ndarray:
+def content_tokens(tokenizer: Any) -> np.ndarray:
     """Per vocabulary id: a whole word (letters or digits), not a function word nor a special token."""
     import numpy as np
 
@@ -234,7 +238,7 @@ def content_tokens(tokenizer) -> np.ndarray:
     )
 
 
-def _zero_mean_units(rng, rows: int, width: int) -> np.ndarray:
+def _zero_mean_units(rng: np.random.Generator, rows: int, width: int) -> np.ndarray:
     """`rows` random unit vectors of `width` dims, each with mean 0."""
     import numpy as np
 
@@ -243,7 +247,7 @@ def _zero_mean_units(rng, rows: int, width: int) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def quiet_personal_words(model, tokenizer) -> None:
+def quiet_personal_words(model: Any, tokenizer: Any) -> None:
     """Zero the (tied input and output) embeddings of I/you/my/your in a random T5: their logits are
     then 0, never among the best, so the personal filter does not drop most random questions."""
     import torch
@@ -253,7 +257,7 @@ def quiet_personal_words(model, tokenizer) -> None:
         model.shared.weight[[i for i in ids if i != tokenizer.unk_token_id]] = 0.0
 
 
-def lexical_qa(model, tokenizer, rng) -> None:
+def lexical_qa(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
     """Set an ALBERT QA model's weights so that its logits at a position are
     `score(token) + POSITION_WEIGHT * x(position) + BONUS/2` (start) and the same
     `+ END_WEIGHT * y(position)` (end) in the text, each `- BONUS/2` in the question, and exactly
@@ -317,7 +321,7 @@ def lexical_qa(model, tokenizer, rng) -> None:
         model.qa_outputs.weight.copy_(torch.tensor(np.vstack([start, end])))
 
 
-def bag_of_words_nli(model, tokenizer, rng) -> None:
+def bag_of_words_nli(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
     """Set a RoBERTa classifier's weights so that its label is a fixed random function of the mean
     embedding of the content words (`content_tokens`) of the whole (premise, hypothesis) pair: other
     tokens embed to zero, the first layer's attention is uniform (query and key zeroed) and adds the

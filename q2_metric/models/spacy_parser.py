@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from typing import Any
 
 from q2_metric.components import ParsedText
 from q2_metric.config import DEFAULT_SPACY_MODELS, Q2Config
@@ -21,7 +22,7 @@ def default_spacy_model() -> str:
     )
 
 
-def load_spacy(name: str | None = None):
+def load_spacy(name: str | None = None) -> Any:  # a spaCy Language
     """Load a spaCy pipeline (default: `default_spacy_model()`), one sentence when it is missing."""
     import spacy
 

@@ -144,7 +144,7 @@ def meaningless_note() -> str:
 
 
 @contextlib.contextmanager
-def tiny_hint(how: str | None = None, spell: Callable[[str], str] | None = None):
+def tiny_hint(how: str | None = None, spell: Callable[[str], str] | None = None) -> Iterator[None]:
     """A model missing: its message ends by pointing to the tiny models (`how`: the front-end's
     switch; default: the `tiny` option as `spell` spells it, e.g. "`tiny=True`" or "`--tiny`")."""
     from q2_metric.errors import ModelNotAvailable

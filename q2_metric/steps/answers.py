@@ -4,11 +4,28 @@ the knowledge."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from q2_metric.components import Answer, QuestionAnswerer
-from q2_metric.results import DISCARDED, Pair
+from q2_metric.results import Pair, QuestionTrace
 from q2_metric.steps.normalize import f1_score
 from q2_metric.steps.unique import unique_call
+
+
+class KnowledgeAnswer(NamedTuple):
+    """What the stage found for one valid question (the engine records it on the trace)."""
+
+    pair: Pair
+    trace: QuestionTrace
+    text: str  # the knowledge answer as decoded; "" with no answer
+    has_answer: bool
+    f1: float  # token F1 of the candidate and the answer; 0 for "no answer"
+    kept: bool  # False: discarded by the DNLI rule (`keep_answerable`)
+
+    @property
+    def unanswered(self) -> bool:
+        """The knowledge gave "no answer" or the empty answer (neither is compared)."""
+        return not self.has_answer or not self.text
 
 
 def keep_answerable(answerable: Sequence[bool]) -> list[bool]:
@@ -24,27 +41,32 @@ def keep_answerable(answerable: Sequence[bool]) -> list[bool]:
 
 def answer_from_knowledge(
     pairs: Sequence[Pair], qa: QuestionAnswerer, *, discard_unanswerable: bool = False
-) -> None:
-    """Stage "knowledge answers": one QA call over the distinct (valid question, knowledge) pairs;
-    sets each valid trace's knowledge answer and token F1 (0 for "no answer").
+) -> list[KnowledgeAnswer]:
+    """Stage "knowledge answers": one QA call over the distinct (valid question, knowledge) pairs.
 
     Args:
         pairs: the batch, with the question filter's statuses set.
         qa: the extractive QA backend.
         discard_unanswerable: the DNLI rule (`keep_answerable`).
+
+    Returns:
+        One `KnowledgeAnswer` per valid question, in the order of `pairs` and of their traces.
     """
     valid = [(p, t) for p in pairs for t in p.result.valid_questions]
     answers: dict[tuple[str, str], Answer] = unique_call(
         [(t.question, p.knowledge) for p, t in valid],
         lambda ks: qa.answer([q for q, _ in ks], [k for _, k in ks]),
     )
+    out: list[KnowledgeAnswer] = []
     for p, t in valid:
         ans = answers[(t.question, p.knowledge)]
-        t.knowledge_answer, t.knowledge_has_answer = ans.text, ans.has_answer
-        t.f1 = f1_score(t.candidate, ans.text) if ans.has_answer else 0.0
+        f1 = f1_score(t.candidate, ans.text) if ans.has_answer else 0.0
+        out.append(KnowledgeAnswer(p, t, ans.text, ans.has_answer, f1, kept=True))
     if discard_unanswerable:
-        for p in pairs:
-            vq = p.result.valid_questions
-            for t, keep in zip(vq, keep_answerable([not t.unanswered for t in vq])):
-                if not keep:
-                    t.status = DISCARDED
+        by_pair: dict[int, list[int]] = {}
+        for i, a in enumerate(out):
+            by_pair.setdefault(id(a.pair), []).append(i)
+        for rows in by_pair.values():
+            for i, keep in zip(rows, keep_answerable([not out[i].unanswered for i in rows])):
+                out[i] = out[i]._replace(kept=keep)
+    return out

@@ -236,14 +236,16 @@ def resolve_dialogues(
         found = resolver.clusters([joined[i][0] for i in todo]) if todo else []
         for i, clusters in zip(todo, found):
             text, start = joined[i]
+            replaced: list[Replacement]
             if clusters is None:  # not read: this step's text goes on as written
-                resolved[i], new_start, replaced = text, start, []
+                now, new_start, replaced = text, start, []
             else:
-                resolved[i], new_start, replaced = resolve_step(text, clusters, start)
+                now, new_start, replaced = resolve_step(text, clusters, start)
+            resolved[i] = now
             if step == len(dialogues[i]) - 1:
                 traces[i] = CorefTrace(
                     responses[i],
-                    resolved[i][new_start:],
+                    now[new_start:],
                     replaced,
                     len(dialogues[i]) - 1,
                     skipped=too_long_reason(resolver) if clusters is None else None,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL, NLIClassifier
 from q2_metric.results import Pair
+from q2_metric.steps.span_scores import SpanScore
 from q2_metric.steps.unique import unique_call
 
 
@@ -36,37 +38,70 @@ def fallback_pair(response: str, knowledge: str, lowercase: bool = True) -> tupl
     return (knowledge.lower(), response.lower()) if lowercase else (knowledge, response)
 
 
+class ResponseOutcome(NamedTuple):
+    """The score of one response (the engine records it on the response's `ResponseScore`)."""
+
+    q2: float
+    q2_no_nli: float
+    fallback_label: str | None = None  # end-to-end NLI's label; None: not scored by the fallback
+    fallback_windows: int = 0  # premise windows of the fallback NLI
+    reason: str | None = None  # why the score is NaN (no valid question, fallback off)
+
+    @property
+    def fallback(self) -> bool:
+        return self.fallback_label is not None
+
+
 def score_responses(
     pairs: Sequence[Pair],
+    spans: Sequence[SpanScore],
     nli: NLIClassifier | None,
     *,
     fallback: bool,
     lowercase: bool = True,
     scores: tuple[float, float, float] = (1.0, 0.5, 0.0),
-) -> None:
+) -> list[ResponseOutcome]:
     """Stage "response scores": the mean span score of each response with a valid question;
     end-to-end NLI (one call over the distinct pairs) for the others, or NaN when the fallback is off.
 
     Args:
-        pairs: the batch, with span scores set.
-        nli: the NLI backend of the fallback.
+        pairs: the batch.
+        spans: the span scores stage's output (each names its pair; in the order of the traces).
+        nli: the NLI backend of the fallback (needed when `fallback` is on).
         fallback: whether a response with no valid question falls back to end-to-end NLI.
         lowercase: lower-case premise and hypothesis, as the released code does.
         scores: the fallback's score for entailment, neutral and contradiction.
+
+    Returns:
+        One `ResponseOutcome` per pair, in their order.
     """
-    uncovered = [p for p in pairs if not p.result.valid_questions]
-    nli_pairs = [fallback_pair(p.response, p.knowledge, lowercase) for p in uncovered] if fallback else []
-    labels = unique_call(nli_pairs, lambda ps: nli.classify([a for a, _ in ps], [b for _, b in ps]))
-    count_windows = getattr(nli, "windows", None)
+    by_pair: dict[int, list[SpanScore]] = {}
+    for s in spans:
+        by_pair.setdefault(id(s.answer.pair), []).append(s)
+    uncovered = [p for p in pairs if id(p) not in by_pair]
+    labels: dict[tuple[str, str], str] = {}
+    count_windows = None
+    if fallback and uncovered:
+        if nli is None:
+            raise ValueError("the end-to-end NLI fallback needs an NLI component")
+        classify = nli.classify
+        labels = unique_call(
+            [fallback_pair(p.response, p.knowledge, lowercase) for p in uncovered],
+            lambda ps: classify([a for a, _ in ps], [b for _, b in ps]),
+        )
+        count_windows = getattr(nli, "windows", None)
+    out = []
     for p in pairs:
-        r, vq = p.result, p.result.valid_questions
-        if vq:
-            r.q2 = mean([t.score for t in vq])
-            r.q2_no_nli = mean([t.score_no_nli for t in vq])
+        mine = by_pair.get(id(p))
+        if mine:
+            out.append(ResponseOutcome(mean([s.score for s in mine]), mean([s.score_no_nli for s in mine])))
         elif fallback:
             premise, hypothesis = fallback_pair(p.response, p.knowledge, lowercase)
-            r.fallback, r.fallback_label = True, labels[(premise, hypothesis)]
-            r.fallback_windows = count_windows(premise, hypothesis) if count_windows else 1
-            r.q2 = r.q2_no_nli = fallback_score(r.fallback_label, scores)
+            label = labels[(premise, hypothesis)]
+            windows = count_windows(premise, hypothesis) if count_windows else 1
+            score = fallback_score(label, scores)
+            out.append(ResponseOutcome(score, score, label, windows))
         else:
-            r.reason = "no valid question (fallback off)"  # why it is NaN; the engine words the sentence
+            # why it is NaN; the engine words the sentence
+            out.append(ResponseOutcome(float("nan"), float("nan"), reason="no valid question (fallback off)"))
+    return out

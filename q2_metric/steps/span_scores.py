@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NLIClassifier
-from q2_metric.results import Pair
+from q2_metric.steps.answers import KnowledgeAnswer
 from q2_metric.steps.unique import unique_call
+
+
+class SpanScore(NamedTuple):
+    """Both span scores of one valid question (the engine records them on the trace)."""
+
+    answer: KnowledgeAnswer
+    nli_label: str | None  # None: not compared by NLI
+    score: float  # with NLI
+    score_no_nli: float  # token F1 only
 
 
 def nli_pair(question: str, candidate: str, knowledge_answer: str) -> tuple[str, str]:
@@ -43,28 +53,37 @@ def span_score(has_answer: bool, f1: float, nli_label: str | None) -> float:
     return f1
 
 
-def score_spans(pairs: Sequence[Pair], nli: NLIClassifier | None, *, cls_text: str = "[CLS]") -> None:
+def _pair_of(a: KnowledgeAnswer) -> tuple[str, str]:
+    return nli_pair(a.trace.question, a.trace.candidate, a.text)
+
+
+def score_spans(
+    answers: Sequence[KnowledgeAnswer], nli: NLIClassifier | None, *, cls_text: str = "[CLS]"
+) -> list[SpanScore]:
     """Stage "span scores": span NLI (one call over the distinct pairs; none when `nli` is None)
-    and both span scores of every valid question.
+    and both span scores of every kept answer.
 
     Args:
-        pairs: the batch, with knowledge answers set.
+        answers: the knowledge answers stage's output (those not kept get no span score).
         nli: the NLI backend, or None for token F1 only.
         cls_text: the QA tokenizer's CLS text (an answer holding it gets no NLI, as released).
+
+    Returns:
+        One `SpanScore` per kept answer, in their order.
     """
-    valid = [t for p in pairs for t in p.result.valid_questions]
-    compare = [
-        t
-        for t in valid
-        if nli is not None
-        and needs_nli(t.knowledge_answer or "", bool(t.knowledge_has_answer), t.f1, cls_text)
-    ]
-    labels = unique_call(
-        [nli_pair(t.question, t.candidate, t.knowledge_answer) for t in compare],
-        lambda ps: nli.classify([a for a, _ in ps], [b for _, b in ps]),
-    )
-    for t in compare:
-        t.nli_label = labels[nli_pair(t.question, t.candidate, t.knowledge_answer)]
-    for t in valid:
-        t.score = span_score(bool(t.knowledge_has_answer), t.f1, t.nli_label)
-        t.score_no_nli = span_score(bool(t.knowledge_has_answer), t.f1, None)
+    kept = [a for a in answers if a.kept]
+    compare = [nli is not None and needs_nli(a.text, a.has_answer, a.f1, cls_text) for a in kept]
+    labels: dict[tuple[str, str], str] = {}
+    if nli is not None:
+        classify = nli.classify
+        labels = unique_call(
+            [_pair_of(a) for a, c in zip(kept, compare) if c],
+            lambda ps: classify([p for p, _ in ps], [h for _, h in ps]),
+        )
+    out = []
+    for a, c in zip(kept, compare):
+        label = labels[_pair_of(a)] if c else None
+        out.append(
+            SpanScore(a, label, span_score(a.has_answer, a.f1, label), span_score(a.has_answer, a.f1, None))
+        )
+    return out

@@ -72,7 +72,7 @@ def system_of(responses: Sequence) -> SystemScore:
     )
 
 
-def figure(value: float, digits: int = 4) -> str:
+def figure(value: float | None, digits: int = 4) -> str:
     """A figure as a person reads it: `n/a` where it is undefined (never `nan`).
 
     >>> figure(0.5), figure(float("nan"))

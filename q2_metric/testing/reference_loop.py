@@ -11,20 +11,23 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Iterable
 
 import numpy as np
+
+from q2_metric.components import NLIClassifier, ParsedText, Parser, QuestionAnswerer, QuestionGenerator
 
 CLS = "[CLS]"
 
 
-def clean_text(text):
+def clean_text(text: str) -> str:
     text = text.lower()
     text = text.translate(str.maketrans("", "", string.punctuation))
     text = re.sub(r"\b(a|an|the|in|our)\b", " ", text)
     return re.sub(" +", " ", text).strip()
 
 
-def f1(gold, pred):
+def f1(gold: str, pred: str) -> float:
     if pred == "":
         return 0
     g, p = clean_text(gold).split(), clean_text(pred).split()
@@ -35,7 +38,7 @@ def f1(gold, pred):
     return 2 * precision * recall / (precision + recall)
 
 
-def candidates(parsed):
+def candidates(parsed: ParsedText) -> list[str]:
     cands = list(parsed.entities)
     for chunk in parsed.noun_chunks:
         found = False
@@ -47,7 +50,7 @@ def candidates(parsed):
     return [c for c in cands if c.lower() != "i"]
 
 
-def non_personal(tokens):
+def non_personal(tokens: Iterable[tuple[str, str]]) -> bool:
     for text, dep in tokens:
         if dep == "nsubj" and text.lower() in ("i", "you"):
             return False
@@ -59,10 +62,10 @@ def non_personal(tokens):
 def reference_q2(
     response: str,
     knowledge: str,
-    parser,
-    qg,
-    qa,
-    nli,
+    parser: Parser,
+    qg: QuestionGenerator,
+    qa: QuestionAnswerer,
+    nli: NLIClassifier,
     *,
     single: bool = True,
     remove_personal: bool = True,
@@ -70,7 +73,7 @@ def reference_q2(
 ) -> tuple[float, float]:
     """(q2, q2_no_nli) of one response, one model call per example."""
 
-    def get_answer(question, text):
+    def get_answer(question: str, text: str) -> str:
         ans = qa.answer([question], [text])[0]
         return ans.text if ans.has_answer else CLS
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from q2_metric.components import ENTAILMENT, NEUTRAL, NO_ANSWER, Answer, ParsedText
 from q2_metric.config import Q2Config
 from q2_metric.steps.normalize import normalize_answer
+
+if TYPE_CHECKING:
+    from q2_metric.scorer import Q2Scorer
 
 _CAPS = re.compile(r"\b[A-Z][\w']*(?:\s+[A-Z][\w']*)*")
 _WHAT = re.compile(r"^what about (.+)\?$", re.IGNORECASE)
@@ -81,8 +85,9 @@ class ScriptedQA(_Recorder):
                 out.append(NO_ANSWER if text is None else Answer(text))
                 continue
             m = _WHAT.match(q)
-            pos = c.lower().find(m.group(1).lower()) if m else -1
-            out.append(Answer(c[pos : pos + len(m.group(1))]) if pos >= 0 else NO_ANSWER)
+            asked = m.group(1) if m else None
+            pos = c.lower().find(asked.lower()) if asked is not None else -1
+            out.append(Answer(c[pos : pos + len(asked)]) if asked is not None and pos >= 0 else NO_ANSWER)
         return out
 
 
@@ -106,11 +111,16 @@ class ScriptedNLI(_Recorder):
         return [self.labels.get((p, h)) or self.rule(p, h) for p, h in zip(premises, hypotheses)]
 
 
-def scripted_scorer(config: Q2Config | None = None, **components):
+def scripted_scorer(config: Q2Config | None = None, **components: Any) -> Q2Scorer:
     """A `Q2Scorer` whose components are all scripted (override any by keyword)."""
     from q2_metric.scorer import Q2Scorer
 
-    parts = {"parser": ScriptedParser(), "qg": ScriptedQG(), "qa": ScriptedQA(), "nli": ScriptedNLI()}
+    parts: dict[str, Any] = {
+        "parser": ScriptedParser(),
+        "qg": ScriptedQG(),
+        "qa": ScriptedQA(),
+        "nli": ScriptedNLI(),
+    }
     parts.update(components)
     return Q2Scorer(config, **parts)
 

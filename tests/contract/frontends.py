@@ -540,8 +540,7 @@ class SpaceFunction(Words):
             "wrong type": "use_nli='false'",
             "out of range": "fallback_scores=[0, 2, 1]",
             "unknown name": "'use_nlii'",
-            "missing model": "qg_model",
-            "missing model": "Q2_QG_MODEL",
+            "missing model": "Q2_QG_MODEL",  # the Space reads its models from the environment
         }
     )
     foreign_words: tuple = ("--qg-model",)
@@ -573,8 +572,8 @@ class SpaceFunction(Words):
 
         scorer = self._scorer(self.base)
         rows, signature, spans = [], "", []
-        for n, item in enumerate(items):
-            score, reason, page, _, sig, message = score_or_message(item.response, item.knowledge, scorer)
+        for item in items:
+            score, _reason, page, _, sig, message = score_or_message(item.response, item.knowledge, scorer)
             if message.startswith("**Not scored:**"):
                 rows.append(Row("the request", "bad", None, message))
                 spans.append(None)

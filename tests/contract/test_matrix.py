@@ -17,6 +17,7 @@ Expected values: the statuses and counts follow from the items as written here; 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -241,7 +242,7 @@ def test_spans(name, reports, fronts, with_empties):
             places = {(s["start"], s["end"], s["text"]) for s in theirs}
             marks = sorted((s["start"], s["end"], s["text"]) for s in mine)
             assert set(marks) <= places, (item.response, marks, places)
-            assert all(a[1] <= b[0] for a, b in zip(marks, marks[1:])), marks
+            assert all(a[1] <= b[0] for a, b in itertools.pairwise(marks)), marks
             assert all(any(s < e and m < n for m, n, _ in marks) for s, e, _ in places), (marks, places)
             continue
         fields = [f for f in _SPAN_FIELDS if all(f in s for s in mine)] if mine else ["start", "end", "text"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import tiny_flags
-from support.files import BARE, HEADER, STRAY, strict_json, write, write_csv
+from support.files import BARE, HEADER, STRAY, read_jsonl, strict_json, write, write_csv
 
 from q2_metric.cli import main
 
@@ -309,5 +309,5 @@ def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config, capsys)
         f"q2: {path}: line 4: {BARE}; row skipped",
     ]
     assert captured.out.startswith(f"Scored 2/4 rows (2 now, 0 from the cache) -> {tmp_path / 'out.jsonl'}\n")
-    out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+    out = read_jsonl(tmp_path / "out.jsonl")
     assert [o["q2"] is None for o in out] == [False, True, True, False]

@@ -20,8 +20,8 @@ try:
     runpy.run_module("q2_metric.cli", run_name="__main__")
 except SystemExit as exit:
     code = exit.code
-print("\\nMODULES", json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules]}))
-""" % (HEAVY,)
+print("\\nMODULES", json.dumps({"code": code, "heavy": [m for m in HEAVY if m in sys.modules]}))
+""".replace("HEAVY", repr(HEAVY))
 
 
 def imports_after(args, tmp_path):

@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("fastcoref")
 
+from support.files import read_jsonl
+
 from q2_metric.steps.coref import HISTORY_SEPARATOR
 
 
@@ -267,7 +269,7 @@ def test_space_coref_from_its_options(monkeypatch, coref_config, rows):
     )
     config = space_config()
     assert config.coref and config.coref_model == coref_config.coref_model
-    score, reason, _, _, signature = explain(rows[0]["response"], rows[0]["knowledge"], Q2Scorer(config))
+    score, _reason, _, _, signature = explain(rows[0]["response"], rows[0]["knowledge"], Q2Scorer(config))
     assert "|coref:local-" in signature
     direct = Q2Scorer(coref_config).score([rows[0]["response"]], [rows[0]["knowledge"]]).responses[0]
     assert direct.coref is not None and direct.coref.history_turns == 0  # no history: the response alone
@@ -324,8 +326,8 @@ def test_ray_coref_matches_the_local_command(coref_config, rows, tmp_path):
     )
     assert local.returncode == 0, local.stderr
     assert remote.returncode == 0, remote.stderr
-    want = [json.loads(line) for line in open(tmp_path / "local.jsonl")]
-    got = [json.loads(line) for line in open(tmp_path / "ray.jsonl")]
+    want = read_jsonl(tmp_path / "local.jsonl")
+    got = read_jsonl(tmp_path / "ray.jsonl")
     assert got == want and len(got) == 3
     assert (
         "|coref:local-" in json.loads((tmp_path / "ray.json").read_text())["signature"]

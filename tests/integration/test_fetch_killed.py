@@ -49,7 +49,8 @@ def test_part_files_of_a_killed_run_are_removed_by_the_next(source, tmp_path):
     out = tmp_path / "data"
     args = [f"{n} {hashlib.sha256(b).hexdigest()}".split() for n, b in BODIES.items()]
     proc = subprocess.Popen(
-        [sys.executable, "-c", KILLED, str(out), COMMIT, *sum(args, [])], stderr=subprocess.PIPE
+        [sys.executable, "-c", KILLED, str(out), COMMIT, *(x for a in args for x in a)],
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 60

@@ -43,12 +43,15 @@ def test_full_disk_keeps_the_scored_rows_and_names_the_file(tmp_path):
     )
     old = tmp_path / "out.csv"
     old.write_text("old\n")
-    run = lambda limit: subprocess.run(
-        [PY, "-c", FULL_DISK, str(tmp_path), str(limit), str(old)],  # noqa: E731
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+
+    def run(limit: int) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [PY, "-c", FULL_DISK, str(tmp_path), str(limit), str(old)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
     # the cache cannot grow, the outputs (small) can: the chunk is kept and written out
     res = run(20001 + 500)
     first, second = [json.loads(line) for line in res.stdout.splitlines()]

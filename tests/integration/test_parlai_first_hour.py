@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.data import ROOT
+from support.files import read_csv
 
 pytest.importorskip("parlai")
 pytestmark = pytest.mark.slow
-
-from support.data import ROOT  # noqa: E402
 
 PACKAGE_DATA = ROOT / "parlai_ext" / "data"
 
@@ -25,7 +25,7 @@ def tree(folder: Path) -> dict[str, str]:
 
 
 def test_streamed_annotations_count_their_lengths_under_datapath(tmp_path):
-    rows = list(csv.DictReader(open(PACKAGE_DATA / "cross_annotation.csv", newline="", encoding="utf-8")))[:3]
+    rows = read_csv(PACKAGE_DATA / "cross_annotation.csv")[:3]
     mine = tmp_path / "in" / "ann.csv"
     mine.parent.mkdir()
     with open(mine, "w", newline="", encoding="utf-8") as f:

@@ -2,7 +2,6 @@
 bad rows, the input formats, worker sizing, and the message when Ray is missing."""
 
 import csv
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import ray
-from support.files import PAIRS, snapshot, write_bad_jsonl, write_csv, write_parquet
+from support.files import PAIRS, read_json, read_jsonl, snapshot, write_bad_jsonl, write_csv, write_parquet
 from support.files import PERSON_ROWS as ROWS
 
 from q2_metric import cli
@@ -93,7 +92,7 @@ def test_ray_matches_local_command_on_tiny_models(tiny_config, tmp_path, rows):
     bad = "line 10: 1 field(s) but the header has 9 (a comma in an unquoted field, or a missing one?); row skipped"
     assert bad in local.stderr and bad in remote.stderr
 
-    want = [json.loads(line) for line in open(tmp_path / "local.jsonl")]
+    want = read_jsonl(tmp_path / "local.jsonl")
     got = pq.read_table(tmp_path / "ray.parquet").to_pylist()
     assert len(got) == len(want) == 9
     for w, g in zip(want, got):
@@ -102,7 +101,7 @@ def test_ray_matches_local_command_on_tiny_models(tiny_config, tmp_path, rows):
     assert sum(g["q2"] is not None for g in got) == 8
     with open(tmp_path / "local_steps.csv") as a, open(tmp_path / "ray_steps.csv") as b:
         assert a.read() == b.read()
-    assert json.load(open(tmp_path / "ray.json")) == json.load(open(tmp_path / "local.json"))
+    assert read_json(tmp_path / "ray.json") == read_json(tmp_path / "local.json")
     assert "8/9 rows (8 now, 0 from the cache)" in remote.stdout
 
     parts = list((tmp_path / "c_ray").glob("*/ray/part-*.parquet"))
@@ -208,7 +207,7 @@ def test_bad_rows_as_in_the_local_command(ray_local, tmp_path):
     assert remote.bad_rows == local.bad_rows and len(remote.bad_rows) == 3
     assert remote.bad_rows[0].startswith("line 2: not a JSON object")
     assert remote.num_bad == 3 and remote.num_scored_now == 2
-    assert open(tmp_path / "ray.jsonl").read() == open(tmp_path / "local.jsonl").read()
+    assert (tmp_path / "ray.jsonl").read_text() == (tmp_path / "local.jsonl").read_text()
     assert remote.system == local.system
 
 

@@ -27,10 +27,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
-from support.data import SAMPLE  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402 (after importorskip("ray"))
+from support.data import SAMPLE  # noqa: E402 (with the imports after importorskip)
 
-from q2_metric.corpus.ray import NODE_DIED_NOTE  # noqa: E402
+from q2_metric.corpus.ray import NODE_DIED_NOTE  # noqa: E402 (needs ray: after importorskip)
 
 TIMEOUT = 240  # seconds for any one wait: a hang fails the test instead of stalling the suite
 
@@ -126,8 +126,10 @@ def ray_run(env, tmp_path, cluster, name):
     cmd = q2_score(
         env, tmp_path / f"{name}.csv", "--ray", cluster.address, "--chunk-size", "1", cache=tmp_path / "cache"
     )
-    log = open(tmp_path / f"{name}.log", "w+")
-    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True), log
+    log = tmp_path / f"{name}.log"  # the child's output (its own copy of the handle keeps writing)
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, log
 
 
 def test_worker_node_killed_mid_run(env, cluster, local_output, tmp_path):
@@ -146,8 +148,7 @@ def test_worker_node_killed_mid_run(env, cluster, local_output, tmp_path):
         cluster.add_node(num_cpus=1)  # back to two worker nodes for the next test
         cluster.wait_for_nodes()
     wall = time.monotonic() - started
-    log.seek(0)
-    out = log.read()
+    out = log.read_text()
     print(
         f"node kill: {rows} rows ({pairs} pairs), a worker node killed at {killed_at:.1f}s with "
         f"{at_kill}/{pairs} pairs written; run finished, rc 0, {wall:.1f}s wall"
@@ -176,8 +177,7 @@ def test_driver_killed_mid_run_and_started_again(env, cluster, local_output, tmp
     restarted = time.monotonic()
     again, log = ray_run(env, tmp_path, cluster, "ray")
     assert again.wait(timeout=TIMEOUT) == 0
-    log.seek(0)
-    out = log.read()
+    out = log.read_text()
     print(
         f"driver kill: {rows} rows ({pairs} pairs), driver killed at {first:.1f}s with {cached}/{pairs} "
         f"pairs written; rerun: {pairs - cached} scored, {cached} from the cache, "

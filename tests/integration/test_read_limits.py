@@ -53,7 +53,7 @@ def test_parquet_decompression_bomb_is_refused_before_decoding(tmp_path):
     assert int(grown_mb) < 200, grown_mb  # the 400 MB of text were never built
     big = tmp_path / "big.csv"
     big.write_text(HEADER + ROWS * 10)
-    with pytest.raises(Q2InputError, match="is a file of [0-9]+ bytes, above the limit of 100 bytes"):
+    with pytest.raises(Q2InputError, match=r"is a file of [0-9]+ bytes, above the limit of 100 bytes"):
         os.environ["Q2_MAX_INPUT_BYTES"] = "100"
         try:
             read_rows(big)

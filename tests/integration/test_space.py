@@ -140,10 +140,10 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
         Q2_NLI_MODEL=tiny_models["nli"],
         Q2_SPACE_OPTIONS=json.dumps({"device": "cpu", "decoding": "greedy", "max_question_length": 8}),
     )
-    log = open(tmp_path / "app.log", "w")
-    app = subprocess.Popen(
-        [str(python), "app.py"], cwd=space_dir, env=env, stdout=log, stderr=subprocess.STDOUT
-    )
+    with open(tmp_path / "app.log", "w") as log:  # the child keeps its own copy of the handle
+        app = subprocess.Popen(
+            [str(python), "app.py"], cwd=space_dir, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 90
@@ -219,7 +219,6 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
             app.wait(timeout=15)
         except subprocess.TimeoutExpired:
             app.kill()
-        log.close()
 
 
 def test_space_config_from_environment(monkeypatch):

@@ -96,3 +96,21 @@ def snapshot(*paths: Path) -> dict[str, tuple]:
 def leftovers(folder: Path) -> list[str]:
     """Temporary files and manifests a run left in `folder` (not below it)."""
     return sorted(p.name for p in folder.iterdir() if TEMP_MARK in p.name or p.name.endswith(MANIFEST_SUFFIX))
+
+
+def read_jsonl(path: Path, encoding: str = "utf-8") -> list:
+    """The records of a JSON Lines file (the file closed again)."""
+    with open(path, encoding=encoding) as f:
+        return [json.loads(line) for line in f]
+
+
+def read_json(path: Path) -> object:
+    """A JSON file's value (the file closed again)."""
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_csv(path: Path, encoding: str = "utf-8") -> list[dict]:
+    """A CSV file's rows as dicts (the file closed again)."""
+    with open(path, newline="", encoding=encoding) as f:
+        return list(csv.DictReader(f))

@@ -48,13 +48,13 @@ class HashParser:
 
 
 class HashQG:
-    TEMPLATES = [
+    TEMPLATES = (
         "what is {a} ?",
         "do you know {a} ?",
         "which is {a} ?",
         "is your {a} here ?",
         "who said {a} ?",
-    ]
+    )
 
     def generate(self, answers, contexts):
         out = []

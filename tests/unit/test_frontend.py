@@ -73,9 +73,11 @@ def test_the_words_are_the_callers_only_inside_the_block(tmp_path):
     scorer = Q2Scorer(qg_model=str(tmp_path / "nowhere"), device="cpu")
     with pytest.raises(ModelNotAvailable, match=r"qg_model \(--qg-model\)"):
         scorer.check_models()  # no front-end named: both spellings, as before
-    with pytest.raises(ModelNotAvailable, match=r"as -T qg_model=DIR.*tiny random models.*`-T tiny=true`"):
-        with model_words(lambda n: f"-T {n}=DIR", tiny_hint="`-T tiny=true`"):
-            scorer.check_models()
+    with (
+        pytest.raises(ModelNotAvailable, match=r"as -T qg_model=DIR.*tiny random models.*`-T tiny=true`"),
+        model_words(lambda n: f"-T {n}=DIR", tiny_hint="`-T tiny=true`"),
+    ):
+        scorer.check_models()
 
 
 def test_validate_items_reports_each_bad_item_with_its_key_and_field():

@@ -24,7 +24,7 @@ def test_progress_counts_model_inputs_per_stage():
     final = {}
     for stage, done, total in seen:
         final[stage] = (done, total)
-    assert [s for s in dict.fromkeys(s for s, _, _ in seen)] == [*STAGES, DONE]
+    assert list(dict.fromkeys(s for s, _, _ in seen)) == [*STAGES, DONE]
     assert final["candidates"] == (2, 2) and final["questions"] == (3, 3)
     assert final["question filter"] == (5, 5) and final["knowledge answers"] == (2, 2)
     assert final["span scores"] == (0, 0) and final["response scores"] == (0, 0)

@@ -180,7 +180,7 @@ def test_stage_calls_do_not_grow_with_batch_size():
 
 
 def test_signature_records_options():
-    scorer, result = run(Q2Config.dnli())
+    _scorer, result = run(Q2Config.dnli())
     sig = str(result.signature)
     assert "personal:no" in sig and "dnli:yes" in sig and "mode:single" in sig
     assert "qg:scripted-ScriptedQG" in sig and "transformers:" in sig

@@ -171,5 +171,5 @@ def test_missing_fastcoref_package_fails_in_one_sentence(monkeypatch, tiny_confi
 
 def test_wrong_model_kind_is_refused(tiny_config, tiny_models):
     scorer = Q2Scorer(tiny_config.replace(coref=True, coref_model=tiny_models["nli"]))
-    with pytest.raises(ModelNotAvailable, match="has no coref_head in its config.json"):
+    with pytest.raises(ModelNotAvailable, match=r"has no coref_head in its config.json"):
         scorer.check_models()

@@ -113,9 +113,9 @@ def test_the_python_api_checks_its_options_before_any_model(monkeypatch):
     ]
     for opts, message in cases:
         for call in (
-            lambda: q2_metric.score(["a"], ["b"], **opts),
-            lambda: Q2Scorer(**opts),
-            lambda: cached_scorer(**opts),
+            lambda opts=opts: q2_metric.score(["a"], ["b"], **opts),
+            lambda opts=opts: Q2Scorer(**opts),
+            lambda opts=opts: cached_scorer(**opts),
         ):
             with pytest.raises(Q2OptionError, match=message):
                 call()

@@ -87,10 +87,10 @@ def test_api_accepts_any_sequence_of_strings():
             f"response must be a sequence of strings (list, tuple, numpy array, pandas "
             f"Series), got {kind}, whose order is not the order of the items; pass a list"
         )
-    with pytest.raises(Q2InputError, match="must be one-dimensional .* got 2 dimensions"):
+    with pytest.raises(Q2InputError, match=r"must be one-dimensional .* got 2 dimensions"):
         scripted_scorer().score(np.array([responses]), knowledge)
     with pytest.raises(
-        Q2InputError, match="item 1: field 'response' must be a string, got NoneType|got None"
+        Q2InputError, match=r"item 1: field 'response' must be a string, got NoneType|got None"
     ):
         scripted_scorer().score(np.array(["a", None], dtype=object), knowledge)
 

@@ -1,6 +1,6 @@
 # lm-eval loads this file by its path (`!function utils.NAME`); the code and its state (one Q²
 # engine per process) live in the installed package.
-from q2_metric.harness.lm_eval import (  # noqa: F401
+from q2_metric.harness.lm_eval import (  # noqa: F401 (re-exported: lm-eval finds these names here)
     agg_bad,
     agg_coverage,
     agg_empty,

@@ -286,7 +286,7 @@ def load_reference_tokenizer(model_id: str) -> ReferenceTokenizer | None:
         if token is None:
             return None
         specials[key] = token
-    extra: list[str] = []
+    extra: list[str | None] = []
     if kind == "t5":
         extra_ids = int(init.get("extra_ids", 100))
         listed = init.get("additional_special_tokens", saved.get("additional_special_tokens"))
@@ -305,7 +305,7 @@ def load_reference_tokenizer(model_id: str) -> ReferenceTokenizer | None:
         kind=kind,
         sp=sp,
         specials=specials,
-        extra=extra,
+        extra=[t for t in extra if t is not None],  # (none is None: checked above)
         lower_first=bool(init.get("do_lower_case", False)),
         do_lower_case=bool(init.get("do_lower_case", True)),
         remove_space=bool(init.get("remove_space", True)),

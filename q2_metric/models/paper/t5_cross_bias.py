@@ -80,7 +80,7 @@ def apply_cross_attention_bias(model: torch.nn.Module, weight: torch.Tensor) -> 
     attention = model.decoder.block[0].layer[1].EncDecAttention
     attention.register_buffer("cross_relative_attention_bias", weight.detach().clone(), persistent=False)
 
-    def hook(module, args, kwargs):
+    def hook(module: Any, args: Any, kwargs: Any) -> Any:
         if kwargs.get("position_bias") is not None:
             return None
         hidden = args[0] if args else kwargs["hidden_states"]

@@ -181,17 +181,17 @@ class FlopMeter:
         if getattr(self._model, "_q2_flop_meter", None) is self:
             del self._model._q2_flop_meter
 
-    def _start(self, module, args) -> None:
+    def _start(self, module: Any, args: Any) -> None:
         if self._depth == 0:
             self._started = time.perf_counter()
         self._depth += 1
 
-    def _stop(self, module, args, output) -> None:
+    def _stop(self, module: Any, args: Any, output: Any) -> None:
         self._depth -= 1
         if self._depth == 0:
             self.seconds += time.perf_counter() - self._started
 
-    def _encoder(self, module, args, kwargs) -> None:
+    def _encoder(self, module: Any, args: Any, kwargs: Any) -> None:
         shape = _shape(args, kwargs, "input_ids")
         if shape is None:
             return
@@ -200,7 +200,7 @@ class FlopMeter:
         self.tokens += rows * width
         self.calls += 1
 
-    def _decoder(self, module, args, kwargs) -> None:
+    def _decoder(self, module: Any, args: Any, kwargs: Any) -> None:
         shape = _shape(args, kwargs, "input_ids")
         source = kwargs.get("encoder_hidden_states")
         if shape is None or source is None:
@@ -240,7 +240,7 @@ def matmul_peak(
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     if onednn:
 
-        def mm(a, b):  # a @ b.T, the same FLOPs
+        def mm(a: Any, b: Any) -> Any:  # a @ b.T, the same FLOPs
             return torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], "")
     else:
         mm = torch.mm

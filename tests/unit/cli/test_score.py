@@ -3,11 +3,9 @@ line that says what was scored."""
 
 from __future__ import annotations
 
-import csv
-
 import pytest
 from support.cli import refused
-from support.files import HEADER, ROWS, snapshot, write
+from support.files import HEADER, ROWS, read_csv, snapshot, write
 
 from q2_metric.cli import main
 from q2_metric.corpus.files import score_file
@@ -59,7 +57,7 @@ def test_input_columns_the_output_writes_are_refused(tmp_path, capsys, column, p
     assert snapshot(data) == before and not (tmp_path / "o.csv").exists()
     # with another prefix the column is kept as it was
     score_file(scripted_scorer(), data, tmp_path / "o.csv", cache_dir=None, prefix="new_")
-    [row] = list(csv.DictReader(open(tmp_path / "o.csv")))
+    [row] = read_csv(tmp_path / "o.csv")
     assert row[column] == "mine" and row["new_q2"] != ""
 
 

@@ -91,7 +91,7 @@ def test_every_score_option_shows_its_default(monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     root = argparse.ArgumentParser()
     add_parser(root.add_subparsers())
-    [score] = [a for a in root._subparsers._group_actions][0].choices.values()
+    [score] = root._subparsers._group_actions[0].choices.values()
     blocks = help_blocks(score)
     assert len(blocks) > 40
     missing = [flag for flag, block in blocks.items() if "default" not in block and flag not in ("-h", "-o")]

@@ -8,7 +8,7 @@ import sys
 import pytest
 from support.cli import tiny_flags
 from support.files import PERSON_ROWS as ROWS
-from support.files import strict_json, write_bad_jsonl, write_csv
+from support.files import read_json, read_jsonl, strict_json, write_bad_jsonl, write_csv
 
 from q2_metric.corpus.files import score_file
 from q2_metric.signature import Signature
@@ -50,7 +50,7 @@ def test_jsonl_and_custom_columns(tmp_path):
         knowledge_col="know",
         cache_dir=None,
     )
-    out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+    out = read_jsonl(tmp_path / "out.jsonl")
     assert [o["q2"] for o in out] == [1.0, 1.0, 1.0] and out[0]["resp"] == ROWS[0]["response"]
 
 
@@ -69,7 +69,7 @@ def test_malformed_rows_reported_rest_scored(tmp_path):
     assert report.bad_rows[0].startswith("line 2: not a JSON object")
     assert report.bad_rows[1] == "line 3: field 'knowledge' must be text, got empty"
     assert report.bad_rows[2] == "line 4: field 'knowledge' is missing"
-    out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+    out = read_jsonl(tmp_path / "out.jsonl")
     assert [o["q2"] for o in out] == [1.0, None, None, None, 1.0]
 
 
@@ -179,9 +179,9 @@ def test_cli_score_csv_and_jsonl_on_tiny_models(tiny_config, tmp_path, rows):
         *models,
     )
     assert res.returncode == 0, res.stderr
-    out = [json.loads(line) for line in open(tmp_path / "out.jsonl")]
+    out = read_jsonl(tmp_path / "out.jsonl")
     assert len(out) == 6 and all(0 <= o["q2"] <= 1 for o in out)
-    summary = json.load(open(tmp_path / "summary.json"))
+    summary = read_json(tmp_path / "summary.json")
     assert summary["num_scored"] == 6 and "profile" not in summary  # the summary holds no timings
     assert read_csv(tmp_path / "steps.csv")
     table = {line.split()[0]: line.split() for line in res.stderr.splitlines()[1:] if line.strip()}

@@ -4,6 +4,7 @@ import csv
 import json
 
 import pytest
+from support.files import read_jsonl
 
 from q2_metric.corpus.files import score_file
 from q2_metric.errors import OutputPathError
@@ -33,7 +34,7 @@ def test_spans_file_one_line_per_row(tmp_path):
         spans_path=tmp_path / "spans.jsonl",
         cache_dir=None,
     )
-    lines = [json.loads(x) for x in open(tmp_path / "spans.jsonl", encoding="utf-8")]
+    lines = read_jsonl(tmp_path / "spans.jsonl", encoding="utf-8")
     assert [(x["row"], x["q2"]) for x in lines] == [(1, 2 / 3), (2, None), (3, 1.0)]  # rows count from 1
     assert [(s["start"], s["end"], s["text"], s["supported"]) for s in lines[0]["spans"]] == [
         (2, 5, "Zoë", True),
@@ -53,7 +54,7 @@ def test_scores_unchanged_by_spans_and_old_cache_entries_rescored(tmp_path):
     # a cache written before spans existed: its entries lack "spans"; strip them from a fresh cache
     score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "b.csv", cache_dir=tmp_path / "cache")
     for f in (tmp_path / "cache").rglob("*.jsonl"):
-        lines = [json.loads(x) for x in open(f)]
+        lines = read_jsonl(f)
         for x in lines:
             for v in x.values():
                 if isinstance(v, dict):
@@ -68,7 +69,7 @@ def test_scores_unchanged_by_spans_and_old_cache_entries_rescored(tmp_path):
     )
     assert report.num_cached == 0
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "c.csv").read_text()
-    assert json.loads(open(tmp_path / "spans.jsonl").readline())["spans"][2]["text"] == "Oslo"
+    assert read_jsonl(tmp_path / "spans.jsonl")[0]["spans"][2]["text"] == "Oslo"
 
 
 def test_spans_path_checked_before_work(tmp_path):
@@ -103,7 +104,7 @@ def test_bad_rows_have_a_line_with_their_error(tmp_path):
         spans_path=tmp_path / "s.jsonl",
         cache_dir=None,
     )
-    lines = [json.loads(x) for x in open(tmp_path / "s.jsonl")]
+    lines = read_jsonl(tmp_path / "s.jsonl")
     assert len(lines) == 5 and [x["error"] for x in lines[2:4]] == [
         "line 3: field 'knowledge' must be text, got empty",
         "line 4: field 'knowledge' is missing",

@@ -9,6 +9,7 @@ import hashlib
 import json
 
 import pytest
+from support.files import read_jsonl
 
 from q2_metric.corpus.files import score_file
 from q2_metric.corpus.logs import log_kind, rescore_log
@@ -98,7 +99,7 @@ def cli_scores(tmp_path, pairs=PAIRS):
         allow_empty=True,
         spans_path=tmp_path / "pairs_spans.jsonl",
     )
-    spans = [json.loads(x) for x in open(tmp_path / "pairs_spans.jsonl", encoding="utf-8")]
+    spans = read_jsonl(tmp_path / "pairs_spans.jsonl", encoding="utf-8")
     return [s["q2"] for s in spans], [s["spans"] for s in spans]
 
 
@@ -167,7 +168,7 @@ def test_inspect_logs(tmp_path, suffix):
     assert sha(log) == before
     out = read_out(tmp_path / "o.jsonl")
     assert [o["q2"] for o in out] == EXPECTED == cli_scores(tmp_path)[0]
-    assert [o["key"] for o in out][0] == "sample 's0' (epoch 1)" and out[0]["id"] == "s0"
+    assert out[0]["key"] == "sample 's0' (epoch 1)" and out[0]["id"] == "s0"
     assert report.fields == {"response": "output.completion", "knowledge": "metadata.knowledge"}
 
 

@@ -230,7 +230,7 @@ def test_harness_options_go_through_the_options_path():
     with pytest.raises(ValueError, match="max_batch"):
         B.harness_config({"max_batch": 0, "tiny": False})
     # each error one sentence naming the option as the harness spells it
-    spell = lambda name: f"-S {name}"  # noqa: E731
+    spell = lambda name: f"-S {name}"  # noqa: E731 (a one-line speller, as the adapters pass them)
     with pytest.raises(Q2OptionError) as err:
         B.harness_config({"qg_batch_size": 0, "tiny": False}, spell)
     assert (

@@ -4,6 +4,7 @@ and the rows around it read on. The depths are counted by hand on the lines writ
 from __future__ import annotations
 
 import pytest
+from support.files import read_csv
 
 from q2_metric.io import read_rows
 from q2_metric.io.jsonl import MAX_JSON_DEPTH
@@ -52,7 +53,6 @@ def test_nesting_up_to_the_limit_is_read(tmp_path):
 
 
 def test_a_deep_row_is_reported_and_the_others_are_scored(tmp_path):
-    import csv
 
     path = tmp_path / "in.jsonl"
     path.write_text("\n".join([GOOD, "[" * 100_000 + "]" * 100_000]) + "\n")
@@ -64,5 +64,5 @@ def test_a_deep_row_is_reported_and_the_others_are_scored(tmp_path):
         f"line 2: the JSON is nested more than {MAX_JSON_DEPTH} levels deep (arrays or "
         "objects inside each other); flatten it"
     ]
-    out = list(csv.DictReader(open(tmp_path / "out.csv", encoding="utf-8")))
+    out = read_csv(tmp_path / "out.csv", encoding="utf-8")
     assert [r["response"] for r in out if r["q2"]] == ["Paris is big."]

@@ -3,13 +3,12 @@ is refused in one line and nothing the user gave is changed (checksums before an
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 
 import pytest
 from support.cli import refused
-from support.files import HEADER, PAIRS, ROWS, snapshot, write_parquet
+from support.files import HEADER, PAIRS, ROWS, read_csv, snapshot, write_parquet
 
 from q2_metric.corpus.files import score_file
 from q2_metric.testing.scripted import scripted_scorer
@@ -48,7 +47,7 @@ def test_output_inside_a_parquet_folder_is_refused_and_runs_do_not_grow(tmp_path
     outs = []
     for name in ("a.csv", "b.csv"):
         score_file(scripted_scorer(), folder, tmp_path / name, cache_dir=tmp_path / "cache")
-        outs.append(list(csv.DictReader(open(tmp_path / name))))
+        outs.append(read_csv(tmp_path / name))
     assert len(outs[0]) == 2 and outs[0] == outs[1]
     assert snapshot(folder) == before
 
@@ -370,7 +369,7 @@ def test_the_tiny_folder_is_never_inside_another_read(tmp_path, monkeypatch, tin
     config = build_config(tiny=True)
     assert config.qg_model == str(tiny_dir / "qg")
     with pytest.raises(
-        OutputPathError, match="The tiny-model folder .* lies inside the input '.*' \\(--dataset\\)"
+        OutputPathError, match=r"The tiny-model folder .* lies inside the input '.*' \(--dataset\)"
     ):
         check_run({"--dataset": tiny_dir.parent}, {"-o/--output": tmp_path / "s.csv"}, config=config)
     check_run(
@@ -379,7 +378,7 @@ def test_the_tiny_folder_is_never_inside_another_read(tmp_path, monkeypatch, tin
     hub = tmp_path / "hub"
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
     monkeypatch.setenv("Q2_TINY_MODELS", str(hub / "tiny"))
-    with pytest.raises(OutputPathError, match="The tiny-model folder .* lies inside the Hugging Face cache"):
+    with pytest.raises(OutputPathError, match=r"The tiny-model folder .* lies inside the Hugging Face cache"):
         build_config(tiny=True)
     assert not hub.exists()
     with pytest.raises(OutputPathError, match="lies inside the input"):

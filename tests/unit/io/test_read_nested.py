@@ -82,5 +82,5 @@ def test_tsv_and_folders_obey_the_size_limit(tmp_path, monkeypatch):
     folder = tmp_path / "parts"
     folder.mkdir()
     pq.write_table(pa.table(NESTED), folder / "part-0.parquet")
-    with pytest.raises(Q2InputError, match="a folder of .* bytes, above the limit"):
+    with pytest.raises(Q2InputError, match=r"a folder of .* bytes, above the limit"):
         io.read_table(folder)

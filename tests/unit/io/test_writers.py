@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from support.cli import refused
-from support.files import HEADER, ROWS
+from support.files import HEADER, ROWS, read_jsonl
 
 from q2_metric.corpus.files import score_file
 from q2_metric.io import read_rows
@@ -29,7 +27,7 @@ def test_output_extensions_it_cannot_write_are_refused(tmp_path, capsys):
     )
     score_file(scripted_scorer(), data, tmp_path / "x.JSONL", cache_dir=None)
     score_file(scripted_scorer(), data, tmp_path / "x.Parquet", cache_dir=None)
-    assert [json.loads(line)["response"] for line in open(tmp_path / "x.JSONL")] == [
+    assert [r["response"] for r in read_jsonl(tmp_path / "x.JSONL")] == [
         "Paris is big.",
         "Rome is old.",
     ]

@@ -129,7 +129,7 @@ def begin_run(tmp_path_factory):
 
 @needs_begin
 def test_begin_aucs_and_calibration_match_an_independent_computation(begin_run, tokenizer):
-    out, report = begin_run
+    _out, report = begin_run
     files = {
         "begin-dev": (BEGIN / "v1" / "dev_05_24_21.tsv", "evidence", "gold label", "entailment"),
         "begin-test": (BEGIN / "v1" / "test_05_24_21.tsv", "evidence", "gold label", "entailment"),
@@ -498,7 +498,7 @@ def test_bad_benchmark_arguments(tmp_path, capsys, args, message):
 def test_out_dir_inside_an_input_folder_is_refused(tmp_path, capsys):
     folder = tmp_path / "wow"
     folder.mkdir()
-    for split, y in (
+    for split, _y in (
         ("dodeca_inconsistent", 0),
         ("dodeca_consistent", 1),
         ("memnet_inconsistent", 0),

@@ -1,7 +1,6 @@
 """`q2 meta-eval` as the paper defines it, pinned on hand-made data."""
 
 import csv
-import json
 import math
 import subprocess
 import sys
@@ -9,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from support.data import SHARED
+from support.files import read_csv, read_json
 
 from q2_metric.meta.baselines import bleu_scores, overlap_scores
 from q2_metric.meta.evaluation import SPLITS, AnnotatedSet, MetaEvalInputError, run_meta_eval
@@ -193,7 +193,7 @@ def test_run_meta_eval_synthetic(tmp_path, nlp):
 def test_bad_score_columns_stop_with_one_sentence(tmp_path, nlp, edit, message):
     synthetic(tmp_path)
     path = tmp_path / "dodeca_consistent.csv"
-    rows = list(csv.DictReader(open(path)))
+    rows = read_csv(path)
     edit(rows)
     write_csv(path, rows) if rows[0] else None
     with pytest.raises(MetaEvalInputError) as err:
@@ -204,7 +204,7 @@ def test_bad_score_columns_stop_with_one_sentence(tmp_path, nlp, edit, message):
 def test_bad_cross_annotation_stops(tmp_path, nlp):
     synthetic(tmp_path)
     path = tmp_path / "cross_annotation.csv"
-    rows = list(csv.DictReader(open(path)))
+    rows = read_csv(path)
     for r in rows:
         r.pop("memnet_q2")
     write_csv(path, rows)
@@ -213,7 +213,7 @@ def test_bad_cross_annotation_stops(tmp_path, nlp):
     rows[3]["dodeca_label"] = "2"
     write_csv(path, rows)
     with pytest.raises(
-        MetaEvalInputError, match="'dodeca_label' holds '2' at row 4 .line 5.; labels must be 0 or 1"
+        MetaEvalInputError, match=r"'dodeca_label' holds '2' at row 4 .line 5.; labels must be 0 or 1"
     ):
         run_meta_eval(
             AnnotatedSet.from_dir(tmp_path), baselines_only=True, repetitions=5, nlp=nlp, bertscore=False
@@ -244,7 +244,7 @@ def test_cli_baselines_only_on_the_annotated_set(tmp_path):
         timeout=600,
     )
     assert res.returncode == 0, res.stderr
-    data = json.load(open(tmp_path / "me" / "meta_eval.json"))
+    data = read_json(tmp_path / "me" / "meta_eval.json")
     assert set(data["table2"]) == set(SPLITS)
     for split in SPLITS:
         assert set(data["table2"][split]) >= {"overlap", "bleu"} and data["table2"][split]["n"] == 150

@@ -213,7 +213,7 @@ def test_key_file_formats_and_extra_rows(tmp_path, small_set):
     assert list(read_scores(ScoreSpec("m", tmp_path / "m.parquet"), keys, where)) == expected
     rows[0]["score"] = None
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "bad.parquet")
-    with pytest.raises(ScoreFileError, match="bad.parquet: column 'score' is empty at row 1\\.$"):
+    with pytest.raises(ScoreFileError, match=r"bad.parquet: column 'score' is empty at row 1\.$"):
         read_scores(ScoreSpec("m", tmp_path / "bad.parquet"), keys, where)
     # a declared range accepts what the default one refuses
     write_csv(tmp_path / "r.csv", key_rows(keys, score=4))
@@ -226,20 +226,20 @@ def test_bad_row_order_files(tmp_path, small_set):
     write_csv(spec.path, [{"id": i, "p": 0.5} for i in range(1, len(keys) + 1)])
     assert list(read_scores(spec, keys, where)) == [0.5] * len(keys)
     write_csv(spec.path, [{"p": 0.5}] * (len(keys) - 1))
-    with pytest.raises(ScoreFileError, match="m.csv: no column says which response each row scores"):
+    with pytest.raises(ScoreFileError, match=r"m.csv: no column says which response each row scores"):
         read_scores(spec, keys, where)
     # rows bound by their id, not their place (issue 36): a file in another order reads the same
     write_csv(spec.path, [{"id": i, "p": i / 10} for i in (1, 2, 4, 3, 5, 6, 7, 8, 9)])
     assert list(read_scores(spec, keys, where)) == [i / 10 for i in range(1, 10)]
     write_csv(spec.path, [{"q": 0.5}] * len(keys))
     with pytest.raises(
-        ScoreFileError, match="m.csv: column 'p' is missing .its columns: 'q'.; name the right one"
+        ScoreFileError, match=r"m.csv: column 'p' is missing .its columns: 'q'.; name the right one"
     ):
         read_scores(spec, keys, where)
     spec.path.write_text('p\n0.5\n"0.5\n')
-    with pytest.raises(ScoreFileError, match="m.csv: line 3: "):
+    with pytest.raises(ScoreFileError, match=r"m.csv: line 3: "):
         read_scores(spec, keys, where)
-    with pytest.raises(ScoreFileError, match="nothing.csv: no such file"):
+    with pytest.raises(ScoreFileError, match=r"nothing.csv: no such file"):
         read_scores(ScoreSpec("m", tmp_path / "nothing.csv"), keys, where)
 
 

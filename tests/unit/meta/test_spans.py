@@ -4,6 +4,7 @@ import json
 from fractions import Fraction
 
 import pytest
+from support.files import read_jsonl
 
 from q2_metric.corpus.files import score_file
 from q2_metric.errors import Q2InputError
@@ -111,7 +112,7 @@ def test_spans_of_another_file_refused(tmp_path):
     gold = tmp_path / "gold.jsonl"
     _gold(gold, "ragtruth")
     other = tmp_path / "other.jsonl"
-    rows = [json.loads(x) for x in open(gold, encoding="utf-8")]
+    rows = read_jsonl(gold, encoding="utf-8")
     rows[0]["response"] = "Zoë met Ada in Lima Oslo."  # the unsupported span moves
     other.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     score_file(
@@ -125,10 +126,9 @@ def test_spans_of_another_file_refused(tmp_path):
         span_report(gold, tmp_path / "spans.jsonl")
     # fewer rows than the gold file
     short = tmp_path / "short.jsonl"
-    short.write_text(
-        "".join(open(tmp_path / "spans.jsonl", encoding="utf-8").readlines()[:2]), encoding="utf-8"
-    )
-    with pytest.raises(Q2InputError, match="has 2 rows, the gold file .* 3"):
+    with open(tmp_path / "spans.jsonl", encoding="utf-8") as f:
+        short.write_text("".join(f.readlines()[:2]), encoding="utf-8")
+    with pytest.raises(Q2InputError, match=r"has 2 rows, the gold file .* 3"):
         span_report(gold, short)
 
 

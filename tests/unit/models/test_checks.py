@@ -133,7 +133,7 @@ def test_head_must_be_named(tiny_models, tmp_path):
         check_model(str(folder), "qa")
     del config["architectures"]
     (folder / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ModelCheckError, match="does not name its architecture in config.json"):
+    with pytest.raises(ModelCheckError, match=r"does not name its architecture in config.json"):
         check_model(str(folder), "qa")
 
 

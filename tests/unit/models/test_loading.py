@@ -44,10 +44,11 @@ def test_hub_id_from_offline_cache_signs_snapshot_revision(tiny_models, tmp_path
     ids = prepared_cache(tmp_path / "hub", tiny_models)
     code = (
         "import json; from q2_metric import Q2Scorer, Q2Config; "
-        "s = Q2Scorer(Q2Config(qg_model=%r, qa_model=%r, nli_model=%r, device='cpu', decoding='greedy', "
+        f"s = Q2Scorer(Q2Config(qg_model={ids['qg']!r}, qa_model={ids['qa']!r}, nli_model={ids['nli']!r}, "
+        "device='cpu', decoding='greedy', "
         "max_question_length=8)).load(); "  # every model, whether or not this input needs NLI
         "r = s.score(['bob ross hosted the joy of painting'], ['Bob Ross hosted The Joy of Painting.']); "
-        "print(json.dumps(r.signature.to_dict()))" % (ids["qg"], ids["qa"], ids["nli"])
+        "print(json.dumps(r.signature.to_dict()))"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")}
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)

@@ -89,7 +89,7 @@ def test_encoder_meter_matches_torch_flop_counter(tiny, role):
 
 def test_packed_qa_meter_matches_torch_flop_counter(tiny):
     # the engine's packed rows: position ids and a 4D mask; attention still runs over the whole row
-    tok, models = tiny
+    _tok, models = tiny
     model = models["qa"]
     meter = FlopMeter(model)
     ids = torch.randint(5, 100, (2, 17))

@@ -84,7 +84,7 @@ def test_the_3x_t5_with_its_cross_bias_still_generates_what_transformers_3_2_did
 
 
 def test_sharing_ends_when_generation_fails(tiny_t5):
-    tok, model, shared = tiny_t5
+    _tok, model, shared = tiny_t5
     with pytest.raises(ValueError), shared.sharing(3):
         raise ValueError("generation failed")
     assert not hasattr(model, "_reorder_cache") and shared.beams == 1

@@ -2,7 +2,7 @@
 tokenization path (pretrained_transformer tokenizer/indexer, snli reader) never calls it.
 spaCy 2.x does not build on Python 3.11. Any real use raises."""
 
-from . import cli, language, tokens  # noqa: F401
+from . import cli, language, tokens  # noqa: F401 (the stub package exposes its submodules)
 
 
 def load(*a, **k):

@@ -1,1 +1,1 @@
-from . import download  # noqa: F401
+from . import download  # noqa: F401 (the stub package exposes its submodules)
