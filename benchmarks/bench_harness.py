@@ -164,7 +164,7 @@ def bench_inspect(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: 
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
     from inspect_ai.solver import generate
 
-    from q2_metric.harness.inspect_ai import q2
+    from q2_metric.harness.inspect_task import q2
 
     outputs = []
     for r, _ in p:
@@ -193,7 +193,7 @@ def bench_inspect(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: 
 def bench_ragas(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: int) -> tuple:
     from ragas import EvaluationDataset
 
-    from q2_metric.harness.ragas import Q2Faithfulness, evaluate
+    from q2_metric.harness.ragas_metric import Q2Faithfulness, evaluate
 
     ds = EvaluationDataset.from_list(
         [{"user_input": "hi", "response": r, "retrieved_contexts": [k]} for r, k in p]

@@ -1,4 +1,4 @@
-"""Inspect AI's `q2()` scorer and `q2_wow` task (q2_metric.harness.inspect_ai) on scripted
+"""Inspect AI's `q2()` scorer and `q2_wow` task (q2_metric.harness.inspect_task) on scripted
 components: each sample checked alone, under its own id; empty knowledge never replaced by the
 target; list targets joined; the Q² options in `-T`/`-S` words, checked with the models when the
 task or scorer is built. The yardstick is `Q2Scorer.score` called directly on the same pairs."""
@@ -20,7 +20,7 @@ from inspect_ai.solver import TaskState
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
 from q2_metric.explain import reason_line
 from q2_metric.harness import batcher as B
-from q2_metric.harness import inspect_ai as I
+from q2_metric.harness import inspect_task as I
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS."

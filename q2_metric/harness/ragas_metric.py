@@ -1,7 +1,7 @@
 """ragas: `Q2Faithfulness`, a single-turn metric over `response` and `retrieved_contexts`.
 
     from ragas import EvaluationDataset
-    from q2_metric.harness.ragas import Q2Faithfulness, evaluate
+    from q2_metric.harness.ragas_metric import Q2Faithfulness, evaluate
     result = evaluate(EvaluationDataset.from_list(rows), tiny=True)   # ragas.evaluate + signature, counts
     result["q2"], result.signature, result.counts
 
