@@ -58,7 +58,7 @@ def _none(value: Any) -> float | None:
 def _reset() -> None:
     from q2_metric.harness import batcher
 
-    batcher.reset_engines()
+    batcher.reset_batchers()
 
 
 @contextlib.contextmanager

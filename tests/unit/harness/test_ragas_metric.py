@@ -27,12 +27,12 @@ ROWS = [
 def scripted(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("RAGAS_DO_NOT_TRACK", "true")
-    B.reset_engines()
+    B.reset_batchers()
     config, _ = B.harness_config({"tiny": False})
-    e = B.engine(config)
+    e = B.harness_batcher(config)
     e.scorer = scripted_scorer()
     yield e
-    B.reset_engines()
+    B.reset_batchers()
 
 
 def test_scores_counts_signature_and_progress(scripted, capsys):
@@ -78,7 +78,7 @@ def test_options_are_keywords_checked_with_the_models_when_the_metric_is_built(t
     from q2_metric.harness.ragas_metric import Q2Faithfulness
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_engines()
+    B.reset_batchers()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         Q2Faithfulness(tiny=True, qg_model=missing)
@@ -88,4 +88,4 @@ def test_options_are_keywords_checked_with_the_models_when_the_metric_is_built(t
         Q2Faithfulness(tiny=True, options={"qg_batch_size": 0})
     with pytest.raises(Q2OptionError, match="given twice"):
         Q2Faithfulness(tiny=True, options={"tiny": False})
-    B.reset_engines()
+    B.reset_batchers()
