@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from q2_metric.meta.datasets import Dataset, DatasetError, Mapping
+from q2_metric.meta.datasets import ColumnMapping, Dataset, DatasetError
 
 OUTPUTS = ("benchmark.json", "benchmark.md", "benchmark.tex", "leaderboard.csv")
 
@@ -166,7 +166,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
     if args.auc_draws is None or args.auc_draws < 1:
         raise Q2InputError(f"--auc-draws/--bootstrap must be at least 1, got {args.auc_draws}.")
-    mapping = Mapping(
+    mapping = ColumnMapping(
         args.response_col, args.knowledge_col, args.label_col, tuple(args.consistent_label or ("1",))
     )
     datasets = load_datasets(args.dataset, mapping)
