@@ -9,7 +9,7 @@ import re
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config, choices
 from q2_metric.errors import Q2InputError, Q2OptionError
-from q2_metric.options import PRESETS, build_config, flag_name, flag_type
+from q2_metric.options import VARIANT_NAMES, build_config, flag_name, flag_type
 
 
 class _Sentence(SystemExit):
@@ -102,7 +102,7 @@ def add_q2_args(parser) -> None:
     g.add_argument(
         "--q2-question-mode", type=str, default=d.question_mode, choices=list(choices()["question_mode"])
     )
-    g.add_argument("--q2-variant", type=str, default="paper", choices=list(PRESETS))
+    g.add_argument("--q2-variant", type=str, default="paper", choices=list(VARIANT_NAMES))
     g.add_argument(
         "--q2-explain-file",
         type=str,

