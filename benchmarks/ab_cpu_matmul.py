@@ -25,8 +25,8 @@ from bench_speed import Decisions, load_pairs
 
 from q2_metric import Q2Config, Q2Scorer
 from q2_metric.models.hf_qg import qg_input
-from q2_metric.models.random_models import build_random_models
 from q2_metric.models.speed.cpu_matmul import uses_onednn
+from q2_metric.models.tiny_builder import build_tiny_models
 from q2_metric.steps.candidates import answer_candidates
 
 
@@ -39,7 +39,7 @@ def main() -> None:
     torch.manual_seed(0)
     pairs = load_pairs(args.n)
     responses, knowledge = [p[0] for p in pairs], [p[1] for p in pairs]
-    paths = build_random_models(
+    paths = build_tiny_models(
         tempfile.mkdtemp(prefix="q2-ab-"), responses + knowledge, size="paper", vocab_size=8000
     )
     config = Q2Config(

@@ -123,9 +123,9 @@ Examples:
     On tiny random models (meaningless scores; leave the model options out for the paper's):
 
     >>> import tempfile, evaluate, q2_metric
-    >>> from q2_metric.models.random_models import build_random_models
+    >>> from q2_metric.models.tiny_builder import build_tiny_models
     >>> texts = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired from 1983 to 1994."]
-    >>> paths = build_random_models(tempfile.mkdtemp(), texts)
+    >>> paths = build_tiny_models(tempfile.mkdtemp(), texts)
     >>> tiny = dict(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"],
     ...             device="cpu", decoding="greedy", max_question_length=8)
     >>> q2 = evaluate.load(q2_metric.module_path())

@@ -169,7 +169,7 @@ def _no_future_warnings() -> Iterator[None]:
         yield
 
 
-def build_random_coref_model(
+def build_tiny_coref_model(
     out_dir: str | Path, texts: Sequence[str], seed: int = 0, max_doc_len: int = 4096
 ) -> str:
     """A randomly initialised F-Coref model of the real architecture (a RoBERTa encoder and the
@@ -178,7 +178,7 @@ def build_random_coref_model(
     import torch
     from transformers import RobertaConfig
 
-    from q2_metric.models.random_models import train_tokenizer
+    from q2_metric.models.tiny_builder import train_tokenizer
 
     torch.manual_seed(seed)
     tokenizer = train_tokenizer(texts)
@@ -209,7 +209,7 @@ def build_random_coref_model(
 
 
 def ensure_random_coref_model(folder: str | Path, texts: Sequence[str]) -> str:
-    """`build_random_coref_model` into `folder` once (written beside it, then renamed into place)."""
+    """`build_tiny_coref_model` into `folder` once (written beside it, then renamed into place)."""
     import os
     import tempfile
 
@@ -218,7 +218,7 @@ def ensure_random_coref_model(folder: str | Path, texts: Sequence[str]) -> str:
         return str(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".coref-") as tmp:
-        build_random_coref_model(Path(tmp) / "model", texts)
+        build_tiny_coref_model(Path(tmp) / "model", texts)
         try:
             os.replace(Path(tmp) / "model", folder)
         except OSError:  # another run put it there first

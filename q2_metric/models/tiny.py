@@ -10,7 +10,7 @@ built once (a few seconds) into `q2_metric.config.tiny_models_dir()`:
     (each with the same WordPiece tokenizer, whose vocabulary is the bundled sample's words)
 
 Their scores mean nothing, but depend on the text, deterministically (0, 0.5, 2/3 and 1 on the bundled
-sample, through valid questions and through the fallback): `random_models` says how their weights are set.
+sample, through valid questions and through the fallback): `tiny_builder` says how their weights are set.
 
 Each `config.json` carries `"q2_tiny_random": true`, so the signature names these models
 `tiny-random-<digest>` and its short form says `models:tiny-random`.
@@ -90,13 +90,13 @@ def _build(folder: Path, roles: list[str], coref: bool) -> None:
     texts = [r["response"] for r in rows] + [r["knowledge"] for r in rows]
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tiny-") as tmp, _quiet():
         if roles:
-            from q2_metric.models.random_models import build_random_models
+            from q2_metric.models.tiny_builder import build_tiny_models
 
-            build_random_models(tmp, texts, size="tiny")
+            build_tiny_models(tmp, texts, size="tiny")
         if coref:
-            from q2_metric.models.hf_coref import build_random_coref_model
+            from q2_metric.models.hf_coref import build_tiny_coref_model
 
-            build_random_coref_model(Path(tmp, COREF), texts)
+            build_tiny_coref_model(Path(tmp, COREF), texts)
         for role in roles + [COREF] * coref:  # the mark the signature reads, then into place
             config_file = Path(tmp, role, "config.json")
             config = json.loads(config_file.read_text(encoding="utf-8"))
