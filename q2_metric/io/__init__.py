@@ -29,7 +29,7 @@ from q2_metric.io.commit import (  # noqa: F401
     pause_point,
     recover_outputs,
 )
-from q2_metric.io.csv import _read_csv, _scan_csv  # noqa: F401
+from q2_metric.io.csv import _read_csv
 from q2_metric.io.formats import (  # noqa: F401
     MAX_INPUT_BYTES,
     TABLE_SUFFIXES,

@@ -35,7 +35,6 @@ LADDER = (
     ("+top-k (k=5)", dict(num_return_sequences=5)),
     ("+coreference", dict(coref=True)),
 )
-CONTROLS = ("original", "same dialogue, other turn", "other dialogue")
 MEANINGLESS = (
     "These numbers are meaningless: tiny random models (the paper's need their downloads; see docs/coref.md)."
 )

@@ -55,7 +55,7 @@ def _true_caption(report: dict) -> str:
 
 def render_markdown(report: dict) -> str:
     """The report as Markdown tables, with the paper's figures beside Q², and the plots."""
-    from q2_metric.hub.card_text import PAPER_ACCURACY, PAPER_SPEARMAN
+    from q2_metric.hub.card_text import PAPER_ACCURACY, PAPER_SPEARMAN, PAPER_VALUES
 
     t2 = report["table2"]
     lines = [
@@ -70,8 +70,13 @@ def render_markdown(report: dict) -> str:
         lines.append(f"| {m} | " + " | ".join(_fmt(t2[s].get(m)) for s in SPLITS) + " |")
     lines.append("| n | " + " | ".join(str(t2[s]["n"]) for s in SPLITS) + " |")
     lines.append(
-        "\nEach metric on its own scale (BLEU 0-100). Paper (Q², Table 2): dodeca inconsistent 0.238, "
-        "consistent 0.696; MemNet inconsistent 0.135, consistent 0.756."
+        "\nEach metric on its own scale (BLEU 0-100). Paper (Q², Table 2): "
+        + "; ".join(
+            f"{'dodeca' if system == 'dodecaDialogue' else system} "
+            + ", ".join(f"{label} {PAPER_VALUES[system, label]}" for label in ("inconsistent", "consistent"))
+            for system in ("dodecaDialogue", "MemNet")
+        )
+        + "."
     )
     lines += [
         "",

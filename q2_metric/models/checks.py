@@ -478,15 +478,6 @@ def check_spacy(name: str | None) -> str:
     return f"spacy:{name}@{version}"
 
 
-def model_identities(config: Any, roles: tuple[str, ...] = ("qg", "qa", "nli")) -> dict[str, ModelIdentity]:
-    """Check the device and each role's model of a `Q2Config`; return the identities by role."""
-    check_device(config.device)
-    attr = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model"}
-    return check_each(
-        {role: (lambda role=role: check_model(getattr(config, attr[role]), role)) for role in roles}
-    )
-
-
 def check_each(checks: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
     """Run every check (role -> check); if any fails, raise one error naming every failure."""
     results, errors = {}, []

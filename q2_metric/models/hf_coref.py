@@ -206,22 +206,3 @@ def build_tiny_coref_model(
         model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return str(out_dir)
-
-
-def ensure_random_coref_model(folder: str | Path, texts: Sequence[str]) -> str:
-    """`build_tiny_coref_model` into `folder` once (written beside it, then renamed into place)."""
-    import os
-    import tempfile
-
-    folder = Path(folder)
-    if (folder / "config.json").is_file():
-        return str(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".coref-") as tmp:
-        build_tiny_coref_model(Path(tmp) / "model", texts)
-        try:
-            os.replace(Path(tmp) / "model", folder)
-        except OSError:  # another run put it there first
-            if not (folder / "config.json").is_file():
-                raise
-    return str(folder)
