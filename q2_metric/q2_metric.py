@@ -422,6 +422,7 @@ class Q2(evaluate.Metric):
         from q2_metric.progress import stage_progress
 
         config = self._config(variant, batch_size, tiny, **options)
+        frontend.warn_if_tiny(config)  # the tiny models' one line, as the Python API gives it
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
         multi = any(not isinstance(r, str) for r in references)  # several references per prediction
         responses = [p for p, refs in zip(predictions, references) for _ in refs] if multi else predictions

@@ -35,9 +35,6 @@ LADDER = (
     ("+top-k (k=5)", dict(num_return_sequences=5)),
     ("+coreference", dict(coref=True)),
 )
-MEANINGLESS = (
-    "These numbers are meaningless: tiny random models (the paper's need their downloads; see docs/coref.md)."
-)
 
 
 def ladder_configs(base: Q2Config) -> list[tuple[str, Q2Config]]:
@@ -218,7 +215,10 @@ def cmd_ladder(args) -> int:
     scorer.check_models()  # every model, the coreference one included, before any work
     scorer.reconfigure(config)
     texts = {}
-    note = f"\n{MEANINGLESS}\n" if config.tiny else ""
+    from q2_metric.frontend import tiny_note
+
+    tiny = tiny_note(config)
+    note = f"\n{tiny}\n" if tiny else ""
     if args.ladder:
         texts["ladder.md"] = (
             "# Table 7 (first arXiv version): each row adds one step to the previous one\n\n"

@@ -127,7 +127,8 @@ def _is_tiny(path: Path) -> bool:
 
 
 def uses_tiny(config: Any) -> bool:
-    """Whether any model of `config` (a `Q2Config`) is one of these tiny random models."""
+    """Whether any model of `config` (a `Q2Config`) is one of these tiny random models: the one
+    test of "are these the tiny models?" for a configuration (a signature's is `Signature.tiny`)."""
     return any(_is_tiny(Path(str(getattr(config, f"{role}_model")))) for role in ROLES)
 
 
@@ -141,6 +142,20 @@ def meaningless_note() -> str:
         f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
         f"`hf download {DEFAULT_NLI_MODEL}`) and leave out --tiny / Q2_TINY."
     )
+
+
+def warn_meaningless() -> None:
+    """`meaningless_note()` as a `TinyModelsWarning`, pointed at the caller's line outside this
+    package (Python's default filter then shows it once per line)."""
+    import sys
+    import warnings
+
+    from q2_metric.errors import TinyModelsWarning
+
+    frame, level = sys._getframe(0), 1
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("q2_metric."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(meaningless_note(), TinyModelsWarning, stacklevel=level)
 
 
 @contextlib.contextmanager
