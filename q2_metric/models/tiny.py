@@ -31,6 +31,8 @@ MARKER = "q2_tiny_random"
 ROLES = ("qg", "qa", "nli")
 COREF = "coref"  # the F-Coref model of `coref=True`, built only when asked for
 LOCK_FILE = ".lock"
+# The seed of every draw of the tiny models' weights: every build writes the same bytes.
+TINY_SEED = 0
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "wow_sample.csv"
 
 
@@ -92,11 +94,11 @@ def _build(folder: Path, roles: list[str], coref: bool) -> None:
         if roles:
             from q2_metric.models.tiny_builder import build_tiny_models
 
-            build_tiny_models(tmp, texts, size="tiny")
+            build_tiny_models(tmp, texts, size="tiny", seed=TINY_SEED)
         if coref:
             from q2_metric.models.hf_coref import build_tiny_coref_model
 
-            build_tiny_coref_model(Path(tmp, COREF), texts)
+            build_tiny_coref_model(Path(tmp, COREF), texts, seed=TINY_SEED)
         for role in roles + [COREF] * coref:  # the mark the signature reads, then into place
             config_file = Path(tmp, role, "config.json")
             config = json.loads(config_file.read_text(encoding="utf-8"))
