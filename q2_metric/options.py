@@ -86,25 +86,15 @@ def _bad(name: str, value: Any, allowed: str) -> Q2OptionError:
 
 
 def normalize_device(value: Any, spelled: str = "device") -> str:
-    """`auto`, `cpu`, `cuda`, `cuda:N` or a `torch.device` -> a device string torch understands."""
-    import sys
+    """`auto`, `cpu`, `cuda`, `cuda:N` or a `torch.device` -> a device string torch understands,
+    one this machine has (`devices.device_problem`)."""
+    from q2_metric.devices import device_problem, device_text
 
-    allowed = "use 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device"
-    torch = sys.modules.get("torch")  # a torch.device can only come from a loaded torch
-    if torch is not None and isinstance(value, torch.device):
-        value = str(value)
-    if not isinstance(value, str):
-        raise _bad(spelled, value, allowed)
-    kind, _, index = value.partition(":")
-    if value == "auto" or value == "cpu" or (kind == "cuda" and (not index or index.isdigit())):
-        if kind == "cuda":  # only a CUDA device needs torch (a CPU-only check stays light)
-            import torch
-
-            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-            if count == 0 or (index and int(index) >= count):
-                raise _bad(spelled, value, f"torch sees {count} CUDA device(s) here; use 'auto' or 'cpu'")
-        return value
-    raise _bad(spelled, value, allowed)
+    value = device_text(value)
+    problem = device_problem(value)
+    if problem is not None:
+        raise _bad(spelled, value, problem)
+    return value
 
 
 def check_option(name: str, value: Any, spell: Spelling = python_name) -> Any:
