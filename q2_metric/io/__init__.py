@@ -42,7 +42,6 @@ from q2_metric.io.jsonl import _read_jsonl
 from q2_metric.io.parquet import _read_dataset, _read_parquet
 from q2_metric.io.tsv import _read_tsv
 from q2_metric.io.writers import (  # noqa: F401
-    check_output_paths,
     check_table_suffix,
     parquet_writer,
     table_writer,
