@@ -281,11 +281,12 @@ def decisions(scores: Sequence[float | None], threshold: float) -> tuple[list[st
     return made, decision_counts(made, threshold)
 
 
-def figure(value: float | None, digits: int = 4) -> str:
-    """A figure as a person reads it: `n/a` where it is undefined, never `nan`."""
+def figure(value: float | None, digits: int = 4, spec: str | None = None) -> str:
+    """A figure as a person reads it: `n/a` where it is undefined, never `nan` or `-`; the one
+    number formatter of what front-ends print (`steps.system_score.figure`)."""
     from q2_metric.steps.system_score import figure as shown
 
-    return shown(value, digits)
+    return shown(value, digits, spec)
 
 
 def figures_text(system: SystemScore) -> str:

@@ -122,7 +122,9 @@ def run_control(
 
 
 def _f(x: float) -> str:
-    return "-" if x != x else f"{x:.3f}"
+    from q2_metric.frontend import figure
+
+    return figure(x, 3)
 
 
 def ladder_table(table: dict[str, dict[str, Cell]]) -> str:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -12,11 +11,9 @@ SETS = ("split", "cross")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return str(value)
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"  # as `system_score.figure`: never nan
+    from q2_metric.frontend import figure
+
+    return figure(value, digits)
 
 
 def _metrics(report: dict) -> list[str]:
