@@ -267,9 +267,8 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
             file=sys.stderr,
         )
         print(f"Q² signature: {outcome.signature}", file=sys.stderr)
-        note = tiny_note(
-            harness_batcher.config
-        )  # lm-eval's logging drops the package's log line: printed here
+        # lm-eval's logging drops the package's log line: printed here
+        note = tiny_note(harness_batcher.config)
         if note:
             print(f"Q²: {note}", file=sys.stderr)
     return outcome, unread
