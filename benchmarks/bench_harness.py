@@ -35,23 +35,23 @@ def pairs(n: int) -> list[tuple[str, str]]:
 
 
 class Timed:
-    """Time spent in the harness engines' `score_items` (all engines of this process)."""
+    """Time spent in the `HarnessBatcher`s' `score_items` (all of this process)."""
 
     def __init__(self) -> None:
         from q2_metric.harness import batcher
 
         self.seconds, self.calls = 0.0, 0
-        real = batcher.Q2Engine.score_items
+        real = batcher.HarnessBatcher.score_items
 
-        def timed(engine, items, max_batch=None, progress=None):
+        def timed(harness_batcher, items, max_batch=None, progress=None):
             start = time.perf_counter()
             try:
-                return real(engine, items, max_batch, progress)
+                return real(harness_batcher, items, max_batch, progress)
             finally:
                 self.seconds += time.perf_counter() - start
                 self.calls += 1
 
-        batcher.Q2Engine.score_items = timed
+        batcher.HarnessBatcher.score_items = timed
 
     def reset(self) -> None:
         self.seconds, self.calls = 0.0, 0
@@ -164,7 +164,7 @@ def bench_inspect(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: 
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
     from inspect_ai.solver import generate
 
-    from q2_metric.harness.inspect_ai import q2
+    from q2_metric.harness.inspect_task import q2
 
     outputs = []
     for r, _ in p:
@@ -193,7 +193,7 @@ def bench_inspect(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: 
 def bench_ragas(p: list[tuple[str, str]], tmp: Path, timed: Timed, max_batch: int) -> tuple:
     from ragas import EvaluationDataset
 
-    from q2_metric.harness.ragas import Q2Faithfulness, evaluate
+    from q2_metric.harness.ragas_metric import Q2Faithfulness, evaluate
 
     ds = EvaluationDataset.from_list(
         [{"user_input": "hi", "response": r, "retrieved_contexts": [k]} for r, k in p]
@@ -246,7 +246,7 @@ def main() -> None:
         for route, run in routes:
             runs = []
             for _ in range(args.repeat):
-                batcher.reset_engines()  # a fresh engine (and model load) per harness run, as in a new process
+                batcher.reset_batchers()  # a fresh `HarnessBatcher` (and model load) per harness run, as in a new process
                 runs.append(run(Path(tmp)))
             lines.append(line(route, len(p), *best(runs)))
     print(

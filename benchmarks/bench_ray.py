@@ -76,7 +76,7 @@ def main() -> int:
         print("RESULT " + json.dumps(run_one(*args.one, args.chunk_size)))
         return 0
 
-    from q2_metric.models.random_models import build_random_models
+    from q2_metric.models.tiny_builder import build_tiny_models
 
     pairs = load_pairs(args.n)
     if args.n > 600:  # repeats would be scored once (same pair key): make them distinct
@@ -86,9 +86,7 @@ def main() -> int:
         w = csv.writer(f)
         w.writerow(["response", "knowledge"])
         w.writerows(pairs)
-    paths = build_random_models(
-        tmp / "models", [t for p in pairs for t in p], size=args.size, vocab_size=8000
-    )
+    paths = build_tiny_models(tmp / "models", [t for p in pairs for t in p], size=args.size, vocab_size=8000)
     config = json.dumps(
         dict(
             qg_model=paths["qg"],

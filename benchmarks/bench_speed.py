@@ -51,9 +51,9 @@ from q2_metric.models.hf_nli import HFNLIClassifier
 from q2_metric.models.hf_qa import HFQuestionAnswerer
 from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
 from q2_metric.models.loading import uses_segment_ids
-from q2_metric.models.random_models import build_random_models
 from q2_metric.models.speed.cpu_matmul import uses_onednn
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak
+from q2_metric.models.tiny_builder import build_tiny_models
 from q2_metric.profile import format_profile
 from q2_metric.testing.reference_loop import reference_q2
 
@@ -341,7 +341,7 @@ def build(args, responses: list[str], knowledge: list[str], **mode):
         _RANDOM.update({role: str(Path(args.random_models) / role) for role in ("qg", "qa", "nli")})
     if not _RANDOM:
         _RANDOM.update(
-            build_random_models(
+            build_tiny_models(
                 tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge, size=args.size, vocab_size=8000
             )
         )
@@ -472,9 +472,7 @@ def growth(args, sizes: list[int]) -> int:
     # one set of random models (its tokenizer trained on the largest set's texts) for every size
     pairs = load_pairs(max(sizes))
     folder = tempfile.mkdtemp(prefix="q2-bench-")
-    build_random_models(
-        folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size, vocab_size=8000
-    )
+    build_tiny_models(folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size, vocab_size=8000)
     print(f"Growth (engine only, {args.size} shapes, dtype {args.dtype}, each size in a fresh process):")
     print(f"{'responses':>10}{'seconds':>10}{'s/response':>12}{'peak RSS MB':>13}")
     for n in sizes:

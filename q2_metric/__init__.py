@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         Q2Error,
         Q2InputError,
         Q2OptionError,
+        TinyModelsWarning,
     )
     from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
     from q2_metric.scorer import Q2Scorer, cached_scorer, score
@@ -42,6 +43,7 @@ _EXPORTS = {
         "ModelNotAvailable",
         "ModelCheckError",
         "DeviceNotAvailable",
+        "TinyModelsWarning",
     ),
     "q2_metric.steps.normalize": ("f1_score", "normalize_answer"),
     "q2_metric.results": ("Q2Result", "QuestionTrace", "ResponseScore"),
@@ -92,6 +94,7 @@ __all__ = [
     "ResponseScore",
     "Signature",
     "SystemScore",
+    "TinyModelsWarning",
     "__version__",
     "cached_scorer",
     "f1_score",

@@ -145,8 +145,9 @@ class Q2Config:
     cpu_matmul: CpuMatmul = "auto"
 
     def __post_init__(self) -> None:
-        kind, _, index = str(self.device).partition(":")
-        if not (self.device in ("auto", "cpu", "cuda") or (kind == "cuda" and index.isdigit())):
+        from q2_metric.devices import device_problem
+
+        if not isinstance(self.device, str) or device_problem(self.device, hardware=False) is not None:
             raise ValueError(
                 f"Q2Config.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}"
             )

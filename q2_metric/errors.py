@@ -58,6 +58,11 @@ class DeviceNotAvailable(Q2Error, RuntimeError):
     """The device asked for cannot be used here."""
 
 
+class TinyModelsWarning(UserWarning):
+    """Scores made on the tiny random models (`tiny=True`): they mean nothing. Its message is the
+    one line every front-end shows for them (`q2_metric.models.tiny.meaningless_note`)."""
+
+
 class CacheWriteError(Q2Error, OSError):
     """The score cache could not be written (a full disk): the run goes on without it."""
 
@@ -73,4 +78,5 @@ __all__ = [
     "Q2InputError",
     "Q2OptionError",
     "Q2UnknownOption",
+    "TinyModelsWarning",
 ]

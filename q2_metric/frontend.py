@@ -173,7 +173,8 @@ def tiny_note(config: Q2Config | None = None, *, always: Literal[True]) -> str: 
 def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None: ...
 def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None:
     """The one line to show after scoring on the tiny random models (when a model of `config` is
-    one of them, or `always`), else None."""
+    one of them, or `always`), else None: every front-end shows this line (the Python API and the
+    `evaluate` module as a `TinyModelsWarning`, see `warn_if_tiny`)."""
     from q2_metric.models.tiny import meaningless_note, uses_tiny
 
     return meaningless_note() if always or (config is not None and uses_tiny(config)) else None
@@ -262,11 +263,21 @@ def loading_output(verbose: bool = True) -> contextlib.AbstractContextManager:
     return verbose_loading(bool(verbose))
 
 
-def tiny_note_for(signature: str) -> str | None:
+def tiny_note_for(signature: str | Signature) -> str | None:
     """The tiny-models line for a run whose (full) signature is `signature`, or None."""
     from q2_metric.models.tiny import meaningless_note
 
-    return meaningless_note() if "tiny-random-" in str(signature) else None
+    tiny = (signature if isinstance(signature, Signature) else Signature.parse(str(signature))).tiny()
+    return meaningless_note() if tiny else None
+
+
+def warn_if_tiny(config: Q2Config) -> None:
+    """For Python front-ends (the `evaluate` module): the tiny-models line as a
+    `TinyModelsWarning` when a model of `config` is a tiny random one."""
+    from q2_metric.models.tiny import uses_tiny, warn_meaningless
+
+    if uses_tiny(config):
+        warn_meaningless()
 
 
 def check_threshold(value: Any) -> float:
@@ -285,11 +296,12 @@ def decisions(scores: Sequence[float | None], threshold: float) -> tuple[list[st
     return made, decision_counts(made, threshold)
 
 
-def figure(value: float | None, digits: int = 4) -> str:
-    """A figure as a person reads it: `n/a` where it is undefined, never `nan`."""
+def figure(value: float | None, digits: int = 4, spec: str | None = None) -> str:
+    """A figure as a person reads it: `n/a` where it is undefined, never `nan` or `-`; the one
+    number formatter of what front-ends print (`steps.system_score.figure`)."""
     from q2_metric.steps.system_score import figure as shown
 
-    return shown(value, digits)
+    return shown(value, digits, spec)
 
 
 def figures_text(system: SystemScore) -> str:

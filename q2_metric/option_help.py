@@ -12,7 +12,7 @@ import typing
 from typing import Any
 
 from q2_metric.config import OPTION_DOCS, OptionDoc, choices
-from q2_metric.options import PRESETS, Spelling, option_default, option_types, python_name
+from q2_metric.options import VARIANT_NAMES, Spelling, option_default, option_types, python_name
 
 # The options every front-end takes that are no `Q2Config` field.
 FRONT_END_DOCS: dict[str, OptionDoc] = {
@@ -23,7 +23,7 @@ FRONT_END_DOCS: dict[str, OptionDoc] = {
     "batch_size": OptionDoc("one batch size for QG, QA and NLI", "each model's own"),
 }
 # How the `q2` flags, ParlAI's flags and the docs spell an option's value choices and defaults.
-FRONT_END_CHOICES: dict[str, tuple[str, ...]] = {"variant": PRESETS}
+FRONT_END_CHOICES: dict[str, tuple[str, ...]] = {"variant": VARIANT_NAMES}
 FRONT_END_DEFAULTS: dict[str, Any] = {"variant": "paper", "batch_size": None}
 # The docs' option table sits between these two lines of docs/python.md.
 TABLE_START = (

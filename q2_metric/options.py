@@ -1,5 +1,5 @@
 """Option handling shared by every front-end (command line, `evaluate` module, ParlAI, Space):
-strict checks, presets, JSON.
+strict checks, variants, JSON.
 
 Every option value from a user is checked here, once, before any model loads: a bad one fails with
 one sentence naming the option as the front-end spells it (`spell`: `batch_size` for Python,
@@ -27,9 +27,9 @@ from q2_metric.config import (
 )
 from q2_metric.errors import Q2OptionError, Q2UnknownOption
 
-# evaluate's `config_name` and the `variant` option: the preset the other options start from.
+# evaluate's `config_name` and the `variant` option: the variant the other options start from.
 VARIANTS = {"default": Q2Config.paper, "paper": Q2Config.paper, "dnli": Q2Config.dnli}
-PRESETS = ("paper", "dnli")  # the command lines' --variant choices
+VARIANT_NAMES = ("paper", "dnli")  # the command lines' --variant choices
 BATCH_OPTIONS = ("qg_batch_size", "qa_batch_size", "nli_batch_size")
 MODEL_DEFAULTS = {
     "qg_model": ("Q2_QG_MODEL", DEFAULT_QG_MODEL),
@@ -71,7 +71,7 @@ def allowed_values(name: str) -> tuple | None:
 
 
 def option_default(name: str) -> Any:
-    """The paper preset's value of an option (model ids: the built-in default, not the env)."""
+    """The paper variant's value of an option (model ids: the built-in default, not the env)."""
     if name in MODEL_DEFAULTS:
         return MODEL_DEFAULTS[name][1]
     field = next(f for f in dataclasses.fields(Q2Config) if f.name == name)
@@ -85,25 +85,15 @@ def _bad(name: str, value: Any, allowed: str) -> Q2OptionError:
 
 
 def normalize_device(value: Any, spelled: str = "device") -> str:
-    """`auto`, `cpu`, `cuda`, `cuda:N` or a `torch.device` -> a device string torch understands."""
-    import sys
+    """`auto`, `cpu`, `cuda`, `cuda:N` or a `torch.device` -> a device string torch understands,
+    one this machine has (`devices.device_problem`)."""
+    from q2_metric.devices import device_problem, device_text
 
-    allowed = "use 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device"
-    loaded = sys.modules.get("torch")  # a torch.device can only come from a loaded torch
-    if loaded is not None and isinstance(value, loaded.device):
-        value = str(value)
-    if not isinstance(value, str):
-        raise _bad(spelled, value, allowed)
-    kind, _, index = value.partition(":")
-    if value == "auto" or value == "cpu" or (kind == "cuda" and (not index or index.isdigit())):
-        if kind == "cuda":  # only a CUDA device needs torch (a CPU-only check stays light)
-            import torch
-
-            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-            if count == 0 or (index and int(index) >= count):
-                raise _bad(spelled, value, f"torch sees {count} CUDA device(s) here; use 'auto' or 'cpu'")
-        return value
-    raise _bad(spelled, value, allowed)
+    value = device_text(value)
+    problem = device_problem(value)
+    if problem is not None:
+        raise _bad(spelled, value, problem)
+    return value
 
 
 def check_option(name: str, value: Any, spell: Spelling = python_name) -> Any:
@@ -188,8 +178,8 @@ def build_config(
     say: Callable[[str], None] = lambda msg: None,
     reads: Mapping[str, Any] | None = None,
 ) -> Q2Config:
-    """A checked `Q2Config` with its models provided: the preset `variant`, then `options` (None
-    values left at the preset's); `batch_size` sets the QG, QA and NLI batch sizes unless one of
+    """A checked `Q2Config` with its models provided: the variant `variant`, then `options` (None
+    values left at the variant's); `batch_size` sets the QG, QA and NLI batch sizes unless one of
     them is given. `tiny` (default: the `Q2_TINY` environment variable) puts the tiny random models
     in place of the models left at their defaults (`q2_metric.models.provision`; `say` hears that
     they are being built; never inside `reads`, what the run reads: name -> path, as the guard
@@ -243,9 +233,9 @@ def with_options(
         raise Q2OptionError(f"Invalid Q² options: {err}.") from None
 
 
-def _make(preset: Callable[..., Q2Config], options: dict[str, Any]) -> Q2Config:
+def _make(variant: Callable[..., Q2Config], options: dict[str, Any]) -> Q2Config:
     try:
-        return preset(**options)
+        return variant(**options)
     except ValueError as err:  # cross-option checks of Q2Config (e.g. num_return_sequences > num_beams)
         raise Q2OptionError(f"Invalid Q² options: {err}.") from None
 

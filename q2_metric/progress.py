@@ -1,6 +1,7 @@
 """Progress reporting for long scoring runs: a callback `(stage, done, total)` per engine stage.
 
-The engine runs its stages (`STAGES`) in order inside `stage()`; within a stage, `done` and `total`
+The engine runs its stages (`stages(coref)`: `STAGES`, after `COREF_STAGE` with `coref=True`) in
+order inside `stage()`; within a stage, `done` and `total`
 count the distinct model inputs sent so far (`total` grows when a stage makes several model calls,
 as the question filter does rank by rank), advanced batch by batch by the model backends
 (`batch_done`). After the last stage the callback gets `(DONE, n, n)`. Front-ends pass
@@ -20,7 +21,17 @@ from typing import Any, TextIO
 ProgressCallback = Callable[[str, int, int], None]
 
 STAGES = ("candidates", "questions", "question filter", "knowledge answers", "span scores", "response scores")
+COREF_STAGE = "coreference"  # with `coref=True`, the first stage (the scorer's stage of that name)
 DONE = "done"
+
+
+def stages(coref: bool = False) -> tuple[str, ...]:
+    """The engine's stages in order: `STAGES`, after the coreference stage when `coref` is on.
+
+    >>> len(stages()), stages(coref=True)[:2]
+    (6, ('coreference', 'candidates'))
+    """
+    return (COREF_STAGE,) * bool(coref) + STAGES
 
 
 @dataclass
@@ -94,9 +105,32 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     return f"{count} {noun if count == 1 else many or noun + 's'}"
 
 
-def stage_label(name: str) -> str:
-    """`2/6 questions` for an engine stage, the name itself otherwise."""
-    return f"{STAGES.index(name) + 1}/{len(STAGES)} {name}" if name in STAGES else name
+def stage_label(name: str, coref: bool = False) -> str:
+    """`2/6 questions` for an engine stage (`3/7 questions` with the coreference stage first), the
+    name itself otherwise. A stage named `COREF_STAGE` counts the coreference stage whatever `coref`."""
+    order = stages(coref or name == COREF_STAGE)
+    return f"{order.index(name) + 1}/{len(order)} {name}" if name in order else name
+
+
+class _Run:
+    """What a progress callback knows of the engine call it hears: whether the coreference stage ran
+    (it comes first), so that labels and the stage count include it."""
+
+    def __init__(self) -> None:
+        self.coref = False
+
+    def hear(self, name: str) -> None:
+        if name == COREF_STAGE:
+            self.coref = True
+
+    def label(self, name: str) -> str:
+        return stage_label(name, self.coref)
+
+    def count(self) -> int:
+        return len(stages(self.coref))
+
+    def end(self) -> None:
+        self.coref = False
 
 
 def tqdm_progress(desc: str = "Q²", leave: bool = False, position: int | None = None) -> ProgressCallback:
@@ -105,18 +139,21 @@ def tqdm_progress(desc: str = "Q²", leave: bool = False, position: int | None =
 
     bar: tqdm[Any] | None = None
     shown: str | None = None  # the stage the bar shows
+    run = _Run()
 
     def report(name: str, done: int, total: int) -> None:
         nonlocal bar, shown
+        run.hear(name)
         if shown != name:
             if bar is not None:
                 bar.close()
             bar, shown = None, None
             if name == DONE:
+                run.end()
                 return
             bar = tqdm(
                 total=total,
-                desc=f"{desc} {stage_label(name)}",
+                desc=f"{desc} {run.label(name)}",
                 leave=leave,
                 unit=" inputs",
                 position=position,
@@ -137,15 +174,19 @@ def log_progress(log: Callable[[str], None], interval: float = 10.0, desc: str =
     ended = line_progress(desc, log)
     current: str | None = None
     last = 0.0
+    run = _Run()
 
     def report(name: str, done: int, total: int) -> None:
         nonlocal current, last
         now = time.monotonic()
         ended(name, done, total)
+        run.hear(name)
+        if name == DONE:
+            run.end()
         if name != current:
             current, last = name, now
         elif name != DONE and now - last >= interval:
-            log(f"{desc} {stage_label(name)}: {done}/{plural(total, 'model input')} so far")
+            log(f"{desc} {run.label(name)}: {done}/{plural(total, 'model input')} so far")
             last = now
 
     return report
@@ -179,23 +220,26 @@ def line_progress(desc: str = "Q²", write: Callable[[str], None] = _stderr_line
     """A callback that writes one line per stage when it ends, with its count and time
     (`Q² 2/6 questions: 120 model inputs in 3.4 s`), and one when scoring is done."""
     state: dict = {"stage": None, "done": 0, "start": 0.0, "first": None}
+    run = _Run()
 
     def finish(now: float) -> None:
         if state["stage"] is not None:
             write(
-                f"{desc} {stage_label(state['stage'])}: {plural(state['done'], 'model input')} in "
+                f"{desc} {run.label(state['stage'])}: {plural(state['done'], 'model input')} in "
                 f"{now - state['start']:.1f} s"
             )
 
     def report(name: str, done: int, total: int) -> None:
         now = time.monotonic()
+        run.hear(name)
         if name != state["stage"]:
             finish(now)
             if state["first"] is None:
                 state["first"] = now
             if name == DONE:
-                write(f"{desc}: all {len(STAGES)} stages done in {now - state['first']:.1f} s")
+                write(f"{desc}: all {run.count()} stages done in {now - state['first']:.1f} s")
                 state.update(stage=None, first=None)
+                run.end()
                 return
             state.update(stage=name, start=now)
         state["done"] = done
@@ -239,9 +283,10 @@ class StageTotals:
     def close(self) -> None:
         """Write the stage lines (nothing if no stage ran)."""
         self._end(time.monotonic())
+        coref = COREF_STAGE in self.inputs
         for name, count in self.inputs.items():
             self.write(
-                f"{self.desc} {stage_label(name)}: {plural(count, 'model input')} in "
+                f"{self.desc} {stage_label(name, coref)}: {plural(count, 'model input')} in "
                 f"{self.seconds[name]:.1f} s"
             )
         if self.inputs:

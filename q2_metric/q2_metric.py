@@ -81,9 +81,9 @@ Examples:
     On tiny random models (meaningless scores; leave the model options out for the paper's):
 
     >>> import tempfile, evaluate, q2_metric
-    >>> from q2_metric.models.random_models import build_random_models
+    >>> from q2_metric.models.tiny_builder import build_tiny_models
     >>> texts = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired from 1983 to 1994."]
-    >>> paths = build_random_models(tempfile.mkdtemp(), texts)
+    >>> paths = build_tiny_models(tempfile.mkdtemp(), texts)
     >>> tiny = dict(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"],
     ...             device="cpu", decoding="greedy", max_question_length=8)
     >>> q2 = evaluate.load(q2_metric.module_path())
@@ -380,6 +380,7 @@ class Q2(evaluate.Metric):
         from q2_metric.progress import stage_progress
 
         config = self._config(variant, batch_size, tiny, **options)
+        frontend.warn_if_tiny(config)  # the tiny models' one line, as the Python API gives it
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
         multi = any(not isinstance(r, str) for r in references)  # several references per prediction
         responses = [p for p, refs in zip(predictions, references) for _ in refs] if multi else predictions

@@ -74,7 +74,7 @@ class Q2Scorer:
         coref: CorefResolver | None = None,
         **options: Any,
     ) -> None:
-        self.config = provide_models(with_options(config, options))
+        self.config = _provided(with_options(config, options))
         self._parser, self._qg, self._qa, self._nli = parser, qg, qa, nli
         self._coref = coref
         self._lock = threading.RLock()  # one call at a time on these components
@@ -469,6 +469,18 @@ def score(
     return cached_scorer(config, **options).score(responses, knowledge)
 
 
+def _provided(config: Q2Config) -> Q2Config:
+    """`provide_models(config)`; when that puts the tiny random models in place (the Python API's
+    `tiny=True`), the one tiny-models line as a `TinyModelsWarning` (front-ends provide their
+    models first, through `options.build_config`, and show the line themselves)."""
+    provided = provide_models(config)
+    if provided is not config:
+        from q2_metric.models.tiny import warn_meaningless
+
+        warn_meaningless()
+    return provided
+
+
 _CACHE: dict[tuple, Q2Scorer] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -483,7 +495,7 @@ def cached_scorer(config: Q2Config | None = None, **options: Any) -> Q2Scorer:
         A `Q2Scorer` with these options over the cached models (one set in memory): its own
         options, so that calls from threads with other options never score or sign with them.
     """
-    config = provide_models(with_options(config, options))
+    config = _provided(with_options(config, options))
     key = config.model_key()
     with _CACHE_LOCK:
         scorer = _CACHE.get(key)

@@ -1,3 +1,3 @@
 """The package version (read by setup.cfg and `q2 --version`)."""
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"

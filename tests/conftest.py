@@ -9,7 +9,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from support.data import sample_rows
 
 from q2_metric.config import Q2Config
-from q2_metric.models.random_models import build_random_models
+from q2_metric.models.tiny_builder import build_tiny_models
 
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 
@@ -30,9 +30,9 @@ def rows() -> list[dict]:
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> dict[str, str]:
     """qg/qa/nli directories of the tiny random models, built here: scores that vary with the text
-    (0, 0.5, 2/3 and 1 on the sample; `q2_metric.models.random_models`), so row-by-row comparisons can fail."""
+    (0, 0.5, 2/3 and 1 on the sample; `q2_metric.models.tiny_builder`), so row-by-row comparisons can fail."""
     texts = [r["response"] for r in sample_rows()] + [r["knowledge"] for r in sample_rows()]
-    return build_random_models(tmp_path_factory.mktemp("tiny_models"), texts, size="tiny")
+    return build_tiny_models(tmp_path_factory.mktemp("tiny_models"), texts, size="tiny")
 
 
 @pytest.fixture(scope="session")

@@ -24,8 +24,8 @@ from common import bench_speed, interleaved, parser
 
 from q2_metric import Q2Config, Q2Scorer
 from q2_metric.models.hf_qg import qg_input
-from q2_metric.models.random_models import build_random_models
 from q2_metric.models.speed.cpu_matmul import uses_onednn
+from q2_metric.models.tiny_builder import build_tiny_models
 from q2_metric.steps.candidates import answer_candidates
 
 
@@ -37,7 +37,7 @@ def main() -> None:
     args = ap.parse_args()
     pairs = bench_speed.load_pairs(args.n)
     responses, knowledge = [p[0] for p in pairs], [p[1] for p in pairs]
-    paths = build_random_models(
+    paths = build_tiny_models(
         tempfile.mkdtemp(prefix="q2-ab-"), responses + knowledge, size="paper", vocab_size=8000
     )
     config = Q2Config(

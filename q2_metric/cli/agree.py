@@ -35,7 +35,7 @@ def consistent_values(label_col: str, given: list[str] | None) -> set[str]:
 
 def cmd_agree(args: argparse.Namespace) -> int:
     from q2_metric import io
-    from q2_metric.frontend import loading_output, model_words
+    from q2_metric.frontend import loading_output, model_words, tiny_note
     from q2_metric.io.paths import check_run
     from q2_metric.meta.agreement import compare
     from q2_metric.options import build_config, flag_name, json_safe, option_from_text
@@ -122,6 +122,8 @@ def cmd_agree(args: argparse.Namespace) -> int:
             args.output, lambda f: f.write(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
         )
     print(report.text())
+    if tiny_note(base):
+        print(tiny_note(base))
     if bad:
         print(f"{len(bad)} bad row(s) skipped (named above on stderr).")
     return 3 if bad else 0

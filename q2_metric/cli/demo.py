@@ -35,18 +35,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
     config = config_from_args(args, say=say)  # with --tiny (or Q2_TINY=1): the tiny models, built once
-    if config.tiny and args.limit is None:
+    tiny = tiny_note(config) is not None
+    capped_by_tiny = tiny and args.limit is None
+    if capped_by_tiny:
         args.limit = TINY_ROWS
     read = read_rows(args.input, encoding=args.encoding)
     for bad in read:
         if bad.error:
             print(f"q2: {args.input}: {bad.error}; row skipped", file=sys.stderr)
     rows = [r.fields for r in read if r.error is None]
-    if config.tiny:  # a few of each system and label, in turn
+    if tiny:  # a few of each system and label, in turn
         groups_of: dict[tuple[str, str], list[dict]] = {}
         for row in rows:
             groups_of.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(row)
         rows = [r for turn in itertools.zip_longest(*groups_of.values()) for r in turn if r is not None]
+    readable = len(rows)
     rows = rows[: args.limit]
     scorer = Q2Scorer(config)
     progress = None if quiet else stage_progress("Q²", leave=True)
@@ -59,7 +62,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"Loading the models, then scoring {plural(len(rows), 'response')}"
             + (
                 " with tiny random models..."
-                if config.tiny
+                if tiny
                 else " (on a CPU with the paper's models this takes minutes)..."
             )
         )
@@ -76,7 +79,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
         groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(res.q2)
-    print(f"Scored {plural(len(rows), 'response')} from {args.input}\n")
+    print(scored_line(len(rows), readable, args.input, capped_by_tiny) + "\n")
     print("Mean Q2 per system and human label (n: responses):")
     print(f"{'system':<10}{'label':<14}{'n':>4}{'mean Q2':>10}")
     for (system, label), vals in sorted(groups.items()):
@@ -105,7 +108,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             )
     print("\nSystem figures:\n" + figures_text(result.system))
     print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
-    if config.tiny:
+    if tiny:
         print("\n" + tiny_note(always=True))
         if args.coref:
             print(
@@ -113,6 +116,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 f"`hf download {Q2Config().coref_model}` (F-Coref, MIT; docs/coref.md)."
             )
     return 0
+
+
+def scored_line(scored: int, readable: int, source: str, capped_by_tiny: bool) -> str:
+    """`Scored 6 of the 40 responses in FILE (...why...)` when fewer than all were scored, else
+    `Scored 40 responses from FILE`.
+
+    >>> scored_line(6, 40, "sample.csv", True)
+    'Scored 6 of the 40 responses in sample.csv (with the tiny models, 6 by default: a few of each system and label in turn; --limit N scores more)'
+    >>> scored_line(3, 40, "sample.csv", False)
+    'Scored 3 of the 40 responses in sample.csv (--limit 3)'
+    >>> scored_line(40, 40, "sample.csv", False)
+    'Scored 40 responses from sample.csv'
+    """
+    if scored >= readable:
+        return f"Scored {plural(scored, 'response')} from {source}"
+    why = (
+        f"with the tiny models, {TINY_ROWS} by default: a few of each system and label in turn; "
+        "--limit N scores more"
+        if capped_by_tiny
+        else f"--limit {scored}"
+    )
+    return f"Scored {scored} of the {plural(readable, 'response')} in {source} ({why})"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from q2_metric.cli.common import add_option_flags
-from q2_metric.meta.datasets import Dataset, DatasetError, Mapping
+from q2_metric.meta.datasets import ColumnMapping, Dataset, DatasetError
 
 if TYPE_CHECKING:
     from q2_metric.scorer import Q2Scorer
@@ -167,7 +167,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
     if args.auc_draws is None or args.auc_draws < 1:
         raise Q2InputError(f"--auc-draws/--bootstrap must be at least 1, got {args.auc_draws}.")
-    mapping = Mapping(
+    mapping = ColumnMapping(
         args.response_col, args.knowledge_col, args.label_col, tuple(args.consistent_label or ("1",))
     )
     datasets = load_datasets(args.dataset, mapping)

@@ -11,7 +11,7 @@ from typing import TextIO
 
 from q2_metric.cli.common import add_option_flags
 from q2_metric.config import Q2Config
-from q2_metric.meta.ladder import MEANINGLESS, SPLITS, control_table, ladder_table, run_control, run_ladder
+from q2_metric.meta.ladder import SPLITS, control_table, ladder_table, run_control, run_ladder
 
 
 def add_ladder_args(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +80,10 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     scorer.check_models()  # every model, the coreference one included, before any work
     scorer.reconfigure(config)
     texts = {}
-    note = f"\n{MEANINGLESS}\n" if config.tiny else ""
+    from q2_metric.frontend import tiny_note
+
+    tiny = tiny_note(config)
+    note = f"\n{tiny}\n" if tiny else ""
     if args.ladder:
         texts["ladder.md"] = (
             "# Table 7 (first arXiv version): each row adds one step to the previous one\n\n"

@@ -14,7 +14,6 @@ from q2_metric.errors import CacheWriteError, Q2InputError
 from q2_metric.frontend import decide, decision_counts, history_separator, history_turns, system_from_columns
 from q2_metric.io import (
     Row,
-    check_output_paths,
     check_table_suffix,
     commit_outputs,
     pause_point,
@@ -23,6 +22,7 @@ from q2_metric.io import (
     table_writer,
 )
 from q2_metric.io.commit import Writer
+from q2_metric.io.paths import check_run
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.progress import ProgressCallback, ResponseCounter, StageTotals, plural
 from q2_metric.results import VALID, SystemScore
@@ -103,11 +103,11 @@ def prepare_run(
     """Every check that can fail before model work: output paths (`outputs`: flag -> path) and the
     cache folder against the input and the model folders (`paths.check_run`), the input (encoding, columns, at least
     one row, no column the output writes), every model and the device."""
-    check_output_paths(
-        input_path,
-        {flag: p for flag, p in outputs.items() if p},
+    check_run(
+        {"input": input_path},
+        {**{flag: p for flag, p in outputs.items() if p}, "--cache-dir": cache_dir},
         config=scorer.config,
-        folders={"--cache-dir": cache_dir},
+        folders=["--cache-dir"],
     )
     for flag in ("-o/--output", "--steps"):
         named = outputs.get(flag)

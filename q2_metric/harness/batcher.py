@@ -4,7 +4,7 @@
 Harnesses hand replies to a metric one at a time; Q² is fast only over many at once (each stage
 de-duplicates its model inputs and makes one component call per engine call). Two ways in:
 
-- `Q2Engine.score_items` (and `collect`): a whole run's items at once, in engine calls of at most
+- `HarnessBatcher.score_items` (and `collect`): a whole run's items at once, in engine calls of at most
   `max_batch` items (lm-eval: by default the whole run in one call); `collect` remembers the last
   outcome, so that the several figures of one run (lm-eval aggregates each metric apart) cost one
   engine call.
@@ -17,8 +17,8 @@ de-duplicates its model inputs and makes one component call per engine call). Tw
 
 Every item goes through `frontend.score_items`: it is validated alone (a bad item is reported with
 its own key, the others are scored), an empty reply or knowledge is counted and unscored, and each
-result carries its status and the full signature. One engine (so one model load) per process and
-configuration: `engine(config)`, whatever the batch sizes asked of it.
+result carries its status and the full signature. One `HarnessBatcher` (so one model load) per process and
+configuration: `harness_batcher(config)`, whatever the batch sizes asked of it.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def merge(outcomes: Sequence[Outcome]) -> Outcome:
     )
 
 
-class Q2Engine:
+class HarnessBatcher:
     """A scorer with counters: `engine_calls` (calls of the Q² engine) and the items scored."""
 
     def __init__(self, config: Any, max_batch: int = DEFAULT_MAX_BATCH, scorer: Any = None) -> None:
@@ -100,7 +100,7 @@ class Q2Engine:
 
     def check(self, spell: Callable[[str], str] = frontend.python_name, tiny_hint: str | None = None) -> None:
         """The models checked before any work (`frontend.check_models`); the messages name the
-        options as `spell` does. Once per engine: the files do not change within a run."""
+        options as `spell` does. Once per batcher: the files do not change within a run."""
         if self._checked:
             return
         with frontend.model_words(spell, tiny_hint):
@@ -147,28 +147,28 @@ class Q2Engine:
         return outcome
 
 
-_ENGINES: dict[tuple, Q2Engine] = {}
-_ENGINES_LOCK = threading.Lock()
+_BATCHERS: dict[tuple, HarnessBatcher] = {}
+_BATCHERS_LOCK = threading.Lock()
 
 
-def engine(config: Any) -> Q2Engine:
-    """The process's engine for `config` (one per configuration: one model load)."""
-    with _ENGINES_LOCK:
-        found = _ENGINES.get(config)
+def harness_batcher(config: Any) -> HarnessBatcher:
+    """The process's `HarnessBatcher` for `config` (one per configuration: one model load)."""
+    with _BATCHERS_LOCK:
+        found = _BATCHERS.get(config)
         if found is None:
-            found = _ENGINES[config] = Q2Engine(config)
+            found = _BATCHERS[config] = HarnessBatcher(config)
         return found
 
 
-def engines() -> list[Q2Engine]:
-    """Every engine this process made (tests and the benchmark read their counters)."""
-    with _ENGINES_LOCK:
-        return list(_ENGINES.values())
+def batchers() -> list[HarnessBatcher]:
+    """Every `HarnessBatcher` this process made (tests and the benchmark read their counters)."""
+    with _BATCHERS_LOCK:
+        return list(_BATCHERS.values())
 
 
-def reset_engines() -> None:
-    with _ENGINES_LOCK:
-        _ENGINES.clear()
+def reset_batchers() -> None:
+    with _BATCHERS_LOCK:
+        _BATCHERS.clear()
 
 
 def _in_thread(loop: asyncio.AbstractEventLoop, run: Callable[[], Any]) -> asyncio.Future:
@@ -206,13 +206,13 @@ class AsyncBatcher:
 
     def __init__(
         self,
-        q2_engine: Q2Engine,
+        items_batcher: HarnessBatcher,
         max_batch: int | None = None,
         max_wait: float = DEFAULT_MAX_WAIT,
         progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        self.engine = q2_engine
-        self.max_batch: int = max_batch or getattr(q2_engine, "max_batch", None) or DEFAULT_MAX_BATCH
+        self.items_batcher = items_batcher
+        self.max_batch: int = max_batch or getattr(items_batcher, "max_batch", None) or DEFAULT_MAX_BATCH
         if isinstance(max_wait, bool) or not (
             isinstance(max_wait, (int, float)) and max_wait >= 0 and math.isfinite(max_wait)
         ):
@@ -278,7 +278,10 @@ class AsyncBatcher:
             # bound to this batch: a future's callback may fire after the loop has moved on
             stop = _stop_when_all_cancelled(futures)
             run = functools.partial(
-                self.engine.score_items, [i for i, _ in batch], self.max_batch, self._progress_until(stop)
+                self.items_batcher.score_items,
+                [i for i, _ in batch],
+                self.max_batch,
+                self._progress_until(stop),
             )
             try:
                 outcome = await _in_thread(state["loop"], run)
@@ -341,16 +344,16 @@ def harness_config(
     return config, max_batch
 
 
-def engine_for(
+def batcher_for(
     options: dict[str, Any] | None = None,
     spell: Callable[[str], str] = frontend.python_name,
     check: bool = False,
     tiny_hint: str | None = None,
-) -> tuple[Q2Engine, int | None]:
-    """The process's engine for these harness options and the `max_batch` they ask for (see
-    `harness_config`); with `check`, its models checked now (`Q2Engine.check`)."""
+) -> tuple[HarnessBatcher, int | None]:
+    """The process's `HarnessBatcher` for these harness options and the `max_batch` they ask for (see
+    `harness_config`); with `check`, its models checked now (`HarnessBatcher.check`)."""
     config, max_batch = harness_config(options, spell)
-    found = engine(config)
+    found = harness_batcher(config)
     if check:
         found.check(spell, tiny_hint)
     return found, max_batch

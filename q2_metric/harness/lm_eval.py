@@ -2,7 +2,7 @@
 
 The task YAML files are in `lm_eval_tasks/` (`lm_eval --include_path "$(python -m q2_metric.harness lm-eval-path)"`,
 or `TaskManager(include_path=q2_metric.harness.lm_eval_include_path())`); their `utils.py`
-imports what it needs from here, so that the state (one engine per process) lives in this module.
+imports what it needs from here, so that the state (one `HarnessBatcher` per process) lives in this module.
 
 - `q2_wow`: the 544 annotated Wizard of Wikipedia contexts the package ships (topic, the user's
   message, the knowledge sentence); the model writes the wizard's reply.
@@ -36,7 +36,7 @@ from typing import Any
 
 from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
 from q2_metric.frontend import Item, Outcome, tiny_note
-from q2_metric.harness.batcher import HARNESS_OPTIONS, engine_for
+from q2_metric.harness.batcher import HARNESS_OPTIONS, batcher_for
 
 KNOWLEDGE_COL = "knowledge"
 HISTORY_COL = "history"
@@ -123,7 +123,7 @@ def _options(q2_options: Any) -> dict[str, Any]:
 def _checked(q2_options: Any) -> str:
     """The options checked and the models found now, before the model generates anything."""
     options = _options(q2_options)
-    engine_for(options, spell=spell, check=True, tiny_hint=TINY_HINT)
+    batcher_for(options, spell=spell, check=True, tiny_hint=TINY_HINT)
     return json.dumps(options, sort_keys=True)
 
 
@@ -245,9 +245,9 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
     options = {i["options"] for i in items}
     if len(options) != 1:
         raise Q2OptionError(f"One task run has {len(options)} sets of q2_options; use one per task.")
-    engine, max_batch = engine_for(json.loads(options.pop()), spell=spell)
+    harness_batcher, max_batch = batcher_for(json.loads(options.pop()), spell=spell)
     unread = len({u for i in items for u in json.loads(i["unread"])})
-    outcome = engine.collect(
+    outcome = harness_batcher.collect(
         [Item(i["key"], i["reply"], i["knowledge"]) for i in items],
         max_batch or max(len(items), 1),
         progress=line_progress("Q²"),
@@ -268,7 +268,8 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
             file=sys.stderr,
         )
         print(f"Q² signature: {outcome.signature}", file=sys.stderr)
-        note = tiny_note(engine.config)  # lm-eval's logging drops the package's log line: printed here
+        # lm-eval's logging drops the package's log line: printed here
+        note = tiny_note(harness_batcher.config)
         if note:
             print(f"Q²: {note}", file=sys.stderr)
     return outcome, unread

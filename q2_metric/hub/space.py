@@ -177,7 +177,7 @@ def make_app(config: Q2Config | None = None) -> Any:  # a gradio Blocks
             return "", "", "", [], "", problem
 
         def report(stage: str, done: int, total: int) -> None:
-            progress((done, max(total, 1)), desc=f"Q² {stage_label(stage)}")
+            progress((done, max(total, 1)), desc=f"Q² {stage_label(stage, bool(config and config.coref))}")
 
         return score_or_message(response, knowledge, scorer, note, report)
 

@@ -29,7 +29,7 @@ from q2_metric.io.commit import (  # noqa: F401 (re-exported: the one reader and
     pause_point,
     recover_outputs,
 )
-from q2_metric.io.csv import _read_csv, _scan_csv  # noqa: F401 (re-exported: the one reader and writers of the package)
+from q2_metric.io.csv import _read_csv
 from q2_metric.io.formats import (  # noqa: F401 (re-exported: the one reader and writers of the package)
     MAX_INPUT_BYTES,
     TABLE_SUFFIXES,
@@ -42,7 +42,6 @@ from q2_metric.io.jsonl import _read_jsonl
 from q2_metric.io.parquet import _read_dataset, _read_parquet
 from q2_metric.io.tsv import _read_tsv
 from q2_metric.io.writers import (  # noqa: F401 (re-exported: the one reader and writers of the package)
-    check_output_paths,
     check_table_suffix,
     parquet_writer,
     table_writer,

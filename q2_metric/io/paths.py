@@ -97,6 +97,23 @@ def check_regular_target(path: str | os.PathLike, flag: str) -> None:
         raise OutputPathError(f"The output path '{path}' ({flag}) is {what}, not a regular file;{hint}.")
 
 
+def check_output_folder(path: str | os.PathLike, flag: str) -> None:
+    """Refuse an output file whose folder cannot hold it: the nearest existing folder above it is a
+    file, or is not writable."""
+    folder = Path(os.path.abspath(os.path.expanduser(os.fspath(path)))).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise OutputPathError(
+            f"The output path '{path}' ({flag}) lies under '{folder}', which is a file, not a folder; "
+            "choose another path."
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputPathError(
+            f"The folder '{folder}' of the output path '{path}' ({flag}) is not writable; choose another path."
+        )
+
+
 def check_outputs(
     inputs: Mapping[str, str | os.PathLike | None] | Iterable[tuple[str, str | os.PathLike | None]],
     outputs: Mapping[str, str | os.PathLike | None] | Iterable[tuple[str, str | os.PathLike | None]],
@@ -104,7 +121,8 @@ def check_outputs(
     folders: Iterable[str] = (),
 ) -> None:
     """Raise `OutputPathError` (one sentence naming both paths) when an output is, contains or lies
-    inside an input, or two outputs collide, or an existing output file is not a regular file.
+    inside an input, or two outputs collide, or an existing output file is not a regular file, or
+    an output file's folder is a file or not writable.
 
     `inputs` and `outputs` map a name (the flag, e.g. `-o/--output`) to a path; None entries are
     skipped. Outputs named in `folders` are folders the run writes into (not replaced themselves)."""
@@ -132,6 +150,7 @@ def check_outputs(
                     "give each output its own place."
                 )
         if flag not in folders:
+            check_output_folder(out, flag)
             check_regular_target(out, flag)
         elif os.path.lexists(out) and (os.path.islink(out) or not os.path.isdir(out)):
             what = "a symbolic link" if os.path.islink(out) else "not a folder"

@@ -1,10 +1,10 @@
-"""Checking output paths before any work, and writing tables (CSV, JSONL, Parquet)."""
+"""Checking output suffixes before any work, and writing tables (CSV, JSONL, Parquet). The output
+paths themselves are checked by the one guard, `io.paths.check_run`."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -12,72 +12,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 from q2_metric.errors import OutputPathError
 from q2_metric.io.commit import atomic_write
 from q2_metric.io.formats import TABLE_SUFFIXES
-from q2_metric.io.paths import check_run, relation
 
 if TYPE_CHECKING:
-    from q2_metric.config import Q2Config
-
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return a.resolve() == b.resolve()
-
-
-def check_output_paths(
-    input_path: str | Path | None,
-    outputs: dict[str, str | Path],
-    inputs: dict[str, str | Path | None] | None = None,
-    *,
-    config: Q2Config | None = None,
-    folders: dict[str, str | Path | None] | None = None,
-) -> None:
-    """Raise `OutputPathError` unless every output (by its flag) is a writable file path that is
-    neither the input nor another output, does not contain or lie inside an input (the input file
-    or folder, and any of `inputs`: name -> path), and is a regular file where it exists (never a
-    link, a device or a pipe; see `paths.check_run`); run before any work."""
-    named = [(flag, Path(p)) for flag, p in outputs.items()]
-    for i, (flag, path) in enumerate(named):
-        onto_input = (
-            input_path is not None
-            and Path(input_path).is_dir()
-            and relation(path, input_path) in ("is", "lies inside")
-        )
-        if path.is_dir() and not onto_input:  # (a folder that is the input: said so below)
-            raise OutputPathError(
-                f"The output path '{path}' ({flag}) is a directory; name a file in it, "
-                f"e.g. {path / 'scores.csv'}."
-            )
-        if input_path is not None and not Path(input_path).is_dir() and _same(path, Path(input_path)):
-            raise OutputPathError(
-                f"The output path '{path}' ({flag}) is the input file; write to another "
-                "file so that the input is kept."
-            )
-        for other_flag, other in named[:i]:
-            if _same(path, other):
-                raise OutputPathError(
-                    f"{other_flag} and {flag} name the same file '{path}'; give each output its own file."
-                )
-        if onto_input:
-            break
-        folder = path.parent
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        if not folder.is_dir():
-            raise OutputPathError(
-                f"The output path '{path}' ({flag}) lies under '{folder}', which is a "
-                "file, not a folder; choose another path."
-            )
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise OutputPathError(
-                f"The folder '{folder}' of the output path '{path}' ({flag}) is not "
-                "writable; choose another path."
-            )
-    writes = {**outputs, **{flag: p for flag, p in (folders or {}).items() if p}}
-    check_run({"input": input_path, **(inputs or {})}, writes, config=config, folders=list(folders or {}))
+    pass
 
 
 def check_table_suffix(path: str | Path, flag: str = "-o/--output") -> None:

@@ -173,11 +173,13 @@ class AgreementReport:
     def text(self) -> str:
         """The report as a few lines of text."""
 
+        from q2_metric.frontend import figure
+
         def pct(x: float) -> str:
-            return "n/a" if math.isnan(x) else f"{x:.1%}"
+            return figure(x, spec=".1%")
 
         def num(x: float, spec: str = ".4f") -> str:  # NaN (nothing to compare, one class only) as n/a
-            return "n/a" if math.isnan(x) else format(x, spec)
+            return figure(x, spec=spec)
 
         sc = self.score_change()
         n = len(self.compared)

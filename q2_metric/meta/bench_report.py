@@ -28,12 +28,14 @@ Q2_ROWS = ("q2", "q2_no_nli")  # the leaderboard rows that Q²'s signature signs
 
 
 def _f(value: Any, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    from q2_metric.frontend import figure
+
+    return figure(value, digits)
 
 
 def _p(value: float | None, draws: int) -> str:
     """A p-value; 0 (no resample on the other side) as below the bootstrap's resolution, 1/draws."""
-    return "-" if value is None else (f"<{1 / draws:.2g}" if value == 0 else f"{value:.3f}")
+    return f"<{1 / draws:.2g}" if value == 0 else _f(value)
 
 
 def auc_cell(r: dict) -> str:

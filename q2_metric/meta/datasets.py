@@ -75,7 +75,7 @@ KNOWN = (BEGIN_V1, BEGIN, TRUE)  # detection order: the first whose columns are 
 
 
 @dataclass(frozen=True)
-class Mapping:
+class ColumnMapping:
     """`--response-col/--knowledge-col/--label-col/--consistent-label`: the columns and
     consistent values of a file of no known format."""
 
@@ -143,7 +143,7 @@ def _read(path: Path) -> tuple[list[dict], list[str], list[str]]:
     return [r.fields for r in raw], io.table_columns(raw, columns), [r.error for r in raw if r.error]
 
 
-def detect_format(columns: Sequence[str], mapping: Mapping) -> Format | None:
+def detect_format(columns: Sequence[str], mapping: ColumnMapping) -> Format | None:
     """The first known format whose columns are all present, else the mapping's when its columns
     are; None otherwise."""
     for fmt in KNOWN:
@@ -159,7 +159,9 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def load_dataset(name: str, path: Path, mapping: Mapping = Mapping()) -> tuple[Dataset | None, list[str]]:
+def load_dataset(
+    name: str, path: Path, mapping: ColumnMapping = ColumnMapping()
+) -> tuple[Dataset | None, list[str]]:
     """The dataset and its problems (sentences); the dataset is None when it cannot be read at all."""
     head = f"--dataset {name} ({path})"
     if path.is_dir():
@@ -240,7 +242,7 @@ def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list
     return ds, ([f"{head}: an empty response or knowledge at {ds.where[empty[0]]}."] if empty else [])
 
 
-def load_datasets(specs: Sequence[str], mapping: Mapping = Mapping()) -> list[Dataset]:
+def load_datasets(specs: Sequence[str], mapping: ColumnMapping = ColumnMapping()) -> list[Dataset]:
     """Every `NAME=FILE`, read and checked; all problems of all datasets raise one
     `DatasetError` (one sentence per problem, one per line) before any work."""
     parsed = [parse_dataset_spec(s) for s in specs]

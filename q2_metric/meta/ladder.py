@@ -38,10 +38,6 @@ LADDER = (
     ("+top-k (k=5)", dict(num_return_sequences=5)),
     ("+coreference", dict(coref=True)),
 )
-CONTROLS = ("original", "same dialogue, other turn", "other dialogue")
-MEANINGLESS = (
-    "These numbers are meaningless: tiny random models (the paper's need their downloads; see docs/coref.md)."
-)
 
 
 def ladder_configs(base: Q2Config) -> list[tuple[str, Q2Config]]:
@@ -132,7 +128,9 @@ def run_control(
 
 
 def _f(x: float) -> str:
-    return "-" if x != x else f"{x:.3f}"
+    from q2_metric.frontend import figure
+
+    return figure(x, 3)
 
 
 def ladder_table(table: dict[str, dict[str, Cell]]) -> str:

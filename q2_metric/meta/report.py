@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -12,11 +11,9 @@ SETS = ("split", "cross")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return str(value)
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"  # as `system_score.figure`: never nan
+    from q2_metric.frontend import figure
+
+    return figure(value, digits)
 
 
 def _metrics(report: dict) -> list[str]:
@@ -55,7 +52,7 @@ def _true_caption(report: dict) -> str:
 
 def render_markdown(report: dict) -> str:
     """The report as Markdown tables, with the paper's figures beside Q², and the plots."""
-    from q2_metric.hub.card_text import PAPER_ACCURACY, PAPER_SPEARMAN
+    from q2_metric.hub.card_text import PAPER_ACCURACY, PAPER_SPEARMAN, PAPER_VALUES
 
     t2 = report["table2"]
     lines = [
@@ -70,8 +67,13 @@ def render_markdown(report: dict) -> str:
         lines.append(f"| {m} | " + " | ".join(_fmt(t2[s].get(m)) for s in SPLITS) + " |")
     lines.append("| n | " + " | ".join(str(t2[s]["n"]) for s in SPLITS) + " |")
     lines.append(
-        "\nEach metric on its own scale (BLEU 0-100). Paper (Q², Table 2): dodeca inconsistent 0.238, "
-        "consistent 0.696; MemNet inconsistent 0.135, consistent 0.756."
+        "\nEach metric on its own scale (BLEU 0-100). Paper (Q², Table 2): "
+        + "; ".join(
+            f"{'dodeca' if system == 'dodecaDialogue' else system} "
+            + ", ".join(f"{label} {PAPER_VALUES[system, label]}" for label in ("inconsistent", "consistent"))
+            for system in ("dodecaDialogue", "MemNet")
+        )
+        + "."
     )
     lines += [
         "",

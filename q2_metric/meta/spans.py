@@ -201,8 +201,10 @@ def span_report(gold_path: str | Path, spans_path: str | Path, shape: str = "aut
 def render_span_markdown(report: dict[str, Any]) -> str:
     """The three levels as a Markdown table."""
 
+    from q2_metric.frontend import figure
+
     def f(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.3f}"
+        return figure(value, 3)
 
     lines = [
         f"Q² unsupported spans vs gold ({report['responses']} responses scored, "

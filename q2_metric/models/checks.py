@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import hashlib
 import json
 import os
@@ -432,25 +431,30 @@ def _has_weights(find: Callable[[str], str | None], local: bool) -> bool:
 
 
 def check_device(device: str) -> None:
-    """Raise `DeviceNotAvailable` when `device` names hardware torch cannot see."""
-    if not str(device).startswith("cuda"):
+    """Raise `DeviceNotAvailable` when `device` names hardware torch cannot see (the rule:
+    `devices.device_problem`)."""
+    from q2_metric.devices import cuda_count, device_problem
+
+    problem = device_problem(device)
+    if problem is None:
         return
+    spell = _SPELLING.get()
+    how = (
+        f"{spell('device')} 'cpu' or 'auto'"
+        if spell is not None
+        else "--device cpu (device='cpu') or --device auto"
+    )
+    if device_problem(device, hardware=False) is not None:  # (Q2Config refuses such a value first)
+        raise DeviceNotAvailable(f"The device '{device}' cannot be used: {problem}.")
     import torch
 
-    if not torch.cuda.is_available():
-        build = f"torch {torch.__version__}, " + (
-            "built with CUDA" if torch.version.cuda else "a CPU-only build"
-        )
-        spell = _SPELLING.get()
-        how = (
-            f"{spell('device')} 'cpu' or 'auto'"
-            if spell is not None
-            else "--device cpu (device='cpu') or --device auto"
-        )
-        raise DeviceNotAvailable(
-            f"The device '{device}' was asked for but torch sees no CUDA GPU ({build}); pass {how}, or install a "
-            f"CUDA build of torch on a machine with a GPU."
-        )
+    build = f"torch {torch.__version__}, " + ("built with CUDA" if torch.version.cuda else "a CPU-only build")
+    count = cuda_count()
+    sees = "no CUDA GPU" if count == 0 else f"{count} CUDA GPU(s), numbered from 0"
+    raise DeviceNotAvailable(
+        f"The device '{device}' was asked for but torch sees {sees} ({build}); pass {how}, or install a "
+        f"CUDA build of torch on a machine with a GPU."
+    )
 
 
 def check_spacy(name: str | None) -> str:
@@ -478,15 +482,6 @@ def check_spacy(name: str | None) -> str:
     except metadata.PackageNotFoundError:
         version = "unknown"
     return f"spacy:{name}@{version}"
-
-
-def model_identities(config: Any, roles: tuple[str, ...] = ("qg", "qa", "nli")) -> dict[str, ModelIdentity]:
-    """Check the device and each role's model of a `Q2Config`; return the identities by role."""
-    check_device(config.device)
-    attr = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model"}
-    return check_each(
-        {role: functools.partial(check_model, getattr(config, attr[role]), role) for role in roles}
-    )
 
 
 def check_each(checks: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:

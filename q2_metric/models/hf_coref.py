@@ -170,19 +170,20 @@ def _no_future_warnings() -> Iterator[None]:
         yield
 
 
-def build_random_coref_model(
+def build_tiny_coref_model(
     out_dir: str | Path, texts: Sequence[str], seed: int = 0, max_doc_len: int = 4096
 ) -> str:
     """A randomly initialised F-Coref model of the real architecture (a RoBERTa encoder and the
-    coref head) at tiny size, with a tokenizer trained on `texts`, saved where `from_pretrained`
-    reads it: for tests and offline demos. Its clusters mean nothing."""
+    coref head) at tiny size, with the tiny models' word tokenizer of `texts` (fixed ids:
+    `tiny_builder.word_tokenizer`), saved where `from_pretrained` reads it: for tests and offline
+    demos. The same bytes on every build (weights drawn from `seed`). Its clusters mean nothing."""
     import torch
     from transformers import RobertaConfig
 
-    from q2_metric.models.random_models import train_tokenizer
+    from q2_metric.models.tiny_builder import word_tokenizer
 
     torch.manual_seed(seed)
-    tokenizer = train_tokenizer(texts)
+    tokenizer = word_tokenizer(texts)  # (a trained tokenizer breaks ties differently from run to run)
     # the coref head of biu-nlp/f-coref's config.json, with a smaller feed-forward size
     head = dict(
         max_span_length=30,
@@ -207,22 +208,3 @@ def build_random_coref_model(
         model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return str(out_dir)
-
-
-def ensure_random_coref_model(folder: str | Path, texts: Sequence[str]) -> str:
-    """`build_random_coref_model` into `folder` once (written beside it, then renamed into place)."""
-    import os
-    import tempfile
-
-    folder = Path(folder)
-    if (folder / "config.json").is_file():
-        return str(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".coref-") as tmp:
-        build_random_coref_model(Path(tmp) / "model", texts)
-        try:
-            os.replace(Path(tmp) / "model", folder)
-        except OSError:  # another run put it there first
-            if not (folder / "config.json").is_file():
-                raise
-    return str(folder)

@@ -17,13 +17,19 @@ if TYPE_CHECKING:  # torch is imported when a model is needed, so that `q2 --hel
 
 
 def resolve_device(device: str) -> torch.device:
-    """`auto` -> CUDA when present, else CPU."""
+    """`auto` -> CUDA when present, else CPU; another device as it is, when this machine has it
+    (the rule: `devices.device_problem`; else `DeviceNotAvailable`, one sentence. Front-ends meet
+    `checks.check_device`'s fuller sentence first, before any model loads)."""
     import torch
 
+    from q2_metric.devices import cuda_count, device_problem
+    from q2_metric.errors import DeviceNotAvailable
+
     if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was asked for but torch sees no CUDA device")
+        return torch.device("cuda" if cuda_count() else "cpu")
+    problem = device_problem(device)
+    if problem is not None:
+        raise DeviceNotAvailable(f"The device '{device}' cannot be used: {problem}.")
     return torch.device(device)
 
 

@@ -10,7 +10,7 @@ built once (a few seconds) into `q2_metric.config.tiny_models_dir()`:
     (each with the same WordPiece tokenizer, whose vocabulary is the bundled sample's words)
 
 Their scores mean nothing, but depend on the text, deterministically (0, 0.5, 2/3 and 1 on the bundled
-sample, through valid questions and through the fallback): `random_models` says how their weights are set.
+sample, through valid questions and through the fallback): `tiny_builder` says how their weights are set.
 
 Each `config.json` carries `"q2_tiny_random": true`, so the signature names these models
 `tiny-random-<digest>` and its short form says `models:tiny-random`.
@@ -31,6 +31,8 @@ MARKER = "q2_tiny_random"
 ROLES = ("qg", "qa", "nli")
 COREF = "coref"  # the F-Coref model of `coref=True`, built only when asked for
 LOCK_FILE = ".lock"
+# The seed of every draw of the tiny models' weights: every build writes the same bytes.
+TINY_SEED = 0
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "wow_sample.csv"
 
 
@@ -90,13 +92,13 @@ def _build(folder: Path, roles: list[str], coref: bool) -> None:
     texts = [r["response"] for r in rows] + [r["knowledge"] for r in rows]
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tiny-") as tmp, _quiet():
         if roles:
-            from q2_metric.models.random_models import build_random_models
+            from q2_metric.models.tiny_builder import build_tiny_models
 
-            build_random_models(tmp, texts, size="tiny")
+            build_tiny_models(tmp, texts, size="tiny", seed=TINY_SEED)
         if coref:
-            from q2_metric.models.hf_coref import build_random_coref_model
+            from q2_metric.models.hf_coref import build_tiny_coref_model
 
-            build_random_coref_model(Path(tmp, COREF), texts)
+            build_tiny_coref_model(Path(tmp, COREF), texts, seed=TINY_SEED)
         for role in roles + [COREF] * coref:  # the mark the signature reads, then into place
             config_file = Path(tmp, role, "config.json")
             config = json.loads(config_file.read_text(encoding="utf-8"))
@@ -127,7 +129,8 @@ def _is_tiny(path: Path) -> bool:
 
 
 def uses_tiny(config: Any) -> bool:
-    """Whether any model of `config` (a `Q2Config`) is one of these tiny random models."""
+    """Whether any model of `config` (a `Q2Config`) is one of these tiny random models: the one
+    test of "are these the tiny models?" for a configuration (a signature's is `Signature.tiny`)."""
     return any(_is_tiny(Path(str(getattr(config, f"{role}_model")))) for role in ROLES)
 
 
@@ -141,6 +144,20 @@ def meaningless_note() -> str:
         f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
         f"`hf download {DEFAULT_NLI_MODEL}`) and leave out --tiny / Q2_TINY."
     )
+
+
+def warn_meaningless() -> None:
+    """`meaningless_note()` as a `TinyModelsWarning`, pointed at the caller's line outside this
+    package (Python's default filter then shows it once per line)."""
+    import sys
+    import warnings
+
+    from q2_metric.errors import TinyModelsWarning
+
+    frame, level = sys._getframe(0), 1
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("q2_metric."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(meaningless_note(), TinyModelsWarning, stacklevel=level)
 
 
 @contextlib.contextmanager

@@ -72,13 +72,24 @@ def system_of(responses: Sequence) -> SystemScore:
     )
 
 
-def figure(value: float | None, digits: int = 4) -> str:
-    """A figure as a person reads it: `n/a` where it is undefined (never `nan`).
+UNDEFINED = "n/a"  # the one spelling of an undefined figure in everything printed (JSON: null)
 
-    >>> figure(0.5), figure(float("nan"))
-    ('0.5000', 'n/a')
+
+def figure(value: float | None, digits: int = 4, spec: str | None = None) -> str:
+    """A number as a person reads it, the one formatter of every front-end's printed figures:
+    `UNDEFINED` (`n/a`) for None or NaN (never `nan` or `-`), a count (an int) as it is, else
+    `digits` decimals, or the format `spec` when given (`+.4f`, `.1%`).
+
+    >>> figure(0.5), figure(float("nan")), figure(None, 3), figure(12), figure(0.25, spec=".1%")
+    ('0.5000', 'n/a', 'n/a', '12', '25.0%')
     """
-    return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+    if value is None or (not isinstance(value, int) and math.isnan(value)):
+        return UNDEFINED
+    if spec is not None:
+        return format(value, spec)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
 
 
 def figures_text(s: SystemScore) -> str:

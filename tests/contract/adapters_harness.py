@@ -58,7 +58,7 @@ def _none(value: Any) -> float | None:
 def _reset() -> None:
     from q2_metric.harness import batcher
 
-    batcher.reset_engines()
+    batcher.reset_batchers()
 
 
 @contextlib.contextmanager
@@ -285,7 +285,7 @@ class Inspect(Words):
     bad_item_reason: str = (
         "Inspect's model replies are text (ModelOutput): a non-text response cannot reach the "
         "scorer; a sample whose knowledge is no text is reported under its own id "
-        "(tests/unit/harness/test_inspect_ai.py)"
+        "(tests/unit/harness/test_inspect_task.py)"
     )
     words: dict = field(default_factory=dict)
     foreign_words: tuple = ("--qg-model", "qg_model (")
@@ -296,7 +296,7 @@ class Inspect(Words):
         self.words = _words(lambda n: f"{flag} {n}")
 
     def _scorer(self, options: dict[str, Any]):
-        from q2_metric.harness.inspect_ai import q2, q2_wow
+        from q2_metric.harness.inspect_task import q2, q2_wow
 
         _reset()
         return q2_wow(max_wait=0.5, **options) if self.task else q2(max_wait=0.5, **options)
@@ -318,7 +318,7 @@ class Inspect(Words):
             for n, item in enumerate(items)
         ]
         if self.task:
-            import q2_metric.harness.inspect_ai as module
+            import q2_metric.harness.inspect_task as module
 
             saved, module.wow_samples = module.wow_samples, lambda limit=None: samples
             try:
@@ -376,7 +376,7 @@ class Inspect(Words):
 
 @dataclass
 class Ragas(Words):
-    """`q2_metric.harness.ragas.evaluate` on an `EvaluationDataset` of the items (knowledge: the
+    """`q2_metric.harness.ragas_metric.evaluate` on an `EvaluationDataset` of the items (knowledge: the
     one retrieved context)."""
 
     name: str
@@ -400,7 +400,7 @@ class Ragas(Words):
     def score(self, items: list[Item], tmp: Path) -> Report:
         from ragas import EvaluationDataset
 
-        from q2_metric.harness.ragas import Q2Faithfulness, evaluate
+        from q2_metric.harness.ragas_metric import Q2Faithfulness, evaluate
 
         _reset()
         try:
@@ -429,7 +429,7 @@ class Ragas(Words):
 
     @staticmethod
     def _keywords(options: dict[str, Any]) -> dict[str, Any]:
-        from q2_metric.harness.ragas import KEYWORDS
+        from q2_metric.harness.ragas_metric import KEYWORDS
 
         return {
             **{k: v for k, v in options.items() if k in KEYWORDS},
@@ -438,7 +438,7 @@ class Ragas(Words):
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
-        from q2_metric.harness.ragas import Q2Faithfulness
+        from q2_metric.harness.ragas_metric import Q2Faithfulness
 
         _reset()
         try:

@@ -16,7 +16,7 @@ from support.data import sample_rows
 
 from q2_metric.config import Q2Config
 from q2_metric.models.hf_nli import HFNLIClassifier
-from q2_metric.models.random_models import train_tokenizer
+from q2_metric.models.tiny_builder import train_tokenizer
 
 LABELS = ["entailment", "contradiction", "neutral"]  # AllenNLP's order for SNLI
 

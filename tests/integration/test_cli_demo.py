@@ -10,6 +10,7 @@ import pytest
 from support.data import ROOT
 
 from q2_metric.cli import main
+from q2_metric.cli.demo import SAMPLE
 from q2_metric.scorer import Q2Scorer
 
 
@@ -76,7 +77,10 @@ def test_demo_tiny_builds_once_and_explains(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr()
     assert "Building small random models" in out.err and "Q² 2/6 questions" in out.err
     lines = out.out.splitlines()
-    assert "Scored 6 responses" in lines[0]
+    assert lines[0] == (  # how many of how many, and why
+        f"Scored 6 of the 40 responses in {SAMPLE} (with the tiny models, 6 by default: a few of "
+        "each system and label in turn; --limit N scores more)"
+    )
     table = lines[lines.index(next(x for x in lines if x.strip().startswith("#  system"))) + 1 :][:6]
     # each row ends in its one-line reason; random weights usually leave no valid question, but a
     # tiny model can answer one ("The question not answered by the knowledge.", seen in CI)

@@ -16,10 +16,10 @@ from q2_metric.steps.coref import HISTORY_SEPARATOR
 
 @pytest.fixture(scope="module")
 def tiny_coref(tmp_path_factory, rows):
-    from q2_metric.models.hf_coref import build_random_coref_model
+    from q2_metric.models.hf_coref import build_tiny_coref_model
 
     texts = [r[c] for r in rows for c in ("message", "response", "knowledge", "gold")]
-    return build_random_coref_model(tmp_path_factory.mktemp("fcoref"), texts)
+    return build_tiny_coref_model(tmp_path_factory.mktemp("fcoref"), texts)
 
 
 @pytest.fixture(scope="module")

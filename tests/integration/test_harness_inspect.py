@@ -136,7 +136,7 @@ def test_inspect_scorer_batches_concurrent_samples(harness_tiny, tmp_path, monke
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
     from inspect_ai.solver import generate
 
-    from q2_metric.harness.inspect_ai import q2, wow_samples
+    from q2_metric.harness.inspect_task import q2, wow_samples
 
     set_in_process(monkeypatch, env(harness_tiny["q2"], tmp_path))
     calls, loads = count_engine(monkeypatch)

@@ -154,8 +154,8 @@ def test_lm_eval_batches_the_engine_and_loads_models_once(harness_tiny, tmp_path
     stages = {name for c in calls for name in c}
     for name in stages:
         assert sum(c.count(name) for c in calls) <= expected_calls, name
-    (engine,) = batcher.engines()
-    assert engine.replies == n + 3
+    (harness_batcher,) = batcher.batchers()
+    assert harness_batcher.replies == n + 3
     for task in ("q2_wow", "q2_dialogue"):
         assert out["results"][task]["signature,none"].startswith("q2:")
 

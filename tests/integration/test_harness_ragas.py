@@ -17,7 +17,7 @@ pytest.importorskip("ragas")
 def test_ragas_metric_scores_a_dataset(harness_tiny, tmp_path, monkeypatch):
     from ragas import EvaluationDataset
 
-    from q2_metric.harness.ragas import Q2Faithfulness, evaluate
+    from q2_metric.harness.ragas_metric import Q2Faithfulness, evaluate
 
     environ = env(harness_tiny["q2"], tmp_path)
     set_in_process(monkeypatch, environ)

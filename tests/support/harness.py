@@ -103,7 +103,7 @@ def count_engine(monkeypatch) -> tuple[list[list[str]], list[int]]:
     import q2_metric
     from q2_metric.harness import batcher
 
-    batcher.reset_engines()
+    batcher.reset_batchers()
     calls: list[list[str]] = []
     loads: list[int] = []
     real_score, real_init = q2_metric.Q2Scorer.score, q2_metric.Q2Scorer.__init__

@@ -12,7 +12,8 @@ from support.data import ROOT
 from q2_metric.errors import Q2Error
 
 # Not errors a user sees: a signal as an exception, and the readers' private markers.
-NOT_USER_ERRORS = {"q2_metric.io.interrupts.Interrupted"}
+# Interrupted: Ctrl-C on its way out; TinyModelsWarning: a warning (the tiny models' line), no error
+NOT_USER_ERRORS = {"q2_metric.io.interrupts.Interrupted", "q2_metric.errors.TinyModelsWarning"}
 
 
 def modules() -> list[str]:

@@ -84,3 +84,49 @@ def test_stage_progress_picks_bars_only_for_a_terminal(monkeypatch):
     assert progress.stage_progress().__qualname__.startswith("line_progress")
     monkeypatch.setattr(sys, "stderr", Stream(True))
     assert progress.stage_progress().__qualname__.startswith("tqdm_progress")
+
+
+def test_stage_count_with_and_without_coreference():
+    """`all N stages done`: 6 stages without coreference, 7 with it (the coreference stage first);
+    counted by hand from the scorer's stage list (scorer.py: "coreference" when coref=True, then
+    candidates, questions, question filter, knowledge answers, span scores, response scores)."""
+    from q2_metric import progress
+    from q2_metric.config import Q2Config
+    from q2_metric.testing.scripted import ScriptedCoref
+
+    assert len(progress.stages()) == 6 and len(progress.stages(coref=True)) == 7
+    for coref, count in ((False, 6), (True, 7)):
+        seen, lines = [], []
+        report = progress.line_progress("Q²", lines.append)
+        scripted_scorer(Q2Config(coref=coref), coref=ScriptedCoref()).score(
+            ["Bob Ross hosted PBS."],
+            ["Bob Ross hosted it."],
+            progress=lambda *r, seen=seen, report=report: (seen.append(r[0]), report(*r)),
+        )
+        ran = list(dict.fromkeys(seen))
+        assert ran == [*(["coreference"] if coref else []), *STAGES, DONE]
+        assert len(lines) == count + 1  # a line per stage, then the summary
+        assert lines[-1].startswith(f"Q²: all {count} stages done in ")
+        assert lines[0].startswith("Q² 1/7 coreference: " if coref else "Q² 1/6 candidates: ")
+        assert lines[1].startswith("Q² 2/7 candidates: " if coref else "Q² 2/6 questions: ")
+        assert lines[-2].startswith(f"Q² {count}/{count} response scores: ")
+
+
+def test_stage_labels_and_totals_count_the_coreference_stage():
+    from q2_metric import progress
+
+    assert progress.stage_label("questions") == "2/6 questions"
+    assert progress.stage_label("questions", coref=True) == "3/7 questions"
+    assert progress.stage_label("coreference") == "1/7 coreference"
+    assert progress.stage_label("done") == "done"
+    lines = []
+    totals = progress.StageTotals("Q²", lines.append)
+    for _ in range(2):  # two engine calls, as `q2 score`'s chunks
+        for name in progress.stages(coref=True):
+            totals(name, 0, 0)
+            totals(name, 1, 1)
+        totals(DONE, 7, 7)
+    totals.close()
+    assert lines[0].startswith("Q² 1/7 coreference: 2 model inputs in ")
+    assert lines[6].startswith("Q² 7/7 response scores: 2 model inputs in ")
+    assert lines[7].startswith("Q²: all 7 stages done in ")

@@ -100,10 +100,10 @@ fastcoref = pytest.importorskip("fastcoref")
 
 @pytest.fixture(scope="module")
 def tiny_coref(tmp_path_factory, rows):
-    from q2_metric.models.hf_coref import build_random_coref_model
+    from q2_metric.models.hf_coref import build_tiny_coref_model
 
     texts = [r["message"] for r in rows] + [r["response"] for r in rows] + [r["knowledge"] for r in rows]
-    return build_random_coref_model(tmp_path_factory.mktemp("fcoref"), texts)
+    return build_tiny_coref_model(tmp_path_factory.mktemp("fcoref"), texts)
 
 
 def test_fcoref_end_to_end_on_tiny_models(tiny_config, tiny_coref, rows):
@@ -129,10 +129,10 @@ def test_fcoref_end_to_end_on_tiny_models(tiny_config, tiny_coref, rows):
 
 
 def test_fcoref_long_text_is_skipped_without_shifting_results(tmp_path, rows):
-    from q2_metric.models.hf_coref import HFCorefResolver, build_random_coref_model
+    from q2_metric.models.hf_coref import HFCorefResolver, build_tiny_coref_model
 
     texts = [r["knowledge"] for r in rows]
-    path = build_random_coref_model(tmp_path / "short", texts, max_doc_len=24)
+    path = build_tiny_coref_model(tmp_path / "short", texts, max_doc_len=24)
     resolver = HFCorefResolver(Q2Config(coref=True, coref_model=path, device="cpu"))
     long_text = " ".join(texts[:4])
     out = resolver.clusters(["He said it.", long_text, "She did it."])

@@ -122,13 +122,13 @@ def test_cli_input_errors_exit_2_before_models(tmp_path, capsys):
         ),
         (
             [str(empty), "-o", str(tmp_path)],
-            f"q2: The output path '{tmp_path}' (-o/--output) is a directory; "
-            f"name a file in it, e.g. {tmp_path / 'scores.csv'}.\n",
+            f"q2: The output '{tmp_path}' (-o/--output) contains the input '{empty}'; write the output "
+            "somewhere else, so that the input is kept as it is.\n",
         ),
         (
             [str(empty), "-o", str(empty)],
-            f"q2: The output path '{empty}' (-o/--output) is the input file; write "
-            "to another file so that the input is kept.\n",
+            f"q2: The output '{empty}' (-o/--output) is the input '{empty}'; write the output somewhere "
+            "else, so that the input is kept as it is.\n",
         ),
     ]
     for args, stderr in cases:

@@ -35,8 +35,8 @@ PAIRS = [
 ]
 
 
-def engine(max_batch: int) -> B.Q2Engine:
-    return B.Q2Engine(Q2Config(), max_batch=max_batch, scorer=scripted_scorer())
+def harness_batcher(max_batch: int) -> B.HarnessBatcher:
+    return B.HarnessBatcher(Q2Config(), max_batch=max_batch, scorer=scripted_scorer())
 
 
 def items(pairs=PAIRS) -> list[Item]:
@@ -53,7 +53,7 @@ def same(a: float, b: float) -> bool:
 
 @pytest.mark.parametrize("max_batch", [1, 3, 64])
 def test_score_items_chunks_and_keeps_order(max_batch):
-    e = engine(max_batch)
+    e = harness_batcher(max_batch)
     got = e.score_items(items())
     want = direct()
     assert [same(g.q2, w) for g, w in zip(got.items, want.scores)] == [True] * len(PAIRS)
@@ -66,7 +66,7 @@ def test_score_items_chunks_and_keeps_order(max_batch):
 
 
 def test_collect_scores_a_run_once_and_gives_the_engines_figures():
-    e = engine(64)
+    e = harness_batcher(64)
     first = e.collect(items())
     again = e.collect(items())
     assert again is first and e.engine_calls == 1
@@ -78,7 +78,7 @@ def test_collect_scores_a_run_once_and_gives_the_engines_figures():
 
 
 def test_async_batcher_gathers_concurrent_requests():
-    e = engine(3)
+    e = harness_batcher(3)
     batcher = B.AsyncBatcher(e, max_wait=0.5)
 
     async def run():
@@ -97,7 +97,7 @@ def test_async_batcher_gathers_concurrent_requests():
 def test_async_batcher_a_bad_item_fails_only_itself_under_its_own_key():
     """One sample whose knowledge is no string, batched with good ones: only it is reported, by
     its key (the harness's identity of it), not by its position in the batch."""
-    e = engine(8)
+    e = harness_batcher(8)
     batcher = B.AsyncBatcher(e, max_wait=0.5)
     given = items()[:3] + [Item("sample 'x7'", "A reply.", 42)] + items()[3:]
 
@@ -114,7 +114,7 @@ def test_async_batcher_a_bad_item_fails_only_itself_under_its_own_key():
 
 
 def test_async_batcher_does_not_wait_past_max_wait_nor_for_a_full_batch():
-    e = engine(64)
+    e = harness_batcher(64)
     batcher = B.AsyncBatcher(e, max_wait=0.2)
 
     async def one():
@@ -123,7 +123,7 @@ def test_async_batcher_does_not_wait_past_max_wait_nor_for_a_full_batch():
         return time.perf_counter() - start
 
     assert asyncio.run(one()) < 5  # a lone request goes after max_wait
-    full = B.AsyncBatcher(engine(2), max_wait=30)
+    full = B.AsyncBatcher(harness_batcher(2), max_wait=30)
 
     async def two():
         start = time.perf_counter()
@@ -151,7 +151,7 @@ def test_async_batcher_gives_every_waiter_the_engines_error():
 
 
 def test_a_cancelled_request_waiting_for_its_batch_is_never_scored():
-    e = engine(8)
+    e = harness_batcher(8)
     batcher = B.AsyncBatcher(e, max_wait=0.5)
 
     async def run():
@@ -210,7 +210,7 @@ def test_cancelling_ends_promptly_without_waiting_for_the_engine_call_in_flight(
 def test_explanation_is_the_projects_reason_sentence():
     from q2_metric.explain import reason_line
 
-    got = engine(8).score_items(items())
+    got = harness_batcher(8).score_items(items())
     want = direct()
     assert [g.reason for g in got.items] == [reason_line(r) for r in want.responses]
     assert got.items[3].reason.startswith("Not scored:")
@@ -241,14 +241,14 @@ def test_harness_options_go_through_the_options_path():
 
 
 def test_a_missing_model_is_one_sentence_in_the_harness_words_before_any_work(tmp_path, monkeypatch):
-    """`engine_for(..., check=True)`: the models checked when the harness builds its scorer."""
+    """`batcher_for(..., check=True)`: the models checked when the harness builds its scorer."""
     from q2_metric.errors import ModelNotAvailable
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_engines()
+    B.reset_batchers()
     missing = str(tmp_path / "no-such-model")
     with pytest.raises(ModelNotAvailable) as err:
-        B.engine_for(
+        B.batcher_for(
             {"qg_model": missing, "tiny": False},
             spell=lambda n: f"-T {n}",
             check=True,
@@ -256,4 +256,4 @@ def test_a_missing_model_is_one_sentence_in_the_harness_words_before_any_work(tm
         )
     text = str(err.value)
     assert missing in text and "-T qg_model" in text and "--qg-model" not in text and "\n" not in text
-    B.reset_engines()
+    B.reset_batchers()

@@ -41,7 +41,11 @@ def test_output_inside_a_parquet_folder_is_refused_and_runs_do_not_grow(tmp_path
         ["score", str(folder), "-o", str(tmp_path / "s.csv"), "--cache-dir", str(folder / "c")],
         "(--cache-dir) lies inside the input",
     )
-    refused(capsys, ["score", str(folder / "part-0.parquet"), "-o", str(tmp_path), "--no-cache"], "directory")
+    refused(
+        capsys,
+        ["score", str(folder / "part-0.parquet"), "-o", str(tmp_path), "--no-cache"],
+        "contains the input",
+    )
     assert snapshot(folder) == before
     # outside the folder: two runs give the same rows (2, not 2 then 4)
     outs = []
@@ -73,7 +77,9 @@ def test_output_into_or_onto_a_datasets_folder_is_refused(tmp_path, capsys):
     refused(capsys, ["score", str(folder), "-o", str(link / "x.csv"), "--no-cache"], "lies inside the input")
     # an output that contains the input: -o names the folder the input is in
     (tmp_path / "in.csv").write_text(HEADER + ROWS)
-    refused(capsys, ["score", str(tmp_path / "in.csv"), "-o", str(tmp_path), "--no-cache"], "directory")
+    refused(
+        capsys, ["score", str(tmp_path / "in.csv"), "-o", str(tmp_path), "--no-cache"], "contains the input"
+    )
     assert snapshot(folder) == before
 
 

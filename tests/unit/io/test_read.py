@@ -280,24 +280,39 @@ def test_missing_input_and_bad_output_paths(tmp_path):
     path = write(tmp_path, HEADER + "Paris.,Paris.\n")
     before = path.read_bytes()
     qg = ScriptedQG()
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    note = tmp_path / "note.txt"
+    note.write_text("a file, not a folder\n")
+    # the sentences of the one output-path guard, io.paths.check_run (as every front-end's)
     cases = [
         (
             {"output_path": tmp_path},
-            f"The output path '{tmp_path}' (-o/--output) is a directory; name a file in "
-            f"it, e.g. {tmp_path / 'scores.csv'}.",
+            f"The output '{tmp_path}' (-o/--output) contains the input '{path}'; write the output "
+            "somewhere else, so that the input is kept as it is.",
+        ),
+        (
+            {"output_path": folder},
+            f"The output path '{folder}' (-o/--output) is a folder, not a regular file; name a file in "
+            f"it, e.g. {folder / 'scores.csv'}.",
         ),
         (
             {"output_path": path},
-            f"The output path '{path}' (-o/--output) is the input file; write to another file "
-            "so that the input is kept.",
+            f"The output '{path}' (-o/--output) is the input '{path}'; write the output somewhere else, "
+            "so that the input is kept as it is.",
         ),
         (
             {"output_path": tmp_path / "o.csv", "steps_path": tmp_path / "o.csv"},
-            f"-o/--output and --steps name the same file '{tmp_path / 'o.csv'}'; give each output its own file.",
+            f"-o/--output and --steps name the same path '{tmp_path / 'o.csv'}'; give each output its own path.",
         ),
         (
             {"output_path": path / "o.csv"},
-            f"The output path '{path / 'o.csv'}' (-o/--output) lies under '{path}', "
+            f"The output '{path / 'o.csv'}' (-o/--output) lies inside the input '{path}'; write the output "
+            "somewhere else, so that the input is kept as it is.",
+        ),
+        (
+            {"output_path": note / "o.csv"},
+            f"The output path '{note / 'o.csv'}' (-o/--output) lies under '{note}', "
             "which is a file, not a folder; choose another path.",
         ),
     ]

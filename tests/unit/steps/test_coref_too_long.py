@@ -53,10 +53,10 @@ def test_the_explanation_names_the_length_not_an_empty_result():
 
 
 def test_fcoref_declines_a_text_past_max_doc_len(tmp_path, rows):
-    from q2_metric.models.hf_coref import HFCorefResolver, build_random_coref_model
+    from q2_metric.models.hf_coref import HFCorefResolver, build_tiny_coref_model
 
     texts = [r["knowledge"] for r in rows]
-    path = build_random_coref_model(tmp_path / "short", texts, max_doc_len=24)
+    path = build_tiny_coref_model(tmp_path / "short", texts, max_doc_len=24)
     resolver = HFCorefResolver(Q2Config(coref=True, coref_model=path, device="cpu"))
     out = resolver.clusters(["He said it.", " ".join(texts[:4]), "She did it."])
     assert out[1] is None and out[0] is not None and out[2] is not None

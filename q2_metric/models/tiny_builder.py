@@ -35,7 +35,7 @@ deterministically, through the real backends and the released decoding rules:
 On the bundled sample (40 rows) the tiny models give 0 (22 responses), 0.5 (4), 2/3 (1) and 1 (13):
 21 responses through valid questions (answered the same way, entailed, contradicted, token F1 with
 neutral NLI, unanswered by the knowledge) and 19 through the fallback with each of the three labels
-(`tests/unit/models/test_random_models.py`). The QA and NLI draws use their own seeded streams
+(`tests/unit/models/test_tiny_builder.py`). The QA and NLI draws use their own seeded streams
 (`[seed, 1]`, `[seed, 3]`), picked so that the sample shows every path.
 """
 
@@ -347,7 +347,7 @@ def bag_of_words_nli(model: Any, tokenizer: Any, rng: np.random.Generator) -> No
         model.classifier.out_proj.weight.copy_(torch.tensor(out))
 
 
-def build_random_models(
+def build_tiny_models(
     out_dir: str | Path, texts: Iterable[str], size: str = "tiny", seed: int = 0, vocab_size: int = 2000
 ) -> dict[str, str]:
     """Write qg/, qa/ and nli/ model directories under `out_dir`; return their paths."""

@@ -10,7 +10,7 @@ import pytest
 
 from q2_metric import Q2Scorer
 from q2_metric.explain import verdict
-from q2_metric.models import random_models as rm
+from q2_metric.models import tiny_builder as rm
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_tiny_build_is_byte_for_byte_reproducible(tmp_path, rows, tiny_models):
     from pathlib import Path
 
     texts = [r["response"] for r in rows] + [r["knowledge"] for r in rows]
-    rm.build_random_models(tmp_path / "again", texts, size="tiny")
+    rm.build_tiny_models(tmp_path / "again", texts, size="tiny")
     first = Path(tiny_models["qa"]).parent
     assert _digests(tmp_path / "again") == _digests(first)
 

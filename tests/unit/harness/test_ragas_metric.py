@@ -1,4 +1,4 @@
-"""ragas' `Q2Faithfulness` (q2_metric.harness.ragas) on scripted components: the options as
+"""ragas' `Q2Faithfulness` (q2_metric.harness.ragas_metric) on scripted components: the options as
 keywords, checked with the models when the metric is built; counts and the full signature on the
 result; samples ragas gives up on (its timeout) never scored; contexts joined by the separator.
 The yardstick is `Q2Scorer.score` called directly on the same pairs."""
@@ -27,18 +27,18 @@ ROWS = [
 def scripted(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("RAGAS_DO_NOT_TRACK", "true")
-    B.reset_engines()
+    B.reset_batchers()
     config, _ = B.harness_config({"tiny": False})
-    e = B.engine(config)
+    e = B.harness_batcher(config)
     e.scorer = scripted_scorer()
     yield e
-    B.reset_engines()
+    B.reset_batchers()
 
 
 def test_scores_counts_signature_and_progress(scripted, capsys):
     from ragas import EvaluationDataset
 
-    from q2_metric.harness.ragas import evaluate
+    from q2_metric.harness.ragas_metric import evaluate
 
     result = evaluate(EvaluationDataset.from_list(ROWS), tiny=False, max_wait=1.0, show_progress=False)
     got = result.to_pandas()["q2"].tolist()
@@ -61,7 +61,7 @@ def test_samples_ragas_gives_up_on_are_not_scored(scripted):
     """ragas' timeout cancels the samples still waiting for their batch: none reaches the engine."""
     from ragas import EvaluationDataset, RunConfig
 
-    from q2_metric.harness.ragas import Q2Faithfulness, evaluate
+    from q2_metric.harness.ragas_metric import Q2Faithfulness, evaluate
 
     metric = Q2Faithfulness(tiny=False, max_wait=3.0, progress=False)
     result = evaluate(
@@ -75,10 +75,10 @@ def test_samples_ragas_gives_up_on_are_not_scored(scripted):
 
 
 def test_options_are_keywords_checked_with_the_models_when_the_metric_is_built(tmp_path, monkeypatch):
-    from q2_metric.harness.ragas import Q2Faithfulness
+    from q2_metric.harness.ragas_metric import Q2Faithfulness
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_engines()
+    B.reset_batchers()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         Q2Faithfulness(tiny=True, qg_model=missing)
@@ -88,4 +88,4 @@ def test_options_are_keywords_checked_with_the_models_when_the_metric_is_built(t
         Q2Faithfulness(tiny=True, options={"qg_batch_size": 0})
     with pytest.raises(Q2OptionError, match="given twice"):
         Q2Faithfulness(tiny=True, options={"tiny": False})
-    B.reset_engines()
+    B.reset_batchers()

@@ -1,4 +1,4 @@
-"""Inspect AI's `q2()` scorer and `q2_wow` task (q2_metric.harness.inspect_ai) on scripted
+"""Inspect AI's `q2()` scorer and `q2_wow` task (q2_metric.harness.inspect_task) on scripted
 components: each sample checked alone, under its own id; empty knowledge never replaced by the
 target; list targets joined; the Q² options in `-T`/`-S` words, checked with the models when the
 task or scorer is built. The yardstick is `Q2Scorer.score` called directly on the same pairs."""
@@ -20,7 +20,7 @@ from inspect_ai.solver import TaskState
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
 from q2_metric.explain import reason_line
 from q2_metric.harness import batcher as B
-from q2_metric.harness import inspect_ai as I
+from q2_metric.harness import inspect_task as I
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS."
@@ -29,13 +29,13 @@ KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS."
 @pytest.fixture
 def scripted(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_engines()
+    B.reset_batchers()
     I._BATCHERS.clear()
     config, _ = B.harness_config({"tiny": False})
-    e = B.engine(config)
+    e = B.harness_batcher(config)
     e.scorer = scripted_scorer()
     yield e
-    B.reset_engines()
+    B.reset_batchers()
     I._BATCHERS.clear()
 
 
@@ -119,7 +119,7 @@ def test_the_scorer_takes_options_by_name_and_in_options(scripted):
 
 def test_a_missing_model_fails_when_the_task_is_built_naming_its_option(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_engines()
+    B.reset_batchers()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         I.q2_wow(limit=2, tiny=True, qg_model=missing)
@@ -128,7 +128,7 @@ def test_a_missing_model_fails_when_the_task_is_built_naming_its_option(tmp_path
     assert missing in text and "-T qg_model" in text and "--qg-model" not in text and "\n" not in text
     with pytest.raises(ModelNotAvailable, match="-S qg_model"):
         I.q2(tiny=True, options={"qg_model": missing})
-    B.reset_engines()
+    B.reset_batchers()
 
 
 def test_q2_wow_takes_the_model_options_in_inspects_words(tmp_path, tiny_env, monkeypatch):
@@ -136,21 +136,21 @@ def test_q2_wow_takes_the_model_options_in_inspects_words(tmp_path, tiny_env, mo
     from q2_metric.models.tiny import ensure_tiny_models
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_engines()
+    B.reset_batchers()
     paths = ensure_tiny_models()
     task = I.q2_wow(limit=2, tiny=False, qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"])
-    (e,) = B.engines()
+    (e,) = B.batchers()
     assert (e.config.qg_model, e.config.qa_model, e.config.nli_model) == (
         paths["qg"],
         paths["qa"],
         paths["nli"],
     )
     assert len(task.dataset) == 2
-    B.reset_engines()
+    B.reset_batchers()
     I.q2_wow(
         limit=2,
         options={"tiny": False, "qg_model": paths["qg"], "qa_model": paths["qa"], "nli_model": paths["nli"]},
     )
-    (e,) = B.engines()
+    (e,) = B.batchers()
     assert e.config.qg_model == paths["qg"]
-    B.reset_engines()
+    B.reset_batchers()

@@ -41,7 +41,7 @@ from inspect_ai.solver import TaskState, generate
 
 from q2_metric.errors import Q2Error, Q2OptionError
 from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, engine_for
+from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
 from q2_metric.validation import is_blank
 
 _BATCHERS: dict[tuple, AsyncBatcher] = {}
@@ -118,13 +118,15 @@ def _batcher(options: dict[str, Any], max_wait: float) -> AsyncBatcher:
             raise Q2OptionError(
                 f"Invalid Q² option {_spell('max_wait')}={max_wait!r}: use a number of seconds >= 0."
             )
-        engine, max_batch = engine_for(options, spell=_spell, check=True, tiny_hint=f"`{flag} tiny=true`")
+        harness_batcher, max_batch = batcher_for(
+            options, spell=_spell, check=True, tiny_hint=f"`{flag} tiny=true`"
+        )
     except Q2Error as err:
         raise _shown(err) from None
-    key = (id(engine), max_batch, float(max_wait))
+    key = (id(harness_batcher), max_batch, float(max_wait))
     found = _BATCHERS.get(key)
     if found is None:
-        found = _BATCHERS[key] = AsyncBatcher(engine, max_batch=max_batch, max_wait=max_wait)
+        found = _BATCHERS[key] = AsyncBatcher(harness_batcher, max_batch=max_batch, max_wait=max_wait)
     return found
 
 

@@ -1,7 +1,7 @@
 """ragas: `Q2Faithfulness`, a single-turn metric over `response` and `retrieved_contexts`.
 
     from ragas import EvaluationDataset
-    from q2_metric.harness.ragas import Q2Faithfulness, evaluate
+    from q2_metric.harness.ragas_metric import Q2Faithfulness, evaluate
     result = evaluate(EvaluationDataset.from_list(rows), tiny=True)   # ragas.evaluate + signature, counts
     result["q2"], result.signature, result.counts
 
@@ -32,7 +32,7 @@ from ragas.dataset_schema import SingleTurnSample
 from ragas.metrics.base import MetricType, SingleTurnMetric
 
 from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, engine_for
+from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
 
 # The keywords of Q2Faithfulness that are Q² options (the others: `options`).
 KEYWORDS = ("variant", "tiny", "batch_size", "max_batch", "qg_model", "qa_model", "nli_model", "device")
@@ -104,9 +104,9 @@ class Q2Faithfulness(SingleTurnMetric):
                         f"and options[{name!r}]={options[name]!r}); give it once."
                     )
                 options[name] = value
-        engine, max_batch = engine_for(options, check=True, tiny_hint="`tiny=True`")
+        harness_batcher, max_batch = batcher_for(options, check=True, tiny_hint="`tiny=True`")
         self._batcher = AsyncBatcher(
-            engine,
+            harness_batcher,
             max_batch=max_batch,
             max_wait=self.max_wait,
             progress=_CallLines() if self.progress else None,
