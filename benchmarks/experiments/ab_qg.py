@@ -3,6 +3,8 @@ profile of where beam search spends its time.
 
     python benchmarks/experiments/ab_qg.py --profile             # torch.profiler table, one pass
     python benchmarks/experiments/ab_qg.py --reps 3              # timing, FLOPs, fraction of peak
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab         # the in-place cache against
+                                                                 # transformers' (A B B A ...)
 
 The inputs are the benchmark's (`bench_speed.py`): the spaCy candidates of its first `--n`
 responses, each asked of its response, on a random T5-base of the paper's shapes generating to the
@@ -49,6 +51,9 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--batch-size", type=int, default=None)
+    ap.add_argument(
+        "--ab", action="store_true", help="alternate the in-place cache (new) with transformers' (old)"
+    )
     args = ap.parse_args()
     pairs = bench_speed.load_pairs(args.n)
     folder = Path(args.models or tempfile.mkdtemp(prefix="q2-qg-"))
@@ -74,19 +79,29 @@ def main() -> int:
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
         print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=25))
         return 0
+    times: dict[str, list[float]] = {"new": [], "old": []}
     for rep in range(args.reps):
         peak = matmul_peak(torch.float32)
-        flops0, model0 = meter.flops, meter.seconds
-        qg.model_decisions.clear()
-        t0 = time.perf_counter()
-        qg.generate(answers, contexts)
-        dt = time.perf_counter() - t0
-        flops, model = meter.flops - flops0, meter.seconds - model0
-        ids = hashlib.sha256(repr(qg.model_decisions).encode()).hexdigest()[:12]
-        print(
-            f"rep {rep}: {dt:.2f} s, {model / dt:.0%} in model, {flops / 1e9:.1f} GFLOP, "
-            f"{flops / dt / 1e9:.1f} GFLOP/s = {flops / dt / peak:.1%} of peak {peak / 1e9:.1f}; questions {ids}"
-        )
+        arms = (["new", "old"] if rep % 2 == 0 else ["old", "new"]) if args.ab else ["new"]
+        for arm in arms:
+            qg.in_place_cache = arm == "new"
+            flops0, model0 = meter.flops, meter.seconds
+            qg.model_decisions.clear()
+            t0 = time.perf_counter()
+            qg.generate(answers, contexts)
+            dt = time.perf_counter() - t0
+            times[arm].append(dt)
+            flops, model = meter.flops - flops0, meter.seconds - model0
+            ids = hashlib.sha256(repr(qg.model_decisions).encode()).hexdigest()[:12]
+            print(
+                f"rep {rep} {arm}: {dt:.2f} s, {model / dt:.0%} in model, {flops / 1e9:.1f} GFLOP, "
+                f"{flops / dt / 1e9:.1f} GFLOP/s = {flops / dt / peak:.1%} of peak {peak / 1e9:.1f}; "
+                f"questions {ids}",
+                flush=True,
+            )
+    if args.ab:
+        ratios = sorted(o / n for o, n in zip(times["old"], times["new"]))
+        print(f"old/new time per repetition: {', '.join(f'{r:.2f}' for r in ratios)}")
     return 0
 
 
