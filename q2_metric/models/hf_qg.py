@@ -45,16 +45,16 @@ def decoder_steps(
     its output goes to the input's `beams` rows, and each step feeds the rows' last tokens with the
     cache reordered by the beams (its self-attention part only when the beams of an input share
     their cross-attention keys and values, `t5_shared_cross`). With `in_place_cache` the
-    self-attention cache grows in place and copies only the rows a reorder moves (`t5_beam_cache`;
-    the same values; `max_length`, the decoder start token counted, sizes its first buffer),
-    otherwise it is transformers' `DynamicCache`."""
+    self-attention cache is written into preallocated buffers, one copy per beam reorder
+    (`t5_beam_cache`; the same values; `max_length`, the decoder start token counted, sizes its
+    first buffer), otherwise it is transformers' `DynamicCache`."""
     from transformers.cache_utils import DynamicCache, EncoderDecoderCache
     from transformers.modeling_outputs import BaseModelOutput
 
     hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
     encoder = BaseModelOutput(last_hidden_state=hidden.repeat_interleave(beams, dim=0))
     mask = mask.repeat_interleave(beams, dim=0)
-    capacity = min(max_length or FIRST_CAPACITY, 2 * FIRST_CAPACITY)
+    capacity = min(max_length or FIRST_CAPACITY, FIRST_CAPACITY)
     # (DynamicCache() adds a layer per decoder layer as they come: T5's config counts the encoder's)
     own = growing_cache(model.config, capacity) if in_place_cache else DynamicCache()
     cache = EncoderDecoderCache(own, DynamicCache())

@@ -1,17 +1,16 @@
-"""A decoder self-attention cache for beam search that grows in place and reorders only moved rows.
+"""A decoder self-attention cache for beam search that writes into preallocated buffers.
 
 transformers' `DynamicLayer` appends each step's keys and values with `torch.cat` (a new tensor
 holding the whole cache, every layer, every step) and reorders the beams with `index_select` (a
-second copy of all of it). At the benchmark's shapes (16 inputs x 5 beams, T5-base, questions of
-about 20 tokens) the two were about a fifth of QG's time (`benchmarks/RESULTS.md`, issue 42).
+second copy of all of it, into another new tensor).
 
-`GrowingLayer` keeps each layer's keys and values in a buffer with room for more positions
-(doubled when full), writes a step's keys and values into the next position, and hands the
-attention a view of the positions written so far. The beam reorder copies only the rows whose
-beam continues another row (`moved = beam_idx != row`); a row that continues itself stays where it
-is. The values the attention sees are the same numbers as `DynamicLayer`'s, so the questions are
-the same token for token (`tests/unit/models/speed/test_t5_beam_cache.py` compares the two caches'
-ids and scores bit for bit).
+`GrowingLayer` keeps each layer's keys and values in two buffers with room for more positions
+(doubled when full). A step's keys and values are written into the next position of the current
+buffer; the beam reorder `index_select`s the filled positions into the other buffer, which becomes
+the current one (nothing to copy when every row continues itself); the attention gets a view of
+the filled positions. One copy per step instead of two, and no allocation. The values the
+attention sees are the same numbers as `DynamicLayer`'s, so the logits are the same at every step
+and the questions the same token for token (`tests/unit/models/speed/test_t5_beam_cache.py`).
 """
 
 from __future__ import annotations
@@ -25,33 +24,40 @@ FIRST_CAPACITY = 16  # positions; doubled whenever a step needs more
 
 
 class GrowingLayer(DynamicLayer):
-    """One decoder layer's self-attention keys and values, `[rows, heads, capacity, head_dim]`,
-    of which the first `length` positions are filled."""
+    """One decoder layer's self-attention keys and values: two pairs of `[rows, heads, capacity,
+    head_dim]` buffers, the current one filled up to `length` positions."""
 
     def __init__(self, capacity: int = FIRST_CAPACITY) -> None:
         super().__init__()
         self.capacity = max(1, capacity)
         self.length = 0
-        self._key_buffer: torch.Tensor | None = None
-        self._value_buffer: torch.Tensor | None = None
+        self._current: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._spare: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _new_pair(self, like: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        return tuple(  # type: ignore[return-value]
+            x.new_empty((x.shape[0], x.shape[1], self.capacity, x.shape[3])) for x in like
+        )
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        rows, heads, _, dim = key_states.shape
         self.device = key_states.device
-        self._key_buffer = key_states.new_empty((rows, heads, self.capacity, dim))
-        self._value_buffer = value_states.new_empty((rows, heads, self.capacity, value_states.shape[-1]))
+        self._current = self._new_pair((key_states, value_states))
+        self._spare = None  # made at the first reorder
         self.is_initialized = True
 
     def _grow(self, needed: int) -> None:
-        capacity = self.capacity
-        while capacity < needed:
-            capacity *= 2
-        for name in ("_key_buffer", "_value_buffer"):
-            old = getattr(self, name)
-            new = old.new_empty((*old.shape[:2], capacity, old.shape[3]))
+        assert self._current is not None
+        while self.capacity < needed:
+            self.capacity *= 2
+        grown = self._new_pair(self._current)
+        for new, old in zip(grown, self._current):
             new[:, :, : self.length] = old[:, :, : self.length]
-            setattr(self, name, new)
-        self.capacity = capacity
+        self._current, self._spare = grown, None
+
+    def _expose(self) -> None:
+        assert self._current is not None
+        self.keys = self._current[0][:, :, : self.length]
+        self.values = self._current[1][:, :, : self.length]
 
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
@@ -62,34 +68,32 @@ class GrowingLayer(DynamicLayer):
         end = self.length + key_states.shape[-2]
         if end > self.capacity:
             self._grow(end)
-        assert self._key_buffer is not None and self._value_buffer is not None
-        self._key_buffer[:, :, self.length : end] = key_states
-        self._value_buffer[:, :, self.length : end] = value_states
+        assert self._current is not None
+        self._current[0][:, :, self.length : end] = key_states
+        self._current[1][:, :, self.length : end] = value_states
         self.length = end
-        self.keys = self._key_buffer[:, :, :end]
-        self.values = self._value_buffer[:, :, :end]
+        self._expose()
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
         return self.length
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
-        """Row r takes row beam_idx[r]'s keys and values; rows continuing themselves are not copied."""
-        if self.length == 0 or self._key_buffer is None or self._value_buffer is None:
+        """Row r takes row beam_idx[r]'s keys and values (one `index_select` into the spare buffer)."""
+        if self.length == 0 or self._current is None:
             return
-        index = beam_idx.to(self._key_buffer.device)
-        moved = torch.nonzero(index != torch.arange(len(index), device=index.device)).squeeze(1)
-        if moved.numel() == 0:
+        index = beam_idx.to(self._current[0].device)
+        if torch.equal(index, torch.arange(len(index), device=index.device)):
             return
-        source = index[moved]
-        for buffer in (self._key_buffer, self._value_buffer):
-            filled = buffer[:, :, : self.length]
-            filled[moved] = filled[source]  # the right side is gathered first: sources are read intact
-        self.keys = self._key_buffer[:, :, : self.length]
-        self.values = self._value_buffer[:, :, : self.length]
+        if self._spare is None:
+            self._spare = self._new_pair(self._current)
+        for source, target in zip(self._current, self._spare):
+            torch.index_select(source[:, :, : self.length], 0, index, out=target[:, :, : self.length])
+        self._current, self._spare = self._spare, self._current
+        self._expose()
 
     def reset(self) -> None:
-        self._key_buffer = self._value_buffer = None
+        self._current = self._spare = None
         self.length = 0
         super().reset()
 
