@@ -35,8 +35,10 @@ class GrowingLayer(DynamicLayer):
         self._spare: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _new_pair(self, like: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        return tuple(  # type: ignore[return-value]
-            x.new_empty((x.shape[0], x.shape[1], self.capacity, x.shape[3])) for x in like
+        key, value = like
+        return (
+            key.new_empty((key.shape[0], key.shape[1], self.capacity, key.shape[3])),
+            value.new_empty((value.shape[0], value.shape[1], self.capacity, value.shape[3])),
         )
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
@@ -54,10 +56,11 @@ class GrowingLayer(DynamicLayer):
             new[:, :, : self.length] = old[:, :, : self.length]
         self._current, self._spare = grown, None
 
-    def _expose(self) -> None:
+    def _expose(self) -> tuple[torch.Tensor, torch.Tensor]:
         assert self._current is not None
-        self.keys = self._current[0][:, :, : self.length]
-        self.values = self._current[1][:, :, : self.length]
+        keys, values = self._current[0][:, :, : self.length], self._current[1][:, :, : self.length]
+        self.keys, self.values = keys, values
+        return keys, values
 
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
@@ -72,8 +75,7 @@ class GrowingLayer(DynamicLayer):
         self._current[0][:, :, self.length : end] = key_states
         self._current[1][:, :, self.length : end] = value_states
         self.length = end
-        self._expose()
-        return self.keys, self.values
+        return self._expose()
 
     def get_seq_length(self) -> int:
         return self.length
