@@ -3,7 +3,7 @@ profile of where beam search spends its time.
 
     python benchmarks/experiments/ab_qg.py --profile             # torch.profiler table, one pass
     python benchmarks/experiments/ab_qg.py --reps 3              # timing, FLOPs, fraction of peak
-    python benchmarks/experiments/ab_qg.py --reps 3 --ab         # the in-place cache against
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab         # the preallocated cache against
                                                                  # transformers' (A B B A ...)
 
 The inputs are the benchmark's (`bench_speed.py`): the spaCy candidates of its first `--n`
@@ -52,11 +52,18 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument(
-        "--ab", action="store_true", help="alternate the in-place cache (new) with transformers' (old)"
+        "--ab", action="store_true", help="alternate the preallocated cache (new) with transformers' (old)"
     )
     args = ap.parse_args()
+    if args.models:
+        return run(args, Path(args.models))
+    with tempfile.TemporaryDirectory(prefix="q2-qg-") as folder:  # the models' 2 GB go with it
+        return run(args, Path(folder))
+
+
+def run(args: argparse.Namespace, folder: Path) -> int:
+    """The profile or the timed repetitions, with the random models in `folder`."""
     pairs = bench_speed.load_pairs(args.n)
-    folder = Path(args.models or tempfile.mkdtemp(prefix="q2-qg-"))
     if not (folder / "qg").exists():
         build_random_models(
             folder, [p[0] for p in pairs] + [p[1] for p in pairs], size="paper", vocab_size=8000
