@@ -15,6 +15,7 @@ from q2_metric.models.paper.beam_search import beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY, growing_cache
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
 QG_PROMPT = "answer: {answer}  context: {context} </s>"
@@ -32,19 +33,31 @@ def clean_question(text: str) -> str:
 
 
 def decoder_steps(
-    model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, beams: int, share_cross: bool
+    model: torch.nn.Module,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    beams: int,
+    share_cross: bool,
+    max_length: int | None = None,
+    in_place_cache: bool = True,
 ) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
     """The `step` of `beam_search` for an encoder-decoder model: the encoder runs once per input,
     its output goes to the input's `beams` rows, and each step feeds the rows' last tokens with the
     cache reordered by the beams (its self-attention part only when the beams of an input share
-    their cross-attention keys and values, `t5_shared_cross`)."""
+    their cross-attention keys and values, `t5_shared_cross`). With `in_place_cache` the
+    self-attention cache is written into preallocated buffers, one copy per beam reorder
+    (`t5_beam_cache`; the same values; `max_length`, the decoder start token counted, sizes its
+    first buffer), otherwise it is transformers' `DynamicCache`."""
     from transformers.cache_utils import DynamicCache, EncoderDecoderCache
     from transformers.modeling_outputs import BaseModelOutput
 
     hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
     encoder = BaseModelOutput(last_hidden_state=hidden.repeat_interleave(beams, dim=0))
     mask = mask.repeat_interleave(beams, dim=0)
-    cache = EncoderDecoderCache(DynamicCache(config=model.config), DynamicCache(config=model.config))
+    capacity = min(max_length or FIRST_CAPACITY, FIRST_CAPACITY)
+    # (DynamicCache() adds a layer per decoder layer as they come: T5's config counts the encoder's)
+    own = growing_cache(model.config, capacity) if in_place_cache else DynamicCache()
+    cache = EncoderDecoderCache(own, DynamicCache())
     # the keyword was `past_key_values` before transformers 5.2x, `cache` since
     name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
@@ -91,6 +104,7 @@ class HFQuestionGenerator:
         # beam search computes each input's cross-attention keys and values once (same values)
         self.shared_cross = attach_shared_cross_attention(self.model)
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
+        self.in_place_cache = True  # `t5_beam_cache` (False: transformers' cache, for comparisons)
         self.tokens_processed = 0
 
     @property
@@ -150,7 +164,15 @@ class HFQuestionGenerator:
         min_length = (
             1 + kwargs["min_new_tokens"] if "min_new_tokens" in kwargs else (generation.min_length or 0)
         )
-        step = decoder_steps(self.model, ids, mask, beams, share_cross=self.shared_cross is not None)
+        step = decoder_steps(
+            self.model,
+            ids,
+            mask,
+            beams,
+            share_cross=self.shared_cross is not None,
+            max_length=max_length,
+            in_place_cache=self.in_place_cache,
+        )
         config = self.model.config
         return beam_search(
             step,

@@ -1,0 +1,116 @@
+"""QG alone at the benchmark's shapes: time, model FLOPs and fraction of the float32 peak, and a
+profile of where beam search spends its time.
+
+    python benchmarks/experiments/ab_qg.py --profile             # torch.profiler table, one pass
+    python benchmarks/experiments/ab_qg.py --reps 3              # timing, FLOPs, fraction of peak
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab         # the preallocated cache against
+                                                                 # transformers' (A B B A ...)
+
+The inputs are the benchmark's (`bench_speed.py`): the spaCy candidates of its first `--n`
+responses, each asked of its response, on a random T5-base of the paper's shapes generating to the
+scripted question's length, as the benchmark's QG stage does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_speed  # noqa: E402
+
+from q2_metric import Q2Config, Q2Scorer  # noqa: E402
+from q2_metric.models.random_models import build_random_models  # noqa: E402
+from q2_metric.models.speed.flops import FlopMeter, matmul_peak  # noqa: E402
+from q2_metric.results import Pair, ResponseScore  # noqa: E402
+from q2_metric.steps.candidates import find_candidates  # noqa: E402
+
+
+def qg_keys(n: int, parser: object) -> list[tuple[str, str]]:
+    """The distinct (candidate, response) pairs of the benchmark's first `n` responses."""
+    pairs = [
+        Pair(r, k, ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan")))
+        for i, (r, k) in enumerate(bench_speed.load_pairs(n))
+    ]
+    find_candidates(pairs, parser, ["i"])
+    return list(dict.fromkeys((c, p.response) for p in pairs for c in p.result.candidates))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=16)
+    ap.add_argument("--models", default=None, help="a folder of built random models (built if missing)")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--batch-size", type=int, default=None)
+    ap.add_argument(
+        "--ab", action="store_true", help="alternate the preallocated cache (new) with transformers' (old)"
+    )
+    args = ap.parse_args()
+    if args.models:
+        return run(args, Path(args.models))
+    with tempfile.TemporaryDirectory(prefix="q2-qg-") as folder:  # the models' 2 GB go with it
+        return run(args, Path(folder))
+
+
+def run(args: argparse.Namespace, folder: Path) -> int:
+    """The profile or the timed repetitions, with the random models in `folder`."""
+    pairs = bench_speed.load_pairs(args.n)
+    if not (folder / "qg").exists():
+        build_random_models(
+            folder, [p[0] for p in pairs] + [p[1] for p in pairs], size="paper", vocab_size=8000
+        )
+    options = {"qg_batch_size": args.batch_size} if args.batch_size else {}
+    config = Q2Config(
+        qg_model=str(folder / "qg"), qa_model=str(folder / "qa"), nli_model=str(folder / "nli"), **options
+    )
+    keys = qg_keys(args.n, Q2Scorer(config).parser)
+    qg = bench_speed.WorkingQG(config, bench_speed.Decisions({p[0] for p in pairs}))
+    answers, contexts = [a for a, _ in keys], [c for _, c in keys]
+    qg.generate(answers[:2], contexts[:2])  # warm up
+    meter = FlopMeter.attach(qg.model)
+    print(f"{len(keys)} QG inputs, batch {config.qg_batch_size}, {torch.get_num_threads()} threads")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            qg.generate(answers, contexts)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
+        print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=25))
+        return 0
+    times: dict[str, list[float]] = {"new": [], "old": []}
+    for rep in range(args.reps):
+        peak = matmul_peak(torch.float32)
+        arms = (["new", "old"] if rep % 2 == 0 else ["old", "new"]) if args.ab else ["new"]
+        for arm in arms:
+            qg.in_place_cache = arm == "new"
+            flops0, model0 = meter.flops, meter.seconds
+            qg.model_decisions.clear()
+            t0 = time.perf_counter()
+            qg.generate(answers, contexts)
+            dt = time.perf_counter() - t0
+            times[arm].append(dt)
+            flops, model = meter.flops - flops0, meter.seconds - model0
+            ids = hashlib.sha256(repr(qg.model_decisions).encode()).hexdigest()[:12]
+            print(
+                f"rep {rep} {arm}: {dt:.2f} s, {model / dt:.0%} in model, {flops / 1e9:.1f} GFLOP, "
+                f"{flops / dt / 1e9:.1f} GFLOP/s = {flops / dt / peak:.1%} of peak {peak / 1e9:.1f}; "
+                f"questions {ids}",
+                flush=True,
+            )
+    if args.ab:
+        ratios = sorted(o / n for o, n in zip(times["old"], times["new"]))
+        print(f"old/new time per repetition: {', '.join(f'{r:.2f}' for r in ratios)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
