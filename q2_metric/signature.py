@@ -126,7 +126,7 @@ class Signature:
     def short(self) -> str:
         """A short form (like sacrebleu's `--short`): the version, whether the models and the rules
         are the paper's, the precision, and a hash of the full signature, e.g.
-        `q2:0.4.0|models:paper|rules:paper|dtype:float32|sig:1a2b3c4d5e`. Rules name the fields
+        `q2:0.5.0|models:paper|rules:paper|dtype:float32|sig:1a2b3c4d5e`. Rules name the fields
         that depart from the paper's (`rules:paper+dec,mode`); models the roles whose model is not the
         paper's (`models:custom(qg)`), or `models:tiny-random` for `q2_metric.models.tiny`'s meaningless models."""
         mine = self.to_dict()
