@@ -27,15 +27,9 @@ KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS."
 
 
 @pytest.fixture
-def scripted(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+def scripted(scripted):  # the package-wide one (conftest.py), with Inspect's own batchers cleared too
     I._BATCHERS.clear()
-    config, _ = B.harness_config({"tiny": False})
-    e = B.harness_batcher(config)
-    e.scorer = scripted_scorer()
-    yield e
-    B.reset_batchers()
+    yield scripted
     I._BATCHERS.clear()
 
 

@@ -32,18 +32,6 @@ PAIRS = [
 OPTIONS = json.dumps({"tiny": False})
 
 
-@pytest.fixture
-def scripted(monkeypatch):
-    """The process's `HarnessBatcher` for `{"tiny": false}` runs on scripted components (no model)."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
-    config, _ = B.harness_config({"tiny": False})
-    e = B.harness_batcher(config)
-    e.scorer = scripted_scorer()
-    yield e
-    B.reset_batchers()
-
-
 def records(pairs=PAIRS, unread="[]"):
     docs = [
         {"knowledge": k, "q2_key": f"doc {i}", "q2_options": OPTIONS, "q2_unread": unread}

@@ -23,18 +23,6 @@ ROWS = [
 ]
 
 
-@pytest.fixture
-def scripted(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("RAGAS_DO_NOT_TRACK", "true")
-    B.reset_batchers()
-    config, _ = B.harness_config({"tiny": False})
-    e = B.harness_batcher(config)
-    e.scorer = scripted_scorer()
-    yield e
-    B.reset_batchers()
-
-
 def test_scores_counts_signature_and_progress(scripted, capsys):
     from ragas import EvaluationDataset
 
