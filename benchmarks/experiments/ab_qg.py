@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_speed  # noqa: E402
 
 from q2_metric import Q2Config, Q2Scorer  # noqa: E402
-from q2_metric.models.random_models import build_random_models  # noqa: E402
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak  # noqa: E402
+from q2_metric.models.tiny_builder import build_tiny_models  # noqa: E402
 from q2_metric.results import Pair, ResponseScore  # noqa: E402
 from q2_metric.steps.candidates import find_candidates  # noqa: E402
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     """The profile or the timed repetitions, with the random models in `folder`."""
     pairs = bench_speed.load_pairs(args.n)
     if not (folder / "qg").exists():
-        build_random_models(
+        build_tiny_models(
             folder, [p[0] for p in pairs] + [p[1] for p in pairs], size="paper", vocab_size=8000
         )
     options = {"qg_batch_size": args.batch_size} if args.batch_size else {}
