@@ -39,3 +39,10 @@ def test_script_help_runs(script: Path) -> None:
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "usage:" in run.stdout
+
+
+def test_gpu_check_parses_and_asks_for_its_folder() -> None:
+    script = ROOT / "benchmarks" / "gpu_check.sh"
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    run = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
+    assert run.returncode != 0 and "usage: gpu_check.sh OUTDIR" in run.stderr

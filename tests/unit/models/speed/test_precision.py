@@ -96,13 +96,3 @@ def test_bfloat16_runs_on_a_cpu_that_has_it(tiny_config):
     result = scorer.score(["Bob Ross hosted The Joy of Painting on PBS."], ["Bob Ross hosted a show on PBS."])
     assert scorer.qa.model.dtype == torch.bfloat16 and scorer.qg.model.dtype == torch.bfloat16
     assert result.signature.to_dict()["dtype"] == "bfloat16"
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_the_default_on_a_gpu_is_float32(tiny_config):
-    """On a real GPU: the models load in float32 and the signature says so (the paper's number)."""
-    scorer = Q2Scorer(tiny_config.replace(device="cuda", decoding="greedy"))
-    result = scorer.score(["Bob Ross hosted The Joy of Painting on PBS."], ["Bob Ross hosted a show on PBS."])
-    for model in (scorer.qg.model, scorer.qa.model, scorer.nli.model):
-        assert next(model.parameters()).dtype == torch.float32 and next(model.parameters()).is_cuda
-    assert result.signature.to_dict()["dtype"] == "float32"

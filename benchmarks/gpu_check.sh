@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The GPU checks and figures of issue 42 in one call, for a GPU machine whose time is short:
+# the tests marked `gpu`, then the speed benchmark at paper shapes in float32 and bfloat16
+# (responses/s, per-stage fractions of the GPU's measured peaks). Everything is written to OUTDIR.
+#
+#   bash benchmarks/gpu_check.sh OUTDIR [RESPONSES]
+#
+# PYTHON picks the interpreter (default python3); the paper's weights are used where the Hub or
+# its cache has them, random-weight models of the paper's shapes otherwise.
+set -u
+out=${1:?usage: gpu_check.sh OUTDIR [RESPONSES]}
+n=${2:-400}
+py=${PYTHON:-python3}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$out/nvidia-smi.txt"
+"$py" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" | tee -a "$out/nvidia-smi.txt"
+HF_HUB_OFFLINE=1 timeout 150 "$py" -m pytest -q -rs -m gpu tests/gpu 2>&1 | tee "$out/pytest_gpu.txt"
+timeout 420 "$py" benchmarks/bench_speed.py --device cuda --size paper --n "$n" --reference-n 8 \
+    --precisions float32,bfloat16 2>&1 | tee "$out/bench_gpu.txt"
