@@ -86,7 +86,7 @@ def main() -> int:
         w = csv.writer(f)
         w.writerow(["response", "knowledge"])
         w.writerows(pairs)
-    paths = build_tiny_models(tmp / "models", [t for p in pairs for t in p], size=args.size, vocab_size=8000)
+    paths = build_tiny_models(tmp / "models", [t for p in pairs for t in p], size=args.size)
     config = json.dumps(
         dict(
             qg_model=paths["qg"],

@@ -341,9 +341,7 @@ def build(args, responses: list[str], knowledge: list[str], **mode):
         _RANDOM.update({role: str(Path(args.random_models) / role) for role in ("qg", "qa", "nli")})
     if not _RANDOM:
         _RANDOM.update(
-            build_tiny_models(
-                tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge, size=args.size, vocab_size=8000
-            )
+            build_tiny_models(tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge, size=args.size)
         )
     paths = _RANDOM
     config = Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], **base)
@@ -477,10 +475,10 @@ def growth(args, sizes: list[int]) -> int:
     import re
     import subprocess
 
-    # one set of random models (its tokenizer trained on the largest set's texts) for every size
+    # one set of random models (its vocabulary: the words of the largest set's texts) for every size
     pairs = load_pairs(max(sizes))
     folder = tempfile.mkdtemp(prefix="q2-bench-")
-    build_tiny_models(folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size, vocab_size=8000)
+    build_tiny_models(folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size)
     print(f"Growth (engine only, {args.size} shapes, dtype {args.dtype}, each size in a fresh process):")
     print(f"{'responses':>10}{'seconds':>10}{'s/response':>12}{'peak RSS MB':>13}")
     for n in sizes:

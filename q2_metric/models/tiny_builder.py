@@ -1,4 +1,4 @@
-"""Randomly initialised QG/QA/NLI models with a locally trained tokenizer, saved with
+"""Randomly initialised QG/QA/NLI models with a tokenizer made from the given texts, saved with
 `save_pretrained` so they load through the same `from_pretrained` code as the paper's models.
 
 Used by the tests (`size="tiny"`) and by the speed benchmark when the paper's weights are not
@@ -11,8 +11,10 @@ the candidate), every response falls back to end-to-end NLI, and the random clas
 label whatever the text. The tiny size (`size="tiny"`) is built so that scores depend on the text,
 deterministically, through the real backends and the released decoding rules:
 
-- Tokenizer (`word_tokenizer`): every word of the given texts is one token, with fixed sorted ids
-  (the same bytes on every build; the trained tokenizer of the other sizes is not reproducible).
+- Tokenizer (`word_tokenizer`, every size): every word of the given texts is one token, with fixed
+  sorted ids, so every build of a size from the same texts is the same bytes (a trained WordPiece
+  tokenizer breaks ties differently from run to run, and random paper-shape models built on it
+  generated other questions in every process).
 - QG (`quiet_personal_words`): random, except that I/you/my/your are never generated (otherwise the
   personal filter drops most questions before they are asked).
 - QA (`lexical_qa`): every layer passes its input through unchanged (attention and feed-forward
@@ -348,7 +350,7 @@ def bag_of_words_nli(model: Any, tokenizer: Any, rng: np.random.Generator) -> No
 
 
 def build_tiny_models(
-    out_dir: str | Path, texts: Iterable[str], size: str = "tiny", seed: int = 0, vocab_size: int = 2000
+    out_dir: str | Path, texts: Iterable[str], size: str = "tiny", seed: int = 0
 ) -> dict[str, str]:
     """Write qg/, qa/ and nli/ model directories under `out_dir`; return their paths."""
     import torch
@@ -363,8 +365,8 @@ def build_tiny_models(
 
     torch.manual_seed(seed)
     shapes = SIZES[size]
-    # tiny: a fixed word vocabulary (the same ids every build, see `word_tokenizer`), `vocab_size` unused
-    tokenizer = word_tokenizer(texts) if size == "tiny" else train_tokenizer(texts, vocab_size)
+    # every size: a fixed word vocabulary, the same ids every build (`word_tokenizer`)
+    tokenizer = word_tokenizer(texts)
     vocab, pad, eos = len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id
     out = Path(out_dir)
     models = {
