@@ -9,14 +9,16 @@ from collections.abc import Callable, Sequence
 import torch
 
 from q2_metric.config import Q2Config
-from q2_metric.models.batching import map_batched
+from q2_metric.models.batching import budget_batches, map_batched
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
 from q2_metric.models.paper.beam_search import beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
 from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY, growing_cache
+from q2_metric.models.speed.t5_merged_decoder import mergeable, merged_decoder_steps
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
+from q2_metric.progress import batch_done
 
 QG_PROMPT = "answer: {answer}  context: {context} </s>"
 
@@ -105,6 +107,9 @@ class HFQuestionGenerator:
         self.shared_cross = attach_shared_cross_attention(self.model)
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.in_place_cache = True  # `t5_beam_cache` (False: transformers' cache, for comparisons)
+        # `t5_merged_decoder`: the decoder steps of batches of >= MIN_ROWS rows run together, up to
+        # this many rows (0: each batch alone, for comparisons)
+        self.merged_rows = 0
         self.tokens_processed = 0
 
     @property
@@ -139,15 +144,20 @@ class HFQuestionGenerator:
             "do_sample": False,
         }
 
-    @torch.inference_mode()
-    def _run(self, inputs: list[list[int]]) -> list[list[list[int]]]:
+    def _padded(self, inputs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """A batch's encoder ids and mask: right padding, masked (each input's encoder states are
+        those of the input alone)."""
         width = max(len(ids) for ids in inputs)
         pad = self.tokenizer.pad_token_id or 0
-        # right padding, masked: each input's encoder states are those of the input alone
         ids = torch.tensor([x + [pad] * (width - len(x)) for x in inputs], device=self.device)
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in inputs], device=self.device)
         self.tokens_processed += int(ids.numel())
-        kwargs = self._generation_kwargs()
+        return ids, mask
+
+    @torch.inference_mode()
+    def _run(self, inputs: list[list[int]]) -> list[list[list[int]]]:
+        ids, mask = self._padded(inputs)
+        kwargs = self._batch_kwargs(inputs)
         beams = kwargs["num_beams"]
         sharing = self.shared_cross.sharing(beams) if self.shared_cross else contextlib.nullcontext()
         with sharing, linear_kernels(self.linears, self.config.cpu_matmul, self.device):
@@ -156,27 +166,41 @@ class HFQuestionGenerator:
                 return [[row] for row in out]
             return self._beam_search(ids, mask, kwargs)
 
-    def _beam_search(self, ids: torch.Tensor, mask: torch.Tensor, kwargs: dict) -> list[list[list[int]]]:
-        """transformers 3.2's beam search (`beam_search`) over the model's decoder steps."""
-        beams, generation = kwargs["num_beams"], self.model.generation_config
-        # 3.2 counted the decoder start token in max_length and min_length
+    @staticmethod
+    def _lengths(kwargs: dict, generation: object) -> tuple[int, int]:
+        """max_length and min_length as 3.2 counted them (the decoder start token included)."""
         max_length = 1 + kwargs["max_new_tokens"] if "max_new_tokens" in kwargs else kwargs["max_length"]
         min_length = (
-            1 + kwargs["min_new_tokens"] if "min_new_tokens" in kwargs else (generation.min_length or 0)
+            1 + kwargs["min_new_tokens"]
+            if "min_new_tokens" in kwargs
+            else (getattr(generation, "min_length", 0) or 0)
         )
+        return max_length, min_length
+
+    def _beam_search(self, ids: torch.Tensor, mask: torch.Tensor, kwargs: dict) -> list[list[list[int]]]:
+        """transformers 3.2's beam search (`beam_search`) over the model's decoder steps."""
+        max_length, _ = self._lengths(kwargs, self.model.generation_config)
         step = decoder_steps(
             self.model,
             ids,
             mask,
-            beams,
+            kwargs["num_beams"],
             share_cross=self.shared_cross is not None,
             max_length=max_length,
             in_place_cache=self.in_place_cache,
         )
+        return self._search(step, len(ids), kwargs)
+
+    def _search(
+        self, step: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor], inputs: int, kwargs: dict
+    ) -> list[list[list[int]]]:
+        """`beam_search` with the configured rules over `inputs` inputs' decoder steps."""
+        beams, generation = kwargs["num_beams"], self.model.generation_config
+        max_length, min_length = self._lengths(kwargs, generation)
         config = self.model.config
         return beam_search(
             step,
-            len(ids),
+            inputs,
             num_beams=beams,
             max_length=max_length,
             min_length=min_length,
@@ -199,7 +223,55 @@ class HFQuestionGenerator:
         beams = 1 if c.decoding == "greedy" else c.num_beams
         # beam search runs `beams` copies of every input: budget the expanded batch
         lengths = [beams * len(ids) for ids in inputs]
+        if self.merged_rows > 0 and beams > 1 and self.shared_cross is not None and self.in_place_cache:
+            return self._merged(inputs, lengths, beams)
         return map_batched(inputs, lengths, c.qg_batch_size, c.qg_max_tokens, self._run)
+
+    def _batch_kwargs(self, inputs: list[list[int]]) -> dict:
+        """The generation settings of one batch (the same for every batch here)."""
+        return self._generation_kwargs()
+
+    @torch.inference_mode()
+    def _merged(self, inputs: list[list[int]], lengths: list[int], beams: int) -> list[list[list[int]]]:
+        """`map_batched`'s batches, the decoder steps of those with enough rows and the same
+        settings run together (`t5_merged_decoder`) up to `merged_rows` rows, the others alone."""
+        c = self.config
+        out: list[list[list[int]] | None] = [None] * len(inputs)
+        alone: list[list[int]] = []
+        open_chunks: dict[str, list[list[int]]] = {}  # by settings: the chunk being filled
+        chunks: list[tuple[dict, list[list[int]]]] = []
+        for idx in budget_batches(lengths, c.qg_batch_size, c.qg_max_tokens):
+            kwargs = self._batch_kwargs([inputs[i] for i in idx])
+            if not mergeable(len(idx), beams):
+                alone.append(idx)
+                continue
+            key = repr(sorted(kwargs.items()))
+            chunk = open_chunks.get(key)
+            if chunk is None or (sum(map(len, chunk)) + len(idx)) * beams > self.merged_rows:
+                chunk = open_chunks[key] = []
+                chunks.append((kwargs, chunk))
+            chunk.append(idx)
+        done = 0
+        for idx in alone:
+            for i, result in zip(idx, self._run([inputs[i] for i in idx])):
+                out[i] = result
+            done += len(idx)
+            batch_done(done, len(inputs))
+        assert self.shared_cross is not None
+        for kwargs, chunk in chunks:
+            padded = [self._padded([inputs[i] for i in idx]) for idx in chunk]
+            max_length, _ = self._lengths(kwargs, self.model.generation_config)
+            with (
+                self.shared_cross.sharing(beams),
+                linear_kernels(self.linears, c.cpu_matmul, self.device),
+                merged_decoder_steps(self.model, self.shared_cross, padded, beams, max_length) as step,
+            ):
+                results = self._search(step, sum(map(len, chunk)), kwargs)
+            for i, result in zip((i for idx in chunk for i in idx), results):
+                out[i] = result
+            done += sum(map(len, chunk))
+            batch_done(done, len(inputs))
+        return out  # type: ignore[return-value]  # every slot was filled by the loops
 
     def generate(self, answers: Sequence[str], contexts: Sequence[str]) -> list[list[str]]:
         prompts = [qg_input(a, c) for a, c in zip(answers, contexts)]

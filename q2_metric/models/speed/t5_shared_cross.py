@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -46,6 +47,8 @@ class SharedCrossAttention:
     def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
         self.beams = 1
+        # set by `t5_merged_decoder` while the decoder steps of several encoder batches run as one
+        self.groups: list[CrossGroup] | None = None
         self.projections = [
             getattr(block.layer[1].EncDecAttention, name)
             for block in model.decoder.block
@@ -110,9 +113,59 @@ def shared_cross_attention(
     rows' order. Any other call (no sharing, self-attention shapes) goes to that function as is."""
     attend = _decoder_attention(module)
     beams = module._q2_shared.beams
+    groups = module._q2_shared.groups
     rows = query.shape[0]
+    if groups is not None and beams > 1 and rows == sum(g.rows for g in groups):
+        return _grouped(module, attend, query, kwargs, groups), None
     if beams <= 1 or rows != key.shape[0] * beams:
         return attend(module, query, key, value, attention_mask, **kwargs)
+    return _per_beam_slots(module, attend, query, key, value, attention_mask, beams, kwargs), None
+
+
+@dataclass
+class CrossGroup:
+    """One encoder batch inside merged decoder steps (`t5_merged_decoder`): its `rows` decoder rows
+    (inputs x beams, consecutive), its cross-attention keys and values per decoder layer (one row
+    per input, its own padded length) and the cross-attention mask its own decoder steps got."""
+
+    rows: int
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    mask: torch.Tensor | None
+
+
+def _grouped(
+    module: torch.nn.Module, attend: Callable, query: torch.Tensor, kwargs: dict, groups: list[CrossGroup]
+) -> torch.Tensor:
+    """The cross-attention of merged decoder steps: each group's query rows against its own keys,
+    values and mask, as its own steps computed it (`_per_beam_slots`), the outputs in row order."""
+    beams, layer = module._q2_shared.beams, module.layer_idx
+    bias = kwargs.get("position_bias")
+    outs, start = [], 0
+    for g in groups:
+        length = g.keys[layer].shape[-2]
+        own = dict(kwargs)
+        if isinstance(bias, torch.Tensor):  # [1 or rows, heads, 1, longest]: this group's part
+            part = bias[start : start + g.rows] if bias.shape[0] == query.shape[0] else bias
+            own["position_bias"] = part[..., :length]
+        q = query[start : start + g.rows]
+        outs.append(_per_beam_slots(module, attend, q, g.keys[layer], g.values[layer], g.mask, beams, own))
+        start += g.rows
+    return torch.cat(outs)
+
+
+def _per_beam_slots(
+    module: torch.nn.Module,
+    attend: Callable,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    beams: int,
+    kwargs: dict,
+) -> torch.Tensor:
+    """The decoder's attention once per beam slot, the outputs interleaved into the rows' order."""
+    rows = query.shape[0]
     outs = []
     for j in range(beams):
         slot = {k: _per_beam(v, rows, beams, j) for k, v in kwargs.items()}
@@ -121,7 +174,7 @@ def shared_cross_attention(
         )
         outs.append(out)
     # (inputs, beams, ...) -> the rows' order, input i's beams at rows i*beams ... i*beams+beams-1
-    return torch.stack(outs, dim=1).reshape(rows, *outs[0].shape[1:]), None
+    return torch.stack(outs, dim=1).reshape(rows, *outs[0].shape[1:])
 
 
 def _register_attention() -> None:

@@ -1,0 +1,142 @@
+"""The decoder steps of several encoder batches run as one beam search (`t5_merged_decoder`).
+
+Expected values: each batch's own beam search (`hf_qg.decoder_steps`, the current path, itself
+checked against transformers' beam search and the 3.2 recorded beams in test_t5_shared_cross.py
+and test_t5_beam_cache.py), ids and every step's logits compared bit for bit.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import T5Config, T5ForConditionalGeneration
+
+from q2_metric import Q2Scorer
+from q2_metric.models.hf_qg import HFQuestionGenerator, decoder_steps
+from q2_metric.models.paper.beam_search import beam_search
+from q2_metric.models.speed.t5_merged_decoder import MIN_ROWS, mergeable, merged_decoder_steps
+from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
+
+VOCAB, PAD, EOS = 300, 0, 1
+
+
+def _t5(seed: int, eos_bias: float) -> T5ForConditionalGeneration:
+    torch.manual_seed(seed)
+    config = T5Config(
+        vocab_size=VOCAB,
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=2,
+        num_decoder_layers=3,
+        num_heads=4,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+        decoder_start_token_id=PAD,
+    )
+    model = T5ForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        model.lm_head.weight[EOS] += eos_bias * model.lm_head.weight[EOS].sign()
+    return model
+
+
+def _batch(g: torch.Generator, batch: int, low: int, high: int) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.randint(low, high, (batch,), generator=g).tolist()
+    width = max(lengths)
+    ids = torch.full((batch, width), PAD)
+    mask = torch.zeros((batch, width), dtype=torch.long)
+    for i, n in enumerate(lengths):
+        ids[i, :n] = torch.randint(2, VOCAB, (n,), generator=g)
+        mask[i, :n] = 1
+    return ids, mask
+
+
+def _search(step, inputs: int, beams: int, max_length: int, seen: list[torch.Tensor]) -> list:
+    def recorded(tokens, beam_idx):
+        logits = step(tokens, beam_idx)
+        seen.append(logits.clone())
+        return logits
+
+    return beam_search(
+        recorded,
+        inputs,
+        num_beams=beams,
+        max_length=max_length,
+        num_return_sequences=2,
+        no_repeat_ngram_size=3,
+        early_stopping=False,
+        start_id=PAD,
+        eos_id=EOS,
+        pad_id=PAD,
+    )
+
+
+@pytest.mark.parametrize(
+    ("seed", "beams", "sizes", "max_length", "eos_bias"),
+    [(0, 5, (8, 10, 9), 20, 2.0), (1, 4, (12, 10), 30, 1.5), (2, 5, (9, 8, 8, 11), 16, 2.5)],
+)
+def test_same_ids_and_logits_as_each_batch_alone(seed, beams, sizes, max_length, eos_bias):
+    model = _t5(seed, eos_bias=eos_bias)
+    shared = attach_shared_cross_attention(model)
+    g = torch.Generator().manual_seed(seed)
+    # batches of different padded lengths (their own cross-attention lengths)
+    batches = [_batch(g, n, 3 + 6 * k, 12 + 9 * k) for k, n in enumerate(sizes)]
+    assert all(mergeable(len(ids), beams) for ids, _ in batches)
+    alone, alone_logits = [], []
+    with torch.inference_mode(), shared.sharing(beams):
+        for ids, mask in batches:
+            seen: list[torch.Tensor] = []
+            step = decoder_steps(model, ids, mask, beams, share_cross=True, max_length=max_length)
+            alone += _search(step, len(ids), beams, max_length, seen)
+            alone_logits.append(seen)
+        merged_logits: list[torch.Tensor] = []
+        with merged_decoder_steps(model, shared, batches, beams, max_length) as step:
+            merged = _search(step, sum(sizes), beams, max_length, merged_logits)
+    assert shared.groups is None
+    assert merged == alone
+    # every step of each batch: its rows' logits the same numbers
+    start = 0
+    for (ids, _), seen in zip(batches, alone_logits):
+        rows = slice(start, start + len(ids) * beams)
+        assert all(torch.equal(m[rows], a) for m, a in zip(merged_logits, seen))
+        start += len(ids) * beams
+    ends = {len(h) for hyps in merged for h in hyps}
+    print(sorted(ends))
+    assert max_length in ends and min(ends) < max_length - 5  # early ends and the length limit
+
+
+def test_small_batches_are_not_merged():
+    assert MIN_ROWS == 40
+    assert not mergeable(7, 5) and mergeable(8, 5) and not mergeable(50, 1)
+
+
+def test_the_pipeline_asks_the_same_questions_on_the_sample(tiny_config, rows, monkeypatch):
+    """The scorer on the tiny models' sample: batches small enough to merge several (a QG batch of 8
+    inputs, 5 beams: 40 rows), the same questions and scores as with each batch alone."""
+    import dataclasses
+
+    import q2_metric.models.hf_qg as hf_qg
+
+    merged_sizes: list[int] = []
+    original = hf_qg.merged_decoder_steps
+
+    def spy(model, shared, batches, beams, max_length=None):
+        merged_sizes.append(len(batches))
+        return original(model, shared, batches, beams, max_length)
+
+    monkeypatch.setattr(hf_qg, "merged_decoder_steps", spy)
+    responses = [r["response"] for r in rows]
+    knowledge = [r["knowledge"] for r in rows]
+    scorer = Q2Scorer(dataclasses.replace(tiny_config, qg_batch_size=8)).load()
+    assert isinstance(scorer.qg, HFQuestionGenerator)
+    scorer.qg.merged_rows = 400
+    new = scorer.score(responses, knowledge)
+    scorer.qg.merged_rows = 0
+    old = scorer.score(responses, knowledge)
+    assert merged_sizes and max(merged_sizes) >= 3  # several batches' steps ran merged
+    assert sum(len(r.questions) for r in new.responses) > 40
+    assert (
+        len({q.question for r in new.responses for q in r.questions}) > 20
+    )  # the questions differ row to row
+    assert [r.questions for r in new.responses] == [r.questions for r in old.responses]
+    assert new.scores == old.scores
