@@ -14,9 +14,9 @@ from q2_metric.models.loading import load_pretrained, model_revision, resolve_de
 from q2_metric.models.paper.beam_search import beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
-from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels, uses_onednn
 from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY, growing_cache
-from q2_metric.models.speed.t5_merged_decoder import mergeable, merged_decoder_steps
+from q2_metric.models.speed.t5_merged_decoder import MERGED_ROWS, mergeable, merged_decoder_steps
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 from q2_metric.progress import batch_done
 
@@ -108,8 +108,13 @@ class HFQuestionGenerator:
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.in_place_cache = True  # `t5_beam_cache` (False: transformers' cache, for comparisons)
         # `t5_merged_decoder`: the decoder steps of batches of >= MIN_ROWS rows run together, up to
-        # this many rows (0: each batch alone, for comparisons)
-        self.merged_rows = 0
+        # this many rows (0: each batch alone). On by default where the same ids were checked:
+        # float32 on a CPU with PyTorch's BLAS (elsewhere a product's rows may change its rounding)
+        dtype = next(self.model.parameters()).dtype
+        checked = self.device.type == "cpu" and dtype == torch.float32
+        self.merged_rows = (
+            MERGED_ROWS if checked and not uses_onednn(config.cpu_matmul, self.device, dtype) else 0
+        )
         self.tokens_processed = 0
 
     @property

@@ -32,6 +32,8 @@ from q2_metric.models.speed.t5_shared_cross import CrossGroup, SharedCrossAttent
 # a product's per-row result was the same from 40 rows up (T5 shapes, 1 and 2 threads) and not at
 # 5 or 10: a batch whose own steps ran fewer rows is not merged
 MIN_ROWS = 40
+# the most rows of merged steps (the encoder batches' inputs x beams): 5 full batches at the defaults
+MERGED_ROWS = 400
 
 
 def mergeable(inputs: int, beams: int) -> bool:

@@ -140,3 +140,39 @@ def test_the_pipeline_asks_the_same_questions_on_the_sample(tiny_config, rows, m
     )  # the questions differ row to row
     assert [r.questions for r in new.responses] == [r.questions for r in old.responses]
     assert new.scores == old.scores
+
+
+def test_the_flop_meter_counts_the_batches_own_work():
+    """Merged steps count what the batches' own steps count (the same number of steps each: no end
+    token before the limit), not the longest batch's cross-attention length for every row."""
+    from q2_metric.models.speed.flops import FlopMeter
+
+    model = _t5(3, eos_bias=0.0)
+    shared = attach_shared_cross_attention(model)
+    meter = FlopMeter.attach(model)
+    g = torch.Generator().manual_seed(3)
+    batches = [_batch(g, 8, 3, 9), _batch(g, 9, 20, 30)]
+    beams, steps = 5, 6
+
+    def search(step, inputs: int) -> None:
+        beam_search(
+            step,
+            inputs,
+            num_beams=beams,
+            max_length=steps,
+            min_length=steps,
+            start_id=PAD,
+            eos_id=EOS,
+            pad_id=PAD,
+        )
+
+    with torch.inference_mode(), shared.sharing(beams):
+        before = meter.flops
+        for ids, mask in batches:
+            search(decoder_steps(model, ids, mask, beams, share_cross=True, max_length=steps), len(ids))
+        alone = meter.flops - before
+        before = meter.flops
+        with merged_decoder_steps(model, shared, batches, beams, steps) as step:
+            search(step, 17)
+        merged = meter.flops - before
+    assert merged == alone > 0
