@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_speed  # noqa: E402
 
 from q2_metric import Q2Config, Q2Scorer  # noqa: E402
+from q2_metric.models.hf_qg import HFQuestionGenerator  # noqa: E402
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak  # noqa: E402
 from q2_metric.models.tiny_builder import build_tiny_models  # noqa: E402
 from q2_metric.results import Pair, ResponseScore  # noqa: E402
@@ -66,6 +67,13 @@ def main() -> int:
         help="alternate new and old: the preallocated cache with transformers' (cache, the default), "
         "the merged decoder steps with each batch alone (merged)",
     )
+    ap.add_argument(
+        "--length",
+        type=int,
+        default=None,
+        help="generate exactly this many tokens for every input (one setting for all batches, as the "
+        "generator's own max_length) instead of each batch's scripted question length",
+    )
     ap.add_argument("--merged-rows", type=int, default=None, help="the merged steps' row limit (--ab merged)")
     args = ap.parse_args()
     if args.models:
@@ -88,6 +96,9 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     keys = qg_keys(args.n, Q2Scorer(config).parser)
     qg = bench_speed.WorkingQG(config, bench_speed.Decisions({p[0] for p in pairs}))
     merged_rows = args.merged_rows or qg.merged_rows or 400
+    if args.length:  # one setting for every batch (the scripted lengths differ batch to batch)
+        fixed = {"min_new_tokens": args.length, "max_new_tokens": args.length}
+        qg._batch_kwargs = lambda inputs: {**HFQuestionGenerator._batch_kwargs(qg, inputs), **fixed}
     answers, contexts = [a for a, _ in keys], [c for _, c in keys]
     qg.generate(answers[:2], contexts[:2])  # warm up
     meter = FlopMeter.attach(qg.model)
