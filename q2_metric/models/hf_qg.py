@@ -16,7 +16,12 @@ from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_re
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels, uses_onednn
 from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY, growing_cache
-from q2_metric.models.speed.t5_merged_decoder import MERGED_ROWS, mergeable, merged_decoder_steps
+from q2_metric.models.speed.t5_merged_decoder import (
+    MERGED_ROWS,
+    mergeable,
+    merged_decoder_steps,
+    rows_independent,
+)
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 from q2_metric.progress import batch_done
 
@@ -115,6 +120,8 @@ class HFQuestionGenerator:
         self.merged_rows = (
             MERGED_ROWS if checked and not uses_onednn(config.cpu_matmul, self.device, dtype) else 0
         )
+        # (threads, each batch's rows) -> whether their products keep each row's numbers merged
+        self._rows_checked: dict[tuple[int, tuple[int, ...]], bool] = {}
         self.tokens_processed = 0
 
     @property
@@ -264,6 +271,17 @@ class HFQuestionGenerator:
             batch_done(done, len(inputs))
         assert self.shared_cross is not None
         for kwargs, chunk in chunks:
+            sizes = tuple(len(idx) * beams for idx in chunk)
+            check = (torch.get_num_threads(), sizes)
+            if check not in self._rows_checked:
+                self._rows_checked[check] = rows_independent(self.model, sizes)
+            if len(chunk) == 1 or not self._rows_checked[check]:  # each batch alone
+                for idx in chunk:
+                    for i, result in zip(idx, self._run([inputs[i] for i in idx])):
+                        out[i] = result
+                    done += len(idx)
+                    batch_done(done, len(inputs))
+                continue
             padded = [self._padded([inputs[i] for i in idx]) for idx in chunk]
             max_length, _ = self._lengths(kwargs, self.model.generation_config)
             with (

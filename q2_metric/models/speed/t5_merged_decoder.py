@@ -32,8 +32,29 @@ from q2_metric.models.speed.t5_shared_cross import CrossGroup, SharedCrossAttent
 # a product's per-row result was the same from 40 rows up (T5 shapes, 1 and 2 threads) and not at
 # 5 or 10: a batch whose own steps ran fewer rows is not merged
 MIN_ROWS = 40
-# the most rows of merged steps (the encoder batches' inputs x beams): 5 full batches at the defaults
-MERGED_ROWS = 400
+# the most rows of merged steps (the encoder batches' inputs x beams): 4 full batches at the
+# defaults (on the 2-core Xeon of benchmarks/RESULTS.md, a 3072 -> 768 product rounds its first rows
+# otherwise from 385 rows on)
+MERGED_ROWS = 320
+
+
+def rows_independent(model: torch.nn.Module, sizes: Sequence[int]) -> bool:
+    """Whether every Linear layer of the decoder and the LM head gives each batch's rows (`sizes`
+    rows each, in order) the same numbers in one product of all of them as in its own product,
+    checked on random rows with the current threads (BLAS picks its kernel by shape, not values)."""
+    layers: dict[tuple[int, int], torch.nn.Linear] = {}
+    for module in [*model.decoder.modules(), model.lm_head]:
+        if isinstance(module, torch.nn.Linear):
+            layers.setdefault((module.in_features, module.out_features), module)
+    g = torch.Generator().manual_seed(0)
+    for layer in layers.values():
+        x = torch.randn((sum(sizes), layer.in_features), generator=g).to(layer.weight)
+        merged, start = layer(x), 0
+        for n in sizes:
+            if not torch.equal(merged[start : start + n], layer(x[start : start + n])):
+                return False
+            start += n
+    return True
 
 
 def mergeable(inputs: int, beams: int) -> bool:

@@ -176,3 +176,21 @@ def test_the_flop_meter_counts_the_batches_own_work():
             search(step, 17)
         merged = meter.flops - before
     assert merged == alone > 0
+
+
+def test_a_product_whose_rows_change_its_numbers_is_caught():
+    """`rows_independent` (run before merging) sees a Linear layer whose result depends on how many
+    rows its product has, as BLAS's kernels can from some size on."""
+    from q2_metric.models.speed.t5_merged_decoder import rows_independent
+
+    model = _t5(4, eos_bias=0.0)
+    plain = rows_independent(model, (40, 45))
+    head = model.lm_head
+    original = head.forward
+    head.forward = lambda x: original(x) + 1e-3 * x.shape[0]  # type: ignore[method-assign]
+    try:
+        assert not rows_independent(model, (40, 45))
+        assert rows_independent(model, (40,))  # one batch: nothing to compare
+    finally:
+        head.forward = original  # type: ignore[method-assign]
+    assert rows_independent(model, (40, 45)) == plain
