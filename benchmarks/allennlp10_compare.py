@@ -15,11 +15,12 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "unit" / "models" / "paper"))  # the test module that writes archives
+sys.path.insert(0, str(ROOT / "tests"))  # support.data, which that module imports
 
 
 def main() -> int:
-    from test_allennlp_nli_input import write_archive  # the archive layout the tests use
+    from test_allennlp_input import write_archive  # the archive layout the tests use
 
     from q2_metric.config import Q2Config
     from q2_metric.models.allennlp_convert import convert_archive
