@@ -8,6 +8,9 @@ profile of where beam search spends its time.
     python benchmarks/experiments/ab_qg.py --reps 3 --ab merged  # the batches' decoder steps merged
                                                                  # (`t5_merged_decoder`) against
                                                                  # each batch alone
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab gqa     # the cross-attention's beam slots
+                                                                 # in one grouped-query call against
+                                                                 # one call per slot
 
 With `--ab merged` the fraction of peak of both arms is computed from the FLOPs the meter counts
 on the old arm (each batch alone): the same questions are the same useful work, and the meter
@@ -63,9 +66,10 @@ def main() -> int:
         "--ab",
         nargs="?",
         const="cache",
-        choices=["cache", "merged"],
+        choices=["cache", "merged", "gqa"],
         help="alternate new and old: the preallocated cache with transformers' (cache, the default), "
-        "the merged decoder steps with each batch alone (merged)",
+        "the merged decoder steps with each batch alone (merged), the cross-attention's beam slots in one "
+        "grouped-query call with one call per slot (gqa)",
     )
     ap.add_argument(
         "--length",
@@ -120,6 +124,9 @@ def run(args: argparse.Namespace, folder: Path) -> int:
         for arm in arms:
             if args.ab == "merged":
                 qg.merged_rows = merged_rows if arm == "new" else 0
+            elif args.ab == "gqa":
+                assert qg.shared_cross is not None
+                qg.shared_cross.grouped_query = arm == "new"
             else:
                 qg.in_place_cache = arm == "new"
             flops0, model0 = meter.flops, meter.seconds

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 
 from q2_metric.config import Q2Config
 from q2_metric.models.batching import budget_batches, map_batched
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
-from q2_metric.models.paper.beam_search import beam_search
+from q2_metric.models.paper.beam_search import Group, beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels, uses_onednn
@@ -204,9 +205,15 @@ class HFQuestionGenerator:
         return self._search(step, len(ids), kwargs)
 
     def _search(
-        self, step: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor], inputs: int, kwargs: dict
+        self,
+        step: Callable[..., torch.Tensor],
+        inputs: int,
+        kwargs: dict,
+        groups: list[Group] | None = None,
+        may_leave: Callable[[list[int]], bool] | None = None,
     ) -> list[list[list[int]]]:
-        """`beam_search` with the configured rules over `inputs` inputs' decoder steps."""
+        """`beam_search` with the configured rules over `inputs` inputs' decoder steps (`groups`,
+        `may_leave`: merged steps' batches, each with its own length limits)."""
         beams, generation = kwargs["num_beams"], self.model.generation_config
         max_length, min_length = self._lengths(kwargs, generation)
         config = self.model.config
@@ -224,6 +231,8 @@ class HFQuestionGenerator:
             eos_id=config.eos_token_id,
             pad_id=config.pad_token_id,
             device=self.device,
+            groups=groups,
+            may_leave=may_leave,
         )
 
     def generate_ids(self, prompts: Sequence[str]) -> list[list[list[int]]]:
@@ -246,23 +255,26 @@ class HFQuestionGenerator:
     @torch.inference_mode()
     def _merged(self, inputs: list[list[int]], lengths: list[int], beams: int) -> list[list[list[int]]]:
         """`map_batched`'s batches, the decoder steps of those with enough rows and the same
-        settings run together (`t5_merged_decoder`) up to `merged_rows` rows, the others alone."""
+        settings but for their length limits run together (`t5_merged_decoder`) up to `merged_rows`
+        rows, each batch with its own limits (`beam_search`'s groups), the others alone."""
         c = self.config
+        generation = self.model.generation_config
         out: list[list[list[int]] | None] = [None] * len(inputs)
         alone: list[list[int]] = []
-        open_chunks: dict[str, list[list[int]]] = {}  # by settings: the chunk being filled
-        chunks: list[tuple[dict, list[list[int]]]] = []
+        open_chunks: dict[str, list[tuple[list[int], Group]]] = {}  # by settings: the chunk being filled
+        chunks: list[tuple[dict, list[tuple[list[int], Group]]]] = []
+        limits = {"max_length", "min_length", "max_new_tokens", "min_new_tokens"}
         for idx in budget_batches(lengths, c.qg_batch_size, c.qg_max_tokens):
             kwargs = self._batch_kwargs([inputs[i] for i in idx])
             if not mergeable(len(idx), beams):
                 alone.append(idx)
                 continue
-            key = repr(sorted(kwargs.items()))
+            key = repr(sorted((k, v) for k, v in kwargs.items() if k not in limits))
             chunk = open_chunks.get(key)
-            if chunk is None or (sum(map(len, chunk)) + len(idx)) * beams > self.merged_rows:
+            if chunk is None or (sum(len(i) for i, _ in chunk) + len(idx)) * beams > self.merged_rows:
                 chunk = open_chunks[key] = []
                 chunks.append((kwargs, chunk))
-            chunk.append(idx)
+            chunk.append((idx, Group(len(idx), *self._lengths(kwargs, generation))))
         done = 0
         for idx in alone:
             for i, result in zip(idx, self._run([inputs[i] for i in idx])):
@@ -271,30 +283,48 @@ class HFQuestionGenerator:
             batch_done(done, len(inputs))
         assert self.shared_cross is not None
         for kwargs, chunk in chunks:
-            sizes = tuple(len(idx) * beams for idx in chunk)
-            check = (torch.get_num_threads(), sizes)
-            if check not in self._rows_checked:
-                self._rows_checked[check] = rows_independent(self.model, sizes)
-            if len(chunk) == 1 or not self._rows_checked[check]:  # each batch alone
-                for idx in chunk:
+            sizes = [len(idx) * beams for idx, _ in chunk]
+            if len(chunk) == 1 or not self._independent(sizes):  # each batch alone
+                for idx, _ in chunk:
                     for i, result in zip(idx, self._run([inputs[i] for i in idx])):
                         out[i] = result
                     done += len(idx)
                     batch_done(done, len(inputs))
                 continue
-            padded = [self._padded([inputs[i] for i in idx]) for idx in chunk]
-            max_length, _ = self._lengths(kwargs, self.model.generation_config)
+            padded = [self._padded([inputs[i] for i in idx]) for idx, _ in chunk]
+            groups = [group for _, group in chunk]
+            longest = max(g.max_length for g in groups)
             with (
                 self.shared_cross.sharing(beams),
                 linear_kernels(self.linears, c.cpu_matmul, self.device),
-                merged_decoder_steps(self.model, self.shared_cross, padded, beams, max_length) as step,
+                merged_decoder_steps(self.model, self.shared_cross, padded, beams, longest) as step,
             ):
-                results = self._search(step, sum(map(len, chunk)), kwargs)
-            for i, result in zip((i for idx in chunk for i in idx), results):
+                results = self._search(
+                    step,
+                    sum(g.inputs for g in groups),
+                    kwargs,
+                    groups=groups,
+                    may_leave=partial(self._leave, sizes),
+                )
+            for i, result in zip((i for idx, _ in chunk for i in idx), results):
                 out[i] = result
-            done += sum(map(len, chunk))
+            done += sum(len(idx) for idx, _ in chunk)
             batch_done(done, len(inputs))
         return out  # type: ignore[return-value]  # every slot was filled by the loops
+
+    def _leave(self, sizes: list[int], running: list[int]) -> bool:
+        """Whether the batches `running` (indices into `sizes`) may run their steps without the others."""
+        return self._independent([sizes[k] for k in running])
+
+    def _independent(self, sizes: list[int]) -> bool:
+        """Whether one product of batches of `sizes` rows keeps each batch's rows' numbers
+        (`rows_independent`, checked once per thread count and sizes)."""
+        if len(sizes) <= 1:
+            return True
+        check = (torch.get_num_threads(), tuple(sizes))
+        if check not in self._rows_checked:
+            self._rows_checked[check] = rows_independent(self.model, sizes)
+        return self._rows_checked[check]
 
     def generate(self, answers: Sequence[str], contexts: Sequence[str]) -> list[list[str]]:
         prompts = [qg_input(a, c) for a, c in zip(answers, contexts)]

@@ -81,10 +81,21 @@ class GrowingLayer(DynamicLayer):
         return self.length
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
-        """Row r takes row beam_idx[r]'s keys and values (one `index_select` into the spare buffer)."""
+        """Row r takes row beam_idx[r]'s keys and values (one `index_select` into the spare buffer;
+        new buffers when `beam_idx` has fewer rows: the rows of merged steps' ended batches leave)."""
         if self.length == 0 or self._current is None:
             return
         index = beam_idx.to(self._current[0].device)
+        if len(index) != self._current[0].shape[0]:  # rows leave (merged steps): buffers of the rows left
+            shrunk = tuple(
+                torch.index_select(source[:, :, : self.length], 0, index) for source in self._current
+            )
+            self._current = self._new_pair(shrunk)
+            for new, old in zip(self._current, shrunk):
+                new[:, :, : self.length] = old
+            self._spare = None
+            self._expose()
+            return
         if torch.equal(index, torch.arange(len(index), device=index.device)):
             return
         if self._spare is None:

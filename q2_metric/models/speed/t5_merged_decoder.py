@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -102,40 +103,59 @@ def merged_decoder_steps(
     batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
     beams: int,
     max_length: int | None = None,
-) -> Iterator[Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]]:
+) -> Iterator[Callable[..., torch.Tensor]]:
     """The `step` of `beam_search` over the inputs of all `batches` (`(ids, mask)` each, in order;
     rows of batch 0's inputs first), within `shared.sharing(beams)`: each batch's encoder and
-    cross-attention as in `hf_qg.decoder_steps`, the decoder's other work on all rows at once."""
+    cross-attention as in `hf_qg.decoder_steps`, the decoder's other work on all rows at once.
+    `step(tokens, beam_idx, running)` runs the rows of the batches in `running` (all of them when
+    None; `beam_search`'s groups): when batches leave, `beam_idx` drops their rows from the cache."""
     from transformers.cache_utils import DynamicCache, DynamicLayer, EncoderDecoderCache
     from transformers.modeling_outputs import BaseModelOutput
 
     made = [_group(model, ids, mask, beams) for ids, mask in batches]
     groups = [g for g, _ in made]
     longest = max(length for _, length in made)
-    rows = sum(g.rows for g in groups)
     first = groups[0].keys[0]
-    # the model needs encoder states and a mask of one shape: stand-ins (the grouped cross-attention
-    # reads each batch's own); the stand-in keys give T5 the longest length for its position bias
-    states = first.new_zeros((1, 1, model.config.d_model)).expand(rows, longest, -1)
-    mask = torch.ones((rows, longest), dtype=torch.long, device=first.device)
     cross = DynamicCache()
-    stand_in = first.new_zeros((1, 1, 1, 1)).expand(rows // beams, first.shape[1], longest, first.shape[3])
     for _ in model.decoder.block:
         layer = DynamicLayer()
-        layer.keys, layer.values, layer.is_initialized = stand_in, stand_in, True
-        layer.dtype, layer.device = first.dtype, first.device
+        layer.is_initialized, layer.dtype, layer.device = True, first.dtype, first.device
+        layer.keys = layer.values = first.new_zeros((1, 1, longest, 1))  # set by `run`
         cross.layers.append(layer)
     capacity = min(max_length or FIRST_CAPACITY, FIRST_CAPACITY)
     cache = EncoderDecoderCache(growing_cache(model.config, capacity), cross)
     name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    encoder = BaseModelOutput(last_hidden_state=states)
+    inputs: dict[str, Any] = {}
 
-    def step(tokens: torch.Tensor, beam_idx: torch.Tensor | None) -> torch.Tensor:
+    def run(running: list[int]) -> None:
+        """The groups whose rows the steps run: the stand-ins of their row count."""
+        rows = sum(groups[k].rows for k in running)
+        # the model needs encoder states and a mask of one shape: stand-ins (the grouped
+        # cross-attention reads each batch's own); the stand-in keys give T5 the longest length for
+        # its position bias
+        states = first.new_zeros((1, 1, model.config.d_model)).expand(rows, longest, -1)
+        stand_in = first.new_zeros((1, 1, 1, 1)).expand(
+            rows // beams, first.shape[1], longest, first.shape[3]
+        )
+        for layer in cross.layers:
+            layer.keys, layer.values = stand_in, stand_in
+        inputs["encoder_outputs"] = BaseModelOutput(last_hidden_state=states)
+        inputs["attention_mask"] = torch.ones((rows, longest), dtype=torch.long, device=first.device)
+        shared.groups = [groups[k] for k in running]
+        inputs["running"] = list(running)
+
+    def step(
+        tokens: torch.Tensor, beam_idx: torch.Tensor | None, running: list[int] | None = None
+    ) -> torch.Tensor:
+        if running is None:
+            running = list(range(len(groups)))
+        if running != inputs.get("running"):
+            run(running)
         if beam_idx is not None:
             cache.self_attention_cache.reorder_cache(beam_idx)
         out = model(
-            encoder_outputs=encoder,
-            attention_mask=mask,
+            encoder_outputs=inputs["encoder_outputs"],
+            attention_mask=inputs["attention_mask"],
             decoder_input_ids=tokens[:, None],
             use_cache=True,
             return_dict=True,
@@ -143,7 +163,7 @@ def merged_decoder_steps(
         )
         return out.logits[:, -1, :]
 
-    shared.groups = groups
+    run(list(range(len(groups))))
     try:
         yield step
     finally:
