@@ -156,3 +156,22 @@ def test_the_pipeline_asks_the_same_questions_on_the_sample(tiny_config, rows):
     assert sum(len(r.questions) for r in new.responses) > 40
     assert [r.questions for r in new.responses] == [r.questions for r in old.responses]
     assert new.scores == old.scores
+
+
+def test_rows_leave_as_index_select_takes_them():
+    """Merged steps drop an ended batch's rows: a reorder with fewer rows keeps those rows' keys and
+    values (as `index_select` takes them) and the layer goes on growing."""
+    g = torch.Generator().manual_seed(7)
+    layer = GrowingLayer(capacity=2)
+    keys, values = (torch.randn((6, 2, 3, 4), generator=g) for _ in range(2))
+    for t in range(3):
+        layer.update(keys[:, :, t : t + 1], values[:, :, t : t + 1])
+    index = torch.tensor([4, 4, 0, 1])
+    layer.reorder_cache(index)
+    assert torch.equal(layer.keys, keys[index]) and torch.equal(layer.values, values[index])
+    more = torch.randn((4, 2, 2, 4), generator=g)
+    k, v = layer.update(more, -more)
+    assert torch.equal(k, torch.cat([keys[index], more], dim=2))
+    assert torch.equal(v, torch.cat([values[index], -more], dim=2))
+    layer.reorder_cache(torch.tensor([1, 0, 2, 3]))
+    assert torch.equal(layer.keys, torch.cat([keys[index], more], dim=2)[[1, 0, 2, 3]])

@@ -194,3 +194,125 @@ def test_a_product_whose_rows_change_its_numbers_is_caught():
     finally:
         head.forward = original  # type: ignore[method-assign]
     assert rows_independent(model, (40, 45)) == plain
+
+
+@pytest.mark.parametrize("leave", [True, False])
+@pytest.mark.parametrize(
+    ("seed", "beams", "sizes", "limits", "eos_bias"),
+    [
+        (5, 5, (8, 10, 9), ((20, 0), (9, 9), (14, 4)), 2.0),
+        (6, 4, (12, 10, 11), ((6, 6), (30, 0), (12, 12)), 1.5),
+    ],
+)
+def test_batches_of_other_length_limits_merge_and_leave(seed, beams, sizes, limits, eos_bias, leave):
+    """Batches with their own `max_length` / `min_length` (the benchmark's scripted lengths) run
+    merged, each searched as alone (`beam_search` groups); a batch's rows leave the products when it
+    ends (`leave`) or run on unused: the same ids, and each batch's rows the same logits at every
+    step of its own search."""
+    from q2_metric.models.paper.beam_search import Group
+
+    model = _t5(seed, eos_bias=eos_bias)
+    shared = attach_shared_cross_attention(model)
+    g = torch.Generator().manual_seed(seed)
+    batches = [_batch(g, n, 3 + 5 * k, 12 + 8 * k) for k, n in enumerate(sizes)]
+    groups = [Group(n, m, low) for n, (m, low) in zip(sizes, limits)]
+    options = dict(num_beams=beams, num_return_sequences=2, no_repeat_ngram_size=3, start_id=PAD, eos_id=EOS)
+    alone, alone_logits = [], []
+    with torch.inference_mode(), shared.sharing(beams):
+        for (ids, mask), group in zip(batches, groups):
+            seen: list[torch.Tensor] = []
+            step = decoder_steps(model, ids, mask, beams, share_cross=True, max_length=group.max_length)
+
+            def recorded(tokens, beam_idx, step=step, seen=seen):
+                logits = step(tokens, beam_idx)
+                seen.append(logits.clone())
+                return logits
+
+            alone += beam_search(
+                recorded,
+                len(ids),
+                max_length=group.max_length,
+                min_length=group.min_length,
+                pad_id=PAD,
+                **options,
+            )
+            alone_logits.append(seen)
+        steps: list[tuple[list[int], torch.Tensor]] = []
+        with merged_decoder_steps(model, shared, batches, beams, 30) as step:
+
+            def merged_step(tokens, beam_idx, running):
+                logits = step(tokens, beam_idx, running)
+                steps.append((list(running), logits.clone()))
+                return logits
+
+            merged = beam_search(
+                merged_step,
+                sum(sizes),
+                max_length=0,  # the groups' own
+                pad_id=PAD,
+                groups=groups,
+                may_leave=lambda running: leave,
+                **options,
+            )
+    assert merged == alone
+    for t, (running, logits) in enumerate(steps):
+        start = 0
+        for k in running:
+            rows = sizes[k] * beams
+            if t < len(alone_logits[k]):
+                assert torch.equal(logits[start : start + rows], alone_logits[k][t]), (t, k)
+            start += rows
+        assert start == len(logits)
+    counts = [len(logits) for _, logits in steps]
+    assert len(steps) == max(len(seen) for seen in alone_logits)
+    if leave:  # the products shrank as batches ended
+        assert counts[-1] < counts[0] and counts == sorted(counts, reverse=True)
+    else:
+        assert set(counts) == {sum(sizes) * beams}
+    ends = {len(h) for hyps in merged for h in hyps}
+    assert len(ends) > 2  # inputs ended at several lengths
+
+
+def test_the_generator_merges_batches_of_their_own_lengths(tiny_config, rows, monkeypatch):
+    """Batches whose settings differ only in their length limits (as the benchmark's scripted
+    lengths) run merged, their rows leaving as they end: the same ids as each batch alone."""
+    import dataclasses
+    import functools
+
+    import q2_metric.models.hf_qg as hf_qg
+
+    class OwnLengths(HFQuestionGenerator):
+        def _batch_kwargs(self, inputs):  # 4 to 9 new tokens, by the batch's first input
+            n = 4 + len(inputs[0]) % 6
+            kwargs = {**super()._batch_kwargs(inputs), "min_new_tokens": n, "max_new_tokens": n}
+            kwargs.pop("max_length")
+            return kwargs
+
+    merged: list[int] = []
+    row_counts: list[int] = []
+    original = hf_qg.merged_decoder_steps
+
+    def spy(model, shared, batches, beams, max_length=None):
+        merged.append(len(batches))
+        return original(model, shared, batches, beams, max_length)
+
+    monkeypatch.setattr(hf_qg, "merged_decoder_steps", spy)
+    qg = OwnLengths(dataclasses.replace(tiny_config, qg_batch_size=8))
+    forward = qg.model.forward
+
+    @functools.wraps(forward)  # (its signature names the cache's keyword)
+    def counted(*args, **kwargs):
+        row_counts.append(len(kwargs["decoder_input_ids"]))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(qg.model, "forward", counted)
+    prompts = [hf_qg.qg_input(r["response"].split()[0], r["response"]) for r in rows]
+    qg.merged_rows = 400
+    new = qg.generate_ids(prompts)
+    steps = list(row_counts)
+    qg.merged_rows = 0
+    old = qg.generate_ids(prompts)
+    assert merged and max(merged) >= 3
+    assert new == old
+    assert len({len(beams[0]) for beams in new}) >= 3  # several lengths
+    assert len(set(steps)) > 2  # the merged products shrank as batches ended
