@@ -11,8 +11,9 @@ profile of where beam search spends its time.
     python benchmarks/experiments/ab_qg.py --reps 3 --ab gqa     # the cross-attention's beam slots
                                                                  # in one grouped-query call against
                                                                  # one call per slot
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab all     # both against neither
 
-With `--ab merged` the fraction of peak of both arms is computed from the FLOPs the meter counts
+With `--ab merged` (and `all`) the fraction of peak of both arms is computed from the FLOPs the meter counts
 on the old arm (each batch alone): the same questions are the same useful work, and the meter
 counts a merged step's cross-attention at the longest batch's length.
 
@@ -66,10 +67,10 @@ def main() -> int:
         "--ab",
         nargs="?",
         const="cache",
-        choices=["cache", "merged", "gqa"],
+        choices=["cache", "merged", "gqa", "all"],
         help="alternate new and old: the preallocated cache with transformers' (cache, the default), "
         "the merged decoder steps with each batch alone (merged), the cross-attention's beam slots in one "
-        "grouped-query call with one call per slot (gqa)",
+        "grouped-query call with one call per slot (gqa), both with neither (all)",
     )
     ap.add_argument(
         "--length",
@@ -122,12 +123,12 @@ def run(args: argparse.Namespace, folder: Path) -> int:
         peak = matmul_peak(torch.float32)
         arms = (["new", "old"] if rep % 2 == 0 else ["old", "new"]) if args.ab else ["new"]
         for arm in arms:
-            if args.ab == "merged":
+            if args.ab in ("merged", "all"):
                 qg.merged_rows = merged_rows if arm == "new" else 0
-            elif args.ab == "gqa":
+            if args.ab in ("gqa", "all"):
                 assert qg.shared_cross is not None
                 qg.shared_cross.grouped_query = arm == "new"
-            else:
+            if args.ab == "cache":
                 qg.in_place_cache = arm == "new"
             flops0, model0 = meter.flops, meter.seconds
             qg.model_decisions.clear()
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
             flops, model = meter.flops - flops0, meter.seconds - model0
             ids = hashlib.sha256(repr(qg.model_decisions).encode()).hexdigest()[:12]
             digests[arm].add(ids)
-            if args.ab == "merged":
+            if args.ab in ("merged", "all"):
                 if arm == "old":
                     useful.append(flops)
                     counted = flops
