@@ -123,6 +123,7 @@ class HFQuestionGenerator:
         )
         # (threads, each batch's rows) -> whether their products keep each row's numbers merged
         self._rows_checked: dict[tuple[int, tuple[int, ...]], bool] = {}
+        self._own_rows: dict[tuple[int, ...], torch.Tensor] = {}  # `rows_independent`'s memo
         self.tokens_processed = 0
 
     @property
@@ -323,7 +324,7 @@ class HFQuestionGenerator:
             return True
         check = (torch.get_num_threads(), tuple(sizes))
         if check not in self._rows_checked:
-            self._rows_checked[check] = rows_independent(self.model, sizes)
+            self._rows_checked[check] = rows_independent(self.model, sizes, self._own_rows)
         return self._rows_checked[check]
 
     def generate(self, answers: Sequence[str], contexts: Sequence[str]) -> list[list[str]]:

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
-FIRST_CAPACITY = 16  # positions; doubled whenever a step needs more
+# positions; doubled whenever a step needs more (32: most questions fit, no copy to a bigger buffer)
+FIRST_CAPACITY = 32
 
 
 class GrowingLayer(DynamicLayer):

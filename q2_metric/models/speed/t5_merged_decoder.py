@@ -39,20 +39,27 @@ MIN_ROWS = 40
 MERGED_ROWS = 320
 
 
-def rows_independent(model: torch.nn.Module, sizes: Sequence[int]) -> bool:
+def rows_independent(
+    model: torch.nn.Module, sizes: Sequence[int], memo: dict[tuple[int, ...], torch.Tensor] | None = None
+) -> bool:
     """Whether every Linear layer of the decoder and the LM head gives each batch's rows (`sizes`
     rows each, in order) the same numbers in one product of all of them as in its own product,
-    checked on random rows with the current threads (BLAS picks its kernel by shape, not values)."""
+    checked on random rows with the current threads (BLAS picks its kernel by shape, not values).
+    A batch of n rows gets the first n rows of one random matrix per layer shape; `memo` keeps
+    their own products (by shape, threads and n) from one check to the next of the same model."""
     layers: dict[tuple[int, int], torch.nn.Linear] = {}
     for module in [*model.decoder.modules(), model.lm_head]:
         if isinstance(module, torch.nn.Linear):
             layers.setdefault((module.in_features, module.out_features), module)
-    g = torch.Generator().manual_seed(0)
-    for layer in layers.values():
-        x = torch.randn((sum(sizes), layer.in_features), generator=g).to(layer.weight)
-        merged, start = layer(x), 0
+    memo = {} if memo is None else memo
+    for (d_in, d_out), layer in layers.items():
+        x = torch.randn((max(sizes), d_in), generator=torch.Generator().manual_seed(d_in)).to(layer.weight)
+        merged, start = layer(torch.cat([x[:n] for n in sizes])), 0
         for n in sizes:
-            if not torch.equal(merged[start : start + n], layer(x[start : start + n])):
+            key = (d_in, d_out, torch.get_num_threads(), n)
+            if key not in memo:
+                memo[key] = layer(x[:n])
+            if not torch.equal(merged[start : start + n], memo[key]):
                 return False
             start += n
     return True
