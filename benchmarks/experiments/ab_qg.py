@@ -12,6 +12,9 @@ profile of where beam search spends its time.
                                                                  # in one grouped-query call against
                                                                  # one call per slot
     python benchmarks/experiments/ab_qg.py --reps 3 --ab all     # both against neither
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab limits  # batches of other length limits
+                                                                 # merged, against equal settings only
+    python benchmarks/experiments/ab_qg.py --profile --ab all    # the profile of an A/B's old arm
 
 With `--ab merged` (and `all`) the fraction of peak of both arms is computed from the FLOPs the meter counts
 on the old arm (each batch alone): the same questions are the same useful work, and the meter
@@ -67,10 +70,11 @@ def main() -> int:
         "--ab",
         nargs="?",
         const="cache",
-        choices=["cache", "merged", "gqa", "all"],
+        choices=["cache", "merged", "gqa", "all", "limits"],
         help="alternate new and old: the preallocated cache with transformers' (cache, the default), "
         "the merged decoder steps with each batch alone (merged), the cross-attention's beam slots in one "
-        "grouped-query call with one call per slot (gqa), both with neither (all)",
+        "grouped-query call with one call per slot (gqa), both with neither (all), batches of other length "
+        "limits merged with only batches of the same settings merged (limits)",
     )
     ap.add_argument(
         "--length",
@@ -109,6 +113,12 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     meter = FlopMeter.attach(qg.model)
     print(f"{len(keys)} QG inputs, batch {config.qg_batch_size}, {torch.get_num_threads()} threads")
     if args.profile:
+        if args.ab:  # the profile of the A/B's old arm
+            qg.merged_rows = 0 if args.ab in ("merged", "all") else qg.merged_rows
+            qg.in_place_cache = args.ab != "cache"
+            qg.merge_limits = args.ab != "limits"
+            if qg.shared_cross is not None:
+                qg.shared_cross.grouped_query = args.ab not in ("gqa", "all")
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
@@ -130,6 +140,8 @@ def run(args: argparse.Namespace, folder: Path) -> int:
                 qg.shared_cross.grouped_query = arm == "new"
             if args.ab == "cache":
                 qg.in_place_cache = arm == "new"
+            if args.ab == "limits":
+                qg.merge_limits = arm == "new"
             flops0, model0 = meter.flops, meter.seconds
             qg.model_decisions.clear()
             t0 = time.perf_counter()

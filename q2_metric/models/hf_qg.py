@@ -123,6 +123,7 @@ class HFQuestionGenerator:
         )
         # (threads, each batch's rows) -> whether their products keep each row's numbers merged
         self._rows_checked: dict[tuple[int, tuple[int, ...]], bool] = {}
+        self.merge_limits = True  # batches of other length limits merge too (`_merged`)
         self._own_rows: dict[tuple[int, ...], torch.Tensor] = {}  # `rows_independent`'s memo
         self.tokens_processed = 0
 
@@ -264,7 +265,10 @@ class HFQuestionGenerator:
         alone: list[list[int]] = []
         open_chunks: dict[str, list[tuple[list[int], Group]]] = {}  # by settings: the chunk being filled
         chunks: list[tuple[dict, list[tuple[list[int], Group]]]] = []
-        limits = {"max_length", "min_length", "max_new_tokens", "min_new_tokens"}
+        # batches that differ in their length limits alone merge (False: only equal settings, for comparisons)
+        limits = (
+            {"max_length", "min_length", "max_new_tokens", "min_new_tokens"} if self.merge_limits else set()
+        )
         for idx in budget_batches(lengths, c.qg_batch_size, c.qg_max_tokens):
             kwargs = self._batch_kwargs([inputs[i] for i in idx])
             if not mergeable(len(idx), beams):

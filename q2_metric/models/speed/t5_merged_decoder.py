@@ -16,6 +16,10 @@ so each row's logits are the same numbers as in its own batch's beam search when
 do not change its rounding: with BLAS that holds from some tens of rows (`MIN_ROWS`, measured at
 T5's shapes), so only batches with at least that many rows are merged
 (`tests/unit/models/speed/test_t5_merged_decoder.py` checks the ids bit for bit).
+
+Batches may have their own length limits (`beam_search`'s groups): when one ends, `beam_idx`
+drops its rows from the self-attention cache and the steps run the rows left, with the
+cross-attention of the batches left.
 """
 
 from __future__ import annotations

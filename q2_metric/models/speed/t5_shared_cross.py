@@ -25,6 +25,13 @@ copy to the beams (and its cache write) and, at every decoder step, reading `num
 the same keys and values: at the paper's shapes (16 inputs of 200 tokens, 5 beams) the
 cross-attention ran 2.7x faster, one thread, and it had been the largest item of a decoder step
 after the matrix products (`benchmarks/RESULTS.md`).
+
+With transformers' SDPA attention on a CPU the beam slots' calls are one call of grouped-query
+attention (`enable_gqa`: per input, `beams` query heads per key/value head, each a query of
+length 1 as in its slot's call), so each (input, head)'s keys and values are read once for all its
+beams; a check on random rows of the same shapes (once per thread count, heads, key length, head
+size and dtype) finds it equal bit for bit to the slots' calls before it is used, else the slots'
+calls run.
 """
 
 from __future__ import annotations
