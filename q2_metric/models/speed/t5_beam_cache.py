@@ -20,8 +20,10 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
-# positions; doubled whenever a step needs more (32: most questions fit, no copy to a bigger buffer)
-FIRST_CAPACITY = 32
+# positions; doubled whenever a step needs more. The searches ask for their `max_length` when it
+# is smaller (no copy to a bigger buffer, no room never used); 64: questions rarely outgrow it, and
+# only the pages of the positions written take memory
+FIRST_CAPACITY = 64
 
 
 class GrowingLayer(DynamicLayer):
