@@ -44,6 +44,7 @@ import bench_speed  # noqa: E402
 from q2_metric import Q2Config, Q2Scorer  # noqa: E402
 from q2_metric.models.hf_qg import HFQuestionGenerator  # noqa: E402
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak  # noqa: E402
+from q2_metric.models.speed.t5_beam_cache import GrowingLayer  # noqa: E402
 from q2_metric.models.tiny_builder import build_tiny_models  # noqa: E402
 from q2_metric.results import Pair, ResponseScore  # noqa: E402
 from q2_metric.steps.candidates import find_candidates  # noqa: E402
@@ -70,11 +71,12 @@ def main() -> int:
         "--ab",
         nargs="?",
         const="cache",
-        choices=["cache", "merged", "gqa", "all", "limits"],
+        choices=["cache", "merged", "gqa", "all", "limits", "layout"],
         help="alternate new and old: the preallocated cache with transformers' (cache, the default), "
         "the merged decoder steps with each batch alone (merged), the cross-attention's beam slots in one "
         "grouped-query call with one call per slot (gqa), both with neither (all), batches of other length "
-        "limits merged with only batches of the same settings merged (limits)",
+        "limits merged with only batches of the same settings merged (limits), the self-attention cache's "
+        "buffers time-major with heads-major (layout)",
     )
     ap.add_argument(
         "--length",
@@ -142,6 +144,8 @@ def run(args: argparse.Namespace, folder: Path) -> int:
                 qg.in_place_cache = arm == "new"
             if args.ab == "limits":
                 qg.merge_limits = arm == "new"
+            if args.ab == "layout":
+                GrowingLayer.time_major = arm == "new"
             flops0, model0 = meter.flops, meter.seconds
             qg.model_decisions.clear()
             t0 = time.perf_counter()

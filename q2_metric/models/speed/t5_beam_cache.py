@@ -11,6 +11,12 @@ the current one (nothing to copy when every row continues itself); the attention
 the filled positions. One copy per step instead of two, and no allocation. The values the
 attention sees are the same numbers as `DynamicLayer`'s, so the logits are the same at every step
 and the questions the same token for token (`tests/unit/models/speed/test_t5_beam_cache.py`).
+
+The buffers are time-major in memory (`[rows, capacity, heads, head_dim]`, seen by the attention
+as `[rows, heads, capacity, head_dim]`): a row's filled positions are one block, so a step's write
+and a reorder's copy move whole blocks instead of one small piece per head. The attention kernel
+reads the same values through other strides and gives the same numbers (tested against
+`DynamicLayer`'s contiguous tensors, bit for bit).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class GrowingLayer(DynamicLayer):
     """One decoder layer's self-attention keys and values: two pairs of `[rows, heads, capacity,
     head_dim]` buffers, the current one filled up to `length` positions."""
 
+    time_major = True  # the buffers' memory order (False: heads first, for comparisons)
+
     def __init__(self, capacity: int = FIRST_CAPACITY) -> None:
         super().__init__()
         self.capacity = max(1, capacity)
@@ -39,9 +47,16 @@ class GrowingLayer(DynamicLayer):
 
     def _new_pair(self, like: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         key, value = like
+        if not GrowingLayer.time_major:
+            return (
+                key.new_empty((key.shape[0], key.shape[1], self.capacity, key.shape[3])),
+                value.new_empty((value.shape[0], value.shape[1], self.capacity, value.shape[3])),
+            )
+        # [rows, capacity, heads, head_dim] seen as [rows, heads, capacity, head_dim]: a row's filled
+        # positions are one block of memory (a step's write and a reorder's copy move whole blocks)
         return (
-            key.new_empty((key.shape[0], key.shape[1], self.capacity, key.shape[3])),
-            value.new_empty((value.shape[0], value.shape[1], self.capacity, value.shape[3])),
+            key.new_empty((key.shape[0], self.capacity, key.shape[1], key.shape[3])).transpose(1, 2),
+            value.new_empty((value.shape[0], self.capacity, value.shape[1], value.shape[3])).transpose(1, 2),
         )
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
