@@ -176,7 +176,12 @@ def _per_beam_slots(
     """The decoder's attention once per beam slot, the outputs interleaved into the rows' order
     (in one call of grouped-query attention where that gives the same numbers: `_grouped_query`)."""
     rows = query.shape[0]
-    if module._q2_shared.grouped_query and _grouped_query_ok(attend, query, key, kwargs):
+    per_row = (attention_mask, kwargs.get("position_bias"))  # one per row or one for all: rearranged
+    if (
+        module._q2_shared.grouped_query
+        and all(x is None or x.shape[0] in (1, rows) for x in per_row)
+        and _grouped_query_ok(attend, query, key, kwargs)
+    ):
         return _grouped_query(query, key, value, attention_mask, beams, kwargs)
     outs = []
     for j in range(beams):
