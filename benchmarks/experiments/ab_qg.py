@@ -119,6 +119,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
             qg.merged_rows = 0 if args.ab in ("merged", "all") else qg.merged_rows
             qg.in_place_cache = args.ab != "cache"
             qg.merge_limits = args.ab != "limits"
+            GrowingLayer.time_major = args.ab != "layout"
             if qg.shared_cross is not None:
                 qg.shared_cross.grouped_query = args.ab not in ("gqa", "all")
         from torch.profiler import ProfilerActivity, profile
