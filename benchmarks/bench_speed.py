@@ -132,10 +132,10 @@ class WorkingQG(HFQuestionGenerator):
         self.model_decisions.extend(map(tuple, super().generate(answers, contexts)))
         return out
 
-    def _run(self, inputs):
+    def _batch_kwargs(self, inputs: list[list[int]]) -> dict:
         n = max(self.length[tuple(ids)] for ids in inputs)
         self._force = {"min_new_tokens": n, "max_new_tokens": n}
-        return super()._run(inputs)
+        return super()._batch_kwargs(inputs)
 
     def _generation_kwargs(self) -> dict:
         kwargs = super()._generation_kwargs()

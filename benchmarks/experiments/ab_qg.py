@@ -5,6 +5,20 @@ profile of where beam search spends its time.
     python benchmarks/experiments/ab_qg.py --reps 3              # timing, FLOPs, fraction of peak
     python benchmarks/experiments/ab_qg.py --reps 3 --ab         # the preallocated cache against
                                                                  # transformers' (A B B A ...)
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab merged  # the batches' decoder steps merged
+                                                                 # (`t5_merged_decoder`) against
+                                                                 # each batch alone
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab gqa     # the cross-attention's beam slots
+                                                                 # in one grouped-query call against
+                                                                 # one call per slot
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab all     # both against neither
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab limits  # batches of other length limits
+                                                                 # merged, against equal settings only
+    python benchmarks/experiments/ab_qg.py --profile --ab all    # the profile of an A/B's old arm
+
+With `--ab merged` (and `all`) the fraction of peak of both arms is computed from the FLOPs the meter counts
+on the old arm (each batch alone): the same questions are the same useful work, and the meter
+counts a merged step's cross-attention at the longest batch's length.
 
 The inputs are the benchmark's (`bench_speed.py`): the spaCy candidates of its first `--n`
 responses, each asked of its response, on a random T5-base of the paper's shapes generating to the
@@ -28,7 +42,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_speed  # noqa: E402
 
 from q2_metric import Q2Config, Q2Scorer  # noqa: E402
+from q2_metric.models.hf_qg import HFQuestionGenerator  # noqa: E402
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak  # noqa: E402
+from q2_metric.models.speed.t5_beam_cache import GrowingLayer  # noqa: E402
 from q2_metric.models.tiny_builder import build_tiny_models  # noqa: E402
 from q2_metric.results import Pair, ResponseScore  # noqa: E402
 from q2_metric.steps.candidates import find_candidates  # noqa: E402
@@ -52,8 +68,24 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument(
-        "--ab", action="store_true", help="alternate the preallocated cache (new) with transformers' (old)"
+        "--ab",
+        nargs="?",
+        const="cache",
+        choices=["cache", "merged", "gqa", "all", "limits", "layout"],
+        help="alternate new and old: the preallocated cache with transformers' (cache, the default), "
+        "the merged decoder steps with each batch alone (merged), the cross-attention's beam slots in one "
+        "grouped-query call with one call per slot (gqa), both with neither (all), batches of other length "
+        "limits merged with only batches of the same settings merged (limits), the self-attention cache's "
+        "buffers time-major with heads-major (layout)",
     )
+    ap.add_argument(
+        "--length",
+        type=int,
+        default=None,
+        help="generate exactly this many tokens for every input (one setting for all batches, as the "
+        "generator's own max_length) instead of each batch's scripted question length",
+    )
+    ap.add_argument("--merged-rows", type=int, default=None, help="the merged steps' row limit (--ab merged)")
     args = ap.parse_args()
     if args.models:
         return run(args, Path(args.models))
@@ -72,11 +104,22 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     )
     keys = qg_keys(args.n, Q2Scorer(config).parser)
     qg = bench_speed.WorkingQG(config, bench_speed.Decisions({p[0] for p in pairs}))
+    merged_rows = args.merged_rows or qg.merged_rows or 400
+    if args.length:  # one setting for every batch (the scripted lengths differ batch to batch)
+        fixed = {"min_new_tokens": args.length, "max_new_tokens": args.length}
+        qg._batch_kwargs = lambda inputs: {**HFQuestionGenerator._batch_kwargs(qg, inputs), **fixed}
     answers, contexts = [a for a, _ in keys], [c for _, c in keys]
     qg.generate(answers[:2], contexts[:2])  # warm up
     meter = FlopMeter.attach(qg.model)
     print(f"{len(keys)} QG inputs, batch {config.qg_batch_size}, {torch.get_num_threads()} threads")
     if args.profile:
+        if args.ab:  # the profile of the A/B's old arm
+            qg.merged_rows = 0 if args.ab in ("merged", "all") else qg.merged_rows
+            qg.in_place_cache = args.ab != "cache"
+            qg.merge_limits = args.ab != "limits"
+            GrowingLayer.time_major = args.ab != "layout"
+            if qg.shared_cross is not None:
+                qg.shared_cross.grouped_query = args.ab not in ("gqa", "all")
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
@@ -85,11 +128,23 @@ def run(args: argparse.Namespace, folder: Path) -> int:
         print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=25))
         return 0
     times: dict[str, list[float]] = {"new": [], "old": []}
+    useful: list[float] = []  # the old arm's FLOPs (--ab merged)
+    digests: dict[str, set[str]] = {"new": set(), "old": set()}
     for rep in range(args.reps):
         peak = matmul_peak(torch.float32)
         arms = (["new", "old"] if rep % 2 == 0 else ["old", "new"]) if args.ab else ["new"]
         for arm in arms:
-            qg.in_place_cache = arm == "new"
+            if args.ab in ("merged", "all"):
+                qg.merged_rows = merged_rows if arm == "new" else 0
+            if args.ab in ("gqa", "all"):
+                assert qg.shared_cross is not None
+                qg.shared_cross.grouped_query = arm == "new"
+            if args.ab == "cache":
+                qg.in_place_cache = arm == "new"
+            if args.ab == "limits":
+                qg.merge_limits = arm == "new"
+            if args.ab == "layout":
+                GrowingLayer.time_major = arm == "new"
             flops0, model0 = meter.flops, meter.seconds
             qg.model_decisions.clear()
             t0 = time.perf_counter()
@@ -98,6 +153,20 @@ def run(args: argparse.Namespace, folder: Path) -> int:
             times[arm].append(dt)
             flops, model = meter.flops - flops0, meter.seconds - model0
             ids = hashlib.sha256(repr(qg.model_decisions).encode()).hexdigest()[:12]
+            digests[arm].add(ids)
+            if args.ab in ("merged", "all"):
+                if arm == "old":
+                    useful.append(flops)
+                    counted = flops
+                else:
+                    counted = useful[-1] if useful else flops
+                print(
+                    f"rep {rep} {arm}: {dt:.2f} s, {model / dt:.0%} in model, meter {flops / 1e9:.1f} GFLOP, "
+                    f"useful {counted / 1e9:.1f} GFLOP, {counted / dt / 1e9:.1f} GFLOP/s = "
+                    f"{counted / dt / peak:.1%} of peak {peak / 1e9:.1f}; questions {ids}",
+                    flush=True,
+                )
+                continue
             print(
                 f"rep {rep} {arm}: {dt:.2f} s, {model / dt:.0%} in model, {flops / 1e9:.1f} GFLOP, "
                 f"{flops / dt / 1e9:.1f} GFLOP/s = {flops / dt / peak:.1%} of peak {peak / 1e9:.1f}; "
@@ -107,6 +176,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     if args.ab:
         ratios = sorted(o / n for o, n in zip(times["old"], times["new"]))
         print(f"old/new time per repetition: {', '.join(f'{r:.2f}' for r in ratios)}")
+        print(f"question digests: new {sorted(digests['new'])}, old {sorted(digests['old'])}")
     return 0
 
 

@@ -74,8 +74,18 @@ def banned_ngram_tokens(tokens: Sequence[int], n: int) -> list[int]:
     return [tokens[i + n - 1] for i in range(cur_len - n + 1) if tuple(tokens[i : i + n - 1]) == prefix]
 
 
+@dataclass(frozen=True)
+class Group:
+    """Consecutive inputs of a merged beam search searched as their own `beam_search` would search
+    them, with their own length limits (`max_length`, `min_length` as `beam_search`'s)."""
+
+    inputs: int
+    max_length: int
+    min_length: int = 0
+
+
 def beam_search(
-    step: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
+    step: Callable[..., torch.Tensor],
     batch_size: int,
     *,
     num_beams: int,
@@ -89,6 +99,8 @@ def beam_search(
     length_penalty: float = 1.0,
     min_length: int = 0,
     device: torch.device | str = "cpu",
+    groups: Sequence[Group] | None = None,
+    may_leave: Callable[[list[int]], bool] | None = None,
 ) -> list[list[list[int]]]:
     """Each input's `num_return_sequences` best sequences (best first), as transformers 3.2's
     `generate(num_beams=..., do_sample=False)` returned them for an encoder-decoder model: the
@@ -99,39 +111,77 @@ def beam_search(
     `batch_size * num_beams` rows (rows `i * num_beams ...` belong to input `i`) and returns the
     next-token logits, one row each; `beam_idx` (None on the first step) says which row's state
     each row continues, so the step reorders its cache by it first.
+
+    With `groups` (consecutive inputs summing to `batch_size`; `max_length` and `min_length` are
+    then the groups'), each group is searched as a `beam_search` of its inputs alone with its
+    limits would search it, as long as the step gives its rows the same logits: the step is called
+    as `step(tokens, beam_idx, running)` with the rows of the groups in `running` (indices, in
+    order) and `beam_idx` indexing the rows of its previous call. A group stops searching when all
+    its inputs are done or at its `max_length`; its rows stop running when `may_leave(the groups
+    left)` allows it (else they run on, their results unused, as a done input's rows do).
     """
-    rows = batch_size * num_beams
+    if groups is None:
+        spec = [Group(batch_size, max_length, min_length)]
+    else:
+        spec = list(groups)
+        assert sum(g.inputs for g in spec) == batch_size
+    first = [sum(g.inputs for g in spec[:k]) for k in range(len(spec))]
+    members = [range(first[k], first[k] + g.inputs) for k, g in enumerate(spec)]
     hyps = [Hypotheses(num_beams, length_penalty, early_stopping) for _ in range(batch_size)]
     done = [False] * batch_size
-    seqs = [[start_id] for _ in range(rows)]
-    beam_scores = torch.zeros((batch_size, num_beams), dtype=torch.float, device=device)
-    beam_scores[:, 1:] = -1e9  # the first step continues the first beam only
-    beam_scores = beam_scores.view(-1)
-    tokens = torch.full((rows,), start_id, dtype=torch.long, device=device)
-    beam_idx = None
+    seqs = [[start_id] for _ in range(batch_size * num_beams)]
+    # the first step continues the first beam only
+    scores_of = [0.0 if k == 0 else -1e9 for _ in range(batch_size) for k in range(num_beams)]
+    token_of = [start_id] * (batch_size * num_beams)
+    parent = list(range(batch_size * num_beams))  # the row whose state each row continues
+    searching = [k for k, g in enumerate(spec) if g.inputs > 0 and g.max_length > 1]
+    for k in range(len(spec)):  # a limit of one token: the start token is every beam
+        if k not in searching:
+            for b in members[k]:
+                for r in range(b * num_beams, (b + 1) * num_beams):
+                    hyps[b].add(seqs[r], scores_of[r])
+    running = list(searching)
+    previous: list[int] | None = None  # the rows of the step's previous call
     cur_len = 1
-    while cur_len < max_length:
-        scores = torch.log_softmax(step(tokens, beam_idx).float(), dim=-1)
-        if cur_len < min_length:
-            scores[:, eos_id] = NEG_INF
+    while searching:
+        inputs = [b for k in running for b in members[k]]
+        rows = [b * num_beams + j for b in inputs for j in range(num_beams)]
+        beam_idx = None
+        if previous is not None:
+            position = {r: i for i, r in enumerate(previous)}
+            beam_idx = torch.tensor([position[parent[r]] for r in rows], dtype=torch.long, device=device)
+        tokens = torch.tensor([token_of[r] for r in rows], dtype=torch.long, device=device)
+        logits = step(tokens, beam_idx) if groups is None else step(tokens, beam_idx, list(running))
+        previous = rows
+        scores = torch.log_softmax(logits.float(), dim=-1)
+        start = 0
+        for k in running:
+            n = spec[k].inputs * num_beams
+            if cur_len < spec[k].min_length:
+                if n == len(rows):
+                    scores[:, eos_id] = NEG_INF
+                else:
+                    scores[start : start + n, eos_id] = NEG_INF
+            start += n
         if no_repeat_ngram_size > 0:
             banned = [
-                (r, t) for r, seq in enumerate(seqs) for t in banned_ngram_tokens(seq, no_repeat_ngram_size)
+                (i, t) for i, r in enumerate(rows) for t in banned_ngram_tokens(seqs[r], no_repeat_ngram_size)
             ]
             if banned:
-                r, t = zip(*banned)
-                scores[list(r), list(t)] = NEG_INF
+                i, t = zip(*banned)
+                scores[list(i), list(t)] = NEG_INF
         vocab = scores.shape[-1]
-        next_scores = (scores + beam_scores[:, None]).view(batch_size, num_beams * vocab)
+        current = torch.tensor([scores_of[r] for r in rows], dtype=torch.float, device=device)
+        next_scores = (scores + current[:, None]).view(len(inputs), num_beams * vocab)
         next_scores, next_tokens = torch.topk(next_scores, 2 * num_beams, dim=1, largest=True, sorted=True)
         top_scores, top_tokens = next_scores.tolist(), next_tokens.tolist()
-        chosen: list[tuple[float, int, int]] = []  # (score, token, row it continues)
-        for b in range(batch_size):
+        chosen: dict[int, list[tuple[float, int, int]]] = {}  # input -> (score, token, row it continues)
+        for a, b in enumerate(inputs):
             if done[b]:
-                chosen += [(0.0, pad_id, b * num_beams + k) for k in range(num_beams)]
+                chosen[b] = [(0.0, pad_id, b * num_beams + k) for k in range(num_beams)]
                 continue
             beam: list[tuple[float, int, int]] = []
-            for rank, (score, index) in enumerate(zip(top_scores[b], top_tokens[b])):
+            for rank, (score, index) in enumerate(zip(top_scores[a], top_tokens[a])):
                 row, token = b * num_beams + index // vocab, index % vocab
                 if token == eos_id:
                     if rank < num_beams:  # an ending below the top num_beams is not a hypothesis
@@ -140,22 +190,45 @@ def beam_search(
                     beam.append((score, token, row))
                 if len(beam) == num_beams:
                     break
-            done[b] = hyps[b].is_done(top_scores[b][0], cur_len)
-            chosen += beam
-        if all(done):
-            break
-        beam_scores = torch.tensor([c[0] for c in chosen], dtype=torch.float, device=device)
-        tokens = torch.tensor([c[1] for c in chosen], dtype=torch.long, device=device)
-        beam_idx = torch.tensor([c[2] for c in chosen], dtype=torch.long, device=device)
-        seqs = [seqs[row] + [token] for _, token, row in chosen]
+            done[b] = hyps[b].is_done(top_scores[a][0], cur_len)
+            chosen[b] = beam
+        still = []
+        for k in running:
+            if k in searching and all(done[b] for b in members[k]):
+                # as its own search: it ends before taking the step's beams (should its rows run on,
+                # each continues itself)
+                for r in range(first[k] * num_beams, (first[k] + spec[k].inputs) * num_beams):
+                    token_of[r], parent[r] = pad_id, r
+                continue
+            ended = [c for b in members[k] for c in chosen[b]]
+            parents = [seqs[row] for _, _, row in ended]
+            for r, (score, token, row), seq in zip(range(first[k] * num_beams, len(seqs)), ended, parents):
+                scores_of[r], token_of[r], parent[r] = score, token, row
+                seqs[r] = seq + [token]
+            if k in searching and cur_len + 1 >= spec[k].max_length:
+                # the length limit: every open beam of an input not done is a hypothesis, at its full length
+                for b in members[k]:
+                    if not done[b]:
+                        for r in range(b * num_beams, (b + 1) * num_beams):
+                            hyps[b].add(seqs[r], scores_of[r])
+                continue
+            if k in searching:
+                still.append(k)
+        searching = still
+        if searching and searching != running:
+            if may_leave is None or may_leave(list(searching)):
+                running = list(searching)
+            else:  # the ended groups' rows run on as a done input's rows do (pad tokens)
+                for k in running:
+                    if k not in searching:
+                        for b in members[k]:
+                            done[b] = True
         cur_len += 1
-    # the length limit: every open beam of an input not done is a hypothesis, at its full length
-    final = beam_scores.tolist()
-    for b in range(batch_size):
-        if not done[b]:
-            for row in range(b * num_beams, (b + 1) * num_beams):
-                hyps[b].add(seqs[row], final[row])
     return [
-        [hyp + [eos_id] if len(hyp) < max_length else hyp for hyp in h.best(num_return_sequences)]
-        for h in hyps
+        [
+            hyp + [eos_id] if len(hyp) < spec[k].max_length else hyp
+            for hyp in hyps[b].best(num_return_sequences)
+        ]
+        for k in range(len(spec))
+        for b in members[k]
     ]

@@ -18,6 +18,7 @@ every row.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +119,20 @@ def decoder_step_flops(
     return d.decoder_layers * per_layer + tokens * 2 * d.hidden * d.vocab
 
 
+def merged_step_flops(d: Dims, rows: int, new: int, past: int, beams: int, groups: Sequence[Any]) -> int:
+    """One merged decoder call over several batches (`t5_merged_decoder.CrossGroup`s, each with its
+    rows and its keys' length): `decoder_step_flops` of each batch alone, added up (the keys and
+    values of each batch, one row per input, are counted at the first step, when they are made)."""
+    total = decoder_step_flops(d, rows, new, past, 0, False)
+    for g in groups:
+        length = int(g.keys[0].shape[-2])
+        per_layer = g.rows * new * length * 4 * d.inner
+        if past == 0:
+            per_layer += (g.rows // beams) * length * 2 * 2 * d.hidden * d.inner
+        total += d.decoder_layers * per_layer
+    return total
+
+
 def _shape(args: tuple, kwargs: dict, name: str) -> tuple[int, ...] | None:
     x = kwargs.get(name, args[0] if args and name in ("input_ids", "hidden_states") else None)
     if x is None and name == "input_ids":
@@ -210,7 +225,14 @@ class FlopMeter:
         past = int(cache.get_seq_length()) if cache is not None else 0
         cross = getattr(cache, "cross_attention_cache", None)
         cross_kv = cross is None or int(cross.get_seq_length()) == 0
-        shared = getattr(getattr(self._model, "_q2_shared_cross", None), "beams", 1)
+        sharing = getattr(self._model, "_q2_shared_cross", None)
+        shared = getattr(sharing, "beams", 1)
+        groups = getattr(sharing, "groups", None)
+        if groups:  # merged steps (`t5_merged_decoder`): each batch attends to its own length
+            self.flops += merged_step_flops(self.dims, rows, new, past, shared, groups)
+            self.tokens += rows * new
+            self.calls += 1
+            return
         self.flops += decoder_step_flops(
             self.dims,
             rows,

@@ -11,6 +11,12 @@ the current one (nothing to copy when every row continues itself); the attention
 the filled positions. One copy per step instead of two, and no allocation. The values the
 attention sees are the same numbers as `DynamicLayer`'s, so the logits are the same at every step
 and the questions the same token for token (`tests/unit/models/speed/test_t5_beam_cache.py`).
+
+The buffers are time-major in memory (`[rows, capacity, heads, head_dim]`, seen by the attention
+as `[rows, heads, capacity, head_dim]`): a row's filled positions are one block, so a step's write
+and a reorder's copy move whole blocks instead of one small piece per head. The attention kernel
+reads the same values through other strides and gives the same numbers (tested against
+`DynamicLayer`'s contiguous tensors, bit for bit).
 """
 
 from __future__ import annotations
@@ -20,12 +26,17 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
-FIRST_CAPACITY = 16  # positions; doubled whenever a step needs more
+# positions; doubled whenever a step needs more. The searches ask for their `max_length` when it
+# is smaller (no copy to a bigger buffer, no room never used); 64: questions rarely outgrow it, and
+# only the pages of the positions written take memory
+FIRST_CAPACITY = 64
 
 
 class GrowingLayer(DynamicLayer):
     """One decoder layer's self-attention keys and values: two pairs of `[rows, heads, capacity,
     head_dim]` buffers, the current one filled up to `length` positions."""
+
+    time_major = True  # the buffers' memory order (False: heads first, for comparisons)
 
     def __init__(self, capacity: int = FIRST_CAPACITY) -> None:
         super().__init__()
@@ -36,9 +47,16 @@ class GrowingLayer(DynamicLayer):
 
     def _new_pair(self, like: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         key, value = like
+        if not GrowingLayer.time_major:
+            return (
+                key.new_empty((key.shape[0], key.shape[1], self.capacity, key.shape[3])),
+                value.new_empty((value.shape[0], value.shape[1], self.capacity, value.shape[3])),
+            )
+        # [rows, capacity, heads, head_dim] seen as [rows, heads, capacity, head_dim]: a row's filled
+        # positions are one block of memory (a step's write and a reorder's copy move whole blocks)
         return (
-            key.new_empty((key.shape[0], key.shape[1], self.capacity, key.shape[3])),
-            value.new_empty((value.shape[0], value.shape[1], self.capacity, value.shape[3])),
+            key.new_empty((key.shape[0], self.capacity, key.shape[1], key.shape[3])).transpose(1, 2),
+            value.new_empty((value.shape[0], self.capacity, value.shape[1], value.shape[3])).transpose(1, 2),
         )
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
@@ -81,10 +99,21 @@ class GrowingLayer(DynamicLayer):
         return self.length
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
-        """Row r takes row beam_idx[r]'s keys and values (one `index_select` into the spare buffer)."""
+        """Row r takes row beam_idx[r]'s keys and values (one `index_select` into the spare buffer;
+        new buffers when `beam_idx` has fewer rows: the rows of merged steps' ended batches leave)."""
         if self.length == 0 or self._current is None:
             return
         index = beam_idx.to(self._current[0].device)
+        if len(index) != self._current[0].shape[0]:  # rows leave (merged steps): buffers of the rows left
+            shrunk = tuple(
+                torch.index_select(source[:, :, : self.length], 0, index) for source in self._current
+            )
+            self._current = self._new_pair(shrunk)
+            for new, old in zip(self._current, shrunk):
+                new[:, :, : self.length] = old
+            self._spare = None
+            self._expose()
+            return
         if torch.equal(index, torch.arange(len(index), device=index.device)):
             return
         if self._spare is None:

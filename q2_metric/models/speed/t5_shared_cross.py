@@ -25,6 +25,13 @@ copy to the beams (and its cache write) and, at every decoder step, reading `num
 the same keys and values: at the paper's shapes (16 inputs of 200 tokens, 5 beams) the
 cross-attention ran 2.7x faster, one thread, and it had been the largest item of a decoder step
 after the matrix products (`benchmarks/RESULTS.md`).
+
+With transformers' SDPA attention on a CPU the beam slots' calls are one call of grouped-query
+attention (`enable_gqa`: per input, `beams` query heads per key/value head, each a query of
+length 1 as in its slot's call), so each (input, head)'s keys and values are read once for all its
+beams; a check on random rows of the same shapes (once per thread count, heads, key length, head
+size and dtype) finds it equal bit for bit to the slots' calls before it is used, else the slots'
+calls run.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -46,6 +54,10 @@ class SharedCrossAttention:
     def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
         self.beams = 1
+        # set by `t5_merged_decoder` while the decoder steps of several encoder batches run as one
+        self.groups: list[CrossGroup] | None = None
+        # the beam slots' cross-attention in one grouped-query call where checked (False: per slot)
+        self.grouped_query = True
         self.projections = [
             getattr(block.layer[1].EncDecAttention, name)
             for block in model.decoder.block
@@ -110,9 +122,67 @@ def shared_cross_attention(
     rows' order. Any other call (no sharing, self-attention shapes) goes to that function as is."""
     attend = _decoder_attention(module)
     beams = module._q2_shared.beams
+    groups = module._q2_shared.groups
     rows = query.shape[0]
+    if groups is not None and beams > 1 and rows == sum(g.rows for g in groups):
+        return _grouped(module, attend, query, kwargs, groups), None
     if beams <= 1 or rows != key.shape[0] * beams:
         return attend(module, query, key, value, attention_mask, **kwargs)
+    return _per_beam_slots(module, attend, query, key, value, attention_mask, beams, kwargs), None
+
+
+@dataclass
+class CrossGroup:
+    """One encoder batch inside merged decoder steps (`t5_merged_decoder`): its `rows` decoder rows
+    (inputs x beams, consecutive), its cross-attention keys and values per decoder layer (one row
+    per input, its own padded length) and the cross-attention mask its own decoder steps got."""
+
+    rows: int
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    mask: torch.Tensor | None
+
+
+def _grouped(
+    module: torch.nn.Module, attend: Callable, query: torch.Tensor, kwargs: dict, groups: list[CrossGroup]
+) -> torch.Tensor:
+    """The cross-attention of merged decoder steps: each group's query rows against its own keys,
+    values and mask, as its own steps computed it (`_per_beam_slots`), the outputs in row order."""
+    beams, layer = module._q2_shared.beams, module.layer_idx
+    bias = kwargs.get("position_bias")
+    outs, start = [], 0
+    for g in groups:
+        length = g.keys[layer].shape[-2]
+        own = dict(kwargs)
+        if isinstance(bias, torch.Tensor):  # [1 or rows, heads, 1, longest]: this group's part
+            part = bias[start : start + g.rows] if bias.shape[0] == query.shape[0] else bias
+            own["position_bias"] = part[..., :length]
+        q = query[start : start + g.rows]
+        outs.append(_per_beam_slots(module, attend, q, g.keys[layer], g.values[layer], g.mask, beams, own))
+        start += g.rows
+    return torch.cat(outs)
+
+
+def _per_beam_slots(
+    module: torch.nn.Module,
+    attend: Callable,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    beams: int,
+    kwargs: dict,
+) -> torch.Tensor:
+    """The decoder's attention once per beam slot, the outputs interleaved into the rows' order
+    (in one call of grouped-query attention where that gives the same numbers: `_grouped_query`)."""
+    rows = query.shape[0]
+    per_row = (attention_mask, kwargs.get("position_bias"))  # one per row or one for all: rearranged
+    if (
+        module._q2_shared.grouped_query
+        and all(x is None or x.shape[0] in (1, rows) for x in per_row)
+        and _grouped_query_ok(attend, query, key, kwargs)
+    ):
+        return _grouped_query(query, key, value, attention_mask, beams, kwargs)
     outs = []
     for j in range(beams):
         slot = {k: _per_beam(v, rows, beams, j) for k, v in kwargs.items()}
@@ -121,7 +191,106 @@ def shared_cross_attention(
         )
         outs.append(out)
     # (inputs, beams, ...) -> the rows' order, input i's beams at rows i*beams ... i*beams+beams-1
-    return torch.stack(outs, dim=1).reshape(rows, *outs[0].shape[1:]), None
+    return torch.stack(outs, dim=1).reshape(rows, *outs[0].shape[1:])
+
+
+# (threads, heads, key length, head size, dtype) -> whether one grouped-query call gave every query
+# row the numbers of its own beam slot's call (checked on random rows; `_grouped_query_ok`)
+_GQA_CHECKED: dict[tuple, bool] = {}
+_GQA_KWARGS = {"position_bias", "dropout", "scaling"}
+
+
+def _sdpa_forward() -> Callable | None:
+    try:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    except ImportError:  # pragma: no cover - transformers without it: the slots' calls
+        return None
+    return sdpa_attention_forward
+
+
+def _grouped_query(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    beams: int,
+    kwargs: dict,
+) -> torch.Tensor:
+    """`_per_beam_slots` with transformers' SDPA attention in one call: the beams of an input become
+    `beams` query heads per key/value head (`enable_gqa`), so each (input, head)'s keys and values are
+    read once for its beams while every query row is still one query of length 1 against them, as in
+    its slot's call. The additive mask is made as `sdpa_attention_forward` makes it."""
+    from transformers.integrations.sdpa_attention import create_position_bias_mask
+
+    rows, heads, _, size = query.shape
+    inputs = rows // beams
+    mask = attention_mask
+    if kwargs.get("position_bias") is not None:
+        mask = create_position_bias_mask(kwargs["position_bias"], attention_mask, False, query, key)
+    # query rows (input, beam) x heads -> per input, heads x beams query heads (head h's beams together)
+    q = query.reshape(inputs, beams, heads, size).transpose(1, 2).reshape(inputs, heads * beams, 1, size)
+    if mask is not None:
+        length = mask.shape[-1]
+        if mask.shape[0] == rows:  # [rows, 1 or heads, 1, L]
+            mask = mask.expand(rows, heads, 1, length).reshape(inputs, beams, heads, length)
+            mask = mask.transpose(1, 2).reshape(inputs, heads * beams, 1, length)
+        else:  # [1, 1 or heads, 1, L]: the same for every row
+            mask = mask.expand(1, heads, 1, length).repeat_interleave(beams, dim=1)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q,
+        key,
+        value,
+        attn_mask=mask,
+        dropout_p=kwargs.get("dropout", 0.0),
+        scale=kwargs.get("scaling"),
+        enable_gqa=True,
+    )
+    # [inputs, heads x beams, 1, size] -> the rows' order, [rows, 1, heads, size] as the slots give it
+    return out.reshape(inputs, heads, beams, size).transpose(1, 2).reshape(rows, 1, heads, size)
+
+
+def _grouped_query_ok(attend: Callable, query: torch.Tensor, key: torch.Tensor, kwargs: dict) -> bool:
+    """Whether `_grouped_query` may stand for the slots' calls: transformers' SDPA attention on a
+    CPU, one query per row, no dropout, and a check on random rows of these shapes (once per thread
+    count, heads, key length, head size and dtype) found every output the same bit for bit."""
+    if (
+        attend is not _sdpa_forward()
+        or query.device.type != "cpu"
+        or query.shape[2] != 1
+        or not set(kwargs) <= _GQA_KWARGS
+        or kwargs.get("dropout", 0.0) != 0.0
+    ):
+        return False
+    heads, length, size = key.shape[1], key.shape[2], key.shape[3]
+    check = (torch.get_num_threads(), heads, length, size, query.dtype)
+    if check not in _GQA_CHECKED:
+        _GQA_CHECKED[check] = _same_as_slots(heads, length, size, query.dtype, kwargs.get("scaling"))
+    return _GQA_CHECKED[check]
+
+
+def _same_as_slots(heads: int, length: int, size: int, dtype: torch.dtype, scaling: float | None) -> bool:
+    """`_grouped_query` against one SDPA call per beam slot on random rows (3 inputs, 3 beams, a
+    mask hiding a different tail of each input's keys, a bias per head), bit for bit."""
+    inputs, beams = 3, 3
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn((inputs * beams, 1, heads, size), generator=g).to(dtype).transpose(1, 2)
+    k, v = (torch.randn((inputs, heads, length, size), generator=g).to(dtype) for _ in range(2))
+    keep = (
+        torch.arange(length)[None, :]
+        < torch.tensor([length, max(1, length - 1), max(1, length // 2)])[:, None]
+    )
+    mask = keep.repeat_interleave(beams, dim=0)[:, None, None, :]
+    bias = torch.randn((1, heads, 1, length), generator=g).to(dtype)
+    kwargs = {"position_bias": bias, "dropout": 0.0, "scaling": scaling}
+    attend = _sdpa_forward()
+    assert attend is not None
+    outs = []
+    for j in range(beams):
+        slot = {k_: _per_beam(v_, inputs * beams, beams, j) for k_, v_ in kwargs.items()}
+        out, _ = attend(None, q[j::beams], k, v, mask[j::beams], **slot)
+        outs.append(out)
+    slots = torch.stack(outs, dim=1).reshape(inputs * beams, *outs[0].shape[1:])
+    return torch.equal(slots, _grouped_query(q, k, v, mask, beams, kwargs))
 
 
 def _register_attention() -> None:

@@ -213,3 +213,97 @@ def test_banned_ngrams_as_3_2_computed_them():
     assert banned_ngram_tokens([0, 5], 3) == []  # fewer than 2 tokens before the next one: none
     assert banned_ngram_tokens([0, 5, 5], 2) == [5]  # bigrams (0 5) (5 5): after 5, not 5
     assert banned_ngram_tokens([0, 5, 5, 5], 2) == [5, 5]  # as 3.2 listed them, once per occurrence
+
+
+class HistoryModel:
+    """A stand-in decoder whose next-token logits are a fixed random function of the row's tokens
+    so far (its history), kept through `beam_idx` as a cache is; it records the rows of each call."""
+
+    def __init__(self, vocab: int = 9, eos_bias: float = 0.0) -> None:
+        self.vocab, self.eos_bias = vocab, eos_bias
+        self.histories: list[tuple[int, ...]] = []
+        self.calls: list[int] = []
+
+    def __call__(self, tokens, beam_idx, running=None):
+        if beam_idx is None:
+            self.histories = [()] * len(tokens)
+        else:
+            self.histories = [self.histories[i] for i in beam_idx.tolist()]
+        self.histories = [h + (t,) for h, t in zip(self.histories, tokens.tolist())]
+        self.calls.append(len(tokens))
+        rows = []
+        for h in self.histories:
+            g = torch.Generator().manual_seed(hash(h) % (2**31))
+            logits = torch.randn(self.vocab, generator=g) * 2
+            logits[EOS] += self.eos_bias * (len(h) - 2)  # the end grows likelier with the length
+            rows.append(logits)
+        return torch.stack(rows)
+
+
+@pytest.mark.parametrize("leave", [True, False])
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_groups_are_searched_as_their_own_beam_searches(leave, early_stopping):
+    """Merged groups with their own length limits (`groups`): each group's sequences are those of a
+    `beam_search` over its inputs alone (checked against the 3.2 recordings above), whether ended
+    groups' rows leave the steps or run on; the steps' rows shrink as groups end."""
+    from q2_metric.models.paper.beam_search import Group
+
+    options = dict(
+        num_beams=3,
+        num_return_sequences=2,
+        no_repeat_ngram_size=2,
+        early_stopping=early_stopping,
+        start_id=0,
+        eos_id=EOS,
+        pad_id=PAD,
+    )
+    groups = [Group(2, 7, 0), Group(1, 1, 0), Group(3, 4, 4), Group(2, 12, 3), Group(1, 9, 9)]
+    model = HistoryModel(eos_bias=0.6)
+    # each group alone: the stand-in's inputs are told apart by the group's first token
+    alone = []
+    for k, g in enumerate(groups):
+        own = HistoryModel(eos_bias=0.6)
+        tagged = _tagged(own, k, [g])
+        alone += beam_search(tagged, g.inputs, max_length=g.max_length, min_length=g.min_length, **options)
+    seen: list[list[int]] = []
+
+    def merged_step(tokens, beam_idx, running):
+        seen.append(list(running))
+        return _tagged(model, None, groups, running)(tokens, beam_idx)
+
+    merged = beam_search(
+        merged_step,
+        sum(g.inputs for g in groups),
+        max_length=0,
+        groups=groups,
+        may_leave=lambda running: leave,
+        **options,
+    )
+    assert merged == alone
+    assert 1 not in seen[0]  # a limit of one token: never stepped
+    lengths = {len(h) for hyps in merged for h in hyps}
+    assert len(lengths) >= 4  # ends at several lengths, some before their limit
+    if leave:
+        assert [len(r) for r in seen] == sorted((len(r) for r in seen), reverse=True) and len(seen[-1]) < 4
+    else:
+        assert all(r == seen[0] for r in seen)
+
+
+def _tagged(model: HistoryModel, group: int | None, groups, running=None):
+    """`model` with each row's history starting with its group's index and its input's index in the
+    group, so that a row's logits are those of the same row in its group's own search."""
+    running = list(range(len(groups))) if running is None else running
+
+    def step(tokens, beam_idx):
+        tags = [
+            (group if group is not None else k, i)
+            for k in running
+            for i in range(groups[k].inputs)
+            for _ in range(3)
+        ]
+        if beam_idx is None:
+            model.histories = [(t,) for t in tags]
+            return model(tokens, torch.arange(len(tokens)))
+        return model(tokens, beam_idx)
+
+    return step

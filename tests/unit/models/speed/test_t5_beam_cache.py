@@ -111,9 +111,16 @@ def _search(model, ids, mask, beams: int, max_length: int, in_place: bool, share
     return out, seen
 
 
+@pytest.mark.parametrize("time_major", [True, False])
 @pytest.mark.parametrize("shared", [True, False])
 @pytest.mark.parametrize(("seed", "beams", "max_length"), [(0, 5, 24), (1, 4, 40), (2, 2, 9), (3, 5, 20)])
-def test_same_logits_at_every_step_and_same_ids_as_transformers_cache(seed, beams, max_length, shared):
+def test_same_logits_at_every_step_and_same_ids_as_transformers_cache(
+    seed, beams, max_length, shared, time_major, monkeypatch
+):
+    import q2_metric.models.hf_qg as hf_qg
+
+    monkeypatch.setattr(GrowingLayer, "time_major", time_major)  # either memory order: the same numbers
+    monkeypatch.setattr(hf_qg, "FIRST_CAPACITY", 8)  # buffers outgrown
     model = _t5(seed, eos_bias=0.4)
     share = attach_shared_cross_attention(model) if shared else None
     lengths_seen: set[int] = set()
@@ -127,7 +134,7 @@ def test_same_logits_at_every_step_and_same_ids_as_transformers_cache(seed, beam
         assert all(torch.equal(a, b) for a, b in zip(new_logits, old_logits))
         lengths_seen |= {len(h) for hyps in new for h in hyps}
     # the comparison covered beams ending early (with the end token) and at the length limit, and
-    # capacities outgrown (the first buffer holds 16 positions at most)
+    # capacities outgrown (the first buffer holds 8 positions here)
     assert max_length in lengths_seen and min(lengths_seen) < max_length
     assert len(lengths_seen) >= 3
 
@@ -156,3 +163,22 @@ def test_the_pipeline_asks_the_same_questions_on_the_sample(tiny_config, rows):
     assert sum(len(r.questions) for r in new.responses) > 40
     assert [r.questions for r in new.responses] == [r.questions for r in old.responses]
     assert new.scores == old.scores
+
+
+def test_rows_leave_as_index_select_takes_them():
+    """Merged steps drop an ended batch's rows: a reorder with fewer rows keeps those rows' keys and
+    values (as `index_select` takes them) and the layer goes on growing."""
+    g = torch.Generator().manual_seed(7)
+    layer = GrowingLayer(capacity=2)
+    keys, values = (torch.randn((6, 2, 3, 4), generator=g) for _ in range(2))
+    for t in range(3):
+        layer.update(keys[:, :, t : t + 1], values[:, :, t : t + 1])
+    index = torch.tensor([4, 4, 0, 1])
+    layer.reorder_cache(index)
+    assert torch.equal(layer.keys, keys[index]) and torch.equal(layer.values, values[index])
+    more = torch.randn((4, 2, 2, 4), generator=g)
+    k, v = layer.update(more, -more)
+    assert torch.equal(k, torch.cat([keys[index], more], dim=2))
+    assert torch.equal(v, torch.cat([values[index], -more], dim=2))
+    layer.reorder_cache(torch.tensor([1, 0, 2, 3]))
+    assert torch.equal(layer.keys, torch.cat([keys[index], more], dim=2)[[1, 0, 2, 3]])
