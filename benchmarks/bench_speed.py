@@ -72,6 +72,13 @@ def load_pairs(n: int) -> list[tuple[str, str]]:
     return [pairs[i % len(pairs)] for i in range(n)]
 
 
+def model_texts(pairs: list[tuple[str, str]]) -> list[str]:
+    """What the random models' vocabulary is made of (`build_tiny_models`, one token per word):
+    the responses and knowledge, QG's prompt and the scripted questions' words, so that the
+    benchmark's models read whole words as trained tokenizers mostly do, not spelled-out letters."""
+    return [t for p in pairs for t in p] + [qg_input("", ""), *Decisions.TEMPLATES]
+
+
 def pick(n: int, *parts: str) -> int:
     return int(hashlib.md5("\x1f".join(parts).encode()).hexdigest(), 16) % n
 
@@ -341,7 +348,11 @@ def build(args, responses: list[str], knowledge: list[str], **mode):
         _RANDOM.update({role: str(Path(args.random_models) / role) for role in ("qg", "qa", "nli")})
     if not _RANDOM:
         _RANDOM.update(
-            build_tiny_models(tempfile.mkdtemp(prefix="q2-bench-"), responses + knowledge, size=args.size)
+            build_tiny_models(
+                tempfile.mkdtemp(prefix="q2-bench-"),
+                model_texts(list(zip(responses, knowledge))),
+                size=args.size,
+            )
         )
     paths = _RANDOM
     config = Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], **base)
@@ -478,7 +489,7 @@ def growth(args, sizes: list[int]) -> int:
     # one set of random models (its vocabulary: the words of the largest set's texts) for every size
     pairs = load_pairs(max(sizes))
     folder = tempfile.mkdtemp(prefix="q2-bench-")
-    build_tiny_models(folder, [p[0] for p in pairs] + [p[1] for p in pairs], size=args.size)
+    build_tiny_models(folder, model_texts(pairs), size=args.size)
     print(f"Growth (engine only, {args.size} shapes, dtype {args.dtype}, each size in a fresh process):")
     print(f"{'responses':>10}{'seconds':>10}{'s/response':>12}{'peak RSS MB':>13}")
     for n in sizes:

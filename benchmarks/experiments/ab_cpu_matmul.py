@@ -37,7 +37,7 @@ def main() -> None:
     args = ap.parse_args()
     pairs = bench_speed.load_pairs(args.n)
     responses, knowledge = [p[0] for p in pairs], [p[1] for p in pairs]
-    paths = build_tiny_models(tempfile.mkdtemp(prefix="q2-ab-"), responses + knowledge, size="paper")
+    paths = build_tiny_models(tempfile.mkdtemp(prefix="q2-ab-"), bench_speed.model_texts(pairs), size="paper")
     config = Q2Config(
         qg_model=paths["qg"],
         qa_model=paths["qa"],

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     """The profile or the timed repetitions, with the random models in `folder`."""
     pairs = bench_speed.load_pairs(args.n)
     if not (folder / "qg").exists():
-        build_tiny_models(folder, [p[0] for p in pairs] + [p[1] for p in pairs], size="paper")
+        build_tiny_models(folder, bench_speed.model_texts(pairs), size="paper")
     options = {"qg_batch_size": args.batch_size} if args.batch_size else {}
     config = Q2Config(
         qg_model=str(folder / "qg"), qa_model=str(folder / "qa"), nli_model=str(folder / "nli"), **options
