@@ -183,6 +183,22 @@ def _per_beam_slots(
         and _grouped_query_ok(attend, query, key, kwargs)
     ):
         return _grouped_query(query, key, value, attention_mask, beams, kwargs)
+    return _slot_calls(module, attend, query, key, value, attention_mask, beams, kwargs)
+
+
+def _slot_calls(
+    module: torch.nn.Module | None,
+    attend: Callable,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    beams: int,
+    kwargs: dict,
+) -> torch.Tensor:
+    """`attend` once per beam slot (beam j's query rows, mask and bias), the outputs interleaved
+    into the rows' order."""
+    rows = query.shape[0]
     outs = []
     for j in range(beams):
         slot = {k: _per_beam(v, rows, beams, j) for k, v in kwargs.items()}
@@ -284,12 +300,7 @@ def _same_as_slots(heads: int, length: int, size: int, dtype: torch.dtype, scali
     kwargs = {"position_bias": bias, "dropout": 0.0, "scaling": scaling}
     attend = _sdpa_forward()
     assert attend is not None
-    outs = []
-    for j in range(beams):
-        slot = {k_: _per_beam(v_, inputs * beams, beams, j) for k_, v_ in kwargs.items()}
-        out, _ = attend(None, q[j::beams], k, v, mask[j::beams], **slot)
-        outs.append(out)
-    slots = torch.stack(outs, dim=1).reshape(inputs * beams, *outs[0].shape[1:])
+    slots = _slot_calls(None, attend, q, k, v, mask, beams, kwargs)
     return torch.equal(slots, _grouped_query(q, k, v, mask, beams, kwargs))
 
 

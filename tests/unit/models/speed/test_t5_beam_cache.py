@@ -11,6 +11,8 @@ import contextlib
 
 import pytest
 import torch
+from support.t5 import EOS, PAD, random_t5
+from transformers import T5ForConditionalGeneration
 
 from q2_metric import Q2Scorer
 from q2_metric.models.hf_qg import HFQuestionGenerator, decoder_steps
@@ -18,7 +20,7 @@ from q2_metric.models.paper.beam_search import beam_search
 from q2_metric.models.speed.t5_beam_cache import GrowingLayer, growing_cache
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
-EOS, PAD, VOCAB = 1, 0, 40
+VOCAB = 40
 
 
 def test_the_layer_grows_and_reorders_as_index_select_does():
@@ -49,27 +51,9 @@ def test_only_plain_layers_are_replaced(tiny_models):
     assert cache.layers and all(isinstance(layer, GrowingLayer) for layer in cache.layers)
 
 
-def _t5(seed: int, eos_bias: float):
+def _t5(seed: int, eos_bias: float) -> T5ForConditionalGeneration:
     """A random T5 whose end token is likely enough that beams end at different steps."""
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    torch.manual_seed(seed)
-    config = T5Config(
-        vocab_size=VOCAB,
-        d_model=32,
-        d_kv=8,
-        d_ff=64,
-        num_layers=2,
-        num_decoder_layers=3,
-        num_heads=4,
-        pad_token_id=PAD,
-        eos_token_id=EOS,
-        decoder_start_token_id=PAD,
-    )
-    model = T5ForConditionalGeneration(config).eval()
-    with torch.no_grad():
-        model.lm_head.weight[EOS] += eos_bias * model.lm_head.weight[EOS].sign()
-    return model
+    return random_t5(seed, eos_bias, vocab=VOCAB, d_model=32, d_kv=8, d_ff=64)
 
 
 def _inputs(seed: int, batch: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import T5Config, T5ForConditionalGeneration
+from support.t5 import EOS, PAD, random_t5
+from transformers import T5ForConditionalGeneration
 
 from q2_metric import Q2Scorer
 from q2_metric.models.hf_qg import HFQuestionGenerator, decoder_steps
@@ -17,27 +18,11 @@ from q2_metric.models.paper.beam_search import beam_search
 from q2_metric.models.speed.t5_merged_decoder import MIN_ROWS, mergeable, merged_decoder_steps
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
-VOCAB, PAD, EOS = 300, 0, 1
+VOCAB = 300
 
 
 def _t5(seed: int, eos_bias: float) -> T5ForConditionalGeneration:
-    torch.manual_seed(seed)
-    config = T5Config(
-        vocab_size=VOCAB,
-        d_model=64,
-        d_kv=16,
-        d_ff=128,
-        num_layers=2,
-        num_decoder_layers=3,
-        num_heads=4,
-        pad_token_id=PAD,
-        eos_token_id=EOS,
-        decoder_start_token_id=PAD,
-    )
-    model = T5ForConditionalGeneration(config).eval()
-    with torch.no_grad():
-        model.lm_head.weight[EOS] += eos_bias * model.lm_head.weight[EOS].sign()
-    return model
+    return random_t5(seed, eos_bias, vocab=VOCAB, d_model=64, d_kv=16, d_ff=128)
 
 
 def _batch(g: torch.Generator, batch: int, low: int, high: int) -> tuple[torch.Tensor, torch.Tensor]:
