@@ -281,20 +281,22 @@ class HFQuestionGenerator:
                 chunks.append((kwargs, chunk))
             chunk.append((idx, Group(len(idx), *self._lengths(kwargs, generation))))
         done = 0
-        for idx in alone:
-            for i, result in zip(idx, self._run([inputs[i] for i in idx])):
+
+        def finish(indices: list[int], results: list[list[list[int]]]) -> None:
+            nonlocal done
+            for i, result in zip(indices, results):
                 out[i] = result
-            done += len(idx)
+            done += len(indices)
             batch_done(done, len(inputs))
+
+        for idx in alone:
+            finish(idx, self._run([inputs[i] for i in idx]))
         assert self.shared_cross is not None
         for kwargs, chunk in chunks:
             sizes = [len(idx) * beams for idx, _ in chunk]
             if len(chunk) == 1 or not self._independent(sizes):  # each batch alone
                 for idx, _ in chunk:
-                    for i, result in zip(idx, self._run([inputs[i] for i in idx])):
-                        out[i] = result
-                    done += len(idx)
-                    batch_done(done, len(inputs))
+                    finish(idx, self._run([inputs[i] for i in idx]))
                 continue
             padded = [self._padded([inputs[i] for i in idx]) for idx, _ in chunk]
             groups = [group for _, group in chunk]
@@ -311,10 +313,7 @@ class HFQuestionGenerator:
                     groups=groups,
                     may_leave=partial(self._leave, sizes),
                 )
-            for i, result in zip((i for idx, _ in chunk for i in idx), results):
-                out[i] = result
-            done += sum(len(idx) for idx, _ in chunk)
-            batch_done(done, len(inputs))
+            finish([i for idx, _ in chunk for i in idx], results)
         return out  # type: ignore[return-value]  # every slot was filled by the loops
 
     def _leave(self, sizes: list[int], running: list[int]) -> bool:
