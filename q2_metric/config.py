@@ -31,6 +31,9 @@ Dtype = Literal["auto", "float32", "float16", "bfloat16"]
 Quantize = Literal["none", "int8"]
 Packing = Literal["auto", "on", "off"]
 CpuMatmul = Literal["auto", "blas", "onednn"]
+# Beam search's path (`q2_metric.models.hf_qg`): "auto" = the fast path where it applies (a T5),
+# behind its exactness gate; "reference" = each batch alone by 3.2's step; "fast" = the fast path or an error.
+QGDecoder = Literal["auto", "reference", "fast"]
 Device = str  # "auto", "cpu", "cuda" or "cuda:N"
 
 # Options that only change how fast a score is made, never its value: left out of the signature.
@@ -47,6 +50,7 @@ SPEED_OPTIONS = frozenset(
         "nli_max_tokens",
         "qa_packing",
         "cpu_matmul",
+        "qg_decoder",
         "coref_max_tokens",
     }
 )
@@ -143,6 +147,9 @@ class Q2Config:
     # Who computes float32 Linear layers on a CPU (see q2_metric.models.speed.cpu_matmul): "auto" = oneDNN
     # on non-Intel CPUs with AVX-512, where MKL runs AVX2 code; "blas" = PyTorch's default; "onednn".
     cpu_matmul: CpuMatmul = "auto"
+    # Beam search by the reference path or the fast one (the same questions: its exactness gate
+    # falls back wherever its steps would give other logits); see q2_metric.models.speed.qg_fast.
+    qg_decoder: QGDecoder = "auto"
 
     def __post_init__(self) -> None:
         from q2_metric.devices import device_problem
@@ -316,6 +323,11 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     "cpu_matmul": OptionDoc(
         "who runs float32 Linear layers on a CPU: auto (oneDNN on non-Intel CPUs with AVX-512, where "
         "MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only"
+    ),
+    "qg_decoder": OptionDoc(
+        "beam search's path: auto (the fast path for a T5, checked at run time to give the reference's "
+        "logits bit for bit, else the reference), reference (each batch alone by 3.2's step) or fast "
+        "(as auto, an error for another model; named in the signature); the same questions"
     ),
 }
 

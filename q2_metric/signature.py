@@ -105,6 +105,8 @@ class Signature:
             ("dtype", comps.get("dtype", c.dtype)),
             # int8 quantization (off by default, then absent): which encoders
             *([("quant", f"{c.quantize}-dynamic-qa,nli")] if c.quantize != "none" else []),
+            # the fast beam-search path asked for by name (auto's gives the reference's questions too)
+            *([("qgdec", c.qg_decoder)] if c.qg_decoder == "fast" else []),
             # qg/qa/nli tokenization: ref32 = transformers 3.2's (the paper's), hf = transformers' own
             ("tok", comps.get("tok", "unknown")),
             ("transformers", _version("transformers")),

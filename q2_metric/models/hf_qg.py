@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 
 import torch
 
 from q2_metric.config import Q2Config
-from q2_metric.models.batching import budget_batches, map_batched
+from q2_metric.errors import Q2Error
+from q2_metric.models.batching import budget_batches
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
-from q2_metric.models.paper.beam_search import Group, beam_search
+from q2_metric.models.paper.beam_search import BeamRules, beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
+from q2_metric.models.paper.t5_steps import decoder_steps
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels, uses_onednn
-from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY, growing_cache
-from q2_metric.models.speed.t5_merged_decoder import (
-    MERGED_ROWS,
-    mergeable,
-    merged_decoder_steps,
-    rows_independent,
-)
+from q2_metric.models.speed.qg_fast import FastQG, FastSettings
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 from q2_metric.progress import batch_done
 
@@ -40,51 +33,6 @@ def clean_question(text: str) -> str:
     return text.replace("question: ", "", 1)
 
 
-def decoder_steps(
-    model: torch.nn.Module,
-    ids: torch.Tensor,
-    mask: torch.Tensor,
-    beams: int,
-    share_cross: bool,
-    max_length: int | None = None,
-    in_place_cache: bool = True,
-) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
-    """The `step` of `beam_search` for an encoder-decoder model: the encoder runs once per input,
-    its output goes to the input's `beams` rows, and each step feeds the rows' last tokens with the
-    cache reordered by the beams (its self-attention part only when the beams of an input share
-    their cross-attention keys and values, `t5_shared_cross`). With `in_place_cache` the
-    self-attention cache is written into preallocated buffers, one copy per beam reorder
-    (`t5_beam_cache`; the same values; `max_length`, the decoder start token counted, sizes its
-    first buffer), otherwise it is transformers' `DynamicCache`."""
-    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-    from transformers.modeling_outputs import BaseModelOutput
-
-    hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
-    encoder = BaseModelOutput(last_hidden_state=hidden.repeat_interleave(beams, dim=0))
-    mask = mask.repeat_interleave(beams, dim=0)
-    capacity = min(max_length or FIRST_CAPACITY, FIRST_CAPACITY)
-    # (DynamicCache() adds a layer per decoder layer as they come: T5's config counts the encoder's)
-    own = growing_cache(model.config, capacity) if in_place_cache else DynamicCache()
-    cache = EncoderDecoderCache(own, DynamicCache())
-    # the keyword was `past_key_values` before transformers 5.2x, `cache` since
-    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-    def step(tokens: torch.Tensor, beam_idx: torch.Tensor | None) -> torch.Tensor:
-        if beam_idx is not None:
-            (cache.self_attention_cache if share_cross else cache).reorder_cache(beam_idx)
-        out = model(
-            encoder_outputs=encoder,
-            attention_mask=mask,
-            decoder_input_ids=tokens[:, None],
-            use_cache=True,
-            return_dict=True,
-            **{name: cache},
-        )
-        return out.logits[:, -1, :]
-
-    return step
-
-
 class HFQuestionGenerator:
     """Batched, padded beam search (or greedy decoding) over (answer, context) pairs; beam search
     by transformers 3.2's rules (`beam_search`), the length limit included.
@@ -94,9 +42,14 @@ class HFQuestionGenerator:
     (`reference_tokenization`); a checkpoint saved by transformers 3.x with the cross-attention
     relative bias runs with it (`t5_cross_bias`). `reference=False` (for comparisons) and any
     other model use transformers' own tokenizer.
+
+    Beam search runs by one of two paths, chosen once here (`Q2Config.qg_decoder`): the reference
+    path searches each batch alone over 3.2's decoder step; the fast path (`models/speed/qg_fast.py`,
+    its choices `fast`, default `FastSettings()`) merges batches' rows behind an exactness gate that
+    falls back to the reference path wherever its steps would give other logits.
     """
 
-    def __init__(self, config: Q2Config, reference: bool = True) -> None:
+    def __init__(self, config: Q2Config, reference: bool = True, fast: FastSettings | None = None) -> None:
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
         self.model_id = config.qg_model
@@ -109,23 +62,22 @@ class HFQuestionGenerator:
         )
         self.cross_bias = attach_cross_attention_bias(self.model, config.qg_model) if reference else False
         self.model = self.model.to(self.device).eval()
-        # beam search computes each input's cross-attention keys and values once (same values)
-        self.shared_cross = attach_shared_cross_attention(self.model)
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
-        self.in_place_cache = True  # `t5_beam_cache` (False: transformers' cache, for comparisons)
-        # `t5_merged_decoder`: the decoder steps of batches of >= MIN_ROWS rows run together, up to
-        # this many rows (0: each batch alone). On by default where the same ids were checked:
-        # float32 on a CPU with PyTorch's BLAS (elsewhere a product's rows may change its rounding)
-        dtype = next(self.model.parameters()).dtype
-        checked = self.device.type == "cpu" and dtype == torch.float32
-        self.merged_rows = (
-            MERGED_ROWS if checked and not uses_onednn(config.cpu_matmul, self.device, dtype) else 0
-        )
-        # (threads, each batch's rows) -> whether their products keep each row's numbers merged
-        self._rows_checked: dict[tuple[int, tuple[int, ...]], bool] = {}
-        self.merge_limits = True  # batches of other length limits merge too (`_merged`)
-        self._own_rows: dict[tuple[int, ...], torch.Tensor] = {}  # `rows_independent`'s memo
         self.tokens_processed = 0
+        shared = attach_shared_cross_attention(self.model)
+        self.fast: FastQG | None = None
+        if config.qg_decoder == "fast" and shared is None:
+            raise Q2Error(
+                f"qg_decoder='fast' needs a T5 question generator; {config.qg_model} is not one "
+                "(use qg_decoder='auto' or 'reference')"
+            )
+        if shared is not None and config.qg_decoder != "reference":
+            self.fast = FastQG(self.model, shared, fast or FastSettings(), self._reference_search, self._environment)
+
+    @property
+    def decoder(self) -> str:
+        """Which beam-search path runs: `fast` or `reference`."""
+        return "fast" if self.fast is not None else "reference"
 
     @property
     def tokenization(self) -> str:
@@ -146,19 +98,6 @@ class HFQuestionGenerator:
             return clean_question(self.reference.decode(ids, skip_special_tokens=True))
         return clean_question(self.tokenizer.decode(ids, skip_special_tokens=True))
 
-    def _generation_kwargs(self) -> dict:
-        c = self.config
-        if c.decoding == "greedy":
-            return {"max_length": c.max_question_length, "num_beams": 1, "do_sample": False}
-        return {
-            "max_length": c.max_question_length,
-            "num_beams": c.num_beams,
-            "num_return_sequences": c.num_return_sequences,
-            "no_repeat_ngram_size": c.no_repeat_ngram_size,
-            "early_stopping": c.early_stopping,
-            "do_sample": False,
-        }
-
     def _padded(self, inputs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """A batch's encoder ids and mask: right padding, masked (each input's encoder states are
         those of the input alone)."""
@@ -169,76 +108,52 @@ class HFQuestionGenerator:
         self.tokens_processed += int(ids.numel())
         return ids, mask
 
-    @torch.inference_mode()
-    def _run(self, inputs: list[list[int]]) -> list[list[list[int]]]:
-        ids, mask = self._padded(inputs)
-        kwargs = self._batch_kwargs(inputs)
-        beams = kwargs["num_beams"]
-        sharing = self.shared_cross.sharing(beams) if self.shared_cross else contextlib.nullcontext()
-        with sharing, linear_kernels(self.linears, self.config.cpu_matmul, self.device):
-            if beams == 1:  # greedy: transformers' own (the same rule as 3.2's)
-                out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs).tolist()
-                return [[row] for row in out]
-            return self._beam_search(ids, mask, kwargs)
-
-    @staticmethod
-    def _lengths(kwargs: dict, generation: object) -> tuple[int, int]:
-        """max_length and min_length as 3.2 counted them (the decoder start token included)."""
-        max_length = 1 + kwargs["max_new_tokens"] if "max_new_tokens" in kwargs else kwargs["max_length"]
-        min_length = (
-            1 + kwargs["min_new_tokens"]
-            if "min_new_tokens" in kwargs
-            else (getattr(generation, "min_length", 0) or 0)
-        )
-        return max_length, min_length
-
-    def _beam_search(self, ids: torch.Tensor, mask: torch.Tensor, kwargs: dict) -> list[list[list[int]]]:
-        """transformers 3.2's beam search (`beam_search`) over the model's decoder steps."""
-        max_length, _ = self._lengths(kwargs, self.model.generation_config)
-        step = decoder_steps(
-            self.model,
-            ids,
-            mask,
-            kwargs["num_beams"],
-            share_cross=self.shared_cross is not None,
-            max_length=max_length,
-            in_place_cache=self.in_place_cache,
-        )
-        return self._search(step, len(ids), kwargs)
-
-    def _search(
-        self,
-        step: Callable[..., torch.Tensor],
-        inputs: int,
-        kwargs: dict,
-        groups: list[Group] | None = None,
-        may_leave: Callable[[list[int]], bool] | None = None,
-    ) -> list[list[list[int]]]:
-        """`beam_search` with the configured rules over `inputs` inputs' decoder steps (`groups`,
-        `may_leave`: merged steps' batches, each with its own length limits)."""
-        beams, generation = kwargs["num_beams"], self.model.generation_config
-        max_length, min_length = self._lengths(kwargs, generation)
-        config = self.model.config
-        return beam_search(
-            step,
-            inputs,
-            num_beams=beams,
+    def _rules(self, new_tokens: int | None) -> BeamRules:
+        """3.2's beam-search settings of a batch (`new_tokens`: exactly that many tokens)."""
+        c, generation, model = self.config, self.model.generation_config, self.model.config
+        max_length = c.max_question_length if new_tokens is None else 1 + new_tokens
+        min_length = (getattr(generation, "min_length", 0) or 0) if new_tokens is None else 1 + new_tokens
+        return BeamRules(
+            num_beams=c.num_beams,
             max_length=max_length,
             min_length=min_length,
-            num_return_sequences=kwargs["num_return_sequences"],
-            no_repeat_ngram_size=kwargs["no_repeat_ngram_size"] or 0,
-            early_stopping=bool(kwargs["early_stopping"]),
+            num_return_sequences=c.num_return_sequences,
+            no_repeat_ngram_size=c.no_repeat_ngram_size or 0,
+            early_stopping=bool(c.early_stopping),
             length_penalty=float(generation.length_penalty if generation.length_penalty is not None else 1.0),
-            start_id=config.decoder_start_token_id,
-            eos_id=config.eos_token_id,
-            pad_id=config.pad_token_id,
-            device=self.device,
-            groups=groups,
-            may_leave=may_leave,
+            start_id=model.decoder_start_token_id,
+            eos_id=model.eos_token_id,
+            pad_id=model.pad_token_id,
         )
 
-    def generate_ids(self, prompts: Sequence[str]) -> list[list[list[int]]]:
-        """The generated ids of each prompt's questions (best first)."""
+    def _reference_search(self, ids: torch.Tensor, mask: torch.Tensor, rules: BeamRules) -> list[list[list[int]]]:
+        """One batch's beam search by the reference path: 3.2's rules over 3.2's decoder step."""
+        step = decoder_steps(self.model, ids, mask, rules.num_beams)
+        return beam_search(step, len(ids), device=self.device, **vars(rules))
+
+    def _greedy(self, ids: torch.Tensor, mask: torch.Tensor, new_tokens: int | None) -> list[list[list[int]]]:
+        """Greedy decoding: transformers' own (the same rule as 3.2's)."""
+        c = self.config
+        limits = {"max_length": c.max_question_length} if new_tokens is None else {
+            "min_new_tokens": new_tokens, "max_new_tokens": new_tokens
+        }
+        out = self.model.generate(input_ids=ids, attention_mask=mask, num_beams=1, do_sample=False, **limits)
+        return [[row] for row in out.tolist()]
+
+    def _environment(self) -> tuple:
+        """What the exactness gate's memo keys hold besides the shapes: device, dtype, threads and
+        the Linear layers' kernel."""
+        dtype = next(self.model.parameters()).dtype
+        onednn = uses_onednn(self.config.cpu_matmul, self.device, dtype)
+        return (str(self.device), str(dtype), torch.get_num_threads(), "onednn" if onednn else "default")
+
+    @torch.inference_mode()
+    def generate_ids(
+        self, prompts: Sequence[str], new_tokens: Sequence[int] | None = None
+    ) -> list[list[list[int]]]:
+        """The generated ids of each prompt's questions (best first). `new_tokens` (benchmarks):
+        each batch generates exactly the largest of its prompts' numbers of tokens, in place of the
+        configured length limit."""
         if not prompts:
             return []
         c = self.config
@@ -246,93 +161,42 @@ class HFQuestionGenerator:
         beams = 1 if c.decoding == "greedy" else c.num_beams
         # beam search runs `beams` copies of every input: budget the expanded batch
         lengths = [beams * len(ids) for ids in inputs]
-        if self.merged_rows > 0 and beams > 1 and self.shared_cross is not None and self.in_place_cache:
-            return self._merged(inputs, lengths, beams)
-        return map_batched(inputs, lengths, c.qg_batch_size, c.qg_max_tokens, self._run)
+        order = list(budget_batches(lengths, c.qg_batch_size, c.qg_max_tokens))
+        batches = [self._padded([inputs[i] for i in idx]) for idx in order]
+        forced = [None if new_tokens is None else max(new_tokens[i] for i in idx) for idx in order]
+        out: list[list[list[int]]] = [[] for _ in inputs]
+        with linear_kernels(self.linears, c.cpu_matmul, self.device):
+            if beams == 1:
+                results = []
+                for (ids, mask), n, idx in zip(batches, forced, order):
+                    results.append(self._greedy(ids, mask, n))
+                    batch_done(sum(len(i) for i in order[: len(results)]), len(inputs))
+            elif self.fast is not None:
+                results = self.fast.search(batches, [self._rules(n) for n in forced])
+            else:
+                results = []
+                for (ids, mask), n in zip(batches, forced):
+                    results.append(self._reference_search(ids, mask, self._rules(n)))
+                    batch_done(sum(len(i) for i in order[: len(results)]), len(inputs))
+        for idx, result in zip(order, results):
+            for i, ids in zip(idx, result):
+                out[i] = ids
+        batch_done(len(inputs), len(inputs))
+        return out
 
-    def _batch_kwargs(self, inputs: list[list[int]]) -> dict:
-        """The generation settings of one batch (the same for every batch here)."""
-        return self._generation_kwargs()
-
-    @torch.inference_mode()
-    def _merged(self, inputs: list[list[int]], lengths: list[int], beams: int) -> list[list[list[int]]]:
-        """`map_batched`'s batches, the decoder steps of those with enough rows and the same
-        settings but for their length limits run together (`t5_merged_decoder`) up to `merged_rows`
-        rows, each batch with its own limits (`beam_search`'s groups), the others alone."""
-        c = self.config
-        generation = self.model.generation_config
-        out: list[list[list[int]] | None] = [None] * len(inputs)
-        alone: list[list[int]] = []
-        open_chunks: dict[str, list[tuple[list[int], Group]]] = {}  # by settings: the chunk being filled
-        chunks: list[tuple[dict, list[tuple[list[int], Group]]]] = []
-        # batches that differ in their length limits alone merge (False: only equal settings, for comparisons)
-        limits = (
-            {"max_length", "min_length", "max_new_tokens", "min_new_tokens"} if self.merge_limits else set()
-        )
-        for idx in budget_batches(lengths, c.qg_batch_size, c.qg_max_tokens):
-            kwargs = self._batch_kwargs([inputs[i] for i in idx])
-            if not mergeable(len(idx), beams):
-                alone.append(idx)
-                continue
-            key = repr(sorted((k, v) for k, v in kwargs.items() if k not in limits))
-            chunk = open_chunks.get(key)
-            if chunk is None or (sum(len(i) for i, _ in chunk) + len(idx)) * beams > self.merged_rows:
-                chunk = open_chunks[key] = []
-                chunks.append((kwargs, chunk))
-            chunk.append((idx, Group(len(idx), *self._lengths(kwargs, generation))))
-        done = 0
-
-        def finish(indices: list[int], results: list[list[list[int]]]) -> None:
-            nonlocal done
-            for i, result in zip(indices, results):
-                out[i] = result
-            done += len(indices)
-            batch_done(done, len(inputs))
-
-        for idx in alone:
-            finish(idx, self._run([inputs[i] for i in idx]))
-        assert self.shared_cross is not None
-        for kwargs, chunk in chunks:
-            sizes = [len(idx) * beams for idx, _ in chunk]
-            if len(chunk) == 1 or not self._independent(sizes):  # each batch alone
-                for idx, _ in chunk:
-                    finish(idx, self._run([inputs[i] for i in idx]))
-                continue
-            padded = [self._padded([inputs[i] for i in idx]) for idx, _ in chunk]
-            groups = [group for _, group in chunk]
-            longest = max(g.max_length for g in groups)
-            with (
-                self.shared_cross.sharing(beams),
-                linear_kernels(self.linears, c.cpu_matmul, self.device),
-                merged_decoder_steps(self.model, self.shared_cross, padded, beams, longest) as step,
-            ):
-                results = self._search(
-                    step,
-                    sum(g.inputs for g in groups),
-                    kwargs,
-                    groups=groups,
-                    may_leave=partial(self._leave, sizes),
-                )
-            finish([i for idx, _ in chunk for i in idx], results)
-        return out  # type: ignore[return-value]  # every slot was filled by the loops
-
-    def _leave(self, sizes: list[int], running: list[int]) -> bool:
-        """Whether the batches `running` (indices into `sizes`) may run their steps without the others."""
-        return self._independent([sizes[k] for k in running])
-
-    def _independent(self, sizes: list[int]) -> bool:
-        """Whether one product of batches of `sizes` rows keeps each batch's rows' numbers
-        (`rows_independent`, checked once per thread count and sizes)."""
-        if len(sizes) <= 1:
-            return True
-        check = (torch.get_num_threads(), tuple(sizes))
-        if check not in self._rows_checked:
-            self._rows_checked[check] = rows_independent(self.model, sizes, self._own_rows)
-        return self._rows_checked[check]
-
-    def generate(self, answers: Sequence[str], contexts: Sequence[str]) -> list[list[str]]:
+    def generate(
+        self, answers: Sequence[str], contexts: Sequence[str], new_tokens: Sequence[int] | None = None
+    ) -> list[list[str]]:
         prompts = [qg_input(a, c) for a, c in zip(answers, contexts)]
-        return [[self.decode(ids) for ids in beams] for beams in self.generate_ids(prompts)]
+        return [[self.decode(ids) for ids in beams] for beams in self.generate_ids(prompts, new_tokens)]
+
+    def profile_notes(self) -> list[str]:
+        """The shape classes the fast path's exactness gate sent to the reference path."""
+        if self.fast is None:
+            return []
+        return [f"qg: fell back to the reference path for {key[0]} {key[-1]}" for key in self.fast.gate.refused()]
 
     def describe(self) -> str:
         return f"{self.model_id}@{model_revision(self.model, self.model_id)}"
+
+

@@ -14,16 +14,19 @@ did, and the two differ on inputs whose beams reach the length limit:
   list is not full or it beats the worst strictly; the worst goes (the first added on a tie); the
   returned sequences are the list sorted by score, best first (on a tie, the one added last first).
 
-`beam_search` implements those rules over a `step` function that runs one decoder step, so the
-rules are pure and testable without a model; `hf_qg` gives it a T5 with its cache. Ids and
-scores are computed as 3.2 computed them: float32 log-softmax plus the beam's float32 score, top
-`2 * num_beams` over all beams of an input, hypothesis scores in Python floats.
+`SearchState` holds one batch's search (its hypotheses, n-gram ban and length limits) and takes
+one decoder step's logits at a time; `beam_search` runs it over a `step` function that runs one
+decoder step, so the rules are pure and testable without a model. Ids and scores are computed as
+3.2 computed them: float32 log-softmax plus the beam's float32 score, top `2 * num_beams` over all
+beams of an input, hypothesis scores in Python floats. (`models/speed/qg_fast.py` advances several
+states with one step over all their rows; the rules stay here.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -75,160 +78,121 @@ def banned_ngram_tokens(tokens: Sequence[int], n: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class Group:
-    """Consecutive inputs of a merged beam search searched as their own `beam_search` would search
-    them, with their own length limits (`max_length`, `min_length` as `beam_search`'s)."""
+class BeamRules:
+    """The settings of 3.2's `generate(num_beams=..., do_sample=False)` that the search reads
+    (`max_length` and `min_length` count the decoder start token)."""
 
-    inputs: int
+    num_beams: int
     max_length: int
+    start_id: int
+    eos_id: int
+    pad_id: int
+    num_return_sequences: int = 1
+    no_repeat_ngram_size: int = 0
+    early_stopping: bool = False
+    length_penalty: float = 1.0
     min_length: int = 0
 
 
-def beam_search(
-    step: Callable[..., torch.Tensor],
-    batch_size: int,
-    *,
-    num_beams: int,
-    max_length: int,
-    start_id: int,
-    eos_id: int,
-    pad_id: int,
-    num_return_sequences: int = 1,
-    no_repeat_ngram_size: int = 0,
-    early_stopping: bool = False,
-    length_penalty: float = 1.0,
-    min_length: int = 0,
-    device: torch.device | str = "cpu",
-    groups: Sequence[Group] | None = None,
-    may_leave: Callable[[list[int]], bool] | None = None,
-) -> list[list[list[int]]]:
-    """Each input's `num_return_sequences` best sequences (best first), as transformers 3.2's
-    `generate(num_beams=..., do_sample=False)` returned them for an encoder-decoder model: the
-    decoder start token, the tokens, and the end token when the sequence is shorter than
-    `max_length` (no padding).
+class SearchState:
+    """One batch's beam search by 3.2's rules: rows `i * num_beams ...` belong to input `i`."""
 
-    `step(tokens, beam_idx)` runs the decoder on the last token of each of the
-    `batch_size * num_beams` rows (rows `i * num_beams ...` belong to input `i`) and returns the
-    next-token logits, one row each; `beam_idx` (None on the first step) says which row's state
-    each row continues, so the step reorders its cache by it first.
+    def __init__(self, inputs: int, rules: BeamRules, device: torch.device | str = "cpu") -> None:
+        beams = rules.num_beams
+        self.inputs, self.rules, self.device = inputs, rules, device
+        self.rows = inputs * beams
+        self.hyps = [Hypotheses(beams, rules.length_penalty, rules.early_stopping) for _ in range(inputs)]
+        self.done = [False] * inputs
+        self.seqs = [[rules.start_id] for _ in range(self.rows)]
+        # the first step continues the first beam only
+        self.scores_of = [0.0 if k == 0 else -1e9 for _ in range(inputs) for k in range(beams)]
+        self.cur_len = 1
+        self.finished = inputs == 0 or rules.max_length <= 1
+        if self.finished:  # a limit of one token: the start token is every beam
+            self._add_open_beams()
 
-    With `groups` (consecutive inputs summing to `batch_size`; `max_length` and `min_length` are
-    then the groups'), each group is searched as a `beam_search` of its inputs alone with its
-    limits would search it, as long as the step gives its rows the same logits: the step is called
-    as `step(tokens, beam_idx, running)` with the rows of the groups in `running` (indices, in
-    order) and `beam_idx` indexing the rows of its previous call. A group stops searching when all
-    its inputs are done or at its `max_length`; its rows stop running when `may_leave(the groups
-    left)` allows it (else they run on, their results unused, as a done input's rows do).
-    """
-    if groups is None:
-        spec = [Group(batch_size, max_length, min_length)]
-    else:
-        spec = list(groups)
-        assert sum(g.inputs for g in spec) == batch_size
-    first = [sum(g.inputs for g in spec[:k]) for k in range(len(spec))]
-    members = [range(first[k], first[k] + g.inputs) for k, g in enumerate(spec)]
-    hyps = [Hypotheses(num_beams, length_penalty, early_stopping) for _ in range(batch_size)]
-    done = [False] * batch_size
-    seqs = [[start_id] for _ in range(batch_size * num_beams)]
-    # the first step continues the first beam only
-    scores_of = [0.0 if k == 0 else -1e9 for _ in range(batch_size) for k in range(num_beams)]
-    token_of = [start_id] * (batch_size * num_beams)
-    parent = list(range(batch_size * num_beams))  # the row whose state each row continues
-    searching = [k for k, g in enumerate(spec) if g.inputs > 0 and g.max_length > 1]
-    for k in range(len(spec)):  # a limit of one token: the start token is every beam
-        if k not in searching:
-            for b in members[k]:
-                for r in range(b * num_beams, (b + 1) * num_beams):
-                    hyps[b].add(seqs[r], scores_of[r])
-    running = list(searching)
-    previous: list[int] | None = None  # the rows of the step's previous call
-    cur_len = 1
-    while searching:
-        inputs = [b for k in running for b in members[k]]
-        rows = [b * num_beams + j for b in inputs for j in range(num_beams)]
-        beam_idx = None
-        if previous is not None:
-            position = {r: i for i, r in enumerate(previous)}
-            beam_idx = torch.tensor([position[parent[r]] for r in rows], dtype=torch.long, device=device)
-        tokens = torch.tensor([token_of[r] for r in rows], dtype=torch.long, device=device)
-        logits = step(tokens, beam_idx) if groups is None else step(tokens, beam_idx, list(running))
-        previous = rows
+    def tokens(self) -> torch.Tensor:
+        """Each row's last token: what the next decoder step reads."""
+        return torch.tensor([seq[-1] for seq in self.seqs], dtype=torch.long, device=self.device)
+
+    def _add_open_beams(self) -> None:
+        beams = self.rules.num_beams
+        for b in range(self.inputs):
+            if not self.done[b]:
+                for r in range(b * beams, (b + 1) * beams):
+                    self.hyps[b].add(self.seqs[r], self.scores_of[r])
+
+    def advance(self, logits: torch.Tensor) -> torch.Tensor | None:
+        """Take one step's next-token logits (one row each); return which row's state each row
+        continues (the cache's beam reorder), or None when the search has ended."""
+        r, beams = self.rules, self.rules.num_beams
         scores = torch.log_softmax(logits.float(), dim=-1)
-        start = 0
-        for k in running:
-            n = spec[k].inputs * num_beams
-            if cur_len < spec[k].min_length:
-                if n == len(rows):
-                    scores[:, eos_id] = NEG_INF
-                else:
-                    scores[start : start + n, eos_id] = NEG_INF
-            start += n
-        if no_repeat_ngram_size > 0:
-            banned = [
-                (i, t) for i, r in enumerate(rows) for t in banned_ngram_tokens(seqs[r], no_repeat_ngram_size)
-            ]
-            if banned:
-                i, t = zip(*banned)
-                scores[list(i), list(t)] = NEG_INF
+        if self.cur_len < r.min_length:
+            scores[:, r.eos_id] = NEG_INF
+        banned = [(i, t) for i, seq in enumerate(self.seqs) for t in banned_ngram_tokens(seq, r.no_repeat_ngram_size)]
+        if banned:
+            rows, tokens = zip(*banned)
+            scores[list(rows), list(tokens)] = NEG_INF
         vocab = scores.shape[-1]
-        current = torch.tensor([scores_of[r] for r in rows], dtype=torch.float, device=device)
-        next_scores = (scores + current[:, None]).view(len(inputs), num_beams * vocab)
-        next_scores, next_tokens = torch.topk(next_scores, 2 * num_beams, dim=1, largest=True, sorted=True)
-        top_scores, top_tokens = next_scores.tolist(), next_tokens.tolist()
-        chosen: dict[int, list[tuple[float, int, int]]] = {}  # input -> (score, token, row it continues)
-        for a, b in enumerate(inputs):
-            if done[b]:
-                chosen[b] = [(0.0, pad_id, b * num_beams + k) for k in range(num_beams)]
+        current = torch.tensor(self.scores_of, dtype=torch.float, device=scores.device)
+        top = (scores + current[:, None]).view(self.inputs, beams * vocab).topk(2 * beams, dim=1)
+        top_scores, top_tokens = top.values.tolist(), top.indices.tolist()
+        chosen: list[tuple[float, int, int]] = []  # per row: (score, token, the row it continues)
+        for b in range(self.inputs):
+            if self.done[b]:  # a done input's rows run on with pad tokens
+                chosen += [(0.0, r.pad_id, b * beams + k) for k in range(beams)]
                 continue
             beam: list[tuple[float, int, int]] = []
-            for rank, (score, index) in enumerate(zip(top_scores[a], top_tokens[a])):
-                row, token = b * num_beams + index // vocab, index % vocab
-                if token == eos_id:
-                    if rank < num_beams:  # an ending below the top num_beams is not a hypothesis
-                        hyps[b].add(list(seqs[row]), score)
+            for rank, (score, index) in enumerate(zip(top_scores[b], top_tokens[b])):
+                row, token = b * beams + index // vocab, index % vocab
+                if token == r.eos_id:
+                    if rank < beams:  # an ending below the top num_beams is not a hypothesis
+                        self.hyps[b].add(list(self.seqs[row]), score)
                 else:
                     beam.append((score, token, row))
-                if len(beam) == num_beams:
+                if len(beam) == beams:
                     break
-            done[b] = hyps[b].is_done(top_scores[a][0], cur_len)
-            chosen[b] = beam
-        still = []
-        for k in running:
-            if k in searching and all(done[b] for b in members[k]):
-                # as its own search: it ends before taking the step's beams (should its rows run on,
-                # each continues itself)
-                for r in range(first[k] * num_beams, (first[k] + spec[k].inputs) * num_beams):
-                    token_of[r], parent[r] = pad_id, r
-                continue
-            ended = [c for b in members[k] for c in chosen[b]]
-            parents = [seqs[row] for _, _, row in ended]
-            for r, (score, token, row), seq in zip(range(first[k] * num_beams, len(seqs)), ended, parents):
-                scores_of[r], token_of[r], parent[r] = score, token, row
-                seqs[r] = seq + [token]
-            if k in searching and cur_len + 1 >= spec[k].max_length:
-                # the length limit: every open beam of an input not done is a hypothesis, at its full length
-                for b in members[k]:
-                    if not done[b]:
-                        for r in range(b * num_beams, (b + 1) * num_beams):
-                            hyps[b].add(seqs[r], scores_of[r])
-                continue
-            if k in searching:
-                still.append(k)
-        searching = still
-        if searching and searching != running:
-            if may_leave is None or may_leave(list(searching)):
-                running = list(searching)
-            else:  # the ended groups' rows run on as a done input's rows do (pad tokens)
-                for k in running:
-                    if k not in searching:
-                        for b in members[k]:
-                            done[b] = True
-        cur_len += 1
-    return [
-        [
-            hyp + [eos_id] if len(hyp) < spec[k].max_length else hyp
-            for hyp in hyps[b].best(num_return_sequences)
+            self.done[b] = self.hyps[b].is_done(top_scores[b][0], self.cur_len)
+            chosen += beam
+        if all(self.done):  # 3.2 ends before taking the step's beams
+            self.finished = True
+            return None
+        self.seqs = [self.seqs[row] + [token] for _, token, row in chosen]
+        self.scores_of = [score for score, _, _ in chosen]
+        self.cur_len += 1
+        if self.cur_len >= r.max_length:  # every open beam of an input not done, at its full length
+            self._add_open_beams()
+            self.finished = True
+            return None
+        return torch.tensor([row for _, _, row in chosen], dtype=torch.long, device=self.device)
+
+    def results(self) -> list[list[list[int]]]:
+        """Each input's `num_return_sequences` best sequences (best first): the decoder start
+        token, the tokens, and the end token when the sequence is shorter than `max_length`."""
+        r = self.rules
+        return [
+            [hyp + [r.eos_id] if len(hyp) < r.max_length else hyp for hyp in h.best(r.num_return_sequences)]
+            for h in self.hyps
         ]
-        for k in range(len(spec))
-        for b in members[k]
-    ]
+
+
+def beam_search(
+    step: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
+    batch_size: int,
+    *,
+    device: torch.device | str = "cpu",
+    **rules: Any,
+) -> list[list[list[int]]]:
+    """Each input's `num_return_sequences` best sequences (best first), as transformers 3.2's
+    `generate(num_beams=..., do_sample=False)` returned them for an encoder-decoder model (no
+    padding). `rules` are `BeamRules`' fields.
+
+    `step(tokens, beam_idx)` runs the decoder on the last token of each of the
+    `batch_size * num_beams` rows and returns the next-token logits, one row each; `beam_idx` (None
+    on the first step) says which row's state each row continues, so the step reorders its cache
+    by it first."""
+    state = SearchState(batch_size, BeamRules(**rules), device)
+    beam_idx = None
+    while not state.finished:
+        beam_idx = state.advance(step(state.tokens(), beam_idx))
+    return state.results()

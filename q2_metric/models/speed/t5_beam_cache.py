@@ -36,18 +36,17 @@ class GrowingLayer(DynamicLayer):
     """One decoder layer's self-attention keys and values: two pairs of `[rows, heads, capacity,
     head_dim]` buffers, the current one filled up to `length` positions."""
 
-    time_major = True  # the buffers' memory order (False: heads first, for comparisons)
-
-    def __init__(self, capacity: int = FIRST_CAPACITY) -> None:
+    def __init__(self, capacity: int = FIRST_CAPACITY, time_major: bool = True) -> None:
         super().__init__()
         self.capacity = max(1, capacity)
+        self.time_major = time_major  # the buffers' memory order (False: heads first, for comparisons)
         self.length = 0
         self._current: tuple[torch.Tensor, torch.Tensor] | None = None
         self._spare: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _new_pair(self, like: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         key, value = like
-        if not GrowingLayer.time_major:
+        if not self.time_major:
             return (
                 key.new_empty((key.shape[0], key.shape[1], self.capacity, key.shape[3])),
                 value.new_empty((value.shape[0], value.shape[1], self.capacity, value.shape[3])),
@@ -138,12 +137,12 @@ class GrowingLayer(DynamicLayer):
         raise NotImplementedError("GrowingLayer is a beam-search cache: rows are reordered, not selected")
 
 
-def growing_cache(config: Any, capacity: int = FIRST_CAPACITY) -> DynamicCache:
+def growing_cache(config: Any, capacity: int = FIRST_CAPACITY, time_major: bool = True) -> DynamicCache:
     """A `DynamicCache` for the decoder of `config` whose layers are `GrowingLayer`s (as it is when
     a layer is of another kind than `DynamicLayer`, e.g. a sliding window)."""
     cache = DynamicCache(config=config)
     if cache.layers and all(type(layer) is DynamicLayer for layer in cache.layers):
         # T5's config gives the encoder's layer count; its decoder may have another
         layers = getattr(config, "num_decoder_layers", None) or len(cache.layers)
-        cache.layers = [GrowingLayer(capacity) for _ in range(layers)]
+        cache.layers = [GrowingLayer(capacity, time_major) for _ in range(layers)]
     return cache

@@ -26,12 +26,14 @@ the same keys and values: at the paper's shapes (16 inputs of 200 tokens, 5 beam
 cross-attention ran 2.7x faster, one thread, and it had been the largest item of a decoder step
 after the matrix products (`benchmarks/RESULTS.md`).
 
-With transformers' SDPA attention on a CPU the beam slots' calls are one call of grouped-query
-attention (`enable_gqa`: per input, `beams` query heads per key/value head, each a query of
-length 1 as in its slot's call), so each (input, head)'s keys and values are read once for all its
-beams; a check on random rows of the same shapes (once per thread count, heads, key length, head
-size and dtype) finds it equal bit for bit to the slots' calls before it is used, else the slots'
-calls run.
+In the fast question generator's merged steps (`t5_merged_decoder`, `FastSettings.grouped_query`)
+the beam slots' calls are one call of grouped-query attention with transformers' SDPA attention
+(`enable_gqa`: per input, `beams` query heads per key/value head, each a query of length 1 as in
+its slot's call), so each (input, head)'s keys and values are read once for all its beams. While
+several batches' steps run merged, each batch's self-attention also runs on its own rows alone
+(`grouped_self_attention`): an attention kernel may split its work by the rows it is given, so
+only the Linear layers and norms see every row. Whether any of this gives the reference path's
+numbers on this machine is the fast path's exactness gate's to say (`models/speed/qg_fast.py`).
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ from typing import Any
 
 import torch
 
-# the attention function of the shared cross-attention (registered with transformers once)
+# the attention functions of the shared cross-attention and of the decoder's self-attention in
+# merged steps (registered with transformers once)
 ATTENTION_NAME = "q2_shared_cross"
+SELF_ATTENTION_NAME = "q2_grouped_self"
 
 
 class SharedCrossAttention:
@@ -56,8 +60,9 @@ class SharedCrossAttention:
         self.beams = 1
         # set by `t5_merged_decoder` while the decoder steps of several encoder batches run as one
         self.groups: list[CrossGroup] | None = None
-        # the beam slots' cross-attention in one grouped-query call where checked (False: per slot)
-        self.grouped_query = True
+        # the beam slots' cross-attention in one grouped-query call (set by the merged steps from
+        # their `FastSettings`; False: one call per slot)
+        self.grouped_query = False
         self.projections = [
             getattr(block.layer[1].EncDecAttention, name)
             for block in model.decoder.block
@@ -72,6 +77,10 @@ class SharedCrossAttention:
             attention._q2_shared, attention._q2_decoder_config = self, attention.config
             attention.config = copy.copy(attention.config)
             attention.config._attn_implementation = ATTENTION_NAME
+            own = block.layer[0].SelfAttention
+            own._q2_shared, own._q2_decoder_config = self, own.config
+            own.config = copy.copy(own.config)
+            own.config._attn_implementation = SELF_ATTENTION_NAME
 
     def _one_row_per_input(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple | None:
         """The encoder states the cross-attention projects to keys and values: one row per input."""
@@ -131,6 +140,36 @@ def shared_cross_attention(
     return _per_beam_slots(module, attend, query, key, value, attention_mask, beams, kwargs), None
 
 
+def _rows_of(x: Any, rows: int, part: slice) -> Any:
+    """A per-row tensor's rows `part` (its first dimension is `rows`); others as they are."""
+    return x[part] if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == rows else x
+
+
+def grouped_self_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, Any]:
+    """The decoder's self-attention in merged steps: each batch's rows by their own call, as in
+    their own steps; any other call goes to the decoder's attention function as is."""
+    attend = _decoder_attention(module)
+    groups = module._q2_shared.groups
+    rows = query.shape[0]
+    if groups is None or len(groups) == 1 or rows != sum(g.rows for g in groups):
+        return attend(module, query, key, value, attention_mask, **kwargs)
+    outs, start = [], 0
+    for g in groups:
+        part = slice(start, start + g.rows)
+        own = {k: _rows_of(v, rows, part) for k, v in kwargs.items()}
+        out, _ = attend(module, query[part], key[part], value[part], _rows_of(attention_mask, rows, part), **own)
+        outs.append(out)
+        start += g.rows
+    return torch.cat(outs), None
+
+
 @dataclass
 class CrossGroup:
     """One encoder batch inside merged decoder steps (`t5_merged_decoder`): its `rows` decoder rows
@@ -180,7 +219,7 @@ def _per_beam_slots(
     if (
         module._q2_shared.grouped_query
         and all(x is None or x.shape[0] in (1, rows) for x in per_row)
-        and _grouped_query_ok(attend, query, key, kwargs)
+        and _grouped_query_applies(attend, query, kwargs)
     ):
         return _grouped_query(query, key, value, attention_mask, beams, kwargs)
     return _slot_calls(module, attend, query, key, value, attention_mask, beams, kwargs)
@@ -210,9 +249,6 @@ def _slot_calls(
     return torch.stack(outs, dim=1).reshape(rows, *outs[0].shape[1:])
 
 
-# (threads, heads, key length, head size, dtype) -> whether one grouped-query call gave every query
-# row the numbers of its own beam slot's call (checked on random rows; `_grouped_query_ok`)
-_GQA_CHECKED: dict[tuple, bool] = {}
 _GQA_KWARGS = {"position_bias", "dropout", "scaling"}
 
 
@@ -265,43 +301,15 @@ def _grouped_query(
     return out.reshape(inputs, heads, beams, size).transpose(1, 2).reshape(rows, 1, heads, size)
 
 
-def _grouped_query_ok(attend: Callable, query: torch.Tensor, key: torch.Tensor, kwargs: dict) -> bool:
-    """Whether `_grouped_query` may stand for the slots' calls: transformers' SDPA attention on a
-    CPU, one query per row, no dropout, and a check on random rows of these shapes (once per thread
-    count, heads, key length, head size and dtype) found every output the same bit for bit."""
-    if (
-        attend is not _sdpa_forward()
-        or query.device.type != "cpu"
-        or query.shape[2] != 1
-        or not set(kwargs) <= _GQA_KWARGS
-        or kwargs.get("dropout", 0.0) != 0.0
-    ):
-        return False
-    heads, length, size = key.shape[1], key.shape[2], key.shape[3]
-    check = (torch.get_num_threads(), heads, length, size, query.dtype)
-    if check not in _GQA_CHECKED:
-        _GQA_CHECKED[check] = _same_as_slots(heads, length, size, query.dtype, kwargs.get("scaling"))
-    return _GQA_CHECKED[check]
-
-
-def _same_as_slots(heads: int, length: int, size: int, dtype: torch.dtype, scaling: float | None) -> bool:
-    """`_grouped_query` against one SDPA call per beam slot on random rows (3 inputs, 3 beams, a
-    mask hiding a different tail of each input's keys, a bias per head), bit for bit."""
-    inputs, beams = 3, 3
-    g = torch.Generator().manual_seed(0)
-    q = torch.randn((inputs * beams, 1, heads, size), generator=g).to(dtype).transpose(1, 2)
-    k, v = (torch.randn((inputs, heads, length, size), generator=g).to(dtype) for _ in range(2))
-    keep = (
-        torch.arange(length)[None, :]
-        < torch.tensor([length, max(1, length - 1), max(1, length // 2)])[:, None]
+def _grouped_query_applies(attend: Callable, query: torch.Tensor, kwargs: dict) -> bool:
+    """Whether `_grouped_query` can stand for the slots' calls: transformers' SDPA attention, one
+    query per row, no dropout (whether it gives their numbers is the exactness gate's to say)."""
+    return (
+        attend is _sdpa_forward()
+        and query.shape[2] == 1
+        and set(kwargs) <= _GQA_KWARGS
+        and kwargs.get("dropout", 0.0) == 0.0
     )
-    mask = keep.repeat_interleave(beams, dim=0)[:, None, None, :]
-    bias = torch.randn((1, heads, 1, length), generator=g).to(dtype)
-    kwargs = {"position_bias": bias, "dropout": 0.0, "scaling": scaling}
-    attend = _sdpa_forward()
-    assert attend is not None
-    slots = _slot_calls(None, attend, q, k, v, mask, beams, kwargs)
-    return torch.equal(slots, _grouped_query(q, k, v, mask, beams, kwargs))
 
 
 def _register_attention() -> None:
@@ -310,6 +318,8 @@ def _register_attention() -> None:
 
     if ATTENTION_NAME not in ALL_ATTENTION_FUNCTIONS:
         AttentionInterface.register(ATTENTION_NAME, shared_cross_attention)
+    if SELF_ATTENTION_NAME not in ALL_ATTENTION_FUNCTIONS:
+        AttentionInterface.register(SELF_ATTENTION_NAME, grouped_self_attention)
 
 
 def _reorder_self_attention_only(cache: Any, beam_idx: torch.Tensor) -> Any:

@@ -1,0 +1,41 @@
+"""The reference path's decoder step for `beam_search`: transformers 3.2's beam search fed its T5."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import torch
+
+
+def decoder_steps(
+    model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, beams: int
+) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
+    """The `step` of `beam_search` for an encoder-decoder model, as 3.2's `generate` ran it: the
+    encoder once per input, its output copied to the input's `beams` rows, and each step feeding
+    the rows' last tokens with the whole cache (self- and cross-attention keys and values, one
+    copy per row) reordered by the beams first."""
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+    from transformers.modeling_outputs import BaseModelOutput
+
+    hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
+    encoder = BaseModelOutput(last_hidden_state=hidden.repeat_interleave(beams, dim=0))
+    mask = mask.repeat_interleave(beams, dim=0)
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    # the keyword was `past_key_values` before transformers 5.2x, `cache` since
+    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+    def step(tokens: torch.Tensor, beam_idx: torch.Tensor | None) -> torch.Tensor:
+        if beam_idx is not None:
+            cache.reorder_cache(beam_idx)
+        out = model(
+            encoder_outputs=encoder,
+            attention_mask=mask,
+            decoder_input_ids=tokens[:, None],
+            use_cache=True,
+            return_dict=True,
+            **{name: cache},
+        )
+        return out.logits[:, -1, :]
+
+    return step

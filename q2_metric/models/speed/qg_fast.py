@@ -1,0 +1,293 @@
+"""The fast question generator: the reference path's beam search (`models/paper/beam_search.py`),
+its rows run merged and behind one exactness gate.
+
+The reference path searches each QG batch alone (`SearchState`) over 3.2's decoder step
+(`models/paper/t5_steps.py`). Here the same states are advanced by a scheduler (`merged_search`)
+whose step runs the rows of several batches at once (`t5_merged_decoder`): each batch keeps its own
+encoder pass, and its cross-attention keys and values are made once per input (`t5_shared_cross`),
+the beam slots' cross-attention in one grouped-query call, the self-attention cache written in
+place (`t5_beam_cache`); a batch whose search has ended leaves the products. The search's rules
+are the states', so the questions are the reference path's as long as every step gives each
+batch's rows the reference's logits.
+
+That is what `ExactnessGate` checks, on this machine, before a shape class is used for the first
+time (per device, dtype, thread count and Linear-layer kernel): it runs whole decoder steps both
+ways on random inputs of the real shapes and compares the logits bit for bit:
+- a batch alone: its fast steps against the reference's (`FastSettings.gate_steps` steps, so the
+  self-attention's cache grows past the lengths where kernels change their split), per number of
+  rows and key length (to the next power of two);
+- batches merged: the merged steps against each batch's fast steps alone (two steps: each batch's
+  attention runs by the same calls either way, so only the products and norms see other rows),
+  per tuple of row counts.
+A class that fails falls back (merged batches run alone; a batch alone runs the reference path);
+the gate warns once and the run's profile lists every class it refused. The memo is
+process-wide: one check per class and machine state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import torch
+
+from q2_metric.models.paper.beam_search import BeamRules, SearchState
+from q2_metric.models.paper.t5_steps import decoder_steps
+from q2_metric.models.speed.t5_merged_decoder import merged_decoder_steps
+from q2_metric.models.speed.t5_shared_cross import SharedCrossAttention
+
+Step = Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class FastSettings:
+    """The fast path's choices (the benchmarks' comparison arms change them; the gate checks each)."""
+
+    merged_rows: int = 320  # the most rows (inputs x beams) of merged steps; 0: each batch alone
+    min_rows: int = 40  # a batch with fewer rows is searched alone (too small to gain from merging)
+    merge_limits: bool = True  # batches whose settings differ in their length limits alone merge too
+    grouped_query: bool = True  # the beam slots' cross-attention in one grouped-query call
+    in_place_cache: bool = True  # the self-attention cache in preallocated buffers (`t5_beam_cache`)
+    time_major: bool = True  # ... laid out time-major
+    gate_steps: int = 9  # decoder steps the gate compares for a batch alone
+
+
+class FastPathFallback(UserWarning):
+    """The exactness gate found a shape class whose fast steps differ from the reference's here."""
+
+
+class ExactnessGate:
+    """Shape class -> whether the fast steps gave the reference's logits here (one memo)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple, bool] = {}
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def allows(self, key: tuple, check: Callable[[], bool]) -> bool:
+        with self._lock:
+            if key not in self.memo:
+                self.memo[key] = bool(check())
+                if not self.memo[key] and not self._warned:
+                    self._warned = True
+                    warnings.warn(
+                        f"q2: the fast question generator falls back to the reference path for {key[0]} "
+                        f"shape class {key[-1]}: its decoder steps did not give the reference's logits bit "
+                        "for bit on this machine (same questions, slower; the run's profile lists each class)",
+                        FastPathFallback,
+                        stacklevel=2,
+                    )
+            return self.memo[key]
+
+    def refused(self) -> list[tuple]:
+        return [key for key, ok in self.memo.items() if not ok]
+
+
+GATE = ExactnessGate()
+
+
+def _bucket(length: int) -> int:
+    return max(16, 1 << (length - 1).bit_length())
+
+
+def _random_batch(g: torch.Generator, inputs: int, length: int, vocab: int, device: torch.device) -> tuple:
+    """Random ids of `length` tokens, each input's mask hiding another tail (its own padding)."""
+    ids = torch.randint(2, vocab, (inputs, length), generator=g)
+    keep = [length - (i * length) // (2 * max(1, inputs)) for i in range(inputs)]
+    mask = torch.tensor([[1] * n + [0] * (length - n) for n in keep])
+    return ids.to(device), mask.to(device)
+
+
+def same_logits(
+    model: torch.nn.Module,
+    shared: SharedCrossAttention,
+    shapes: Sequence[tuple[int, int]],
+    beams: int,
+    max_length: int,
+    settings: FastSettings,
+    steps: int,
+    against: str,
+) -> bool:
+    """Whether `steps` fast decoder steps over batches of `shapes` ((inputs, key length) each),
+    merged, give every batch's rows the logits of its own steps, bit for bit, on random inputs:
+    its reference steps (`against="reference"`) or its fast steps alone (`"alone"`)."""
+    device = next(model.parameters()).device
+    g = torch.Generator().manual_seed(sum(n * 7 + length for n, length in shapes))
+    vocab = model.config.vocab_size
+    batches = [_random_batch(g, n, length, vocab, device) for n, length in shapes]
+    rows = [n * beams for n, _ in shapes]
+    tokens = [torch.randint(2, vocab, (sum(rows),), generator=g).to(device) for _ in range(steps)]
+    # each row continues a random beam of its own input
+    reorders = [
+        torch.tensor([(r // beams) * beams + int(j) for r, j in enumerate(torch.randint(beams, (sum(rows),), generator=g))])
+        for _ in range(steps)
+    ]
+
+    def run(step: Step, first: int, n: int, merged: bool) -> list[torch.Tensor]:
+        out = []
+        for t in range(steps):
+            idx = None if t == 0 else (reorders[t][first : first + n] - first).to(device)
+            if merged:
+                idx = None if t == 0 else reorders[t].to(device)
+            x = tokens[t] if merged else tokens[t][first : first + n]
+            out.append(step(x, idx) if not merged else step(x, idx, None))
+        return out
+
+    with torch.inference_mode():
+        with _fast_steps(model, shared, batches, beams, max_length, settings) as step:
+            fast = run(step, 0, sum(rows), merged=True)
+        start = 0
+        for (ids, mask), n in zip(batches, rows):
+            if against == "reference":
+                own = run(decoder_steps(model, ids, mask, beams), start, n, merged=False)
+            else:
+                with _fast_steps(model, shared, [(ids, mask)], beams, max_length, settings) as alone:
+                    own = run(lambda x, i, alone=alone: alone(x, i, None), start, n, merged=False)
+            if not all(torch.equal(f[start : start + n], o) for f, o in zip(fast, own)):
+                return False
+            start += n
+    return True
+
+
+def _fast_steps(
+    model: torch.nn.Module,
+    shared: SharedCrossAttention,
+    batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    beams: int,
+    max_length: int,
+    settings: FastSettings,
+) -> contextlib.AbstractContextManager[Step]:
+    return merged_decoder_steps(
+        model,
+        shared,
+        batches,
+        beams,
+        max_length,
+        grouped_query=settings.grouped_query,
+        in_place_cache=settings.in_place_cache,
+        time_major=settings.time_major,
+    )
+
+
+def merged_search(step: Step, states: Sequence[SearchState], may_leave: Callable[[list[int]], bool]) -> None:
+    """Advance every state to its end, one `step(tokens, beam_idx, running)` over the rows of the
+    states in `running` at a time; a state's rows leave when it ends, if `may_leave(the states
+    left)` (else they run on with pad tokens, unused, as a done input's rows do)."""
+    running = [k for k, s in enumerate(states) if not s.finished]
+    beam_idx: torch.Tensor | None = None
+    while running:
+        tokens = torch.cat(
+            [states[k].tokens() if not states[k].finished else _pads(states[k]) for k in running]
+        )
+        logits = step(tokens, beam_idx, list(running))
+        continues, start = {}, 0
+        for k in running:
+            s = states[k]
+            local = s.advance(logits[start : start + s.rows]) if not s.finished else None
+            if local is None:  # ended (or running on): each row continues itself
+                local = torch.arange(s.rows, device=logits.device)
+            continues[k] = start + local.to(logits.device)
+            start += s.rows
+        left = [k for k in running if not states[k].finished]
+        if not left:
+            return
+        if left != running and may_leave(left):
+            running = left
+        beam_idx = torch.cat([continues[k] for k in running])
+
+
+def _pads(state: SearchState) -> torch.Tensor:
+    return torch.full((state.rows,), state.rules.pad_id, dtype=torch.long, device=state.device)
+
+
+class FastQG:
+    """The fast path of one T5: batches' beam searches merged where the gate allows it."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        shared: SharedCrossAttention,
+        settings: FastSettings,
+        reference: Callable[[torch.Tensor, torch.Tensor, BeamRules], list[list[list[int]]]],
+        environment: Callable[[], tuple],
+    ) -> None:
+        self.model, self.shared, self.settings = model, shared, settings
+        self.reference = reference  # a batch's search by the reference path (a refused class)
+        self.environment = environment  # what the gate's keys hold besides the shapes
+        self.gate = GATE
+
+    def _key(self, kind: str, shape: tuple, capacity: int) -> tuple:
+        c = self.model.config
+        dims = (c.d_model, c.d_kv, c.num_heads, c.d_ff, c.num_decoder_layers, c.vocab_size)
+        return (kind, dims, self.environment(), replace(self.settings, merged_rows=0), capacity, shape)
+
+    def _alone_ok(self, inputs: int, length: int, beams: int, max_length: int) -> bool:
+        capacity = min(max_length, 64)
+        key = self._key("a batch alone", (inputs, beams, _bucket(length)), capacity)
+        steps = max(1, min(self.settings.gate_steps, max_length - 1))
+        return self.gate.allows(
+            key,
+            lambda: same_logits(
+                self.model, self.shared, [(inputs, length)], beams, max_length, self.settings, steps, "reference"
+            ),
+        )
+
+    def _merged_ok(self, shapes: list[tuple[int, int]], beams: int, max_length: int) -> bool:
+        if len(shapes) <= 1:
+            return True
+        key = self._key("merged", (beams, tuple(n for n, _ in shapes)), min(max_length, 64))
+        steps = max(1, min(2, max_length - 1))
+        return self.gate.allows(
+            key, lambda: same_logits(self.model, self.shared, shapes, beams, max_length, self.settings, steps, "alone")
+        )
+
+    def search(
+        self, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], rules: Sequence[BeamRules]
+    ) -> list[list[list[list[int]]]]:
+        """Each batch's results, as the reference path's search of it alone gives them."""
+        out: list[list[list[list[int]]] | None] = [None] * len(batches)
+        chunks: dict[BeamRules, list[list[int]]] = {}  # by settings but the length limits: chunks
+        for b, ((ids, mask), r) in enumerate(zip(batches, rules)):
+            if not self._alone_ok(len(ids), ids.shape[1], r.num_beams, r.max_length):
+                out[b] = self.reference(ids, mask, r)
+                continue
+            rows = len(ids) * r.num_beams
+            if rows < self.settings.min_rows or self.settings.merged_rows <= 0:
+                out[b] = self._run([(ids, mask)], [r])[0]
+                continue
+            like = replace(r, max_length=0, min_length=0) if self.settings.merge_limits else r
+            open_chunks = chunks.setdefault(like, [[]])
+            chunk = open_chunks[-1]
+            if chunk and (sum(len(batches[i][0]) for i in chunk) + len(ids)) * r.num_beams > self.settings.merged_rows:
+                chunk = []
+                open_chunks.append(chunk)
+            chunk.append(b)
+        for open_chunks in chunks.values():
+            for chunk in open_chunks:
+                shapes = [(len(batches[i][0]), batches[i][0].shape[1]) for i in chunk]
+                beams, longest = rules[chunk[0]].num_beams, max(rules[i].max_length for i in chunk)
+                if self._merged_ok(shapes, beams, longest):
+                    results = self._run([batches[i] for i in chunk], [rules[i] for i in chunk])
+                else:
+                    results = [self._run([batches[i]], [rules[i]])[0] for i in chunk]
+                for i, result in zip(chunk, results):
+                    out[i] = result
+        return out  # type: ignore[return-value]  # every slot was filled above
+
+    def _run(
+        self, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], rules: Sequence[BeamRules]
+    ) -> list[list[list[list[int]]]]:
+        device = batches[0][0].device
+        states = [SearchState(len(ids), r, device) for (ids, _), r in zip(batches, rules)]
+        beams, longest = rules[0].num_beams, max(r.max_length for r in rules)
+        shapes = [(len(ids), ids.shape[1]) for ids, _ in batches]
+
+        def may_leave(left: list[int]) -> bool:
+            return self._merged_ok([shapes[k] for k in left], beams, longest)
+
+        with _fast_steps(self.model, self.shared, batches, beams, longest, self.settings) as step:
+            merged_search(step, states, may_leave)
+        return [s.results() for s in states]
