@@ -184,6 +184,18 @@ class HFQuestionGenerator:
         batch_done(len(inputs), len(inputs))
         return out
 
+    @torch.inference_mode()
+    def generate_batch_ids(self, inputs: Sequence[list[int]]) -> list[list[list[int]]]:
+        """The questions' ids of encoder inputs (`encode`'s ids) in one padded batch, as one call of
+        3.2's `generate` returned them."""
+        ids, mask = self._padded(list(inputs))
+        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+            if self.config.decoding == "greedy":
+                return self._greedy(ids, mask, None)
+            if self.fast is not None:
+                return self.fast.search([(ids, mask)], [self._rules(None)])[0]
+            return self._reference_search(ids, mask, self._rules(None))
+
     def generate(
         self, answers: Sequence[str], contexts: Sequence[str], new_tokens: Sequence[int] | None = None
     ) -> list[list[str]]:

@@ -64,7 +64,7 @@ class ExactnessGate:
 
     def __init__(self) -> None:
         self.memo: dict[tuple, bool] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._warned = False
 
     def allows(self, key: tuple, check: Callable[[], bool]) -> bool:

@@ -135,10 +135,7 @@ def merged_decoder_steps(
         )
         return out.logits[:, -1, :]
 
-    run(list(range(len(groups))))
-    with shared.sharing(beams):
+    with shared.sharing(beams):  # (leaves the sharing state it found: a gate's check may run inside)
+        run(list(range(len(groups))))
         shared.grouped_query = grouped_query
-        try:
-            yield step
-        finally:
-            shared.groups, shared.grouped_query = None, False
+        yield step

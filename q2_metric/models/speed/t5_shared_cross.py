@@ -91,17 +91,22 @@ class SharedCrossAttention:
 
     @contextlib.contextmanager
     def sharing(self, beams: int) -> Iterator[None]:
-        """Within this block, `generate` with `beams` beams shares each input's keys and values."""
+        """Within this block, `generate` with `beams` beams shares each input's keys and values
+        (blocks may nest: each leaves the state it found)."""
         if beams <= 1:
             yield
             return
+        before = (self.beams, self.groups, self.grouped_query, self.model.__dict__.get("_reorder_cache"))
         self.beams = beams
         self.model._reorder_cache = _reorder_self_attention_only  # generate prefers the model's own
         try:
             yield
         finally:
-            self.beams = 1
-            del self.model._reorder_cache
+            self.beams, self.groups, self.grouped_query, reorder = before
+            if reorder is None:
+                del self.model._reorder_cache
+            else:
+                self.model._reorder_cache = reorder
 
 
 def _decoder_attention(module: torch.nn.Module) -> Callable:

@@ -48,35 +48,39 @@ def _generator(folder: str, **options) -> HFQuestionGenerator:
     return HFQuestionGenerator(Q2Config(qg_model=folder, device="cpu", dtype="float32", **options))
 
 
-def test_the_project_returns_what_transformers_3_2_returned(recorded_model):
+@pytest.mark.parametrize("decoder", ["reference", "fast"])
+def test_the_project_returns_what_transformers_3_2_returned(recorded_model, decoder):
     name, folder = recorded_model
     prompts = RECORDED["prompts"]
-    qg = _generator(folder)
+    qg = _generator(folder, qg_decoder=decoder)
+    assert qg.decoder == decoder
     assert qg.tokenization.endswith("+xbias")  # saved by 3.2: the cross-attention bias applies
     checked = 0
     for run in RECORDED["models"][name]["runs"]:
         s = run["setting"]
         qg.config = qg.config.replace(max_question_length=run["max_length"], **s)
-        got = qg._run(prompts)  # one padded batch of prompts of different lengths
+        got = qg.generate_batch_ids(prompts)  # one padded batch of prompts of different lengths
         for i, expected in enumerate(run["beams"]):
             assert _padded(got[i], len(expected[0])) == expected, (name, s, run["max_length"], i)
             checked += 1
     assert checked == len(RECORDED["settings"]) * len(RECORDED["max_lengths"]) * len(prompts)
 
 
-def test_the_shared_cross_attention_changes_nothing(recorded_model):
+@pytest.mark.parametrize("decoder", ["fast", "auto"])
+def test_the_fast_path_returns_what_the_reference_path_returns(recorded_model, decoder):
     name, folder = recorded_model
     run = RECORDED["models"][name]["runs"][1]
-    qg = _generator(folder, max_question_length=run["max_length"], **run["setting"])
-    shared = qg._run(RECORDED["prompts"])
-    qg.shared_cross = None  # the cache reordered whole, keys and values per beam
-    assert qg._run(RECORDED["prompts"]) == shared
+    options = dict(max_question_length=run["max_length"], **run["setting"])
+    fast = _generator(folder, qg_decoder=decoder, **options)
+    reference = _generator(folder, qg_decoder="reference", **options)
+    assert fast.decoder == "fast" and reference.decoder == "reference"
+    assert fast.generate_batch_ids(RECORDED["prompts"]) == reference.generate_batch_ids(RECORDED["prompts"])
 
 
 def test_greedy_decoding_is_3_2s(recorded_model):
     name, folder = recorded_model
     qg = _generator(folder, decoding="greedy", max_question_length=8)
-    got = qg._run(RECORDED["prompts"])
+    got = qg.generate_batch_ids(RECORDED["prompts"])
     for ids, expected in zip(got, RECORDED["models"][name]["greedy_max_length_8"]):
         assert ids[0][: len(expected)] == expected and set(ids[0][len(expected) :]) <= {PAD}
 
@@ -238,55 +242,6 @@ class HistoryModel:
             logits[EOS] += self.eos_bias * (len(h) - 2)  # the end grows likelier with the length
             rows.append(logits)
         return torch.stack(rows)
-
-
-@pytest.mark.parametrize("leave", [True, False])
-@pytest.mark.parametrize("early_stopping", [False, True])
-def test_groups_are_searched_as_their_own_beam_searches(leave, early_stopping):
-    """Merged groups with their own length limits (`groups`): each group's sequences are those of a
-    `beam_search` over its inputs alone (checked against the 3.2 recordings above), whether ended
-    groups' rows leave the steps or run on; the steps' rows shrink as groups end."""
-    from q2_metric.models.paper.beam_search import Group
-
-    options = dict(
-        num_beams=3,
-        num_return_sequences=2,
-        no_repeat_ngram_size=2,
-        early_stopping=early_stopping,
-        start_id=0,
-        eos_id=EOS,
-        pad_id=PAD,
-    )
-    groups = [Group(2, 7, 0), Group(1, 1, 0), Group(3, 4, 4), Group(2, 12, 3), Group(1, 9, 9)]
-    model = HistoryModel(eos_bias=0.6)
-    # each group alone: the stand-in's inputs are told apart by the group's first token
-    alone = []
-    for k, g in enumerate(groups):
-        own = HistoryModel(eos_bias=0.6)
-        tagged = _tagged(own, k, [g])
-        alone += beam_search(tagged, g.inputs, max_length=g.max_length, min_length=g.min_length, **options)
-    seen: list[list[int]] = []
-
-    def merged_step(tokens, beam_idx, running):
-        seen.append(list(running))
-        return _tagged(model, None, groups, running)(tokens, beam_idx)
-
-    merged = beam_search(
-        merged_step,
-        sum(g.inputs for g in groups),
-        max_length=0,
-        groups=groups,
-        may_leave=lambda running: leave,
-        **options,
-    )
-    assert merged == alone
-    assert 1 not in seen[0]  # a limit of one token: never stepped
-    lengths = {len(h) for hyps in merged for h in hyps}
-    assert len(lengths) >= 4  # ends at several lengths, some before their limit
-    if leave:
-        assert [len(r) for r in seen] == sorted((len(r) for r in seen), reverse=True) and len(seen[-1]) < 4
-    else:
-        assert all(r == seen[0] for r in seen)
 
 
 def _tagged(model: HistoryModel, group: int | None, groups, running=None):

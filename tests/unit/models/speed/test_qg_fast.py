@@ -1,0 +1,270 @@
+"""The fast question generator (`qg_fast`) and its exactness gate.
+
+Expected values: the reference path (`models/paper/`: 3.2's rules per batch over 3.2's decoder
+step, itself checked against transformers 3.2's recorded beams in tests/unit/models/paper/
+test_beam_search.py). The gate's decisions depend on the machine's kernels, so these tests assert
+its contract, never one machine's numbers: where it says yes, the fast steps give the reference's
+logits bit for bit and the same ids; where it says no (forced here by a product that rounds by its
+row count, as BLAS kernels may), the questions are still the reference path's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import pytest
+import torch
+from support.t5 import EOS, PAD, random_t5
+from transformers import T5ForConditionalGeneration
+
+from q2_metric import Q2Scorer
+from q2_metric.models.hf_qg import HFQuestionGenerator, qg_input
+from q2_metric.models.paper.beam_search import BeamRules, SearchState, beam_search
+from q2_metric.models.paper.t5_steps import decoder_steps
+from q2_metric.models.speed import qg_fast
+from q2_metric.models.speed.qg_fast import ExactnessGate, FastQG, FastSettings, merged_search, same_logits
+from q2_metric.models.speed.t5_merged_decoder import merged_decoder_steps
+from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
+
+VOCAB = 300
+
+
+def _t5(seed: int, eos_bias: float) -> T5ForConditionalGeneration:
+    return random_t5(seed, eos_bias, vocab=VOCAB, d_model=64, d_kv=16, d_ff=128)
+
+
+def _batch(g: torch.Generator, batch: int, low: int, high: int) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.randint(low, high, (batch,), generator=g).tolist()
+    width = max(lengths)
+    ids = torch.full((batch, width), PAD)
+    mask = torch.zeros((batch, width), dtype=torch.long)
+    for i, n in enumerate(lengths):
+        ids[i, :n] = torch.randint(2, VOCAB, (n,), generator=g)
+        mask[i, :n] = 1
+    return ids, mask
+
+
+def _rules(beams: int, max_length: int, min_length: int = 0) -> BeamRules:
+    return BeamRules(
+        num_beams=beams,
+        max_length=max_length,
+        min_length=min_length,
+        num_return_sequences=2,
+        no_repeat_ngram_size=3,
+        start_id=PAD,
+        eos_id=EOS,
+        pad_id=PAD,
+    )
+
+
+def _reference(model, batches, rules) -> tuple[list, list[list[torch.Tensor]]]:
+    """Each batch's ids and every step's logits by the reference path."""
+    ids_out, logits_out = [], []
+    for (ids, mask), r in zip(batches, rules):
+        step, seen = decoder_steps(model, ids, mask, r.num_beams), []
+
+        def recorded(tokens, beam_idx, step=step, seen=seen):
+            seen.append(step(tokens, beam_idx).clone())
+            return seen[-1]
+
+        ids_out.append(beam_search(recorded, len(ids), **vars(r)))
+        logits_out.append(seen)
+    return ids_out, logits_out
+
+
+def _fast(model, shared, batches, rules, leave: bool = True):
+    """The scheduler over the batches' states, merged steps; every step's (running, logits)."""
+    states = [SearchState(len(ids), r) for (ids, _), r in zip(batches, rules)]
+    seen: list[tuple[list[int], torch.Tensor]] = []
+    with merged_decoder_steps(model, shared, batches, rules[0].num_beams, max(r.max_length for r in rules)) as step:
+
+        def recorded(tokens, beam_idx, running):
+            seen.append((list(running), step(tokens, beam_idx, running).clone()))
+            return seen[-1][1]
+
+        merged_search(recorded, states, lambda left: leave)
+    return [s.results() for s in states], seen
+
+
+def _gate_says_yes(model, shared, batches, rules) -> bool:
+    beams, longest = rules[0].num_beams, max(r.max_length for r in rules)
+    shapes = [(len(ids), ids.shape[1]) for ids, _ in batches]
+    settings = FastSettings()
+    alone = all(
+        same_logits(model, shared, [s], beams, longest, settings, min(9, longest - 1), "reference") for s in shapes
+    )
+    return alone and same_logits(model, shared, shapes, beams, longest, settings, 2, "alone")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("leave", [True, False])
+@pytest.mark.parametrize(
+    ("seed", "beams", "sizes", "limits", "eos_bias"),
+    [
+        (0, 5, (8, 10, 9), ((20, 0), (20, 0), (20, 0)), 2.0),
+        (5, 5, (8, 10, 9), ((20, 0), (9, 9), (14, 4)), 2.0),
+        (6, 4, (12, 10, 11), ((6, 6), (30, 0), (12, 12)), 1.5),
+    ],
+)
+def test_the_gate_s_contract_on_merged_steps(seed, beams, sizes, limits, eos_bias, leave, threads, monkeypatch):
+    """Batches of different padded lengths and length limits (early ends, min = max, the limit).
+    Where the gate passes their classes on this machine, every step of each batch's search gets the
+    reference's logits bit for bit, and the same ids, its rows leaving the products when it ends
+    (`leave`) or running on unused; where it refuses, the fast generator's ids are the reference's."""
+    monkeypatch.setattr(qg_fast, "GATE", ExactnessGate())
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        model = _t5(seed, eos_bias=eos_bias)
+        shared = attach_shared_cross_attention(model)
+        g = torch.Generator().manual_seed(seed)
+        batches = [_batch(g, n, 3 + 6 * k, 12 + 9 * k) for k, n in enumerate(sizes)]
+        rules = [_rules(beams, m, low) for m, low in limits]
+        with torch.inference_mode():
+            want, want_logits = _reference(model, batches, rules)
+            ends = {len(h) for batch in want for hyps in batch for h in hyps}
+            assert len(ends) >= 2 and max(r.max_length for r in rules) in ends  # early ends and the limit
+            if not _gate_says_yes(model, shared, batches, rules):
+                fast = FastQG(model, shared, FastSettings(min_rows=1), _one_reference(model), lambda: ("cpu", threads))
+                assert fast.search(batches, rules) == want
+                assert fast.gate.refused()
+                return
+            got, steps = _fast(model, shared, batches, rules, leave)
+    finally:
+        torch.set_num_threads(previous)
+    assert got == want
+    for t, (running, logits) in enumerate(steps):
+        start = 0
+        for k in running:
+            rows = sizes[k] * beams
+            if t < len(want_logits[k]):
+                assert torch.equal(logits[start : start + rows], want_logits[k][t]), (t, k)
+            start += rows
+        assert start == len(logits)
+    counts = [len(logits) for _, logits in steps]
+    assert len(steps) == max(len(seen) for seen in want_logits)
+    if leave and len({m for m, _ in limits}) > 1:  # the products shrank as batches ended
+        assert counts[-1] < counts[0] and counts == sorted(counts, reverse=True)
+    if not leave:
+        assert set(counts) == {sum(sizes) * beams}
+
+
+def _one_reference(model):
+    def search(ids, mask, rules):
+        return beam_search(decoder_steps(model, ids, mask, rules.num_beams), len(ids), **vars(rules))
+
+    return search
+
+
+def _rounding_by_rows(model: T5ForConditionalGeneration) -> None:
+    """The LM head's product made to round by its row count, as a BLAS kernel may from some size on
+    (a forward hook: it stays whichever kernel runs the layer, `cpu_matmul`)."""
+    model.lm_head.register_forward_hook(lambda module, args, out: out + 1e-3 * out.shape[0])
+
+
+def test_a_product_that_rounds_by_row_count_makes_the_gate_refuse_and_the_questions_stay(tiny_config, monkeypatch):
+    """The gate sees merged products' other numbers and refuses (warning once, the profile's notes
+    listing the classes it refused), and the generator's questions are the reference path's."""
+    monkeypatch.setattr(qg_fast, "GATE", ExactnessGate())
+    config = dataclasses.replace(tiny_config, qg_batch_size=8)
+    fast = HFQuestionGenerator(config)
+    reference = HFQuestionGenerator(config.replace(qg_decoder="reference"))
+    assert fast.decoder == "fast" and reference.decoder == "reference"
+    prompts = [qg_input(f"w{i}", f"the show number {i} aired in canada " + "and more " * (i % 7)) for i in range(40)]
+    want = reference.generate_ids(prompts)
+    assert len({tuple(q[0]) for q in want}) > 10  # the questions differ from prompt to prompt
+    _rounding_by_rows(fast.model)
+    assert fast.fast is not None
+    # merged against alone: the LM head sees 80 rows merged and 40 alone, so other numbers
+    assert not same_logits(fast.model, fast.fast.shared, [(8, 12), (8, 20)], 5, 8, FastSettings(), 2, "alone")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = fast.generate_ids(prompts)
+    assert got == want
+    assert fast.fast.gate.refused()
+    assert len([w for w in caught if issubclass(w.category, qg_fast.FastPathFallback)]) == 1  # said once
+    notes = fast.profile_notes()
+    assert len(notes) == len(fast.fast.gate.refused()) and all("fell back to the reference path" in n for n in notes)
+
+
+def test_a_batch_whose_fast_steps_differ_runs_the_reference_path(tiny_config, monkeypatch):
+    """A class of one batch alone refused (as a kernel that differed): that batch's search runs the
+    reference path, with the reference's questions."""
+    monkeypatch.setattr(qg_fast, "GATE", ExactnessGate())
+    monkeypatch.setattr(qg_fast, "same_logits", lambda *args: False)
+    fast = HFQuestionGenerator(tiny_config)
+    calls: list[int] = []
+    search = fast._reference_search
+    monkeypatch.setattr(fast, "_reference_search", lambda *a: calls.append(1) or search(*a))
+    fast.fast.reference = fast._reference_search
+    prompts = [qg_input(f"w{i}", f"a text about {i} things") for i in range(12)]
+    got = fast.generate_ids(prompts)
+    assert calls and got == HFQuestionGenerator(tiny_config.replace(qg_decoder="reference")).generate_ids(prompts)
+
+
+def test_the_gate_checks_each_class_once():
+    gate, calls = ExactnessGate(), []
+    assert gate.allows(("x", 1), lambda: calls.append(1) or True)
+    assert gate.allows(("x", 1), lambda: calls.append(1) or False)
+    assert not gate.allows(("y", 2), lambda: False) and gate.refused() == [("y", 2)]
+    assert calls == [1]
+
+
+def test_the_pipeline_asks_the_same_questions_on_the_sample(tiny_config, rows):
+    """The scorer on the tiny models' sample, batches small enough to merge several: the fast path's
+    questions and scores are the reference path's."""
+    responses = [r["response"] for r in rows]
+    knowledge = [r["knowledge"] for r in rows]
+    config = dataclasses.replace(tiny_config, qg_batch_size=8)
+    new = Q2Scorer(config).score(responses, knowledge)
+    old = Q2Scorer(config.replace(qg_decoder="reference")).score(responses, knowledge)
+    assert sum(len(r.questions) for r in new.responses) > 40
+    assert len({q.question for r in new.responses for q in r.questions}) > 20  # they differ row to row
+    assert [r.questions for r in new.responses] == [r.questions for r in old.responses]
+    assert new.scores == old.scores and len(set(new.scores)) > 2
+
+
+def test_per_batch_lengths_through_the_public_argument(tiny_config):
+    """`new_tokens`: each batch generates exactly its prompts' largest number of tokens, by either path."""
+    config = dataclasses.replace(tiny_config, qg_batch_size=8)
+    fast, reference = HFQuestionGenerator(config), HFQuestionGenerator(config.replace(qg_decoder="reference"))
+    prompts = [qg_input(f"w{i}", "the item " + "word " * i) for i in range(40)]  # batches of 8 neighbours
+    lengths = [3 + i // 8 for i in range(40)]
+    got = fast.generate_ids(prompts, new_tokens=lengths)
+    assert got == reference.generate_ids(prompts, new_tokens=lengths)
+    assert len({len(beams[0]) for beams in got}) >= 3  # several lengths
+
+
+def test_the_settings_are_given_to_the_constructor(tiny_config):
+    settings = FastSettings(merged_rows=0, grouped_query=False, in_place_cache=False)
+    qg = HFQuestionGenerator(tiny_config, fast=settings)
+    assert isinstance(qg.fast, FastQG) and qg.fast.settings is settings
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.merged_rows = 5  # type: ignore[misc]
+    prompts = [qg_input(f"w{i}", f"a text about {i} things") for i in range(20)]
+    assert qg.generate_ids(prompts) == HFQuestionGenerator(tiny_config.replace(qg_decoder="reference")).generate_ids(
+        prompts
+    )
+
+
+def test_the_flop_meter_counts_the_batches_own_work():
+    """Merged steps count what the batches' own fast steps count (the same number of steps each: no
+    end token before the limit)."""
+    from q2_metric.models.speed.flops import FlopMeter
+
+    model = _t5(3, eos_bias=0.0)
+    shared = attach_shared_cross_attention(model)
+    meter = FlopMeter.attach(model)
+    g = torch.Generator().manual_seed(3)
+    batches = [_batch(g, 8, 3, 9), _batch(g, 9, 20, 30)]
+    rules = [_rules(5, 6, 6)] * 2
+    with torch.inference_mode():
+        before = meter.flops
+        for b, r in zip(batches, rules):
+            _fast(model, shared, [b], [r])
+        alone = meter.flops - before
+        before = meter.flops
+        _fast(model, shared, batches, rules)
+        merged = meter.flops - before
+    assert merged == alone > 0
