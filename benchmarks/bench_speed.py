@@ -127,27 +127,17 @@ class WorkingQG(HFQuestionGenerator):
 
     def __init__(self, config: Q2Config, decisions: Decisions) -> None:
         super().__init__(config)
-        self.decisions, self.length, self._force = decisions, {}, {}
+        self.decisions = decisions
         self.model_decisions: list = []  # the random model's own questions, for the precision comparison
 
-    def generate(self, answers, contexts):
+    def generate(self, answers, contexts, new_tokens=None):
         k = self.config.questions_per_candidate
         out = [self.decisions.questions(a, c, k) for a, c in zip(answers, contexts)]
-        inputs = self.encode([qg_input(a, c) for a, c in zip(answers, contexts)])
-        for ids, qs in zip(inputs, out):
-            self.length[tuple(ids)] = max(len(self.tokenizer(q)["input_ids"]) for q in qs)
-        self.model_decisions.extend(map(tuple, super().generate(answers, contexts)))
+        # each batch generates its longest scripted question's number of tokens (`new_tokens`)
+        scripted = [max(len(self.tokenizer(q)["input_ids"]) for q in qs) for qs in out]
+        lengths = scripted if new_tokens is None else list(new_tokens)
+        self.model_decisions.extend(map(tuple, super().generate(answers, contexts, new_tokens=lengths)))
         return out
-
-    def _batch_kwargs(self, inputs: list[list[int]]) -> dict:
-        n = max(self.length[tuple(ids)] for ids in inputs)
-        self._force = {"min_new_tokens": n, "max_new_tokens": n}
-        return super()._batch_kwargs(inputs)
-
-    def _generation_kwargs(self) -> dict:
-        kwargs = super()._generation_kwargs()
-        kwargs.pop("max_length", None)
-        return {**kwargs, **self._force}
 
 
 class WorkingQA(HFQuestionAnswerer):
@@ -375,6 +365,8 @@ MODES = {
     "bfloat16": dict(dtype="bfloat16"),
     "int8": dict(dtype="float32", quantize="int8"),
 }
+# each mode again with beam search by the reference path (`qg_decoder`), beside the fast path's
+MODES.update({f"{name}-ref": dict(options, qg_decoder="reference") for name, options in list(MODES.items())})
 
 
 def int8_peak(n: int = 2048, seconds: float = 1.0) -> float:
@@ -439,7 +431,7 @@ def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float,
         "",
         "Precisions (the same models, responses and scripted decisions; speed-ups over this run's "
         "float32 engine and the released loop):",
-        f"{'mode':<10}{'seconds':>9}{'resp/s':>9}{'vs fp32':>9}{'vs loop':>9}{'of peak':>9}  "
+        f"{'mode':<14}{'seconds':>9}{'resp/s':>9}{'vs fp32':>9}{'vs loop':>9}{'of peak':>9}  "
         f"{'same scores':<12}questions / QA answers / NLI labels equal to float32's",
     ]
     for name in names:
@@ -449,7 +441,7 @@ def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float,
             try:
                 config, parser, qg, qa, nli, _ = build(args, responses, knowledge, **MODES[name])
             except Q2Error as err:  # bfloat16 on a CPU without it, int8 on a GPU: one line, the others run
-                lines.append(f"{name:<10}skipped: {err}")
+                lines.append(f"{name:<14}skipped: {err}")
                 continue
             comps = (qg, qa, nli)
             warm = warm_up_size(qa.device)
@@ -458,9 +450,9 @@ def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float,
                 if hasattr(comp, "model_decisions"):
                     comp.model_decisions.clear()
             result, seconds = run_engine(config, parser, qg, qa, nli, responses, knowledge)
-        dtype = "bfloat16" if name == "bfloat16" else "float32"
+        dtype = "bfloat16" if name.startswith("bfloat16") else "float32"
         peak = max(v for k, v in peaks.items() if k.split()[0] == dtype)
-        role_peaks = dict.fromkeys(("qa", "nli"), (peaks["int8"], "int8")) if name == "int8" else {}
+        role_peaks = dict.fromkeys(("qa", "nli"), (peaks["int8"], "int8")) if name.startswith("int8") else {}
         flops = dict.fromkeys(("qg", "qa", "nli"), 0.0)
         for p in result.profile:
             for role, f in p.flops.items():
@@ -473,7 +465,7 @@ def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float,
         )
         rate = len(responses) / seconds
         lines.append(
-            f"{name:<10}{seconds:>9.1f}{rate:>9.3f}{rate / rate32:>8.2f}x{rate / rate_ref:>8.2f}x"
+            f"{name:<14}{seconds:>9.1f}{rate:>9.3f}{rate / rate32:>8.2f}x{rate / rate_ref:>8.2f}x"
             f"{busy / seconds:>9.1%}  {digest(result) == digest(result32)!s:<12}{agree}"
         )
         if name != "float32":
@@ -633,13 +625,11 @@ def main() -> int:
     ]
     ref_flops0 = sum(m.flops for m in ref_meters)
     # the released code's beam search (transformers 3.2) made cross-attention keys and values per beam
-    # and appended to and reordered its whole cache at every step
-    shared_cross, qg.shared_cross = getattr(qg, "shared_cross", None), None
-    in_place_cache = getattr(qg, "in_place_cache", None)
-    if in_place_cache is not None:
-        qg.in_place_cache = False
+    # and appended to and reordered its whole cache at every step: the reference path
+    loop_qg = qg.with_decoder("reference")
+    ref_counted["qg"] = Counted(loop_qg, "generate")
     # ... and its Linear layers ran on PyTorch's default path (the loop's own QA model never switches)
-    linears = {comp: getattr(comp, "linears", None) for comp in (qg, nli)}
+    linears = {comp: getattr(comp, "linears", None) for comp in (loop_qg, nli)}
     for comp in linears:
         comp.linears = None
     t0 = time.perf_counter()
@@ -648,9 +638,6 @@ def main() -> int:
         for r, k in zip(responses[:n_ref], knowledge[:n_ref])
     ]
     t_ref = time.perf_counter() - t0
-    qg.shared_cross = shared_cross
-    if in_place_cache is not None:
-        qg.in_place_cache = in_place_cache
     for comp, value in linears.items():
         comp.linears = value
     ref_counts = {name: c.counts.copy() for name, c in ref_counted.items()}
@@ -673,6 +660,13 @@ def main() -> int:
     result = engine.score(responses, knowledge)
     t_engine = time.perf_counter() - t0
     eng_counts = {name: c.counts for name, c in counted.items()}
+    from q2_metric.models.speed.qg_fast import GATE
+
+    print(
+        f"QG beam search: the {getattr(qg, 'decoder', 'own')} path; exactness gate (shape class: same logits):"
+    )
+    for key, ok in GATE.memo.items():
+        print(f"  {key[0]:<14}{key[-1]!s:<30}{'merged/fast' if ok else 'refused: the reference path'}")
 
     same = all((r.q2, r.q2_no_nli) == expected for r, expected in zip(result.responses, ref))
     rate_ref, rate_engine = n_ref / t_ref, args.n / t_engine

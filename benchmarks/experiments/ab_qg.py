@@ -5,6 +5,8 @@ profile of where beam search spends its time.
     python benchmarks/experiments/ab_qg.py --reps 3              # timing, FLOPs, fraction of peak
     python benchmarks/experiments/ab_qg.py --reps 3 --ab         # the preallocated cache against
                                                                  # transformers' (A B B A ...)
+    python benchmarks/experiments/ab_qg.py --reps 3 --ab reference  # the fast path against the
+                                                                 # reference path
     python benchmarks/experiments/ab_qg.py --reps 3 --ab merged  # the batches' decoder steps merged
                                                                  # (`t5_merged_decoder`) against
                                                                  # each batch alone
@@ -42,9 +44,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_speed  # noqa: E402
 
 from q2_metric import Q2Config, Q2Scorer  # noqa: E402
-from q2_metric.models.hf_qg import HFQuestionGenerator  # noqa: E402
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak  # noqa: E402
-from q2_metric.models.speed.t5_beam_cache import GrowingLayer  # noqa: E402
+from q2_metric.models.speed.qg_fast import FastSettings  # noqa: E402
 from q2_metric.models.tiny_builder import build_tiny_models  # noqa: E402
 from q2_metric.results import Pair, ResponseScore  # noqa: E402
 from q2_metric.steps.candidates import find_candidates  # noqa: E402
@@ -60,6 +61,23 @@ def qg_keys(n: int, parser: object) -> list[tuple[str, str]]:
     return list(dict.fromkeys((c, p.response) for p in pairs for c in p.result.candidates))
 
 
+# each A/B's old arm: the reference path, or the fast path's settings with one idea off
+OLD_ARMS: dict[str, FastSettings | None] = {
+    "cache": FastSettings(in_place_cache=False),
+    "reference": None,
+    "merged": FastSettings(merged_rows=0),
+    "gqa": FastSettings(grouped_query=False),
+    "all": FastSettings(merged_rows=0, grouped_query=False),
+    "limits": FastSettings(merge_limits=False),
+    "layout": FastSettings(time_major=False),
+}
+
+
+def arm(qg: bench_speed.WorkingQG, settings: FastSettings | None) -> bench_speed.WorkingQG:
+    """The generator of one arm: the same model, by the reference path (None) or these settings."""
+    return qg.with_decoder("reference") if settings is None else qg.with_decoder("fast", settings)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=16)
@@ -71,8 +89,9 @@ def main() -> int:
         "--ab",
         nargs="?",
         const="cache",
-        choices=["cache", "merged", "gqa", "all", "limits", "layout"],
-        help="alternate new and old: the preallocated cache with transformers' (cache, the default), "
+        choices=list(OLD_ARMS),
+        help="alternate new and old: the fast path with the reference path (reference), "
+        "the preallocated cache with transformers' (cache, the default), "
         "the merged decoder steps with each batch alone (merged), the cross-attention's beam slots in one "
         "grouped-query call with one call per slot (gqa), both with neither (all), batches of other length "
         "limits merged with only batches of the same settings merged (limits), the self-attention cache's "
@@ -104,26 +123,19 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     )
     keys = qg_keys(args.n, Q2Scorer(config).parser)
     qg = bench_speed.WorkingQG(config, bench_speed.Decisions({p[0] for p in pairs}))
-    merged_rows = args.merged_rows or qg.merged_rows or 400
-    if args.length:  # one setting for every batch (the scripted lengths differ batch to batch)
-        fixed = {"min_new_tokens": args.length, "max_new_tokens": args.length}
-        qg._batch_kwargs = lambda inputs: {**HFQuestionGenerator._batch_kwargs(qg, inputs), **fixed}
+    new = FastSettings(merged_rows=args.merged_rows) if args.merged_rows else FastSettings()
+    arms = {"new": arm(qg, new), "old": arm(qg, OLD_ARMS[args.ab]) if args.ab else None}
+    lengths = (lambda n: [args.length] * n) if args.length else (lambda n: None)
     answers, contexts = [a for a, _ in keys], [c for _, c in keys]
-    qg.generate(answers[:2], contexts[:2])  # warm up
+    arms["new"].generate(answers[:2], contexts[:2])  # warm up
     meter = FlopMeter.attach(qg.model)
     print(f"{len(keys)} QG inputs, batch {config.qg_batch_size}, {torch.get_num_threads()} threads")
     if args.profile:
-        if args.ab:  # the profile of the A/B's old arm
-            qg.merged_rows = 0 if args.ab in ("merged", "all") else qg.merged_rows
-            qg.in_place_cache = args.ab != "cache"
-            qg.merge_limits = args.ab != "limits"
-            GrowingLayer.time_major = args.ab != "layout"
-            if qg.shared_cross is not None:
-                qg.shared_cross.grouped_query = args.ab not in ("gqa", "all")
+        profiled = arms["old"] if args.ab else arms["new"]  # with --ab: the old arm's profile
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-            qg.generate(answers, contexts)
+            profiled.generate(answers, contexts, lengths(len(answers)))
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
         print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=25))
         return 0
@@ -132,43 +144,34 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     digests: dict[str, set[str]] = {"new": set(), "old": set()}
     for rep in range(args.reps):
         peak = matmul_peak(torch.float32)
-        arms = (["new", "old"] if rep % 2 == 0 else ["old", "new"]) if args.ab else ["new"]
-        for arm in arms:
-            if args.ab in ("merged", "all"):
-                qg.merged_rows = merged_rows if arm == "new" else 0
-            if args.ab in ("gqa", "all"):
-                assert qg.shared_cross is not None
-                qg.shared_cross.grouped_query = arm == "new"
-            if args.ab == "cache":
-                qg.in_place_cache = arm == "new"
-            if args.ab == "limits":
-                qg.merge_limits = arm == "new"
-            if args.ab == "layout":
-                GrowingLayer.time_major = arm == "new"
+        order = (["new", "old"] if rep % 2 == 0 else ["old", "new"]) if args.ab else ["new"]
+        for name in order:
+            generator = arms[name]
+            assert generator is not None
             flops0, model0 = meter.flops, meter.seconds
-            qg.model_decisions.clear()
+            generator.model_decisions.clear()
             t0 = time.perf_counter()
-            qg.generate(answers, contexts)
+            generator.generate(answers, contexts, lengths(len(answers)))
             dt = time.perf_counter() - t0
-            times[arm].append(dt)
+            times[name].append(dt)
             flops, model = meter.flops - flops0, meter.seconds - model0
-            ids = hashlib.sha256(repr(qg.model_decisions).encode()).hexdigest()[:12]
-            digests[arm].add(ids)
-            if args.ab in ("merged", "all"):
-                if arm == "old":
+            ids = hashlib.sha256(repr(generator.model_decisions).encode()).hexdigest()[:12]
+            digests[name].add(ids)
+            if args.ab in ("merged", "all", "reference"):
+                if name == "old":
                     useful.append(flops)
                     counted = flops
                 else:
                     counted = useful[-1] if useful else flops
                 print(
-                    f"rep {rep} {arm}: {dt:.2f} s, {model / dt:.0%} in model, meter {flops / 1e9:.1f} GFLOP, "
+                    f"rep {rep} {name}: {dt:.2f} s, {model / dt:.0%} in model, meter {flops / 1e9:.1f} GFLOP, "
                     f"useful {counted / 1e9:.1f} GFLOP, {counted / dt / 1e9:.1f} GFLOP/s = "
                     f"{counted / dt / peak:.1%} of peak {peak / 1e9:.1f}; questions {ids}",
                     flush=True,
                 )
                 continue
             print(
-                f"rep {rep} {arm}: {dt:.2f} s, {model / dt:.0%} in model, {flops / 1e9:.1f} GFLOP, "
+                f"rep {rep} {name}: {dt:.2f} s, {model / dt:.0%} in model, {flops / 1e9:.1f} GFLOP, "
                 f"{flops / dt / 1e9:.1f} GFLOP/s = {flops / dt / peak:.1%} of peak {peak / 1e9:.1f}; "
                 f"questions {ids}",
                 flush=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import torch
@@ -64,7 +65,7 @@ class HFQuestionGenerator:
         self.model = self.model.to(self.device).eval()
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.tokens_processed = 0
-        shared = attach_shared_cross_attention(self.model)
+        self.shared = shared = attach_shared_cross_attention(self.model)
         self.fast: FastQG | None = None
         if config.qg_decoder == "fast" and shared is None:
             raise Q2Error(
@@ -72,7 +73,21 @@ class HFQuestionGenerator:
                 "(use qg_decoder='auto' or 'reference')"
             )
         if shared is not None and config.qg_decoder != "reference":
-            self.fast = FastQG(self.model, shared, fast or FastSettings(), self._reference_search, self._environment)
+            self.fast = FastQG(
+                self.model, shared, fast or FastSettings(), self._reference_search, self._environment
+            )
+
+    def with_decoder(self, decoder: str, fast: FastSettings | None = None) -> HFQuestionGenerator:
+        """Another generator over the same loaded model and tokenizers, by another beam-search path
+        (`decoder` as `Q2Config.qg_decoder`; `fast`: the fast path's settings): comparisons' arms."""
+        other = copy.copy(self)
+        other.config = self.config.replace(qg_decoder=decoder)
+        other.fast = None
+        if self.shared is not None and decoder != "reference":
+            other.fast = FastQG(
+                self.model, self.shared, fast or FastSettings(), other._reference_search, other._environment
+            )
+        return other
 
     @property
     def decoder(self) -> str:
@@ -126,7 +141,9 @@ class HFQuestionGenerator:
             pad_id=model.pad_token_id,
         )
 
-    def _reference_search(self, ids: torch.Tensor, mask: torch.Tensor, rules: BeamRules) -> list[list[list[int]]]:
+    def _reference_search(
+        self, ids: torch.Tensor, mask: torch.Tensor, rules: BeamRules
+    ) -> list[list[list[int]]]:
         """One batch's beam search by the reference path: 3.2's rules over 3.2's decoder step."""
         step = decoder_steps(self.model, ids, mask, rules.num_beams)
         return beam_search(step, len(ids), device=self.device, **vars(rules))
@@ -134,9 +151,11 @@ class HFQuestionGenerator:
     def _greedy(self, ids: torch.Tensor, mask: torch.Tensor, new_tokens: int | None) -> list[list[list[int]]]:
         """Greedy decoding: transformers' own (the same rule as 3.2's)."""
         c = self.config
-        limits = {"max_length": c.max_question_length} if new_tokens is None else {
-            "min_new_tokens": new_tokens, "max_new_tokens": new_tokens
-        }
+        limits = (
+            {"max_length": c.max_question_length}
+            if new_tokens is None
+            else {"min_new_tokens": new_tokens, "max_new_tokens": new_tokens}
+        )
         out = self.model.generate(input_ids=ids, attention_mask=mask, num_beams=1, do_sample=False, **limits)
         return [[row] for row in out.tolist()]
 
@@ -166,17 +185,15 @@ class HFQuestionGenerator:
         forced = [None if new_tokens is None else max(new_tokens[i] for i in idx) for idx in order]
         out: list[list[list[int]]] = [[] for _ in inputs]
         with linear_kernels(self.linears, c.cpu_matmul, self.device):
-            if beams == 1:
-                results = []
-                for (ids, mask), n, idx in zip(batches, forced, order):
-                    results.append(self._greedy(ids, mask, n))
-                    batch_done(sum(len(i) for i in order[: len(results)]), len(inputs))
-            elif self.fast is not None:
+            if beams > 1 and self.fast is not None:
                 results = self.fast.search(batches, [self._rules(n) for n in forced])
             else:
                 results = []
                 for (ids, mask), n in zip(batches, forced):
-                    results.append(self._reference_search(ids, mask, self._rules(n)))
+                    if beams == 1:
+                        results.append(self._greedy(ids, mask, n))
+                    else:
+                        results.append(self._reference_search(ids, mask, self._rules(n)))
                     batch_done(sum(len(i) for i in order[: len(results)]), len(inputs))
         for idx, result in zip(order, results):
             for i, ids in zip(idx, result):
@@ -206,9 +223,9 @@ class HFQuestionGenerator:
         """The shape classes the fast path's exactness gate sent to the reference path."""
         if self.fast is None:
             return []
-        return [f"qg: fell back to the reference path for {key[0]} {key[-1]}" for key in self.fast.gate.refused()]
+        return [
+            f"qg: fell back to the reference path for {key[0]} {key[-1]}" for key in self.fast.gate.refused()
+        ]
 
     def describe(self) -> str:
         return f"{self.model_id}@{model_revision(self.model, self.model_id)}"
-
-

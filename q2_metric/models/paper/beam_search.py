@@ -129,7 +129,11 @@ class SearchState:
         scores = torch.log_softmax(logits.float(), dim=-1)
         if self.cur_len < r.min_length:
             scores[:, r.eos_id] = NEG_INF
-        banned = [(i, t) for i, seq in enumerate(self.seqs) for t in banned_ngram_tokens(seq, r.no_repeat_ngram_size)]
+        banned = [
+            (i, t)
+            for i, seq in enumerate(self.seqs)
+            for t in banned_ngram_tokens(seq, r.no_repeat_ngram_size)
+        ]
         if banned:
             rows, tokens = zip(*banned)
             scores[list(rows), list(tokens)] = NEG_INF

@@ -122,7 +122,12 @@ def same_logits(
     tokens = [torch.randint(2, vocab, (sum(rows),), generator=g).to(device) for _ in range(steps)]
     # each row continues a random beam of its own input
     reorders = [
-        torch.tensor([(r // beams) * beams + int(j) for r, j in enumerate(torch.randint(beams, (sum(rows),), generator=g))])
+        torch.tensor(
+            [
+                (r // beams) * beams + int(j)
+                for r, j in enumerate(torch.randint(beams, (sum(rows),), generator=g))
+            ]
+        )
         for _ in range(steps)
     ]
 
@@ -231,7 +236,14 @@ class FastQG:
         return self.gate.allows(
             key,
             lambda: same_logits(
-                self.model, self.shared, [(inputs, length)], beams, max_length, self.settings, steps, "reference"
+                self.model,
+                self.shared,
+                [(inputs, length)],
+                beams,
+                max_length,
+                self.settings,
+                steps,
+                "reference",
             ),
         )
 
@@ -241,7 +253,10 @@ class FastQG:
         key = self._key("merged", (beams, tuple(n for n, _ in shapes)), min(max_length, 64))
         steps = max(1, min(2, max_length - 1))
         return self.gate.allows(
-            key, lambda: same_logits(self.model, self.shared, shapes, beams, max_length, self.settings, steps, "alone")
+            key,
+            lambda: same_logits(
+                self.model, self.shared, shapes, beams, max_length, self.settings, steps, "alone"
+            ),
         )
 
     def search(
@@ -261,7 +276,11 @@ class FastQG:
             like = replace(r, max_length=0, min_length=0) if self.settings.merge_limits else r
             open_chunks = chunks.setdefault(like, [[]])
             chunk = open_chunks[-1]
-            if chunk and (sum(len(batches[i][0]) for i in chunk) + len(ids)) * r.num_beams > self.settings.merged_rows:
+            if (
+                chunk
+                and (sum(len(batches[i][0]) for i in chunk) + len(ids)) * r.num_beams
+                > self.settings.merged_rows
+            ):
                 chunk = []
                 open_chunks.append(chunk)
             chunk.append(b)

@@ -110,7 +110,9 @@ def merged_decoder_steps(
         # cross-attention reads each batch's own); the stand-in keys give T5 the longest length for
         # its position bias
         states = first.new_zeros((1, 1, model.config.d_model)).expand(rows, longest, -1)
-        stand_in = first.new_zeros((1, 1, 1, 1)).expand(rows // beams, first.shape[1], longest, first.shape[3])
+        stand_in = first.new_zeros((1, 1, 1, 1)).expand(
+            rows // beams, first.shape[1], longest, first.shape[3]
+        )
         for layer in cross.layers:
             layer.keys, layer.values = stand_in, stand_in
         inputs["encoder_outputs"] = BaseModelOutput(last_hidden_state=states)
@@ -118,7 +120,9 @@ def merged_decoder_steps(
         shared.groups = [groups[k] for k in running]
         inputs["running"] = list(running)
 
-    def step(tokens: torch.Tensor, beam_idx: torch.Tensor | None, running: list[int] | None = None) -> torch.Tensor:
+    def step(
+        tokens: torch.Tensor, beam_idx: torch.Tensor | None, running: list[int] | None = None
+    ) -> torch.Tensor:
         if running is None:
             running = list(range(len(groups)))
         if running != inputs.get("running"):

@@ -169,7 +169,9 @@ def grouped_self_attention(
     for g in groups:
         part = slice(start, start + g.rows)
         own = {k: _rows_of(v, rows, part) for k, v in kwargs.items()}
-        out, _ = attend(module, query[part], key[part], value[part], _rows_of(attention_mask, rows, part), **own)
+        out, _ = attend(
+            module, query[part], key[part], value[part], _rows_of(attention_mask, rows, part), **own
+        )
         outs.append(out)
         start += g.rows
     return torch.cat(outs), None

@@ -77,7 +77,9 @@ def _fast(model, shared, batches, rules, leave: bool = True):
     """The scheduler over the batches' states, merged steps; every step's (running, logits)."""
     states = [SearchState(len(ids), r) for (ids, _), r in zip(batches, rules)]
     seen: list[tuple[list[int], torch.Tensor]] = []
-    with merged_decoder_steps(model, shared, batches, rules[0].num_beams, max(r.max_length for r in rules)) as step:
+    with merged_decoder_steps(
+        model, shared, batches, rules[0].num_beams, max(r.max_length for r in rules)
+    ) as step:
 
         def recorded(tokens, beam_idx, running):
             seen.append((list(running), step(tokens, beam_idx, running).clone()))
@@ -92,7 +94,8 @@ def _gate_says_yes(model, shared, batches, rules) -> bool:
     shapes = [(len(ids), ids.shape[1]) for ids, _ in batches]
     settings = FastSettings()
     alone = all(
-        same_logits(model, shared, [s], beams, longest, settings, min(9, longest - 1), "reference") for s in shapes
+        same_logits(model, shared, [s], beams, longest, settings, min(9, longest - 1), "reference")
+        for s in shapes
     )
     return alone and same_logits(model, shared, shapes, beams, longest, settings, 2, "alone")
 
@@ -107,7 +110,9 @@ def _gate_says_yes(model, shared, batches, rules) -> bool:
         (6, 4, (12, 10, 11), ((6, 6), (30, 0), (12, 12)), 1.5),
     ],
 )
-def test_the_gate_s_contract_on_merged_steps(seed, beams, sizes, limits, eos_bias, leave, threads, monkeypatch):
+def test_the_gate_s_contract_on_merged_steps(
+    seed, beams, sizes, limits, eos_bias, leave, threads, monkeypatch
+):
     """Batches of different padded lengths and length limits (early ends, min = max, the limit).
     Where the gate passes their classes on this machine, every step of each batch's search gets the
     reference's logits bit for bit, and the same ids, its rows leaving the products when it ends
@@ -126,7 +131,9 @@ def test_the_gate_s_contract_on_merged_steps(seed, beams, sizes, limits, eos_bia
             ends = {len(h) for batch in want for hyps in batch for h in hyps}
             assert len(ends) >= 2 and max(r.max_length for r in rules) in ends  # early ends and the limit
             if not _gate_says_yes(model, shared, batches, rules):
-                fast = FastQG(model, shared, FastSettings(min_rows=1), _one_reference(model), lambda: ("cpu", threads))
+                fast = FastQG(
+                    model, shared, FastSettings(min_rows=1), _one_reference(model), lambda: ("cpu", threads)
+                )
                 assert fast.search(batches, rules) == want
                 assert fast.gate.refused()
                 return
@@ -163,7 +170,9 @@ def _rounding_by_rows(model: T5ForConditionalGeneration) -> None:
     model.lm_head.register_forward_hook(lambda module, args, out: out + 1e-3 * out.shape[0])
 
 
-def test_a_product_that_rounds_by_row_count_makes_the_gate_refuse_and_the_questions_stay(tiny_config, monkeypatch):
+def test_a_product_that_rounds_by_row_count_makes_the_gate_refuse_and_the_questions_stay(
+    tiny_config, monkeypatch
+):
     """The gate sees merged products' other numbers and refuses (warning once, the profile's notes
     listing the classes it refused), and the generator's questions are the reference path's."""
     monkeypatch.setattr(qg_fast, "GATE", ExactnessGate())
@@ -171,7 +180,9 @@ def test_a_product_that_rounds_by_row_count_makes_the_gate_refuse_and_the_questi
     fast = HFQuestionGenerator(config)
     reference = HFQuestionGenerator(config.replace(qg_decoder="reference"))
     assert fast.decoder == "fast" and reference.decoder == "reference"
-    prompts = [qg_input(f"w{i}", f"the show number {i} aired in canada " + "and more " * (i % 7)) for i in range(40)]
+    prompts = [
+        qg_input(f"w{i}", f"the show number {i} aired in canada " + "and more " * (i % 7)) for i in range(40)
+    ]
     want = reference.generate_ids(prompts)
     assert len({tuple(q[0]) for q in want}) > 10  # the questions differ from prompt to prompt
     _rounding_by_rows(fast.model)
@@ -185,7 +196,9 @@ def test_a_product_that_rounds_by_row_count_makes_the_gate_refuse_and_the_questi
     assert fast.fast.gate.refused()
     assert len([w for w in caught if issubclass(w.category, qg_fast.FastPathFallback)]) == 1  # said once
     notes = fast.profile_notes()
-    assert len(notes) == len(fast.fast.gate.refused()) and all("fell back to the reference path" in n for n in notes)
+    assert len(notes) == len(fast.fast.gate.refused()) and all(
+        "fell back to the reference path" in n for n in notes
+    )
 
 
 def test_a_batch_whose_fast_steps_differ_runs_the_reference_path(tiny_config, monkeypatch):
@@ -200,7 +213,9 @@ def test_a_batch_whose_fast_steps_differ_runs_the_reference_path(tiny_config, mo
     fast.fast.reference = fast._reference_search
     prompts = [qg_input(f"w{i}", f"a text about {i} things") for i in range(12)]
     got = fast.generate_ids(prompts)
-    assert calls and got == HFQuestionGenerator(tiny_config.replace(qg_decoder="reference")).generate_ids(prompts)
+    assert calls and got == HFQuestionGenerator(tiny_config.replace(qg_decoder="reference")).generate_ids(
+        prompts
+    )
 
 
 def test_the_gate_checks_each_class_once():
@@ -243,9 +258,9 @@ def test_the_settings_are_given_to_the_constructor(tiny_config):
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.merged_rows = 5  # type: ignore[misc]
     prompts = [qg_input(f"w{i}", f"a text about {i} things") for i in range(20)]
-    assert qg.generate_ids(prompts) == HFQuestionGenerator(tiny_config.replace(qg_decoder="reference")).generate_ids(
-        prompts
-    )
+    assert qg.generate_ids(prompts) == HFQuestionGenerator(
+        tiny_config.replace(qg_decoder="reference")
+    ).generate_ids(prompts)
 
 
 def test_the_flop_meter_counts_the_batches_own_work():

@@ -50,4 +50,6 @@ def test_rows_leave_with_a_shorter_reorder():
     layer.update(k, -k)
     idx = torch.tensor([4, 1, 1])
     layer.reorder_cache(idx)
-    assert torch.equal(layer.keys, k.index_select(0, idx)) and torch.equal(layer.values, -k.index_select(0, idx))
+    assert torch.equal(layer.keys, k.index_select(0, idx)) and torch.equal(
+        layer.values, -k.index_select(0, idx)
+    )

@@ -16,7 +16,6 @@ import torch
 from support.data import TEST_DATA
 from torch.utils.flop_counter import FlopCounterMode
 
-from q2_metric.models.hf_qg import HFQuestionGenerator
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
 from q2_metric.models.speed.flops import FlopMeter
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
