@@ -32,7 +32,7 @@ class Published:
     note: str = ""
 
 
-Q2_MODELS = "the paper's (T5-base QG, ALBERT-xlarge SQuAD 2.0 QA, RoBERTa NLI)"
+Q2_MODELS = "the paper's (T5-base QG, ALBERT-xlarge SQuAD 2.0 QA, AllenNLP RoBERTa-large SNLI)"
 
 FIGURES: tuple[Published, ...] = (
     *(

@@ -1,0 +1,180 @@
+"""RAGTruth as released: its two files, the default selection, the knowledge per task type, bad rows
+by id, and the figures under both definitions.
+
+Expected figures are counted by hand in the comments. LettuceDetect's character definition is
+re-typed from its `lettucedetect/models/evaluator.py` (`evaluate_detector_char_level`): per sample
+the predicted lengths, the gold lengths and the overlap of every (predicted, gold) pair are summed;
+precision = overlap / predicted if predicted > 0 else 0, recall likewise, F1 0 when P + R = 0.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from q2_metric.meta.datasets import load_datasets
+from q2_metric.meta.ragtruth import (
+    RagTruthError,
+    char_lettucedetect,
+    char_ragtruth,
+    read_ragtruth,
+    read_span_predictions,
+    response_level,
+    score_figures,
+    span_figures,
+)
+
+QA_Q, QA_P = "Who painted it?", "passage 1: Bob Ross painted it in 1983."
+SUMMARY = "The council met on Monday and approved the new park."
+DATA = {"name": "Cafe Uno", "attributes": {"WiFi": "free"}, "review_info": [{"review_stars": 4}]}
+
+SOURCES = [
+    {"source_id": "s1", "task_type": "QA", "source_info": {"question": QA_Q, "passages": QA_P}, "prompt": "P1"},
+    {"source_id": "s2", "task_type": "Summary", "source_info": SUMMARY, "prompt": "P2"},
+    {"source_id": "s3", "task_type": "Data2txt", "source_info": DATA, "prompt": "P3"},
+    {"source_id": "s4", "task_type": "Chat", "source_info": "x", "prompt": "P4"},
+]
+R1 = "Bob Ross painted it in 1985 on a Tuesday."  # 41 characters
+R3 = "Cafe Uno has paid WiFi."
+
+
+def row(rid, sid, response, labels=(), split="test", quality="good"):
+    return {
+        "id": rid,
+        "source_id": sid,
+        "model": "gpt-4-0613",
+        "temperature": 0.7,
+        "labels": [
+            {"start": s, "end": e, "text": response[s:e], "meta": "", "label_type": "Evident Conflict"}
+            for s, e in labels
+        ],
+        "split": split,
+        "quality": quality,
+        "response": response,
+    }
+
+
+RESPONSES = [
+    row("1", "s1", R1, [(5, 15), (10, 20)]),  # overlapping labels
+    row("2", "s2", "The council approved the park."),
+    row("3", "s3", R3, [(0, 4)]),
+    row("4", "s1", "Bob Ross.", split="train"),
+    row("5", "s2", "The council met.", quality="truncated"),
+    row("6", "s3", "I cannot answer.", quality="incorrect_refusal"),
+    row("7", "s4", "Hello."),  # its source has an unknown task type
+    row("8", "s1", "Bob.", [(0, 9)]),  # a label beyond the response
+    row("9", "s9", "Who knows."),  # no such source
+    row("10", "s2", "The council met on Monday."),
+]
+
+
+def write_ragtruth(folder: Path, responses=RESPONSES, sources=SOURCES) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "response.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses), encoding="utf-8")
+    (folder / "source_info.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sources), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def ragtruth(tmp_path):
+    return write_ragtruth(tmp_path / "ragtruth")
+
+
+def test_default_selection_counts_and_bad_rows(ragtruth):
+    rows = read_ragtruth(ragtruth)
+    assert rows.ids == ["1", "2", "3", "10"]
+    sel = rows.selection
+    # 10 rows: 1 train, 2 of other quality (truncated, incorrect_refusal), 3 bad (7, 8, 9), 4 kept
+    assert (sel["rows"], sel["kept"], sel["bad"]) == (10, 4, 3)
+    assert sel["left_out_by_split"] == {"train": 1}
+    assert sel["left_out_by_quality"] == {"incorrect_refusal": 1, "truncated": 1}
+    assert sel["kept_by_task"] == {"QA": 1, "Summary": 2, "Data2txt": 1}
+    assert [b.split(": ")[0] for b in rows.bad] == [
+        "response.jsonl line 7 (id 7)",
+        "response.jsonl line 8 (id 8)",
+        "response.jsonl line 9 (id 9)",
+    ]
+    assert "task_type 'Chat'" in rows.bad[0]
+    assert "field 'labels' item 0" in rows.bad[1] and "4 characters" in rows.bad[1]
+    assert "field 'source_id' s9 is not in source_info.jsonl" in rows.bad[2]
+    assert rows.gold == [[(5, 15), (10, 20)], [], [(0, 4)], []]
+
+
+def test_knowledge_per_task_type(ragtruth):
+    rows = read_ragtruth(ragtruth)
+    know = dict(zip(rows.ids, rows.knowledge))
+    assert know["1"] == f"{QA_Q}\n{QA_P}"  # QA: the question, then the passages
+    assert know["2"] == SUMMARY  # Summary: the source text
+    assert know["3"] == "name: Cafe Uno\nattributes.WiFi: free\nreview_info.1.review_stars: 4"
+    prompt = read_ragtruth(ragtruth, grounding="prompt")
+    assert dict(zip(prompt.ids, prompt.knowledge)) == {"1": "P1", "2": "P2", "3": "P3", "10": "P2"}
+
+
+def test_all_rows_when_asked(ragtruth):
+    rows = read_ragtruth(ragtruth, split="all", quality="all")
+    # every row but the 3 bad ones
+    assert rows.ids == ["1", "2", "3", "4", "5", "6", "10"]
+    assert rows.selection["left_out_by_split"] == {} and rows.selection["left_out_by_quality"] == {}
+
+
+def test_dataset_by_layout(ragtruth):
+    (ds,) = load_datasets([f"rt={ragtruth}"])
+    assert ds.format == "ragtruth"
+    assert ds.consistent == [0, 1, 0, 1]  # hallucinated iff at least one labelled span
+    assert ds.summary()["selection"]["kept"] == 4 and len(ds.summary()["bad_rows"]) == 3
+
+
+# gold spans of responses 1, 2, 3 and a metric's predicted spans
+GOLD = [[(5, 15), (10, 20)], [], [(0, 4)]]
+PRED = [[(8, 12)], [(0, 3)], []]
+
+
+def test_character_level_ragtruth_sets():
+    # response 1: G = 5..19 (15 chars), P = 8..11 (4), |P∩G| = 4; response 2: P 3 chars, G none;
+    # response 3: G 4 chars, P none. tp 4, predicted 7, gold 19.
+    f = char_ragtruth(GOLD, PRED)
+    assert (f["tp"], f["predicted"], f["gold"]) == (4, 7, 19)
+    assert f["precision"] == pytest.approx(4 / 7) and f["recall"] == pytest.approx(4 / 19)
+    assert f["f1"] == pytest.approx(4 / 13)  # 2 * (4/7)(4/19) / (4/7 + 4/19) = 32/104
+
+
+def test_character_level_lettucedetect_pairwise():
+    # response 1: predicted 4, gold 10 + 10 = 20, overlaps (8,12)&(5,15) = 4 and (8,12)&(10,20) = 2;
+    # response 2: predicted 3; response 3: gold 4. overlap 6, predicted 7, gold 24.
+    f = char_lettucedetect(GOLD, PRED)
+    assert (f["overlap"], f["predicted"], f["gold"]) == (6, 7, 24)
+    assert f["precision"] == pytest.approx(6 / 7) and f["recall"] == pytest.approx(1 / 4)
+    assert f["f1"] == pytest.approx(12 / 31)  # 2 * (6/7)(1/4) / (6/7 + 1/4) = (12/28) / (31/28)
+
+
+def test_nothing_to_divide_by_none_in_ours_zero_in_theirs():
+    ours, theirs = char_ragtruth([[]], [[]]), char_lettucedetect([[]], [[]])
+    assert (ours["precision"], ours["recall"], ours["f1"]) == (None, None, None)
+    assert (theirs["precision"], theirs["recall"], theirs["f1"]) == (0, 0, 0)
+
+
+def test_response_level_of_spans_and_of_scores():
+    # spans: hallucinated [T, F, T], flagged [T, T, F]: tp 1, flagged 2, hallucinated 2
+    f = span_figures(["1", "2", "3"], GOLD, PRED)
+    assert f["response"]["precision"] == 0.5 and f["response"]["recall"] == 0.5 and f["response"]["f1"] == 0.5
+    assert response_level([True, False], [False, False])["precision"] is None  # nothing flagged
+    # scores 0.2, 0.5, 0.9 and an unscored 4th: flagged iff <= 0.5: [T, T, F] against [T, F, T, F]
+    s = score_figures(["1", "2", "3", "10"], GOLD + [[]], [0.2, 0.5, 0.9, None], 0.5)
+    assert s["unscored"] == ["10"] and s["responses"] == 3
+    assert (s["response"]["tp"], s["response"]["predicted"], s["response"]["gold"]) == (1, 2, 2)
+
+
+def test_span_predictions_file(tmp_path):
+    ids, responses = ["1", "2"], [R1, "The council approved the park."]
+    good = tmp_path / "pred.jsonl"
+    good.write_text(json.dumps({"id": "1", "spans": [{"start": 8, "end": 12}]}) + "\n")
+    name, pred = read_span_predictions(f"lettuce={good}", ids, responses)
+    assert name == "lettuce" and pred == [[(8, 12)], None]  # response 2 not in the file: unscored
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text(json.dumps({"id": "99", "spans": []}) + "\n")
+    with pytest.raises(RagTruthError, match="line 1: field 'id' '99' is no kept row"):
+        read_span_predictions(f"x={unknown}", ids, responses)
+    beyond = tmp_path / "beyond.jsonl"
+    beyond.write_text(json.dumps({"id": "1", "spans": [{"start": 0, "end": 99}]}) + "\n")
+    with pytest.raises(RagTruthError, match=r"line 1 \(id 1\): field 'spans' item 0"):
+        read_span_predictions(f"x={beyond}", ids, responses)
