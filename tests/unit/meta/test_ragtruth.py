@@ -178,3 +178,42 @@ def test_span_predictions_file(tmp_path):
     beyond.write_text(json.dumps({"id": "1", "spans": [{"start": 0, "end": 99}]}) + "\n")
     with pytest.raises(RagTruthError, match=r"line 1 \(id 1\): field 'spans' item 0"):
         read_span_predictions(f"x={beyond}", ids, responses)
+
+
+def test_cli_prints_both_definitions_and_the_selection(ragtruth, tmp_path, capsys):
+    """`q2 meta-eval --dataset ragtruth=DIR` with a metric's scores and its span predictions (no
+    model): the selection's counts, the bad rows by id, both character definitions."""
+    from q2_metric.cli import main
+
+    judge = tmp_path / "judge.csv"  # kept rows 1, 2, 3, 10 are rt:1 .. rt:4
+    judge.write_text("id,score\nrt:1,0.2\nrt:2,0.5\nrt:3,0.9\nrt:4,0.7\n")
+    spans = tmp_path / "spans.jsonl"  # response 10 has no line: unscored by it
+    spans.write_text(
+        "".join(
+            json.dumps({"id": rid, "spans": [{"start": s, "end": e} for s, e in p]}) + "\n"
+            for rid, p in zip(["1", "2", "3"], PRED)
+        )
+    )
+    out = tmp_path / "bench"
+    code = main(
+        ["meta-eval", "--baselines-only", "--no-bertscore", "--dataset", f"rt={ragtruth}",
+         "--scores", f"judge={judge}", "--ragtruth-spans", f"lettuce={spans}", "--bootstrap", "20",
+         "--out-dir", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Of 10 rows, 4 kept (QA 1, Summary 2, Data2txt 1), 3 bad" in printed
+    assert "left out by split: train 1; by quality: incorrect_refusal 1, truncated 1" in printed
+    assert "- response.jsonl line 7 (id 7): its source s4 has task_type 'Chat'" in printed
+    assert "**RAGTruth's** (character sets" in printed and "**LettuceDetect's** (pairwise overlaps" in printed
+    report = json.loads((out / "benchmark.json").read_text())["ragtruth"]["rt"]
+    lettuce = report["metrics"]["lettuce spans"]
+    # response 10 (gold: none) is left out: the figures of test_character_level_* above
+    assert lettuce["unscored"] == ["10"]
+    assert lettuce["character_ragtruth"]["f1"] == pytest.approx(4 / 13)
+    assert lettuce["character_lettucedetect"]["f1"] == pytest.approx(12 / 31)
+    # judge: flagged iff <= 0.5: responses 1, 2 (0.2, 0.5); hallucinated 1, 3: tp 1 of 2, 1 of 2
+    assert report["metrics"]["judge"]["response"]["f1"] == 0.5
+    row = "| lettuce spans | 3 | 1 | 0.500 | 0.500 | 0.500 | 0.571 | 0.211 | 0.308 | 0.857 | 0.250 | 0.387 |"
+    assert row in printed  # 4/7, 4/19, 4/13; 6/7, 1/4, 12/31
+    assert "| rt | response-level F1 | 0.7922 | LettuceDetect-large-v1 (" in printed
