@@ -206,7 +206,9 @@ def _unsupported_spans(path: Path, ds: Dataset) -> list[list[tuple[int, int]] | 
         found = []
         for span in f.get("unsupported_spans") or []:
             start, end = span.get("start"), span.get("end")
-            if not (isinstance(start, int) and isinstance(end, int)) or ds.response[i][start:end] != span.get("text"):
+            if not (isinstance(start, int) and isinstance(end, int)) or ds.response[i][start:end] != span.get(
+                "text"
+            ):
                 raise DatasetError(
                     f"{path}: row {i + 1} (id {ds.ids[i] if ds.ids else i + 1}): the span {span.get('text')!r} "
                     f"is not at {start}-{end} of the response."

@@ -32,7 +32,13 @@ def per_dataset(
         test = np.flatnonzero((g == name) & (sp == "test"))
         tune, tuned_on = (dev, "dev") if len(dev) else (test, "test")
         if not len(test):  # dev rows only: nothing to report on
-            out[name] = {"threshold": None, "tuned_on": tuned_on, "dev": len(dev), "test": 0, "balanced_accuracy": None}
+            out[name] = {
+                "threshold": None,
+                "tuned_on": tuned_on,
+                "dev": len(dev),
+                "test": 0,
+                "balanced_accuracy": None,
+            }
             continue
         threshold, _ = best_threshold(s[tune].tolist(), y[tune].tolist())
         report = decision_report(s[test].tolist(), y[test].tolist(), threshold)

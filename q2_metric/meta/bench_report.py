@@ -178,7 +178,9 @@ def ragtruth_markdown(report: dict) -> list[str]:
                 + " |"
             )
         if r["bad_rows"]:
-            lines += ["", f"Bad rows ({len(r['bad_rows']):,}), left out:", ""] + [f"- {b}" for b in r["bad_rows"]]
+            lines += ["", f"Bad rows ({len(r['bad_rows']):,}), left out:", ""] + [
+                f"- {b}" for b in r["bad_rows"]
+            ]
         unscored = {m: f["unscored"] for m, f in r["metrics"].items() if f["unscored"]}
         if unscored:
             lines += ["", "Unscored responses, left out of a metric's figures (by id):", ""]
@@ -221,7 +223,9 @@ def published_markdown(report: dict) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for name, p in rows:
-        where = p["paper"] + (f", {p['table']}" if p["table"] else "") + (f"; {p['note']}" if p["note"] else "")
+        where = (
+            p["paper"] + (f", {p['table']}" if p["table"] else "") + (f"; {p['note']}" if p["note"] else "")
+        )
         lines.append(
             f"| {name} | {p['label']} | {p['published']:.4g} | {p['published_by']} ({p['published_models']}) | "
             f"{where} | {_f(p['measured'])} | {p['measured_by']} |"

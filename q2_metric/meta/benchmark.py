@@ -242,15 +242,15 @@ def _protocols(
 
     ragtruth = [ds for ds in datasets if ds.gold_spans is not None]
     if span_predictions and len(ragtruth) != 1:
-        raise DatasetError(
-            f"--ragtruth-spans needs exactly one RAGTruth --dataset, got {len(ragtruth)}."
-        )
+        raise DatasetError(f"--ragtruth-spans needs exactly one RAGTruth --dataset, got {len(ragtruth)}.")
     published: dict[str, Any] = {}
     who = "Q²" + (f" ({report['signature_short']})" if report.get("signature_short") else "")
     for ds in ragtruth:
         gold = ds.gold_spans or []
         values = {
-            m: [None if np.isnan(v) else float(v) for v in raw[m][ds.name]] if m in raw else per[ds.name].tolist()
+            m: [None if np.isnan(v) else float(v) for v in raw[m][ds.name]]
+            if m in raw
+            else per[ds.name].tolist()
             for m, per in scores.items()
         }
         spans = {}
@@ -281,12 +281,16 @@ def _protocols(
         )
         report.setdefault("aggrefact", {})[ds.name] = figs
         published[ds.name] = beside(
-            "llm-aggrefact", {"mean_balanced_accuracy": (figs.get("q2") or {}).get("mean_balanced_accuracy")}, who
+            "llm-aggrefact",
+            {"mean_balanced_accuracy": (figs.get("q2") or {}).get("mean_balanced_accuracy")},
+            who,
         )
     for ds in datasets:
         if ds.format in ("q2-wow", "begin-v1"):
             auc = report["results"][ds.name]["metrics"].get("q2", {}).get("roc_auc")
-            rows = [r for r in beside(ds.format, {"roc_auc_best": auc}, who) if r["measure"] == "roc_auc_best"]
+            rows = [
+                r for r in beside(ds.format, {"roc_auc_best": auc}, who) if r["measure"] == "roc_auc_best"
+            ]
             published[ds.name] = rows
     report["published"] = published
 

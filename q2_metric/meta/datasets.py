@@ -29,6 +29,8 @@ from pathlib import Path
 from q2_metric.errors import Q2InputError
 from q2_metric.meta.ragtruth import Selection
 
+DEFAULT_SELECTION = Selection()  # test split, good quality, the source as knowledge
+
 
 class DatasetError(Q2InputError):
     """A `--dataset` argument or its file is wrong; the message has one sentence per problem."""
@@ -188,7 +190,7 @@ def _text(value: object) -> str | None:
 
 
 def load_dataset(
-    name: str, path: Path, mapping: ColumnMapping = ColumnMapping(), selection: Selection = Selection()
+    name: str, path: Path, mapping: ColumnMapping = ColumnMapping(), selection: Selection = DEFAULT_SELECTION
 ) -> tuple[Dataset | None, list[str]]:
     """The dataset and its problems (sentences); the dataset is None when it cannot be read at all."""
     from q2_metric.meta.ragtruth import is_ragtruth
@@ -248,7 +250,8 @@ def load_dataset(
             split = "test" if split is None or split == "" else str(split).strip().lower()
             if split not in AGGREFACT_SPLITS:
                 bad.setdefault(
-                    "column 'split' holds a value other than " + " or ".join(f"'{v}'" for v in AGGREFACT_SPLITS),
+                    "column 'split' holds a value other than "
+                    + " or ".join(f"'{v}'" for v in AGGREFACT_SPLITS),
                     [],
                 ).append(i)
             groups.append(group if isinstance(group, str) else "")
@@ -265,7 +268,9 @@ def load_dataset(
     return ds, problems
 
 
-def _load_ragtruth(name: str, path: Path, head: str, selection: Selection) -> tuple[Dataset | None, list[str]]:
+def _load_ragtruth(
+    name: str, path: Path, head: str, selection: Selection
+) -> tuple[Dataset | None, list[str]]:
     """RAGTruth's folder (`meta.ragtruth`): the selected rows; its bad rows are kept in `bad`, one
     sentence each naming the row's id, and the run goes on without them."""
     from q2_metric.meta.ragtruth import RagTruthError, read_ragtruth
@@ -290,7 +295,9 @@ def _load_ragtruth(name: str, path: Path, head: str, selection: Selection) -> tu
         ]
     if len(set(ds.consistent)) < 2:
         cls = "consistent" if ds.consistent[0] else "inconsistent"
-        return ds, [f"{head}: every one of its {len(ds.ids)} selected responses is {cls}, so no ROC AUC can be computed."]
+        return ds, [
+            f"{head}: every one of its {len(ds.ids)} selected responses is {cls}, so no ROC AUC can be computed."
+        ]
     return ds, []
 
 
@@ -320,7 +327,7 @@ def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list
 
 
 def load_datasets(
-    specs: Sequence[str], mapping: ColumnMapping = ColumnMapping(), selection: Selection = Selection()
+    specs: Sequence[str], mapping: ColumnMapping = ColumnMapping(), selection: Selection = DEFAULT_SELECTION
 ) -> list[Dataset]:
     """Every `NAME=FILE`, read and checked; all problems of all datasets raise one
     `DatasetError` (one sentence per problem, one per line) before any work."""

@@ -90,9 +90,15 @@ def render_structured(value: Any, path: str = "") -> list[str]:
     ['name: Cafe', 'attributes.WiFi: free', 'review_info.1.stars: 4']
     """
     if isinstance(value, dict):
-        return [line for k, v in value.items() for line in render_structured(v, f"{path}.{k}" if path else str(k))]
+        return [
+            line for k, v in value.items() for line in render_structured(v, f"{path}.{k}" if path else str(k))
+        ]
     if isinstance(value, list):
-        return [line for i, v in enumerate(value, 1) for line in render_structured(v, f"{path}.{i}" if path else str(i))]
+        return [
+            line
+            for i, v in enumerate(value, 1)
+            for line in render_structured(v, f"{path}.{i}" if path else str(i))
+        ]
     if value is None or (isinstance(value, str) and not value.strip()):
         return []
     return [f"{path}: {value}" if path else str(value)]
@@ -109,7 +115,9 @@ def knowledge_of(task: str, source_info: Any, prompt: Any, grounding: str = "sou
         question, passages = source_info.get("question"), source_info.get("passages")
         if not isinstance(passages, str) or not passages.strip():
             return None
-        return f"{question.strip()}\n{passages}" if isinstance(question, str) and question.strip() else passages
+        return (
+            f"{question.strip()}\n{passages}" if isinstance(question, str) and question.strip() else passages
+        )
     if task == "Summary":
         return source_info if isinstance(source_info, str) and source_info.strip() else None
     if task == "Data2txt":
@@ -175,10 +183,10 @@ def read_ragtruth(
     except (OSError, UnicodeDecodeError, Q2InputError) as err:
         raise RagTruthError(f"{path}: cannot be read ({err}).") from None
     bad_sources: dict[str, str] = {}
-    for n, obj, err in info_lines:
+    for n, obj, trouble in info_lines:
         where = f"{info_path.name} line {n}"
-        if err or not isinstance(obj, dict):
-            out.bad.append(f"{where}: {err or 'is not a JSON object'}.")
+        if trouble or not isinstance(obj, dict):
+            out.bad.append(f"{where}: {trouble or 'is not a JSON object'}.")
             continue
         sid = obj.get("source_id")
         if sid is None:
@@ -204,11 +212,11 @@ def read_ragtruth(
     left_split: Counter[str] = Counter()
     left_quality: Counter[str] = Counter()
     total = 0
-    for n, obj, err in resp_lines:
+    for n, obj, trouble in resp_lines:
         total += 1
         where = f"{resp_path.name} line {n}"
-        if err or not isinstance(obj, dict):
-            out.bad.append(f"{where}: {err or 'is not a JSON object'}.")
+        if trouble or not isinstance(obj, dict):
+            out.bad.append(f"{where}: {trouble or 'is not a JSON object'}.")
             continue
         rid = obj.get("id")
         where = f"{where} (id {rid})"
@@ -274,7 +282,9 @@ def response_level(hallucinated: Sequence[bool], flagged: Sequence[bool]) -> dic
     return prf(tp, sum(map(bool, flagged)), sum(map(bool, hallucinated)))
 
 
-def char_ragtruth(gold: Sequence[Sequence[Offsets]], predicted: Sequence[Sequence[Offsets]]) -> dict[str, Any]:
+def char_ragtruth(
+    gold: Sequence[Sequence[Offsets]], predicted: Sequence[Sequence[Offsets]]
+) -> dict[str, Any]:
     """Character sets per response (union of gold spans vs union of predicted spans), summed."""
     tp = n_pred = n_gold = 0
     for g, p in zip(gold, predicted):
@@ -313,7 +323,9 @@ def score_figures(
     from q2_metric.frontend import is_consistent
 
     kept = [i for i, s in enumerate(scores) if s is not None and s == s]
-    figures = response_level([bool(gold[i]) for i in kept], [not is_consistent(scores[i], threshold) for i in kept])
+    figures = response_level(
+        [bool(gold[i]) for i in kept], [not is_consistent(scores[i], threshold) for i in kept]
+    )
     return {
         "kind": "score",
         "threshold": threshold,
@@ -341,7 +353,9 @@ def span_figures(
     }
 
 
-def read_span_predictions(spec: str, ids: Sequence[str], responses: Sequence[str]) -> tuple[str, list[list[Offsets] | None]]:
+def read_span_predictions(
+    spec: str, ids: Sequence[str], responses: Sequence[str]
+) -> tuple[str, list[list[Offsets] | None]]:
     """`NAME=FILE`: a JSON-lines file of a metric's spans, one line per response: `id` (RAGTruth's)
     and `spans` [{start, end}, ...] (offsets in the response). Returns (name, predictions in the
     order of `ids`, None for a response the file does not hold).
@@ -360,10 +374,10 @@ def read_span_predictions(spec: str, ids: Sequence[str], responses: Sequence[str
         raise RagTruthError(f"--ragtruth-spans {spec}: cannot be read ({err}).") from None
     position = {rid: i for i, rid in enumerate(ids)}
     out: list[list[Offsets] | None] = [None] * len(ids)
-    for n, obj, err in lines:
+    for n, obj, trouble in lines:
         where = f"--ragtruth-spans {name}: {path} line {n}"
-        if err or not isinstance(obj, dict):
-            raise RagTruthError(f"{where}: {err or 'is not a JSON object'}.")
+        if trouble or not isinstance(obj, dict):
+            raise RagTruthError(f"{where}: {trouble or 'is not a JSON object'}.")
         rid = None if obj.get("id") is None else str(obj.get("id"))
         if rid not in position:
             raise RagTruthError(f"{where}: field 'id' {rid!r} is no kept row of the RAGTruth set.")
@@ -395,4 +409,3 @@ def ragtruth_figures(
 def gold_summary(gold: Sequence[Sequence[Offsets]]) -> dict[str, int]:
     """How many responses are hallucinated and how many labelled spans they have."""
     return {"hallucinated": sum(bool(g) for g in gold), "spans": sum(len(g) for g in gold)}
-

@@ -15,16 +15,29 @@ from q2_metric.meta.datasets import DatasetError, load_datasets
 # (dataset, split, score, label)
 ROWS = [
     # A, dev: 0.1/0, 0.3/0, 0.6/1, 0.8/1 -> t = 0.3 separates them (BA 1; t = 0.1 gives 0.75)
-    ("A", "dev", 0.1, 0), ("A", "dev", 0.3, 0), ("A", "dev", 0.6, 1), ("A", "dev", 0.8, 1),
+    ("A", "dev", 0.1, 0),
+    ("A", "dev", 0.3, 0),
+    ("A", "dev", 0.6, 1),
+    ("A", "dev", 0.8, 1),
     # A, test at 0.3: supported 0.4, 0.9 > 0.3 (2/2); unsupported 0.2 <= 0.3 yes, 0.35 no (1/2) -> 0.75
-    ("A", "test", 0.2, 0), ("A", "test", 0.4, 1), ("A", "test", 0.35, 0), ("A", "test", 0.9, 1),
+    ("A", "test", 0.2, 0),
+    ("A", "test", 0.4, 1),
+    ("A", "test", 0.35, 0),
+    ("A", "test", 0.9, 1),
     # B, dev: 0.5/1, 0.4/0 -> t = 0.4 (BA 1; t = 0 gives 0.5)
-    ("B", "dev", 0.5, 1), ("B", "dev", 0.4, 0),
+    ("B", "dev", 0.5, 1),
+    ("B", "dev", 0.4, 0),
     # B, test at 0.4: supported 0.7 (1/1); unsupported 0.45 no, 0.3 yes, 0.2 yes (2/3) -> 5/6
-    ("B", "test", 0.45, 0), ("B", "test", 0.7, 1), ("B", "test", 0.3, 0), ("B", "test", 0.2, 0),
+    ("B", "test", 0.45, 0),
+    ("B", "test", 0.7, 1),
+    ("B", "test", 0.3, 0),
+    ("B", "test", 0.2, 0),
     # C, no dev rows: tuned on test. t=0: (1 + 0)/2; t=0.1: (1 + 1/2)/2 = 0.75; t=0.2: (1/2 + 1/2)/2;
     # t=0.6: (1/2 + 1)/2 = 0.75; t=0.9: (0 + 1)/2 -> the lowest best, 0.1, BA 0.75
-    ("C", "test", 0.2, 1), ("C", "test", 0.6, 0), ("C", "test", 0.9, 1), ("C", "test", 0.1, 0),
+    ("C", "test", 0.2, 1),
+    ("C", "test", 0.6, 0),
+    ("C", "test", 0.9, 1),
+    ("C", "test", 0.1, 0),
 ]
 # mean = (3/4 + 5/6 + 3/4) / 3 = 7/9
 EXPECTED = {"A": (0.3, "dev", 0.75), "B": (0.4, "dev", 5 / 6), "C": (0.1, "test", 0.75)}
@@ -53,7 +66,9 @@ def test_layout_recognised_and_bad_split_refused(tmp_path):
     assert ds.format == "llm-aggrefact" and ds.groups[:5] == ["A"] * 5 and ds.splits[:4] == ["dev"] * 4
     bad = list(ROWS)
     bad[0] = ("A", "train", 0.1, 0)
-    with pytest.raises(DatasetError, match="column 'split' holds a value other than 'dev' or 'test' at row 1"):
+    with pytest.raises(
+        DatasetError, match="column 'split' holds a value other than 'dev' or 'test' at row 1"
+    ):
         load_datasets([f"agg={write_set(tmp_path / 'bad.csv', bad)}"])
 
 

@@ -29,7 +29,12 @@ SUMMARY = "The council met on Monday and approved the new park."
 DATA = {"name": "Cafe Uno", "attributes": {"WiFi": "free"}, "review_info": [{"review_stars": 4}]}
 
 SOURCES = [
-    {"source_id": "s1", "task_type": "QA", "source_info": {"question": QA_Q, "passages": QA_P}, "prompt": "P1"},
+    {
+        "source_id": "s1",
+        "task_type": "QA",
+        "source_info": {"question": QA_Q, "passages": QA_P},
+        "prompt": "P1",
+    },
     {"source_id": "s2", "task_type": "Summary", "source_info": SUMMARY, "prompt": "P2"},
     {"source_id": "s3", "task_type": "Data2txt", "source_info": DATA, "prompt": "P3"},
     {"source_id": "s4", "task_type": "Chat", "source_info": "x", "prompt": "P4"},
@@ -71,7 +76,9 @@ RESPONSES = [
 def write_ragtruth(folder: Path, responses=RESPONSES, sources=SOURCES) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "response.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses), encoding="utf-8")
-    (folder / "source_info.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sources), encoding="utf-8")
+    (folder / "source_info.jsonl").write_text(
+        "".join(json.dumps(s) + "\n" for s in sources), encoding="utf-8"
+    )
     return folder
 
 
