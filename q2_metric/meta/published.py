@@ -3,7 +3,8 @@ the models behind it: the one table that the reports print beside the measured f
 the Hub card shows (`render_markdown`). The Q² paper's own figures are `hub.card_text`'s.
 
 `source` names where a figure was checked; a figure whose table number could not be checked in
-its paper has `table` None, and one taken as issue 50 quoted it says so in `note`.
+its paper has `table` None, and one taken as quoted, not checked, has an empty `source` and says
+so in `note`.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ FIGURES: tuple[Published, ...] = (
         0.867,
         TRUE_PAPER,
         None,
-        "issue 50",
+        "",
         ISSUE,
     ),
     Published(
@@ -91,7 +92,7 @@ FIGURES: tuple[Published, ...] = (
         0.913,
         TRUE_PAPER,
         None,
-        "issue 50",
+        "",
         ISSUE,
     ),
     Published(
@@ -102,7 +103,7 @@ FIGURES: tuple[Published, ...] = (
         0.946,
         TRUE_PAPER,
         None,
-        "issue 50",
+        "",
         ISSUE,
     ),
     Published(
@@ -124,7 +125,7 @@ FIGURES: tuple[Published, ...] = (
         0.5893,
         LETTUCE,
         None,
-        "issue 50",
+        "a summary of the paper (papers.lunadong.com/paper/6474), not its table",
         "span-level (its character-overlap) F1; " + ISSUE,
     ),
     Published(
@@ -146,8 +147,8 @@ FIGURES: tuple[Published, ...] = (
         0.774,
         "Tang et al., 2024, MiniCheck (EMNLP; arXiv 2404.10774), LLM-AggreFact leaderboard",
         None,
-        "docs.bespokelabs.ai/models/bespoke-minicheck (77.4%); issue 50 quotes 77.2-77.4",
-        "mean balanced accuracy over the datasets (leaderboard figure; 77.2 on an earlier version of the set)",
+        "docs.bespokelabs.ai/models/bespoke-minicheck (77.4%)",
+        "mean balanced accuracy over the datasets (leaderboard figure; issue 50 quotes 77.2-77.4)",
     ),
 )
 
@@ -188,7 +189,7 @@ def render_markdown() -> str:
         value = f"{f.value:g}" if f.benchmark == "q2-wow" and f.table else _pct(f.value)
         lines.append(
             f"| {f.benchmark} | {measure_label(f.measure)} | {f.metric} | {f.models} | {value} | {f.paper} | "
-            f"{f.table or 'not checked'} | {f.source} |"
+            f"{f.table or 'not checked'} | {f.source or 'not checked'} |"
         )
     return "\n".join(lines) + "\n"
 
