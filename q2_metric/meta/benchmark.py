@@ -245,6 +245,8 @@ def _protocols(
         raise DatasetError(f"--ragtruth-spans needs exactly one RAGTruth --dataset, got {len(ragtruth)}.")
     published: dict[str, Any] = {}
     who = "Q²" + (f" ({report['signature_short']})" if report.get("signature_short") else "")
+    if "q2" not in scores:
+        who = "Q² (not scored in this run)"
     for ds in ragtruth:
         gold = ds.gold_spans or []
         values = {
