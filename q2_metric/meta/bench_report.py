@@ -140,6 +140,13 @@ def _counts(d: dict) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in d.items()) or "none"
 
 
+def _rt_label(metric: str, report: dict) -> str:
+    """`q2 spans` -> `Q² spans`; a supplied span file's name as given."""
+    base = metric.removesuffix(" spans")
+    shown = label(base) if base in report["metrics"] else base
+    return f"{shown} spans" if metric.endswith(" spans") else shown
+
+
 def ragtruth_markdown(report: dict) -> list[str]:
     """Per RAGTruth set: the selection's counts, the bad rows, and every metric's figures under
     both character definitions."""
@@ -173,7 +180,7 @@ def ragtruth_markdown(report: dict) -> list[str]:
                 c = f.get(level)
                 cells += [_f(c[k]) for k in ("precision", "recall", "f1")] if c else ["-"] * 3
             lines.append(
-                f"| {label(m) if m in report['metrics'] else m} | {f['responses']:,} | {len(f['unscored']):,} | "
+                f"| {_rt_label(m, report)} | {f['responses']:,} | {len(f['unscored']):,} | "
                 + " | ".join(cells)
                 + " |"
             )
