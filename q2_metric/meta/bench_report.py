@@ -141,7 +141,7 @@ def _counts(d: dict) -> str:
 
 
 def _rt_label(metric: str, report: dict) -> str:
-    """`q2 spans` -> `Q² spans`; a supplied span file's name as given."""
+    """The row name of a metric's figures: Q²'s span predictions show as `Q² spans`, a span file by its name."""
     base = metric.removesuffix(" spans")
     shown = label(base) if base in report["metrics"] else base
     return f"{shown} spans" if metric.endswith(" spans") else shown
