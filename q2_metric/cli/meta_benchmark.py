@@ -54,6 +54,34 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
         metavar="VALUE",
         help="a label value meaning consistent in such a file (repeatable; default 1)",
     )
+    rt = me.add_argument_group("RAGTruth (a --dataset folder with response.jsonl and source_info.jsonl)")
+    rt.add_argument(
+        "--ragtruth-split",
+        default="test",
+        metavar="SPLIT",
+        help="read the rows of this split only (default test, as RAGTruth's baseline; 'all': every row)",
+    )
+    rt.add_argument(
+        "--ragtruth-quality",
+        default="good",
+        metavar="QUALITY",
+        help="read the rows of this quality only (default good, as RAGTruth's baseline; 'all': every row)",
+    )
+    rt.add_argument(
+        "--ragtruth-grounding",
+        default="source",
+        choices=("source", "prompt"),
+        help="the knowledge: the source per task type (QA: question and passages; Summary: the text; "
+        "Data2txt: the structured data as key: value lines) or RAGTruth's prompt (LettuceDetect's context)",
+    )
+    rt.add_argument(
+        "--ragtruth-spans",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a metric's span predictions on the RAGTruth set (repeatable): JSON lines of 'id' and "
+        "'spans' [{start, end}], offsets in the response",
+    )
     # Q²'s engine options (also of --ladder/--control), with their declared help
     add_option_flags(g, ("qg_model", "qa_model", "spacy_model", "batch_size", "max_question_length"))
     g.add_argument("--cache-dir", default=".q2_cache", help="Q²'s resumable score cache (as in `q2 score`)")
@@ -129,13 +157,15 @@ def q2_runner(
 
         score, extra = score_file_ray, {"address": args.ray or None}
 
-    def run(ds: Dataset) -> dict[str, list[float]]:
+    def run(ds: Dataset) -> dict[str, list[Any]]:
         folder = out / "q2"
         folder.mkdir(parents=True, exist_ok=True)
         source, scores = folder / f"{ds.name}.input.csv", folder / f"{ds.name}.scores.csv"
         write_table(
             source, [{"response": r, "knowledge": k} for r, k in ds.keys()], ["response", "knowledge"]
         )
+        # a set with gold spans (RAGTruth) also gets Q²'s unsupported spans, NAME.spans.jsonl
+        spans = folder / f"{ds.name}.spans.jsonl" if ds.gold_spans is not None else None
         # Ray ships the scorer to its workers unloaded; this process's one may hold the NLI model
         score(
             Q2Scorer(config) if args.ray is not None else scorer,
@@ -145,15 +175,47 @@ def q2_runner(
             cache_dir=None if args.no_cache else args.cache_dir,
             chunk_size=args.chunk_size,
             progress=not args.no_progress,
+            **({"spans_path": spans} if spans else {}),
             **extra,
         )
         rows = [r.fields for r in read_rows(scores)]
-        return {
+        result: dict[str, list[Any]] = {
             m: [float("nan") if r.get(m) in (None, "") else float(r[m]) for r in rows]
             for m in ("q2", "q2_no_nli")
         }
+        if spans is not None:
+            from q2_metric.meta.benchmark import SPANS_KEY
+
+            result[SPANS_KEY] = _unsupported_spans(spans, ds)
+        return result
 
     return run, scorer
+
+
+def _unsupported_spans(path: Path, ds: Dataset) -> list[list[tuple[int, int]] | None]:
+    """Each row's unsupported spans from `q2 score --spans`'s file (None: unscored), each checked
+    at its offsets in the row's response."""
+    from q2_metric.io import read_table
+
+    out: list[list[tuple[int, int]] | None] = [None] * len(ds.response)
+    for row in read_table(path)[0]:
+        f = row.fields
+        i = int(f.get("row") or 0) - 1
+        if not 0 <= i < len(out) or f.get("q2") is None:
+            continue
+        found = []
+        for span in f.get("unsupported_spans") or []:
+            start, end = span.get("start"), span.get("end")
+            if not (isinstance(start, int) and isinstance(end, int)) or ds.response[i][start:end] != span.get(
+                "text"
+            ):
+                raise DatasetError(
+                    f"{path}: row {i + 1} (id {ds.ids[i] if ds.ids else i + 1}): the span {span.get('text')!r} "
+                    f"is not at {start}-{end} of the response."
+                )
+            found.append((start, end))
+        out[i] = found
+    return out
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
@@ -170,7 +232,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     mapping = ColumnMapping(
         args.response_col, args.knowledge_col, args.label_col, tuple(args.consistent_label or ("1",))
     )
-    datasets = load_datasets(args.dataset, mapping)
+    from q2_metric.meta.ragtruth import Selection
+
+    datasets = load_datasets(
+        args.dataset, mapping, Selection(args.ragtruth_split, args.ragtruth_quality, args.ragtruth_grounding)
+    )
     calibration = parse_calibrate(args.calibrate, [d.name for d in datasets])
     if args.write_template:
         from q2_metric.meta.scores import TEMPLATE_FILE
@@ -191,7 +257,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     check_names(extra)  # before any output
     out = Path(args.out_dir)
     cache = None if args.no_cache or args.baselines_only else Path(args.cache_dir)
-    inputs = [Path(d.path) for d in datasets] + [s.path for s in extra]
+    inputs = (
+        [Path(d.path) for d in datasets]
+        + [s.path for s in extra]
+        + [Path(spec.partition("=")[2]) for spec in args.ragtruth_spans]
+    )
     _check_paths(args, inputs, {"--out-dir": out, "--cache-dir": cache})
     q2, nli, signature = None, None, None
     if not args.baselines_only:
@@ -215,6 +285,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         figures=figures,
         progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr),
         signature=signature,
+        threshold=args.threshold,
+        span_predictions=args.ragtruth_spans,
     )
     markdown, latex = render_markdown(report), render_latex(report)
 

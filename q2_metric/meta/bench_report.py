@@ -119,6 +119,7 @@ def render_markdown(report: dict) -> str:
                 f"{_f(c['test']['balanced_accuracy'])} | {_f(c['test']['precision'])} | "
                 f"{_f(c['test']['recall'])} |"
             )
+    lines += ragtruth_markdown(report) + aggrefact_markdown(report) + published_markdown(report)
     if report.get("plots"):
         lines += ["", "## Figures", ""] + [f"![{name[:-4]}]({name})" for name in report["plots"]]
     if report.get("signature"):
@@ -133,6 +134,110 @@ def render_markdown(report: dict) -> str:
     if report["notes"]:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in report["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _counts(d: dict) -> str:
+    return ", ".join(f"{k} {v:,}" for k, v in d.items()) or "none"
+
+
+def _rt_label(metric: str, report: dict) -> str:
+    """The row name of a metric's figures: Q²'s span predictions show as `Q² spans`, a span file by its name."""
+    base = metric.removesuffix(" spans")
+    shown = label(base) if base in report["metrics"] else base
+    return f"{shown} spans" if metric.endswith(" spans") else shown
+
+
+def ragtruth_markdown(report: dict) -> list[str]:
+    """Per RAGTruth set: the selection's counts, the bad rows, and every metric's figures under
+    both character definitions."""
+    lines: list[str] = []
+    for name, r in (report.get("ragtruth") or {}).items():
+        sel = r["selection"]
+        lines += [
+            "",
+            f"## RAGTruth: {name}",
+            "",
+            f"Selection: split '{sel['split']}' and quality '{sel['quality']}' (knowledge: {sel['grounding']}). "
+            f"Of {sel['rows']:,} rows, {sel['kept']:,} kept ({_counts(sel['kept_by_task'])}), "
+            f"{sel['bad']:,} bad, left out by split: {_counts(sel['left_out_by_split'])}; "
+            f"by quality: {_counts(sel['left_out_by_quality'])}. {r['gold']['hallucinated']:,} kept responses "
+            f"are hallucinated (at least one labelled span), with {r['gold']['spans']:,} spans.",
+            "",
+            f"Response level (RAGTruth's rule: hallucinated iff at least one labelled span); a score flags a "
+            f"response iff it is <= {r['threshold']:g}, a span prediction iff it holds a span. Character level: "
+            "**RAGTruth's** (character sets: union of gold vs union of predicted spans per response; n/a where "
+            "nothing to divide by) and **LettuceDetect's** (pairwise overlaps summed, so a character can count "
+            "twice; 0 where nothing to divide by; its span_f1).",
+            "",
+            "| metric | responses | unscored | resp. P | resp. R | resp. F1 | char P (RAGTruth) | char R (RAGTruth) "
+            "| char F1 (RAGTruth) | char P (LettuceDetect) | char R (LettuceDetect) | char F1 (LettuceDetect) |",
+            "|---" * 12 + "|",
+        ]
+        for m, f in r["metrics"].items():
+            resp = f["response"]
+            cells = [_f(resp[k]) for k in ("precision", "recall", "f1")]
+            for level in ("character_ragtruth", "character_lettucedetect"):
+                c = f.get(level)
+                cells += [_f(c[k]) for k in ("precision", "recall", "f1")] if c else ["-"] * 3
+            lines.append(
+                f"| {_rt_label(m, report)} | {f['responses']:,} | {len(f['unscored']):,} | "
+                + " | ".join(cells)
+                + " |"
+            )
+        if r["bad_rows"]:
+            lines += ["", f"Bad rows ({len(r['bad_rows']):,}), left out:", ""] + [
+                f"- {b}" for b in r["bad_rows"]
+            ]
+        unscored = {m: f["unscored"] for m, f in r["metrics"].items() if f["unscored"]}
+        if unscored:
+            lines += ["", "Unscored responses, left out of a metric's figures (by id):", ""]
+            lines += [f"- {m}: {', '.join(ids)}" for m, ids in unscored.items()]
+    return lines
+
+
+def aggrefact_markdown(report: dict) -> list[str]:
+    """Per LLM-AggreFact set: each metric's threshold and balanced accuracy per source dataset."""
+    lines: list[str] = []
+    for name, per_metric in (report.get("aggrefact") or {}).items():
+        lines += [
+            "",
+            f"## LLM-AggreFact protocol: {name}",
+            "",
+            "Per source dataset, the threshold is tuned on its dev rows (its test rows where it has none), "
+            "supported iff score > threshold; balanced accuracy on its test rows; the mean is unweighted.",
+            "",
+            "| metric | dataset | tuned on | threshold | balanced accuracy |",
+            "|---|---|---|---|---|",
+        ]
+        for m, r in per_metric.items():
+            for ds, d in r["datasets"].items():
+                t = "n/a" if d["threshold"] is None else f"{d['threshold']:.4g}"
+                lines.append(f"| {label(m)} | {ds} | {d['tuned_on']} | {t} | {_f(d['balanced_accuracy'])} |")
+            lines.append(f"| {label(m)} | **mean** | | | {_f(r['mean_balanced_accuracy'])} |")
+    return lines
+
+
+def published_markdown(report: dict) -> list[str]:
+    """The published figures on the run's sets beside the run's (`meta.published`)."""
+    rows = [(name, p) for name, ps in (report.get("published") or {}).items() for p in ps]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Published figures beside the measured",
+        "",
+        "| dataset | figure | published | by (models) | source | measured | by |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, p in rows:
+        where = (
+            p["paper"] + (f", {p['table']}" if p["table"] else "") + (f"; {p['note']}" if p["note"] else "")
+        )
+        lines.append(
+            f"| {name} | {p['label']} | {p['published']:.4g} | {p['published_by']} ({p['published_models']}) | "
+            f"{where} | {_f(p['measured'])} | {p['measured_by']} |"
+        )
+    return lines
 
 
 def render_latex(report: dict) -> str:

@@ -31,8 +31,10 @@ from q2_metric.meta.stats import (
 
 Q2_METRICS = ("q2", "q2_no_nli")
 BASELINES = ("overlap", "bleu", "bertscore", "e2e_nli")
-# scores of one dataset by Q²: dataset -> {"q2": [...], "q2_no_nli": [...]}
-Q2Scores = Callable[[Dataset], Mapping[str, Sequence[float]]]
+# scores of one dataset by Q²: dataset -> {"q2": [...], "q2_no_nli": [...]}, and for a set with
+# gold spans (RAGTruth) "unsupported_spans": each row's [(start, end), ...] (None: unscored)
+Q2Scores = Callable[[Dataset], Mapping[str, Sequence[Any]]]
+SPANS_KEY = "unsupported_spans"
 
 
 def parse_calibrate(text: str | None, names: Sequence[str]) -> tuple[str, str] | None:
@@ -101,11 +103,18 @@ def run_benchmark(
     figures: dict[str, bytes] | None = None,
     progress: Callable[[str], None] | None = None,
     signature: str | None = None,
+    threshold: float = 0.5,
+    span_predictions: Sequence[str] = (),
 ) -> dict:
     """The benchmark as one JSON-ready dict (see the module's docstring); with `figures`, it is
     filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes).
     `signature` (Q²'s, when `q2` scores) goes into the report with its short form; when it names a
-    tiny random model, the report says the numbers are meaningless (`meaningless`, and a note)."""
+    tiny random model, the report says the numbers are meaningless (`meaningless`, and a note).
+
+    A RAGTruth set also gets `ragtruth[NAME]` (`meta.ragtruth`: response level at `threshold` for
+    every score, both character levels for Q²'s unsupported spans and for each
+    `span_predictions` NAME=FILE), an LLM-AggreFact set `aggrefact[NAME]` (`meta.aggrefact`), and
+    every set the published figures of its format beside the run's (`published[NAME]`)."""
     say = progress or (lambda msg: None)
     notes: list[str] = []
     keys, where = distinct_pairs(datasets)
@@ -128,11 +137,17 @@ def run_benchmark(
     union = {m: np.asarray(to_unit_scale(m, list(v)), float) for m, v in base.items()}
     union.update(supplied)
     scores: dict[str, dict[str, np.ndarray]] = {}  # metric -> dataset -> oriented scores
+    raw: dict[str, dict[str, np.ndarray]] = {}  # Q²'s, with NaN where unscored
+    q2_spans: dict[str, Sequence[Any]] = {}
     if q2 is not None:
         for ds in datasets:
             say(f"Q² on {ds.name} ({len(ds.response):,} responses)")
             for m, values in q2(ds).items():
+                if m == SPANS_KEY:
+                    q2_spans[ds.name] = values
+                    continue
                 values = np.asarray(values, float)
+                raw.setdefault(m, {})[ds.name] = values
                 missing = int(np.isnan(values).sum())
                 if missing:
                     notes.append(f"{m} on {ds.name}: {missing} response(s) without a score count as 0.")
@@ -203,11 +218,83 @@ def run_benchmark(
             "test": test,
             "metrics": {m: calibrate(scores[m][dev], y[dev], scores[m][test], y[test]) for m in scores},
         }
+    _protocols(report, datasets, scores, raw, q2_spans, span_predictions, threshold)
     if figures is not None:
         say("plots")
         figures.update(benchmark_figures(datasets, scores))
         report["plots"] = list(figures)
     return report
+
+
+def _protocols(
+    report: dict[str, Any],
+    datasets: Sequence[Dataset],
+    scores: Mapping[str, Mapping[str, np.ndarray]],
+    raw: Mapping[str, Mapping[str, np.ndarray]],
+    q2_spans: Mapping[str, Sequence[Any]],
+    span_predictions: Sequence[str],
+    threshold: float,
+) -> None:
+    """RAGTruth's and LLM-AggreFact's figures, and the published figures beside the measured."""
+    from q2_metric.meta.aggrefact import aggrefact_figures
+    from q2_metric.meta.published import beside
+    from q2_metric.meta.ragtruth import gold_summary, ragtruth_figures, read_span_predictions
+
+    ragtruth = [ds for ds in datasets if ds.gold_spans is not None]
+    if span_predictions and len(ragtruth) != 1:
+        raise DatasetError(f"--ragtruth-spans needs exactly one RAGTruth --dataset, got {len(ragtruth)}.")
+    published: dict[str, Any] = {}
+    who = "Q²" + (f" ({report['signature_short']})" if report.get("signature_short") else "")
+    if "q2" not in scores:
+        who = "Q² (not scored in this run)"
+    for ds in ragtruth:
+        gold = ds.gold_spans or []
+        values = {
+            m: [None if np.isnan(v) else float(v) for v in raw[m][ds.name]]
+            if m in raw
+            else per[ds.name].tolist()
+            for m, per in scores.items()
+        }
+        spans = {}
+        if ds.name in q2_spans:
+            spans["q2"] = [None if p is None else [tuple(x) for x in p] for p in q2_spans[ds.name]]
+        for spec in span_predictions:
+            name, predicted = read_span_predictions(spec, ds.ids, ds.response)
+            spans[name] = predicted
+        figs = ragtruth_figures(ds.ids, gold, values, spans, threshold)
+        report.setdefault("ragtruth", {})[ds.name] = {
+            "selection": ds.selection,
+            "bad_rows": list(ds.bad),
+            "gold": gold_summary(gold),
+            "threshold": threshold,
+            "metrics": figs,
+        }
+        q2_figs = figs.get("q2 spans") or {}
+        measured = {
+            "response_f1": (figs.get("q2") or {}).get("response", {}).get("f1"),
+            "char_f1_lettucedetect": (q2_figs.get("character_lettucedetect") or {}).get("f1"),
+        }
+        published[ds.name] = beside("ragtruth", measured, who)
+    for ds in datasets:
+        if ds.groups is None:
+            continue
+        figs = aggrefact_figures(
+            {m: per[ds.name].tolist() for m, per in scores.items()}, ds.consistent, ds.groups, ds.splits or []
+        )
+        report.setdefault("aggrefact", {})[ds.name] = figs
+        published[ds.name] = beside(
+            "llm-aggrefact",
+            {"mean_balanced_accuracy": (figs.get("q2") or {}).get("mean_balanced_accuracy")},
+            who,
+        )
+    for ds in datasets:
+        if ds.format in ("q2-wow", "begin-v1"):
+            auc = report["results"][ds.name]["metrics"].get("q2", {}).get("roc_auc")
+            rows = [
+                r for r in beside(ds.format, {"roc_auc_best": auc}, who) if r["measure"] == "roc_auc_best"
+            ]
+            published[ds.name] = rows
+    report["published"] = published
 
 
 def _short_signature(signature: str) -> str:

@@ -9,6 +9,8 @@ A file's format is known by its columns (or, for the paper's set, by being its f
 | `begin-v1` | `evidence`  | `response`       | `gold label`   | `entailment` (as TRUE)    |
 | `begin`    | `knowledge` | `response`       | `begin_label`  | `Fully attributable`      |
 | `q2-wow`   | the paper's folder (four split files): the split's name says consistent or not   |
+| `ragtruth` | RAGTruth's folder (`response.jsonl`, `source_info.jsonl`; `meta.ragtruth`): consistent iff no labelled span |
+| `llm-aggrefact` | `doc` | `claim`  | `label` (and `dataset`, `split`) | label is 1 (supported) |
 | `custom`   | `--knowledge-col` | `--response-col` | `--label-col` | a `--consistent-label` value |
 
 `.tsv` files are tab-separated without quoting (as BEGIN publishes them); `.csv` is RFC 4180;
@@ -25,6 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from q2_metric.errors import Q2InputError
+from q2_metric.meta.ragtruth import Selection
+
+DEFAULT_SELECTION = Selection()  # test split, good quality, the source as knowledge
 
 
 class DatasetError(Q2InputError):
@@ -41,6 +46,7 @@ class Format:
     label: str
     consistent: frozenset[str]
     allowed: frozenset[str] | None  # every valid label value (None: anything non-empty)
+    group: str | None = None  # a column naming each row's source dataset (LLM-AggreFact)
 
     def rule(self) -> str:
         values = " or ".join(f"'{v}'" for v in sorted(self.consistent))
@@ -71,7 +77,17 @@ BEGIN = Format(
     frozenset({"Fully attributable"}),
     frozenset({"Fully attributable", "Not fully attributable", "Generic"}),
 )
-KNOWN = (BEGIN_V1, BEGIN, TRUE)  # detection order: the first whose columns are all present
+AGGREFACT = Format(
+    "llm-aggrefact",
+    "doc",
+    "claim",
+    "label",
+    frozenset({"1", "1.0"}),
+    frozenset({"0", "1", "0.0", "1.0"}),
+    group="dataset",
+)
+AGGREFACT_SPLITS = ("dev", "test")  # the values of its optional `split` column
+KNOWN = (AGGREFACT, BEGIN_V1, BEGIN, TRUE)  # detection order: the first whose columns are all present
 
 
 @dataclass(frozen=True)
@@ -100,13 +116,22 @@ class Dataset:
     knowledge: list[str] = field(default_factory=list)
     consistent: list[int] = field(default_factory=list)
     where: list[str] = field(default_factory=list)
+    # RAGTruth: each row's id, task type and gold spans, the selection's counts, the bad rows
+    ids: list[str] = field(default_factory=list)
+    task: list[str] = field(default_factory=list)
+    gold_spans: list[list[tuple[int, int]]] | None = None
+    selection: dict | None = None
+    bad: list[str] = field(default_factory=list)
+    # LLM-AggreFact: each row's source dataset and split ("dev" or "test")
+    groups: list[str] | None = None
+    splits: list[str] | None = None
 
     def keys(self) -> list[tuple[str, str]]:
         return list(zip(self.response, self.knowledge))
 
     def summary(self) -> dict:
         n = len(self.consistent)
-        return {
+        out = {
             "source": self.path,
             "format": self.format,
             "label_rule": self.rule,
@@ -114,6 +139,11 @@ class Dataset:
             "consistent": sum(self.consistent),
             "consistent_share": sum(self.consistent) / n if n else None,
         }
+        if self.selection is not None:
+            out.update(selection=self.selection, bad_rows=list(self.bad))
+        if self.groups is not None:
+            out["datasets"] = list(dict.fromkeys(self.groups))
+        return out
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -147,7 +177,7 @@ def detect_format(columns: Sequence[str], mapping: ColumnMapping) -> Format | No
     """The first known format whose columns are all present, else the mapping's when its columns
     are; None otherwise."""
     for fmt in KNOWN:
-        if all(c in columns for c in (fmt.knowledge, fmt.response, fmt.label)):
+        if all(c in columns for c in (fmt.knowledge, fmt.response, fmt.label, fmt.group) if c):
             return fmt
     custom = mapping.format()
     if all(c in columns for c in (custom.knowledge, custom.response, custom.label)):
@@ -160,10 +190,14 @@ def _text(value: object) -> str | None:
 
 
 def load_dataset(
-    name: str, path: Path, mapping: ColumnMapping = ColumnMapping()
+    name: str, path: Path, mapping: ColumnMapping = ColumnMapping(), selection: Selection = DEFAULT_SELECTION
 ) -> tuple[Dataset | None, list[str]]:
     """The dataset and its problems (sentences); the dataset is None when it cannot be read at all."""
+    from q2_metric.meta.ragtruth import is_ragtruth
+
     head = f"--dataset {name} ({path})"
+    if is_ragtruth(path):
+        return _load_ragtruth(name, path, head, selection)
     if path.is_dir():
         return _load_q2_wow(name, path, head)
     if not path.is_file():
@@ -182,10 +216,14 @@ def load_dataset(
         return None, problems + [
             f"{head}: its columns ({shown}) match no known format (TRUE: grounding, "
             "generated_text, label; BEGIN: evidence/knowledge, response, gold label/"
-            "begin_label); name them with --response-col, --knowledge-col and --label-col."
+            "begin_label; LLM-AggreFact: dataset, doc, claim, label); name them with --response-col, --knowledge-col and --label-col."
         ]
     ds = Dataset(name, str(path), fmt.name, fmt.rule())
     bad: dict[str, list[int]] = {}
+    groups: list[str] = []
+    splits: list[str] = []
+    if fmt.group:
+        ds.groups, ds.splits = groups, splits
     for i, row in enumerate(rows, 1):
         resp, know = _text(row.get(fmt.response)), _text(row.get(fmt.knowledge))
         label = row.get(fmt.label)
@@ -205,6 +243,19 @@ def load_dataset(
         ds.knowledge.append(know or "")
         ds.consistent.append(int(label in fmt.consistent))
         ds.where.append(f"{path} row {i}")
+        if fmt.group:
+            group, split = row.get(fmt.group), row.get("split")
+            if not isinstance(group, str) or not group.strip():
+                bad.setdefault(f"column '{fmt.group}' is empty or not text", []).append(i)
+            split = "test" if split is None or split == "" else str(split).strip().lower()
+            if split not in AGGREFACT_SPLITS:
+                bad.setdefault(
+                    "column 'split' holds a value other than "
+                    + " or ".join(f"'{v}'" for v in AGGREFACT_SPLITS),
+                    [],
+                ).append(i)
+            groups.append(group if isinstance(group, str) else "")
+            splits.append(split)
     for what, where in bad.items():
         more = f" and {len(where) - 1} other row(s)" if len(where) > 1 else ""
         problems.append(f"{head}: {what} at row {where[0]}{more}.")
@@ -215,6 +266,39 @@ def load_dataset(
             "can be computed; check the label column and --consistent-label."
         )
     return ds, problems
+
+
+def _load_ragtruth(
+    name: str, path: Path, head: str, selection: Selection
+) -> tuple[Dataset | None, list[str]]:
+    """RAGTruth's folder (`meta.ragtruth`): the selected rows; its bad rows are kept in `bad`, one
+    sentence each naming the row's id, and the run goes on without them."""
+    from q2_metric.meta.ragtruth import RagTruthError, read_ragtruth
+
+    try:
+        rows = read_ragtruth(
+            path, split=selection.split, quality=selection.quality, grounding=selection.grounding
+        )
+    except RagTruthError as err:
+        return None, [f"{head}: {err}"]
+    rule = "consistent iff the response has no labelled span (RAGTruth's response-level rule)"
+    ds = Dataset(name, str(path), "ragtruth", rule)
+    ds.response, ds.knowledge, ds.where = rows.response, rows.knowledge, rows.where
+    ds.ids, ds.task, ds.gold_spans = rows.ids, rows.task, rows.gold
+    ds.consistent = [int(not g) for g in rows.gold]
+    ds.selection, ds.bad = rows.selection, rows.bad
+    sel = rows.selection
+    if not ds.ids:
+        return None, [
+            f"{head}: no row has split '{sel['split']}' and quality '{sel['quality']}' and is good "
+            f"({sel['rows']} rows, {sel['bad']} bad)."
+        ]
+    if len(set(ds.consistent)) < 2:
+        cls = "consistent" if ds.consistent[0] else "inconsistent"
+        return ds, [
+            f"{head}: every one of its {len(ds.ids)} selected responses is {cls}, so no ROC AUC can be computed."
+        ]
+    return ds, []
 
 
 def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list[str]]:
@@ -242,7 +326,9 @@ def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list
     return ds, ([f"{head}: an empty response or knowledge at {ds.where[empty[0]]}."] if empty else [])
 
 
-def load_datasets(specs: Sequence[str], mapping: ColumnMapping = ColumnMapping()) -> list[Dataset]:
+def load_datasets(
+    specs: Sequence[str], mapping: ColumnMapping = ColumnMapping(), selection: Selection = DEFAULT_SELECTION
+) -> list[Dataset]:
     """Every `NAME=FILE`, read and checked; all problems of all datasets raise one
     `DatasetError` (one sentence per problem, one per line) before any work."""
     parsed = [parse_dataset_spec(s) for s in specs]
@@ -252,7 +338,7 @@ def load_datasets(specs: Sequence[str], mapping: ColumnMapping = ColumnMapping()
         raise DatasetError(f"--dataset: the name '{dup}' is given twice; give every dataset its own name.")
     out, problems = [], []
     for name, path in parsed:
-        ds, found = load_dataset(name, path, mapping)
+        ds, found = load_dataset(name, path, mapping, selection)
         problems += found
         if ds is not None:
             out.append(ds)

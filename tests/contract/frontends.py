@@ -634,9 +634,8 @@ class BenchmarkColumn(Words):
         }
     )
     foreign_words: tuple = ("qg_model (--qg-model)",)
-    spans_reason: str | None = (
-        "its outputs are the meta-evaluation's figures and score columns; they show no spans"
-    )
+    # a set with gold spans (RAGTruth's) gets Q²'s spans beside its scores, OUT/q2/NAME.spans.jsonl
+    spans_reason: str | None = None
 
     def _args(self, options: dict[str, Any], tmp: Path) -> argparse.Namespace:
         values = dict(
@@ -672,6 +671,8 @@ class BenchmarkColumn(Words):
             [i.knowledge for i in items],
             [1] * len(items),
             [f"row {n}" for n in range(len(items))],
+            ids=[str(n) for n in range(len(items))],
+            gold_spans=[[] for _ in items],  # as a RAGTruth set: its spans are written too
         )
         column = run(ds)
         rows = [
@@ -679,10 +680,13 @@ class BenchmarkColumn(Words):
             for n, q in enumerate(column["q2"])
         ]
         s = json.loads((out / "q2" / "set.summary.json").read_text(encoding="utf-8"))
+        lines = (out / "q2" / "set.spans.jsonl").read_text(encoding="utf-8").splitlines()
+        spans = [None if rec.get("error") else rec["spans"] for rec in map(json.loads, lines)]
         return Report(
             rows,
             {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]},
             s["signature"],
+            spans,
         )
 
     def refusal(self, kind: str, tmp: Path) -> str:

@@ -219,12 +219,17 @@ def _resolves(path: str, base: Path) -> Path | None:
 
 
 # Names shaped like our paths that are not: Inspect AI's registry names of the scorer and the task,
-# and the released code's files (github.com/orhonovich/q-squared), which the conformance run reads.
+# the released code's files (github.com/orhonovich/q-squared), which the conformance run reads, and
+# the files of the benchmarks whose rules meta.ragtruth follows.
 NOT_OUR_PATHS = {
     "q2_metric/q2",
     "q2_metric/q2_wow",
     "pipeline/question_generation.py",
     "pipeline/question_answering.py",
+    # RAGTruth's (github.com/ParticleMedia/RAGTruth) and LettuceDetect's (github.com/KRLabsOrg/LettuceDetect)
+    "baseline/prepare_dataset.py",
+    "scripts/evaluate.py",
+    "lettucedetect/models/evaluator.py",
 }
 
 

@@ -1,0 +1,411 @@
+"""RAGTruth as released (Niu et al., ACL 2024): its folder's `response.jsonl` and
+`source_info.jsonl`, read for `q2 meta-eval --dataset NAME=DIR`, and its figures.
+
+**Knowledge per task type** (`source_info.jsonl`'s `task_type` and `source_info`):
+- `QA`: the question, a line break, then the passages (`source_info` = {question, passages}). The
+  generator was asked the question about the passages; a response restates the question's terms,
+  which only the question holds.
+- `Summary`: the source text (`source_info` is the news text itself).
+- `Data2txt`: the structured source (a JSON object of a business and its reviews) as text, one
+  `key: value` line per scalar field, nested fields named by their path (`attributes.WiFi: free`,
+  `review_info.1.review_text: ...`): the facts as the generator was given them, without braces and
+  quotes, which a SQuAD-trained QA model reads as part of its answers.
+`grounding="prompt"` takes RAGTruth's own `prompt` for every task instead (the instruction text
+the generator saw, with the source inside it): what LettuceDetect's preprocessing uses as context.
+
+**Selection**: by default the rows with `split == "test"` and `quality == "good"`, the rows
+RAGTruth's baseline and LettuceDetect's `scripts/evaluate.py` report on; the rows left out are
+counted by value. Every kept row is read or reported as bad, by its `id`, in one sentence naming
+the field.
+
+**Figures** (`ragtruth_figures`), each named by its definition:
+- response level (RAGTruth's baseline rule): a response is hallucinated iff it has at least one
+  labelled span; a metric flags it when its score is <= the threshold (`steps.decision`'s rule:
+  inconsistent) or, for span predictions, when it predicts a span. Precision, recall, F1 of the
+  hallucinated class; nothing to divide by gives None.
+- character level, `ragtruth`: per response the set of characters inside any gold span and the set
+  inside any predicted span, summed over responses: |P ∩ G| / |P|, |P ∩ G| / |G| (the
+  `meta.spans` character level; None where nothing to divide by).
+- character level, `lettucedetect`: as LettuceDetect's `evaluate_detector_char_level`
+  (lettucedetect/models/evaluator.py): the overlaps of every (predicted, gold) pair summed, over
+  the summed lengths of the predicted and of the gold spans (so a character inside two overlapping
+  gold spans counts twice); nothing to divide by gives 0. Its `span_f1` is this character F1.
+Responses a metric did not score are left out of its figures and listed by id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from q2_metric.errors import Q2InputError
+from q2_metric.meta.spans import Offsets, prf
+
+FILES = ("response.jsonl", "source_info.jsonl")
+TASKS = ("QA", "Summary", "Data2txt")
+GROUNDINGS = ("source", "prompt")
+ALL = "all"  # a selection value that keeps every row
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which rows of a RAGTruth folder are read, and which text grounds them."""
+
+    split: str = "test"
+    quality: str = "good"
+    grounding: str = "source"
+
+
+class RagTruthError(Q2InputError):
+    """A RAGTruth folder or span-prediction file cannot be used; one sentence naming the file."""
+
+
+def is_ragtruth(path: Path) -> bool:
+    """A folder holding RAGTruth's two files."""
+    return path.is_dir() and all((path / f).is_file() for f in FILES)
+
+
+@dataclass
+class RagTruthRows:
+    """The kept rows of a RAGTruth folder (parallel lists) and what was left out."""
+
+    ids: list[str] = field(default_factory=list)
+    response: list[str] = field(default_factory=list)
+    knowledge: list[str] = field(default_factory=list)
+    task: list[str] = field(default_factory=list)
+    gold: list[list[Offsets]] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    selection: dict[str, Any] = field(default_factory=dict)
+    bad: list[str] = field(default_factory=list)  # one sentence per bad row, naming its id
+
+
+def render_structured(value: Any, path: str = "") -> list[str]:
+    """`key: value` lines of a JSON value, nested keys joined by '.', list items numbered from 1.
+
+    >>> render_structured({"name": "Cafe", "attributes": {"WiFi": "free"}, "review_info": [{"stars": 4}]})
+    ['name: Cafe', 'attributes.WiFi: free', 'review_info.1.stars: 4']
+    """
+    if isinstance(value, dict):
+        return [
+            line for k, v in value.items() for line in render_structured(v, f"{path}.{k}" if path else str(k))
+        ]
+    if isinstance(value, list):
+        return [
+            line
+            for i, v in enumerate(value, 1)
+            for line in render_structured(v, f"{path}.{i}" if path else str(i))
+        ]
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return []
+    return [f"{path}: {value}" if path else str(value)]
+
+
+def knowledge_of(task: str, source_info: Any, prompt: Any, grounding: str = "source") -> str | None:
+    """The knowledge text of a source (see the module's docstring); None where the source has none
+    of the shape its task type needs."""
+    if grounding == "prompt":
+        return prompt if isinstance(prompt, str) and prompt.strip() else None
+    if task == "QA":
+        if not isinstance(source_info, dict):
+            return None
+        question, passages = source_info.get("question"), source_info.get("passages")
+        if not isinstance(passages, str) or not passages.strip():
+            return None
+        return (
+            f"{question.strip()}\n{passages}" if isinstance(question, str) and question.strip() else passages
+        )
+    if task == "Summary":
+        return source_info if isinstance(source_info, str) and source_info.strip() else None
+    if task == "Data2txt":
+        if isinstance(source_info, str):  # some copies store it as JSON text
+            try:
+                source_info = json.loads(source_info)
+            except ValueError:
+                return source_info if source_info.strip() else None
+        lines = render_structured(source_info)
+        return "\n".join(lines) if lines else None
+    return None
+
+
+def _jsonl(path: Path) -> list[tuple[int, Any, str | None]]:
+    """(line number, object, error) per non-blank line."""
+    from q2_metric.io import read_text
+
+    out: list[tuple[int, Any, str | None]] = []
+    for n, line in enumerate(read_text(path, "utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line), None))
+        except ValueError as err:
+            out.append((n, None, f"is not JSON ({err.args[0] if err.args else err})"))
+    return out
+
+
+def _gold(labels: Any, response: str) -> tuple[list[Offsets] | None, str | None]:
+    if labels is None:
+        return [], None
+    if not isinstance(labels, list):
+        return None, f"field 'labels' must be a list, got {type(labels).__name__}"
+    out = []
+    for k, label in enumerate(labels):
+        s = label.get("start") if isinstance(label, dict) else None
+        e = label.get("end") if isinstance(label, dict) else None
+        if not (type(s) is int and type(e) is int and 0 <= s < e <= len(response)):
+            return None, (
+                f"field 'labels' item {k} must have integer 'start' < 'end' within the response "
+                f"({len(response)} characters), got start={s!r}, end={e!r}"
+            )
+        out.append((s, e))
+    return out, None
+
+
+def read_ragtruth(
+    path: Path, *, split: str = "test", quality: str = "good", grounding: str = "source"
+) -> RagTruthRows:
+    """The rows of RAGTruth's folder with `split` and `quality` (`ALL`: any), each with its
+    knowledge; the others counted in `selection`, bad rows in `bad` (never raised: the rest is read).
+
+    Raises:
+        RagTruthError: a file cannot be read at all, or `grounding` is unknown.
+    """
+    if grounding not in GROUNDINGS:
+        raise RagTruthError(f"RAGTruth grounding must be one of {', '.join(GROUNDINGS)}; got '{grounding}'.")
+    sources: dict[str, dict] = {}
+    out = RagTruthRows()
+    info_path, resp_path = path / "source_info.jsonl", path / "response.jsonl"
+    try:
+        info_lines, resp_lines = _jsonl(info_path), _jsonl(resp_path)
+    except (OSError, UnicodeDecodeError, Q2InputError) as err:
+        raise RagTruthError(f"{path}: cannot be read ({err}).") from None
+    bad_sources: dict[str, str] = {}
+    for n, obj, trouble in info_lines:
+        where = f"{info_path.name} line {n}"
+        if trouble or not isinstance(obj, dict):
+            out.bad.append(f"{where}: {trouble or 'is not a JSON object'}.")
+            continue
+        sid = obj.get("source_id")
+        if sid is None:
+            out.bad.append(f"{where}: field 'source_id' is missing.")
+            continue
+        sid = str(sid)
+        if sid in sources or sid in bad_sources:
+            out.bad.append(f"{where} (source_id {sid}): source_id {sid} is given twice.")
+            bad_sources[sid] = "is given twice in source_info.jsonl"
+            sources.pop(sid, None)
+            continue
+        task = obj.get("task_type")
+        if task not in TASKS:
+            bad_sources[sid] = f"has task_type {task!r}, not one of {', '.join(TASKS)}"
+            continue
+        know = knowledge_of(task, obj.get("source_info"), obj.get("prompt"), grounding)
+        if know is None:
+            what = "prompt" if grounding == "prompt" else "source_info"
+            bad_sources[sid] = f"({task}) has no usable field '{what}'"
+            continue
+        sources[sid] = {"task": task, "knowledge": know}
+    kept: Counter[str] = Counter()
+    left_split: Counter[str] = Counter()
+    left_quality: Counter[str] = Counter()
+    total = 0
+    for n, obj, trouble in resp_lines:
+        total += 1
+        where = f"{resp_path.name} line {n}"
+        if trouble or not isinstance(obj, dict):
+            out.bad.append(f"{where}: {trouble or 'is not a JSON object'}.")
+            continue
+        rid = obj.get("id")
+        where = f"{where} (id {rid})"
+        s, q = obj.get("split"), obj.get("quality")
+        if split != ALL and s != split:
+            left_split[str(s)] += 1
+            continue
+        if quality != ALL and q != quality:
+            left_quality[str(q)] += 1
+            continue
+        response = obj.get("response")
+        sid = None if obj.get("source_id") is None else str(obj.get("source_id"))
+        problem = None
+        if rid is None:
+            problem = "field 'id' is missing"
+        elif not isinstance(response, str) or not response.strip():
+            problem = "field 'response' is empty or not text"
+        elif sid is None:
+            problem = "field 'source_id' is missing"
+        elif sid in bad_sources:
+            problem = f"its source {sid} {bad_sources[sid]}"
+        elif sid not in sources:
+            problem = f"field 'source_id' {sid} is not in source_info.jsonl"
+        gold: list[Offsets] | None = None
+        if problem is None:
+            assert isinstance(response, str)
+            gold, problem = _gold(obj.get("labels"), response)
+        if problem is not None or gold is None:
+            out.bad.append(f"{where}: {problem}.")
+            continue
+        assert isinstance(response, str) and sid is not None
+        out.ids.append(str(rid))
+        out.response.append(response)
+        out.knowledge.append(sources[sid]["knowledge"])
+        out.task.append(sources[sid]["task"])
+        out.gold.append(gold)
+        out.where.append(f"{path}/{where}")
+        kept[sources[sid]["task"]] += 1
+    out.selection = {
+        "split": split,
+        "quality": quality,
+        "grounding": grounding,
+        "rows": total,
+        "kept": len(out.ids),
+        "bad": len(out.bad),
+        "left_out_by_split": dict(sorted(left_split.items())),
+        "left_out_by_quality": dict(sorted(left_quality.items())),
+        "kept_by_task": {t: kept[t] for t in TASKS if kept[t]},
+    }
+    return out
+
+
+# -- figures -------------------------------------------------------------------------------------
+
+
+def response_level(hallucinated: Sequence[bool], flagged: Sequence[bool]) -> dict[str, Any]:
+    """Precision, recall and F1 of flagging the hallucinated responses (None where undefined).
+
+    >>> response_level([True, True, False], [True, False, True])["f1"]
+    0.5
+    """
+    tp = sum(h and f for h, f in zip(hallucinated, flagged))
+    return prf(tp, sum(map(bool, flagged)), sum(map(bool, hallucinated)))
+
+
+def char_ragtruth(
+    gold: Sequence[Sequence[Offsets]], predicted: Sequence[Sequence[Offsets]]
+) -> dict[str, Any]:
+    """Character sets per response (union of gold spans vs union of predicted spans), summed."""
+    tp = n_pred = n_gold = 0
+    for g, p in zip(gold, predicted):
+        gs = {i for s, e in g for i in range(s, e)}
+        ps = {i for s, e in p for i in range(s, e)}
+        tp, n_pred, n_gold = tp + len(gs & ps), n_pred + len(ps), n_gold + len(gs)
+    return prf(tp, n_pred, n_gold)
+
+
+def char_lettucedetect(
+    gold: Sequence[Sequence[Offsets]], predicted: Sequence[Sequence[Offsets]]
+) -> dict[str, Any]:
+    """LettuceDetect's character figures: pairwise overlaps summed; 0 where nothing to divide by."""
+    overlap = n_pred = n_gold = 0
+    for g, p in zip(gold, predicted):
+        n_pred += sum(e - s for s, e in p)
+        n_gold += sum(e - s for s, e in g)
+        overlap += sum(max(0, min(pe, ge) - max(ps, gs)) for ps, pe in p for gs, ge in g)
+    precision = overlap / n_pred if n_pred else 0.0
+    recall = overlap / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "overlap": overlap,
+        "predicted": n_pred,
+        "gold": n_gold,
+    }
+
+
+def score_figures(
+    ids: Sequence[str], gold: Sequence[Sequence[Offsets]], scores: Sequence[float | None], threshold: float
+) -> dict[str, Any]:
+    """Response level of a score (oriented: higher = more consistent): flagged iff score <= threshold."""
+    from q2_metric.frontend import is_consistent
+
+    kept = [i for i, s in enumerate(scores) if s is not None and s == s]
+    figures = response_level(
+        [bool(gold[i]) for i in kept], [not is_consistent(scores[i], threshold) for i in kept]
+    )
+    return {
+        "kind": "score",
+        "threshold": threshold,
+        "responses": len(kept),
+        "unscored": [ids[i] for i in range(len(ids)) if i not in set(kept)],
+        "response": figures,
+    }
+
+
+def span_figures(
+    ids: Sequence[str], gold: Sequence[Sequence[Offsets]], predicted: Sequence[Sequence[Offsets] | None]
+) -> dict[str, Any]:
+    """Response level (flagged iff a span is predicted) and both character levels of span predictions;
+    a response whose prediction is None is unscored. Predicted spans are de-duplicated by offsets."""
+    kept = [i for i, p in enumerate(predicted) if p is not None]
+    g = [list(gold[i]) for i in kept]
+    p = [sorted(set(predicted[i] or [])) for i in kept]
+    return {
+        "kind": "spans",
+        "responses": len(kept),
+        "unscored": [ids[i] for i, q in enumerate(predicted) if q is None],
+        "response": response_level([bool(x) for x in g], [bool(x) for x in p]),
+        "character_ragtruth": char_ragtruth(g, p),
+        "character_lettucedetect": char_lettucedetect(g, p),
+    }
+
+
+def read_span_predictions(
+    spec: str, ids: Sequence[str], responses: Sequence[str]
+) -> tuple[str, list[list[Offsets] | None]]:
+    """`NAME=FILE`: a JSON-lines file of a metric's spans, one line per response: `id` (RAGTruth's)
+    and `spans` [{start, end}, ...] (offsets in the response). Returns (name, predictions in the
+    order of `ids`, None for a response the file does not hold).
+
+    Raises:
+        RagTruthError: a bad line (one sentence naming its line and field), an id of no kept row.
+    """
+    from q2_metric.meta.datasets import parse_dataset_spec
+
+    name, path = parse_dataset_spec(spec)
+    if not path.is_file():
+        raise RagTruthError(f"--ragtruth-spans {spec}: no such file.")
+    try:
+        lines = _jsonl(path)
+    except (OSError, UnicodeDecodeError, Q2InputError) as err:
+        raise RagTruthError(f"--ragtruth-spans {spec}: cannot be read ({err}).") from None
+    position = {rid: i for i, rid in enumerate(ids)}
+    out: list[list[Offsets] | None] = [None] * len(ids)
+    for n, obj, trouble in lines:
+        where = f"--ragtruth-spans {name}: {path} line {n}"
+        if trouble or not isinstance(obj, dict):
+            raise RagTruthError(f"{where}: {trouble or 'is not a JSON object'}.")
+        rid = None if obj.get("id") is None else str(obj.get("id"))
+        if rid not in position:
+            raise RagTruthError(f"{where}: field 'id' {rid!r} is no kept row of the RAGTruth set.")
+        i = position[rid]
+        spans, problem = _gold(obj.get("spans"), responses[i])
+        if spans is None:
+            raise RagTruthError(f"{where} (id {rid}): {(problem or '').replace('labels', 'spans')}.")
+        out[i] = spans
+    return name, out
+
+
+def ragtruth_figures(
+    ids: Sequence[str],
+    gold: Sequence[Sequence[Offsets]],
+    scores: Mapping[str, Sequence[float | None]],
+    spans: Mapping[str, Sequence[Sequence[Offsets] | None]],
+    threshold: float,
+) -> dict[str, Any]:
+    """Every metric's figures: by threshold for each score, by span for each span prediction
+    (named `NAME spans`)."""
+    out: dict[str, Any] = {}
+    for m, values in scores.items():
+        out[m] = score_figures(ids, gold, values, threshold)
+    for m, predicted in spans.items():
+        out[f"{m} spans"] = span_figures(ids, gold, predicted)
+    return out
+
+
+def gold_summary(gold: Sequence[Sequence[Offsets]]) -> dict[str, int]:
+    """How many responses are hallucinated and how many labelled spans they have."""
+    return {"hallucinated": sum(bool(g) for g in gold), "spans": sum(len(g) for g in gold)}

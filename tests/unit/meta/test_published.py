@@ -1,0 +1,45 @@
+"""The published-figures table: every figure names its paper and where it was checked (or says it
+was not), the Q² paper's are `hub.card_text`'s own, and the Hub card shows the whole table."""
+
+from support.data import ROOT
+
+from q2_metric.hub import card_text
+from q2_metric.meta.published import FIGURES, beside, figures_for, render_markdown
+
+
+def test_every_figure_names_its_source():
+    for f in FIGURES:
+        assert f.paper and f.metric and f.models, f
+        assert f.source or "not checked" in f.note, f  # a figure taken as quoted says so
+        assert f.table is None or f.table.startswith("Table "), f
+        assert 0 < f.value <= 1, f
+
+
+def test_the_papers_figures_are_the_cards_constants():
+    q2 = {f.measure: f.value for f in figures_for("q2-wow") if f.table}
+    assert q2["accuracy@0.5"] == card_text.PAPER_ACCURACY
+    assert q2["bootstrap_spearman"] == card_text.PAPER_SPEARMAN
+    assert q2["mean_q2.MemNet.consistent"] == card_text.PAPER_VALUES["MemNet", "consistent"]
+
+
+def test_the_benchmarks_asked_for_are_covered():
+    measures = {(f.benchmark, f.measure, f.metric) for f in FIGURES}
+    assert ("ragtruth", "response_f1", "LettuceDetect-large-v1") in measures
+    assert ("ragtruth", "char_f1_lettucedetect", "LettuceDetect-large-v1") in measures
+    assert ("ragtruth", "response_f1", "RAG-HAT") in measures
+    assert ("llm-aggrefact", "mean_balanced_accuracy", "Bespoke-MiniCheck-7B") in measures
+    assert {f.benchmark for f in FIGURES if f.measure == "roc_auc_best"} == {"begin-v1", "q2-wow", "dialfact"}
+
+
+def test_beside_pairs_each_published_figure_with_the_measured_one():
+    rows = beside("ragtruth", {"response_f1": 0.5}, "Q²")
+    assert [(r["published_by"], r["measured"]) for r in rows] == [
+        ("LettuceDetect-large-v1", 0.5),
+        ("LettuceDetect-large-v1", None),  # character F1: not measured in this run
+        ("RAG-HAT", 0.5),
+    ]
+
+
+def test_hub_card_shows_the_table():
+    card = (ROOT / "hub_card" / "README.md").read_text(encoding="utf-8")
+    assert render_markdown() in card
