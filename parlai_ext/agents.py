@@ -8,6 +8,7 @@ from parlai.core.agents import Agent
 from parlai.core.message import Message
 
 from parlai_ext.hook import Opt, Shared
+from parlai_ext.options import Q2DataError
 
 SYSTEMS = ("dodeca", "memnet")
 
@@ -35,8 +36,8 @@ class ReplayAgent(Agent):
     def act(self) -> Message:
         obs = self.observation or {}
         if self.field not in obs:
-            raise ValueError(
+            raise Q2DataError(
                 f"ReplayAgent: the teacher's message has no '{self.field}' field; use "
-                "-t parlai_ext.teachers:CrossAnnotationTeacher"
+                "-t parlai_ext.teachers:CrossAnnotationTeacher."
             )
         return Message({"id": self.id, "text": obs[self.field], "episode_done": False})

@@ -6,9 +6,12 @@ import dataclasses
 import functools
 import os
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from q2_metric.errors import Q2OptionError
 
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
 DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
@@ -152,45 +155,27 @@ class Q2Config:
     qg_decoder: QGDecoder = "auto"
 
     def __post_init__(self) -> None:
-        from q2_metric.devices import device_problem
-
-        if not isinstance(self.device, str) or device_problem(self.device, hardware=False) is not None:
-            raise ValueError(
-                f"Q2Config.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}"
-            )
-        for name, allowed in choices().items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"Q2Config.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in (
-            "num_beams",
-            "num_return_sequences",
-            "max_question_length",
-            "qg_batch_size",
-            "qa_batch_size",
-            "nli_batch_size",
-            "spacy_batch_size",
-            "qa_max_answer_tokens",
-            "qg_max_input_tokens",
-            "qg_max_tokens",
-            "qa_max_tokens",
-            "nli_max_tokens",
-            "coref_max_tokens",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"Q2Config.{name} must be >= 1, got {getattr(self, name)}")
+        for name in option_names():  # each field's own rule (`value_problem`)
+            value = getattr(self, name)
+            problem = value_problem(name, value)
+            if problem is not None:
+                raise Q2OptionError(f"Invalid Q² option Q2Config.{name}={value!r}: {problem}.", problem)
+        # The rules between options.
         if self.decoding == "beam" and self.num_return_sequences > self.num_beams:
-            raise ValueError("Q2Config.num_return_sequences cannot exceed num_beams")
-        if self.qa_max_length is not None and self.qa_max_length < 32:
-            raise ValueError(f"Q2Config.qa_max_length must be >= 32 or None, got {self.qa_max_length}")
-        if self.quantize != "none" and self.dtype in ("float16", "bfloat16"):
-            raise ValueError(
-                f"Q2Config.quantize={self.quantize!r} runs the float32 models' encoders in int8; "
-                f"it cannot be combined with dtype={self.dtype!r} (use dtype 'auto' or 'float32')"
+            raise Q2OptionError(
+                f"Invalid Q² options: num_return_sequences={self.num_return_sequences} cannot exceed "
+                f"num_beams={self.num_beams} with beam decoding."
             )
-        if self.qa_doc_stride < 0 or (
-            self.qa_max_length is not None and self.qa_doc_stride >= self.qa_max_length
-        ):
-            raise ValueError("Q2Config.qa_doc_stride must be in [0, qa_max_length)")
+        if self.quantize != "none" and self.dtype in ("float16", "bfloat16"):
+            raise Q2OptionError(
+                f"Invalid Q² options: quantize={self.quantize!r} runs the float32 models' encoders in int8; "
+                f"it cannot be combined with dtype={self.dtype!r} (use dtype 'auto' or 'float32')."
+            )
+        if self.qa_max_length is not None and self.qa_doc_stride >= self.qa_max_length:
+            raise Q2OptionError(
+                f"Invalid Q² options: qa_doc_stride={self.qa_doc_stride} must be below "
+                f"qa_max_length={self.qa_max_length}."
+            )
 
     @classmethod
     def paper(cls, **overrides: Any) -> Q2Config:
@@ -356,6 +341,71 @@ def choices() -> dict[str, tuple[str, ...]]:
     return {name: typing.get_args(hint) for name, hint in hints.items() if typing.get_origin(hint) is Literal}
 
 
+# Integer options whose floor is not 1: 0 may be given, and a QA window holds at least 32 tokens.
+_INT_FLOORS = {"no_repeat_ngram_size": 0, "qa_doc_stride": 0, "qa_max_length": 32}
+
+
+@functools.lru_cache(maxsize=1)
+def field_types() -> dict[str, Any]:
+    """`Q2Config` field name -> its type hint."""
+    return typing.get_type_hints(Q2Config)
+
+
+def choices_text(values: Iterable[Any]) -> str:
+    """`'a', 'b' or 'c'`: a list of allowed values as the messages show it."""
+    shown = [repr(v) for v in values]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def value_problem(name: str, value: Any) -> str | None:
+    """None when `value` is allowed for the option `name` (a `Q2Config` field), else what to use
+    instead, as a clause to put after the value. Each option's rule is written here once:
+    `Q2Config` checks its fields with it and `q2_metric.options` every value a front-end is given
+    (its messages name the option as that front-end spells it).
+
+    Examples:
+        >>> value_problem("num_beams", 0), value_problem("num_beams", 4), value_problem("qa_max_length", None)
+        ('use an integer >= 1', None, None)
+        >>> value_problem("decoding", "sampling")
+        "allowed values are 'beam' or 'greedy'"
+    """
+    hint = field_types()[name]
+    if name == "device":
+        from q2_metric.devices import SPELLINGS, device_problem
+
+        return device_problem(value, hardware=False) if isinstance(value, str) else SPELLINGS
+    allowed = choices().get(name)
+    if allowed is not None:
+        ok = value in allowed and not isinstance(value, bool)
+        return None if ok else f"allowed values are {choices_text(allowed)}"
+    optional = type(None) in typing.get_args(hint)
+    if value is None and optional:
+        return None
+    if hint is bool:
+        return None if isinstance(value, bool) else "use True or False"
+    if hint is int or hint == (int | None):
+        low = _INT_FLOORS.get(name, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            return f"use an integer >= {low}" + (" or None" if optional else "")
+        return None
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        items = list(value) if isinstance(value, (list, tuple)) else None
+        if args[-1] is Ellipsis:  # tuple[str, ...]
+            ok = items is not None and all(isinstance(v, str) for v in items)
+            return None if ok else "use a list of strings"
+        ok = (
+            items is not None
+            and len(items) == len(args)
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in items)
+        )
+        return None if ok else f"use {len(args)} numbers in [0, 1]"
+    # model ids and the spaCy pipeline
+    if not isinstance(value, str) or not value.strip():
+        return "use a Hub id or a local directory" if name.endswith("_model") else "use a non-empty string"
+    return None
+
+
 __all__ = [
     "DEFAULT_COREF_MODEL",
     "DEFAULT_NLI_MODEL",
@@ -368,5 +418,8 @@ __all__ = [
     "OptionDoc",
     "Q2Config",
     "choices",
+    "choices_text",
+    "field_types",
     "option_names",
+    "value_problem",
 ]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import functools
 import math
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -23,7 +22,10 @@ from q2_metric.config import (
     DEFAULT_QG_MODEL,
     Q2Config,
     choices,
+    choices_text,
+    field_types,
     option_names,
+    value_problem,
 )
 from q2_metric.errors import Q2OptionError, Q2UnknownOption
 
@@ -36,8 +38,6 @@ MODEL_DEFAULTS = {
     "qa_model": ("Q2_QA_MODEL", DEFAULT_QA_MODEL),
     "nli_model": ("Q2_NLI_MODEL", DEFAULT_NLI_MODEL),
 }
-# Integer options that may be 0 (the others must be >= 1).
-_MAY_BE_ZERO = {"no_repeat_ngram_size", "qa_doc_stride"}
 
 
 Spelling = Callable[[str], str]  # an option's name -> the front-end's name for it
@@ -52,17 +52,9 @@ def flag_name(prefix: str = "--") -> Spelling:
     return lambda name: prefix + name.replace("_", "-")
 
 
-def choices_text(values: Iterable[Any]) -> str:
-    shown = [repr(v) for v in values]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
-
-
-@functools.lru_cache(maxsize=1)
 def option_types() -> dict[str, Any]:
     """`Q2Config` field name -> its type hint."""
-    import q2_metric.config as config_module
-
-    return typing.get_type_hints(Q2Config, vars(config_module))
+    return field_types()
 
 
 def allowed_values(name: str) -> tuple | None:
@@ -109,41 +101,16 @@ def check_option(name: str, value: Any, spell: Spelling = python_name) -> Any:
 
 
 def _check_field(name: str, value: Any, spelled: str) -> Any:
+    """One field's value checked by its rule (`config.value_problem`, the rules' one home), in the
+    form `Q2Config` keeps (lists -> tuples, numbers -> floats)."""
+    problem = value_problem(name, value)
+    if problem is not None:
+        raise _bad(spelled, value, problem)
     hint = option_types()[name]
-    allowed = allowed_values(name)
-    if allowed is not None:
-        if value not in allowed or isinstance(value, bool):
-            raise _bad(spelled, value, f"allowed values are {choices_text(allowed)}")
-        return value
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise _bad(spelled, value, "use True or False")
-        return value
-    if hint is int or hint == (int | None):  # qa_max_length: None means the model's maximum
-        low = 0 if name in _MAY_BE_ZERO else 1
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise _bad(spelled, value, f"use an integer >= {low}")
-        return value
-    if typing.get_origin(hint) is tuple:
-        args = typing.get_args(hint)
-        items = list(value) if isinstance(value, (list, tuple)) else None
-        if args[-1] is Ellipsis:  # tuple[str, ...]
-            if items is None or not all(isinstance(v, str) for v in items):
-                raise _bad(spelled, value, "use a list of strings")
-            return tuple(items)
-        numbers = items is not None and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in items
-        )
-        if items is None or not numbers or len(items) != len(args) or not all(0 <= v <= 1 for v in items):
-            raise _bad(spelled, value, f"use {len(args)} numbers in [0, 1]")
-        return tuple(float(v) for v in items)
-    # model ids and the spaCy pipeline
-    if not isinstance(value, str) or not value.strip():
-        raise _bad(
-            spelled,
-            value,
-            "use a Hub id or a local directory" if name.endswith("_model") else "use a non-empty string",
-        )
+    if typing.get_origin(hint) is tuple and value is not None:
+        if typing.get_args(hint)[-1] is Ellipsis:
+            return tuple(value)
+        return tuple(float(v) for v in value)
     return value
 
 
@@ -227,17 +194,11 @@ def with_options(
         checked[name] = check_option(name, value, spell)
     if not checked:
         return config
-    try:
-        return config.replace(**checked)
-    except ValueError as err:
-        raise Q2OptionError(f"Invalid Q² options: {err}.") from None
+    return config.replace(**checked)  # the rules between options: Q2Config's Q2OptionError
 
 
 def _make(variant: Callable[..., Q2Config], options: dict[str, Any]) -> Q2Config:
-    try:
-        return variant(**options)
-    except ValueError as err:  # cross-option checks of Q2Config (e.g. num_return_sequences > num_beams)
-        raise Q2OptionError(f"Invalid Q² options: {err}.") from None
+    return variant(**options)  # the rules between options: Q2Config's Q2OptionError
 
 
 def json_safe(value: Any) -> Any:

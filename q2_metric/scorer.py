@@ -24,6 +24,7 @@ from q2_metric.components import (
     describe,
 )
 from q2_metric.config import Q2Config
+from q2_metric.errors import Q2OptionError
 from q2_metric.explain import reason_line
 from q2_metric.models.provision import provide_models
 from q2_metric.options import with_options
@@ -97,7 +98,9 @@ class Q2Scorer:
         The model options must be the same (`Q2Config.model_key`)."""
         config = provide_models(config)
         if config.model_key() != self.config.model_key():
-            raise ValueError("with_config keeps the models: use a new Q2Scorer for other model options")
+            raise Q2OptionError(
+                "Q2Scorer.with_config keeps the scorer's models: use a new Q2Scorer for other model options."
+            )
         view = Q2Scorer(
             config, parser=self._parser, qg=self._qg, qa=self._qa, nli=self._nli, coref=self._coref
         )

@@ -332,7 +332,10 @@ def rescore_log(
     )
     lines = "".join(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n" for rec in records)
     body = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    if file_sha256(log) != before:  # a harness still writing it: scores of a log that is no more
+        raise Q2InputError(
+            f"The log '{log}' changed while it was rescored; nothing was written: rescore it again "
+            "once the run that writes it has finished."
+        )
     commit_outputs([(output, lambda f: f.write(lines)), (summary, lambda f: f.write(body))])
-    if file_sha256(log) != before:  # never: nothing here writes to the log; checked all the same
-        raise RuntimeError(f"the log '{log}' changed while it was rescored")
     return RescoreReport(kind, fields, outcome, output, summary, data)

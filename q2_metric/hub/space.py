@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.config import Q2Config
-from q2_metric.errors import Q2Error
+from q2_metric.errors import Q2Error, Q2InputError
 from q2_metric.explain import TABLE_COLUMNS, highlighted_html, question_rows
 from q2_metric.progress import stage_label
 
@@ -91,7 +91,7 @@ def check_lengths(response: Any, knowledge: Any) -> None:
         ("knowledge", knowledge, MAX_KNOWLEDGE_CHARS),
     ):
         if isinstance(text, str) and len(text) > limit:
-            raise ValueError(
+            raise Q2InputError(
                 f"The {name} is {len(text):,} characters long; this Space takes at most {limit:,} "
                 f"(score longer texts with `q2 score` on your own machine)."
             )
@@ -146,12 +146,10 @@ def score_or_message(
     """The app's six outputs: `explain`'s five and the message line (`note`, e.g. that tiny models
     make meaningless scores). What stops scoring (a model missing, an input over the limit) leaves
     the five empty and is the message, in one place: gr.Error would mark every output box "Error"."""
-    from q2_metric.errors import ModelNotAvailable
-
     try:
         check_lengths(response, knowledge)
         return (*explain(response, knowledge, scorer, progress), note)
-    except (ModelNotAvailable, ValueError) as err:
+    except Q2Error as err:
         return "", "", "", [], "", f"**Not scored:** {space_message(err)}"
 
 

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from q2_metric.config import Q2Config
-from q2_metric.errors import Q2OptionError
+from q2_metric.errors import Q2InputError
 from q2_metric.frontend import check_threshold, configure, decide
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
 from q2_metric.scorer import Q2Scorer
@@ -223,7 +223,7 @@ def compare_results(
     """The agreement of two results of the same pairs (times left at 0; `compare` measures them)."""
     threshold = check_threshold(threshold)
     if len(base.responses) != len(fast.responses):
-        raise ValueError("the two results must score the same responses")
+        raise Q2InputError("The two results must score the same responses.")
     stages = {name: StageAgreement(name) for name in STAGES}
     rows = []
     for b, f in zip(base.responses, fast.responses):
@@ -283,7 +283,9 @@ def _label_figures(
     from q2_metric.meta.stats import classification_report, roc_auc
 
     if len(labels) != len(base.responses):
-        raise ValueError(f"{len(labels)} labels for {len(base.responses)} responses")
+        raise Q2InputError(
+            f"{len(labels)} labels for {len(base.responses)} responses; give one label per response."
+        )
     keep = [i for i, (b, f) in enumerate(zip(base.responses, fast.responses)) if b.scored and f.scored]
     gold = [int(labels[i]) for i in keep]
     out = {}
@@ -305,12 +307,7 @@ def fast_config(base: Q2Config, fast: Q2Config | Mapping[str, Any]) -> Q2Config:
     if isinstance(fast, Q2Config):
         return fast
     options = {name: getattr(base, name) for name in base.to_dict()}
-    try:
-        return configure({**options, **fast})
-    except Q2OptionError:
-        raise
-    except ValueError as err:  # a cross-option check of Q2Config
-        raise Q2OptionError(f"Invalid Q² options: {err}.") from None
+    return configure({**options, **fast})  # a cross-option rule: Q2Config's Q2OptionError
 
 
 def _scorer(what: Q2Scorer | Q2Config) -> Q2Scorer:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from q2_metric.components import NLIClassifier
+from q2_metric.errors import Q2InputError
 
 
 def content_tokens(doc: Any) -> list[str]:  # a spaCy Doc
@@ -38,7 +39,9 @@ def overlap_scores(
 ) -> list[float]:
     """Overlap(r, k): token F1 of the lower-cased knowledge (gold) and the response."""
     if len(responses) != len(knowledge):
-        raise ValueError(f"{len(responses)} responses but {len(knowledge)} knowledge texts")
+        raise Q2InputError(
+            f"{len(responses)} responses but {len(knowledge)} knowledge texts; give one of each per row."
+        )
     # Only the tokenizer: token text, is_stop and is_punct are lexical, and no component of the
     # pipeline re-tokenizes, so the tokens are those of the full pipeline the released code runs
     # (checked on all 1,086 annotated pairs), ~100x faster. Both streams are consumed pair by pair

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from q2_metric.errors import Q2InputError
 from q2_metric.frontend import is_consistent
 
 
@@ -46,7 +47,7 @@ def best_threshold(scores: Sequence[float], consistent: Sequence[int]) -> tuple[
         np.unique(np.append(np.asarray(scores, float), 0.0)) if len(scores) else np.array([])
     )  # ascending
     if not len(candidates):
-        raise ValueError("no scores to calibrate on")
+        raise Q2InputError("There are no scores to calibrate the threshold on.")
     ba = balanced_accuracies(scores, consistent, candidates)
     best = int(np.flatnonzero(ba == ba.max())[0])
     return float(candidates[best]), float(ba[best])

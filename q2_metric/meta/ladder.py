@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from q2_metric.config import Q2Config
+from q2_metric.errors import Q2OptionError
 
 if TYPE_CHECKING:
     from q2_metric.results import ResponseScore
@@ -54,7 +55,7 @@ def donor_knowledge(rows: Sequence[dict], mode: str, seed: int = 0) -> list[str 
     another round of the same dialogue (`episode_idx`) with other knowledge; `other`: a context of
     another dialogue. None where there is no such context (that response is left out)."""
     if mode not in ("same", "other"):
-        raise ValueError(f"mode must be 'same' or 'other', got {mode!r}")
+        raise Q2OptionError(f"Invalid donor mode {mode!r}: use 'same' or 'other'.")
     contexts = list(dict.fromkeys((str(r["episode_idx"]), str(r["round"]), r["knowledge"]) for r in rows))
     rng = random.Random(seed)
     out: list[str | None] = []

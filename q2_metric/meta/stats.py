@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from q2_metric.errors import Q2InputError
 from q2_metric.frontend import is_consistent
 
 AUC_DRAWS = 1000  # bootstrap resamples behind each ROC AUC interval
@@ -135,7 +136,7 @@ def system_bootstrap(
     interpolation) of the repetitions where it is defined."""
     cons, incons = np.asarray(consistent_scores, float), np.asarray(inconsistent_scores, float)
     if len(cons) != len(incons) or not len(cons):
-        raise ValueError("need one consistent and one inconsistent score per context")
+        raise Q2InputError("The bootstrap needs one consistent and one inconsistent score per context.")
     rng = np.random.default_rng(seed)
     ranks = np.arange(1, len(shares) + 1)[::-1]
     rhos = [
@@ -202,7 +203,9 @@ def roc_auc_interval(scores: Sequence[float], consistent: Sequence[int], indices
     over the resamples in `indices` (percentile bootstrap, 95%)."""
     s, y = np.asarray(scores, float), np.asarray(consistent, int)
     if len(s) != len(y) or (indices.size and indices.max() >= len(s)):
-        raise ValueError("one label per score, and resamples of the same responses")
+        raise Q2InputError(
+            "The ROC AUC interval needs one label per score, and resamples of the same responses."
+        )
     boot = roc_auc_ranks(s[indices], y[indices]) if indices.size else np.array([])
     boot = boot[~np.isnan(boot)]
     nan = float("nan")

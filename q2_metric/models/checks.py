@@ -5,10 +5,9 @@ cache), never weights, so it costs milliseconds and runs before any work. Each f
 one sentence that says what to do.
 
 A model's identity is what makes its scores: for a Hub id, the id and the resolved commit of the
-snapshot that would be loaded; for a local directory, the path and a digest of the content of its
-`config.json` plus the name, size and modification time (ns) of every other model file. Size and
-modification time are enough to notice re-saved weights cheaply; a rewrite that keeps both (e.g.
-`cp -p` of other weights of exactly the same size) would go unnoticed.
+snapshot that would be loaded; for a local directory, a digest of its content: `config.json` and
+the name and bytes of every other model file (a byte-identical copy is the same model, whatever its
+file times; each file is hashed once per process while it is unchanged, `file_digest`).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import contextvars
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +217,8 @@ def _looks_like_path(model_id: str) -> bool:
 
 
 def _local_digest(folder: Path, config_text: str) -> str:
+    """A local model folder's identity, from content: its config and the name and bytes of every
+    other file (a byte-identical copy, `cp -r`, is the same model; file times play no part)."""
     h = hashlib.sha256(config_text.encode())
     for path in sorted(folder.iterdir()):
         if (
@@ -226,15 +228,14 @@ def _local_digest(folder: Path, config_text: str) -> str:
             or not path.is_file()
         ):
             continue
-        st = path.stat()
-        h.update(f"\0{path.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        h.update(f"\0{path.name}\0{file_digest(path)}".encode())
     return h.hexdigest()
 
 
 def tree_digest(folder: Path) -> str:
-    """A digest of every file under `folder` that loading may read: the content of its small text
-    files (meta.json, config.cfg, ...), and the name, size and modification time of every other
-    file, subfolders included (a spaCy pipeline keeps each component's weights in one)."""
+    """A digest of every file under `folder` that loading may read, from content: each file's
+    relative path and bytes, subfolders included (a spaCy pipeline keeps each component's weights
+    in one)."""
     h = hashlib.sha256()
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -242,11 +243,29 @@ def tree_digest(folder: Path) -> str:
             if name.startswith("."):
                 continue
             path = Path(root, name)
-            st = path.stat()
-            rel = path.relative_to(folder).as_posix()
-            h.update(f"\0{rel}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-            if st.st_size <= 65536 and path.suffix in (".json", ".cfg", ".txt"):
-                h.update(path.read_bytes())
+            h.update(f"\0{path.relative_to(folder).as_posix()}\0{file_digest(path)}".encode())
+    return h.hexdigest()
+
+
+_FILE_DIGESTS: dict[tuple, str] = {}
+_FILE_DIGESTS_LOCK = threading.Lock()
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes. Read once per process while the file is unchanged (its
+    device, inode, size and times key a memo: a model's gigabytes are not hashed on every check)."""
+    st = path.stat()
+    key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    with _FILE_DIGESTS_LOCK:
+        known = _FILE_DIGESTS.get(key)
+    if known is not None:
+        return known
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    with _FILE_DIGESTS_LOCK:
+        _FILE_DIGESTS[key] = h.hexdigest()
     return h.hexdigest()
 
 

@@ -17,6 +17,7 @@ import torch
 
 from q2_metric.components import combine_window_labels
 from q2_metric.config import Q2Config
+from q2_metric.errors import ModelCheckError
 from q2_metric.models.batching import map_batched
 from q2_metric.models.checks import nli_labels
 from q2_metric.models.loading import (
@@ -45,9 +46,9 @@ def nli_label_map(id2label: Mapping[int, str]) -> dict[int, str]:
     """
     mapping = nli_labels(id2label)
     if mapping is None:
-        raise ValueError(
-            f"NLI model labels {dict(id2label)} do not name entailment, neutral and contradiction; "
-            "set id2label in the model config"
+        raise ModelCheckError(
+            f"The NLI model's labels {dict(id2label)} do not name entailment, neutral and contradiction; "
+            "set id2label in the model config."
         )
     return mapping
 

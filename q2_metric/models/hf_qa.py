@@ -38,6 +38,7 @@ import torch
 
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
+from q2_metric.errors import Q2OptionError
 from q2_metric.models.batching import budget_batches, packed_calls, pipelined
 from q2_metric.models.loading import (
     load_pretrained,
@@ -158,9 +159,9 @@ class HFQuestionAnswerer:
         mode = self.config.qa_packing
         packable = getattr(getattr(self.model, "config", None), "model_type", None) in PACKABLE
         if mode == "on" and not packable:
-            raise ValueError(
+            raise Q2OptionError(
                 f"qa_packing='on' needs a QA model of type {', '.join(sorted(PACKABLE))}; "
-                f"{self.model_id} is not one of them (use qa_packing='auto' or 'off')"
+                f"{self.model_id} is not one of them (use qa_packing='auto' or 'off')."
             )
         return mode == "on" or (mode == "auto" and packable and self.device.type == "cpu")
 

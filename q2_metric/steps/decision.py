@@ -10,20 +10,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from q2_metric.errors import Q2OptionError
+
 CONSISTENT, INCONSISTENT = "consistent", "inconsistent"
 
 
 def check_threshold(threshold: float) -> float:
-    """The threshold as a float in [0, 1] (Q²'s range; -0 is 0), else ValueError in one sentence.
+    """The threshold as a float in [0, 1] (Q²'s range; -0 is 0), else `Q2OptionError` (also a
+    `ValueError`) in one sentence.
 
     >>> check_threshold(-0.0), check_threshold(1)
     (0.0, 1.0)
     """
     if isinstance(threshold, bool):  # True would pass as 1
-        raise ValueError(f"the threshold must be a number in [0, 1], not the bool {threshold}")
-    value = float(threshold)
+        raise Q2OptionError(f"the threshold must be a number in [0, 1], not the bool {threshold}")
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        raise Q2OptionError(f"the threshold must be a number in [0, 1], got {threshold!r}") from None
     if not 0.0 <= value <= 1.0 or math.isnan(value):
-        raise ValueError(f"the threshold must lie in [0, 1] (Q²'s range), got {threshold}")
+        raise Q2OptionError(f"the threshold must lie in [0, 1] (Q²'s range), got {threshold}")
     return value + 0.0  # -0.0 + 0.0 is 0.0: the signature says thr:0, never thr:-0
 
 

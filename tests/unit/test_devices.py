@@ -24,7 +24,7 @@ def test_malformed_devices_are_refused_by_every_place(value):
     with pytest.raises(Q2OptionError, match=re.escape(f"Invalid Q² option device={value!r}: {SPELLINGS}.")):
         normalize_device(value)
     with pytest.raises(
-        ValueError, match=re.escape("Q2Config.device must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
+        Q2OptionError, match=re.escape(f"Invalid Q² option Q2Config.device={value!r}: {SPELLINGS}.")
     ):
         Q2Config(device=value)
     if isinstance(value, str):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from q2_metric.errors import ModelCheckError
+
 ALLENNLP = "allennlp10"  # the signature's name of this path
 MARKER = "q2_nli_input"  # config.json key `q2 convert-nli` sets to ALLENNLP
 MAX_LENGTH = 512  # the archive's indexer and embedder max_length
@@ -41,8 +43,9 @@ def template_parts(template: Sequence[int], parts: Sequence[Sequence[int]]) -> l
             None,
         )
         if at is None:
-            raise ValueError(
-                "the tokenizer's special-token template does not hold its own encoding of the text"
+            raise ModelCheckError(
+                "The NLI model's tokenizer has a special-token template that does not hold its own "
+                "encoding of the text; use a tokenizer whose pairs read <s> a </s></s> b </s>."
             )
         out.append(list(template[pos:at]))
         pos = at + len(part)

@@ -1,7 +1,9 @@
 """Pre-flight model and device checks: one sentence, before any work; exit code 2 from the CLI."""
 
 import json
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -168,8 +170,10 @@ def test_identity_of_local_folder_follows_its_files(tiny_models, tmp_path):
     assert check_model(str(folder), "qa").revision == first  # stable
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes())  # same bytes, rewritten: a new modification time
-    assert check_model(str(folder), "qa").revision != first
+    assert check_model(str(folder), "qa").revision == first  # identity is content (issue 49)
+    weights.write_bytes(weights.read_bytes() + b"\0")
     second = check_model(str(folder), "qa").revision
+    assert second != first
     (folder / "README.md").write_text("notes")  # not a model file
     assert check_model(str(folder), "qa").revision == second
 
@@ -321,3 +325,23 @@ def test_spacy_folder_identity_covers_every_file(tmp_path):
     vocab.write_bytes(vocab.read_bytes() + b"\0")  # a component's file in a subfolder
     seen.add(check_spacy(str(folder)))
     assert len(seen) == 3 and all(s.startswith("spacy:local-") for s in seen)
+
+
+def test_a_model_folders_identity_comes_from_its_bytes_not_its_file_times(tiny_models, tmp_path):
+    """A byte-identical copy (`cp -r`: new file times) is the same model; one changed byte is
+    another. The same for a spaCy folder (`tree_digest`)."""
+    from q2_metric.models.checks import tree_digest
+
+    original = check_model(tiny_models["qa"], "qa").revision
+    copy = tmp_path / "qa-copy"
+    shutil.copytree(tiny_models["qa"], copy, copy_function=shutil.copyfile)  # new times
+    for path in copy.iterdir():
+        os.utime(path, ns=(1, 1))  # and, to be sure, times no build gives
+    assert check_model(str(copy), "qa").revision == original
+    assert tree_digest(copy) == tree_digest(Path(tiny_models["qa"]))
+    weights = next(p for p in copy.iterdir() if p.suffix == ".safetensors")
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    assert check_model(str(copy), "qa").revision != original
+    assert tree_digest(copy) != tree_digest(Path(tiny_models["qa"]))

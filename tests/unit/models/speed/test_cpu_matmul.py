@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from q2_metric import Q2Config, Q2Scorer
+from q2_metric.errors import Q2OptionError
 from q2_metric.models.speed import cpu_matmul
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels, prefers_onednn, uses_onednn
 
@@ -46,7 +47,7 @@ def test_when_onednn_is_used(monkeypatch):
 
 def test_config_rejects_an_unknown_choice():
     with pytest.raises(
-        ValueError, match=r"Q2Config.cpu_matmul must be one of \('auto', 'blas', 'onednn'\), got 'mkl'"
+        Q2OptionError, match=r"Q2Config.cpu_matmul='mkl': allowed values are 'auto', 'blas' or 'onednn'\."
     ):
         Q2Config(cpu_matmul="mkl")
 
