@@ -32,6 +32,7 @@ FLAGS: dict[str, str] = {
     "fallback_lowercase": "--fallback-cased",
     "batch_size": "--batch-size",
     "cpu_matmul": "--cpu-matmul",
+    "qg_decoder": "--qg-decoder",
     "coref": "--coref",
     "coref_model": "--coref-model",
     "max_question_length": "--max-question-length",
