@@ -97,7 +97,7 @@ def test_benchmark_precisions_and_growth_ci_sized():
             "--device",
             "cpu",
             "--precisions",
-            "float32,int8",
+            "float32,float32-ref,int8",
         ],
         capture_output=True,
         text=True,
@@ -109,6 +109,11 @@ def test_benchmark_precisions_and_growth_ci_sized():
         r"^float32\s+[\d.]+\s+[\d.]+\s+1\.00x\s+[\d.]+x\s+[\d.]+%\s+True\s+(.*)$", res.stdout, re.M
     )
     assert row and row.group(1).count("100.0%") == 3, res.stdout
+    # beam search by the reference path: the same scores, and the random QG's own questions equal
+    ref = re.search(
+        r"^float32-ref\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x\s+[\d.]+%\s+True\s+(.*)$", res.stdout, re.M
+    )
+    assert ref and ref.group(1).startswith("100.0%"), res.stdout
     assert re.search(r"^int8\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x\s+[\d.]+%\s+True", res.stdout, re.M)
     assert re.search(r"qa: int8 peak [\d.]+", res.stdout)
     assert res.stdout.strip().splitlines()[-1].endswith("same scores: True")
