@@ -62,3 +62,22 @@ def test_a_gpu_past_the_last_is_refused_in_one_sentence(tiny_config):
     with pytest.raises(Q2Error, match=r"cuda:\d+") as err:
         Q2Scorer(tiny_config.replace(device=f"cuda:{torch.cuda.device_count()}")).load()
     assert str(err.value).count(". ") == 0
+
+
+def test_the_fast_question_generator_on_the_gpu_asks_the_reference_path_s_questions(tiny_config, rows):
+    """`qg_decoder`: the fast path (merged steps behind the exactness gate, checked on this GPU) and
+    the reference path give the same questions, answers and scores on the tiny models' varied rows;
+    the gate's decisions are printed for the run's record."""
+    from q2_metric.models.speed.qg_fast import GATE
+
+    responses, knowledge = [r["response"] for r in rows], [r["knowledge"] for r in rows]
+    config = tiny_config.replace(device="cuda", qg_batch_size=8)
+    fast = Q2Scorer(config)
+    reference = Q2Scorer(config.replace(qg_decoder="reference"))
+    got, want = fast.score(responses, knowledge), reference.score(responses, knowledge)
+    assert fast.qg.decoder == "fast" and reference.qg.decoder == "reference"
+    assert len({r.q2 for r in want.responses}) > 2
+    for i, (a, b) in enumerate(zip(trace(got), trace(want), strict=True)):
+        assert a == b, f"row {i}"
+    for key, ok in GATE.memo.items():
+        print("gate:", key[0], key[2], key[-1], "fast" if ok else "refused")
