@@ -31,6 +31,7 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import torch
 
@@ -109,7 +110,7 @@ def same_logits(
     max_length: int,
     settings: FastSettings,
     steps: int,
-    against: str,
+    against: Literal["reference", "alone"],
 ) -> bool:
     """Whether `steps` fast decoder steps over batches of `shapes` ((inputs, key length) each),
     merged, give every batch's rows the logits of its own steps, bit for bit, on random inputs:
@@ -131,27 +132,29 @@ def same_logits(
         for _ in range(steps)
     ]
 
-    def run(step: Step, first: int, n: int, merged: bool) -> list[torch.Tensor]:
+    def run(step: Step, part: slice | None) -> list[torch.Tensor]:
+        """`steps` steps of `step` over the rows `part` (every row, merged, when None)."""
         out = []
         for t in range(steps):
-            idx = None if t == 0 else (reorders[t][first : first + n] - first).to(device)
-            if merged:
-                idx = None if t == 0 else reorders[t].to(device)
-            x = tokens[t] if merged else tokens[t][first : first + n]
-            out.append(step(x, idx) if not merged else step(x, idx, None))
+            if part is None:
+                x, idx = tokens[t], reorders[t]
+            else:
+                x, idx = tokens[t][part], reorders[t][part] - part.start
+            out.append(step(x, None if t == 0 else idx.to(device)))
         return out
 
     with torch.inference_mode():
         with _fast_steps(model, shared, batches, beams, max_length, settings) as step:
-            fast = run(step, 0, sum(rows), merged=True)
+            fast = run(step, None)
         start = 0
         for (ids, mask), n in zip(batches, rows):
+            part = slice(start, start + n)
             if against == "reference":
-                own = run(decoder_steps(model, ids, mask, beams), start, n, merged=False)
+                own = run(decoder_steps(model, ids, mask, beams), part)
             else:
                 with _fast_steps(model, shared, [(ids, mask)], beams, max_length, settings) as alone:
-                    own = run(lambda x, i, alone=alone: alone(x, i, None), start, n, merged=False)
-            if not all(torch.equal(f[start : start + n], o) for f, o in zip(fast, own)):
+                    own = run(alone, part)
+            if not all(torch.equal(f[part], o) for f, o in zip(fast, own)):
                 return False
             start += n
     return True
