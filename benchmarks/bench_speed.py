@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import json
 import platform
 import resource
 import sys
@@ -289,6 +290,24 @@ def efficiency_report(profile, peak: float, peak_name: str, role_peaks: dict | N
     return lines
 
 
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), or the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"
+
+
+def role_peak_fraction(profile, role: str, peak: float) -> float | None:
+    """One model's FLOP/s over its stages' wall time, as a fraction of `peak` (None: no FLOPs)."""
+    stages = [p for p in profile if STAGE_MODEL.get(p.stage) == role and role in p.flops]
+    secs = sum(p.seconds for p in stages)
+    return sum(p.flops[role] for p in stages) / secs / peak if stages and secs > 0 else None
+
+
 # A GPU does far more per call than a CPU's 16 to 32 inputs: bigger batches and token budgets
 # (runtime options: they change float rounding at most, never the rules).
 GPU_RUNTIME = dict(
@@ -423,8 +442,11 @@ def digest(result) -> str:
     return hashlib.sha256(repr(scores).encode()).hexdigest()[:16]
 
 
-def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float, peaks: dict) -> list[str]:
-    """Each fast mode's engine run against the float32 one (`fp32`: result, seconds, components)."""
+def compare_precisions(
+    args, names, responses, knowledge, fp32, rate_ref: float, peaks: dict, figures: dict | None = None
+) -> list[str]:
+    """Each fast mode's engine run against the float32 one (`fp32`: result, seconds, components);
+    `figures` (mode -> responses/s, fraction of peak, same scores) is filled when given."""
     result32, t32, comps32 = fp32
     rate32 = len(responses) / t32
     lines = [
@@ -464,6 +486,13 @@ def compare_precisions(args, names, responses, knowledge, fp32, rate_ref: float,
             for a, b in zip(comps32, comps)
         )
         rate = len(responses) / seconds
+        if figures is not None:
+            figures[name] = {
+                "responses_per_s": rate,
+                "peak_fraction": busy / seconds,
+                "qg_peak_fraction": role_peak_fraction(result.profile, "qg", peak),
+                "same_scores": digest(result) == digest(result32),
+            }
         lines.append(
             f"{name:<14}{seconds:>9.1f}{rate:>9.3f}{rate / rate32:>8.2f}x{rate / rate_ref:>8.2f}x"
             f"{busy / seconds:>9.1%}  {digest(result) == digest(result32)!s:<12}{agree}"
@@ -558,6 +587,7 @@ def main() -> int:
         help="only the engine, at each of these numbers of responses (e.g. 16,64,256), each in a "
         "fresh process: seconds and peak RSS",
     )
+    ap.add_argument("--json", default=None, help="also write the run's figures to this JSON file")
     ap.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--random-models", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -709,14 +739,40 @@ def main() -> int:
         f"engine scores: {len(scores)} responses, digest {hashlib.sha256(repr(scores).encode()).hexdigest()[:16]}, "
         f"first {scores[:3]}"
     )
+    figures: dict = {}
     if names:
         print(
             "\n".join(
                 compare_precisions(
-                    args, names, responses, knowledge, (result, t_engine, (qg, qa, nli)), rate_ref, peaks
+                    args,
+                    names,
+                    responses,
+                    knowledge,
+                    (result, t_engine, (qg, qa, nli)),
+                    rate_ref,
+                    peaks,
+                    figures,
                 )
             )
         )
+    if args.json:
+        summary = {
+            "device": torch.cuda.get_device_name()
+            if device.type == "cuda"
+            else platform.processor() or "cpu",
+            "date": time.strftime("%Y-%m-%d"),
+            "responses": args.n,
+            "fp32_responses_per_s": rate_engine if peak_name == "float32" else None,
+            "bf16_responses_per_s": figures.get("bfloat16", {}).get("responses_per_s"),
+            "qg_fp32_peak_fraction": role_peak_fraction(result.profile, "qg", peak)
+            if peak_name == "float32"
+            else None,
+            "scores_equal": same,
+            "digest": digest(result),
+            "qg_gate": {"classes": len(GATE.memo), "refused": len(GATE.refused())},
+            "modes": figures,
+        }
+        Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(
         f"speed-up: {rate_engine / rate_ref:.2f}x ({rate_engine:.3f} vs {rate_ref:.3f} responses/s)  "
         f"same scores: {same}"

@@ -3,7 +3,7 @@
 # the tests marked `gpu`, the beam-search unit tests on that machine's CPU (another CPU family than
 # the developers'), then the speed benchmark at paper shapes in float32 (fast QG path and reference
 # path) and bfloat16 (responses/s, per-stage fractions of the GPU's measured peaks). Everything is
-# written to OUTDIR.
+# written to OUTDIR, the figures also as gpu-DATE.json (commit it to benchmarks/results/).
 #
 #   bash benchmarks/gpu_check.sh OUTDIR [RESPONSES]
 #
@@ -22,4 +22,4 @@ HF_HUB_OFFLINE=1 timeout 150 "$py" -m pytest -q -rs -s -m gpu tests/gpu 2>&1 | t
 HF_HUB_OFFLINE=1 timeout 150 "$py" -m pytest -q tests/unit/models/paper tests/unit/models/speed/test_qg_fast.py \
     tests/unit/models/speed/test_t5_beam_cache.py 2>&1 | tail -15 | tee "$out/pytest_cpu_models.txt"
 timeout 420 "$py" benchmarks/bench_speed.py --device cuda --size paper --n "$n" --reference-n 8 \
-    --precisions float32,float32-ref,bfloat16 2>&1 | tee "$out/bench_gpu.txt"
+    --precisions float32,float32-ref,bfloat16 --json "$out/gpu-$(date +%F).json" 2>&1 | tee "$out/bench_gpu.txt"
