@@ -368,6 +368,7 @@ class Q2(evaluate.Metric):
         nli_max_tokens: Any = None,
         qa_packing: Any = None,
         cpu_matmul: Any = None,
+        qg_decoder: Any = None,
         threshold: Any = None,
         histories: Any = None,
         coref: Any = None,
