@@ -61,6 +61,7 @@ OPTIONS = (
     "spacy_model",
     "device",
     "decoding",
+    "qg_decoder",
     "max_question_length",
     "question_mode",
     "variant",
