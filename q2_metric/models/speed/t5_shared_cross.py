@@ -120,7 +120,7 @@ def _decoder_attention(module: torch.nn.Module) -> Callable:
 
 def _per_beam(x: Any, rows: int, beams: int, j: int) -> Any:
     """Beam j's rows of a per-row tensor (its first dimension is `rows`); others as they are."""
-    return x[j::beams] if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == rows else x
+    return _rows_of(x, rows, slice(j, None, beams))
 
 
 def shared_cross_attention(
