@@ -206,11 +206,12 @@ def test_a_batch_whose_fast_steps_differ_runs_the_reference_path(tiny_config, mo
     reference path, with the reference's questions."""
     monkeypatch.setattr(qg_fast, "GATE", ExactnessGate())
     monkeypatch.setattr(qg_fast, "same_logits", lambda *args: False)
+    import q2_metric.models.hf_qg as hf_qg
+
     fast = HFQuestionGenerator(tiny_config)
     calls: list[int] = []
-    search = fast._reference_search
-    monkeypatch.setattr(fast, "_reference_search", lambda *a: calls.append(1) or search(*a))
-    fast.fast.reference = fast._reference_search
+    steps = hf_qg.decoder_steps  # the reference path's decoder step, made once per batch it searches
+    monkeypatch.setattr(hf_qg, "decoder_steps", lambda *a: calls.append(1) or steps(*a))
     prompts = [qg_input(f"w{i}", f"a text about {i} things") for i in range(12)]
     got = fast.generate_ids(prompts)
     assert calls and got == HFQuestionGenerator(tiny_config.replace(qg_decoder="reference")).generate_ids(
