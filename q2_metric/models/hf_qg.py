@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from q2_metric.config import Q2Config
+from q2_metric.config import Q2Config, QGDecoder
 from q2_metric.errors import Q2Error
 from q2_metric.models.batching import budget_batches
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
@@ -65,28 +65,28 @@ class HFQuestionGenerator:
         self.model = self.model.to(self.device).eval()
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.tokens_processed = 0
-        self.shared = shared = attach_shared_cross_attention(self.model)
-        self.fast: FastQG | None = None
-        if config.qg_decoder == "fast" and shared is None:
+        self.shared = attach_shared_cross_attention(self.model)
+        self.fast = self._fast_path(config.qg_decoder, fast)
+
+    def _fast_path(self, decoder: QGDecoder, settings: FastSettings | None) -> FastQG | None:
+        """The fast path of `decoder` (`Q2Config.qg_decoder`), None for the reference path."""
+        if decoder == "fast" and self.shared is None:
             raise Q2Error(
-                f"qg_decoder='fast' needs a T5 question generator; {config.qg_model} is not one "
+                f"qg_decoder='fast' needs a T5 question generator; {self.model_id} is not one "
                 "(use qg_decoder='auto' or 'reference')"
             )
-        if shared is not None and config.qg_decoder != "reference":
-            self.fast = FastQG(
-                self.model, shared, fast or FastSettings(), self._reference_search, self._environment
-            )
+        if self.shared is None or decoder == "reference":
+            return None
+        return FastQG(
+            self.model, self.shared, settings or FastSettings(), self._reference_search, self._environment
+        )
 
-    def with_decoder(self, decoder: str, fast: FastSettings | None = None) -> HFQuestionGenerator:
+    def with_decoder(self, decoder: QGDecoder, fast: FastSettings | None = None) -> HFQuestionGenerator:
         """Another generator over the same loaded model and tokenizers, by another beam-search path
         (`decoder` as `Q2Config.qg_decoder`; `fast`: the fast path's settings): comparisons' arms."""
         other = copy.copy(self)
         other.config = self.config.replace(qg_decoder=decoder)
-        other.fast = None
-        if self.shared is not None and decoder != "reference":
-            other.fast = FastQG(
-                self.model, self.shared, fast or FastSettings(), other._reference_search, other._environment
-            )
+        other.fast = other._fast_path(decoder, fast)
         return other
 
     @property
