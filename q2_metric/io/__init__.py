@@ -145,7 +145,7 @@ def read_table(
     if kind == "jsonl":
         return _read_jsonl(path, encoding), None
     if kind == "tsv":
-        return _read_tsv(path, encoding)
+        return _read_tsv(path, encoding, multiline)
     return _read_csv(path, encoding, multiline)
 
 
