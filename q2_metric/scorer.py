@@ -155,7 +155,9 @@ class Q2Scorer:
         wanted = [(role, model_id) for role, component, model_id in roles if built_from_config(component)]
         if wanted:
             checks.check_device(c.device)
-            if c.dtype == "bfloat16" or c.quantize != "none":  # a fast mode this device cannot run (torch is
+            if (
+                c.dtype in ("bfloat16", "float16") or c.quantize != "none"
+            ):  # a fast mode this device cannot run (torch is
                 from q2_metric.models.loading import resolve_device  # imported only for one)
                 from q2_metric.models.speed.precision import check_precision
 
