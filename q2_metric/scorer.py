@@ -454,7 +454,12 @@ def _checked_model(model_id: str, role: str) -> str:
 
 
 def score(
-    responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None, **options: Any
+    responses: Sequence[str],
+    knowledge: Sequence[str],
+    config: Q2Config | None = None,
+    *,
+    progress: bool | ProgressCallback | None = None,
+    **options: Any,
 ) -> Q2Result:
     """Score once with a scorer cached per model options (`cached_scorer`).
 
@@ -463,6 +468,8 @@ def score(
         knowledge: the knowledge of each response.
         config: the options (default: the paper's); `options` override single ones, e.g.
             `tiny=True` or `device="cpu"`.
+        progress: True for a progress bar per stage on stderr (as `compute(progress=True)`),
+            False or None for none (the default), or a callback `progress(stage, done, total)`.
 
     Returns:
         The `Q2Result`: `.q2`, `.scores`, `.responses`, `.signature`.
@@ -471,7 +478,17 @@ def score(
         Q2OptionError: a bad option value, or an unknown name (then also a `TypeError`), before
             any model loads; one sentence naming the option.
     """
-    return cached_scorer(config, **options).score(responses, knowledge)
+    if progress is True:
+        from q2_metric.progress import stage_progress
+
+        progress = stage_progress("Q²")
+    elif progress is False:
+        progress = None
+    elif progress is not None and not callable(progress):
+        raise Q2OptionError(
+            f"Invalid Q² option progress={progress!r}: use True, False or a callback progress(stage, done, total)."
+        )
+    return cached_scorer(config, **options).score(responses, knowledge, progress=progress)
 
 
 def _provided(config: Q2Config) -> Q2Config:

@@ -183,3 +183,18 @@ def test_scorers_of_different_models_in_threads_give_their_lone_results(
     for i, result in enumerate(together):
         lone = alone[i % len(configs)]
         assert str(result.signature) == str(lone.signature) and _same(result.scores, lone.scores)
+
+
+def test_score_takes_progress_as_compute_does(tiny_config, batch, capsys):
+    """`progress=False` was accepted by `compute()` and refused by `q2_metric.score()` (issue 49):
+    both take True/False; `score` also a callback; anything else is one sentence."""
+    from q2_metric.errors import Q2OptionError
+
+    responses, knowledge = batch
+    quiet = q2_metric.score(responses, knowledge, tiny_config, progress=False)
+    assert capsys.readouterr().err == ""
+    seen = []
+    told = q2_metric.score(responses, knowledge, tiny_config, progress=lambda *a: seen.append(a[0]))
+    assert "questions" in seen and _same(told.scores, quiet.scores)
+    with pytest.raises(Q2OptionError, match=r"progress='yes': use True, False or a callback"):
+        q2_metric.score(responses, knowledge, tiny_config, progress="yes")
