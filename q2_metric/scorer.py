@@ -41,7 +41,7 @@ from q2_metric.steps.response_scores import score_responses
 from q2_metric.steps.span_scores import SpanScore, score_spans
 from q2_metric.steps.spans import locate_spans
 from q2_metric.steps.system_score import system_of
-from q2_metric.validation import empty_reason, validate_inputs
+from q2_metric.validation import empty_reason, validate_inputs, warn_if_not_english
 
 T = TypeVar("T")
 
@@ -349,6 +349,7 @@ class Q2Scorer:
         progress: ProgressCallback | None,
     ) -> Q2Result:
         responses, knowledge = validate_inputs(responses, knowledge)
+        warn_if_not_english(responses, knowledge)
         c = self.config
         turns = check_histories(histories, len(responses)) if c.coref else []
         results = [
