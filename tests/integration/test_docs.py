@@ -132,9 +132,8 @@ def _workdir(tmp_path: Path, rows: list[dict]) -> Path:
 
     datasets.Dataset.from_list(two).save_to_disk(str(work / "my_dataset_dir"))
     (work / ".venv").symlink_to(BIN.parent, target_is_directory=True)  # a checkout's .venv
-    bundled = work / "q2_metric" / "data"  # the checkout's bundled sample: README runs from the root
-    bundled.mkdir(parents=True)
-    shutil.copy(ROOT / "q2_metric" / "data" / "wow_sample.csv", bundled)
+    # the checkout's package, with its bundled sample (README's examples run from the checkout's root)
+    (work / "q2_metric").symlink_to(ROOT / "q2_metric", target_is_directory=True)
     return work
 
 
