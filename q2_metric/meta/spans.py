@@ -27,7 +27,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from q2_metric.errors import Q2InputError
 
@@ -142,14 +142,14 @@ def _gold_offsets(where: str, labels: Any, response: str) -> list[Offsets]:
         raise Q2InputError(
             f"{where}: field 'labels' must be a list of {{start, end}} objects, got {type(labels).__name__}."
         )
-    out = []
+    out: list[Offsets] = []
     for k, label in enumerate(labels):
         s = label.get("start") if isinstance(label, dict) else None
         e = label.get("end") if isinstance(label, dict) else None
         problem = offsets_problem(s, e, len(response))
         if problem is not None:
             raise Q2InputError(f"{where}: label {k} {problem}.")
-        out.append((s, e))
+        out.append(cast(Offsets, (s, e)))  # integers: offsets_problem said so
     return out
 
 
@@ -198,7 +198,7 @@ def read_cases(
         if got.get("q2") is None:
             unscored += 1
             continue
-        predicted = []
+        predicted: list[Offsets] = []
         spans, unsupported = got.get("spans") or [], got.get("unsupported_spans") or []
         for k, s in enumerate([*unsupported, *spans]):  # every span checked against the gold text
             where = (
@@ -218,7 +218,7 @@ def read_cases(
                     "file was made from another file (or other columns)."
                 )
             if k < len(unsupported):
-                predicted.append((start, end))
+                predicted.append(cast(Offsets, (start, end)))
         cases.append(SpanCase(row.number, response, gold, predicted))
     return cases, {"rows": len(gold_rows), "unscored": unscored}
 
