@@ -34,7 +34,7 @@ from q2_metric.results import ResponseScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.steps.system_score import SystemScore
-from q2_metric.validation import clean_text, empty_reason
+from q2_metric.validation import clean_text, empty_reason, knowledge_text
 
 Status = Literal["scored", "empty", "bad"]
 STATUSES: tuple[Status, ...] = ("scored", "empty", "bad")
@@ -186,7 +186,7 @@ def _type_name(value: object) -> str:
 
 def _check_item(item: Item) -> str | None:
     for field in ("response", "knowledge"):
-        value = getattr(item, field)
+        value = getattr(item, field) if field == "response" else knowledge_text(item.knowledge)
         if not isinstance(value, str):
             return f"{item.key}: field '{field}' must be a string, got {_type_name(value)}."
     history = item.history
@@ -216,7 +216,7 @@ def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemR
             CheckedItem(
                 item.key,
                 clean_text(str.__str__(cast(str, item.response))),
-                clean_text(str.__str__(cast(str, item.knowledge))),
+                clean_text(str.__str__(cast(str, knowledge_text(item.knowledge)))),  # passages joined
                 history,
             )
         )

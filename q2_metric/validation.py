@@ -29,6 +29,26 @@ def _as_list(value: Any, name: str) -> list:
     return list(value)
 
 
+# Knowledge given as a list of passages (the RAG shape: retrieved contexts) is one knowledge text:
+# its passages joined by a space, in order. The released code takes one knowledge string; a space
+# is what ragas' and Inspect's adapters already joined with, and the QA model reads the joined text
+# in windows. One rule for every front-end; a fixed rule, so no signature entry: the score is that
+# of the joined string given as it is.
+PASSAGE_SEPARATOR = " "
+
+
+def knowledge_text(value: Any) -> Any:
+    """A knowledge value as the models read it: a list or tuple of strings (passages) joined by
+    `PASSAGE_SEPARATOR`; anything else as it is (a string; another type is the caller's error).
+
+    >>> knowledge_text(["Bob Ross painted.", "He hosted a show."]), knowledge_text("one text")
+    ('Bob Ross painted. He hosted a show.', 'one text')
+    """
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return PASSAGE_SEPARATOR.join(value)
+    return value
+
+
 def validate_inputs(
     responses: Any,
     knowledge: Any,
@@ -41,10 +61,10 @@ def validate_inputs(
     whole input does).
 
     Lists, tuples, numpy arrays and pandas Series (by position) are accepted; sets and dicts are
-    refused. String subclasses such as `numpy.str_` become plain `str` (tokenizers refuse them).
+    refused. A knowledge item may be a list of passages (`knowledge_text`: joined by a space). String subclasses such as `numpy.str_` become plain `str` (tokenizers refuse them).
     """
     responses = _as_list(responses, response_field)
-    knowledge = _as_list(knowledge, knowledge_field)
+    knowledge = [knowledge_text(k) for k in _as_list(knowledge, knowledge_field)]  # passages joined
     if len(responses) != len(knowledge):
         raise Q2InputError(
             f"{response_field} has {len(responses)} items but {knowledge_field} has {len(knowledge)}; "

@@ -185,3 +185,30 @@ def test_plainly_non_english_text_is_scored_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", NotEnglishWarning)
         scorer.score(["Bob Ross painted.", "Ça va très bien à Zürich 東京."], ["Bob Ross.", "Zürich."])
+
+
+def test_knowledge_as_a_list_of_passages_is_one_rule_for_every_front_end(tmp_path):
+    """The RAG shape: a list of passages is one knowledge text, the passages joined by a space, in
+    `Q2Scorer.score`, the contract's items (Space, q2 rescore, the harnesses) and `q2 score`'s
+    reader (issue 49: q2 score refused it row by row, compute took the best single passage, ragas
+    joined with a space). Expected: the same calls with the joined string written out by hand."""
+    import json
+
+    from q2_metric.corpus.files import score_file
+    from q2_metric.frontend import Item, score_items
+    from q2_metric.io import read_rows
+
+    passages = ["Bob Ross hosted a show.", "Steve Ross painted."]
+    joined = "Bob Ross hosted a show. Steve Ross painted."
+    scorer = scripted_scorer()
+    by_hand = scorer.score(["Bob Ross met Steve Ross."], [joined])
+    assert scorer.score(["Bob Ross met Steve Ross."], [passages]).scores == by_hand.scores
+    outcome = score_items(scorer, [Item("a", "Bob Ross met Steve Ross.", passages)])
+    assert outcome.items[0].status == "scored" and outcome.items[0].score.q2 == by_hand.scores[0]
+    src = tmp_path / "rag.jsonl"
+    src.write_text(json.dumps({"response": "Bob Ross met Steve Ross.", "knowledge": passages}) + "\n")
+    assert read_rows(src)[0].fields["knowledge"] == joined
+    score_file(scorer, src, tmp_path / "out.jsonl", cache_dir=None)
+    assert json.loads((tmp_path / "out.jsonl").read_text())["q2"] == by_hand.scores[0]
+    with pytest.raises(Q2InputError, match="item 0: field 'knowledge' must be a string, got list"):
+        scorer.score(["a"], [["a", 1]])  # a list that is not of passages
