@@ -355,19 +355,6 @@ def decision_counts(made: Sequence[str | None], threshold: float) -> dict[str, A
     return counts(made, threshold)
 
 
-def system_from_columns(
-    q2: Sequence[float],
-    q2_no_nli: Sequence[float],
-    covered: Sequence[bool],
-    valid_questions: int,
-    unanswered_questions: int,
-) -> SystemScore:
-    """The system figures from per-response columns (scores read back from a cache or a file)."""
-    from q2_metric.steps.system_score import system_score
-
-    return system_score(q2, q2_no_nli, covered, valid_questions, unanswered_questions)
-
-
 def is_consistent(score: float | None, threshold: float) -> bool:
     """Whether `decide` says "consistent" (Q² > threshold)."""
     from q2_metric.steps.decision import CONSISTENT
