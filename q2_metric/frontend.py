@@ -117,11 +117,14 @@ def configure(
     batch_size: int | None = None,
     spell: Spelling = python_name,
     say: Callable[[str], None] = lambda msg: None,
+    reads: Mapping[str, Any] | None = None,
 ) -> Q2Config:
     """A checked `Q2Config` with its models provided (`options.build_config`): every value checked,
     one `Q2OptionError` sentence naming the option as `spell` spells it; an unknown name is a
-    `Q2UnknownOption` (a `Q2OptionError` that is also a `TypeError`)."""
-    return build_config(variant, options, batch_size=batch_size, spell=spell, tiny=tiny, say=say)
+    `Q2UnknownOption` (a `Q2OptionError` that is also a `TypeError`). `reads`: what the run reads
+    (the tiny models are never built inside it). The one door of a front-end to the options
+    (`tests/contract/test_reach.py`)."""
+    return build_config(variant, options, batch_size=batch_size, spell=spell, tiny=tiny, say=say, reads=reads)
 
 
 def check_options(options: Mapping[str, Any], spell: Spelling = python_name) -> dict[str, Any]:
@@ -141,7 +144,7 @@ def guard(
 ) -> None:
     """The one path guard (`io.paths.check_run`, which adds the model folders, the tiny folder and
     the Hugging Face cache to `reads`): an output that is, holds or lies inside something read is
-    refused in one sentence."""
+    refused in one sentence. The one door of a front-end to the guard (`tests/contract/test_reach.py`)."""
     from q2_metric.io.paths import check_run
 
     check_run(reads, writes, config=config, **check_run_kwargs)

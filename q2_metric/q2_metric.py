@@ -21,7 +21,6 @@ from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PA
 from q2_metric.option_help import docstring_entries
 from q2_metric.options import (
     VARIANTS,
-    build_config,
     check_option_names,
     choices_text,
     json_safe,
@@ -157,7 +156,9 @@ class Q2(evaluate.Metric):
         tiny: bool | None = None,
         **options: Any,
     ) -> Q2Config:
-        return build_config(variant or self.config_name, options, batch_size, tiny=tiny)
+        return frontend.configure(
+            options, variant=variant or self.config_name, batch_size=batch_size, tiny=tiny
+        )
 
     def _build_data_dir(self) -> str:
         """evaluate's cache folder (`cache_dir/q2/<config>`), which evaluate creates as the module
@@ -176,9 +177,9 @@ class Q2(evaluate.Metric):
 
     def _check_cache_dir(self, config: Q2Config) -> None:
         """The output-path rule: evaluate's cache folder is not, and is not inside, a model folder."""
-        from q2_metric.io.paths import check_run
+        from q2_metric.frontend import guard
 
-        check_run({}, {"cache_dir": getattr(self, "data_dir", None)}, config=config, folders=["cache_dir"])
+        guard({}, {"cache_dir": getattr(self, "data_dir", None)}, config=config, folders=["cache_dir"])
 
     def compute(
         self,

@@ -21,11 +21,10 @@ def _fast_option(text: str) -> tuple[str, str]:
 
 def cmd_agree(args: argparse.Namespace) -> int:
     from q2_metric import io
-    from q2_metric.frontend import loading_output, model_words, tiny_note
-    from q2_metric.io.paths import check_run
+    from q2_metric.frontend import configure, guard, loading_output, model_words, tiny_note
     from q2_metric.meta.agreement import compare
     from q2_metric.meta.datasets import label_format, label_problem, one_class_problem
-    from q2_metric.options import build_config, flag_name, json_safe, option_from_text
+    from q2_metric.options import flag_name, json_safe, option_from_text
 
     if not args.fast:
         raise Q2InputError(
@@ -37,10 +36,10 @@ def cmd_agree(args: argparse.Namespace) -> int:
     fast_options = {name: option_from_text(name, value, spell) for name, value in args.fast}
     base_options = {name: getattr(base, name) for name in base.to_dict()}
     try:
-        fast = build_config("paper", {**base_options, **fast_options}, spell=flag_name())
+        fast = configure({**base_options, **fast_options}, spell=flag_name())
     except ValueError as err:
         raise Q2InputError(str(err)) from None
-    check_run(
+    guard(
         {"input": args.input}, {"-o/--output": args.output, "--per-response": args.per_response}, config=base
     )
     if args.per_response:

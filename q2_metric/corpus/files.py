@@ -12,7 +12,14 @@ from typing import Any
 
 from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
 from q2_metric.errors import CacheWriteError, Q2InputError
-from q2_metric.frontend import decide, decision_counts, history_separator, history_turns, system_figures
+from q2_metric.frontend import (
+    decide,
+    decision_counts,
+    guard,
+    history_separator,
+    history_turns,
+    system_figures,
+)
 from q2_metric.io import (
     Row,
     check_table_suffix,
@@ -23,7 +30,6 @@ from q2_metric.io import (
     table_writer,
 )
 from q2_metric.io.commit import Writer
-from q2_metric.io.paths import check_run
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.progress import ProgressCallback, ResponseCounter, StageTotals, plural
 from q2_metric.results import ResponseScore, SystemScore
@@ -106,7 +112,7 @@ def prepare_run(
     """Every check that can fail before model work: output paths (`outputs`: flag -> path) and the
     cache folder against the input and the model folders (`paths.check_run`), the input (encoding, columns, at least
     one row, no column the output writes), every model and the device."""
-    check_run(
+    guard(
         {"input": input_path},
         {**{flag: p for flag, p in outputs.items() if p}, "--cache-dir": cache_dir},
         config=scorer.config,
