@@ -62,7 +62,7 @@ def test_the_check_sees_a_reach(monkeypatch):
 
 # The contract's doors (issue 49): a front-end builds its options only through
 # `frontend.configure` and checks its paths only through `frontend.guard`, never by calling
-# `options.build_config` or `io.paths.check_run` itself (8 and 17 such calls before).
+# `options.build_config` or `io.paths.check_run` itself (8 and 15 such calls before).
 DOORS = {"build_config": "frontend.configure", "check_run": "frontend.guard"}
 
 
