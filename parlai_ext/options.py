@@ -11,8 +11,9 @@ from q2_metric import ModelNotAvailable
 from q2_metric.cli.common import flag_type
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.frontend import configure
 from q2_metric.option_help import all_docs, allowed, default_value, option_help
-from q2_metric.options import build_config, flag_name, option_types
+from q2_metric.options import flag_name, option_types
 
 
 class _Sentence(SystemExit):
@@ -128,10 +129,10 @@ def config_from_opt(opt: dict) -> Q2Config:
     options = {name: opt.get(f"q2_{name}") for name in OPTIONS if name not in ("variant", "tiny")}
     batch_size = opt.get("q2_batch_size")
     try:
-        return build_config(
-            opt.get("q2_variant") or "paper",
+        return configure(
             options,
-            64 if batch_size is None else batch_size,
+            variant=opt.get("q2_variant") or "paper",
+            batch_size=64 if batch_size is None else batch_size,
             spell=SPELL,
             tiny=opt.get("q2_tiny") or None,
         )
@@ -196,7 +197,7 @@ def check_explain_file(opt: dict, path: str) -> None:
     import sys
 
     from q2_metric.errors import OutputPathError
-    from q2_metric.io.paths import check_run
+    from q2_metric.frontend import guard
 
     inputs = {
         f"--{name.replace('_', '-')}": opt.get(name)
@@ -215,7 +216,7 @@ def check_explain_file(opt: dict, path: str) -> None:
     outputs = {"--report-filename": opt.get("report_filename"), "--world-logs": opt.get("world_logs")}
     outputs = {flag: p for flag, p in outputs.items() if isinstance(p, str) and p}
     try:
-        check_run(inputs, {**outputs, "--q2-explain-file": path})
+        guard(inputs, {**outputs, "--q2-explain-file": path})
     except OutputPathError as err:
         print(f"q2: {err}", file=sys.stderr)
         raise SystemExit(2) from None

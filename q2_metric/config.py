@@ -285,8 +285,8 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     "device": OptionDoc("where the models run: auto (CUDA when present), cpu, cuda or cuda:N"),
     "dtype": OptionDoc(
         "model precision (auto: float32 on every device, the paper's); bfloat16 (a CPU with "
-        "AVX512-BF16/AMX, or a GPU) and float16 are fast modes that change scores a little, in the "
-        "signature (measure it with `q2 agree`)"
+        "AVX512-BF16/AMX, or a GPU) and float16 (a CPU with AVX512-FP16/AMX-FP16, or a GPU) are fast "
+        "modes that change scores a little, in the signature (measure it with `q2 agree`)"
     ),
     "quantize": OptionDoc(
         "int8: the QA and NLI encoders quantized dynamically, a CPU fast mode that changes scores a "

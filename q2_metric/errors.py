@@ -63,6 +63,12 @@ class TinyModelsWarning(UserWarning):
     one line every front-end shows for them (`q2_metric.models.tiny.meaningless_note`)."""
 
 
+class NotEnglishWarning(UserWarning):
+    """Texts that are plainly not English (most of their letters not Latin ones): Q² is
+    English-only, its models and spaCy pipeline English ones, so their scores mean little
+    (`q2_metric.validation.warn_if_not_english`)."""
+
+
 class CacheWriteError(Q2Error, OSError):
     """The score cache could not be written (a full disk): the run goes on without it."""
 
@@ -73,6 +79,7 @@ __all__ = [
     "ModelCheckError",
     "ModelMissing",
     "ModelNotAvailable",
+    "NotEnglishWarning",
     "OutputPathError",
     "Q2Error",
     "Q2InputError",

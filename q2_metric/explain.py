@@ -27,13 +27,15 @@ VERDICTS = (
     ("same", "answered the same way from the knowledge"),
     ("entailed", "answered differently but entailed (NLI)"),
     ("partly", "partly matched (token F1, NLI neutral)"),
+    ("unmatched", "answered with no word in common (token F1 0, NLI neutral)"),
     ("contradicted", "contradicted"),
     ("unanswered", "not answered by the knowledge"),
 )
 
 
 def verdict(trace: Any) -> str:
-    """`same`, `entailed`, `partly`, `contradicted` or `unanswered` for a valid question's trace."""
+    """`same`, `entailed`, `partly`, `unmatched`, `contradicted` or `unanswered` for a valid
+    question's trace (`unmatched`: neutral, or no span NLI, and a token F1 of 0)."""
     if trace.unanswered:
         return "unanswered"
     if trace.f1 is not None and trace.f1 >= 1.0:
@@ -42,6 +44,8 @@ def verdict(trace: Any) -> str:
         return "entailed"
     if trace.nli_label == CONTRADICTION:
         return "contradicted"
+    if not trace.f1:  # neutral, or no span NLI, and not one word in common: nothing matched
+        return "unmatched"
     return "partly"  # neutral, or no span NLI: the score is the token F1
 
 

@@ -34,7 +34,7 @@ from q2_metric.results import ResponseScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.steps.system_score import SystemScore
-from q2_metric.validation import clean_text, empty_reason
+from q2_metric.validation import clean_text, empty_reason, knowledge_text
 
 Status = Literal["scored", "empty", "bad"]
 STATUSES: tuple[Status, ...] = ("scored", "empty", "bad")
@@ -117,11 +117,14 @@ def configure(
     batch_size: int | None = None,
     spell: Spelling = python_name,
     say: Callable[[str], None] = lambda msg: None,
+    reads: Mapping[str, Any] | None = None,
 ) -> Q2Config:
     """A checked `Q2Config` with its models provided (`options.build_config`): every value checked,
     one `Q2OptionError` sentence naming the option as `spell` spells it; an unknown name is a
-    `Q2UnknownOption` (a `Q2OptionError` that is also a `TypeError`)."""
-    return build_config(variant, options, batch_size=batch_size, spell=spell, tiny=tiny, say=say)
+    `Q2UnknownOption` (a `Q2OptionError` that is also a `TypeError`). `reads`: what the run reads
+    (the tiny models are never built inside it). The one door of a front-end to the options
+    (`tests/contract/test_reach.py`)."""
+    return build_config(variant, options, batch_size=batch_size, spell=spell, tiny=tiny, say=say, reads=reads)
 
 
 def check_options(options: Mapping[str, Any], spell: Spelling = python_name) -> dict[str, Any]:
@@ -141,7 +144,7 @@ def guard(
 ) -> None:
     """The one path guard (`io.paths.check_run`, which adds the model folders, the tiny folder and
     the Hugging Face cache to `reads`): an output that is, holds or lies inside something read is
-    refused in one sentence."""
+    refused in one sentence. The one door of a front-end to the guard (`tests/contract/test_reach.py`)."""
     from q2_metric.io.paths import check_run
 
     check_run(reads, writes, config=config, **check_run_kwargs)
@@ -186,7 +189,7 @@ def _type_name(value: object) -> str:
 
 def _check_item(item: Item) -> str | None:
     for field in ("response", "knowledge"):
-        value = getattr(item, field)
+        value = getattr(item, field) if field == "response" else knowledge_text(item.knowledge)
         if not isinstance(value, str):
             return f"{item.key}: field '{field}' must be a string, got {_type_name(value)}."
     history = item.history
@@ -216,7 +219,7 @@ def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemR
             CheckedItem(
                 item.key,
                 clean_text(str.__str__(cast(str, item.response))),
-                clean_text(str.__str__(cast(str, item.knowledge))),
+                clean_text(str.__str__(cast(str, knowledge_text(item.knowledge)))),  # passages joined
                 history,
             )
         )
@@ -353,19 +356,6 @@ def decision_counts(made: Sequence[str | None], threshold: float) -> dict[str, A
     from q2_metric.steps.decision import decision_counts as counts
 
     return counts(made, threshold)
-
-
-def system_from_columns(
-    q2: Sequence[float],
-    q2_no_nli: Sequence[float],
-    covered: Sequence[bool],
-    valid_questions: int,
-    unanswered_questions: int,
-) -> SystemScore:
-    """The system figures from per-response columns (scores read back from a cache or a file)."""
-    from q2_metric.steps.system_score import system_score
-
-    return system_score(q2, q2_no_nli, covered, valid_questions, unanswered_questions)
 
 
 def is_consistent(score: float | None, threshold: float) -> bool:

@@ -16,17 +16,15 @@ import evaluate
 
 from q2_metric import frontend
 from q2_metric.config import Q2Config
-from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.errors import Q2OptionError
 from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.option_help import docstring_entries
 from q2_metric.options import (
     VARIANTS,
-    build_config,
     check_option_names,
     choices_text,
     json_safe,
 )
-from q2_metric.results import Q2Result
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.validation import validate_inputs
@@ -41,10 +39,8 @@ when another question of the response is answerable).
 Args:
     predictions (list of str): the responses.
     references (list of str, or list of lists of str): the grounding knowledge, one text per
-        response; or several texts per response (e.g. each knowledge sentence shown to the model):
-        each response is then scored against each of its references and its score is the best of
-        them (the reference with the highest Q², as QuestEval and evaluate's multi-reference metrics
-        do); `best_reference` gives its index, and `details` explain that pair.
+        response; or a list of passages per response (the RAG shape, e.g. the retrieved contexts):
+        its passages joined by a space into one knowledge text, as every front-end joins them.
     histories (list of lists of str): per prediction, the dialogue turns before it, oldest first;
         used by `coref=True` (docs/coref.md). Default: none (coreference within the response).
     return_details (bool): also return, per response, each candidate, question, answers, F1,
@@ -72,8 +68,6 @@ Returns:
     num_responses, num_scored, num_skipped, num_valid_questions (int): counts.
     scores, scores_no_nli (list of float): one per response; None (JSON null) for empty input.
     signature (str): how the score was made (models and revisions, options, versions).
-    best_reference (list of int): with several references per response, the index of the
-        reference each score comes from (None when nothing could be scored).
     details (list of dict): with `return_details=True`.
     Every value is strict JSON (no NaN).
 
@@ -113,53 +107,14 @@ _EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tin
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
-def _check(predictions: Any, references: Any, start: int = 0) -> tuple[list[str], list]:
+def _check(predictions: Any, references: Any, start: int = 0) -> tuple[list[str], list[str]]:
     """The inputs as lists of clean strings (`q2_metric.validation.clean_text`): one reference per
-    prediction, or (when every item of `references` is a list) a list of references per prediction.
-    Items are named from `start` (the items added before, by `add_batch`)."""
+    prediction, a reference given as a list of passages joined as every front-end joins them
+    (`validation.knowledge_text`). Items are named from `start` (the items added before, by
+    `add_batch`)."""
     predictions = [] if predictions is None else predictions
     references = [] if references is None else references
-    multi = (
-        isinstance(references, (list, tuple))
-        and len(references) > 0
-        and all(isinstance(refs, (list, tuple)) for refs in references)
-    )
-    if not multi:
-        return validate_inputs(predictions, references, "predictions", "references", start)
-    predictions = validate_inputs(predictions, [""] * len(references), "predictions", "references", start)[0]
-    checked = []
-    for i, refs in enumerate(references):
-        if not refs:
-            raise Q2InputError(
-                f"item {start + i}: field 'references' is an empty list; give each prediction at least "
-                "one reference"
-            )
-        for j, ref in enumerate(refs):
-            if not isinstance(ref, str):
-                kind = "None" if ref is None else type(ref).__name__
-                raise Q2InputError(
-                    f"item {start + i}: reference {j} of field 'references' must be a string, got {kind}"
-                )
-        checked.append(validate_inputs(refs, refs, "references", "references")[0])
-    return predictions, checked
-
-
-def best_of_references(result: Q2Result, counts: list[int]) -> tuple[Q2Result, list[int | None]]:
-    """Of the pairs (prediction, each of its `counts[i]` references), per prediction the one with
-    the highest Q² (a scored pair before an unscored one, the first on ties), its reference's index,
-    and the system figures over the chosen pairs."""
-    chosen, best, start = [], [], 0
-    for count in counts:
-        pairs = result.responses[start : start + count]
-        pick = max(range(count), key=lambda j: (pairs[j].scored, pairs[j].q2 if pairs[j].scored else 0.0, -j))
-        chosen.append(pairs[pick])
-        best.append(pick if pairs[pick].scored else None)
-        start += count
-    for i, res in enumerate(chosen):
-        res.index = i
-    return Q2Result(
-        system=frontend.system_figures(chosen), responses=chosen, signature=result.signature
-    ), best
+    return validate_inputs(predictions, references, "predictions", "references", start)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -201,7 +156,9 @@ class Q2(evaluate.Metric):
         tiny: bool | None = None,
         **options: Any,
     ) -> Q2Config:
-        return build_config(variant or self.config_name, options, batch_size, tiny=tiny)
+        return frontend.configure(
+            options, variant=variant or self.config_name, batch_size=batch_size, tiny=tiny
+        )
 
     def _build_data_dir(self) -> str:
         """evaluate's cache folder (`cache_dir/q2/<config>`), which evaluate creates as the module
@@ -220,9 +177,9 @@ class Q2(evaluate.Metric):
 
     def _check_cache_dir(self, config: Q2Config) -> None:
         """The output-path rule: evaluate's cache folder is not, and is not inside, a model folder."""
-        from q2_metric.io.paths import check_run
+        from q2_metric.frontend import guard
 
-        check_run({}, {"cache_dir": getattr(self, "data_dir", None)}, config=config, folders=["cache_dir"])
+        guard({}, {"cache_dir": getattr(self, "data_dir", None)}, config=config, folders=["cache_dir"])
 
     def compute(
         self,
@@ -383,11 +340,7 @@ class Q2(evaluate.Metric):
         config = self._config(variant, batch_size, tiny, **options)
         frontend.warn_if_tiny(config)  # the tiny models' one line, as the Python API gives it
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
-        multi = any(not isinstance(r, str) for r in references)  # several references per prediction
-        responses = [p for p, refs in zip(predictions, references) for _ in refs] if multi else predictions
-        knowledge = [r for refs in references for r in refs] if multi else references
-        if histories is not None and multi:
-            histories = [h for h, refs in zip(histories, references) for _ in refs]
+        responses, knowledge = predictions, references
         with frontend.loading_output(bool(verbose)):
             result = self.scorer(config).score(
                 responses,
@@ -395,8 +348,6 @@ class Q2(evaluate.Metric):
                 progress=stage_progress("Q²") if show else None,
                 **({} if histories is None else {"histories": histories}),
             )
-        if multi:
-            result, best = best_of_references(result, [len(refs) for refs in references])
         out = result.to_dict(details=bool(return_details))
         if threshold is not None:
             threshold = frontend.check_threshold(threshold)
@@ -406,4 +357,4 @@ class Q2(evaluate.Metric):
                 **counts,
                 signature=str(Signature.parse(out["signature"]).with_threshold(threshold)),
             )
-        return json_safe({**out, "best_reference": best} if multi else out)
+        return json_safe(out)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from q2_metric.steps.system_score import SystemScore
@@ -121,6 +121,30 @@ class ResponseScore:
             "spans": [asdict(s) for s in self.spans],
             "unsupported_spans": [asdict(s) for s in self.unsupported_spans],
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ResponseScore:
+        """The `ResponseScore` that `to_dict` wrote (a cached or a worker's result), objects all
+        the way down: its questions, spans and coreference trace; null scores as NaN.
+        `unsupported_spans` is not read: it is derived from `spans`."""
+        from q2_metric.steps.coref import CorefTrace, Replacement
+
+        known = {f.name for f in fields(cls)} - {"questions", "spans", "coref", "candidate_offsets"}
+        values = {k: v for k, v in data.items() if k in known}
+        for name in ("q2", "q2_no_nli"):
+            values[name] = math.nan if values.get(name) is None else float(values[name])
+        coref = data.get("coref")
+        if coref is not None:
+            coref = CorefTrace(
+                **{k: v for k, v in coref.items() if k != "replacements"},
+                replacements=[Replacement(**r) for r in coref.get("replacements", [])],
+            )
+        return cls(
+            **values,
+            questions=[QuestionTrace(**q) for q in data.get("questions", [])],
+            spans=[Span(**s) for s in data.get("spans", [])],
+            coref=coref,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -41,7 +41,7 @@ from q2_metric.steps.response_scores import score_responses
 from q2_metric.steps.span_scores import SpanScore, score_spans
 from q2_metric.steps.spans import locate_spans
 from q2_metric.steps.system_score import system_of
-from q2_metric.validation import empty_reason, validate_inputs
+from q2_metric.validation import empty_reason, validate_inputs, warn_if_not_english
 
 T = TypeVar("T")
 
@@ -155,7 +155,9 @@ class Q2Scorer:
         wanted = [(role, model_id) for role, component, model_id in roles if built_from_config(component)]
         if wanted:
             checks.check_device(c.device)
-            if c.dtype == "bfloat16" or c.quantize != "none":  # a fast mode this device cannot run (torch is
+            if (
+                c.dtype in ("bfloat16", "float16") or c.quantize != "none"
+            ):  # a fast mode this device cannot run (torch is
                 from q2_metric.models.loading import resolve_device  # imported only for one)
                 from q2_metric.models.speed.precision import check_precision
 
@@ -347,6 +349,7 @@ class Q2Scorer:
         progress: ProgressCallback | None,
     ) -> Q2Result:
         responses, knowledge = validate_inputs(responses, knowledge)
+        warn_if_not_english(responses, knowledge)
         c = self.config
         turns = check_histories(histories, len(responses)) if c.coref else []
         results = [
@@ -452,7 +455,12 @@ def _checked_model(model_id: str, role: str) -> str:
 
 
 def score(
-    responses: Sequence[str], knowledge: Sequence[str], config: Q2Config | None = None, **options: Any
+    responses: Sequence[str],
+    knowledge: Sequence[str],
+    config: Q2Config | None = None,
+    *,
+    progress: bool | ProgressCallback | None = None,
+    **options: Any,
 ) -> Q2Result:
     """Score once with a scorer cached per model options (`cached_scorer`).
 
@@ -461,6 +469,8 @@ def score(
         knowledge: the knowledge of each response.
         config: the options (default: the paper's); `options` override single ones, e.g.
             `tiny=True` or `device="cpu"`.
+        progress: True for a progress bar per stage on stderr (as `compute(progress=True)`),
+            False or None for none (the default), or a callback `progress(stage, done, total)`.
 
     Returns:
         The `Q2Result`: `.q2`, `.scores`, `.responses`, `.signature`.
@@ -469,7 +479,17 @@ def score(
         Q2OptionError: a bad option value, or an unknown name (then also a `TypeError`), before
             any model loads; one sentence naming the option.
     """
-    return cached_scorer(config, **options).score(responses, knowledge)
+    if progress is True:
+        from q2_metric.progress import stage_progress
+
+        progress = stage_progress("Q²")
+    elif progress is False:
+        progress = None
+    elif progress is not None and not callable(progress):
+        raise Q2OptionError(
+            f"Invalid Q² option progress={progress!r}: use True, False or a callback progress(stage, done, total)."
+        )
+    return cached_scorer(config, **options).score(responses, knowledge, progress=progress)
 
 
 def _provided(config: Q2Config) -> Q2Config:

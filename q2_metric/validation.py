@@ -29,6 +29,26 @@ def _as_list(value: Any, name: str) -> list:
     return list(value)
 
 
+# Knowledge given as a list of passages (the RAG shape: retrieved contexts) is one knowledge text:
+# its passages joined by a space, in order. The released code takes one knowledge string; a space
+# is what ragas' and Inspect's adapters already joined with, and the QA model reads the joined text
+# in windows. One rule for every front-end; a fixed rule, so no signature entry: the score is that
+# of the joined string given as it is.
+PASSAGE_SEPARATOR = " "
+
+
+def knowledge_text(value: Any) -> Any:
+    """A knowledge value as the models read it: a list or tuple of strings (passages) joined by
+    `PASSAGE_SEPARATOR`; anything else as it is (a string; another type is the caller's error).
+
+    >>> knowledge_text(["Bob Ross painted.", "He hosted a show."]), knowledge_text("one text")
+    ('Bob Ross painted. He hosted a show.', 'one text')
+    """
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return PASSAGE_SEPARATOR.join(value)
+    return value
+
+
 def validate_inputs(
     responses: Any,
     knowledge: Any,
@@ -41,10 +61,10 @@ def validate_inputs(
     whole input does).
 
     Lists, tuples, numpy arrays and pandas Series (by position) are accepted; sets and dicts are
-    refused. String subclasses such as `numpy.str_` become plain `str` (tokenizers refuse them).
+    refused. A knowledge item may be a list of passages (`knowledge_text`: joined by a space). String subclasses such as `numpy.str_` become plain `str` (tokenizers refuse them).
     """
     responses = _as_list(responses, response_field)
-    knowledge = _as_list(knowledge, knowledge_field)
+    knowledge = [knowledge_text(k) for k in _as_list(knowledge, knowledge_field)]  # passages joined
     if len(responses) != len(knowledge):
         raise Q2InputError(
             f"{response_field} has {len(responses)} items but {knowledge_field} has {len(knowledge)}; "
@@ -96,11 +116,62 @@ def is_blank(text: str) -> bool:
     )
 
 
+# spaCy's `nlp.max_length` (its default): spaCy refuses to parse a longer text, and the response
+# is parsed for its answer candidates. (The knowledge is read by the QA model in windows.)
+MAX_RESPONSE_CHARS = 1_000_000
+
+
 def empty_reason(response: str, knowledge: str) -> str | None:
     """Why a pair cannot be scored (its score is NaN, left out of the mean), or None: a response or
-    knowledge without a visible character (`is_blank`) is empty."""
+    knowledge without a visible character (`is_blank`) is empty; a response longer than spaCy
+    parses (`MAX_RESPONSE_CHARS`) is one unscored row, never a crash of the whole batch."""
     if is_blank(response):
         return "empty response"
     if is_blank(knowledge):
         return "empty knowledge"
+    if len(response) > MAX_RESPONSE_CHARS:
+        return f"the response has {len(response):,} characters, above the {MAX_RESPONSE_CHARS:,} spaCy parses"
     return None
+
+
+# A text "plainly not English": at least this many letters among its first `_LOOK` characters,
+# most of them outside the Latin script (Chinese, Cyrillic, Arabic, Devanagari...). A language
+# written in Latin letters (French, German) is not told apart: the docs say Q² is English-only.
+_MIN_LETTERS, _LOOK = 10, 5000
+
+
+def plainly_not_english(text: str) -> bool:
+    """Whether most letters of a text (10 or more) are not Latin ones.
+
+    >>> plainly_not_english("Bob Ross hosted a show."), plainly_not_english("鲍勃·罗斯主持了一个电视节目《欢乐画室》。")
+    (False, True)
+    """
+    letters = latin = 0
+    for ch in text[:_LOOK]:
+        if ch.isalpha():
+            letters += 1
+            latin += ch < "\u0250" or "LATIN" in unicodedata.name(ch, "")
+    return letters >= _MIN_LETTERS and latin * 2 < letters
+
+
+def warn_if_not_english(responses: Sequence[str], knowledge: Sequence[str]) -> None:
+    """One `NotEnglishWarning` for a batch with plainly non-English texts (`plainly_not_english`),
+    naming how many and the first item, pointed at the caller's line outside this package."""
+    import sys
+    import warnings
+
+    from q2_metric.errors import NotEnglishWarning
+
+    items = [i for i, (r, k) in enumerate(zip(responses, knowledge)) if plainly_not_english(r + " " + k)]
+    if not items:
+        return
+    frame, level = sys._getframe(0), 1
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("q2_metric."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        f"{len(items)} of {len(responses)} items are plainly not English (most letters not Latin; "
+        f"first: item {items[0]}): Q² is English-only (English models and spaCy pipeline), so their "
+        "scores mean little.",
+        NotEnglishWarning,
+        stacklevel=level,
+    )

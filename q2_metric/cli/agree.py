@@ -8,7 +8,7 @@ import json
 import sys
 
 from q2_metric.cli.common import add_config_args, config_from_args
-from q2_metric.errors import Q2InputError
+from q2_metric.errors import OutputPathError, Q2InputError
 
 
 def _fast_option(text: str) -> tuple[str, str]:
@@ -19,26 +19,12 @@ def _fast_option(text: str) -> tuple[str, str]:
     return key.strip().replace("-", "_"), value.strip()
 
 
-def consistent_values(label_col: str, given: list[str] | None) -> set[str]:
-    """The label values that mean consistent: `--consistent-label`, else those of the benchmark's
-    format whose label column this is (TRUE's `label`: 1; BEGIN's `begin_label`: Fully
-    attributable; BEGIN v1's `gold label`: entailment), else `1`."""
-    if given:
-        return set(given)
-    from q2_metric.meta.datasets import KNOWN
-
-    for fmt in KNOWN:
-        if fmt.label == label_col:
-            return set(fmt.consistent)
-    return {"1"}
-
-
 def cmd_agree(args: argparse.Namespace) -> int:
     from q2_metric import io
-    from q2_metric.frontend import loading_output, model_words, tiny_note
-    from q2_metric.io.paths import check_run
+    from q2_metric.frontend import configure, guard, loading_output, model_words, tiny_note
     from q2_metric.meta.agreement import compare
-    from q2_metric.options import build_config, flag_name, json_safe, option_from_text
+    from q2_metric.meta.datasets import label_format, label_problem, one_class_problem
+    from q2_metric.options import flag_name, json_safe, option_from_text
 
     if not args.fast:
         raise Q2InputError(
@@ -50,27 +36,36 @@ def cmd_agree(args: argparse.Namespace) -> int:
     fast_options = {name: option_from_text(name, value, spell) for name, value in args.fast}
     base_options = {name: getattr(base, name) for name in base.to_dict()}
     try:
-        fast = build_config("paper", {**base_options, **fast_options}, spell=flag_name())
+        fast = configure({**base_options, **fast_options}, spell=flag_name())
     except ValueError as err:
         raise Q2InputError(str(err)) from None
-    check_run(
+    guard(
         {"input": args.input}, {"-o/--output": args.output, "--per-response": args.per_response}, config=base
     )
     if args.per_response:
         io.check_table_suffix(args.per_response, "--per-response")
+    if args.output and not str(args.output).lower().endswith(".json"):
+        raise OutputPathError(
+            f"The output path '{args.output}' (-o/--output) must end in .json: the report is written as JSON."
+        )
     rows = io.read_rows(args.input, args.response_col, args.knowledge_col, encoding=args.encoding)
     labels = None
     good, bad = [], []
     if args.label_col:
-        consistent = consistent_values(args.label_col, args.consistent_label)
+        # the benchmark reader's rule (meta.datasets): its formats' allowed labels, else the custom one
+        columns = list(dict.fromkeys(k for r in rows for k in r.fields))
+        fmt = label_format(
+            columns, args.response_col, args.knowledge_col, args.label_col, args.consistent_label
+        )
         labels = []
     for row in rows:
         if not row.error and args.label_col:
             value = row.fields.get(args.label_col)
-            if value is None or not str(value).strip():
-                row.error = f"line {row.line}: field '{args.label_col}' (--label-col) is missing or empty"
+            problem = label_problem(fmt, "" if value is None else str(value).strip())
+            if problem is not None:
+                row.error = f"line {row.line}: field '{args.label_col}' (--label-col) {problem}"
             else:
-                labels.append(int(str(value).strip() in consistent))
+                labels.append(int(str(value).strip() in fmt.consistent))
         if row.error:
             print(f"q2: {args.input}: {row.error}; row skipped", file=sys.stderr)
             bad.append(row)
@@ -122,6 +117,9 @@ def cmd_agree(args: argparse.Namespace) -> int:
             args.output, lambda f: f.write(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
         )
     print(report.text())
+    one_class = one_class_problem(labels or [], fmt) if args.label_col else None
+    if one_class is not None:  # why the ROC AUC reads n/a
+        print(f"ROC AUC n/a: {one_class}")
     if tiny_note(base):
         print(tiny_note(base))
     if bad:

@@ -125,15 +125,15 @@ def config_from_args(
     """The checked configuration with its models provided (`options.build_config`, errors naming
     the flags; `say` hears that tiny models are being built, never inside what the run reads:
     `reads`, default the verb's `input` argument, e.g. `q2 score`'s)."""
-    from q2_metric.options import build_config
+    from q2_metric.frontend import configure
 
     try:
         if reads is None and getattr(args, "input", None):
             reads = {"input": args.input}
-        return build_config(
-            args.variant,
+        return configure(
             options_from_args(args),
-            args.batch_size,
+            variant=args.variant,
+            batch_size=args.batch_size,
             spell=_spell_flag,
             tiny=args.tiny,
             say=say,

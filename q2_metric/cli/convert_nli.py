@@ -9,11 +9,11 @@ from q2_metric.errors import Q2InputError
 
 
 def cmd_convert_nli(args: argparse.Namespace) -> int:
-    from q2_metric.io.paths import check_run
+    from q2_metric.frontend import guard
     from q2_metric.models.allennlp_convert import ArchiveError, convert_archive
 
     local_base = args.base_model if args.base_model and os.path.exists(args.base_model) else None
-    check_run(
+    guard(
         {"archive": args.archive, "--base-model": local_base}, {"out_dir": args.out_dir}, folders=["out_dir"]
     )
     try:

@@ -36,10 +36,10 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from q2_metric.io.paths import check_run
+    from q2_metric.frontend import guard
 
     out = args.out or Path("data") / args.name
-    check_run({}, {"--out": out}, folders=["--out"])  # never into a model folder or a cache
+    guard({}, {"--out": out}, folders=["--out"])  # never into a model folder or a cache
     paths = fetch(
         args.name,
         out,

@@ -79,13 +79,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
         groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(res.q2)
-    print(scored_line(len(rows), readable, args.input, capped_by_tiny) + "\n")
-    print("Mean Q2 per system and human label (n: responses):")
+    print(scored_line(len(rows), readable, args.input, capped_by_tiny, not_scored(result.responses)) + "\n")
+    print("Mean Q2 per system and human label (n: scored responses):")
     print(f"{'system':<10}{'label':<14}{'n':>4}{'mean Q2':>10}")
     for (system, label), vals in sorted(groups.items()):
         kept = [v for v in vals if v == v]
         mean = sum(kept) / len(kept) if kept else float("nan")
-        print(f"{system:<10}{label:<14}{len(vals):>4}{figure(mean, 3):>10}")
+        print(f"{system:<10}{label:<14}{len(kept):>4}{figure(mean, 3):>10}")
     print(
         f"\nEach response, and why it scored what it did:\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why"
     )
@@ -118,9 +118,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def scored_line(scored: int, readable: int, source: str, capped_by_tiny: bool) -> str:
+def not_scored(responses: list) -> dict[str, int]:
+    """Why responses were not scored (`empty response`) -> how many."""
+    from q2_metric.explain import NOT_SCORED, reason_line
+
+    out: dict[str, int] = {}
+    for res in responses:
+        if not res.scored:
+            why = reason_line(res).removeprefix(NOT_SCORED).rstrip(".")
+            out[why] = out.get(why, 0) + 1
+    return out
+
+
+def scored_line(
+    scored: int, readable: int, source: str, capped_by_tiny: bool, unscored: dict[str, int] | None = None
+) -> str:
     """`Scored 6 of the 40 responses in FILE (...why...)` when fewer than all were scored, else
-    `Scored 40 responses from FILE`.
+    `Scored 40 responses from FILE`; with responses the engine did not score (`unscored`: why ->
+    how many), they are not counted as scored and the line says why.
+
+    >>> scored_line(4, 4, "s.csv", False, {"empty response": 2})
+    'Scored 2 of the 4 responses from s.csv; 2 not scored (empty response)'
 
     >>> scored_line(6, 40, "sample.csv", True)
     'Scored 6 of the 40 responses in sample.csv (with the tiny models, 6 by default: a few of each system and label in turn; --limit N scores more)'
@@ -129,6 +147,11 @@ def scored_line(scored: int, readable: int, source: str, capped_by_tiny: bool) -
     >>> scored_line(40, 40, "sample.csv", False)
     'Scored 40 responses from sample.csv'
     """
+    if unscored:
+        left = sum(unscored.values())
+        taken = "" if scored >= readable else f" taken from {readable} (--limit {scored})"
+        whys = ", ".join(f"{n} {why}" if len(unscored) > 1 else why for why, n in unscored.items())
+        return f"Scored {scored - left} of the {plural(scored, 'response')}{taken} from {source}; {left} not scored ({whys})"
     if scored >= readable:
         return f"Scored {plural(scored, 'response')} from {source}"
     why = (

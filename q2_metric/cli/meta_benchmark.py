@@ -95,7 +95,8 @@ def _check_paths(args: argparse.Namespace, inputs: list[Path], writes: dict[str,
     """The one output-path guard (`paths.check_run`): the output folder and the score cache are
     neither an input, nor inside one (a dataset, a score file, a model folder), nor holding one, and
     every file written into the output folder is a regular file or new."""
-    from q2_metric.io.paths import check_regular_target, check_run
+    from q2_metric.frontend import guard
+    from q2_metric.io.paths import check_regular_target
 
     reads: dict[str, Any] = {f"--dataset/--scores {p}": p for p in inputs}
     reads.update(
@@ -104,7 +105,7 @@ def _check_paths(args: argparse.Namespace, inputs: list[Path], writes: dict[str,
             for name in ("qg_model", "qa_model", "nli_model", "spacy_model")
         }
     )
-    check_run(
+    guard(
         {k: v for k, v in reads.items() if v and os.path.exists(v)},
         writes,
         folders=[name for name in writes if name != "--write-template"],
@@ -122,9 +123,9 @@ def q2_runner(
     dataset's pairs go to OUT/q2/NAME.input.csv, its scores to OUT/q2/NAME.scores.csv, their counts
     and full signature to OUT/q2/NAME.summary.json."""
     from q2_metric.corpus.files import score_file
-    from q2_metric.frontend import check_models
+    from q2_metric.frontend import check_models, configure
     from q2_metric.io import read_rows, write_table
-    from q2_metric.options import build_config, flag_name
+    from q2_metric.options import flag_name
     from q2_metric.scorer import Q2Scorer
 
     opts = dict(
@@ -136,10 +137,9 @@ def q2_runner(
         max_question_length=args.max_question_length,
     )
     try:
-        config = build_config(
-            "paper",
+        config = configure(
             opts,
-            args.batch_size,
+            batch_size=args.batch_size,
             spell=flag_name(),
             tiny=getattr(args, "tiny", None) or None,
             reads=reads,

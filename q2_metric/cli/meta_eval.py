@@ -31,7 +31,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         from q2_metric.cli.meta_ladder import cmd_ladder
 
         return cmd_ladder(args)
-    from q2_metric.io.paths import check_run
+    from q2_metric.frontend import guard
 
     overrides = {name: getattr(args, name) for name in (*SPLITS, "cross")}
     # the inputs are the files read (the output folder may be --annotated-dir or lie in it) and the
@@ -53,12 +53,10 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     if args.write_template:
         from q2_metric.meta.scores import TEMPLATE_FILE
 
-        check_run(inputs, {"--write-template": os.path.join(args.write_template, TEMPLATE_FILE)})
+        guard(inputs, {"--write-template": os.path.join(args.write_template, TEMPLATE_FILE)})
     else:
-        check_run(
-            {"--nli-model": inputs.get("--nli-model")}, {"--out-dir": args.out_dir}, folders=["--out-dir"]
-        )
-        check_run(
+        guard({"--nli-model": inputs.get("--nli-model")}, {"--out-dir": args.out_dir}, folders=["--out-dir"])
+        guard(
             inputs,
             {
                 f"--out-dir ({name})": os.path.join(args.out_dir, name)
@@ -120,7 +118,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
 
 def cmd_span_eval(args: argparse.Namespace) -> int:
     """`q2 meta-eval --span-gold GOLD --span-pred SPANS`: Q²'s unsupported spans against gold spans."""
-    from q2_metric.io.paths import check_run
+    from q2_metric.frontend import guard
     from q2_metric.meta.spans import render_span_markdown, span_report, write_span_report
 
     if not (args.span_gold and args.span_pred):
@@ -128,7 +126,7 @@ def cmd_span_eval(args: argparse.Namespace) -> int:
             "--span-gold and --span-pred go together: the gold file and the spans file that "
             "`q2 score GOLD --spans SPANS.jsonl` wrote from it."
         )
-    check_run(
+    guard(
         {"--span-gold": args.span_gold, "--span-pred": args.span_pred},
         {
             f"--out-dir ({name})": os.path.join(args.out_dir, name)

@@ -43,7 +43,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise Q2InputError(f"--limit must be at least 1, got {args.limit}.")
-    from q2_metric.io.paths import check_run
+    from q2_metric.frontend import guard
 
     out = Path(args.out_dir)
     outputs = {
@@ -58,8 +58,8 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     }
     config = _config(args, reads=paths)
     # before any model work; the output folder may be the annotated folder (only the files read count)
-    check_run(paths, outputs, config=config)
-    check_run({}, {"--out-dir": out}, config=config, folders=["--out-dir"])
+    guard(paths, outputs, config=config)
+    guard({}, {"--out-dir": out}, config=config, folders=["--out-dir"])
     splits = {}
     for name in SPLITS:
         path = getattr(args, name, None) or (
@@ -111,7 +111,8 @@ def cmd_ladder(args: argparse.Namespace) -> int:
 def _config(args: argparse.Namespace, reads: dict | None = None) -> Q2Config:
     """The ladder's configuration through the one options path; the coreference model is provided
     too (the +coreference row turns `coref` on), so the models stay loaded across the rows."""
-    from q2_metric.options import build_config, flag_name
+    from q2_metric.frontend import configure
+    from q2_metric.options import flag_name
 
     opts = dict(
         qg_model=args.qg_model,
@@ -121,9 +122,7 @@ def _config(args: argparse.Namespace, reads: dict | None = None) -> Q2Config:
         device=args.device,
         coref=True,
     )
-    return build_config("paper", opts, spell=flag_name(), tiny=args.tiny or None, reads=reads).replace(
-        coref=False
-    )
+    return configure(opts, spell=flag_name(), tiny=args.tiny or None, reads=reads).replace(coref=False)
 
 
 def _writer(text: str) -> Callable[[TextIO], object]:

@@ -8,11 +8,11 @@ import argparse
 def cmd_publish(args: argparse.Namespace) -> int:
     import yaml
 
+    from q2_metric.frontend import guard
     from q2_metric.hub import publish as hub
-    from q2_metric.io.paths import check_run
 
     if args.card and not args.dry_run:
-        check_run({"--results": args.results}, {"--card": args.card})
+        guard({"--results": args.results}, {"--card": args.card})
     results = hub.load_results(args.results)
     hub.check_publishable(results)  # tiny random models: refused before the card or the Hub is touched
     dataset = dict(

@@ -5,13 +5,21 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
 from q2_metric.errors import CacheWriteError, Q2InputError
-from q2_metric.frontend import decide, decision_counts, history_separator, history_turns, system_from_columns
+from q2_metric.frontend import (
+    decide,
+    decision_counts,
+    guard,
+    history_separator,
+    history_turns,
+    system_figures,
+)
 from q2_metric.io import (
     Row,
     check_table_suffix,
@@ -22,10 +30,9 @@ from q2_metric.io import (
     table_writer,
 )
 from q2_metric.io.commit import Writer
-from q2_metric.io.paths import check_run
 from q2_metric.profile import StageProfile, merge_profiles
 from q2_metric.progress import ProgressCallback, ResponseCounter, StageTotals, plural
-from q2_metric.results import VALID, SystemScore
+from q2_metric.results import ResponseScore, SystemScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 
@@ -46,9 +53,10 @@ STEP_COLUMNS = [
 ]
 
 
-def _no_answer(q: dict) -> bool:
-    """`QuestionTrace.unanswered`, on a trace read back from the cache as a dict."""
-    return not q["knowledge_has_answer"] or not q["knowledge_answer"]
+def as_score(result: ResponseScore | dict) -> ResponseScore:
+    """A response's result as the object: a cached entry or a worker's dict read back
+    (`ResponseScore.from_dict`), so every figure comes from the objects' own rules."""
+    return result if isinstance(result, ResponseScore) else ResponseScore.from_dict(result)
 
 
 @dataclass
@@ -64,6 +72,7 @@ class ScoreReport:
     profile: list[StageProfile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # e.g. the cache could not be written
     decisions: dict | None = None  # with a threshold: `decision.decision_counts`
+    responses: list[ResponseScore] = field(default_factory=list)  # the good rows' results, in order
 
 
 @dataclass
@@ -103,7 +112,7 @@ def prepare_run(
     """Every check that can fail before model work: output paths (`outputs`: flag -> path) and the
     cache folder against the input and the model folders (`paths.check_run`), the input (encoding, columns, at least
     one row, no column the output writes), every model and the device."""
-    check_run(
+    guard(
         {"input": input_path},
         {**{flag: p for flag, p in outputs.items() if p}, "--cache-dir": cache_dir},
         config=scorer.config,
@@ -154,7 +163,7 @@ def check_spans_suffix(path: str | Path, flag: str = "--spans") -> None:
         )
 
 
-def span_record(row: Row, res: dict | None) -> dict[str, Any]:
+def span_record(row: Row, res: ResponseScore | None) -> dict[str, Any]:
     """One line of the spans file: the row, its Q², every span (`results.Span`) and the unsupported
     ones; a bad row carries its error and no spans."""
     if res is None:
@@ -169,11 +178,10 @@ def span_record(row: Row, res: dict | None) -> dict[str, Any]:
     return {
         "row": row.number,
         "line": row.line,
-        "q2": _num(res["q2"]),
-        "q2_no_nli": _num(res["q2_no_nli"]),
-        "reason": res["reason"] or "",
-        "spans": res.get("spans", []),
-        "unsupported_spans": res.get("unsupported_spans", []),
+        "q2": _num(res.q2),
+        "q2_no_nli": _num(res.q2_no_nli),
+        "reason": res.reason or "",
+        **res.span_details(),
     }
 
 
@@ -269,7 +277,9 @@ def score_file(
         )
         print(f"q2: warning: {warnings[-1]}.", file=sys.stderr)
     # an entry cached before spans existed has none: scored again
-    results: dict[str, dict] = {k: v for k, v in cache.entries.items() if "spans" in v} if cache else {}
+    results: dict[str, ResponseScore] = (
+        {k: ResponseScore.from_dict(v) for k, v in cache.entries.items() if "spans" in v} if cache else {}
+    )
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
     cached = sum(1 for k in run.keys.values() if k in results)
 
@@ -291,11 +301,10 @@ def score_file(
             **({"histories": [run.histories[k] for k in chunk]} if history_col else {}),
         )
         profiles.append(scored.profile)
-        items = [(k, res.to_dict()) for k, res in zip(chunk, scored.responses)]
-        results.update(items)  # kept whatever happens to the cache
+        results.update(zip(chunk, scored.responses))  # kept whatever happens to the cache
         if cache:
             try:
-                cache.add(items)
+                cache.add([(k, res.to_dict()) for k, res in zip(chunk, scored.responses)])
             except CacheWriteError as err:
                 cache = None
                 warnings.append(
@@ -356,7 +365,7 @@ def chunked(keys: list[str], chunk_size: int) -> list[list[str]]:
 
 def write_results(
     run: ScoreRun,
-    results: dict[str, dict],
+    results: Mapping[str, ResponseScore | dict],
     output_path: str | Path,
     *,
     prefix: str = "",
@@ -368,7 +377,8 @@ def write_results(
     threshold: float | None = None,
     spans_path: str | Path | None = None,
 ) -> ScoreReport:
-    """Write every row with its scores (`results`: pair key -> response dict), the steps file, the
+    """Write every row with its scores (`results`: pair key -> `ResponseScore`, or the dict a
+    cache or a worker gave, read back by `as_score`), the steps file, the
     spans file (JSONL, `span_record` per row) and the summary as one set; return the report (system
     score over the good rows). With `threshold`, a
     `decision` column (consistent iff Q² > threshold, the released code's rule), the counts, and the threshold in the signature."""
@@ -380,37 +390,31 @@ def write_results(
             record.update({f"{prefix}q2": None, f"{prefix}q2_no_nli": None, f"{prefix}error": row.error})
             span_records.append(span_record(row, None))
         else:
-            res = results[run.keys[row.number]]
+            res = as_score(results[run.keys[row.number]])
             per_row.append(res)
-            valid = [q for q in res["questions"] if q["status"] == VALID]
+            valid = res.valid_questions
             record.update(
                 {
-                    f"{prefix}q2": _num(res["q2"]),
-                    f"{prefix}q2_no_nli": _num(res["q2_no_nli"]),
-                    f"{prefix}fallback": res["fallback"],
+                    f"{prefix}q2": _num(res.q2),
+                    f"{prefix}q2_no_nli": _num(res.q2_no_nli),
+                    f"{prefix}fallback": res.fallback,
                     f"{prefix}num_questions": len(valid),
-                    f"{prefix}num_no_answer": sum(_no_answer(q) for q in valid),
-                    f"{prefix}reason": res["reason"] or "",
+                    f"{prefix}num_no_answer": sum(q.unanswered for q in valid),
+                    f"{prefix}reason": res.reason or "",
                     f"{prefix}error": "",
                 }
             )
             if threshold is not None:
-                record[f"{prefix}decision"] = decide(_nan(res["q2"]), threshold) or ""
+                record[f"{prefix}decision"] = decide(res.q2, threshold) or ""
             span_records.append(span_record(row, res))
-            for q in res["questions"]:
+            for q in res.questions:
+                trace = asdict(q)
                 step_records.append(
-                    {"row": row.number, "line": row.line, **{c: q.get(c) for c in STEP_COLUMNS[2:]}}
+                    {"row": row.number, "line": row.line, **{c: trace.get(c) for c in STEP_COLUMNS[2:]}}
                 )
         out_records.append(record)
 
-    all_valid = [q for res in per_row for q in res["questions"] if q["status"] == VALID]
-    system = system_from_columns(
-        [_nan(r["q2"]) for r in per_row],
-        [_nan(r["q2_no_nli"]) for r in per_row],
-        [any(q["status"] == VALID for q in r["questions"]) for r in per_row],
-        len(all_valid),
-        sum(_no_answer(q) for q in all_valid),
-    )
+    system = system_figures(per_row)  # the engine's own rule (`system_of`), never re-derived here
     report = ScoreReport(
         system=system,
         num_rows=len(run.rows),
@@ -419,6 +423,7 @@ def write_results(
         num_scored_now=num_scored_now,
         bad_rows=[r.error for r in run.rows if r.error],
         signature=signature or run.signature,
+        responses=per_row,
     )
     if threshold is not None:
         report.signature = str(Signature.parse(report.signature).with_threshold(threshold))
@@ -448,10 +453,6 @@ def write_results(
 
 def _num(value: float) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
-def _nan(value: Any) -> float:
-    return float("nan") if value is None else float(value)
 
 
 def summary_dict(report: ScoreReport) -> dict[str, Any]:

@@ -52,7 +52,7 @@ def log_kind(path: str | Path) -> str:
         return "lm-eval"
     if suffix == ".json":  # a samples file has one object per line; an Inspect JSON log is one object
         with open(path, "rb") as f:
-            first = f.readline()
+            first = next((line for line in f if line.strip()), b"")  # blank lines before it: none
         try:
             head = json.loads(first)
         except ValueError:
@@ -62,6 +62,40 @@ def log_kind(path: str | Path) -> str:
         f"The log '{path}' is neither an lm-eval samples file (.jsonl, from --log_samples) nor an "
         "Inspect log (.eval or .json); pass one of those."
     )
+
+
+# An `.eval` member unpacking to more than this many times its packed size is no log Inspect
+# writes (its JSON packs about 5-20 to 1) but a decompression bomb; deflate's own limit is ~1032:1.
+MAX_PACKING_RATIO = 200
+
+
+def check_eval_archive(path: Path) -> None:
+    """Refuse, before Inspect unpacks it, an `.eval` (a ZIP) whose members would unpack to more
+    than the input limit (`Q2_MAX_INPUT_BYTES`) or a member packed more than `MAX_PACKING_RATIO`
+    to 1 (a decompression bomb): Python's zipfile stops a member at its declared size, so the sizes
+    checked here bound what is read."""
+    import zipfile
+
+    from q2_metric.io.formats import max_input_bytes
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (OSError, zipfile.BadZipFile):
+        return  # not a ZIP: Inspect's reader says what it is
+    total = sum(m.file_size for m in members)
+    if total > max_input_bytes():
+        raise Q2InputError(
+            f"The Inspect log '{path}' unpacks to {total:,} bytes, above the limit of "
+            f"{max_input_bytes():,} bytes; raise the limit with Q2_MAX_INPUT_BYTES if the memory is there."
+        )
+    for m in members:
+        if m.file_size > 1 << 20 and m.file_size > MAX_PACKING_RATIO * max(m.compress_size, 1):
+            raise Q2InputError(
+                f"The Inspect log '{path}' holds a member '{m.filename}' that unpacks to {m.file_size:,} "
+                f"bytes from {m.compress_size:,} (over {MAX_PACKING_RATIO} to 1: a decompression bomb, "
+                "not a log Inspect writes); it was not unpacked."
+            )
 
 
 def field_value(sample: Any, field: str) -> Any:
@@ -114,6 +148,8 @@ def read_samples(path: str | Path, kind: str) -> list[LogSample]:
         return out
     from inspect_ai.log import read_eval_log
 
+    if kind == "inspect" and Path(path).suffix.lower() == ".eval":
+        check_eval_archive(Path(path))
     try:
         log = read_eval_log(str(path))
     except Exception as err:

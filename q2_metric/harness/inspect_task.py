@@ -42,7 +42,7 @@ from inspect_ai.solver import TaskState, generate
 from q2_metric.errors import Q2Error, Q2OptionError
 from q2_metric.frontend import Item
 from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
-from q2_metric.validation import is_blank
+from q2_metric.validation import PASSAGE_SEPARATOR, is_blank
 
 _BATCHERS: dict[tuple, AsyncBatcher] = {}
 # How the options being built were given: `-S` (the scorer's) unless the q2_wow task builds it (`-T`).
@@ -176,7 +176,7 @@ def q2(
     batch_size: int | None = None,
     max_batch: int | None = None,
     max_wait: float = DEFAULT_MAX_WAIT,
-    separator: str = " ",
+    separator: str = PASSAGE_SEPARATOR,  # the rule of every front-end (validation.knowledge_text)
     options: dict[str, Any] | None = None,
     **q2_options: Any,
 ) -> Scorer:

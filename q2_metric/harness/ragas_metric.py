@@ -33,6 +33,7 @@ from ragas.metrics.base import MetricType, SingleTurnMetric
 
 from q2_metric.frontend import Item
 from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
+from q2_metric.validation import PASSAGE_SEPARATOR
 
 # The keywords of Q2Faithfulness that are Q² options (the others: `options`).
 KEYWORDS = ("variant", "tiny", "batch_size", "max_batch", "qg_model", "qa_model", "nli_model", "device")
@@ -79,7 +80,7 @@ class Q2Faithfulness(SingleTurnMetric):
     qa_model: str | None = None
     nli_model: str | None = None
     device: str | None = None
-    separator: str = " "
+    separator: str = PASSAGE_SEPARATOR  # the rule of every front-end (validation.knowledge_text)
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True
     signature: t.Any = None  # the FULL signature of the last engine call (q2_metric.Signature)

@@ -49,7 +49,7 @@ def space_config() -> Q2Config:
     object, checked by `options.build_config` as every front-end's); a bad one is `Q2OptionError`
     in one sentence."""
     from q2_metric.errors import Q2OptionError
-    from q2_metric.options import build_config
+    from q2_metric.frontend import configure
 
     raw = os.environ.get("Q2_SPACE_OPTIONS") or "{}"
     try:
@@ -69,7 +69,7 @@ def space_config() -> Q2Config:
         )
     variant = options.pop("variant", "paper")
     try:
-        return build_config(variant, options, options.pop("batch_size", None))
+        return configure(options, variant=variant, batch_size=options.pop("batch_size", None))
     except TypeError as err:  # an unknown option name (`check_option_names`)
         raise Q2OptionError(f"The Space's variable Q2_SPACE_OPTIONS names an unknown option: {err}") from None
 
@@ -295,9 +295,10 @@ def check_space_folder(out_dir: str | Path) -> None:
     card's sources or the checkout; it does not lie inside the package or the card's sources (a
     folder inside the checkout is fine: the wheel takes only the package)."""
     from q2_metric.errors import OutputPathError
-    from q2_metric.io.paths import check_run, relation
+    from q2_metric.frontend import guard
+    from q2_metric.io.paths import relation
 
-    check_run(
+    guard(
         {"the q2_metric package": MODULE_FILE.parent, "the card's sources": CARD_DIR},
         {"out_dir": out_dir},
         folders=["out_dir"],

@@ -47,6 +47,7 @@ from q2_metric.io.writers import (  # noqa: F401 (re-exported: the one reader an
     table_writer,
     write_table,
 )
+from q2_metric.validation import knowledge_text
 
 # -- reading --------------------------------------------------------------------------------------
 
@@ -113,6 +114,8 @@ def read_rows(
         if row.error:
             continue
         where = f"row {row.line}" if path.is_dir() else f"line {row.line}"
+        if knowledge_col in row.fields:  # a list of passages: one knowledge text (`knowledge_text`)
+            row.fields[knowledge_col] = knowledge_text(row.fields[knowledge_col])
         for col in needed:
             value = row.fields.get(col)
             if col not in row.fields:
@@ -145,7 +148,7 @@ def read_table(
     if kind == "jsonl":
         return _read_jsonl(path, encoding), None
     if kind == "tsv":
-        return _read_tsv(path, encoding)
+        return _read_tsv(path, encoding, multiline)
     return _read_csv(path, encoding, multiline)
 
 

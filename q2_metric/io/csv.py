@@ -10,8 +10,16 @@ from q2_metric.errors import Q2InputError
 from q2_metric.io.formats import Row, read_text
 
 
-def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], list[str] | None]:
-    records = _scan_csv(read_text(path, encoding), multiline)
+def _read_csv(
+    path: Path, encoding: str, multiline: bool, sep: str = ","
+) -> tuple[list[Row], list[str] | None]:
+    """The rows of RFC 4180 text separated by `sep` (a comma; a tab for a quoted TSV)."""
+    return csv_rows(path, read_text(path, encoding), multiline, sep)
+
+
+def csv_rows(path: Path, text: str, multiline: bool, sep: str = ",") -> tuple[list[Row], list[str] | None]:
+    """`_read_csv` on text already read."""
+    records = _scan_csv(text, multiline, sep)
     header = None
     for line, fields, problem in records:
         if fields == []:
@@ -36,7 +44,7 @@ def _read_csv(path: Path, encoding: str, multiline: bool) -> tuple[list[Row], li
             row.fields = dict(zip(header, fields))
             row.error = (
                 f"line {line}: {len(fields)} field(s) but the header has {len(header)} "
-                "(a comma in an unquoted field, or a missing one?)"
+                f"(a {'comma' if sep == ',' else 'tab'} in an unquoted field, or a missing one?)"
             )
         else:
             row.fields = dict(zip(header, fields))
@@ -64,14 +72,15 @@ _QUOTED = re.compile(r'"([^"]*(?:""[^"]*)*)"')
 _REQUOTE = "; quote the whole field and double any quote inside it"
 
 
-def _csv_patterns(text: str) -> tuple[str, re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+def _csv_patterns(text: str, sep: str = ",") -> tuple[str, re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """The file's line break, and the patterns of an unquoted field (strict, and with quotes as
     data) and of a record's end. Records end at LF or CRLF; a CR not followed by LF is data (in a
     file without any LF, the classic Mac OS kind, CR ends records)."""
+    s = re.escape(sep)
     if "\n" in text or "\r" not in text:
-        field = r'(?:[^,"\r\n]|\r(?!\n))*'
+        field = rf'(?:[^{s}"\r\n]|\r(?!\n))*'
         return "\n", re.compile(field), re.compile(field.replace('"', "")), re.compile(r"\r?\n")
-    return "\r", re.compile(r'[^,"\r]*'), re.compile(r"[^,\r]*"), re.compile(r"\r")
+    return "\r", re.compile(rf'[^{s}"\r]*'), re.compile(rf"[^{s}\r]*"), re.compile(r"\r")
 
 
 def _end(field: re.Pattern[str], text: str, at: int) -> int:
@@ -81,7 +90,7 @@ def _end(field: re.Pattern[str], text: str, at: int) -> int:
     return found.end()
 
 
-def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | None, str]]:
+def _scan_csv(text: str, multiline: bool, sep: str = ",") -> Iterator[tuple[int, list[str] | None, str]]:
     """(1-based line, fields or None, problem) for each record of RFC 4180 CSV text; a blank line
     gives `[]`.
 
@@ -91,7 +100,7 @@ def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | Non
     unquoted field, or, with `multiline` off, a quoted field running over lines) is reported on its
     first line; where its end is unknown, reading starts again on the next line, so one stray quote
     never swallows the rows after it."""
-    nl, unquoted, lenient, end = _csv_patterns(text)
+    nl, unquoted, lenient, end = _csv_patterns(text, sep)
     pos, line, n = 0, 1, len(text)
     while pos < n:
         fields: list[str] = []
@@ -114,7 +123,7 @@ def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | Non
                     resync = True
                     break
                 p = m.end()
-                if p < n and text[p] != "," and not end.match(text, p):
+                if p < n and text[p] != sep and not end.match(text, p):
                     problem = "a closing double quote is followed by more text in the same field" + _REQUOTE
                     resync = True
                     break
@@ -129,7 +138,7 @@ def _scan_csv(text: str, multiline: bool) -> Iterator[tuple[int, list[str] | Non
                     p = _end(lenient, text, p)
                 value = text[first:p]
             fields.append(value)
-            if text.startswith(",", p):
+            if text.startswith(sep, p):
                 p += 1
                 continue
             m = end.match(text, p)

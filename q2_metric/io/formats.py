@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,10 +59,35 @@ def _too_big(path: Path, size: int, what: str) -> Q2InputError:
     )
 
 
+def refuse_special(path: Path) -> None:
+    """Refuse an input that is neither a regular file nor a folder, in one sentence, before it is
+    opened: a pipe (`<(...)`, `/dev/fd/N`, a FIFO) can be read only once, where the format check
+    and the reader each read it (rows were lost), and a FIFO with no writer blocks its reader
+    forever; a device or a socket is no table. (`os.stat` follows links and never blocks.)"""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing or unreadable: the reader's own error names it
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    what = (
+        "a pipe (a FIFO, or a shell's <(...) / /dev/fd/N)"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+    )
+    raise Q2InputError(
+        f"The input '{path}' is {what}, not a regular file: it can be read only once, or never ends; "
+        "write the rows to a file first (e.g. `cmd > rows.jsonl`) and pass that file."
+    )
+
+
 def input_format(path: Path) -> str:
     """`parquet`, `dataset` (a save_to_disk folder), `jsonl`, `tsv` or `csv`: by the content where it tells
     (Parquet's magic bytes, a first line that is a JSON object), else by the extension, in any case.
     A compressed file or an archive is refused, saying what it is."""
+    refuse_special(path)
     if path.is_dir():
         size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
         if size > max_input_bytes():  # Arrow and Parquet files: about their decoded size, or less

@@ -110,11 +110,12 @@ def baseline_scores(
 def load_nli(nli_model: str, device: str = "auto") -> NLIClassifier:
     """The end-to-end NLI baseline's model (`--nli-model` without Q²), its options through the one
     options path and the model checked before any work: one sentence when it cannot serve."""
+    from q2_metric.frontend import configure
     from q2_metric.models import checks
     from q2_metric.models.hf_nli import HFNLIClassifier
-    from q2_metric.options import build_config, flag_name
+    from q2_metric.options import flag_name
 
-    config = build_config("paper", {"nli_model": nli_model, "device": device}, spell=flag_name(), tiny=False)
+    config = configure({"nli_model": nli_model, "device": device}, spell=flag_name(), tiny=False)
     checks.check_device(config.device)
     checks.check_model(config.nli_model, "nli")
     return HFNLIClassifier(config)

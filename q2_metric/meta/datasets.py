@@ -231,14 +231,9 @@ def load_dataset(
         for col, value in ((fmt.response, resp), (fmt.knowledge, know)):
             if value is None or not value.strip():
                 bad.setdefault(f"column '{col}' is empty or not text", []).append(i)
-        if not label:
-            bad.setdefault(f"column '{fmt.label}' is empty", []).append(i)
-        elif fmt.allowed is not None and label not in fmt.allowed:
-            bad.setdefault(
-                f"column '{fmt.label}' holds {label!r}, not one of "
-                + ", ".join(f"'{v}'" for v in sorted(fmt.allowed)),
-                [],
-            ).append(i)
+        problem = label_problem(fmt, label)
+        if problem is not None:
+            bad.setdefault(f"column '{fmt.label}' {problem}", []).append(i)
         ds.response.append(resp or "")
         ds.knowledge.append(know or "")
         ds.consistent.append(int(label in fmt.consistent))
@@ -259,15 +254,13 @@ def load_dataset(
     for what, where in bad.items():
         more = f" and {len(where) - 1} other row(s)" if len(where) > 1 else ""
         problems.append(f"{head}: {what} at row {where[0]}{more}.")
-    if not bad and len(set(ds.consistent)) < 2:
-        cls = "consistent" if ds.consistent[0] else "inconsistent"
-        problems.append(
-            f"{head}: every one of its {len(rows)} responses is {cls} ({fmt.rule()}), so no ROC AUC "
-            "can be computed; check the label column and --consistent-label."
-        )
+    one_class = one_class_problem(ds.consistent, fmt)
+    if not bad and one_class is not None:
+        problems.append(f"{head}: {one_class}")
     return ds, problems
 
 
+<<<<<<< HEAD
 def _load_ragtruth(
     name: str, path: Path, head: str, selection: Selection
 ) -> tuple[Dataset | None, list[str]]:
@@ -299,6 +292,40 @@ def _load_ragtruth(
             f"{head}: every one of its {len(ds.ids)} selected responses is {cls}, so no ROC AUC can be computed."
         ]
     return ds, []
+=======
+def label_format(
+    columns: Sequence[str], response: str, knowledge: str, label: str, consistent: Sequence[str] | None
+) -> Format:
+    """The rule of a label column as the benchmark reads it (`q2 agree --label-col`): a known
+    format's (its consistent and allowed values) when the file has that format's columns and no
+    `--consistent-label` is given, else the custom rule (consistent iff one of `consistent`, by
+    default `1`; any non-empty value allowed)."""
+    mapping = ColumnMapping(response, knowledge, label, tuple(consistent) if consistent else ("1",))
+    found = None if consistent else detect_format(columns, mapping)
+    return found if found is not None and found.label == label else mapping.format()
+
+
+def label_problem(fmt: Format, label: str) -> str | None:
+    """Why a label value (stripped) cannot be read by `fmt`, as a clause after the column's name
+    (`is empty`, `holds 'x', not one of ...`), else None: the one rule of the benchmark reader and
+    `q2 agree`."""
+    if not label:
+        return "is empty"
+    if fmt.allowed is not None and label not in fmt.allowed:
+        return f"holds {label!r}, not one of " + ", ".join(f"'{v}'" for v in sorted(fmt.allowed))
+    return None
+
+
+def one_class_problem(consistent: Sequence[int], fmt: Format) -> str | None:
+    """The sentence for labels of one class only (no ROC AUC can be computed), else None."""
+    if not consistent or len(set(consistent)) > 1:
+        return None
+    cls = "consistent" if consistent[0] else "inconsistent"
+    return (
+        f"every one of its {len(consistent)} responses is {cls} ({fmt.rule()}), so no ROC AUC can be "
+        "computed; check the label column and --consistent-label."
+    )
+>>>>>>> h49-final
 
 
 def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list[str]]:

@@ -27,7 +27,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from q2_metric.errors import Q2InputError
 
@@ -121,6 +121,20 @@ def gold_shape(fields: dict[str, Any], shape: str = "auto") -> str:
     return "lettucedetect" if "answer" in fields and "response" not in fields else "ragtruth"
 
 
+def offsets_problem(start: Any, end: Any, length: int) -> str | None:
+    """None when `start`/`end` are character offsets of a span of a text of `length` characters
+    (integers, not booleans, 0 <= start < end <= length), else why not. The one rule of gold
+    labels and predicted spans.
+
+    >>> offsets_problem(0, 3, 48), offsets_problem(True, 3, 48) is not None, offsets_problem(2, 4700, 48) is not None
+    (None, True, True)
+    """
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
+    if ints and 0 <= start < end <= length:
+        return None
+    return f"must have integer 'start' < 'end' within the response ({length} characters), got start={start!r}, end={end!r}"
+
+
 def _gold_offsets(where: str, labels: Any, response: str) -> list[Offsets]:
     if labels is None:
         return []
@@ -128,16 +142,14 @@ def _gold_offsets(where: str, labels: Any, response: str) -> list[Offsets]:
         raise Q2InputError(
             f"{where}: field 'labels' must be a list of {{start, end}} objects, got {type(labels).__name__}."
         )
-    out = []
+    out: list[Offsets] = []
     for k, label in enumerate(labels):
         s = label.get("start") if isinstance(label, dict) else None
         e = label.get("end") if isinstance(label, dict) else None
-        if not (isinstance(s, int) and isinstance(e, int) and 0 <= s < e <= len(response)):
-            raise Q2InputError(
-                f"{where}: label {k} must have integer 'start' < 'end' within the response "
-                f"({len(response)} characters), got start={s!r}, end={e!r}."
-            )
-        out.append((s, e))
+        problem = offsets_problem(s, e, len(response))
+        if problem is not None:
+            raise Q2InputError(f"{where}: label {k} {problem}.")
+        out.append(cast(Offsets, (s, e)))  # integers: offsets_problem said so
     return out
 
 
@@ -157,7 +169,15 @@ def read_cases(
         for row in rows:
             if row.error:
                 raise Q2InputError(f"{path}: {row.error}.")
-    pred = {r.fields.get("row"): r.fields for r in pred_rows}
+    pred: dict[Any, dict[str, Any]] = {}
+    for r in pred_rows:
+        number = r.fields.get("row")
+        if number in pred:
+            raise Q2InputError(
+                f"{spans_path}: line {r.line}: row {number!r} appears twice; make the spans with "
+                f"`q2 score {gold_path} --spans ...` on the gold file, once."
+            )
+        pred[number] = r.fields
     if len(pred) != len(gold_rows) or set(pred) != set(range(1, len(gold_rows) + 1)):
         raise Q2InputError(
             f"The spans file '{spans_path}' has {len(pred_rows)} rows, the gold file '{gold_path}' "
@@ -178,16 +198,27 @@ def read_cases(
         if got.get("q2") is None:
             unscored += 1
             continue
-        predicted = []
-        for s in got.get("unsupported_spans") or []:
+        predicted: list[Offsets] = []
+        spans, unsupported = got.get("spans") or [], got.get("unsupported_spans") or []
+        for k, s in enumerate([*unsupported, *spans]):  # every span checked against the gold text
+            where = (
+                f"{spans_path}: row {row.number}: span {k if k < len(unsupported) else k - len(unsupported)}"
+            )
+            field_name = "unsupported_spans" if k < len(unsupported) else "spans"
+            if not isinstance(s, dict):
+                raise Q2InputError(f"{where} of '{field_name}' must be an object, got {type(s).__name__}.")
             start, end = s.get("start"), s.get("end")
-            if start is None or response[start:end] != s.get("text"):
+            problem = offsets_problem(start, end, len(response))
+            if problem is not None and offsets_problem(start, end, end if isinstance(end, int) else 0):
+                raise Q2InputError(f"{where} of '{field_name}' {problem}.")  # no span's offsets at all
+            if problem is not None or response[start:end] != s.get("text"):  # past the end: another text
                 raise Q2InputError(
                     f"{spans_path}: row {row.number}: the span {s.get('text')!r} is not at "
-                    f"{start}-{end} of the gold response: the spans file was made from another "
-                    "file (or other columns)."
+                    f"{start}-{end} of the gold response ({len(response)} characters): the spans "
+                    "file was made from another file (or other columns)."
                 )
-            predicted.append((start, end))
+            if k < len(unsupported):
+                predicted.append(cast(Offsets, (start, end)))
         cases.append(SpanCase(row.number, response, gold, predicted))
     return cases, {"rows": len(gold_rows), "unscored": unscored}
 

@@ -8,6 +8,7 @@ import contextvars
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,8 +108,17 @@ def _quiet() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+# One model loads at a time in a process: `from_pretrained` builds a model's layers on the "meta"
+# device by patching torch's module class for the time of the call, process-wide, so a model
+# another thread loads meanwhile is built on it too ("Cannot copy out of meta tensor"; issue 49:
+# threads scoring with other models or precisions). A lock per model would not do: the patch is
+# global, whichever model is loading.
+_LOADING = threading.RLock()
+
+
 def load_pretrained(loader: Any, model_id: str, dtype: torch.dtype | None = None, **kwargs: Any) -> Any:
-    """Call `loader.from_pretrained`, preferring the local cache so that no retries happen."""
+    """Call `loader.from_pretrained`, preferring the local cache so that no retries happen; one
+    load at a time in the process (`_LOADING`)."""
     import torch
     import transformers
     from packaging.version import Version
@@ -116,7 +126,7 @@ def load_pretrained(loader: Any, model_id: str, dtype: torch.dtype | None = None
     local = Path(model_id).is_dir() or _is_cached(model_id) or _offline()
     if dtype is not None:  # the keyword was renamed in transformers 4.56
         kwargs["dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"] = dtype
-    with _quiet():
+    with _LOADING, _quiet():
         obj = loader.from_pretrained(model_id, local_files_only=local, **kwargs)
     if hasattr(obj, "deprecation_warnings"):  # tokenizers: we pad pre-tokenized features on purpose
         obj.deprecation_warnings["Asking-to-pad-a-fast-tokenizer"] = True

@@ -392,6 +392,7 @@ class Q2Score(Words):
     """`q2 score IN -o OUT --summary S` (with --ray: on a local Ray); items as a JSONL file, whose
     rows are named by their line (`line N`)."""
 
+    out_suffix = ".jsonl"  # what -o is named in the refusals (not a dataclass field)
     name: str
     base: dict[str, Any]
     ray: bool = False
@@ -451,15 +452,16 @@ class Q2Score(Words):
         source = write_jsonl(
             tmp / "in" / "items.jsonl", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")]
         )
-        code, _, err = run_q2(self._argv(source, tmp / "refused.jsonl", None, self.option_flags(kind, tmp)))
-        assert code == 2 and not (tmp / "refused.jsonl").exists(), err
+        refused = tmp / f"refused{self.out_suffix}"
+        code, _, err = run_q2(self._argv(source, refused, None, self.option_flags(kind, tmp)))
+        assert code == 2 and not refused.exists(), err
         return err.strip().splitlines()[-1]  # argparse: its usage line, then the one sentence
 
     def write_inside_read(self, tmp: Path) -> str | None:
         source = write_jsonl(
             tmp / "in" / "items.jsonl", [Item("Bob Ross hosted it.", "Bob Ross hosted the show.")]
         )
-        target = Path(self.base["qg_model"]) / "scores.jsonl"
+        target = Path(self.base["qg_model"]) / f"scores{self.out_suffix}"
         code, _, err = run_q2(self._argv(source, target, None, flags(self.base)))
         assert code == 2 and not target.exists(), err
         return err.strip()
@@ -472,6 +474,8 @@ class Q2Agree(Q2Score):
     signature, `base_signature`, are what the matrix reads); the fast one only adds columns. Items
     as a JSONL file, rows named by their line; a bad row is skipped with its sentence and written
     to the per-response table with its `error`, the report counts it."""
+
+    out_suffix = ".json"  # -o: the report, one JSON object
 
     fast: tuple = ("--fast", "use_nli=false")
     spans_reason: str | None = (

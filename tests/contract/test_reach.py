@@ -58,3 +58,56 @@ def test_the_check_sees_a_reach(monkeypatch):
         lambda: {**real, "q2_metric.cli.score": real["q2_metric.cli.score"] | {"q2_metric.steps.decision"}},
     )
     assert ("q2_metric.cli.score", "q2_metric.steps.decision") in reach_below()
+
+
+# The contract's doors (issue 49): a front-end builds its options only through
+# `frontend.configure` and checks its paths only through `frontend.guard`, never by calling
+# `options.build_config` or `io.paths.check_run` itself (8 and 15 such calls before).
+DOORS = {"build_config": "frontend.configure", "check_run": "frontend.guard"}
+
+
+def front_end_files() -> list:
+    files = [PACKAGE / "q2_metric.py"]
+    for package in FRONT_END_PACKAGES:
+        files += sorted((PACKAGE.parent / package.replace(".", "/")).rglob("*.py"))
+    return files + sorted((PACKAGE.parent / "parlai_ext").glob("*.py"))
+
+
+def direct_calls(files) -> list[str]:
+    """`path: name` for each import or use of a door's inner function in `files`."""
+    import ast
+
+    found = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.Attribute):
+                names = [node.attr]
+            elif isinstance(node, ast.Name):
+                names = [node.id]
+            found += [f"{path.relative_to(PACKAGE.parent)}: {n}" for n in names if n in DOORS]
+    return sorted(set(found))
+
+
+def test_front_ends_go_through_the_contracts_doors():
+    assert len(front_end_files()) > 40  # the walk found them
+    assert direct_calls(front_end_files()) == []
+
+
+def test_the_door_check_sees_a_direct_call(tmp_path):
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text("from q2_metric.io.paths import check_run\ncheck_run({}, {})\n", encoding="utf-8")
+    sneaky2 = tmp_path / "sneaky2.py"
+    sneaky2.write_text("from q2_metric import options\noptions.build_config()\n", encoding="utf-8")
+    import contract.test_reach as reach
+
+    real = reach.PACKAGE
+    try:
+        reach.PACKAGE = tmp_path / "q2_metric"  # relative_to: the files' parent
+        found = direct_calls([sneaky, sneaky2])
+    finally:
+        reach.PACKAGE = real
+    assert found == ["sneaky.py: check_run", "sneaky2.py: build_config"]

@@ -109,3 +109,23 @@ def test_demo_tiny_sections_once_no_nan(tiny_env, capsys):
     ):
         assert out.count(heading) == 1, heading
     assert "coverage = " in out and "share of scored responses with at least one valid question" in out
+
+
+def test_demo_counts_only_the_responses_it_scored(rows, tiny_models, tmp_path, capsys):
+    """Two of four responses empty: "Scored 2 of the 4 responses ...; 2 not scored (empty
+    response)", and the table's n and mean are over the 2 scored (issue 49: it said "Scored 4")."""
+    sample = tmp_path / "sample.csv"
+    picked = [dict(rows[0], system="s", label="l"), dict(rows[1], system="s", label="l")]
+    picked += [dict(r, response="", system="s", label="l") for r in rows[2:4]]
+    with open(sample, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(picked[0]))
+        writer.writeheader()
+        writer.writerows(picked)
+    args = ["demo", "--input", str(sample), "--device", "cpu", "--decoding", "greedy", "--quiet"]
+    for role in ("qg", "qa", "nli"):
+        args += [f"--{role}-model", tiny_models[role]]
+    assert main([*args, "--explain", "0"]) == 0
+    out = capsys.readouterr().out
+    assert f"Scored 2 of the 4 responses from {sample}; 2 not scored (empty response)" in out
+    table = out.split("mean Q2")[1].split("\n\n")[0]
+    assert re.search(r"^s\s+l\s+2\s", table.strip(), re.M), table

@@ -132,6 +132,8 @@ def _workdir(tmp_path: Path, rows: list[dict]) -> Path:
 
     datasets.Dataset.from_list(two).save_to_disk(str(work / "my_dataset_dir"))
     (work / ".venv").symlink_to(BIN.parent, target_is_directory=True)  # a checkout's .venv
+    # the checkout's package, with its bundled sample (README's examples run from the checkout's root)
+    (work / "q2_metric").symlink_to(ROOT / "q2_metric", target_is_directory=True)
     return work
 
 
@@ -278,6 +280,19 @@ def test_output_columns_documented_are_written(tiny_cache, rows, tmp_path):
     assert _column_table(cli[cli.index("<!-- output-columns") :])[: len(added)] == added
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert _column_table(readme[readme.index("## What comes out") :]) == added
+
+
+def test_readme_q2_score_examples_name_files_a_fresh_checkout_has():
+    """The first `q2 score` examples named `responses.csv`, which no checkout has (issue 49): every
+    input a README block gives `q2 score` is a file of the checkout (the bundled sample)."""
+    named = [
+        line.split()[2]
+        for block in RUNNABLE
+        if block.page.endswith("README.md") and block.norun is None  # (the Ray line: the user's corpus)
+        for line in block.code.splitlines()
+        if line.startswith("q2 score ") and not line.split()[2].startswith("-")
+    ]
+    assert named and all((ROOT / name).is_file() for name in named), named
 
 
 def test_readme_is_a_short_front_page():

@@ -42,22 +42,23 @@ def test_evaluate_lone_surrogate_and_empty_compute_signature(metric, opts):
     assert empty["signature"] == results["signature"]
 
 
-def test_evaluate_multi_reference_is_the_best_reference(metric, opts, rows):
+def test_evaluate_references_as_passages_are_joined_as_every_front_end_joins_them(metric, opts, rows):
+    """A list of passages per prediction is one knowledge text, the passages joined by a space
+    (the rule of every front-end, issue 49; before: the best single reference). Expected: the
+    same call with the joined strings written out by hand."""
     preds = [r["response"] for r in rows[:3]]
     refs = [
         [rows[0]["knowledge"], rows[1]["knowledge"]],
         [rows[1]["knowledge"]],
         ["", rows[2]["knowledge"], rows[0]["knowledge"]],
     ]
-    multi = metric.compute(predictions=preds, references=refs, return_details=True, **opts)
-    # expected: each reference scored on its own, then the best per prediction
-    single = [
-        [metric.compute(predictions=[p], references=[k], **opts)["scores"][0] for k in ks]
-        for p, ks in zip(preds, refs)
+    joined = [
+        rows[0]["knowledge"] + " " + rows[1]["knowledge"],
+        rows[1]["knowledge"],
+        " " + rows[2]["knowledge"] + " " + rows[0]["knowledge"],
     ]
-    best = [max(range(len(s)), key=lambda j: (s[j] is not None, s[j] or 0.0, -j)) for s in single]
-    assert multi["scores"] == [s[b] for s, b in zip(single, best)]
-    assert multi["best_reference"] == best and len(multi["details"]) == 3
-    assert multi["num_responses"] == 3
-    with pytest.raises(ValueError, match="item 0: field 'references' is an empty list"):
-        metric.compute(predictions=["a"], references=[[]], **opts)
+    multi = metric.compute(predictions=preds, references=refs, **opts)
+    assert multi["scores"] == metric.compute(predictions=preds, references=joined, **opts)["scores"]
+    assert multi["num_responses"] == 3 and "best_reference" not in multi
+    empty = metric.compute(predictions=["a"], references=[[]], **opts)  # no passage: empty knowledge
+    assert empty["scores"] == [None] and empty["num_skipped"] == 1

@@ -92,3 +92,23 @@ def test_evaluate_details_reason_is_the_sentence():
     metric.scorer = lambda config: scripted_scorer(config)  # the module's scorer, scripted
     out = metric.compute(predictions=RESPONSES, references=KNOWLEDGE, return_details=True)
     assert [d["reason"] for d in out["details"]] == EXPECTED
+
+
+def test_a_question_whose_token_f1_is_0_is_not_partly_matched():
+    """Neutral (or no span NLI) with a token F1 of 0: no word in common, so no "partly matched"
+    (issue 49). Hand-built traces: F1 0.5 neutral is partly matched, F1 0 neutral is not."""
+    from q2_metric.results import QuestionTrace
+
+    def trace(f1, nli):
+        return QuestionTrace(
+            "x", "q?", 0, "valid", knowledge_answer="a", knowledge_has_answer=True, f1=f1, nli_label=nli
+        )
+
+    res = ResponseScore(0, 0.25, 0.25, questions=[trace(0.5, "neutral"), trace(0.0, "neutral")])
+    assert reason_line(res) == (
+        "1 of 2 questions partly matched (token F1, NLI neutral); 1 answered with no word in common "
+        "(token F1 0, NLI neutral)."
+    )
+    assert reason_line(ResponseScore(0, 0.0, 0.0, questions=[trace(0.0, None)])) == (
+        "The question answered with no word in common (token F1 0, NLI neutral)."
+    )

@@ -140,3 +140,61 @@ def test_a_scorer_pickles_without_its_lock(tiny_config):
     assert copy.config == view.config and copy._lock is not view._lock and copy._origin is None
     with copy._lock:  # a working lock of its own
         pass
+
+
+def test_threads_loading_different_models_never_build_one_on_the_meta_device(tiny_models):
+    """transformers builds a model on the "meta" device by patching torch process-wide while it
+    loads: a model another thread loaded meanwhile came out with meta weights ("Cannot copy out of
+    meta tensor", issue 49). Loads take turns (`loading._LOADING`)."""
+    from transformers import (
+        AutoModelForQuestionAnswering,
+        AutoModelForSeq2SeqLM,
+        AutoModelForSequenceClassification,
+    )
+
+    from q2_metric.models.loading import load_pretrained
+
+    jobs = [
+        (AutoModelForQuestionAnswering, tiny_models["qa"]),
+        (AutoModelForSequenceClassification, tiny_models["nli"]),
+        (AutoModelForSeq2SeqLM, tiny_models["qg"]),
+    ] * 2
+    models = _run_threads(
+        [
+            lambda loader=loader, path=path: [load_pretrained(loader, path) for _ in range(3)]
+            for loader, path in jobs
+        ]
+    )
+    meta = [type(m).__name__ for ms in models for m in ms if any(p.is_meta for p in m.parameters())]
+    assert meta == []
+
+
+def test_scorers_of_different_models_in_threads_give_their_lone_results(
+    tiny_config, tiny_models, batch, tmp_path
+):
+    import shutil
+
+    responses, knowledge = batch
+    other_qa = shutil.copytree(tiny_models["qa"], tmp_path / "qa")  # other model options, same bytes
+    configs = [tiny_config, tiny_config.replace(qa_model=str(other_qa), nli_model=tiny_models["nli"])]
+    configs.append(tiny_config.replace(qa_model=str(other_qa), use_nli=False))
+    alone = [Q2Scorer(c).score(responses, knowledge) for c in configs]
+    together = _run_threads([lambda c=c: Q2Scorer(c).score(responses, knowledge) for c in configs * 2])
+    for i, result in enumerate(together):
+        lone = alone[i % len(configs)]
+        assert str(result.signature) == str(lone.signature) and _same(result.scores, lone.scores)
+
+
+def test_score_takes_progress_as_compute_does(tiny_config, batch, capsys):
+    """`progress=False` was accepted by `compute()` and refused by `q2_metric.score()` (issue 49):
+    both take True/False; `score` also a callback; anything else is one sentence."""
+    from q2_metric.errors import Q2OptionError
+
+    responses, knowledge = batch
+    quiet = q2_metric.score(responses, knowledge, tiny_config, progress=False)
+    assert capsys.readouterr().err == ""
+    seen = []
+    told = q2_metric.score(responses, knowledge, tiny_config, progress=lambda *a: seen.append(a[0]))
+    assert "questions" in seen and _same(told.scores, quiet.scores)
+    with pytest.raises(Q2OptionError, match=r"progress='yes': use True, False or a callback"):
+        q2_metric.score(responses, knowledge, tiny_config, progress="yes")

@@ -141,3 +141,74 @@ def test_empty_and_whitespace_give_nan_and_are_counted():
 def test_all_empty_batch_needs_no_model():
     result = unloadable().score(["", " "], ["x", "y"])
     assert math.isnan(result.q2) and result.system.num_skipped == 2
+
+
+def test_a_response_past_spacys_max_length_is_one_unscored_row():
+    """spaCy refuses to parse more than `nlp.max_length` (1,000,000) characters: `q2 score` and `q2
+    rescore` stopped with its ValueError and wrote no row (issue 49). Such a response is one row
+    not scored, with its reason; the rest of the batch is scored."""
+
+    class SpacyLike(ScriptedParser):
+        def parse(self, texts):
+            if any(len(t) > 1_000_000 for t in texts):  # what spaCy's nlp() raises (E088)
+                raise ValueError("[E088] Text of length 1000100 exceeds maximum of 1000000.")
+            return super().parse(texts)
+
+    long = "Bob Ross painted. " * 55_561  # 1,000,098 characters
+    assert len(long) > 1_000_000
+    result = scripted_scorer(parser=SpacyLike()).score(
+        [long, "Bob Ross painted."], ["Bob Ross.", "Bob Ross."]
+    )
+    first, second = result.responses
+    assert math.isnan(first.q2) and not first.scored
+    assert (
+        first.reason == "Not scored: the response has 1,000,098 characters, above the 1,000,000 spaCy parses."
+    )
+    assert second.scored and not math.isnan(second.q2)
+
+
+def test_plainly_non_english_text_is_scored_with_a_warning():
+    """Q² is English-only (English models and spaCy pipeline): for Chinese text the only span was
+    '》' (issue 49). A batch with texts whose letters are mostly not Latin gets one warning naming
+    how many and the first item; English, and Latin-script text with a few other letters, none."""
+    import warnings
+
+    from q2_metric.errors import NotEnglishWarning
+
+    scorer = scripted_scorer()
+    chinese = "鲍勃·罗斯主持了电视节目《欢乐画室》，教观众画风景。"
+    with pytest.warns(NotEnglishWarning, match=r"^1 of 3 items are plainly not English .*first: item 1\)"):
+        scorer.score(
+            ["Bob Ross painted.", chinese, "Ça va très bien à Zürich 東京."],
+            ["Bob Ross.", chinese, "Zürich."],
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotEnglishWarning)
+        scorer.score(["Bob Ross painted.", "Ça va très bien à Zürich 東京."], ["Bob Ross.", "Zürich."])
+
+
+def test_knowledge_as_a_list_of_passages_is_one_rule_for_every_front_end(tmp_path):
+    """The RAG shape: a list of passages is one knowledge text, the passages joined by a space, in
+    `Q2Scorer.score`, the contract's items (Space, q2 rescore, the harnesses) and `q2 score`'s
+    reader (issue 49: q2 score refused it row by row, compute took the best single passage, ragas
+    joined with a space). Expected: the same calls with the joined string written out by hand."""
+    import json
+
+    from q2_metric.corpus.files import score_file
+    from q2_metric.frontend import Item, score_items
+    from q2_metric.io import read_rows
+
+    passages = ["Bob Ross hosted a show.", "Steve Ross painted."]
+    joined = "Bob Ross hosted a show. Steve Ross painted."
+    scorer = scripted_scorer()
+    by_hand = scorer.score(["Bob Ross met Steve Ross."], [joined])
+    assert scorer.score(["Bob Ross met Steve Ross."], [passages]).scores == by_hand.scores
+    outcome = score_items(scorer, [Item("a", "Bob Ross met Steve Ross.", passages)])
+    assert outcome.items[0].status == "scored" and outcome.items[0].score.q2 == by_hand.scores[0]
+    src = tmp_path / "rag.jsonl"
+    src.write_text(json.dumps({"response": "Bob Ross met Steve Ross.", "knowledge": passages}) + "\n")
+    assert read_rows(src)[0].fields["knowledge"] == joined
+    score_file(scorer, src, tmp_path / "out.jsonl", cache_dir=None)
+    assert json.loads((tmp_path / "out.jsonl").read_text())["q2"] == by_hand.scores[0]
+    with pytest.raises(Q2InputError, match="item 0: field 'knowledge' must be a string, got list"):
+        scorer.score(["a"], [["a", 1]])  # a list that is not of passages

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import torch
 
 BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+FP16_FLAGS = frozenset({"avx512_fp16", "amx_fp16"})
 
 
 def cpu_flags_have_bf16(flags: set[str] | frozenset[str], capability: str = "") -> bool:
@@ -60,14 +61,26 @@ def cpu_has_bf16() -> bool:
     return cpu_flags_have_bf16(cpu_flags(), capability)
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_has_fp16() -> bool:
+    """Whether this machine's CPU multiplies float16 natively (AVX512-FP16 or AMX-FP16)."""
+    return bool(FP16_FLAGS & cpu_flags())
+
+
 def check_precision(dtype: str, quantize: str, device: torch.device | str) -> None:
     """Refuse, in one sentence, a precision this device cannot run fast: bfloat16 on a CPU
-    without AVX512-BF16/AMX, int8 quantization off the CPU."""
+    without AVX512-BF16/AMX, float16 on a CPU without AVX512-FP16/AMX-FP16, int8 quantization off
+    the CPU."""
     kind = str(device).partition(":")[0]
     if dtype == "bfloat16" and kind == "cpu" and not cpu_has_bf16():
         raise DeviceNotAvailable(
             "dtype='bfloat16' (--dtype bfloat16) was asked for on a CPU without AVX512-BF16 or AMX-BF16, where "
             "bfloat16 is emulated and slower than float32; use dtype='float32' (the default) or quantize='int8'."
+        )
+    if dtype == "float16" and kind == "cpu" and not cpu_has_fp16():
+        raise DeviceNotAvailable(
+            "dtype='float16' (--dtype float16) was asked for on a CPU without AVX512-FP16 or AMX-FP16, where "
+            "float16 is emulated and slower than float32; use dtype='float32' (the default) or quantize='int8'."
         )
     if quantize != "none" and kind != "cpu":
         raise DeviceNotAvailable(

@@ -113,3 +113,48 @@ def test_agree_bad_row_is_named_counted_and_the_others_compared(tiny_env, tmp_pa
     assert [r["line"] for r in table] == [1, 2, 3]
     assert table[1]["error"] and table[1]["base_q2"] is None
     assert table[0]["error"] is None and table[2]["error"] is None
+
+
+def test_agree_refuses_json_under_another_name_before_models(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    write_input(src, 2)
+    out = tmp_path / "report.csv"
+    assert main(["agree", str(src), "--fast", "use_nli=false", "--tiny", "-o", str(out)]) == 2
+    assert "(-o/--output) must end in .json: the report is written as JSON" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_agree_reads_labels_as_the_benchmark_reader_does(tiny_env, tmp_path, capsys):
+    """A BEGIN file's label outside BEGIN's three is a bad row, as `q2 meta-eval --dataset` refuses
+    it (before: counted as labelled, inconsistent); labels of one class only say why the ROC AUC
+    is n/a (the sample's own 'consistent'/'inconsistent' under --label-col label: consistent iff
+    '1', so every response is inconsistent)."""
+    rows = sample_rows()[:3]
+    src = tmp_path / "begin.csv"
+    with open(src, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["knowledge", "response", "begin_label"])
+        for r, label in zip(rows, ["Fully attributable", "Maybe", "Generic"]):
+            w.writerow([r["knowledge"], r["response"], label])
+    args = ["--fast", "use_nli=false", "--tiny", "--device", "cpu", "--decoding", "greedy"]
+    assert main(["agree", str(src), "--label-col", "begin_label", *args]) == 3
+    captured = capsys.readouterr()
+    assert (
+        "line 3: field 'begin_label' (--label-col) holds 'Maybe', not one of 'Fully attributable', "
+        "'Generic', 'Not fully attributable'; row skipped"
+    ) in captured.err
+    sample = tmp_path / "sample.csv"
+    with open(sample, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["response", "knowledge", "label"])
+        w.writerows([[r["response"], r["knowledge"], r["label"]] for r in rows])
+    assert {r["label"] for r in rows} <= {"consistent", "inconsistent"}
+    assert main(["agree", str(sample), "--label-col", "label", *args]) == 0
+    assert (
+        "ROC AUC n/a: every one of its 3 responses is inconsistent (consistent iff 'label' is '1'), so "
+        "no ROC AUC can be computed; check the label column and --consistent-label."
+    ) in capsys.readouterr().out
+    assert (
+        main(["agree", str(sample), "--label-col", "label", "--consistent-label", "consistent", *args]) == 0
+    )
+    assert "every one of its 3 responses is consistent" in capsys.readouterr().out  # the sample's first 3

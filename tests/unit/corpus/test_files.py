@@ -299,3 +299,46 @@ def test_lone_surrogate_in_jsonl_never_ends_the_run(tmp_path):
         report = score_file(scripted_scorer(), path, tmp_path / out, cache_dir=tmp_path / "cache")
         assert (report.num_rows, report.num_bad, report.system.num_scored) == (3, 0, 3)
     assert json.loads((tmp_path / "out.jsonl").read_text().splitlines()[1])["response"] == "Bob\ufffd Ross."
+
+
+def test_a_resumed_run_gives_the_fresh_runs_objects_and_system_figures(tmp_path):
+    """The cache gives `ResponseScore` objects back (`ResponseScore.from_dict`), and the system
+    figures come from the engine's one rule (`system_of`) over them, never re-derived from columns
+    (issue 49): a run resumed wholly from the cache equals a fresh run, objects and figures, and
+    both equal one engine call on the same pairs."""
+    import math
+
+    from q2_metric.options import json_safe
+    from q2_metric.results import QuestionTrace, ResponseScore
+    from q2_metric.steps.system_score import system_of
+
+    pairs = [  # through valid questions (1, 0.5, 0), empty, and the NLI fallback
+        ("Zoë met Ada in Oslo.", "Zoë met Ada in Oslo."),
+        (" Zoë met Bob.", "Zoë sang."),
+        ("Ada saw Rome.", "Nothing here."),
+        ("", "Zoë sang."),
+        ("it was fun.", "painting is fun."),
+    ]
+    write_csv(tmp_path / "in.csv", [{"response": r, "knowledge": k} for r, k in pairs])
+    args = {"cache_dir": tmp_path / "cache", "allow_empty": True}
+    fresh = score_file(scripted_scorer(), tmp_path / "in.csv", tmp_path / "fresh.csv", **args)
+
+    again = scripted_scorer()  # the same components: the same cache key
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("a resumed run must not score again")
+
+    again.score = no_engine
+    resumed = score_file(again, tmp_path / "in.csv", tmp_path / "resumed.csv", **args)
+    assert resumed.num_cached == 5 and resumed.num_scored_now == 0
+    assert all(isinstance(r, ResponseScore) for r in resumed.responses)
+    assert all(isinstance(q, QuestionTrace) for r in resumed.responses for q in r.questions)
+    assert json_safe([r.to_dict() for r in resumed.responses]) == json_safe(
+        [r.to_dict() for r in fresh.responses]
+    )
+    assert json_safe(resumed.system.to_dict()) == json_safe(fresh.system.to_dict())
+    assert (tmp_path / "resumed.csv").read_bytes() == (tmp_path / "fresh.csv").read_bytes()
+    engine = scripted_scorer().score([r for r, _ in pairs], [k for _, k in pairs])
+    assert json_safe(system_of(resumed.responses).to_dict()) == json_safe(engine.system.to_dict())
+    assert json_safe(resumed.system.to_dict()) == json_safe(engine.system.to_dict())
+    assert math.isnan(resumed.responses[3].q2) and resumed.responses[4].fallback

@@ -249,3 +249,46 @@ def test_history_field_with_coref(tmp_path):
         rescore_log(
             scripted_scorer(), log, tmp_path / "o.jsonl", tmp_path / "s.json", history_field="doc.history"
         )
+
+
+def test_a_samples_json_with_a_blank_first_line_is_a_samples_file(tmp_path):
+    log = tmp_path / "samples.json"
+    lm_eval_log(tmp_path / "lines.jsonl")
+    log.write_text("\n\n" + (tmp_path / "lines.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    assert log_kind(log) == "lm-eval"  # before: read as an Inspect log (pydantic's validation text)
+    rescore_log(scripted_scorer(), log, tmp_path / "o.jsonl", tmp_path / "s.json")
+    assert [o["q2"] for o in read_out(tmp_path / "o.jsonl")] == EXPECTED
+
+
+def test_an_eval_log_with_a_decompression_bomb_is_refused_before_it_is_unpacked(tmp_path, monkeypatch):
+    import zipfile
+
+    log = tmp_path / "bomb.eval"
+    with zipfile.ZipFile(log, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("samples/s0_epoch_1.json", b"\0" * (8 << 20))  # 8 MiB from ~8 KB
+    assert log.stat().st_size < 100_000
+    with pytest.raises(Q2InputError, match=r"member 'samples/s0_epoch_1.json' .* decompression bomb"):
+        rescore_log(scripted_scorer(), log)
+    monkeypatch.setenv("Q2_MAX_INPUT_BYTES", str(1 << 20))  # and the input limit bounds the whole
+    with pytest.raises(Q2InputError, match=r"unpacks to 8,388,608 bytes, above the limit of 1,048,576"):
+        rescore_log(scripted_scorer(), log)
+    assert not list(tmp_path.glob("*.q2.*"))
+
+
+def test_a_log_that_changes_during_the_run_writes_nothing(tmp_path, monkeypatch):
+    from q2_metric.corpus import logs
+
+    log = tmp_path / "samples.jsonl"
+    lm_eval_log(log)
+    real = logs.score_items
+
+    def score_while_the_harness_writes(*args, **kwargs):
+        out = real(*args, **kwargs)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write("{}\n")
+        return out
+
+    monkeypatch.setattr(logs, "score_items", score_while_the_harness_writes)
+    with pytest.raises(Q2InputError, match=r"changed while it was rescored; nothing was written"):
+        rescore_log(scripted_scorer(), log, tmp_path / "o.jsonl", tmp_path / "s.json")
+    assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "s.json").exists()

@@ -57,7 +57,7 @@ def test_each_sample_alone_under_its_own_id(scripted):
     scorer = I.q2(tiny=False, max_wait=0.5)
     states = [
         state("a", "Bob Ross hosted the show on PBS.", {"knowledge": KNOWLEDGE}),
-        state("b", "He painted trees.", {"knowledge": ["not", "a string"]}),
+        state("b", "He painted trees.", {"knowledge": ["not", 7]}),  # a list of passages is joined
         state("c", "Bob Ross hosted the show on PBS.", {"knowledge": ""}, target=KNOWLEDGE),
         state(7, "", {"knowledge": KNOWLEDGE}),
         state(

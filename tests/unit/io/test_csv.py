@@ -41,8 +41,8 @@ def _counting_header(monkeypatch, sep: str) -> None:
     if sep == ",":
         scan = io.csv._scan_csv
 
-        def scan_named(text, multiline):
-            for line, fields, problem in scan(text, multiline):
+        def scan_named(text, multiline, sep=","):
+            for line, fields, problem in scan(text, multiline, sep):
                 yield line, [Name(f) for f in fields] if fields else fields, problem
 
         monkeypatch.setattr(io.csv, "_scan_csv", scan_named)

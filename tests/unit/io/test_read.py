@@ -321,3 +321,47 @@ def test_missing_input_and_bad_output_paths(tmp_path):
             score_file(scripted_scorer(qg=qg), path, cache_dir=None, **kw)
         assert str(err.value) == message
     assert qg.calls == [] and path.read_bytes() == before
+
+
+def test_a_pipe_or_fifo_input_is_refused_in_one_sentence_before_it_is_opened(tmp_path):
+    """A pipe can be read once (the format check and the reader each read it: a JSONL through
+    `<(...)` lost its first rows), and a FIFO with no writer blocks its reader forever: both are
+    refused by the reader's home before any open (issue 49)."""
+    import os
+
+    fifo = tmp_path / "rows.jsonl"
+    os.mkfifo(fifo)  # no writer: opening it would block
+    with pytest.raises(
+        Q2InputError, match=r"is a pipe .*, not a regular file.*write the rows to a file first"
+    ):
+        read_rows(fifo)
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b'{"response": "a", "knowledge": "b"}\n' * 12)
+        with pytest.raises(Q2InputError, match="is a pipe"):
+            read_rows(f"/dev/fd/{read_end}")
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_tsv_that_quotes_its_fields_is_read_without_its_quotes(tmp_path):
+    """pandas (`to_csv(sep="\\t")`), Excel and Python's csv module quote a field holding a quote,
+    a tab or a line break; BEGIN's TSV never quotes. The file tells which (a field beginning with
+    a quote): the text is never scored with the writer's quote characters in it."""
+    texts = ['He said "hi" to me.', "a\ttab", "two\nlines", "plain"]
+    quoted = tmp_path / "pandas.tsv"
+    with open(quoted, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, delimiter="\t", lineterminator="\n")  # pandas' quoting: QUOTE_MINIMAL
+        writer.writerow(["response", "knowledge"])
+        writer.writerows([[t, "k"] for t in texts])
+    assert '"He said ""hi"" to me."' in quoted.read_text()  # what such a file holds
+    rows = read_rows(quoted)
+    assert [r.fields["response"] for r in rows] == texts and all(r.error is None for r in rows)
+    unquoted = tmp_path / "begin.tsv"  # BEGIN's kind: quotes inside texts, none at a field's start
+    unquoted.write_text('response\tknowledge\nHe said "hi" to me.\tk\n', encoding="utf-8")
+    assert [r.fields["response"] for r in read_rows(unquoted)] == ['He said "hi" to me.']
+    mixed = tmp_path / "mixed.tsv"  # quoted, with one field that is not: a bad row, named
+    mixed.write_text('response\tknowledge\n"ok"\tk\nHe said "hi"\tk\n', encoding="utf-8")
+    rows = read_rows(mixed)
+    assert rows[0].fields["response"] == "ok" and rows[1].error.startswith("line 3: ")

@@ -143,3 +143,66 @@ def test_bad_gold_label_named(tmp_path):
         Q2InputError, match=r"line 1: label 0 must have integer 'start' < 'end' within the response \(3"
     ):
         span_report(gold, spans)
+
+
+def _spans_with(tmp_path, change):
+    """The gold file, and its spans file from `q2 score --spans` with `change(rows)` applied."""
+    gold = tmp_path / "gold.jsonl"
+    _gold(gold, "ragtruth")
+    score_file(
+        scripted_scorer(),
+        gold,
+        tmp_path / "scored.jsonl",
+        spans_path=tmp_path / "spans.jsonl",
+        cache_dir=None,
+    )
+    rows = read_jsonl(tmp_path / "spans.jsonl", encoding="utf-8")
+    rows = change(rows)
+    spans = tmp_path / "changed.jsonl"
+    spans.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return gold, spans
+
+
+@pytest.mark.parametrize(
+    "start, end, message",
+    [
+        (
+            15,
+            4700,
+            r"row 1: the span 'Oslo' is not at 15-4700 of the gold response \(20 characters\)",
+        ),
+        (
+            -5,
+            -1,
+            r"row 1: span 0 of 'unsupported_spans' must have integer 'start' < 'end' within the "
+            r"response \(20 characters\), got start=-5, end=-1\.",
+        ),
+        (True, 19, r"got start=True, end=19\."),
+        (15, None, r"got start=15, end=None\."),
+    ],
+)
+def test_predicted_offsets_are_checked_as_gold_ones(tmp_path, start, end, message):
+    """Offsets past the end, negative, booleans or null were accepted (a null end a traceback);
+    each is one sentence naming the row and the field (issue 49)."""
+
+    def move(rows):
+        rows[0]["unsupported_spans"][0].update(start=start, end=end)
+        return rows
+
+    gold, spans = _spans_with(tmp_path, move)
+    with pytest.raises(Q2InputError, match=message):
+        span_report(gold, spans)
+
+
+def test_duplicated_rows_and_spans_of_another_files_supported_text_are_refused(tmp_path):
+    gold, spans = _spans_with(tmp_path, lambda rows: [rows[0], rows[1], rows[1]])
+    with pytest.raises(Q2InputError, match=r"line 3: row 2 appears twice"):
+        span_report(gold, spans)
+
+    def other_text(rows):  # row 2 has no unsupported span: its supported spans name the text
+        rows[1]["spans"][0]["text"] = "Eve"
+        return rows
+
+    gold, spans = _spans_with(tmp_path, other_text)
+    with pytest.raises(Q2InputError, match=r"row 2: the span 'Eve' is not at 0-3 of the gold response"):
+        span_report(gold, spans)

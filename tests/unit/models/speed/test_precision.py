@@ -34,6 +34,19 @@ def test_bfloat16_refused_on_a_cpu_without_it(monkeypatch):
     check_precision("bfloat16", "none", torch.device("cpu"))
 
 
+def test_float16_refused_on_a_cpu_without_it_as_bfloat16_is(monkeypatch, tiny_config):
+    """dtype='float16' on a CPU was accepted silently, while bfloat16 was refused (issue 49)."""
+    monkeypatch.setattr(precision, "cpu_has_fp16", lambda: False)
+    with pytest.raises(DeviceNotAvailable, match=r"AVX512-FP16 or AMX-FP16.*use dtype='float32'") as err:
+        check_precision("float16", "none", "cpu")
+    assert str(err.value).count(". ") == 0  # one sentence
+    check_precision("float16", "none", "cuda")  # the GPU decides for itself
+    with pytest.raises(DeviceNotAvailable, match="float16"):
+        Q2Scorer(tiny_config.replace(dtype="float16", device="cpu")).check_models()
+    monkeypatch.setattr(precision, "cpu_has_fp16", lambda: True)
+    check_precision("float16", "none", torch.device("cpu"))
+
+
 def test_bfloat16_refusal_reaches_the_scorer_before_any_model(monkeypatch, tiny_config):
     monkeypatch.setattr(precision, "cpu_has_bf16", lambda: False)
     with pytest.raises(DeviceNotAvailable, match="bfloat16"):
