@@ -260,7 +260,6 @@ def load_dataset(
     return ds, problems
 
 
-<<<<<<< HEAD
 def _load_ragtruth(
     name: str, path: Path, head: str, selection: Selection
 ) -> tuple[Dataset | None, list[str]]:
@@ -292,7 +291,8 @@ def _load_ragtruth(
             f"{head}: every one of its {len(ds.ids)} selected responses is {cls}, so no ROC AUC can be computed."
         ]
     return ds, []
-=======
+
+
 def label_format(
     columns: Sequence[str], response: str, knowledge: str, label: str, consistent: Sequence[str] | None
 ) -> Format:
@@ -325,7 +325,6 @@ def one_class_problem(consistent: Sequence[int], fmt: Format) -> str | None:
         f"every one of its {len(consistent)} responses is {cls} ({fmt.rule()}), so no ROC AUC can be "
         "computed; check the label column and --consistent-label."
     )
->>>>>>> h49-final
 
 
 def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list[str]]:
