@@ -363,9 +363,10 @@ def read_span_predictions(
     Raises:
         RagTruthError: a bad line (one sentence naming its line and field), an id of no kept row.
     """
-    from q2_metric.meta.datasets import parse_dataset_spec
-
-    name, path = parse_dataset_spec(spec)
+    name, sep, where = spec.partition("=")
+    if not (name and sep and where):
+        raise RagTruthError(f"--ragtruth-spans '{spec}': expected NAME=FILE.")
+    path = Path(where)
     if not path.is_file():
         raise RagTruthError(f"--ragtruth-spans {spec}: no such file.")
     try:

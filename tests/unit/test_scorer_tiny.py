@@ -173,7 +173,9 @@ def test_nli_labels_read_from_config_not_assumed():
         1: "neutral",
         2: "entailment",
     }
-    with pytest.raises(ValueError, match="do not name"):
+    from q2_metric.errors import ModelCheckError
+
+    with pytest.raises(ModelCheckError, match="do not name"):  # a Q2Error, one sentence (issue 49)
         nli_label_map({0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
 
 

@@ -225,7 +225,11 @@ class FastQG:
         self.model, self.shared, self.settings = model, shared, settings
         self.reference = reference  # a batch's search by the reference path (a refused class)
         self.environment = environment  # what the gate's keys hold besides the shapes
-        self.gate = GATE
+
+    @property
+    def gate(self) -> ExactnessGate:
+        """The process's one gate (not an attribute: a generator pickles without its lock)."""
+        return GATE
 
     def _key(self, kind: str, shape: tuple, capacity: int) -> tuple:
         c = self.model.config
