@@ -9,16 +9,22 @@ import torch
 
 
 def decoder_steps(
-    model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, beams: int
+    model: torch.nn.Module,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    beams: int,
+    hidden: torch.Tensor | None = None,
 ) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
     """The `step` of `beam_search` for an encoder-decoder model, as 3.2's `generate` ran it: the
     encoder once per input, its output copied to the input's `beams` rows, and each step feeding
     the rows' last tokens with the whole cache (self- and cross-attention keys and values, one
-    copy per row) reordered by the beams first."""
+    copy per row) reordered by the beams first. `hidden`: the encoder's output, when given (the
+    exactness gate's random states), else the encoder runs on `ids`."""
     from transformers.cache_utils import DynamicCache, EncoderDecoderCache
     from transformers.modeling_outputs import BaseModelOutput
 
-    hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
+    if hidden is None:
+        hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
     encoder = BaseModelOutput(last_hidden_state=hidden.repeat_interleave(beams, dim=0))
     mask = mask.repeat_interleave(beams, dim=0)
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())

@@ -119,6 +119,13 @@ def same_logits(
     g = torch.Generator().manual_seed(sum(n * 7 + length for n, length in shapes))
     vocab = model.config.vocab_size
     batches = [_random_batch(g, n, length, vocab, device) for n, length in shapes]
+    # random encoder outputs of the real shapes (the decoder steps are what is checked; the encoder
+    # runs the same either way), at the scale of T5's normed encoder output
+    dtype = next(model.parameters()).dtype
+    encoded = [
+        (torch.randn((n, length, model.config.d_model), generator=g) * 0.1).to(device, dtype)
+        for n, length in shapes
+    ]
     rows = [n * beams for n, _ in shapes]
     tokens = [torch.randint(2, vocab, (sum(rows),), generator=g).to(device) for _ in range(steps)]
     # each row continues a random beam of its own input
@@ -144,15 +151,17 @@ def same_logits(
         return out
 
     with torch.inference_mode():
-        with _fast_steps(model, shared, batches, beams, max_length, settings) as step:
+        with _fast_steps(model, shared, batches, beams, max_length, settings, encoded) as step:
             fast = run(step, None)
         start = 0
-        for (ids, mask), n in zip(batches, rows):
+        for (ids, mask), hidden, n in zip(batches, encoded, rows):
             part = slice(start, start + n)
             if against == "reference":
-                own = run(decoder_steps(model, ids, mask, beams), part)
+                own = run(decoder_steps(model, ids, mask, beams, hidden), part)
             else:
-                with _fast_steps(model, shared, [(ids, mask)], beams, max_length, settings) as alone:
+                with _fast_steps(
+                    model, shared, [(ids, mask)], beams, max_length, settings, [hidden]
+                ) as alone:
                     own = run(alone, part)
             if not all(torch.equal(f[part], o) for f, o in zip(fast, own)):
                 return False
@@ -167,6 +176,7 @@ def _fast_steps(
     beams: int,
     max_length: int,
     settings: FastSettings,
+    encoded: Sequence[torch.Tensor] | None = None,
 ) -> contextlib.AbstractContextManager[Step]:
     return merged_decoder_steps(
         model,
@@ -177,6 +187,7 @@ def _fast_steps(
         grouped_query=settings.grouped_query,
         in_place_cache=settings.in_place_cache,
         time_major=settings.time_major,
+        encoded=encoded,
     )
 
 

@@ -34,14 +34,15 @@ from q2_metric.models.speed.t5_shared_cross import CrossGroup, SharedCrossAttent
 
 
 def _group(
-    model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, beams: int
+    model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, beams: int, hidden: torch.Tensor | None
 ) -> tuple[CrossGroup, int]:
     """One encoder batch's cross-attention keys, values and mask, computed once per input (the
     encoder states of its first beam's row projected, the cache's copy), and its padded length."""
     from transformers.cache_utils import DynamicLayer
     from transformers.masking_utils import create_bidirectional_mask
 
-    hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
+    if hidden is None:
+        hidden = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
     repeated = hidden.repeat_interleave(beams, dim=0)
     one_row = repeated[::beams]
     keys, values = [], []
@@ -76,6 +77,7 @@ def merged_decoder_steps(
     grouped_query: bool = True,
     in_place_cache: bool = True,
     time_major: bool = True,
+    encoded: Sequence[torch.Tensor] | None = None,
 ) -> Iterator[Callable[..., torch.Tensor]]:
     """The step over the inputs of all `batches` (`(ids, mask)` each, in order; rows of batch 0's
     inputs first): `step(tokens, beam_idx, running)` runs the rows of the batches in `running`
@@ -83,11 +85,13 @@ def merged_decoder_steps(
     (when batches leave, it drops their rows from the cache). `max_length` (the decoder start token
     counted) sizes the in-place cache's first buffer (`t5_beam_cache`; `in_place_cache=False`:
     transformers' cache, for comparisons); `grouped_query`: the beam slots' cross-attention in one
-    call (`t5_shared_cross`)."""
+    call (`t5_shared_cross`); `encoded`: each batch's encoder output, when given (the exactness
+    gate's random states), else the encoder runs on its ids."""
     from transformers.cache_utils import DynamicCache, DynamicLayer, EncoderDecoderCache
     from transformers.modeling_outputs import BaseModelOutput
 
-    made = [_group(model, ids, mask, beams) for ids, mask in batches]
+    states = list(encoded) if encoded is not None else [None] * len(batches)
+    made = [_group(model, ids, mask, beams, hidden) for (ids, mask), hidden in zip(batches, states)]
     groups = [g for g, _ in made]
     longest = max(length for _, length in made)
     first = groups[0].keys[0]
