@@ -12,7 +12,8 @@ batch's rows the reference's logits.
 
 That is what `ExactnessGate` checks, on this machine, before a shape class is used for the first
 time (per device, dtype, thread count and Linear-layer kernel): it runs whole decoder steps both
-ways on random inputs of the real shapes and compares the logits bit for bit:
+ways on random encoder outputs and tokens of the real shapes (the encoder runs the same either
+way) and compares the logits bit for bit. It checks sampled steps, not every cache length:
 - a batch alone: its fast steps against the reference's (`FastSettings.gate_steps` steps, so the
   self-attention's cache grows past the lengths where kernels change their split), per number of
   rows and key length (to the next power of two);
@@ -37,6 +38,7 @@ import torch
 
 from q2_metric.models.paper.beam_search import BeamRules, SearchState
 from q2_metric.models.paper.t5_steps import decoder_steps
+from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY
 from q2_metric.models.speed.t5_merged_decoder import merged_decoder_steps
 from q2_metric.models.speed.t5_shared_cross import SharedCrossAttention
 
@@ -242,14 +244,16 @@ class FastQG:
         """The process's one gate (not an attribute: a generator pickles without its lock)."""
         return GATE
 
-    def _key(self, kind: str, shape: tuple, capacity: int) -> tuple:
+    def _key(self, kind: str, shape: tuple, max_length: int) -> tuple:
+        """A shape class: the model's dimensions, the machine state, the settings that change a
+        step (`merged_rows` only says which chunks form), the cache's first buffer and the shapes."""
         c = self.model.config
         dims = (c.d_model, c.d_kv, c.num_heads, c.d_ff, c.num_decoder_layers, c.vocab_size)
+        capacity = min(max_length, FIRST_CAPACITY)  # as `merged_decoder_steps` sizes it
         return (kind, dims, self.environment(), replace(self.settings, merged_rows=0), capacity, shape)
 
     def _alone_ok(self, inputs: int, length: int, beams: int, max_length: int) -> bool:
-        capacity = min(max_length, 64)
-        key = self._key("a batch alone", (inputs, beams, _bucket(length)), capacity)
+        key = self._key("a batch alone", (inputs, beams, _bucket(length)), max_length)
         steps = max(1, min(self.settings.gate_steps, max_length - 1))
         return self.gate.allows(
             key,
@@ -268,7 +272,7 @@ class FastQG:
     def _merged_ok(self, shapes: list[tuple[int, int]], beams: int, max_length: int) -> bool:
         if len(shapes) <= 1:
             return True
-        key = self._key("merged", (beams, tuple(n for n, _ in shapes)), min(max_length, 64))
+        key = self._key("merged", (beams, tuple(n for n, _ in shapes)), max_length)
         steps = max(1, min(2, max_length - 1))
         return self.gate.allows(
             key,
