@@ -28,6 +28,7 @@ process-wide: one check per class and machine state.
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -92,6 +93,37 @@ class ExactnessGate:
 GATE = ExactnessGate()
 
 
+PROBE_LAYERS = 2  # the decoder blocks a check runs (see `probe_model`)
+
+
+def probe_model(model: torch.nn.Module, layers: int = PROBE_LAYERS) -> torch.nn.Module:
+    """A view of the T5 `model` whose decoder runs only its first `layers` blocks: the same modules
+    and weights (and their hooks), nothing of `model` changed. The checks' decoder steps run on it.
+    Block 0 makes the relative position bias and every later block runs the same calls on the same
+    shapes, reading it; so the first two blocks meet every kernel call a step makes, and the
+    embedding, final norm and LM head are the model's own. The view has none of the hooks of the
+    model and its decoder themselves (a `FlopMeter` counts useful work, not the checks')."""
+
+    def view(module: torch.nn.Module) -> torch.nn.Module:
+        out = copy.copy(module)
+        for name, value in vars(module).items():
+            if name.startswith(("_forward", "_backward")) and isinstance(value, dict):
+                setattr(out, name, type(value)())
+        out._modules = dict(module._modules)
+        return out
+
+    config = copy.copy(model.config)
+    config.num_decoder_layers = layers
+    decoder = view(model.decoder)
+    decoder._modules["block"] = torch.nn.ModuleList(list(model.decoder.block)[:layers])
+    decoder.config = copy.copy(model.decoder.config)
+    decoder.config.num_layers = layers
+    probe = view(model)
+    probe._modules["decoder"] = decoder
+    probe.config = config
+    return probe
+
+
 def _bucket(length: int) -> int:
     return max(16, 1 << (length - 1).bit_length())
 
@@ -116,7 +148,9 @@ def same_logits(
 ) -> bool:
     """Whether `steps` fast decoder steps over batches of `shapes` ((inputs, key length) each),
     merged, give every batch's rows the logits of its own steps, bit for bit, on random inputs:
-    its reference steps (`against="reference"`) or its fast steps alone (`"alone"`)."""
+    its reference steps (`against="reference"`) or its fast steps alone (`"alone"`). The steps run
+    on `probe_model(model)`: the first two decoder blocks meet every kernel call of a step."""
+    model = probe_model(model)
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(sum(n * 7 + length for n, length in shapes))
     vocab = model.config.vocab_size

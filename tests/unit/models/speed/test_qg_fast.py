@@ -284,3 +284,30 @@ def test_the_flop_meter_counts_the_batches_own_work():
         _fast(model, shared, batches, rules)
         merged = meter.flops - before
     assert merged == alone > 0
+
+
+def test_the_checks_probe_is_a_view_of_the_model_s_first_blocks():
+    """`probe_model`: with every block it gives the model's own logits (the reference step, on the
+    same random inputs); with fewer it runs those blocks, the model keeps all of its own and its
+    hooks, the LM head's hooks still fire (a rounding product stays visible to the checks) and the
+    model's meter does not count the checks."""
+    from q2_metric.models.speed.flops import FlopMeter
+
+    model = _t5(5, eos_bias=0.0)
+    meter = FlopMeter.attach(model)
+    fired: list[int] = []
+    model.lm_head.register_forward_hook(lambda m, i, o: fired.append(len(i[0])))
+    g = torch.Generator().manual_seed(5)
+    ids, mask = _batch(g, 4, 3, 9)
+    tokens = torch.randint(2, VOCAB, (4 * 3,), generator=g)
+    hidden = torch.randn((4, ids.shape[1], 64), generator=g)  # as the checks feed (the encoder is not theirs)
+    with torch.inference_mode():
+        own = decoder_steps(model, ids, mask, 3, hidden)(tokens, None)
+        flops = meter.flops
+        whole = decoder_steps(qg_fast.probe_model(model, 3), ids, mask, 3, hidden)(tokens, None)
+        probe = qg_fast.probe_model(model, 1)
+        first = decoder_steps(probe, ids, mask, 3, hidden)(tokens, None)
+    assert torch.equal(own, whole) and not torch.equal(own, first)
+    assert len(model.decoder.block) == 3 and model.config.num_decoder_layers == 3
+    assert len(probe.decoder.block) == 1 and probe.decoder.block[0] is model.decoder.block[0]
+    assert meter.flops == flops and fired == [12, 12, 12]
