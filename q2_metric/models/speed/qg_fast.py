@@ -96,13 +96,14 @@ GATE = ExactnessGate()
 PROBE_LAYERS = 2  # the decoder blocks a check runs (see `probe_model`)
 
 
-def probe_model(model: torch.nn.Module, layers: int = PROBE_LAYERS) -> torch.nn.Module:
+def probe_model(model: torch.nn.Module, layers: int = PROBE_LAYERS, head: bool = True) -> torch.nn.Module:
     """A view of the T5 `model` whose decoder runs only its first `layers` blocks: the same modules
     and weights (and their hooks), nothing of `model` changed. The checks' decoder steps run on it.
     Block 0 makes the relative position bias and every later block runs the same calls on the same
     shapes, reading it; so the first two blocks meet every kernel call a step makes, and the
     embedding, final norm and LM head are the model's own. The view has none of the hooks of the
-    model and its decoder themselves (a `FlopMeter` counts useful work, not the checks')."""
+    model and its decoder themselves (a `FlopMeter` counts useful work, not the checks').
+    `head=False`: without the LM head, its "logits" the scaled hidden states the head would read."""
 
     def view(module: torch.nn.Module) -> torch.nn.Module:
         out = copy.copy(module)
@@ -120,6 +121,8 @@ def probe_model(model: torch.nn.Module, layers: int = PROBE_LAYERS) -> torch.nn.
     decoder.config.num_layers = layers
     probe = view(model)
     probe._modules["decoder"] = decoder
+    if not head:
+        probe._modules["lm_head"] = torch.nn.Identity()
     probe.config = config
     return probe
 
@@ -149,8 +152,11 @@ def same_logits(
     """Whether `steps` fast decoder steps over batches of `shapes` ((inputs, key length) each),
     merged, give every batch's rows the logits of its own steps, bit for bit, on random inputs:
     its reference steps (`against="reference"`) or its fast steps alone (`"alone"`). The steps run
-    on `probe_model(model)`: the first two decoder blocks meet every kernel call of a step."""
-    model = probe_model(model)
+    on `probe_model(model)`: the first two decoder blocks meet every kernel call of a step. Against
+    the reference, without the LM head (the largest product of a step): both paths give it the
+    same rows, the final norm's output, so the same hidden states make the same logits; merged
+    steps give it other rows, so there it runs."""
+    model = probe_model(model, head=against != "reference")
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(sum(n * 7 + length for n, length in shapes))
     vocab = model.config.vocab_size
