@@ -93,15 +93,16 @@ class ExactnessGate:
 GATE = ExactnessGate()
 
 
-PROBE_LAYERS = 2  # the decoder blocks a check runs (see `probe_model`)
+PROBE_LAYERS = 1  # the decoder blocks a check runs (see `probe_model`)
 
 
 def probe_model(model: torch.nn.Module, layers: int = PROBE_LAYERS, head: bool = True) -> torch.nn.Module:
     """A view of the T5 `model` whose decoder runs only its first `layers` blocks: the same modules
     and weights (and their hooks), nothing of `model` changed. The checks' decoder steps run on it.
-    Block 0 makes the relative position bias and every later block runs the same calls on the same
-    shapes, reading it; so the first two blocks meet every kernel call a step makes, and the
-    embedding, final norm and LM head are the model's own. The view has none of the hooks of the
+    Every block makes the same calls on the same shapes (block 0 also makes the relative position
+    bias, a lookup that the later blocks reuse, adding it to their scores as block 0 does), so the
+    first block meets every kernel call a step makes; the embedding, final norm and LM head are the
+    model's own. The view has none of the hooks of the
     model and its decoder themselves (a `FlopMeter` counts useful work, not the checks').
     `head=False`: without the LM head, its "logits" the scaled hidden states the head would read."""
 
@@ -152,7 +153,7 @@ def same_logits(
     """Whether `steps` fast decoder steps over batches of `shapes` ((inputs, key length) each),
     merged, give every batch's rows the logits of its own steps, bit for bit, on random inputs:
     its reference steps (`against="reference"`) or its fast steps alone (`"alone"`). The steps run
-    on `probe_model(model)`: the first two decoder blocks meet every kernel call of a step. Against
+    on `probe_model(model)`: the first decoder block meets every kernel call of a step. Against
     the reference, without the LM head (the largest product of a step): both paths give it the
     same rows, the final norm's output, so the same hidden states make the same logits; merged
     steps give it other rows, so there it runs."""
