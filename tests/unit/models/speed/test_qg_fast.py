@@ -308,7 +308,9 @@ def test_the_checks_probe_is_a_view_of_the_model_s_first_blocks():
         probe = qg_fast.probe_model(model, 1)
         first = decoder_steps(probe, ids, mask, 3, hidden)(tokens, None)
         # without the head: the hidden states its one call makes the logits from
-        headless = decoder_steps(qg_fast.probe_model(model, 3, head=False), ids, mask, 3, hidden)(tokens, None)
+        headless = decoder_steps(qg_fast.probe_model(model, 3, head=False), ids, mask, 3, hidden)(
+            tokens, None
+        )
         assert torch.equal(model.lm_head(headless), own) and headless.shape == (12, 64)
     assert torch.equal(own, whole) and not torch.equal(own, first)
     assert len(model.decoder.block) == 3 and model.config.num_decoder_layers == 3
