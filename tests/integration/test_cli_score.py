@@ -311,3 +311,28 @@ def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config, capsys)
     assert captured.out.startswith(f"Scored 2/4 rows (2 now, 0 from the cache) -> {tmp_path / 'out.jsonl'}\n")
     out = read_jsonl(tmp_path / "out.jsonl")
     assert [o["q2"] is None for o in out] == [False, True, True, False]
+
+
+def test_qg_decoder_reference_asks_the_fast_path_s_questions(rows, tiny_models, tmp_path):
+    """`--qg-decoder reference` (3.2's beam search, each batch alone) and the default fast path
+    (`auto`) write the same questions, answers and scores for every row (`--steps`), on rows whose
+    scores differ; only an explicit `fast` is named in the signature. Expected values: the
+    reference path's own run (itself checked against transformers 3.2's recorded beams)."""
+    data = write_csv(tmp_path / "in.csv", rows[:12])
+    runs = {}
+    for decoder in ("reference", "auto", "fast"):
+        steps, summary = tmp_path / f"steps-{decoder}.csv", tmp_path / f"summary-{decoder}.json"
+        args = ["score", str(data), "-o", str(tmp_path / f"out-{decoder}.csv"), "--steps", str(steps)]
+        args += ["--summary", str(summary), "--no-cache", "--qg-decoder", decoder, *tiny_flags(tiny_models)]
+        assert main(args) == 0
+        with open(tmp_path / f"out-{decoder}.csv", newline="", encoding="utf-8") as f:
+            scores = [row["q2"] for row in csv.DictReader(f)]
+        runs[decoder] = (
+            steps.read_text(encoding="utf-8"),
+            scores,
+            json.loads(summary.read_text())["signature"],
+        )
+    reference, auto, fast = runs["reference"], runs["auto"], runs["fast"]
+    assert len(set(reference[1])) >= 3 and reference[0].count("\n") > 12  # scores differ; questions written
+    assert auto[:2] == reference[:2] == fast[:2]
+    assert "qgdec" not in reference[2] and "qgdec" not in auto[2] and "qgdec:fast" in fast[2]
