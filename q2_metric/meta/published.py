@@ -2,9 +2,10 @@
 the models behind it: the one table that the reports print beside the measured figures and that
 the Hub card shows (`render_markdown`). The Q² paper's own figures are `hub.card_text`'s.
 
-`source` names where a figure was checked; a figure whose table number could not be checked in
-its paper has `table` None, and one taken as quoted, not checked, has an empty `source` and says
-so in `note`.
+`source` names where a figure was checked (a paper's table, or its authors' own repository or
+leaderboard); a figure whose table number could not be checked in its paper has `table` None, and
+`note` says so. FaithDial's Q² figures (Dziri et al., 2022) are not here: no source of its tables
+could be read (docs/benchmarks.md says where it was looked for).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 
 from q2_metric.hub.card_text import PAPER, PAPER_ACCURACY, PAPER_SPEARMAN, PAPER_VALUES
 
-TRUE_PAPER = "Honovich et al., 2022, TRUE (NAACL; arXiv 2204.04991)"
+GRANITE = "Padhi et al., 2024, Granite Guardian (arXiv 2412.07724), on TRUE's sets (Honovich et al., 2022)"
+GRANITE_PDF = "github.com/ibm-granite/granite-guardian/blob/946455e/technical_report.pdf, Table 8"
 LETTUCE = "Kovács and Recski, 2025, LettuceDetect (arXiv 2502.17125)"
-ISSUE = "as quoted by issue 50 of this project; not checked against the paper's table"
+LETTUCE_DOCS = "github.com/KRLabsOrg/LettuceDetect/blob/102f7f2/docs"  # its authors' repository
 
 
 @dataclass(frozen=True)
@@ -72,39 +74,41 @@ FIGURES: tuple[Published, ...] = (
         PAPER,
         "system-level Spearman, mean over the bootstrap",
     ),
-    # TRUE's dialogue sets: the best ROC AUC on each (x100), figures as issue 50 gives them
+    # TRUE's dialogue sets: the best ROC AUC on each in Granite Guardian's Table 8 (issue 50 quoted
+    # 91.3 and 94.6 as TRUE's; they are Granite-Guardian-3.0-8B's; issue 50's 86.7 on BEGIN is in no source
+    # checked, the table's best there is WeCheck-0.4B's 0.864)
     Published(
         "begin-v1",
         "roc_auc_best",
-        "best metric on TRUE's BEGIN",
-        "(see the paper)",
-        0.867,
-        TRUE_PAPER,
-        None,
-        "",
-        ISSUE,
+        "WeCheck-0.4B",
+        "DeBERTaV3, NLI warm-up, then weakly labelled synthetic data",
+        0.864,
+        GRANITE,
+        "Table 8",
+        GRANITE_PDF,
+        "ROC AUC on TRUE's BEGIN, the best in the table; issue 50 quoted 86.7, found in no source checked",
     ),
     Published(
         "q2-wow",
         "roc_auc_best",
-        "best metric on TRUE's Q² set",
-        "(see the paper)",
+        "Granite-Guardian-3.0-8B",
+        "Granite 3.0 8B instruct, fine-tuned for risk detection (IBM)",
         0.913,
-        TRUE_PAPER,
-        None,
-        "",
-        ISSUE,
+        GRANITE,
+        "Table 8",
+        GRANITE_PDF,
+        "ROC AUC on TRUE's Q² set, the best in the table; issue 50 quoted it as TRUE's figure",
     ),
     Published(
         "dialfact",
         "roc_auc_best",
-        "best metric on TRUE's DialFact",
-        "(see the paper)",
+        "Granite-Guardian-3.0-8B",
+        "Granite 3.0 8B instruct, fine-tuned for risk detection (IBM)",
         0.946,
-        TRUE_PAPER,
-        None,
-        "",
-        ISSUE,
+        GRANITE,
+        "Table 8",
+        GRANITE_PDF,
+        "ROC AUC on TRUE's DialFact, the best in the table; issue 50 quoted it as TRUE's figure",
     ),
     Published(
         "ragtruth",
@@ -114,8 +118,8 @@ FIGURES: tuple[Published, ...] = (
         0.7922,
         LETTUCE,
         None,
-        "arXiv 2502.17125 abstract; krlabsorg.github.io/LettuceDetect/benchmarks",
-        "example-level F1 on RAGTruth's test set",
+        f"the paper's abstract (arXiv 2502.17125v1); {LETTUCE_DOCS}/README.md",
+        "example-level F1 on RAGTruth's test set; the paper's table not read",
     ),
     Published(
         "ragtruth",
@@ -125,8 +129,8 @@ FIGURES: tuple[Published, ...] = (
         0.5893,
         LETTUCE,
         None,
-        "a summary of the paper (papers.lunadong.com/paper/6474), not its table",
-        "span-level (its character-overlap) F1; " + ISSUE,
+        f"{LETTUCE_DOCS}/code-hallucination/results_generative.md",
+        "span-level (its character-overlap) F1 on RAGTruth's test set; the paper's table not read",
     ),
     Published(
         "ragtruth",
@@ -136,8 +140,8 @@ FIGURES: tuple[Published, ...] = (
         0.839,
         "Song et al., 2024, RAG-HAT (EMNLP Industry)",
         None,
-        "krlabsorg.github.io/LettuceDetect/benchmarks (RAG-HAT's figure as LettuceDetect cites it)",
-        "response-level F1 on RAGTruth's test set",
+        f"{LETTUCE_DOCS}/README.md and .../docs/benchmarks.md (RAG-HAT's figure as LettuceDetect cites it)",
+        "response-level F1 on RAGTruth's test set; RAG-HAT's own table not read",
     ),
     Published(
         "llm-aggrefact",
@@ -145,10 +149,15 @@ FIGURES: tuple[Published, ...] = (
         "Bespoke-MiniCheck-7B",
         "InternLM2.5-7B fine-tuned (Bespoke Labs)",
         0.774,
-        "Tang et al., 2024, MiniCheck (EMNLP; arXiv 2404.10774), LLM-AggreFact leaderboard",
+        "LLM-AggreFact leaderboard (llm-aggrefact.github.io), of Tang et al., 2024, MiniCheck "
+        "(EMNLP; arXiv 2404.10774)",
         None,
-        "docs.bespokelabs.ai/models/bespoke-minicheck (77.4%)",
-        "mean balanced accuracy over the datasets (leaderboard figure; issue 50 quotes 77.2-77.4)",
+        "the leaderboard's source as of 2024-10-22, "
+        "github.com/rin2401/llm-aggrefact/blob/a42c9d2/src/app/data.tsx (a copy of it): its 11 "
+        "per-dataset figures, whose unweighted mean is the leaderboard's Average",
+        "mean balanced accuracy over the 11 datasets; a leaderboard figure, in no paper table (the "
+        "model is later than the MiniCheck paper); the leaderboard showed 77.1 before 2024-08-09; "
+        "issue 50's 77.2 is in no source checked",
     ),
 )
 
@@ -179,14 +188,14 @@ def _pct(value: float) -> str:
 
 
 def render_markdown() -> str:
-    """The whole table, for the Hub card and the docs (figures x 100 where the papers print them so,
-    except the Q² paper's own)."""
+    """The whole table, for the Hub card and the docs: the Q² paper's figures as it prints them, every
+    other figure x 100 (Granite Guardian's Table 8 prints its AUCs on 0-1; they are shown x 100 too)."""
     lines = [
         "| benchmark | figure | metric | models | published | paper | table | checked at |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for f in FIGURES:
-        value = f"{f.value:g}" if f.benchmark == "q2-wow" and f.table else _pct(f.value)
+        value = f"{f.value:g}" if f.source == PAPER else _pct(f.value)
         lines.append(
             f"| {f.benchmark} | {measure_label(f.measure)} | {f.metric} | {f.models} | {value} | {f.paper} | "
             f"{f.table or 'not checked'} | {f.source or 'not checked'} |"

@@ -1,6 +1,7 @@
 """The published-figures table: every figure names its paper and where it was checked (or says it
 was not), the Q² paper's are `hub.card_text`'s own, and the Hub card shows the whole table."""
 
+import pytest
 from support.data import ROOT
 
 from q2_metric.hub import card_text
@@ -43,3 +44,30 @@ def test_beside_pairs_each_published_figure_with_the_measured_one():
 def test_hub_card_shows_the_table():
     card = (ROOT / "hub_card" / "README.md").read_text(encoding="utf-8")
     assert render_markdown() in card
+
+
+def test_true_dialogue_aucs_are_granite_guardians_table_8():
+    # re-typed from Table 8 of the Granite Guardian report (Padhi et al., 2024, arXiv 2412.07724,
+    # technical_report.pdf of github.com/ibm-granite/granite-guardian at 946455e): the best ROC AUC
+    # in each of its BEGIN, Q2 and DialF columns
+    rows = {(f.benchmark, f.metric, f.value, f.table) for f in FIGURES if f.measure == "roc_auc_best"}
+    assert rows == {
+        ("begin-v1", "WeCheck-0.4B", 0.864, "Table 8"),
+        ("q2-wow", "Granite-Guardian-3.0-8B", 0.913, "Table 8"),
+        ("dialfact", "Granite-Guardian-3.0-8B", 0.946, "Table 8"),
+    }
+
+
+def test_minichecks_figure_is_the_leaderboards_mean():
+    # Bespoke-Minicheck-7B's 11 balanced accuracies, re-typed from the LLM-AggreFact leaderboard's
+    # source (src/app/data.tsx at a42c9d2, 2024-10-22): CNN, XSum, MediaS, MeetB, WiCE, REVEAL,
+    # ClaimVerify, FactCheck, ExpertQA, LFQA, RAGTruth; its Average is their unweighted mean to 0.1
+    per_dataset = [65.5, 77.8, 76.0, 78.3, 83.0, 88.0, 75.3, 77.7, 59.2, 86.7, 84.0]
+    (minicheck,) = figures_for("llm-aggrefact")
+    assert minicheck.value * 100 == pytest.approx(round(sum(per_dataset) / len(per_dataset), 1))
+
+
+def test_the_table_prints_the_q2_papers_figures_as_printed_and_the_others_x100():
+    table = render_markdown()
+    assert "| 0.238 |" in table and "| 0.9798 |" in table  # the Q² paper's Tables 2 and 4
+    assert "| 91.3 |" in table and "| 86.4 |" in table and "| 58.93 |" in table and "| 77.4 |" in table
