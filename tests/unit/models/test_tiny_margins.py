@@ -7,9 +7,16 @@ position included) and each NLI pair's label (the gap between the best label's l
 The bound, MARGIN = 1e-3, is a thousand times the largest difference two kernels were seen to make
 in these models' logits (under 1e-6: oneDNN against BLAS Linear layers, merged against single
 batches, documented in docs/speed.md), so a flip needs rounding a thousand times worse than any
-measured. (The random T5 that asks the tiny questions has no such design: its beam search meets
-gaps down to about 1e-5 on the sample, so no test compares a tiny question across machines, only
-across paths on one machine.)
+measured.
+
+The random T5 that asks the tiny questions has no such design, and none was found
+(`benchmarks/experiments/qg_margins.py`, on a 2-core AMD EPYC): its 2,160 beam decisions on the
+sample have gaps down to 6.7e-6, about 7 float32 ulps of the cumulative scores they separate; one
+thread instead of two moves a gap by up to 1.5e-5 (11% of the gap it moved, 7 ulps), without
+flipping one; scaling the LM head's logits 8 or 32 times only reaches 24 ulps, because a random
+model's top candidates crowd together at any scale. So no test compares a tiny question across
+machines, only across paths on one machine, where the exactness gate makes the fast path's logits
+the reference's bit for bit (`tests/unit/models/speed/test_qg_fast.py`).
 """
 
 from __future__ import annotations
