@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from q2_metric.display import is_consistent
 from q2_metric.errors import Q2InputError
-from q2_metric.frontend import is_consistent
 
 
 def decide_all(scores: Sequence[float], threshold: float) -> np.ndarray:

@@ -320,7 +320,7 @@ def score_figures(
     ids: Sequence[str], gold: Sequence[Sequence[Offsets]], scores: Sequence[float | None], threshold: float
 ) -> dict[str, Any]:
     """Response level of a score (oriented: higher = more consistent): flagged iff score <= threshold."""
-    from q2_metric.frontend import is_consistent
+    from q2_metric.display import is_consistent
 
     kept = [i for i, s in enumerate(scores) if s is not None and s == s]
     figures = response_level(

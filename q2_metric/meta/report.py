@@ -11,7 +11,7 @@ SETS = ("split", "cross")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
-    from q2_metric.frontend import figure
+    from q2_metric.display import figure
 
     return figure(value, digits)
 

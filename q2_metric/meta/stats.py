@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from q2_metric.display import is_consistent
 from q2_metric.errors import Q2InputError
-from q2_metric.frontend import is_consistent
 
 AUC_DRAWS = 1000  # bootstrap resamples behind each ROC AUC interval
 SHARES = (0.05, 0.10, 0.15, 0.20, 0.25)  # inconsistent shares of the simulated systems (Table 4)
