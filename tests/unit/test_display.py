@@ -37,8 +37,8 @@ def test_one_formatter_one_spelling_of_an_undefined_figure():
     meta-eval report, the benchmark's leaderboard and the ladder, `nan` in the leaderboard)."""
     import math
 
-    from q2_metric.meta import bench_report, ladder, report
     from q2_metric.display import UNDEFINED, figure
+    from q2_metric.meta import bench_report, ladder, report
 
     assert UNDEFINED == "n/a"
     assert [figure(0.123456), figure(0.5, 3), figure(7), figure(-0.05, spec="+.4f")] == [
