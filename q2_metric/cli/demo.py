@@ -19,8 +19,7 @@ TINY_ROWS = 6
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from q2_metric.display import loading_output, tiny_note
-    from q2_metric.explain import reason_line
+    from q2_metric.display import loading_output, reason_line, tiny_note
     from q2_metric.frontend import check_models, model_words
     from q2_metric.io import read_rows
     from q2_metric.options import flag_name
@@ -121,7 +120,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def not_scored(responses: list) -> dict[str, int]:
     """Why responses were not scored (`empty response`) -> how many."""
-    from q2_metric.explain import NOT_SCORED, reason_line
+    from q2_metric.display import NOT_SCORED, reason_line
 
     out: dict[str, int] = {}
     for res in responses:

@@ -3,7 +3,7 @@ code computes it, and the TRUE protocol (Honovich et al., 2022) that the field c
 
 - Table 2: mean score per split (and, for Q², valid questions, no-answer share and coverage).
 - Table 3: a score <= threshold (0.5) is *inconsistent*, above it *consistent* (the released
-  code's rule, as `q2 score --threshold`: `steps.decision`); accuracy,
+  code's rule, as `q2 score --threshold`: `display.decide`); accuracy,
   precision/recall/F1 of both classes, ROC AUC. BLEU is divided by 100 and BERTScore min-max
   scaled to [0, 1] first, as the released code does.
 - Table 4: system-level bootstrap over the contexts where exactly one system is inconsistent.

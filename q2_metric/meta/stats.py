@@ -34,7 +34,7 @@ def to_unit_scale(metric: str, scores: Sequence[float]) -> list[float]:
 
 
 def classification_report(scores: Sequence[float], consistent: Sequence[int], threshold: float = 0.5) -> dict:
-    """Predictions by `steps.decision.decide` (the released code's rule: a score <= threshold is
+    """Predictions by `display.decide` (the released code's rule: a score <= threshold is
     *inconsistent*); `consistent[i]` is 1 for consistent.
 
     >>> classification_report([0.9, 0.5, 0.6, 0.1], [1, 0, 0, 0])["accuracy"]
