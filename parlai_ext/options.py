@@ -4,7 +4,6 @@ Q² ParlAI run, and what the run's opt says (training or not, example limit, sys
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from q2_metric import ModelNotAvailable
@@ -138,15 +137,6 @@ def config_from_opt(opt: dict) -> Q2Config:
         )
     except ValueError as err:
         raise Q2OptionValueError(str(err), getattr(err, "reason", "")) from None
-
-
-_ENGINE_OPTION = re.compile(r"\b(qg|qa|nli|spacy|coref)_model\b(?: \(--[a-z-]+\))?")
-
-
-def parlai_flags(message: str) -> str:
-    """Name the ParlAI flags (`--q2-qg-model`) where an engine message names its own options
-    (`qg_model (--qg-model)`), which ParlAI would reject."""
-    return _ENGINE_OPTION.sub(lambda m: f"--q2-{m.group(1)}-model", message)
 
 
 def _is_training(opt: dict) -> bool:

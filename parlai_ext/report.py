@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parlai_ext.options import (
+    SPELL,
     Q2DataError,
     Q2ModelError,
     _example_limit,
@@ -18,7 +19,6 @@ from parlai_ext.options import (
     _system,
     check_explain_file,
     config_from_opt,
-    parlai_flags,
 )
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
@@ -48,15 +48,15 @@ def check_models(config: Q2Config) -> None:
     """Fail before any generation if a Q² model or the spaCy pipeline cannot be loaded."""
     from q2_metric.frontend import check_models as check
     from q2_metric.frontend import model_words
-    from q2_metric.options import flag_name
 
     scorer = SCORER_FACTORY(config)
     try:
-        with model_words(flag_name("--q2-"), tiny_hint="--q2-tiny true"):
-            check(scorer, spell=flag_name("--q2-"))
-        scorer.parser  # noqa: B018 - loads spaCy now (it is reused for scoring)
+        with model_words(SPELL):  # every message names the --q2-* flags
+            with model_words(SPELL, tiny_hint="--q2-tiny true"):
+                check(scorer, spell=SPELL)
+            scorer.parser  # noqa: B018 - loads spaCy now (it is reused for scoring)
     except ModelNotAvailable as err:
-        raise Q2ModelError(parlai_flags(str(err))) from None
+        raise Q2ModelError(str(err)) from None
 
 
 def _set(message: dict, key: str, value: Any) -> None:
@@ -121,7 +121,7 @@ class Q2Buffer:
         if self.explain_file:
             check_explain_file(opt, self.explain_file)
         check_models(self.config)
-        from q2_metric.frontend import tiny_note
+        from q2_metric.display import tiny_note
 
         note = tiny_note(self.config)
         if note and not _TINY_WARNED:

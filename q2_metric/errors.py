@@ -60,7 +60,7 @@ class DeviceNotAvailable(Q2Error, RuntimeError):
 
 class TinyModelsWarning(UserWarning):
     """Scores made on the tiny random models (`tiny=True`): they mean nothing. Its message is the
-    one line every front-end shows for them (`q2_metric.models.tiny.meaningless_note`)."""
+    one line every front-end shows for them (`q2_metric.display.tiny_note`)."""
 
 
 class NotEnglishWarning(UserWarning):

@@ -1,14 +1,10 @@
-"""Explanations that read at a glance: the one-sentence reason for a response's score (every
-front-end shows this one: the engine writes it into `ResponseScore.reason`, hence `q2 score`'s
-`reason` column, `evaluate`'s details, ParlAI's explain file, Inspect's explanation, `q2 demo` and
-the Space), its spans highlighted by span score, and one table row per generated question."""
+"""The Space's explanation of one score: the response's spans highlighted by span score, and one
+table row per generated question (the one-sentence reason line is `display.reason_line`)."""
 
 from __future__ import annotations
 
 import html
-from typing import Any
 
-from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL
 from q2_metric.results import ResponseScore
 
 TABLE_COLUMNS = [
@@ -21,106 +17,6 @@ TABLE_COLUMNS = [
     "NLI",
     "score",
 ]
-
-# How a valid question's span score came about, in the order the reason line names them.
-VERDICTS = (
-    ("same", "answered the same way from the knowledge"),
-    ("entailed", "answered differently but entailed (NLI)"),
-    ("partly", "partly matched (token F1, NLI neutral)"),
-    ("unmatched", "answered with no word in common (token F1 0, NLI neutral)"),
-    ("contradicted", "contradicted"),
-    ("unanswered", "not answered by the knowledge"),
-)
-
-
-def verdict(trace: Any) -> str:
-    """`same`, `entailed`, `partly`, `unmatched`, `contradicted` or `unanswered` for a valid
-    question's trace (`unmatched`: neutral, or no span NLI, and a token F1 of 0)."""
-    if trace.unanswered:
-        return "unanswered"
-    if trace.f1 is not None and trace.f1 >= 1.0:
-        return "same"
-    if trace.nli_label == ENTAILMENT:
-        return "entailed"
-    if trace.nli_label == CONTRADICTION:
-        return "contradicted"
-    if not trace.f1:  # neutral, or no span NLI, and not one word in common: nothing matched
-        return "unmatched"
-    return "partly"  # neutral, or no span NLI: the score is the token F1
-
-
-NOT_SCORED = "Not scored: "
-
-
-def reason_line(res: ResponseScore) -> str:
-    """Why the response scored what it did, in one sentence, e.g. "3 of 4 questions answered the
-    same way from the knowledge; 1 contradicted."; "No valid question (...); end-to-end NLI: the
-    knowledge entails the response."; "Not scored: empty response."; with coreference, what it
-    replaced (`coref_note`).
-
-    The engine calls it once per response and stores the sentence as `res.reason`; called again on
-    such a finished result it gives the same sentence."""
-    if not res.scored and res.reason is not None and res.reason.startswith(NOT_SCORED):
-        return res.reason  # already the sentence (the cause it names is gone from the fields)
-    return _score_reason(res) + coref_note(res)
-
-
-def coref_note(res: ResponseScore) -> str:
-    """With `coref=True`: the spans replaced and the resolved response that was scored, e.g.
-    ` Coreference (1 earlier turn): "it" -> "the caffeine"; scored: "Yes, the caffeine ..."`."""
-    trace = res.coref
-    if trace is None:
-        return ""
-    turns = trace.history_turns
-    where = (
-        f"{turns} earlier turn{'s' * (turns != 1)}"
-        if turns
-        else "within the response alone: no history given"
-    )
-    if getattr(trace, "skipped", None):
-        return f" Coreference ({where}): nothing replaced, {trace.skipped}; scored as written."
-    if not trace.replacements:
-        return f" Coreference ({where}): nothing replaced."
-    spans = "; ".join(f'"{r.original}" -> "{r.replacement}"' for r in trace.replacements)
-    return f' Coreference ({where}): {spans}; scored: "{trace.resolved}".'
-
-
-def _score_reason(res: ResponseScore) -> str:
-    if not res.scored:
-        return f"{NOT_SCORED}{res.reason}."
-    valid = res.valid_questions
-    if not valid:
-        asked = len(res.questions)
-        why = (
-            f"none of the {asked} generated questions was answered by the response with its own span"
-            if asked
-            else "the response has no answer candidate"
-        )
-        label = {
-            ENTAILMENT: "entails",
-            NEUTRAL: "neither entails nor contradicts",
-            CONTRADICTION: "contradicts",
-        }.get(res.fallback_label or "", "was compared with")
-        windows = res.fallback_windows
-        read = (
-            f", read in {windows} knowledge windows (entailment if any window entails, else "
-            "contradiction if any contradicts, else neutral)"
-            if windows > 1
-            else ""
-        )
-        return f"No valid question ({why}); end-to-end NLI: the knowledge {label} the response{read}."
-    counts = {key: 0 for key, _ in VERDICTS}
-    for t in valid:
-        counts[verdict(t)] += 1
-    parts = [(n, text) for key, text in VERDICTS if (n := counts[key])]
-    first_n, first_text = parts[0]
-    noun = "question" if len(valid) == 1 else "questions"
-    head = f"{first_n} of {len(valid)} {noun} {first_text}"
-    if first_n == len(valid):
-        head = f"{'The' if len(valid) == 1 else 'All'} {len(valid)} {noun} {first_text}".replace(
-            "The 1 ", "The "
-        )
-    return "; ".join([head] + [f"{n} {text}" for n, text in parts[1:]]) + "."
 
 
 def _color(score: float) -> str:

@@ -25,7 +25,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast, overload
+from typing import Any, Literal, cast
 
 from q2_metric.config import Q2Config
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
@@ -74,10 +74,10 @@ class ItemResult:
 
     @property
     def reason(self) -> str:
-        """The one explanation sentence of the score (`explain.reason_line`), or the error."""
+        """The one explanation sentence of the score (`display.reason_line`), or the error."""
         if self.score is None:
             return self.error or ""
-        from q2_metric.explain import reason_line
+        from q2_metric.display import reason_line
 
         return reason_line(self.score)
 
@@ -160,27 +160,18 @@ def check_models(scorer: Q2Scorer, *, spell: Spelling = python_name) -> dict[str
 
 
 @contextlib.contextmanager
-def model_words(spell: Spelling = python_name, tiny_hint: str | None = None) -> Iterator[None]:
+def model_words(
+    spell: Spelling = python_name, tiny_hint: str | None = None, *, tiny_offer: str | None = None
+) -> Iterator[None]:
     """Within the block, model messages name the options as `spell` does; with `tiny_hint` (the
-    front-end's switch, e.g. "`--tiny`"), a missing model's message also points to the tiny models."""
+    front-end's switch, e.g. "`--tiny`"), a missing model's message also points to the tiny models;
+    `tiny_offer` instead gives that pointer whole, in the front-end's words (the Space's variable)."""
     from q2_metric.models.checks import spelling
     from q2_metric.models.tiny import tiny_hint as hint
 
-    with spelling(spell), hint(tiny_hint, spell) if tiny_hint else contextlib.nullcontext():
+    offers = tiny_hint or tiny_offer
+    with spelling(spell), hint(tiny_hint, spell, offer=tiny_offer) if offers else contextlib.nullcontext():
         yield
-
-
-@overload
-def tiny_note(config: Q2Config | None = None, *, always: Literal[True]) -> str: ...
-@overload
-def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None: ...
-def tiny_note(config: Q2Config | None = None, *, always: bool = False) -> str | None:
-    """The one line to show after scoring on the tiny random models (when a model of `config` is
-    one of them, or `always`), else None: every front-end shows this line (the Python API and the
-    `evaluate` module as a `TinyModelsWarning`, see `warn_if_tiny`)."""
-    from q2_metric.models.tiny import meaningless_note, uses_tiny
-
-    return meaningless_note() if always or (config is not None and uses_tiny(config)) else None
 
 
 def _type_name(value: object) -> str:
@@ -255,63 +246,8 @@ def score_items(
     return Outcome(out, result.system, result.signature)
 
 
-# -- what front-ends show, so that none reaches past the engine into steps/ or models/ -------------
-
-
-def loading_output(verbose: bool = True) -> contextlib.AbstractContextManager:
-    """Within the block, transformers' model-loading bars and messages are shown when `verbose`
-    (the front-ends' --verbose), else kept quiet."""
-    from q2_metric.models.loading import verbose_loading
-
-    return verbose_loading(bool(verbose))
-
-
-def tiny_note_for(signature: str | Signature) -> str | None:
-    """The tiny-models line for a run whose (full) signature is `signature`, or None."""
-    from q2_metric.models.tiny import meaningless_note
-
-    tiny = (signature if isinstance(signature, Signature) else Signature.parse(str(signature))).tiny()
-    return meaningless_note() if tiny else None
-
-
-def warn_if_tiny(config: Q2Config) -> None:
-    """For Python front-ends (the `evaluate` module): the tiny-models line as a
-    `TinyModelsWarning` when a model of `config` is a tiny random one."""
-    from q2_metric.models.tiny import uses_tiny, warn_meaningless
-
-    if uses_tiny(config):
-        warn_meaningless()
-
-
-def check_threshold(value: Any) -> float:
-    """A decision threshold: a number in [0, 1] (not a bool); `ValueError`/`TypeError` otherwise."""
-    from q2_metric.steps.decision import check_threshold as check
-
-    return check(value)
-
-
-def decisions(scores: Sequence[float | None], threshold: float) -> tuple[list[str | None], dict[str, Any]]:
-    """Each score's decision at `threshold` ("consistent" iff Q² > threshold, the released code's
-    rule; None when unscored) and their counts (`num_consistent`, `num_inconsistent`, `threshold`)."""
-    from q2_metric.steps.decision import decide, decision_counts
-
-    made = [decide(float("nan") if s is None else s, threshold) for s in scores]
-    return made, decision_counts(made, threshold)
-
-
-def figure(value: float | None, digits: int = 4, spec: str | None = None) -> str:
-    """A figure as a person reads it: `n/a` where it is undefined, never `nan` or `-`; the one
-    number formatter of what front-ends print (`steps.system_score.figure`)."""
-    from q2_metric.steps.system_score import figure as shown
-
-    return shown(value, digits, spec)
-
-
-def figures_text(system: SystemScore) -> str:
-    """The system figures, each with what it means, one per line."""
-    from q2_metric.steps.system_score import figures_text as text
-
-    return text(system)
+# -- results, histories and the parser, so that no front-end reaches past the engine (what front-ends
+# show is `q2_metric.display`) ------------------------------------------------------------------
 
 
 def system_figures(responses: Sequence[ResponseScore]) -> SystemScore:
@@ -327,42 +263,6 @@ def check_histories(histories: Any, count: int) -> list[list[str]]:
     from q2_metric.steps.coref import check_histories as check
 
     return check(histories, count)
-
-
-def history_turns(cell: str) -> list[str]:
-    """A history column's text cell as its turns (`history_separator()` between them)."""
-    from q2_metric.steps.coref import split_history
-
-    return split_history(cell)
-
-
-def history_separator() -> str:
-    """The separator of the turns in a history column's text cell."""
-    from q2_metric.steps.coref import HISTORY_SEPARATOR
-
-    return HISTORY_SEPARATOR
-
-
-def decide(score: float | None, threshold: float) -> str | None:
-    """ "consistent" iff Q² > threshold (the released code's rule), "inconsistent" otherwise, None
-    when unscored."""
-    from q2_metric.steps.decision import decide as rule
-
-    return rule(score, threshold)
-
-
-def decision_counts(made: Sequence[str | None], threshold: float) -> dict[str, Any]:
-    """The threshold and how many responses each decision got."""
-    from q2_metric.steps.decision import decision_counts as counts
-
-    return counts(made, threshold)
-
-
-def is_consistent(score: float | None, threshold: float) -> bool:
-    """Whether `decide` says "consistent" (Q² > threshold)."""
-    from q2_metric.steps.decision import CONSISTENT
-
-    return decide(score, threshold) == CONSISTENT
 
 
 def load_spacy_pipeline(name: str | None = None) -> Any:

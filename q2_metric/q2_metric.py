@@ -14,7 +14,7 @@ from typing import Any
 import datasets
 import evaluate
 
-from q2_metric import frontend
+from q2_metric import display, frontend
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
 from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
@@ -195,7 +195,7 @@ class Q2(evaluate.Metric):
         check_option_names(kwargs, _EXTRA)
         if kwargs.get("threshold") is not None:
             try:
-                frontend.check_threshold(kwargs["threshold"])
+                display.check_threshold(kwargs["threshold"])
             except (TypeError, ValueError) as err:
                 raise Q2OptionError(f"Invalid Q² option threshold={kwargs['threshold']!r}: {err}.") from None
         config = self._config(
@@ -338,10 +338,10 @@ class Q2(evaluate.Metric):
         from q2_metric.progress import stage_progress
 
         config = self._config(variant, batch_size, tiny, **options)
-        frontend.warn_if_tiny(config)  # the tiny models' one line, as the Python API gives it
+        display.warn_if_tiny(config)  # the tiny models' one line, as the Python API gives it
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
         responses, knowledge = predictions, references
-        with frontend.loading_output(bool(verbose)):
+        with display.loading_output(bool(verbose)):
             result = self.scorer(config).score(
                 responses,
                 knowledge,
@@ -350,8 +350,8 @@ class Q2(evaluate.Metric):
             )
         out = result.to_dict(details=bool(return_details))
         if threshold is not None:
-            threshold = frontend.check_threshold(threshold)
-            decisions, counts = frontend.decisions(out["scores"], threshold)
+            threshold = display.check_threshold(threshold)
+            decisions, counts = display.decisions(out["scores"], threshold)
             out.update(
                 decisions=decisions,
                 **counts,

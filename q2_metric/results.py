@@ -92,7 +92,7 @@ class ResponseScore:
     fallback: bool = False  # scored by end-to-end NLI (no valid question)
     fallback_label: str | None = None
     fallback_windows: int = 0  # premise windows of the fallback NLI (more than 1: knowledge was long)
-    # why the score is what it is, in one sentence (`explain.reason_line`, written by the engine);
+    # why the score is what it is, in one sentence (`display.reason_line`, written by the engine);
     # while the stages run: why the response is not scored (empty input, fallback off), else None
     reason: str | None = None
     candidates: list[str] = field(default_factory=list)
@@ -214,7 +214,7 @@ class Q2Result:
         return out
 
     def __str__(self) -> str:
-        from q2_metric.steps.system_score import figure
+        from q2_metric.display import figure
 
         s = self.system
         return (

@@ -24,8 +24,8 @@ from q2_metric.components import (
     describe,
 )
 from q2_metric.config import Q2Config
+from q2_metric.display import reason_line
 from q2_metric.errors import Q2OptionError
-from q2_metric.explain import reason_line
 from q2_metric.models.provision import provide_models
 from q2_metric.options import with_options
 from q2_metric.profile import StageProfile, run_stage
@@ -498,9 +498,9 @@ def _provided(config: Q2Config) -> Q2Config:
     models first, through `options.build_config`, and show the line themselves)."""
     provided = provide_models(config)
     if provided is not config:
-        from q2_metric.models.tiny import warn_meaningless
+        from q2_metric.display import warn_if_tiny
 
-        warn_meaningless()
+        warn_if_tiny(always=True)
     return provided
 
 

@@ -21,7 +21,8 @@ def _fast_option(text: str) -> tuple[str, str]:
 
 def cmd_agree(args: argparse.Namespace) -> int:
     from q2_metric import io
-    from q2_metric.frontend import configure, guard, loading_output, model_words, tiny_note
+    from q2_metric.display import loading_output, tiny_note
+    from q2_metric.frontend import configure, guard, model_words
     from q2_metric.meta.agreement import compare
     from q2_metric.meta.datasets import label_format, label_problem, one_class_problem
     from q2_metric.options import flag_name, json_safe, option_from_text

@@ -19,8 +19,8 @@ TINY_ROWS = 6
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from q2_metric.explain import reason_line
-    from q2_metric.frontend import check_models, loading_output, model_words, tiny_note
+    from q2_metric.display import loading_output, reason_line, tiny_note
+    from q2_metric.frontend import check_models, model_words
     from q2_metric.io import read_rows
     from q2_metric.options import flag_name
     from q2_metric.progress import stage_progress
@@ -74,7 +74,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         result = scorer.score(
             [r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress, **turns
         )
-    from q2_metric.frontend import figure, figures_text
+    from q2_metric.display import figure, figures_text
 
     groups: dict[tuple[str, str], list[float]] = {}
     for row, res in zip(rows, result.responses):
@@ -120,7 +120,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def not_scored(responses: list) -> dict[str, int]:
     """Why responses were not scored (`empty response`) -> how many."""
-    from q2_metric.explain import NOT_SCORED, reason_line
+    from q2_metric.display import NOT_SCORED, reason_line
 
     out: dict[str, int] = {}
     for res in responses:

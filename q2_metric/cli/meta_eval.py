@@ -102,7 +102,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     commit_report(
         out,
         [
-            ("meta_eval.json", lambda f: json.dump(json_safe(report), f, indent=2)),
+            ("meta_eval.json", lambda f: json.dump(json_safe(report.to_dict()), f, indent=2)),
             ("meta_eval.md", lambda f: f.write(markdown)),
             ("meta_eval.tex", lambda f: f.write(latex)),
         ],

@@ -80,7 +80,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     scorer.check_models()  # every model, the coreference one included, before any work
     scorer.reconfigure(config)
     texts = {}
-    from q2_metric.frontend import tiny_note
+    from q2_metric.display import tiny_note
 
     tiny = tiny_note(config)
     note = f"\n{tiny}\n" if tiny else ""

@@ -11,7 +11,8 @@ from q2_metric.cli.common import _signature_text, add_config_args, config_from_a
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from q2_metric.corpus.logs import in_log_words, rescore_log
-    from q2_metric.frontend import figures_text, loading_output, model_words, tiny_note_for
+    from q2_metric.display import figures_text, loading_output, tiny_note_for
+    from q2_metric.frontend import model_words
     from q2_metric.options import flag_name
     from q2_metric.progress import StageTotals
     from q2_metric.scorer import Q2Scorer

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def _threshold(text: str) -> float:
     """argparse type of --threshold: a number in [0, 1]."""
-    from q2_metric.frontend import check_threshold
+    from q2_metric.display import check_threshold
 
     try:
         return check_threshold(float(text))
@@ -72,7 +72,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         print("q2: --workers and --gpus-per-worker need --ray", file=sys.stderr)
         return 2
     from q2_metric.corpus.files import summary_dict
-    from q2_metric.frontend import figure, figures_text, loading_output, model_words, tiny_note_for
+    from q2_metric.display import figure, figures_text, loading_output, tiny_note_for
+    from q2_metric.frontend import model_words
     from q2_metric.options import flag_name
 
     if args.ray is not None:

@@ -11,15 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
+from q2_metric.display import decide, decision_counts, history_separator, history_turns
 from q2_metric.errors import CacheWriteError, Q2InputError
-from q2_metric.frontend import (
-    decide,
-    decision_counts,
-    guard,
-    history_separator,
-    history_turns,
-    system_figures,
-)
+from q2_metric.frontend import guard, system_figures
 from q2_metric.io import (
     Row,
     check_table_suffix,

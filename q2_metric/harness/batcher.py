@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from q2_metric import frontend
+from q2_metric import display, frontend
 from q2_metric.errors import Q2Error, Q2OptionError
 from q2_metric.frontend import Item, ItemResult, Outcome
 
@@ -106,7 +106,7 @@ class HarnessBatcher:
         with frontend.model_words(spell, tiny_hint):
             frontend.check_models(self.scorer, spell=spell)
         self._checked = True
-        note = frontend.tiny_note(self.config)  # on the tiny random models: the scores mean nothing
+        note = display.tiny_note(self.config)  # on the tiny random models: the scores mean nothing
         if note:
             logging.getLogger("q2_metric").warning(note)
 

@@ -34,8 +34,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from q2_metric.display import tiny_note
 from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
-from q2_metric.frontend import Item, Outcome, tiny_note
+from q2_metric.frontend import Item, Outcome
 from q2_metric.harness.batcher import HARNESS_OPTIONS, batcher_for
 
 KNOWLEDGE_COL = "knowledge"

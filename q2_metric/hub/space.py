@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -69,6 +68,7 @@ def space_config() -> Q2Config:
         )
     variant = options.pop("variant", "paper")
     try:
+        # its options are the keys of Q2_SPACE_OPTIONS: Python's names (the default spelling)
         return configure(options, variant=variant, batch_size=options.pop("batch_size", None))
     except TypeError as err:  # an unknown option name (`check_option_names`)
         raise Q2OptionError(f"The Space's variable Q2_SPACE_OPTIONS names an unknown option: {err}") from None
@@ -77,11 +77,9 @@ def space_config() -> Q2Config:
 def space_note() -> str:
     """The tiny-models banner in the Space's words: its switch is the variable Q2_TINY=1 (it has
     no --tiny flag)."""
-    from q2_metric.frontend import tiny_note
+    from q2_metric.display import tiny_note
 
-    return tiny_note(always=True).replace(
-        "leave out --tiny / Q2_TINY", "remove the Space's variable Q2_TINY=1"
-    )
+    return tiny_note(always=True, turn_off="remove the Space's variable Q2_TINY=1")
 
 
 def check_lengths(response: Any, knowledge: Any) -> None:
@@ -97,7 +95,20 @@ def check_lengths(response: Any, knowledge: Any) -> None:
             )
 
 
-_ENGINE_OPTION = re.compile(r"\b(qg|qa|nli)_model\b(?: \(--[a-z-]+\))?")
+# The models a Space is set up with: each by its environment variable (`Q2_QG_MODEL`).
+SPACE_VARIABLES = ("qg_model", "qa_model", "nli_model")
+# A missing model's message also points to the Space's switch of the tiny models.
+TINY_OFFER = (
+    "set the variable Q2_TINY=1 to try the Space on tiny random models (meaningless scores, no download)"
+)
+
+
+def space_name(name: str) -> str:
+    """An option as the Space's owner sets it (its `Spelling`): a model by the Space's variable
+    (`qg_model` -> "the Space's variable Q2_QG_MODEL"), any other by its key in Q2_SPACE_OPTIONS."""
+    return f"the Space's variable Q2_{name.upper()}" if name in SPACE_VARIABLES else name
+
+
 STATUS_LEGEND = (
     "Status of each generated question: **valid**: the response, asked it, answers with its own "
     "span, so the question is kept and asked of the knowledge; **no_match**: the response's "
@@ -105,20 +116,6 @@ STATUS_LEGEND = (
     "about I/you, dropped; **unused**: not examined, an earlier question of the span was valid; "
     "**discarded_unanswerable**: DNLI variant only."
 )
-
-
-def space_message(err: Exception) -> str:
-    """An error as the Space's owner can act on it: the environment variables a Space is set up
-    with (`Q2_QG_MODEL`), not the command line's flags; a missing model also points to `Q2_TINY=1`."""
-    from q2_metric.errors import ModelNotAvailable
-
-    text = _ENGINE_OPTION.sub(lambda m: f"the Space's variable Q2_{m.group(1).upper()}_MODEL", str(err))
-    if isinstance(err, ModelNotAvailable) and "Q2_TINY" not in text:
-        text = (
-            text.rstrip(".") + "; or set the variable Q2_TINY=1 to try the Space on tiny random models "
-            "(meaningless scores, no download)."
-        )
-    return text
 
 
 def explain(
@@ -146,11 +143,14 @@ def score_or_message(
     """The app's six outputs: `explain`'s five and the message line (`note`, e.g. that tiny models
     make meaningless scores). What stops scoring (a model missing, an input over the limit) leaves
     the five empty and is the message, in one place: gr.Error would mark every output box "Error"."""
+    from q2_metric.frontend import model_words
+
     try:
         check_lengths(response, knowledge)
-        return (*explain(response, knowledge, scorer, progress), note)
+        with model_words(space_name, tiny_offer=TINY_OFFER):
+            return (*explain(response, knowledge, scorer, progress), note)
     except Q2Error as err:
-        return "", "", "", [], "", f"**Not scored:** {space_message(err)}"
+        return "", "", "", [], "", f"**Not scored:** {err}"
 
 
 def make_app(config: Q2Config | None = None) -> Any:  # a gradio Blocks
@@ -158,7 +158,7 @@ def make_app(config: Q2Config | None = None) -> Any:  # a gradio Blocks
     `launch()`, which bounds the queue."""
     import gradio as gr
 
-    from q2_metric.frontend import tiny_note
+    from q2_metric.display import tiny_note
     from q2_metric.scorer import Q2Scorer
 
     problem = ""  # a bad Q2_SPACE_OPTIONS: the one message under the Score button, the Space still up
@@ -166,7 +166,7 @@ def make_app(config: Q2Config | None = None) -> Any:  # a gradio Blocks
         try:
             config = space_config()
         except ValueError as err:  # Q2OptionError included
-            problem = f"**Not scored:** {space_message(err)}"
+            problem = f"**Not scored:** {err}"
     scorer = Q2Scorer(config) if config is not None else None
     note = problem or (f"**{space_note()}**" if tiny_note(config) else "")
 

@@ -6,7 +6,7 @@ balanced accuracy that threshold gives on its test rows, and the unweighted mean
 
 The threshold is `calibrate.best_threshold`'s: the lowest of 0 and the tuning rows' distinct
 scores with the highest balanced accuracy, deciding supported iff score > threshold (the project's
-one rule, `steps.decision`). Scores are oriented and on the benchmark's 0-1 scale.
+one rule, `display.decide`). Scores are oriented and on the benchmark's 0-1 scale.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ process, and reports:
   differ;
 - the score change over responses scored by both: mean, 95th percentile (numpy's linear
   interpolation) and maximum of |fast - base|, and the mean signed change;
-- the decisions that flip at a threshold (default the paper's 0.5; `frontend.decide`);
+- the decisions that flip at a threshold (default the paper's 0.5; `display.decide`);
 - Spearman's rank correlation of the two score lists;
 - with labels (1 = consistent), each configuration's ROC AUC and balanced accuracy
   (`meta.stats`);
@@ -32,8 +32,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from q2_metric.config import Q2Config
+from q2_metric.display import check_threshold, decide
 from q2_metric.errors import Q2InputError
-from q2_metric.frontend import check_threshold, configure, decide
+from q2_metric.frontend import configure
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
 from q2_metric.scorer import Q2Scorer
 
@@ -173,7 +174,7 @@ class AgreementReport:
     def text(self) -> str:
         """The report as a few lines of text."""
 
-        from q2_metric.frontend import figure
+        from q2_metric.display import figure
 
         def pct(x: float) -> str:
             return figure(x, spec=".1%")

@@ -28,7 +28,7 @@ Q2_ROWS = ("q2", "q2_no_nli")  # the leaderboard rows that Q²'s signature signs
 
 
 def _f(value: Any, digits: int = 3) -> str:
-    from q2_metric.frontend import figure
+    from q2_metric.display import figure
 
     return figure(value, digits)
 

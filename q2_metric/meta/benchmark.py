@@ -184,7 +184,7 @@ def run_benchmark(
 
     meaningless = None
     if signature:
-        from q2_metric.frontend import tiny_note
+        from q2_metric.display import tiny_note
         from q2_metric.signature import Signature
 
         if Signature.parse(signature).tiny():

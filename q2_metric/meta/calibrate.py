@@ -1,4 +1,4 @@
-"""Calibrated decisions, as pure functions, by the project's one rule (`steps.decision`: a score
+"""Calibrated decisions, as pure functions, by the project's one rule (`display.decide`: a score
 <= the threshold is *inconsistent*). `best_threshold` picks, among 0 and a dev set's distinct
 scores, the one that maximizes the dev set's balanced accuracy (the lowest among ties), as
 LLM-AggreFact tunes its thresholds;
@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from q2_metric.display import is_consistent
 from q2_metric.errors import Q2InputError
-from q2_metric.frontend import is_consistent
 
 
 def decide_all(scores: Sequence[float], threshold: float) -> np.ndarray:
-    """1 (consistent) where `steps.decision.decide` says so (score > threshold), else 0.
+    """1 (consistent) where `display.decide` says so (score > threshold), else 0.
 
     >>> decide_all([0.2, 0.5, 0.7], 0.5).tolist()
     [0, 0, 1]

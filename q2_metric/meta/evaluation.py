@@ -3,7 +3,7 @@ code computes it, and the TRUE protocol (Honovich et al., 2022) that the field c
 
 - Table 2: mean score per split (and, for Q², valid questions, no-answer share and coverage).
 - Table 3: a score <= threshold (0.5) is *inconsistent*, above it *consistent* (the released
-  code's rule, as `q2 score --threshold`: `steps.decision`); accuracy,
+  code's rule, as `q2 score --threshold`: `display.decide`); accuracy,
   precision/recall/F1 of both classes, ROC AUC. BLEU is divided by 100 and BERTScore min-max
   scaled to [0, 1] first, as the released code does.
 - Table 4: system-level bootstrap over the contexts where exactly one system is inconsistent.
@@ -34,6 +34,8 @@ from q2_metric.meta.baselines import baseline_scores
 from q2_metric.meta.scores import Key, ScoreSpec, read_scores
 from q2_metric.meta.stats import (
     AUC_DRAWS,
+    AucInterval,
+    BootstrapResult,
     classification_report,
     resample_indices,
     roc_auc,
@@ -49,6 +51,153 @@ RANGES = {"q2": (0.0, 1.0), "q2_no_nli": (0.0, 1.0)}
 
 class MetaEvalInputError(Q2InputError):
     """An input table of the meta-evaluation is incomplete or wrong; the message is one sentence."""
+
+
+# -- the result: read by attribute; `to_dict()` is what meta_eval.json holds ---------------------
+
+
+@dataclass(frozen=True)
+class SplitMeans:
+    """Table 2, one split: each metric's mean score (on its own scale), the number of responses, and
+    for Q² the question statistics (`valid_questions`, `no_answer_share`, `coverage`) when known."""
+
+    means: dict[str, float]
+    n: int
+    stats: dict[str, float]
+
+    def value(self, name: str) -> float | None:
+        """A metric's mean or a statistic by name (None when absent)."""
+        return self.means.get(name, self.stats.get(name))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.means, "n": self.n, **self.stats}
+
+
+@dataclass(frozen=True)
+class ClassScores:
+    """Precision, recall and F1 of one class."""
+
+    precision: float
+    recall: float
+    f1: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"precision": self.precision, "recall": self.recall, "f1": self.f1}
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Table 3, one metric: the decisions at `threshold` against the labels, and the ROC AUC."""
+
+    threshold: float
+    n: int
+    accuracy: float
+    consistent: ClassScores
+    inconsistent: ClassScores
+    roc_auc: float
+
+    @classmethod
+    def of(cls, report: dict[str, Any], roc_auc: float) -> Classification:
+        """From `stats.classification_report`'s dict and the ROC AUC."""
+        return cls(
+            report["threshold"],
+            report["n"],
+            report["accuracy"],
+            ClassScores(**report["consistent"]),
+            ClassScores(**report["inconsistent"]),
+            roc_auc,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold,
+            "n": self.n,
+            "accuracy": self.accuracy,
+            "consistent": self.consistent.to_dict(),
+            "inconsistent": self.inconsistent.to_dict(),
+            "roc_auc": self.roc_auc,
+        }
+
+
+@dataclass(frozen=True)
+class SystemRanking:
+    """Table 4, one metric: the system-level bootstrap over `contexts` contexts."""
+
+    bootstrap: BootstrapResult
+    contexts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.bootstrap.to_dict(), "contexts": self.contexts}
+
+
+@dataclass(frozen=True)
+class SetInfo:
+    """One annotated set of the TRUE protocol: its title, size and inconsistent responses."""
+
+    title: str
+    n: int
+    inconsistent: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "n": self.n, "inconsistent": self.inconsistent}
+
+
+@dataclass(frozen=True)
+class TrueTable:
+    """The TRUE protocol: each metric's ROC AUC interval on each set (`metrics[metric][set]`)."""
+
+    draws: int
+    seed: int
+    confidence: float
+    sets: dict[str, SetInfo]
+    metrics: dict[str, dict[str, AucInterval]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "draws": self.draws,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "sets": {name: info.to_dict() for name, info in self.sets.items()},
+            "metrics": {
+                m: {name: a.to_dict() for name, a in per_set.items()} for m, per_set in self.metrics.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class MetaEvalReport:
+    """`run_meta_eval`'s result: Tables 2-4 and the TRUE table, with where each metric came from
+    (`metrics`: metric -> its source), the notes and, with figures, the plots' file names."""
+
+    threshold: float
+    seed: int
+    sources: dict[str, str]
+    metrics: dict[str, dict[str, Any]]
+    table2: dict[str, SplitMeans]
+    table3: dict[str, Classification]
+    table4: dict[str, SystemRanking]
+    true: TrueTable
+    contexts_one_inconsistent: int
+    notes: list[str]
+    plots: list[str] | None = None  # None: made without figures (the JSON then has no "plots")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`meta_eval.json`), keys in the order the report has always had."""
+        out: dict[str, Any] = {
+            "threshold": self.threshold,
+            "seed": self.seed,
+            "sources": dict(self.sources),
+            "metrics": {m: dict(d) for m, d in self.metrics.items()},
+            "table2": {s: row.to_dict() for s, row in self.table2.items()},
+            "table3": {m: row.to_dict() for m, row in self.table3.items()},
+            "table4": {m: row.to_dict() for m, row in self.table4.items()},
+            "true": self.true.to_dict(),
+            "contexts_one_inconsistent": self.contexts_one_inconsistent,
+            "notes": list(self.notes),
+        }
+        if self.plots is not None:
+            out["plots"] = list(self.plots)
+        return out
 
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -234,9 +383,9 @@ def run_meta_eval(
     bertscore: bool = True,
     figures: dict[str, bytes] | None = None,
     progress: Callable[[str], None] | None = None,
-) -> dict:
-    """Tables 2-4 and the TRUE table as one JSON-ready dict; with `figures`, it is filled with the
-    plots (file name -> PNG bytes). Every input (Q² columns, labels, `extra` score files) is
+) -> MetaEvalReport:
+    """Tables 2-4 and the TRUE table (`MetaEvalReport.to_dict()` is the JSON form); with `figures`,
+    it is filled with the plots (file name -> PNG bytes). Every input (Q² columns, labels, `extra` score files) is
     validated before any computation."""
     notes: list[str] = []
     sets = data.responses()
@@ -290,16 +439,17 @@ def run_meta_eval(
     table2 = {}
     for s in SPLITS:
         mask = groups["split"] == s
-        table2[s] = {m: float(np.mean(raw[m]["split"][mask])) for m in raw}
-        table2[s]["n"] = int(mask.sum())
-        if not baselines_only:
-            table2[s].update(_question_stats(data.splits[s], prefix))
+        table2[s] = SplitMeans(
+            {m: float(np.mean(raw[m]["split"][mask])) for m in raw},
+            int(mask.sum()),
+            {} if baselines_only else _question_stats(data.splits[s], prefix),
+        )
 
     table3 = {
-        m: {
-            **classification_report(list(scores[m]["split"]), list(labels["split"]), threshold),
-            "roc_auc": roc_auc(list(scores[m]["split"]), list(labels["split"])),
-        }
+        m: Classification.of(
+            classification_report(list(scores[m]["split"]), list(labels["split"]), threshold),
+            roc_auc(list(scores[m]["split"]), list(labels["split"])),
+        )
         for m in raw
     }
 
@@ -314,46 +464,45 @@ def run_meta_eval(
         good = np.where(dodeca_good, per_system["dodeca"], per_system["memnet"])
         bad = np.where(dodeca_good, per_system["memnet"], per_system["dodeca"])
         result = system_bootstrap(good, bad, sample_size=sample_size, repetitions=repetitions, seed=seed)
-        table4[m] = {**result.to_dict(), "contexts": len(one)}
+        table4[m] = SystemRanking(result, len(one))
 
     if progress:
         progress(f"ROC AUC with {auc_draws} bootstrap resamples (TRUE protocol)")
     true_sets = {}
     for name, r in sets.items():
         draws = resample_indices(len(r.consistent), auc_draws, seed)
-        true_sets[name] = {m: roc_auc_interval(scores[m][name], labels[name], draws).to_dict() for m in raw}
-    true = {
-        "draws": auc_draws,
-        "seed": seed,
-        "confidence": 0.95,
-        "sets": {
-            name: {
-                "title": set_titles(sets)[name],
-                "n": len(r.consistent),
-                "inconsistent": int(len(r.consistent) - sum(r.consistent)),
-            }
+        true_sets[name] = {m: roc_auc_interval(scores[m][name], labels[name], draws) for m in raw}
+    true = TrueTable(
+        draws=auc_draws,
+        seed=seed,
+        confidence=0.95,
+        sets={
+            name: SetInfo(
+                set_titles(sets)[name], len(r.consistent), int(len(r.consistent) - sum(r.consistent))
+            )
             for name, r in sets.items()
         },
-        "metrics": {m: {name: true_sets[name][m] for name in sets} for m in raw},
-    }
-    report = {
-        "threshold": threshold,
-        "seed": seed,
-        "sources": data.sources,
-        "metrics": {m: _metric_source(m, specs) for m in raw},
-        "table2": table2,
-        "table3": table3,
-        "table4": table4,
-        "true": true,
-        "contexts_one_inconsistent": len(one),
-        "notes": notes,
-    }
+        metrics={m: {name: true_sets[name][m] for name in sets} for m in raw},
+    )
+    plots = None
     if figures is not None:
         if progress:
             progress("plots")
         figures.update(make_figures(raw, scores, labels, set_titles(sets)))
-        report["plots"] = list(figures)
-    return report
+        plots = list(figures)
+    return MetaEvalReport(
+        threshold=threshold,
+        seed=seed,
+        sources=data.sources,
+        metrics={m: _metric_source(m, specs) for m in raw},
+        table2=table2,
+        table3=table3,
+        table4=table4,
+        true=true,
+        contexts_one_inconsistent=len(one),
+        notes=notes,
+        plots=plots,
+    )
 
 
 def make_figures(

@@ -129,7 +129,7 @@ def run_control(
 
 
 def _f(x: float) -> str:
-    from q2_metric.frontend import figure
+    from q2_metric.display import figure
 
     return figure(x, 3)
 

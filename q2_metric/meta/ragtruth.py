@@ -20,7 +20,7 @@ the field.
 
 **Figures** (`ragtruth_figures`), each named by its definition:
 - response level (RAGTruth's baseline rule): a response is hallucinated iff it has at least one
-  labelled span; a metric flags it when its score is <= the threshold (`steps.decision`'s rule:
+  labelled span; a metric flags it when its score is <= the threshold (`display.decide`'s rule:
   inconsistent) or, for span predictions, when it predicts a span. Precision, recall, F1 of the
   hallucinated class; nothing to divide by gives None.
 - character level, `ragtruth`: per response the set of characters inside any gold span and the set
@@ -320,7 +320,7 @@ def score_figures(
     ids: Sequence[str], gold: Sequence[Sequence[Offsets]], scores: Sequence[float | None], threshold: float
 ) -> dict[str, Any]:
     """Response level of a score (oriented: higher = more consistent): flagged iff score <= threshold."""
-    from q2_metric.frontend import is_consistent
+    from q2_metric.display import is_consistent
 
     kept = [i for i, s in enumerate(scores) if s is not None and s == s]
     figures = response_level(

@@ -232,7 +232,7 @@ def span_report(gold_path: str | Path, spans_path: str | Path, shape: str = "aut
 def render_span_markdown(report: dict[str, Any]) -> str:
     """The three levels as a Markdown table."""
 
-    from q2_metric.frontend import figure
+    from q2_metric.display import figure
 
     def f(value: float | None) -> str:
         return figure(value, 3)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from q2_metric.display import is_consistent
 from q2_metric.errors import Q2InputError
-from q2_metric.frontend import is_consistent
 
 AUC_DRAWS = 1000  # bootstrap resamples behind each ROC AUC interval
 SHARES = (0.05, 0.10, 0.15, 0.20, 0.25)  # inconsistent shares of the simulated systems (Table 4)
@@ -34,7 +34,7 @@ def to_unit_scale(metric: str, scores: Sequence[float]) -> list[float]:
 
 
 def classification_report(scores: Sequence[float], consistent: Sequence[int], threshold: float = 0.5) -> dict:
-    """Predictions by `steps.decision.decide` (the released code's rule: a score <= threshold is
+    """Predictions by `display.decide` (the released code's rule: a score <= threshold is
     *inconsistent*); `consistent[i]` is 1 for consistent.
 
     >>> classification_report([0.9, 0.5, 0.6, 0.1], [1, 0, 0, 0])["accuracy"]

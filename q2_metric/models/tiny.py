@@ -134,48 +134,24 @@ def uses_tiny(config: Any) -> bool:
     return any(_is_tiny(Path(str(getattr(config, f"{role}_model")))) for role in ROLES)
 
 
-def meaningless_note() -> str:
-    """The one line every front-end prints after scoring on tiny models."""
-    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
-
-    return (
-        "These scores are meaningless: the models are tiny and random (questions capped at "
-        f"{TINY_QUESTION_LENGTH} tokens). For the paper's scores download its models once where the Hub "
-        f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
-        f"`hf download {DEFAULT_NLI_MODEL}`) and leave out --tiny / Q2_TINY."
-    )
-
-
-def warn_meaningless() -> None:
-    """`meaningless_note()` as a `TinyModelsWarning`, pointed at the caller's line outside this
-    package (Python's default filter then shows it once per line)."""
-    import sys
-    import warnings
-
-    from q2_metric.errors import TinyModelsWarning
-
-    frame, level = sys._getframe(0), 1
-    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("q2_metric."):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(meaningless_note(), TinyModelsWarning, stacklevel=level)
-
-
 @contextlib.contextmanager
-def tiny_hint(how: str | None = None, spell: Callable[[str], str] | None = None) -> Iterator[None]:
+def tiny_hint(
+    how: str | None = None, spell: Callable[[str], str] | None = None, *, offer: str | None = None
+) -> Iterator[None]:
     """A model missing: its message ends by pointing to the tiny models (`how`: the front-end's
-    switch; default: the `tiny` option as `spell` spells it, e.g. "`tiny=True`" or "`--tiny`")."""
+    switch; default: the `tiny` option as `spell` spells it, e.g. "`tiny=True`" or "`--tiny`";
+    `offer`: the whole pointer in the front-end's words, after "; or ")."""
     from q2_metric.errors import ModelNotAvailable
 
-    if how is None:
-        name = (spell or (lambda n: "--" + n))("tiny")
-        how = f"`{name}`" if name.startswith("-") else f"`{name}=True`"
+    if offer is None:
+        if how is None:
+            name = (spell or (lambda n: "--" + n))("tiny")
+            how = f"`{name}`" if name.startswith("-") else f"`{name}=True`"
+        offer = f"try the whole pipeline now on tiny random models (meaningless scores, no download): {how}"
     try:
         yield
     except ModelNotAvailable as err:
         text = str(err).rstrip(".")
         if "tiny random models" in text:
             raise
-        raise ModelNotAvailable(
-            f"{text}; or try the whole pipeline now on tiny random models (meaningless "
-            f"scores, no download): {how}."
-        ) from None
+        raise ModelNotAvailable(f"{text}; or {offer}.") from None

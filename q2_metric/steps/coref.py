@@ -65,9 +65,8 @@ PRONOUNS = frozenset(
         "theirs",
     }
 )
-# How turns are joined into the text resolved at each step (and the documented column separator).
+# How turns are joined into the text resolved at each step.
 TURN_JOINER = " "
-HISTORY_SEPARATOR = " ||| "
 
 
 @runtime_checkable
@@ -253,15 +252,6 @@ def resolve_dialogues(
     return traces
 
 
-def split_history(cell: str, separator: str = HISTORY_SEPARATOR) -> list[str]:
-    """A history column's cell as its turns (`separator` between turns; empty cell: no history).
-
-    >>> split_history("Do you like coffee? ||| I love caffeine.")
-    ['Do you like coffee?', 'I love caffeine.']
-    """
-    return [t.strip() for t in cell.split(separator)] if cell.strip() else []
-
-
 def check_histories(
     histories: Sequence[Sequence[str]] | None, count: int, field_name: str = "histories"
 ) -> list[list[str]]:
@@ -283,7 +273,7 @@ def check_histories(
         if isinstance(turns, str):
             raise Q2InputError(
                 f"item {i}: field '{field_name}' is a string; give a list of turns "
-                f"(split a joined column with q2_metric.steps.coref.split_history)"
+                f"(split a joined column with q2_metric.display.history_turns)"
             )
         for j, turn in enumerate(turns):
             if not isinstance(turn, str):

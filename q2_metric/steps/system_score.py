@@ -8,8 +8,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from q2_metric.progress import plural as _plural
-
 
 @dataclass(frozen=True)
 class SystemScore:
@@ -69,40 +67,4 @@ def system_of(responses: Sequence) -> SystemScore:
         [bool(r.valid_questions) for r in responses],
         valid_questions=len(valid),
         unanswered_questions=sum(t.unanswered for t in valid),
-    )
-
-
-UNDEFINED = "n/a"  # the one spelling of an undefined figure in everything printed (JSON: null)
-
-
-def figure(value: float | None, digits: int = 4, spec: str | None = None) -> str:
-    """A number as a person reads it, the one formatter of every front-end's printed figures:
-    `UNDEFINED` (`n/a`) for None or NaN (never `nan` or `-`), a count (an int) as it is, else
-    `digits` decimals, or the format `spec` when given (`+.4f`, `.1%`).
-
-    >>> figure(0.5), figure(float("nan")), figure(None, 3), figure(12), figure(0.25, spec=".1%")
-    ('0.5000', 'n/a', 'n/a', '12', '25.0%')
-    """
-    if value is None or (not isinstance(value, int) and math.isnan(value)):
-        return UNDEFINED
-    if spec is not None:
-        return format(value, spec)
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}f}"
-
-
-def figures_text(s: SystemScore) -> str:
-    """The system figures, each with what it means, one per line (no NaN: undefined is `n/a`, with why)."""
-    empty = f"; {s.num_skipped} with an empty response or knowledge, left out" if s.num_skipped else ""
-    why_q2 = "" if s.num_scored else " (no response could be scored)"
-    why_na = "" if s.num_valid_questions else " (no valid question)"
-    return (
-        f"Q2 = {figure(s.q2)}{why_q2}: mean response score over {s.num_scored} of "
-        f"{_plural(s.num_responses, 'response')}{empty}; 0 to 1, higher is more consistent\n"
-        f"Q2 without NLI = {figure(s.q2_no_nli)}: the same, spans compared by token F1 only\n"
-        f"coverage = {figure(s.coverage, 3)}: share of scored responses with at least one valid question "
-        f"(the others are scored by end-to-end NLI)\n"
-        f"no-answer share = {figure(s.no_answer_share, 3)}{why_na}: share of the "
-        f"{_plural(s.num_valid_questions, 'valid question')} that the knowledge does not answer"
     )

@@ -55,9 +55,12 @@ def test_the_check_sees_a_reach(monkeypatch):
     real = layers.import_graph()
     monkeypatch.setattr(
         "contract.test_reach.import_graph",
-        lambda: {**real, "q2_metric.cli.score": real["q2_metric.cli.score"] | {"q2_metric.steps.decision"}},
+        lambda: {
+            **real,
+            "q2_metric.cli.score": real["q2_metric.cli.score"] | {"q2_metric.steps.system_score"},
+        },
     )
-    assert ("q2_metric.cli.score", "q2_metric.steps.decision") in reach_below()
+    assert ("q2_metric.cli.score", "q2_metric.steps.system_score") in reach_below()
 
 
 # The contract's doors (issue 49): a front-end builds its options only through

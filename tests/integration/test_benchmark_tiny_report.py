@@ -7,7 +7,7 @@ import json
 import pytest
 
 from q2_metric.cli import main
-from q2_metric.models.tiny import meaningless_note
+from q2_metric.display import tiny_note
 
 pytestmark = pytest.mark.slow
 K = "The Eiffel Tower, in Paris, was finished in 1889."
@@ -47,7 +47,7 @@ def test_tiny_benchmark_reports_say_meaningless(tmp_path):
         )
         == 0
     )
-    note = meaningless_note()
+    note = tiny_note(always=True)
     report = json.loads((out / "benchmark.json").read_text())
     assert report["meaningless"] == note and note in report["notes"]
     assert "models:tiny-random" in report["signature_short"] and "tiny-random-" in report["signature"]

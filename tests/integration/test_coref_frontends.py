@@ -11,7 +11,7 @@ pytest.importorskip("fastcoref")
 
 from support.files import read_jsonl
 
-from q2_metric.steps.coref import HISTORY_SEPARATOR
+from q2_metric.display import history_separator
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_cli_score_coref_history_col(coref_config, rows, tmp_path, capsys):
                 {
                     "response": r["response"],
                     "knowledge": r["knowledge"],
-                    "history": f"{r['topic']}{HISTORY_SEPARATOR}{r['message']}",
+                    "history": f"{r['topic']}{history_separator()}{r['message']}",
                 }
             )
     before = data.read_bytes()

@@ -594,16 +594,29 @@ def test_knowledge_teacher_needs_the_checked_sentence(scripted, wow):
         )
 
 
-def test_parlai_flags_in_messages():
-    from parlai_ext.options import parlai_flags
+def test_parlai_messages_are_made_in_its_flags(tmp_path):
+    """ParlAI's model check names its --q2-* flags where each message is made (its `Spelling`), the
+    spaCy pipeline's load included; nothing is rewritten afterwards. Sentences written by hand."""
+    from parlai_ext.options import SPELL, Q2ModelError
+    from parlai_ext.report import check_models
+    from q2_metric.config import Q2Config
+    from q2_metric.errors import ModelNotAvailable
+    from q2_metric.frontend import model_words
+    from q2_metric.models.spacy_parser import load_spacy
 
-    assert (
-        parlai_flags("pass a local model directory as qg_model (--qg-model).")
-        == "pass a local model directory as --q2-qg-model."
+    missing = tmp_path / "missing"
+    with pytest.raises(Q2ModelError) as err:
+        check_models(Q2Config(qg_model=str(missing), device="cpu"))
+    assert str(err.value).endswith(
+        f"The question-generation model path '{missing}' is not a directory with a saved model (nothing "
+        "is there); pass a directory written by save_pretrained() as --q2-qg-model; or try the whole "
+        "pipeline now on tiny random models (meaningless scores, no download): --q2-tiny true."
     )
-    assert (
-        parlai_flags("or pass another installed model as spacy_model.")
-        == "or pass another installed model as --q2-spacy-model."
+    with pytest.raises(ModelNotAvailable) as err, model_words(SPELL):
+        load_spacy(str(tmp_path))  # a folder spaCy cannot load
+    assert str(err.value) == (
+        f"The spaCy model '{tmp_path}' is not installed: install its package or pass an installed model "
+        "name or directory as --q2-spacy-model."
     )
 
 

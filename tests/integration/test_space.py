@@ -268,7 +268,7 @@ def test_explain_rows():
 
 def test_reason_line_counts():
     """Counts by verdict, in a fixed order (hand-built traces)."""
-    from q2_metric.explain import reason_line
+    from q2_metric.display import reason_line
     from q2_metric.results import QuestionTrace, ResponseScore
 
     def trace(f1, nli=None, answered=True):

@@ -233,8 +233,8 @@ def test_every_raise_of_the_package_is_a_q2_error_or_a_listed_exception():
 
 def test_the_config_the_threshold_and_with_config_raise_q2_errors():
     from q2_metric import Q2Config
+    from q2_metric.display import check_threshold
     from q2_metric.errors import Q2OptionError
-    from q2_metric.steps.decision import check_threshold
 
     for bad in ({"device": "gpu"}, {"num_beams": 0}, {"num_beams": 2, "num_return_sequences": 5}):
         with pytest.raises(Q2OptionError) as err:

@@ -10,7 +10,7 @@ import csv
 
 from q2_metric.components import CONTRADICTION
 from q2_metric.corpus.files import score_file
-from q2_metric.explain import reason_line
+from q2_metric.display import reason_line
 from q2_metric.results import ResponseScore
 from q2_metric.testing.scripted import ScriptedNLI, scripted_scorer
 

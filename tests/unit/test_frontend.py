@@ -20,7 +20,6 @@ from q2_metric.frontend import (
     guard,
     model_words,
     score_items,
-    tiny_note,
     validate_items,
 )
 from q2_metric.options import flag_name, python_name
@@ -143,13 +142,6 @@ def test_guard_refuses_an_output_inside_a_read(tmp_path):
     with pytest.raises(OutputPathError, match="lies inside"):
         guard({"input": tmp_path / "in"}, {"--output": tmp_path / "in" / "out.csv"})
     guard({"input": tmp_path / "in"}, {"--output": tmp_path / "out.csv"})
-
-
-def test_tiny_note_only_for_tiny_models(tiny_env):
-    from q2_metric.config import Q2Config
-
-    assert "meaningless" in (tiny_note(configure(tiny=True)) or "")  # the folder of `tiny=True` (tiny_env)
-    assert tiny_note(Q2Config()) is None
 
 
 def test_the_spacy_and_device_sentences_use_the_front_ends_words():

@@ -9,8 +9,8 @@ import pytest
 
 from q2_metric import ModelNotAvailable, Q2Config, Q2Scorer
 from q2_metric.components import ParsedText
+from q2_metric.display import reason_line
 from q2_metric.errors import Q2InputError
-from q2_metric.explain import reason_line
 from q2_metric.signature import config_fingerprint
 from q2_metric.testing.scripted import ScriptedCoref, ScriptedParser, scripted_scorer
 

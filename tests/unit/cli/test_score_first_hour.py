@@ -9,8 +9,8 @@ import re
 
 from q2_metric.cli.score import add_parser, done_line
 from q2_metric.corpus.files import score_file
+from q2_metric.display import figures_text
 from q2_metric.progress import STAGES, StageTotals, plural
-from q2_metric.steps.system_score import figures_text
 from q2_metric.testing.scripted import scripted_scorer
 
 

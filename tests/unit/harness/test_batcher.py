@@ -208,7 +208,7 @@ def test_cancelling_ends_promptly_without_waiting_for_the_engine_call_in_flight(
 
 
 def test_explanation_is_the_projects_reason_sentence():
-    from q2_metric.explain import reason_line
+    from q2_metric.display import reason_line
 
     got = harness_batcher(8).score_items(items())
     want = direct()

@@ -17,8 +17,8 @@ from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import SampleScore, Target
 from inspect_ai.solver import TaskState
 
+from q2_metric.display import reason_line
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.explain import reason_line
 from q2_metric.harness import batcher as B
 from q2_metric.harness import inspect_task as I
 from q2_metric.testing.scripted import scripted_scorer

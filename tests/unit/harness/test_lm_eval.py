@@ -12,8 +12,8 @@ import math
 
 import pytest
 
+from q2_metric.display import reason_line
 from q2_metric.errors import ModelNotAvailable, Q2InputError, Q2OptionError
-from q2_metric.explain import reason_line
 from q2_metric.harness import batcher as B
 from q2_metric.harness import lm_eval as L
 from q2_metric.testing.scripted import scripted_scorer

@@ -154,18 +154,39 @@ def synthetic(tmp_path, q2=True):
 def test_run_meta_eval_synthetic(tmp_path, nlp):
     figures = {}
     report = run_meta_eval(synthetic(tmp_path), repetitions=30, nlp=nlp, bertscore=False, figures=figures)
-    assert report["table2"]["dodeca_consistent"]["q2"] == pytest.approx(0.8)
-    assert report["table2"]["dodeca_consistent"]["valid_questions"] == 8
-    assert report["table2"]["dodeca_consistent"]["no_answer_share"] == 0.5
+    assert report.table2["dodeca_consistent"].means["q2"] == pytest.approx(0.8)
+    assert report.table2["dodeca_consistent"].stats["valid_questions"] == 8
+    assert report.table2["dodeca_consistent"].value("no_answer_share") == 0.5
     # memnet inconsistent scores 0.5: "0.5 or below" is inconsistent, so every response is right
-    assert report["table3"]["q2"]["accuracy"] == 1.0
-    assert report["table4"]["q2"]["mean"] == pytest.approx(1.0) and report["contexts_one_inconsistent"] == 10
-    assert report["table4"]["q2_no_nli"]["no_correlation"] == 30  # a constant metric never correlates
+    assert report.table3["q2"].accuracy == 1.0 and report.table3["q2"].inconsistent.recall == 1.0
+    assert report.table4["q2"].bootstrap.mean == pytest.approx(1.0) and report.contexts_one_inconsistent == 10
+    assert report.table4["q2_no_nli"].bootstrap.no_correlation == 30  # a constant metric never correlates
     # TRUE, cross annotation: Q² is 0.9 for every consistent response and 0.1 for every other one
     # (AUC 1); Q² without NLI is 0.5 everywhere (all pairs tied: AUC 1/2)
-    cross = report["true"]["metrics"]
-    assert cross["q2"]["cross"]["roc_auc"] == 1.0 and cross["q2"]["cross"]["n"] == 20
-    assert cross["q2_no_nli"]["cross"]["roc_auc"] == 0.5 == cross["q2_no_nli"]["cross"]["low"]
+    cross = report.true.metrics
+    assert cross["q2"]["cross"].auc == 1.0 and cross["q2"]["cross"].n == 20
+    assert cross["q2_no_nli"]["cross"].auc == 0.5 == cross["q2_no_nli"]["cross"].low
+    # the JSON form (meta_eval.json) keeps its keys and nesting
+    data = report.to_dict()
+    assert list(data) == [
+        "threshold",
+        "seed",
+        "sources",
+        "metrics",
+        "table2",
+        "table3",
+        "table4",
+        "true",
+        "contexts_one_inconsistent",
+        "notes",
+        "plots",
+    ]
+    assert (
+        data["table2"]["dodeca_consistent"]["n"] == 4
+        and data["table3"]["q2"]["inconsistent"]["recall"] == 1.0
+    )
+    assert data["table4"]["q2"]["contexts"] == 10 and data["true"]["metrics"]["q2"]["cross"]["roc_auc"] == 1.0
+    assert data["plots"] == list(figures)
     assert set(figures) == {
         "pr_curve.png",
         "roc_curve.png",

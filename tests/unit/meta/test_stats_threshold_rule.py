@@ -1,9 +1,9 @@
 """One threshold rule in the whole project (issue 36), the released code's: a score <= T is
 inconsistent (`precision_recall.py`: `if score <= threshold` -> ungrounded), in meta-eval's Table 3
-as in `q2 score --threshold` (`steps.decision.decide`). Expected values by hand."""
+as in `q2 score --threshold` (`display.decide`). Expected values by hand."""
 
+from q2_metric.display import CONSISTENT, decide
 from q2_metric.meta.stats import classification_report
-from q2_metric.steps.decision import CONSISTENT, decide
 
 
 def test_a_score_at_the_threshold_is_inconsistent():

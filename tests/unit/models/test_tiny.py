@@ -54,10 +54,10 @@ def test_the_python_api_warns_once_per_scorer_with_the_one_line(tiny_env):
     import warnings
 
     from q2_metric import Q2Config, Q2Scorer, TinyModelsWarning, score
-    from q2_metric.frontend import configure, tiny_note
-    from q2_metric.models.tiny import meaningless_note
+    from q2_metric.display import tiny_note
+    from q2_metric.frontend import configure
 
-    line = meaningless_note()
+    line = tiny_note(always=True)
     assert line.startswith("These scores are meaningless: the models are tiny and random")
     for make in (
         lambda: Q2Scorer(tiny=True, device="cpu"),
@@ -86,15 +86,16 @@ def test_the_python_api_warns_once_per_scorer_with_the_one_line(tiny_env):
 
 def test_signature_and_config_say_tiny_the_same_way(tiny_env):
     """The two questions: `uses_tiny(config)` for a configuration, `Signature.tiny()` for a signature
-    (`frontend.tiny_note_for` reads it); they agree on the same run."""
+    (`display.tiny_note_for` reads it); they agree on the same run."""
     from q2_metric import Q2Config, Q2Scorer
-    from q2_metric.frontend import configure, tiny_note_for
-    from q2_metric.models.tiny import meaningless_note, uses_tiny
+    from q2_metric.display import tiny_note, tiny_note_for
+    from q2_metric.frontend import configure
+    from q2_metric.models.tiny import uses_tiny
 
     built = configure({"device": "cpu"}, tiny=True)
     signature = Q2Scorer(built).signature()
     assert uses_tiny(built) and signature.tiny()
-    assert tiny_note_for(signature) == tiny_note_for(str(signature)) == meaningless_note()
+    assert tiny_note_for(signature) == tiny_note_for(str(signature)) == tiny_note(always=True)
     assert not uses_tiny(Q2Config(tiny=False))
     local = str(signature).replace("tiny-random-", "local-")  # the same folders without the mark
     assert "tiny-random" not in local and tiny_note_for(local) is None

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from q2_metric import Q2Scorer
-from q2_metric.explain import verdict
+from q2_metric.display import verdict
 from q2_metric.models import tiny_builder as rm
 
 

@@ -10,7 +10,6 @@ from q2_metric.steps.coref import (
     join_turn,
     plan_replacements,
     resolve_dialogues,
-    split_history,
 )
 from q2_metric.testing.scripted import ScriptedCoref
 
@@ -144,11 +143,6 @@ def test_cluster_with_one_mention_or_equal_text_changes_nothing():
     assert plan_replacements(text, [[(0, 11)], [(0, 11), (16, 27)]]) == []
 
 
-def test_join_and_split_history():
+def test_join_turns():
     assert join_turn(None, "Hi.") == ("Hi.", 0)
     assert join_turn("Hi.", "Bye.") == ("Hi. Bye.", 4)
-    assert split_history("Do you like coffee? ||| I love caffeine.") == [
-        "Do you like coffee?",
-        "I love caffeine.",
-    ]
-    assert split_history("  ") == []

@@ -3,7 +3,7 @@ too long for the model instead of "nothing replaced" as if the model had found n
 scripted resolver (that declines long texts) and with a tiny random F-Coref model (max_doc_len 24)."""
 
 from q2_metric.config import Q2Config
-from q2_metric.explain import reason_line
+from q2_metric.display import reason_line
 from q2_metric.steps.coref import resolve_dialogues
 from q2_metric.testing.scripted import ScriptedCoref, scripted_scorer
 

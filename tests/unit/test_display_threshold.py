@@ -5,8 +5,8 @@ import math
 import pytest
 
 from q2_metric.cli.score import _threshold
+from q2_metric.display import check_threshold
 from q2_metric.signature import Signature
-from q2_metric.steps.decision import check_threshold
 
 
 def test_minus_zero_is_zero_everywhere():

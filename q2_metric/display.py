@@ -1,0 +1,318 @@
+"""What front-ends show, in one place: each rule of what a person reads has its one function here.
+
+- figures: `figure` (the one number formatter: `n/a` where undefined) and `figures_text` (the
+  system figures, each with what it means);
+- decisions at a threshold: `check_threshold`, and `decide` (the released code's rule: consistent
+  iff Q² > threshold), with `decisions`, `decision_counts` and `is_consistent` built on it;
+- the reason line: `reason_line` (the engine writes it into `ResponseScore.reason`);
+- the tiny line: `tiny_note` (its one text), `tiny_note_for` (from a signature), `warn_if_tiny`
+  (as a `TinyModelsWarning`, for the Python API);
+- the history cell format: `history_separator`, `history_turns`;
+- model loading's own output: `loading_output`.
+
+Front-ends import this module; it sits on the core side (it may read `steps/` and `models/`, and
+imports no front-end).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL
+from q2_metric.errors import Q2OptionError
+from q2_metric.progress import plural
+
+if TYPE_CHECKING:  # annotations only: `results` imports this module for `figure`
+    from q2_metric.config import Q2Config
+    from q2_metric.results import ResponseScore
+    from q2_metric.signature import Signature
+    from q2_metric.steps.system_score import SystemScore
+
+# -- figures -----------------------------------------------------------------------------------------
+
+UNDEFINED = "n/a"  # the one spelling of an undefined figure in everything printed (JSON: null)
+
+
+def figure(value: float | None, digits: int = 4, spec: str | None = None) -> str:
+    """A number as a person reads it, the one formatter of every front-end's printed figures:
+    `UNDEFINED` (`n/a`) for None or NaN (never `nan` or `-`), a count (an int) as it is, else
+    `digits` decimals, or the format `spec` when given (`+.4f`, `.1%`).
+
+    >>> figure(0.5), figure(float("nan")), figure(None, 3), figure(12), figure(0.25, spec=".1%")
+    ('0.5000', 'n/a', 'n/a', '12', '25.0%')
+    """
+    if value is None or (not isinstance(value, int) and math.isnan(value)):
+        return UNDEFINED
+    if spec is not None:
+        return format(value, spec)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def figures_text(s: SystemScore) -> str:
+    """The system figures, each with what it means, one per line (no NaN: undefined is `n/a`, with why)."""
+    empty = f"; {s.num_skipped} with an empty response or knowledge, left out" if s.num_skipped else ""
+    why_q2 = "" if s.num_scored else " (no response could be scored)"
+    why_na = "" if s.num_valid_questions else " (no valid question)"
+    return (
+        f"Q2 = {figure(s.q2)}{why_q2}: mean response score over {s.num_scored} of "
+        f"{plural(s.num_responses, 'response')}{empty}; 0 to 1, higher is more consistent\n"
+        f"Q2 without NLI = {figure(s.q2_no_nli)}: the same, spans compared by token F1 only\n"
+        f"coverage = {figure(s.coverage, 3)}: share of scored responses with at least one valid question "
+        f"(the others are scored by end-to-end NLI)\n"
+        f"no-answer share = {figure(s.no_answer_share, 3)}{why_na}: share of the "
+        f"{plural(s.num_valid_questions, 'valid question')} that the knowledge does not answer"
+    )
+
+
+# -- decisions at a threshold --------------------------------------------------------------------------
+# The released code's rule (`precision_recall.py`, which made the paper's Table 3): a response is
+# *inconsistent* iff its score <= the threshold, *consistent* iff its score is above it. The one rule
+# of the whole project: `q2 score --threshold`, `compute(threshold=)`, meta-eval's Table 3, `q2 agree`
+# and the benchmark's `--calibrate` all decide through `decide`.
+
+CONSISTENT, INCONSISTENT = "consistent", "inconsistent"
+
+
+def check_threshold(threshold: Any) -> float:
+    """The threshold as a float in [0, 1] (Q²'s range; -0 is 0), else `Q2OptionError` (also a
+    `ValueError`) in one sentence.
+
+    >>> check_threshold(-0.0), check_threshold(1)
+    (0.0, 1.0)
+    """
+    if isinstance(threshold, bool):  # True would pass as 1
+        raise Q2OptionError(f"the threshold must be a number in [0, 1], not the bool {threshold}")
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        raise Q2OptionError(f"the threshold must be a number in [0, 1], got {threshold!r}") from None
+    if not 0.0 <= value <= 1.0 or math.isnan(value):
+        raise Q2OptionError(f"the threshold must lie in [0, 1] (Q²'s range), got {threshold}")
+    return value + 0.0  # -0.0 + 0.0 is 0.0: the signature says thr:0, never thr:-0
+
+
+def decide(score: float | None, threshold: float) -> str | None:
+    """`inconsistent` iff score <= threshold, else `consistent`; None for an unscored response.
+
+    >>> decide(0.51, 0.5), decide(0.5, 0.5), decide(float("nan"), 0.5)
+    ('consistent', 'inconsistent', None)
+    """
+    if score is None or math.isnan(score):
+        return None
+    return CONSISTENT if score > threshold else INCONSISTENT
+
+
+def is_consistent(score: float | None, threshold: float) -> bool:
+    """Whether `decide` says "consistent" (an unscored response is not)."""
+    return decide(score, threshold) == CONSISTENT
+
+
+def decision_counts(made: Sequence[str | None], threshold: float) -> dict[str, Any]:
+    """The threshold and how many responses each decision got (unscored ones in neither)."""
+    return {
+        "threshold": threshold,
+        "num_consistent": sum(d == CONSISTENT for d in made),
+        "num_inconsistent": sum(d == INCONSISTENT for d in made),
+    }
+
+
+def decisions(scores: Sequence[float | None], threshold: float) -> tuple[list[str | None], dict[str, Any]]:
+    """Each score's decision at `threshold` (`decide`; None when unscored) and their counts
+    (`decision_counts`)."""
+    made = [decide(s, threshold) for s in scores]
+    return made, decision_counts(made, threshold)
+
+
+# -- the reason line ---------------------------------------------------------------------------------
+
+# How a valid question's span score came about, in the order the reason line names them.
+VERDICTS = (
+    ("same", "answered the same way from the knowledge"),
+    ("entailed", "answered differently but entailed (NLI)"),
+    ("partly", "partly matched (token F1, NLI neutral)"),
+    ("unmatched", "answered with no word in common (token F1 0, NLI neutral)"),
+    ("contradicted", "contradicted"),
+    ("unanswered", "not answered by the knowledge"),
+)
+
+
+def verdict(trace: Any) -> str:
+    """`same`, `entailed`, `partly`, `unmatched`, `contradicted` or `unanswered` for a valid
+    question's trace (`unmatched`: neutral, or no span NLI, and a token F1 of 0)."""
+    if trace.unanswered:
+        return "unanswered"
+    if trace.f1 is not None and trace.f1 >= 1.0:
+        return "same"
+    if trace.nli_label == ENTAILMENT:
+        return "entailed"
+    if trace.nli_label == CONTRADICTION:
+        return "contradicted"
+    if not trace.f1:  # neutral, or no span NLI, and not one word in common: nothing matched
+        return "unmatched"
+    return "partly"  # neutral, or no span NLI: the score is the token F1
+
+
+NOT_SCORED = "Not scored: "
+
+
+def reason_line(res: ResponseScore) -> str:
+    """Why the response scored what it did, in one sentence, e.g. "3 of 4 questions answered the
+    same way from the knowledge; 1 contradicted."; "No valid question (...); end-to-end NLI: the
+    knowledge entails the response."; "Not scored: empty response."; with coreference, what it
+    replaced (`coref_note`).
+
+    The engine calls it once per response and stores the sentence as `res.reason`; called again on
+    such a finished result it gives the same sentence."""
+    if not res.scored and res.reason is not None and res.reason.startswith(NOT_SCORED):
+        return res.reason  # already the sentence (the cause it names is gone from the fields)
+    return _score_reason(res) + coref_note(res)
+
+
+def coref_note(res: ResponseScore) -> str:
+    """With `coref=True`: the spans replaced and the resolved response that was scored, e.g.
+    ` Coreference (1 earlier turn): "it" -> "the caffeine"; scored: "Yes, the caffeine ..."`."""
+    trace = res.coref
+    if trace is None:
+        return ""
+    turns = trace.history_turns
+    where = (
+        f"{turns} earlier turn{'s' * (turns != 1)}"
+        if turns
+        else "within the response alone: no history given"
+    )
+    if getattr(trace, "skipped", None):
+        return f" Coreference ({where}): nothing replaced, {trace.skipped}; scored as written."
+    if not trace.replacements:
+        return f" Coreference ({where}): nothing replaced."
+    spans = "; ".join(f'"{r.original}" -> "{r.replacement}"' for r in trace.replacements)
+    return f' Coreference ({where}): {spans}; scored: "{trace.resolved}".'
+
+
+def _score_reason(res: ResponseScore) -> str:
+    if not res.scored:
+        return f"{NOT_SCORED}{res.reason}."
+    valid = res.valid_questions
+    if not valid:
+        asked = len(res.questions)
+        why = (
+            f"none of the {asked} generated questions was answered by the response with its own span"
+            if asked
+            else "the response has no answer candidate"
+        )
+        label = {
+            ENTAILMENT: "entails",
+            NEUTRAL: "neither entails nor contradicts",
+            CONTRADICTION: "contradicts",
+        }.get(res.fallback_label or "", "was compared with")
+        windows = res.fallback_windows
+        read = (
+            f", read in {windows} knowledge windows (entailment if any window entails, else "
+            "contradiction if any contradicts, else neutral)"
+            if windows > 1
+            else ""
+        )
+        return f"No valid question ({why}); end-to-end NLI: the knowledge {label} the response{read}."
+    counts = {key: 0 for key, _ in VERDICTS}
+    for t in valid:
+        counts[verdict(t)] += 1
+    parts = [(n, text) for key, text in VERDICTS if (n := counts[key])]
+    first_n, first_text = parts[0]
+    noun = "question" if len(valid) == 1 else "questions"
+    head = f"{first_n} of {len(valid)} {noun} {first_text}"
+    if first_n == len(valid):
+        head = f"{'The' if len(valid) == 1 else 'All'} {len(valid)} {noun} {first_text}".replace(
+            "The 1 ", "The "
+        )
+    return "; ".join([head] + [f"{n} {text}" for n, text in parts[1:]]) + "."
+
+
+# -- the tiny line -----------------------------------------------------------------------------------
+
+# How the tiny line says to turn the tiny models off, in the words of most front-ends (the Space,
+# which has no --tiny flag, passes its own).
+TINY_OFF = "leave out --tiny / Q2_TINY"
+
+
+@overload
+def tiny_note(config: Q2Config | None = None, *, always: Literal[True], turn_off: str = TINY_OFF) -> str: ...
+@overload
+def tiny_note(
+    config: Q2Config | None = None, *, always: bool = False, turn_off: str = TINY_OFF
+) -> str | None: ...
+def tiny_note(
+    config: Q2Config | None = None, *, always: bool = False, turn_off: str = TINY_OFF
+) -> str | None:
+    """The one line every front-end shows after scoring on the tiny random models (when a model of
+    `config` is one of them, or `always`), else None; `turn_off` says how to leave them out."""
+    from q2_metric.models.tiny import TINY_QUESTION_LENGTH, uses_tiny
+
+    if not always and (config is None or not uses_tiny(config)):
+        return None
+    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
+
+    return (
+        "These scores are meaningless: the models are tiny and random (questions capped at "
+        f"{TINY_QUESTION_LENGTH} tokens). For the paper's scores download its models once where the Hub "
+        f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
+        f"`hf download {DEFAULT_NLI_MODEL}`) and {turn_off}."
+    )
+
+
+def tiny_note_for(signature: str | Signature) -> str | None:
+    """The tiny line for a run whose (full) signature is `signature` (it names tiny models), or None."""
+    from q2_metric.signature import Signature
+
+    parsed = signature if isinstance(signature, Signature) else Signature.parse(str(signature))
+    return tiny_note(always=True) if parsed.tiny() else None
+
+
+def warn_if_tiny(config: Q2Config | None = None, *, always: bool = False) -> None:
+    """For Python front-ends (the Python API, the `evaluate` module): the tiny line as a
+    `TinyModelsWarning` when a model of `config` is a tiny random one (or `always`), pointed at
+    the caller's line outside this package (Python's default filter then shows it once per line)."""
+    import sys
+    import warnings
+
+    from q2_metric.errors import TinyModelsWarning
+
+    note = tiny_note(config, always=always)
+    if note is None:
+        return
+    frame, level = sys._getframe(0), 1
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("q2_metric."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(note, TinyModelsWarning, stacklevel=level)
+
+
+# -- the history cell format ---------------------------------------------------------------------------
+
+
+def history_separator() -> str:
+    """The separator of the turns in a history column's text cell (the documented format)."""
+    return " ||| "
+
+
+def history_turns(cell: str) -> list[str]:
+    """A history column's text cell as its turns (`history_separator()` between turns; an empty
+    cell: no history).
+
+    >>> history_turns("Do you like coffee? ||| I love caffeine.")
+    ['Do you like coffee?', 'I love caffeine.']
+    """
+    return [t.strip() for t in cell.split(history_separator())] if cell.strip() else []
+
+
+# -- model loading -----------------------------------------------------------------------------------
+
+
+def loading_output(verbose: bool = True) -> contextlib.AbstractContextManager:
+    """Within the block, transformers' model-loading bars and messages are shown when `verbose`
+    (the front-ends' --verbose), else kept quiet."""
+    from q2_metric.models.loading import verbose_loading
+
+    return verbose_loading(bool(verbose))
