@@ -22,8 +22,9 @@ from parlai_ext.options import (
 )
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
+from q2_metric.frontend import Item, Outcome, score_items
 from q2_metric.progress import ProgressCallback
-from q2_metric.results import Q2Result, ResponseScore
+from q2_metric.results import ResponseScore
 from q2_metric.scorer import Q2Scorer, cached_scorer
 
 # An intermediate report raises the missing-knowledge error only after this many turns without
@@ -57,6 +58,11 @@ def check_models(config: Q2Config) -> None:
             scorer.parser  # noqa: B018 - loads spaCy now (it is reused for scoring)
     except ModelNotAvailable as err:
         raise Q2ModelError(str(err)) from None
+
+
+def _turn_key(turn: _Turn) -> str:
+    """A turn as the explain file names it: its episode and turn index."""
+    return f"episode {turn.info.get('episode_idx')} turn {turn.info.get('turn_idx')}"
 
 
 def _set(message: dict, key: str, value: Any) -> None:
@@ -199,24 +205,32 @@ class Q2Buffer:
         if not self.items:
             return
         items, self.items, self.to_score = self.items, [], 0
-        scorable = [(t, t.knowledge) for t in items if t.knowledge is not None]
-        result, batch = None, None
+        scorable = [t for t in items if t.knowledge is not None]
+        outcome, batch = None, None
         if scorable:
-            result = SCORER_FACTORY(self.config).score(
-                [t.response for t, _ in scorable],
-                [k for _, k in scorable],
-                **({"histories": [t.history for t, _ in scorable]} if self.config.coref else {}),
+            outcome = score_items(
+                SCORER_FACTORY(self.config),
+                [
+                    Item(
+                        _turn_key(t),
+                        t.response,
+                        t.knowledge,
+                        history=t.history if self.config.coref else None,
+                    )
+                    for t in scorable
+                ],
                 progress=self.progress(len(scorable)),
             )
             batch = self.current.engine_calls
             self.current.engine_calls += 1
-        scores = iter(result.responses if result is not None else [])
+        results = iter(outcome.items if outcome is not None else [])
         lines = []
         for turn in items:
-            res = next(scores) if turn.knowledge is not None else None
-            if res is None:
+            item = next(results) if turn.knowledge is not None else None
+            res = item.score if item is not None else None
+            if res is None:  # no knowledge, or a bad turn (its sentence is the reason)
                 status, per_turn = "skipped", {"q2_skipped": SumMetric(1)}
-            elif res.scored:
+            elif res.scored:  # a number; NaN (empty, or no valid question with the fallback off) is "empty"
                 status = "scored"
                 per_turn = {
                     "q2": AverageMetric(res.q2),
@@ -230,7 +244,14 @@ class Q2Buffer:
             self._annotations.append((turn.observation, per_turn))
             if self.explain_file:
                 lines.append(
-                    self._explain_line(turn, status, res, result, batch if res is not None else None)
+                    self._explain_line(
+                        turn,
+                        status,
+                        res,
+                        outcome,
+                        batch if res is not None else None,
+                        item.error if item is not None else None,
+                    )
                 )
         if lines and self.explain_file:
             with open(self.explain_file, "a", encoding="utf-8") as f:
@@ -247,7 +268,13 @@ class Q2Buffer:
         return log_progress(parlai_logging.info, interval=self.log_interval)
 
     def _explain_line(
-        self, turn: _Turn, status: str, res: ResponseScore | None, result: Q2Result | None, batch: int | None
+        self,
+        turn: _Turn,
+        status: str,
+        res: ResponseScore | None,
+        outcome: Outcome | None,
+        batch: int | None,
+        error: str | None = None,
     ) -> str:
         details = (
             res.to_dict()
@@ -269,13 +296,13 @@ class Q2Buffer:
             "status": status,
             "reason": details.pop("reason", None)
             if res is not None
-            else (f"no knowledge: the checked sentence is {turn.info.get('raw_knowledge')!r}"),
+            else (error or f"no knowledge: the checked sentence is {turn.info.get('raw_knowledge')!r}"),
             "response": turn.response,
             "knowledge": turn.knowledge,
             "q2": details.pop("q2", None),
             "q2_no_nli": details.pop("q2_no_nli", None),
             **details,
-            "signature": str(result.signature) if res is not None and result is not None else None,
+            "signature": str(outcome.signature) if res is not None and outcome is not None else None,
         }
         line.pop("raw_knowledge", None)
         return json.dumps(_json_safe(line), ensure_ascii=False)

@@ -24,17 +24,19 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from q2_metric.config import Q2Config
+from q2_metric.errors import Q2InputError
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
+from q2_metric.profile import StageProfile
 from q2_metric.progress import ProgressCallback
-from q2_metric.results import ResponseScore
+from q2_metric.results import Q2Result, ResponseScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.steps.system_score import SystemScore
-from q2_metric.validation import clean_text, empty_reason, knowledge_text
+from q2_metric.validation import clean_text, empty_reason, item_error, knowledge_text
 
 Status = Literal["scored", "empty", "bad"]
 STATUSES: tuple[Status, ...] = ("scored", "empty", "bad")
@@ -95,6 +97,8 @@ class Outcome:
     items: list[ItemResult]
     system: SystemScore
     signature: Signature
+    # wall time, model tokens and FLOPs per stage of the engine call (`q2_metric.profile`)
+    profile: list[StageProfile] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -107,6 +111,20 @@ class Outcome:
     @property
     def scores(self) -> list[float]:
         return [item.q2 for item in self.items]
+
+    def first_error(self) -> str | None:
+        """The sentence of the first bad item, or None."""
+        return next((item.error for item in self.items if item.status == "bad"), None)
+
+    def as_result(self) -> Q2Result:
+        """The engine's result of these items (for a front-end whose output is a `Q2Result`'s:
+        `to_dict`, the agreement's comparison). A bad item has no score: `Q2InputError` with its
+        sentence (a front-end that refuses a whole call on one bad item checks them first)."""
+        error = self.first_error()
+        if error is not None:
+            raise Q2InputError(error)
+        responses = [item.score for item in self.items if item.score is not None]
+        return Q2Result(self.system, responses, self.signature, self.profile)
 
 
 def configure(
@@ -174,76 +192,59 @@ def model_words(
         yield
 
 
-def _type_name(value: object) -> str:
-    return "None" if value is None else type(value).__name__
-
-
-def _check_item(item: Item) -> str | None:
-    for field in ("response", "knowledge"):
-        value = getattr(item, field) if field == "response" else knowledge_text(item.knowledge)
-        if not isinstance(value, str):
-            return f"{item.key}: field '{field}' must be a string, got {_type_name(value)}."
-    history = item.history
-    if history is not None:
-        if isinstance(history, (str, bytes)) or not hasattr(history, "__iter__"):
-            return f"{item.key}: field 'history' must be a list of strings, got {_type_name(history)}."
-        for turn in history:
-            if not isinstance(turn, str):
-                return f"{item.key}: field 'history' must hold strings, got {_type_name(turn)}."
-    return None
+def _checked(item: Item) -> CheckedItem | ItemResult:
+    """The item's texts as the models read them, or its `bad` result (the one item check,
+    `validation.item_error`)."""
+    knowledge = knowledge_text(item.knowledge)  # passages joined
+    error = item_error(item.key, {"response": item.response, "knowledge": knowledge}, item.history)
+    if error is not None:
+        return ItemResult(item.key, "bad", None, error)
+    turns = cast("list[str] | None", item.history)  # checked: a list of strings, or None
+    return CheckedItem(
+        item.key,
+        clean_text(str.__str__(cast(str, item.response))),
+        clean_text(str.__str__(cast(str, knowledge))),
+        None if turns is None else [clean_text(str.__str__(t)) for t in turns],
+    )
 
 
 def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemResult]]:
     """Item by item: (good, bad). A good item's texts are those the models read
     (`validation.clean_text`); a bad item's error is one sentence naming its key and the field.
     Never raises for one item."""
-    good: list[CheckedItem] = []
-    bad: list[ItemResult] = []
-    for item in items:
-        error = _check_item(item)
-        if error is not None:
-            bad.append(ItemResult(item.key, "bad", None, error))
-            continue
-        turns = cast("list[str] | None", item.history)  # checked: a list of strings, or None
-        history = None if turns is None else [clean_text(str.__str__(t)) for t in turns]
-        good.append(
-            CheckedItem(
-                item.key,
-                clean_text(str.__str__(cast(str, item.response))),
-                clean_text(str.__str__(cast(str, knowledge_text(item.knowledge)))),  # passages joined
-                history,
-            )
-        )
-    return good, bad
+    checked = [_checked(item) for item in items]
+    return (
+        [c for c in checked if isinstance(c, CheckedItem)],
+        [c for c in checked if isinstance(c, ItemResult)],
+    )
 
 
 def score_items(
     scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCallback | None = None
 ) -> Outcome:
     """Validate the items, score the good ones in ONE engine call (`Q2Scorer.score`), and report
-    every item in input order: `scored`, `empty` (counted, unscored) or `bad` (its own sentence)."""
-    items = list(items)
-    good, bad = validate_items(items)
+    every item in input order: `scored`, `empty` (counted, unscored) or `bad` (its own sentence).
+    An item's history goes to the engine with `coref=True` only (the one option that reads it)."""
+    checked = [_checked(item) for item in items]
+    good = [c for c in checked if isinstance(c, CheckedItem)]
     histories: list[list[str]] | None = None
     if scorer.config.coref and any(item.history is not None for item in good):
         histories = [item.history or [] for item in good]
     result = scorer.score(
         [item.response for item in good],
         [item.knowledge for item in good],
-        histories=histories,
         progress=progress,
+        **({} if histories is None else {"histories": histories}),
     )
-    scored = iter(zip(good, result.responses))
-    reported = iter(bad)
+    scores = iter(result.responses)  # one per good item, in order
     out: list[ItemResult] = []
-    for item in items:  # the good and the bad each keep their order: merge them back
-        if _check_item(item) is not None:
-            out.append(next(reported))
+    for c in checked:
+        if isinstance(c, ItemResult):
+            out.append(c)
             continue
-        kept, score = next(scored)
-        status: Status = "empty" if empty_reason(kept.response, kept.knowledge) is not None else "scored"
-        out.append(ItemResult(item.key, status, score))
-    return Outcome(out, result.system, result.signature)
+        status: Status = "empty" if empty_reason(c.response, c.knowledge) is not None else "scored"
+        out.append(ItemResult(c.key, status, next(scores)))
+    return Outcome(out, result.system, result.signature, result.profile)
 
 
 # -- results, histories and the parser, so that no front-end reaches past the engine (what front-ends

@@ -340,15 +340,21 @@ class Q2(evaluate.Metric):
         config = self._config(variant, batch_size, tiny, **options)
         display.warn_if_tiny(config)  # the tiny models' one line, as the Python API gives it
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
-        responses, knowledge = predictions, references
+        turns = (
+            [None] * len(predictions)
+            if histories is None
+            else frontend.check_histories(histories, len(predictions))
+        )
+        items = [
+            frontend.Item(f"item {i}", p, r, history=h)
+            for i, (p, r, h) in enumerate(zip(predictions, references, turns))
+        ]
         with display.loading_output(bool(verbose)):
-            result = self.scorer(config).score(
-                responses,
-                knowledge,
-                progress=stage_progress("Q²") if show else None,
-                **({} if histories is None else {"histories": histories}),
+            outcome = frontend.score_items(
+                self.scorer(config), items, progress=stage_progress("Q²") if show else None
             )
-        out = result.to_dict(details=bool(return_details))
+        # `compute` and `add_batch` checked every item first (`_check`): none is bad here
+        out = outcome.as_result().to_dict(details=bool(return_details))
         if threshold is not None:
             threshold = display.check_threshold(threshold)
             decisions, counts = display.decisions(out["scores"], threshold)

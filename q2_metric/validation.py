@@ -49,6 +49,36 @@ def knowledge_text(value: Any) -> Any:
     return value
 
 
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def item_error(
+    key: str, texts: Mapping[str, object], history: object = None, history_field: str = "history"
+) -> str | None:
+    """The one item check: one sentence naming the item (`key`, in its front-end's words: "row 3",
+    "item 2") and the field, or None. Each of `texts` (field name -> value, as the models read it:
+    knowledge passages already joined by `knowledge_text`) must be a string; `history` None or a
+    list of strings (its turns).
+
+    >>> item_error("row 3", {"response": 7, "knowledge": "k"})
+    "row 3: field 'response' must be a string, got int."
+    >>> item_error("item 1", {}, ["hi", None], "histories")
+    "item 1: turn 1 of field 'histories' must be a string, got None."
+    """
+    for field, value in texts.items():
+        if not isinstance(value, str):
+            return f"{key}: field '{field}' must be a string, got {_type_name(value)}."
+    if history is None:
+        return None
+    if isinstance(history, (str, bytes)) or not hasattr(history, "__iter__"):
+        return f"{key}: field '{history_field}' must be a list of strings, got {_type_name(history)}."
+    for j, turn in enumerate(history):
+        if not isinstance(turn, str):
+            return f"{key}: turn {j} of field '{history_field}' must be a string, got {_type_name(turn)}."
+    return None
+
+
 def validate_inputs(
     responses: Any,
     knowledge: Any,
@@ -71,10 +101,9 @@ def validate_inputs(
             "they must be parallel lists"
         )
     for i, (r, k) in enumerate(zip(responses, knowledge)):
-        for name, value in ((response_field, r), (knowledge_field, k)):
-            if not isinstance(value, str):
-                kind = "None" if value is None else type(value).__name__
-                raise Q2InputError(f"item {start + i}: field '{name}' must be a string, got {kind}")
+        error = item_error(f"item {start + i}", {response_field: r, knowledge_field: k})
+        if error is not None:
+            raise Q2InputError(error)
     return [clean_text(str.__str__(r)) for r in responses], [clean_text(str.__str__(k)) for k in knowledge]
 
 

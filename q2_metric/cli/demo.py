@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from q2_metric.cli.common import _signature_text, add_config_args, config_from_args
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError
 from q2_metric.progress import plural
+
+if TYPE_CHECKING:
+    from q2_metric.frontend import Outcome
+    from q2_metric.results import ResponseScore
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 SAMPLE = DATA_DIR / "wow_sample.csv"
@@ -19,8 +25,8 @@ TINY_ROWS = 6
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from q2_metric.display import loading_output, reason_line, tiny_note
-    from q2_metric.frontend import check_models, model_words
+    from q2_metric.display import loading_output, tiny_note
+    from q2_metric.frontend import Item, check_models, model_words, score_items
     from q2_metric.io import read_rows
     from q2_metric.options import flag_name
     from q2_metric.progress import stage_progress
@@ -67,36 +73,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
             )
         )
         scorer.load()
-        # --coref: the sample's history is its last user message
-        turns = (
-            {"histories": [[r["message"]] if r.get("message") else [] for r in rows]} if args.coref else {}
-        )
-        result = scorer.score(
-            [r["response"] for r in rows], [r["knowledge"] for r in rows], progress=progress, **turns
-        )
+        # --coref: the sample's history is its last user message (read with --coref only)
+        items = [
+            Item(
+                f"response {i}",
+                r["response"],
+                r["knowledge"],
+                history=([r["message"]] if r.get("message") else []) if args.coref else None,
+            )
+            for i, r in enumerate(rows)
+        ]
+        outcome = score_items(scorer, items, progress=progress)
     from q2_metric.display import figure, figures_text
+    from q2_metric.frontend import system_figures
 
-    groups: dict[tuple[str, str], list[float]] = {}
-    for row, res in zip(rows, result.responses):
-        groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(res.q2)
-    print(scored_line(len(rows), readable, args.input, capped_by_tiny, not_scored(result.responses)) + "\n")
+    groups: dict[tuple[str, str], list[ResponseScore]] = {}
+    for row, item in zip(rows, outcome.items):
+        if item.score is not None:
+            groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(item.score)
+    print(scored_line(len(rows), readable, args.input, capped_by_tiny, not_scored(outcome)) + "\n")
     print("Mean Q2 per system and human label (n: scored responses):")
     print(f"{'system':<10}{'label':<14}{'n':>4}{'mean Q2':>10}")
-    for (system, label), vals in sorted(groups.items()):
-        kept = [v for v in vals if v == v]
-        mean = sum(kept) / len(kept) if kept else float("nan")
-        print(f"{system:<10}{label:<14}{len(kept):>4}{figure(mean, 3):>10}")
+    for (system, label), scores in sorted(groups.items()):
+        group = system_figures(scores)  # the system figures' rule: over the scored responses
+        print(f"{system:<10}{label:<14}{group.num_scored:>4}{figure(group.q2, 3):>10}")
     print(
         f"\nEach response, and why it scored what it did:\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why"
     )
-    for i, (row, res) in enumerate(zip(rows, result.responses)):
+    for i, (row, item) in enumerate(zip(rows, outcome.items)):
         print(
-            f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{figure(res.q2, 3):>6}  "
-            f"{reason_line(res)}"
+            f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{figure(item.q2, 3):>6}  "
+            f"{item.reason}"
         )
     # the questions behind the first responses that have any (a fallback is already explained above)
     explained = [
-        (i, row, res) for i, (row, res) in enumerate(zip(rows, result.responses)) if res.valid_questions
+        (i, row, item.score)
+        for i, (row, item) in enumerate(zip(rows, outcome.items))
+        if item.score is not None and item.score.valid_questions
     ][: args.explain]
     for i, row, res in explained:
         print(f"\nThe valid questions of response {i}: {row['response']}")
@@ -106,8 +119,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
                 f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}"
             )
-    print("\nSystem figures:\n" + figures_text(result.system))
-    print("\nSignature (how these scores were made):\n" + _signature_text(str(result.signature), args.short))
+    print("\nSystem figures:\n" + figures_text(outcome.system))
+    print("\nSignature (how these scores were made):\n" + _signature_text(str(outcome.signature), args.short))
     if tiny:
         print("\n" + tiny_note(always=True))
         if args.coref:
@@ -118,15 +131,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def not_scored(responses: list) -> dict[str, int]:
-    """Why responses were not scored (`empty response`) -> how many."""
-    from q2_metric.display import NOT_SCORED, reason_line
+def not_scored(outcome: Outcome) -> dict[str, int]:
+    """Why responses were not scored -> how many: each item the outcome does not count as scored
+    (`Outcome.counts`: an empty one by its reason, "empty response" or "empty knowledge"; a bad one
+    by its sentence), and a scored one the engine left without a number (no valid question with
+    the fallback off), so that the rest are those the system figures are over."""
+    from q2_metric.display import NOT_SCORED
 
     out: dict[str, int] = {}
-    for res in responses:
-        if not res.scored:
-            why = reason_line(res).removeprefix(NOT_SCORED).rstrip(".")
-            out[why] = out.get(why, 0) + 1
+    for item in outcome.items:
+        if item.status == "scored" and not math.isnan(item.q2):
+            continue
+        why = item.reason.removeprefix(NOT_SCORED).rstrip(".") if item.status != "bad" else item.reason
+        out[why] = out.get(why, 0) + 1
     return out
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
 from q2_metric.display import decide, decision_counts, history_separator, history_turns
 from q2_metric.errors import CacheWriteError, Q2InputError
-from q2_metric.frontend import guard, system_figures
+from q2_metric.frontend import Item, guard, score_items, system_figures
 from q2_metric.io import (
     Row,
     check_table_suffix,
@@ -287,18 +287,34 @@ def score_file(
         # a bar per stage on a terminal; elsewhere one line per stage for the whole run, at its end
         stages = stage_progress("Q²", leave=False, position=1) if on_terminal() else StageTotals("Q²")
     profiles = []
+    first_line: dict[str, int] = {}  # pair key -> the line of its first row (the item's key)
+    for row in run.good:
+        first_line.setdefault(run.keys[row.number], row.line)
     for n, chunk in enumerate(chunks, 1):
-        scored = scorer.score(
-            [run.texts[k][0] for k in chunk],
-            [run.texts[k][1] for k in chunk],
+        # each chunk through the contract: one engine call, every pair reported by its first line
+        outcome = score_items(
+            scorer,
+            [
+                Item(
+                    f"line {first_line[k]}",
+                    *run.texts[k],
+                    history=run.histories[k] if history_col else None,
+                )
+                for k in chunk
+            ],
             progress=stages,
-            **({"histories": [run.histories[k] for k in chunk]} if history_col else {}),
         )
-        profiles.append(scored.profile)
-        results.update(zip(chunk, scored.responses))  # kept whatever happens to the cache
+        profiles.append(outcome.profile)
+        now = {k: item.score for k, item in zip(chunk, outcome.items) if item.score is not None}
+        for k, item in zip(chunk, outcome.items):
+            if item.error is not None:  # a bad pair: its rows are bad rows, the others scored
+                for row in run.good:
+                    if run.keys[row.number] == k:
+                        row.error = item.error
+        results.update(now)  # kept whatever happens to the cache
         if cache:
             try:
-                cache.add([(k, res.to_dict()) for k, res in zip(chunk, scored.responses)])
+                cache.add([(k, res.to_dict()) for k, res in now.items()])
             except CacheWriteError as err:
                 cache = None
                 warnings.append(

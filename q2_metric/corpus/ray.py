@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 
 from q2_metric.corpus.files import ScoreReport, check_decision_column, prepare_run, write_results
 from q2_metric.errors import Q2Error
+from q2_metric.frontend import Item, score_items
 from q2_metric.scorer import Q2Scorer
 
 PART_GLOB = "part-*.parquet"
@@ -67,7 +68,12 @@ class ScoreBatch:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         keys = [str(k) for k in batch["key"]]
-        result = self.scorer.score([str(x) for x in batch["response"]], [str(x) for x in batch["knowledge"]])
+        items = [
+            Item(f"pair {k}", str(r), str(kn))
+            for k, r, kn in zip(keys, batch["response"], batch["knowledge"])
+        ]
+        # every text is a string: no item is bad (`as_result` would name one)
+        result = score_items(self.scorer, items).as_result()
         return {
             "key": keys,
             "result": [json.dumps(r.to_dict()) for r in result.responses],

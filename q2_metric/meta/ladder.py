@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
+from q2_metric.frontend import Item, score_items
 
 if TYPE_CHECKING:
-    from q2_metric.results import ResponseScore
+    from q2_metric.frontend import ItemResult
     from q2_metric.scorer import Q2Scorer
 
 SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
@@ -78,10 +79,24 @@ class Cell:
     responses: int
 
 
-def _cell(scores: Sequence[ResponseScore]) -> Cell:
+def _rows(splits: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    """(split, the row's key as `read_split`'s messages name it, row) for every row of every split."""
+    return [
+        (name, f"{name} row {i}", r)
+        for name, split_rows in splits.items()
+        for i, r in enumerate(split_rows, 1)
+    ]
+
+
+def _cell(items: Sequence[ItemResult], say: Callable[[str], None]) -> Cell:
+    """The system figures over the items' scores; a bad item (a response or knowledge that is no
+    text) has none: said in its one sentence, and left out as an empty one is."""
     from q2_metric.frontend import system_figures
 
-    s = system_figures(scores)
+    for item in items:
+        if item.error is not None:
+            say(f"{item.error} Left out.")
+    s = system_figures([item.score for item in items if item.score is not None])
     return Cell(s.q2, s.coverage, s.num_valid_questions, s.no_answer_share, s.num_scored)
 
 
@@ -89,18 +104,24 @@ def run_ladder(
     scorer: Q2Scorer, splits: dict[str, list[dict]], say: Callable[[str], None] = lambda m: None
 ) -> dict[str, dict[str, Cell]]:
     """Table 7: variant -> split -> Cell. One engine call per variant over every split's rows."""
-    rows = [(name, r) for name, split_rows in splits.items() for r in split_rows]
+    rows = _rows(splits)
     out = {}
     for name, config in ladder_configs(scorer.config):
         say(f"ladder: {name}")
         scorer.reconfigure(config)
-        result = scorer.score(
-            [r["response"] for _, r in rows],
-            [r["knowledge"] for _, r in rows],
-            histories=[[r["message"]] if r.get("message") else [] for _, r in rows],
-        )
+        # with coref, each row's history: the dialogue's last user message
+        items = [
+            Item(
+                key,
+                r["response"],
+                r["knowledge"],
+                ([r["message"]] if r.get("message") else []) if config.coref else None,
+            )
+            for _, key, r in rows
+        ]
+        outcome = score_items(scorer, items)
         out[name] = {
-            split: _cell([res for (s, _), res in zip(rows, result.responses) if s == split])
+            split: _cell([item for (s, _, _), item in zip(rows, outcome.items) if s == split], say)
             for split in splits
         }
     return out
@@ -113,18 +134,18 @@ def run_control(
     say: Callable[[str], None] = lambda m: None,
 ) -> dict[str, Cell]:
     """Table 8: knowledge source -> Cell over every response that has such knowledge."""
-    rows = [r for split_rows in splits.values() for r in split_rows]
+    rows = _rows(splits)
+    plain = [r for _, _, r in rows]
     sources = {
-        "original": [r["knowledge"] for r in rows],
-        "same dialogue, other turn": donor_knowledge(rows, "same", seed),
-        "other dialogue": donor_knowledge(rows, "other", seed),
+        "original": [r["knowledge"] for r in plain],
+        "same dialogue, other turn": donor_knowledge(plain, "same", seed),
+        "other dialogue": donor_knowledge(plain, "other", seed),
     }
     out = {}
     for name, knowledge in sources.items():
         say(f"control: {name}")
-        kept = [(r, k) for r, k in zip(rows, knowledge) if k is not None]
-        result = scorer.score([r["response"] for r, _ in kept], [k for _, k in kept])
-        out[name] = _cell(result.responses)
+        items = [Item(key, r["response"], k) for (_, key, r), k in zip(rows, knowledge) if k is not None]
+        out[name] = _cell(score_items(scorer, items).items, say)
     return out
 
 

@@ -257,6 +257,7 @@ def check_histories(
 ) -> list[list[str]]:
     """One list of turns per response (None: no history for any), checked before any model work."""
     from q2_metric.errors import Q2InputError
+    from q2_metric.validation import item_error
 
     if histories is None:
         return [[] for _ in range(count)]
@@ -267,19 +268,10 @@ def check_histories(
         )
     out = []
     for i, turns in enumerate(histories):
-        if turns is None:
-            out.append([])
-            continue
-        if isinstance(turns, str):
-            raise Q2InputError(
-                f"item {i}: field '{field_name}' is a string; give a list of turns "
-                f"(split a joined column with q2_metric.display.history_turns)"
-            )
-        for j, turn in enumerate(turns):
-            if not isinstance(turn, str):
-                kind = "None" if turn is None else type(turn).__name__
-                raise Q2InputError(f"item {i}: turn {j} of field '{field_name}' must be a string, got {kind}")
-        out.append(list(turns))
+        error = item_error(f"item {i}", {}, turns, field_name)  # the one item check
+        if error is not None:
+            raise Q2InputError(error)
+        out.append([] if turns is None else list(turns))
     return out
 
 

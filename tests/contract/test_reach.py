@@ -4,6 +4,7 @@ imports `q2_metric.steps` or `q2_metric.models` but the few listed here, each wi
 
 from __future__ import annotations
 
+import pytest
 from unit.test_layers import PACKAGE, import_graph, imports_of, module_names
 
 FRONT_END_PACKAGES = (
@@ -114,3 +115,80 @@ def test_the_door_check_sees_a_direct_call(tmp_path):
     finally:
         reach.PACKAGE = real
     assert found == ["sneaky.py: check_run", "sneaky2.py: build_config"]
+
+
+# Scoring's door (issue 49): a front-end scores through `frontend.score_items` (items in, an
+# `Outcome` out: validation, statuses and counts in one place), never by calling `Q2Scorer.score`
+# itself (11 such calls in 7 front-end modules before). A call `<receiver>.score(...)` is allowed
+# where the receiver is the harness batcher (its `score` goes through `score_items`) and where
+# listed here with its reason.
+SCORE_ALLOWED = {
+    ("q2_metric/meta/baselines.py", "bert_score"): "BERTScore's own function (a baseline), not a Q² scorer",
+}
+
+
+def _shown(path) -> str:
+    try:
+        return str(path.relative_to(PACKAGE.parent))
+    except ValueError:  # a file outside the checkout (the check's own test)
+        return path.name
+
+
+def score_calls(files) -> list[str]:
+    """`path: receiver` for each call `receiver.score(...)` in `files` that is neither the harness
+    batcher's nor listed in `SCORE_ALLOWED`."""
+    import ast
+
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr != "score":
+                continue
+            receiver = ast.unparse(node.func.value)
+            shown = _shown(path)
+            batcher = shown.startswith("q2_metric/harness/") and receiver.rpartition(".")[2].endswith(
+                "batcher"
+            )
+            if not batcher and (shown, receiver) not in SCORE_ALLOWED:
+                found.append(f"{shown}: {receiver}")
+    return sorted(set(found))
+
+
+def test_front_ends_score_only_through_score_items():
+    assert score_calls(front_end_files()) == []
+
+
+def test_every_listed_score_call_is_still_there():
+    files = front_end_files()
+    real = SCORE_ALLOWED.copy()
+    SCORE_ALLOWED.clear()
+    try:
+        found = score_calls(files)
+    finally:
+        SCORE_ALLOWED.update(real)
+    assert {tuple(f.split(": ")) for f in found} == set(real)
+
+
+def test_the_score_check_sees_a_direct_call(tmp_path, monkeypatch):
+    import contract.test_reach as reach
+
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(
+        "def run(scorer, self, config, batcher):\n"
+        "    scorer.score(['a'], ['b'])\n"
+        "    self.scorer(config).score(['a'], ['b'])\n"
+        "    batcher.score(1)\n"  # not in the harness: a batcher elsewhere is no exception
+        "    scorer.score_items([])\n",  # another name: not a call of `score`
+        encoding="utf-8",
+    )
+    real = reach.front_end_files()
+    monkeypatch.setattr("contract.test_reach.front_end_files", lambda: [*real, sneaky])
+    assert reach.score_calls(reach.front_end_files()) == [
+        "sneaky.py: batcher",
+        "sneaky.py: scorer",
+        "sneaky.py: self.scorer(config)",
+    ]
+    with pytest.raises(AssertionError):
+        reach.test_front_ends_score_only_through_score_items()

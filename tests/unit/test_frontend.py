@@ -157,3 +157,18 @@ def test_the_spacy_and_device_sentences_use_the_front_ends_words():
                 check_device("cuda")
     with pytest.raises(ModelNotAvailable, match=r"as spacy_model \(--spacy-model\)\.$"):
         check_spacy("no_such_spacy_package")  # outside the block: both spellings, as before
+
+
+def test_outcome_as_result_is_the_engine_result_of_its_items():
+    """`Outcome.as_result`: what a front-end whose output is a `Q2Result`'s reads (the evaluate
+    module's dict, the agreement); a bad item has no score, so it is refused in its own sentence."""
+    out = score_items(scripted_scorer(), [Item("item 0", GOOD, GOOD), Item("item 1", "", GOOD)])
+    result = out.as_result()
+    assert result.scores[0] == 1.0 and math.isnan(result.scores[1])  # "Bob Ross" answered alike; empty
+    assert result.signature is out.signature and result.system is out.system
+    assert result.to_dict()["num_scored"] == 1 and result.to_dict()["num_skipped"] == 1
+    assert [p.stage for p in out.profile] == [p.stage for p in result.profile] and out.profile
+    bad = score_items(scripted_scorer(), [Item("item 0", GOOD, GOOD), Item("item 1", GOOD, 3)])
+    assert bad.first_error() == "item 1: field 'knowledge' must be a string, got int."
+    with pytest.raises(Q2Error, match=r"^item 1: field 'knowledge' must be a string, got int\.$"):
+        bad.as_result()

@@ -81,7 +81,7 @@ def test_bad_histories_fail_before_any_model_work():
         scorer.score(["a", "b"], ["c", "d"], histories=[[], [3]])
     with pytest.raises(Q2InputError, match="one list of turns per response"):
         scorer.score(["a", "b"], ["c", "d"], histories=[[]])
-    with pytest.raises(Q2InputError, match="item 0: field 'histories' is a string"):
+    with pytest.raises(Q2InputError, match="item 0: field 'histories' must be a list of strings, got str"):
         scorer.score(["a"], ["c"], histories=["x ||| y"])
     assert scorer._coref.calls == [] and scorer.parser.calls == []
 

@@ -212,3 +212,32 @@ def test_knowledge_as_a_list_of_passages_is_one_rule_for_every_front_end(tmp_pat
     assert json.loads((tmp_path / "out.jsonl").read_text())["q2"] == by_hand.scores[0]
     with pytest.raises(Q2InputError, match="item 0: field 'knowledge' must be a string, got list"):
         scorer.score(["a"], [["a", 1]])  # a list that is not of passages
+
+
+def test_one_item_check_for_every_caller():
+    """The one item check (`validation.item_error`): the same sentence from the contract's
+    `validate_items`, the list call's `validate_inputs` and the histories' `check_histories`
+    (the sentences are written here by hand)."""
+    from q2_metric.frontend import Item, validate_items
+    from q2_metric.steps.coref import check_histories
+    from q2_metric.validation import item_error, validate_inputs
+
+    assert item_error("row 3", {"response": "a", "knowledge": "b"}, ["hi"]) is None
+    assert (
+        item_error("row 3", {"response": 7, "knowledge": "b"})
+        == "row 3: field 'response' must be a string, got int."
+    )
+    assert item_error("k", {}, "a ||| b") == "k: field 'history' must be a list of strings, got str."
+    assert item_error("k", {}, 5, "histories") == "k: field 'histories' must be a list of strings, got int."
+    assert item_error("k", {}, ["a", None]) == "k: turn 1 of field 'history' must be a string, got None."
+    _, bad = validate_items([Item("item 1", "a", 3), Item("item 0", "a", "b", history=["x", 2])])
+    assert [b.error for b in bad] == [
+        "item 1: field 'knowledge' must be a string, got int.",
+        "item 0: turn 1 of field 'history' must be a string, got int.",
+    ]
+    with pytest.raises(Q2InputError) as err:
+        validate_inputs(["a", "b"], ["c", 3])
+    assert str(err.value) == "item 1: field 'knowledge' must be a string, got int."
+    with pytest.raises(Q2InputError) as err:
+        check_histories([["x", 2]], 1)
+    assert str(err.value) == "item 0: turn 1 of field 'histories' must be a string, got int."

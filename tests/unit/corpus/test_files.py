@@ -342,3 +342,28 @@ def test_a_resumed_run_gives_the_fresh_runs_objects_and_system_figures(tmp_path)
     assert json_safe(system_of(resumed.responses).to_dict()) == json_safe(engine.system.to_dict())
     assert json_safe(resumed.system.to_dict()) == json_safe(engine.system.to_dict())
     assert math.isnan(resumed.responses[3].q2) and resumed.responses[4].fallback
+
+
+def test_each_chunk_goes_through_score_items_keyed_by_its_first_line(tmp_path, monkeypatch):
+    """`q2 score` scores through the contract: one `frontend.score_items` call per chunk (1, then 2
+    pairs: `chunked`), each pair named by the line of its first row (CSV: the header is line 1), a
+    repeated pair scored once and its rows given its score."""
+    import q2_metric.corpus.files as files
+
+    rows = [ROWS[0], ROWS[1], ROWS[0], ROWS[2]]  # lines 2-5; line 4 repeats line 2's pair
+    write_csv(tmp_path / "in.csv", rows)
+    calls = []
+    real = files.score_items
+
+    def spy(scorer, items, **kwargs):
+        calls.append([item.key for item in items])
+        return real(scorer, items, **kwargs)
+
+    monkeypatch.setattr(files, "score_items", spy)
+    report = score_file(
+        scripted_scorer(), tmp_path / "in.csv", tmp_path / "out.csv", cache_dir=tmp_path / "c"
+    )
+    assert calls == [["line 2"], ["line 3", "line 5"]]
+    assert [float(r["q2"]) for r in read_csv(tmp_path / "out.csv")] == [1.0] * 4  # each span in its knowledge
+    assert report.num_scored_now == 3 and report.system.num_scored == 4
+    assert [p.stage for p in report.profile][:1] == ["candidates"]  # the chunks' profiles, merged
