@@ -247,7 +247,7 @@ def score_items(
     return Outcome(out, result.system, result.signature, result.profile)
 
 
-# -- results, histories and the parser, so that no front-end reaches past the engine (what front-ends
+# -- results and the parser, so that no front-end reaches past the engine (what front-ends
 # show is `q2_metric.display`) ------------------------------------------------------------------
 
 
@@ -256,14 +256,6 @@ def system_figures(responses: Sequence[ResponseScore]) -> SystemScore:
     from q2_metric.steps.system_score import system_of
 
     return system_of(responses)
-
-
-def check_histories(histories: Any, count: int) -> list[list[str]]:
-    """Dialogue histories, one list of turns per response (each turn a string); one sentence naming
-    the item otherwise."""
-    from q2_metric.steps.coref import check_histories as check
-
-    return check(histories, count)
 
 
 def load_spacy_pipeline(name: str | None = None) -> Any:

@@ -27,7 +27,7 @@ from q2_metric.options import (
 )
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
-from q2_metric.validation import validate_inputs
+from q2_metric.validation import check_histories, validate_inputs
 
 _KWARGS_DESCRIPTION = f"""
 Scores each prediction (a dialogue response) against its reference (the knowledge it was grounded on).
@@ -213,7 +213,7 @@ class Q2(evaluate.Metric):
                 "or leave histories out."
             )
         if kwargs.get("histories") is not None and predictions is not None:
-            kwargs["histories"] = frontend.check_histories(kwargs["histories"], len(predictions or []))
+            kwargs["histories"] = check_histories(kwargs["histories"], len(predictions or []))
         with self._lock():
             # Only now, with the options and the cache folder checked, does evaluate write its cache:
             # the batches held by `add_batch`/`add` first, then this call's own (through `add_batch`).
@@ -341,9 +341,7 @@ class Q2(evaluate.Metric):
         display.warn_if_tiny(config)  # the tiny models' one line, as the Python API gives it
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
         turns = (
-            [None] * len(predictions)
-            if histories is None
-            else frontend.check_histories(histories, len(predictions))
+            [None] * len(predictions) if histories is None else check_histories(histories, len(predictions))
         )
         items = [
             frontend.Item(f"item {i}", p, r, history=h)

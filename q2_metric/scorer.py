@@ -34,14 +34,14 @@ from q2_metric.results import DISCARDED, Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature
 from q2_metric.steps.answers import KnowledgeAnswer, answer_from_knowledge
 from q2_metric.steps.candidates import find_candidates
-from q2_metric.steps.coref import CorefResolver, check_histories, resolve_pairs
+from q2_metric.steps.coref import CorefResolver, resolve_pairs
 from q2_metric.steps.question_filter import filter_questions
 from q2_metric.steps.questions import generate_questions
 from q2_metric.steps.response_scores import score_responses
 from q2_metric.steps.span_scores import SpanScore, score_spans
 from q2_metric.steps.spans import locate_spans
 from q2_metric.steps.system_score import system_of
-from q2_metric.validation import empty_reason, validate_inputs, warn_if_not_english
+from q2_metric.validation import check_histories, empty_reason, validate_inputs, warn_if_not_english
 
 T = TypeVar("T")
 

@@ -204,3 +204,23 @@ def warn_if_not_english(responses: Sequence[str], knowledge: Sequence[str]) -> N
         NotEnglishWarning,
         stacklevel=level,
     )
+
+
+def check_histories(
+    histories: Sequence[Sequence[str]] | None, count: int, field_name: str = "histories"
+) -> list[list[str]]:
+    """One list of turns per response (None: no history for any), checked before any model work."""
+    if histories is None:
+        return [[] for _ in range(count)]
+    if isinstance(histories, str) or len(histories) != count:
+        got = "a string" if isinstance(histories, str) else f"{len(histories)} items"
+        raise Q2InputError(
+            f"field '{field_name}' must hold one list of turns per response ({count}), got {got}"
+        )
+    out = []
+    for i, turns in enumerate(histories):
+        error = item_error(f"item {i}", {}, turns, field_name)  # the one item check
+        if error is not None:
+            raise Q2InputError(error)
+        out.append([] if turns is None else list(turns))
+    return out

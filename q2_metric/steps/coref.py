@@ -252,29 +252,6 @@ def resolve_dialogues(
     return traces
 
 
-def check_histories(
-    histories: Sequence[Sequence[str]] | None, count: int, field_name: str = "histories"
-) -> list[list[str]]:
-    """One list of turns per response (None: no history for any), checked before any model work."""
-    from q2_metric.errors import Q2InputError
-    from q2_metric.validation import item_error
-
-    if histories is None:
-        return [[] for _ in range(count)]
-    if isinstance(histories, str) or len(histories) != count:
-        got = "a string" if isinstance(histories, str) else f"{len(histories)} items"
-        raise Q2InputError(
-            f"field '{field_name}' must hold one list of turns per response ({count}), got {got}"
-        )
-    out = []
-    for i, turns in enumerate(histories):
-        error = item_error(f"item {i}", {}, turns, field_name)  # the one item check
-        if error is not None:
-            raise Q2InputError(error)
-        out.append([] if turns is None else list(turns))
-    return out
-
-
 def resolve_pairs(pairs: Sequence, histories: Sequence[Sequence[str]], resolver: CorefResolver) -> None:
     """Stage "coreference" (with `coref=True`): each pair's response becomes its resolved response, and its
     `ResponseScore.coref` records the replacements (`histories` indexed by the response's index)."""

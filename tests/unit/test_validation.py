@@ -219,8 +219,7 @@ def test_one_item_check_for_every_caller():
     `validate_items`, the list call's `validate_inputs` and the histories' `check_histories`
     (the sentences are written here by hand)."""
     from q2_metric.frontend import Item, validate_items
-    from q2_metric.steps.coref import check_histories
-    from q2_metric.validation import item_error, validate_inputs
+    from q2_metric.validation import check_histories, item_error, validate_inputs
 
     assert item_error("row 3", {"response": "a", "knowledge": "b"}, ["hi"]) is None
     assert (
