@@ -293,7 +293,10 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     commit_report(
         out,
         [
-            ("benchmark.json", lambda f: json.dump(json_safe(report), f, indent=2, allow_nan=False)),
+            (
+                "benchmark.json",
+                lambda f: json.dump(json_safe(report.to_dict()), f, indent=2, allow_nan=False),
+            ),
             ("benchmark.md", lambda f: f.write(markdown)),
             ("benchmark.tex", lambda f: f.write(latex)),
             (

@@ -1,10 +1,11 @@
-"""The benchmark's tables from `run_benchmark`'s dict: Markdown (`benchmark.md`), LaTeX
+"""The benchmark's tables from `run_benchmark`'s `BenchmarkReport`, read by attribute: Markdown (`benchmark.md`), LaTeX
 (`benchmark.tex`, booktabs) and the leaderboard (`leaderboard.csv`, one row per dataset and metric)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from q2_metric.meta.benchmark import BenchmarkReport, MetricAuc
 from q2_metric.meta.plots import label
 from q2_metric.meta.report import _tex, _tex_table
 
@@ -38,27 +39,27 @@ def _p(value: float | None, draws: int) -> str:
     return f"<{1 / draws:.2g}" if value == 0 else _f(value)
 
 
-def auc_cell(r: dict) -> str:
+def auc_cell(r: MetricAuc) -> str:
     """`0.852 [0.826, 0.876]`."""
-    return f"{_f(r['roc_auc'])} [{_f(r['low'])}, {_f(r['high'])}]"
+    return f"{_f(r.roc_auc)} [{_f(r.low)}, {_f(r.high)}]"
 
 
-def _metrics(report: dict) -> list[str]:
-    return list(report["metrics"])
+def _metrics(report: BenchmarkReport) -> list[str]:
+    return list(report.metrics)
 
 
-def _caption(report: dict) -> str:
+def _caption(report: BenchmarkReport) -> str:
     return (
         f"ROC AUC (consistent = positive; 0.5 = chance) with a 95% percentile-bootstrap interval over "
-        f"{report['draws']} resamples of each dataset's responses (seed {report['seed']}, the same resamples "
+        f"{report.draws} resamples of each dataset's responses (seed {report.seed}, the same resamples "
         "for every metric)."
     )
 
 
-def render_markdown(report: dict) -> str:
+def render_markdown(report: BenchmarkReport) -> str:
     """The AUC table, the datasets, the p-values, the calibrated decisions and the plots."""
     metrics = _metrics(report)
-    warning = [f"**{report['meaningless']}**", ""] if report.get("meaningless") else []
+    warning = [f"**{report.meaningless}**", ""] if report.meaningless else []
     lines = [
         "# Dialogue-faithfulness benchmark",
         "",
@@ -70,18 +71,17 @@ def render_markdown(report: dict) -> str:
         "| dataset | n | consistent | " + " | ".join(label(m) for m in metrics) + " |",
         "|---" * (len(metrics) + 3) + "|",
     ]
-    for name, res in report["results"].items():
-        d = report["datasets"][name]
+    for name, res in report.results.items():
+        d = report.datasets[name]
         lines.append(
-            f"| {name} | {d['n']:,} | {d['consistent_share']:.1%} | "
-            + " | ".join(auc_cell(res["metrics"][m]) for m in metrics)
+            f"| {name} | {d.n:,} | {d.consistent_share:.1%} | "
+            + " | ".join(auc_cell(res.metrics[m]) for m in metrics)
             + " |"
         )
     lines += ["", "## Datasets", ""]
-    for name, d in report["datasets"].items():
+    for name, d in report.datasets.items():
         lines.append(
-            f"- {name}: {d['source']} (format {d['format']}; {d['label_rule']}); {d['consistent']:,} of "
-            f"{d['n']:,} consistent"
+            f"- {name}: {d.source} (format {d.format}; {d.label_rule}); {d.consistent:,} of {d.n:,} consistent"
         )
     lines += [
         "",
@@ -93,18 +93,18 @@ def render_markdown(report: dict) -> str:
         "| dataset | metric | vs Q² | vs best baseline |",
         "|---|---|---|---|",
     ]
-    for name, res in report["results"].items():
+    for name, res in report.results.items():
         for m in metrics:
-            r = res["metrics"][m]
+            r = res.metrics[m]
             lines.append(
-                f"| {name} | {label(m)} | {_p(r['p_vs_q2'], r['draws'])} | "
-                f"{_p(r['p_vs_best_baseline'], r['draws'])} ({label(res['best_baseline'] or '-')}) |"
+                f"| {name} | {label(m)} | {_p(r.p_vs_q2, r.draws)} | "
+                f"{_p(r.p_vs_best_baseline, r.draws)} ({label(res.best_baseline or '-')}) |"
             )
-    cal = report.get("calibration")
+    cal = report.calibration
     if cal:
         lines += [
             "",
-            f"## Calibrated decisions: threshold tuned on {cal['dev']}, applied to {cal['test']}",
+            f"## Calibrated decisions: threshold tuned on {cal.dev}, applied to {cal.test}",
             "",
             "Consistent iff score > threshold; the threshold is the lowest of the dev scores with the "
             "highest dev balanced accuracy (scores on the 0-1 scale of the table above). Precision and recall "
@@ -113,58 +113,57 @@ def render_markdown(report: dict) -> str:
             "| metric | threshold | dev bal. acc. | test bal. acc. | test precision | test recall |",
             "|---|---|---|---|---|---|",
         ]
-        for m, c in cal["metrics"].items():
+        for m, c in cal.metrics.items():
             lines.append(
-                f"| {label(m)} | {c['threshold']:.4g} | {_f(c['dev']['balanced_accuracy'])} | "
-                f"{_f(c['test']['balanced_accuracy'])} | {_f(c['test']['precision'])} | "
-                f"{_f(c['test']['recall'])} |"
+                f"| {label(m)} | {c.threshold:.4g} | {_f(c.dev.balanced_accuracy)} | "
+                f"{_f(c.test.balanced_accuracy)} | {_f(c.test.precision)} | {_f(c.test.recall)} |"
             )
     lines += ragtruth_markdown(report) + aggrefact_markdown(report) + published_markdown(report)
-    if report.get("plots"):
-        lines += ["", "## Figures", ""] + [f"![{name[:-4]}]({name})" for name in report["plots"]]
-    if report.get("signature"):
+    if report.plots:
+        lines += ["", "## Figures", ""] + [f"![{name[:-4]}]({name})" for name in report.plots]
+    if report.signature:
         lines += [
             "",
             "## Signature",
             "",
-            f"Q²: `{report['signature_short']}`",
+            f"Q²: `{report.signature_short}`",
             "",
-            f"`{report['signature']}`",
+            f"`{report.signature}`",
         ]
-    if report["notes"]:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in report["notes"]]
+    if report.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
 
 
-def _counts(d: dict) -> str:
+def _counts(d: dict[str, int]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in d.items()) or "none"
 
 
-def _rt_label(metric: str, report: dict) -> str:
+def _rt_label(metric: str, report: BenchmarkReport) -> str:
     """The row name of a metric's figures: Q²'s span predictions show as `Q² spans`, a span file by its name."""
     base = metric.removesuffix(" spans")
-    shown = label(base) if base in report["metrics"] else base
+    shown = label(base) if base in report.metrics else base
     return f"{shown} spans" if metric.endswith(" spans") else shown
 
 
-def ragtruth_markdown(report: dict) -> list[str]:
+def ragtruth_markdown(report: BenchmarkReport) -> list[str]:
     """Per RAGTruth set: the selection's counts, the bad rows, and every metric's figures under
     both character definitions."""
     lines: list[str] = []
-    for name, r in (report.get("ragtruth") or {}).items():
-        sel = r["selection"]
+    for name, r in report.ragtruth.items():
+        sel = r.selection
         lines += [
             "",
             f"## RAGTruth: {name}",
             "",
-            f"Selection: split '{sel['split']}' and quality '{sel['quality']}' (knowledge: {sel['grounding']}). "
-            f"Of {sel['rows']:,} rows, {sel['kept']:,} kept ({_counts(sel['kept_by_task'])}), "
-            f"{sel['bad']:,} bad, left out by split: {_counts(sel['left_out_by_split'])}; "
-            f"by quality: {_counts(sel['left_out_by_quality'])}. {r['gold']['hallucinated']:,} kept responses "
-            f"are hallucinated (at least one labelled span), with {r['gold']['spans']:,} spans.",
+            f"Selection: split '{sel.split}' and quality '{sel.quality}' (knowledge: {sel.grounding}). "
+            f"Of {sel.rows:,} rows, {sel.kept:,} kept ({_counts(sel.kept_by_task)}), "
+            f"{sel.bad:,} bad, left out by split: {_counts(sel.left_out_by_split)}; "
+            f"by quality: {_counts(sel.left_out_by_quality)}. {r.gold.hallucinated:,} kept responses "
+            f"are hallucinated (at least one labelled span), with {r.gold.spans:,} spans.",
             "",
             f"Response level (RAGTruth's rule: hallucinated iff at least one labelled span); a score flags a "
-            f"response iff it is <= {r['threshold']:g}, a span prediction iff it holds a span. Character level: "
+            f"response iff it is <= {r.threshold:g}, a span prediction iff it holds a span. Character level: "
             "**RAGTruth's** (character sets: union of gold vs union of predicted spans per response; n/a where "
             "nothing to divide by) and **LettuceDetect's** (pairwise overlaps summed, so a character can count "
             "twice; 0 where nothing to divide by; its span_f1).",
@@ -173,32 +172,28 @@ def ragtruth_markdown(report: dict) -> list[str]:
             "| char F1 (RAGTruth) | char P (LettuceDetect) | char R (LettuceDetect) | char F1 (LettuceDetect) |",
             "|---" * 12 + "|",
         ]
-        for m, f in r["metrics"].items():
-            resp = f["response"]
-            cells = [_f(resp[k]) for k in ("precision", "recall", "f1")]
-            for level in ("character_ragtruth", "character_lettucedetect"):
-                c = f.get(level)
-                cells += [_f(c[k]) for k in ("precision", "recall", "f1")] if c else ["-"] * 3
+        for m, f in r.metrics.items():
+            cells = []
+            for rates in (f.response, f.character_ragtruth, f.character_lettucedetect):
+                cells += [_f(rates.precision), _f(rates.recall), _f(rates.f1)] if rates else ["-"] * 3
             lines.append(
-                f"| {_rt_label(m, report)} | {f['responses']:,} | {len(f['unscored']):,} | "
+                f"| {_rt_label(m, report)} | {f.responses:,} | {len(f.unscored):,} | "
                 + " | ".join(cells)
                 + " |"
             )
-        if r["bad_rows"]:
-            lines += ["", f"Bad rows ({len(r['bad_rows']):,}), left out:", ""] + [
-                f"- {b}" for b in r["bad_rows"]
-            ]
-        unscored = {m: f["unscored"] for m, f in r["metrics"].items() if f["unscored"]}
+        if r.bad_rows:
+            lines += ["", f"Bad rows ({len(r.bad_rows):,}), left out:", ""] + [f"- {b}" for b in r.bad_rows]
+        unscored = {m: f.unscored for m, f in r.metrics.items() if f.unscored}
         if unscored:
             lines += ["", "Unscored responses, left out of a metric's figures (by id):", ""]
             lines += [f"- {m}: {', '.join(ids)}" for m, ids in unscored.items()]
     return lines
 
 
-def aggrefact_markdown(report: dict) -> list[str]:
+def aggrefact_markdown(report: BenchmarkReport) -> list[str]:
     """Per LLM-AggreFact set: each metric's threshold and balanced accuracy per source dataset."""
     lines: list[str] = []
-    for name, per_metric in (report.get("aggrefact") or {}).items():
+    for name, per_metric in report.aggrefact.items():
         lines += [
             "",
             f"## LLM-AggreFact protocol: {name}",
@@ -210,16 +205,16 @@ def aggrefact_markdown(report: dict) -> list[str]:
             "|---|---|---|---|---|",
         ]
         for m, r in per_metric.items():
-            for ds, d in r["datasets"].items():
-                t = "n/a" if d["threshold"] is None else f"{d['threshold']:.4g}"
-                lines.append(f"| {label(m)} | {ds} | {d['tuned_on']} | {t} | {_f(d['balanced_accuracy'])} |")
-            lines.append(f"| {label(m)} | **mean** | | | {_f(r['mean_balanced_accuracy'])} |")
+            for ds, d in r.datasets.items():
+                t = "n/a" if d.threshold is None else f"{d.threshold:.4g}"
+                lines.append(f"| {label(m)} | {ds} | {d.tuned_on} | {t} | {_f(d.balanced_accuracy)} |")
+            lines.append(f"| {label(m)} | **mean** | | | {_f(r.mean_balanced_accuracy)} |")
     return lines
 
 
-def published_markdown(report: dict) -> list[str]:
+def published_markdown(report: BenchmarkReport) -> list[str]:
     """The published figures on the run's sets beside the run's (`meta.published`)."""
-    rows = [(name, p) for name, ps in (report.get("published") or {}).items() for p in ps]
+    rows = [(name, p) for name, ps in report.published.items() for p in ps]
     if not rows:
         return []
     lines = [
@@ -230,52 +225,49 @@ def published_markdown(report: dict) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for name, p in rows:
-        where = (
-            p["paper"] + (f", {p['table']}" if p["table"] else "") + (f"; {p['note']}" if p["note"] else "")
-        )
+        where = p.paper + (f", {p.table}" if p.table else "") + (f"; {p.note}" if p.note else "")
         lines.append(
-            f"| {name} | {p['label']} | {p['published']:.4g} | {p['published_by']} ({p['published_models']}) | "
-            f"{where} | {_f(p['measured'])} | {p['measured_by']} |"
+            f"| {name} | {p.label} | {p.published:.4g} | {p.published_by} ({p.published_models}) | "
+            f"{where} | {_f(p.measured)} | {p.measured_by} |"
         )
     return lines
 
 
-def render_latex(report: dict) -> str:
+def render_latex(report: BenchmarkReport) -> str:
     """The AUC table (datasets x metrics) and the calibrated decisions (needs booktabs)."""
     metrics = _metrics(report)
     rows = [
-        [_tex(name)] + [auc_cell(res["metrics"][m]) for m in metrics]
-        for name, res in report["results"].items()
+        [_tex(name)] + [auc_cell(res.metrics[m]) for m in metrics] for name, res in report.results.items()
     ]
     out = ["% q2 meta-eval benchmark tables; needs \\usepackage{booktabs}"]
-    if report.get("signature"):
-        out.append(f"% Q2 signature: {report['signature']}")
+    if report.signature:
+        out.append(f"% Q2 signature: {report.signature}")
     out.append("")
     caption = _caption(report)
-    if report.get("signature"):
-        caption += f" Q² signature {report['signature_short']}."
-    if report.get("meaningless"):
-        caption = f"{report['meaningless']} {caption}"
+    if report.signature:
+        caption += f" Q² signature {report.signature_short}."
+    if report.meaningless:
+        caption = f"{report.meaningless} {caption}"
     out += _tex_table(
         _tex(caption), "tab:q2-benchmark", ["dataset"] + [_tex(label(m)) for m in metrics], rows
     )
-    cal = report.get("calibration")
+    cal = report.calibration
     if cal:
         rows = [
             [
                 _tex(label(m)),
-                f"{c['threshold']:.4g}",
-                _f(c["dev"]["balanced_accuracy"]),
-                _f(c["test"]["balanced_accuracy"]),
-                _f(c["test"]["precision"]),
-                _f(c["test"]["recall"]),
+                f"{c.threshold:.4g}",
+                _f(c.dev.balanced_accuracy),
+                _f(c.test.balanced_accuracy),
+                _f(c.test.precision),
+                _f(c.test.recall),
             ]
-            for m, c in cal["metrics"].items()
+            for m, c in cal.metrics.items()
         ]
         out += _tex_table(
             _tex(
-                f"Threshold tuned on {cal['dev']} (lowest score with the best balanced accuracy), "
-                f"applied to {cal['test']}; consistent iff score > threshold."
+                f"Threshold tuned on {cal.dev} (lowest score with the best balanced accuracy), "
+                f"applied to {cal.test}; consistent iff score > threshold."
             ),
             "tab:q2-calibration",
             ["metric", "threshold", "dev BA", "test BA", "test P", "test R"],
@@ -284,27 +276,33 @@ def render_latex(report: dict) -> str:
     return "\n".join(out)
 
 
-def leaderboard(report: dict) -> list[dict]:
+def leaderboard(report: BenchmarkReport) -> list[dict[str, Any]]:
     """One record per (dataset, metric); the calibration columns on the calibration's dev and test rows."""
-    cal = report.get("calibration") or {}
+    cal = report.calibration
     out = []
-    for name, res in report["results"].items():
-        d = report["datasets"][name]
-        for m, r in res["metrics"].items():
-            row = {
+    for name, res in report.results.items():
+        d = report.datasets[name]
+        for m, r in res.metrics.items():
+            row: dict[str, Any] = {
                 "dataset": name,
                 "metric": m,
-                "n": d["n"],
-                "consistent_share": d["consistent_share"],
-                **{k: r[k] for k in ("roc_auc", "low", "high", "p_vs_q2", "p_vs_best_baseline")},
-                "signature": report.get("signature_short") if m in Q2_ROWS else None,
+                "n": d.n,
+                "consistent_share": d.consistent_share,
+                "roc_auc": r.roc_auc,
+                "low": r.low,
+                "high": r.high,
+                "p_vs_q2": r.p_vs_q2,
+                "p_vs_best_baseline": r.p_vs_best_baseline,
+                "signature": report.signature_short if m in Q2_ROWS else None,
             }
-            side = "dev" if name == cal.get("dev") else "test" if name == cal.get("test") else None
-            if side:
-                c = cal["metrics"][m]
+            if cal and name in (cal.dev, cal.test):
+                c = cal.metrics[m]
+                side = c.dev if name == cal.dev else c.test
                 row.update(
-                    threshold=c["threshold"],
-                    **{k: c[side][k] for k in ("balanced_accuracy", "precision", "recall")},
+                    threshold=c.threshold,
+                    balanced_accuracy=side.balanced_accuracy,
+                    precision=side.precision,
+                    recall=side.recall,
                 )
             out.append(row)
     return out

@@ -12,6 +12,7 @@ the tables from `meta_bench_report`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,424 @@ BASELINES = ("overlap", "bleu", "bertscore", "e2e_nli")
 # gold spans (RAGTruth) "unsupported_spans": each row's [(start, end), ...] (None: unscored)
 Q2Scores = Callable[[Dataset], Mapping[str, Sequence[Any]]]
 SPANS_KEY = "unsupported_spans"
+
+
+# -- the result: read by attribute; `to_dict()` is what benchmark.json holds ---------------------
+
+
+@dataclass(frozen=True)
+class RagTruthSelection:
+    """Which rows of a RAGTruth set were read: the split, quality and grounding asked for, and the
+    counts of rows, kept and bad rows and of those left out (by split, by quality; kept by task)."""
+
+    split: str
+    quality: str
+    grounding: str
+    rows: int
+    kept: int
+    bad: int
+    left_out_by_split: dict[str, int]
+    left_out_by_quality: dict[str, int]
+    kept_by_task: dict[str, int]
+
+    @classmethod
+    def of(cls, selection: Mapping[str, Any]) -> RagTruthSelection:
+        """From the dict a RAGTruth `Dataset` holds in `selection`."""
+        return cls(**selection)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "split": self.split,
+            "quality": self.quality,
+            "grounding": self.grounding,
+            "rows": self.rows,
+            "kept": self.kept,
+            "bad": self.bad,
+            "left_out_by_split": dict(self.left_out_by_split),
+            "left_out_by_quality": dict(self.left_out_by_quality),
+            "kept_by_task": dict(self.kept_by_task),
+        }
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One --dataset: its file, format, label rule, size and consistent responses; a RAGTruth set
+    also its selection and bad rows, an LLM-AggreFact set its source datasets."""
+
+    source: str
+    format: str
+    label_rule: str
+    n: int
+    consistent: int
+    consistent_share: float | None
+    selection: RagTruthSelection | None = None
+    bad_rows: list[str] | None = None
+    datasets: list[str] | None = None
+
+    @classmethod
+    def of(cls, ds: Dataset) -> DatasetInfo:
+        """From a loaded dataset (`Dataset.summary()`)."""
+        s = ds.summary()
+        return cls(
+            s["source"],
+            s["format"],
+            s["label_rule"],
+            s["n"],
+            s["consistent"],
+            s["consistent_share"],
+            RagTruthSelection.of(s["selection"]) if "selection" in s else None,
+            s.get("bad_rows"),
+            s.get("datasets"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "source": self.source,
+            "format": self.format,
+            "label_rule": self.label_rule,
+            "n": self.n,
+            "consistent": self.consistent,
+            "consistent_share": self.consistent_share,
+        }
+        if self.selection is not None:
+            out.update(selection=self.selection.to_dict(), bad_rows=list(self.bad_rows or []))
+        if self.datasets is not None:
+            out["datasets"] = list(self.datasets)
+        return out
+
+
+@dataclass(frozen=True)
+class MetricAuc:
+    """One metric on one dataset: ROC AUC, its 95% interval (None: no resample had both classes),
+    the resamples kept, and the paired bootstrap p-values against Q² and against the best baseline
+    (None: not compared)."""
+
+    roc_auc: float
+    low: float | None
+    high: float | None
+    draws: int
+    p_vs_q2: float | None
+    p_vs_best_baseline: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "roc_auc": self.roc_auc,
+            "low": self.low,
+            "high": self.high,
+            "draws": self.draws,
+            "p_vs_q2": self.p_vs_q2,
+            "p_vs_best_baseline": self.p_vs_best_baseline,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetResult:
+    """One dataset's ROC AUCs (`metrics[metric]`) and its best baseline (None: no baseline ran)."""
+
+    best_baseline: str | None
+    metrics: dict[str, MetricAuc]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "best_baseline": self.best_baseline,
+            "metrics": {m: r.to_dict() for m, r in self.metrics.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What a threshold gives on one set (`calibrate.decision_report`): balanced accuracy,
+    precision/recall of both classes (None where undefined) and the confusion counts."""
+
+    threshold: float
+    n: int
+    balanced_accuracy: float | None
+    precision: float | None
+    recall: float | None
+    inconsistent_precision: float | None
+    inconsistent_recall: float | None
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold,
+            "n": self.n,
+            "balanced_accuracy": self.balanced_accuracy,
+            "precision": self.precision,
+            "recall": self.recall,
+            "inconsistent_precision": self.inconsistent_precision,
+            "inconsistent_recall": self.inconsistent_recall,
+            "tp": self.tp,
+            "fp": self.fp,
+            "tn": self.tn,
+            "fn": self.fn,
+        }
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """One metric's dev-tuned threshold and what it gives on dev and on test."""
+
+    threshold: float
+    dev: Decisions
+    test: Decisions
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any]) -> Calibrated:
+        """From `calibrate.calibrate`'s dict."""
+        return cls(result["threshold"], Decisions(**result["dev"]), Decisions(**result["test"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"threshold": self.threshold, "dev": self.dev.to_dict(), "test": self.test.to_dict()}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """`--calibrate DEV:TEST`: every metric's threshold tuned on `dev`, applied to `test`."""
+
+    dev: str
+    test: str
+    metrics: dict[str, Calibrated]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dev": self.dev,
+            "test": self.test,
+            "metrics": {m: c.to_dict() for m, c in self.metrics.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Precision, recall and F1 (None where undefined) with the counts they come from (`counts`:
+    `tp`, `predicted`, `gold`, or LettuceDetect's `overlap`, `predicted`, `gold`)."""
+
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    counts: dict[str, int]
+
+    @classmethod
+    def of(cls, figures: Mapping[str, Any]) -> Rates:
+        """From `spans.prf`'s dict or `ragtruth.char_lettucedetect`'s."""
+        counts = {k: v for k, v in figures.items() if k not in ("precision", "recall", "f1")}
+        return cls(figures["precision"], figures["recall"], figures["f1"], counts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"precision": self.precision, "recall": self.recall, "f1": self.f1, **self.counts}
+
+
+@dataclass(frozen=True)
+class RagTruthFigures:
+    """One metric on a RAGTruth set (`ragtruth.score_figures` or `span_figures`): the responses it
+    scored, the ids of those it did not, the response level and, for span predictions
+    (`kind` "spans"), both character levels; a score (`kind` "score") has its `threshold`."""
+
+    kind: str
+    responses: int
+    unscored: list[str]
+    response: Rates
+    threshold: float | None = None
+    character_ragtruth: Rates | None = None
+    character_lettucedetect: Rates | None = None
+
+    @classmethod
+    def of(cls, figures: Mapping[str, Any]) -> RagTruthFigures:
+        """From `ragtruth.ragtruth_figures`'s dict of one metric."""
+        chars = {
+            level: Rates.of(figures[level])
+            for level in ("character_ragtruth", "character_lettucedetect")
+            if level in figures
+        }
+        return cls(
+            figures["kind"],
+            figures["responses"],
+            list(figures["unscored"]),
+            Rates.of(figures["response"]),
+            figures.get("threshold"),
+            **chars,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.threshold is not None:
+            out["threshold"] = self.threshold
+        out.update(responses=self.responses, unscored=list(self.unscored), response=self.response.to_dict())
+        for level, rates in (
+            ("character_ragtruth", self.character_ragtruth),
+            ("character_lettucedetect", self.character_lettucedetect),
+        ):
+            if rates is not None:
+                out[level] = rates.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class GoldCounts:
+    """A RAGTruth set's gold labels: the responses hallucinated (at least one span) and the spans."""
+
+    hallucinated: int
+    spans: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"hallucinated": self.hallucinated, "spans": self.spans}
+
+
+@dataclass(frozen=True)
+class RagTruthSet:
+    """A RAGTruth --dataset: its selection, bad rows, gold counts (`hallucinated` responses and
+    `spans`), the response-level threshold, and every metric's figures (`metrics[name]`)."""
+
+    selection: RagTruthSelection
+    bad_rows: list[str]
+    gold: GoldCounts
+    threshold: float
+    metrics: dict[str, RagTruthFigures]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "selection": self.selection.to_dict(),
+            "bad_rows": list(self.bad_rows),
+            "gold": self.gold.to_dict(),
+            "threshold": self.threshold,
+            "metrics": {m: f.to_dict() for m, f in self.metrics.items()},
+        }
+
+
+@dataclass(frozen=True)
+class AggreFactRow:
+    """One metric on one source dataset of LLM-AggreFact: the threshold (None: dev rows only), where
+    it was tuned, the dev and test row counts, and the test balanced accuracy."""
+
+    threshold: float | None
+    tuned_on: str
+    dev: int
+    test: int
+    balanced_accuracy: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold,
+            "tuned_on": self.tuned_on,
+            "dev": self.dev,
+            "test": self.test,
+            "balanced_accuracy": self.balanced_accuracy,
+        }
+
+
+@dataclass(frozen=True)
+class AggreFactMetric:
+    """One metric on an LLM-AggreFact set: per source dataset, and the unweighted mean."""
+
+    datasets: dict[str, AggreFactRow]
+    mean_balanced_accuracy: float | None
+
+    @classmethod
+    def of(cls, figures: Mapping[str, Any]) -> AggreFactMetric:
+        """From `aggrefact.per_dataset`'s dict."""
+        return cls(
+            {name: AggreFactRow(**row) for name, row in figures["datasets"].items()},
+            figures["mean_balanced_accuracy"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "datasets": {name: row.to_dict() for name, row in self.datasets.items()},
+            "mean_balanced_accuracy": self.mean_balanced_accuracy,
+        }
+
+
+@dataclass(frozen=True)
+class PublishedBeside:
+    """A published figure on a set of this format (`meta.published.beside`), with the run's figure
+    of the same measure (`measured`: None where the run has none) and who measured it."""
+
+    measure: str
+    label: str
+    published: float
+    published_by: str
+    published_models: str
+    paper: str
+    table: str | None
+    source: str
+    note: str
+    measured: float | None
+    measured_by: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "measure": self.measure,
+            "label": self.label,
+            "published": self.published,
+            "published_by": self.published_by,
+            "published_models": self.published_models,
+            "paper": self.paper,
+            "table": self.table,
+            "source": self.source,
+            "note": self.note,
+            "measured": self.measured,
+            "measured_by": self.measured_by,
+        }
+
+
+@dataclass(frozen=True)
+class BenchmarkReport:
+    """`run_benchmark`'s result: the datasets, where each metric came from (`metrics`: metric -> its
+    source), the ROC AUCs (`results[dataset]`), the notes; with a signature its short form and the
+    meaningless note (None unless tiny models); the calibration, the RAGTruth and LLM-AggreFact
+    figures (empty: no such set), the published figures beside the run's, and the plots' names."""
+
+    draws: int
+    seed: int
+    datasets: dict[str, DatasetInfo]
+    metrics: dict[str, dict[str, Any]]
+    results: dict[str, DatasetResult]
+    notes: list[str]
+    published: dict[str, list[PublishedBeside]]
+    confidence: float = 0.95
+    decision_rule: str = "consistent iff score > threshold"
+    signature: str | None = None
+    signature_short: str | None = None
+    meaningless: str | None = None
+    calibration: Calibration | None = None
+    ragtruth: dict[str, RagTruthSet] = field(default_factory=dict)
+    aggrefact: dict[str, dict[str, AggreFactMetric]] = field(default_factory=dict)
+    plots: list[str] | None = None  # None: made without figures (the JSON then has no "plots")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`benchmark.json`), keys in the order the report has always had."""
+        out: dict[str, Any] = {
+            "kind": "benchmark",
+            "draws": self.draws,
+            "seed": self.seed,
+            "confidence": self.confidence,
+        }
+        if self.signature:
+            out.update(
+                signature=self.signature, signature_short=self.signature_short, meaningless=self.meaningless
+            )
+        out.update(
+            decision_rule=self.decision_rule,
+            datasets={name: d.to_dict() for name, d in self.datasets.items()},
+            metrics={m: dict(source) for m, source in self.metrics.items()},
+            results={name: r.to_dict() for name, r in self.results.items()},
+            notes=list(self.notes),
+        )
+        if self.calibration is not None:
+            out["calibration"] = self.calibration.to_dict()
+        if self.ragtruth:
+            out["ragtruth"] = {name: r.to_dict() for name, r in self.ragtruth.items()}
+        if self.aggrefact:
+            out["aggrefact"] = {
+                name: {m: f.to_dict() for m, f in per.items()} for name, per in self.aggrefact.items()
+            }
+        out["published"] = {name: [p.to_dict() for p in rows] for name, rows in self.published.items()}
+        if self.plots is not None:
+            out["plots"] = list(self.plots)
+        return out
 
 
 def parse_calibrate(text: str | None, names: Sequence[str]) -> tuple[str, str] | None:
@@ -105,9 +524,9 @@ def run_benchmark(
     signature: str | None = None,
     threshold: float = 0.5,
     span_predictions: Sequence[str] = (),
-) -> dict:
-    """The benchmark as one JSON-ready dict (see the module's docstring); with `figures`, it is
-    filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes).
+) -> BenchmarkReport:
+    """The benchmark (see the module's docstring; `BenchmarkReport.to_dict()` is the JSON form);
+    with `figures`, it is filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes).
     `signature` (Q²'s, when `q2` scores) goes into the report with its short form; when it names a
     tiny random model, the report says the numbers are meaningless (`meaningless`, and a note).
 
@@ -156,7 +575,7 @@ def run_benchmark(
         scores[m] = {ds.name: values[index[ds.name]] for ds in datasets}
 
     say(f"ROC AUC with {draws} bootstrap resamples per dataset")
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, DatasetResult] = {}
     for ds in datasets:
         y = np.asarray(ds.consistent, int)
         indices = resample_indices(len(y), draws, seed)
@@ -168,19 +587,19 @@ def run_benchmark(
         per_metric = {}
         for m in scores:
             low, high = _interval(boots[m])
-            per_metric[m] = {
-                "roc_auc": aucs[m],
-                "low": low,
-                "high": high,
-                "draws": int((~np.isnan(boots[m])).sum()),
-                "p_vs_q2": paired_bootstrap_pvalue(boots[m], boots["q2"])
+            per_metric[m] = MetricAuc(
+                roc_auc=aucs[m],
+                low=low,
+                high=high,
+                draws=int((~np.isnan(boots[m])).sum()),
+                p_vs_q2=paired_bootstrap_pvalue(boots[m], boots["q2"])
                 if "q2" in boots and m != "q2"
                 else None,
-                "p_vs_best_baseline": paired_bootstrap_pvalue(boots[m], boots[best])
+                p_vs_best_baseline=paired_bootstrap_pvalue(boots[m], boots[best])
                 if best and m != best
                 else None,
-            }
-        results[ds.name] = {"best_baseline": best, "metrics": per_metric}
+            )
+        results[ds.name] = DatasetResult(best, per_metric)
 
     meaningless = None
     if signature:
@@ -190,52 +609,54 @@ def run_benchmark(
         if Signature.parse(signature).tiny():
             meaningless = tiny_note(always=True)
             notes.insert(0, meaningless)
-    report: dict[str, Any] = {
-        "kind": "benchmark",
-        "draws": draws,
-        "seed": seed,
-        "confidence": 0.95,
-        **(
-            {
-                "signature": signature,
-                "signature_short": _short_signature(signature),
-                "meaningless": meaningless,
-            }
-            if signature
-            else {}
-        ),
-        "decision_rule": "consistent iff score > threshold",
-        "datasets": {ds.name: ds.summary() for ds in datasets},
-        "metrics": {m: _metric_source(m, extra) for m in scores},
-        "results": results,
-        "notes": notes,
-    }
+    signature_short = _short_signature(signature) if signature else None
+    calibrated = None
     if calibration:
         dev, test = calibration
         y = {ds.name: ds.consistent for ds in datasets}
-        report["calibration"] = {
-            "dev": dev,
-            "test": test,
-            "metrics": {m: calibrate(scores[m][dev], y[dev], scores[m][test], y[test]) for m in scores},
-        }
-    _protocols(report, datasets, scores, raw, q2_spans, span_predictions, threshold)
+        calibrated = Calibration(
+            dev,
+            test,
+            {m: Calibrated.of(calibrate(scores[m][dev], y[dev], scores[m][test], y[test])) for m in scores},
+        )
+    ragtruth, aggrefact, published = _protocols(
+        datasets, results, signature_short, scores, raw, q2_spans, span_predictions, threshold
+    )
+    plots = None
     if figures is not None:
         say("plots")
         figures.update(benchmark_figures(datasets, scores))
-        report["plots"] = list(figures)
-    return report
+        plots = list(figures)
+    return BenchmarkReport(
+        draws=draws,
+        seed=seed,
+        datasets={ds.name: DatasetInfo.of(ds) for ds in datasets},
+        metrics={m: _metric_source(m, extra) for m in scores},
+        results=results,
+        notes=notes,
+        published=published,
+        signature=signature or None,
+        signature_short=signature_short,
+        meaningless=meaningless,
+        calibration=calibrated,
+        ragtruth=ragtruth,
+        aggrefact=aggrefact,
+        plots=plots,
+    )
 
 
 def _protocols(
-    report: dict[str, Any],
     datasets: Sequence[Dataset],
+    results: Mapping[str, DatasetResult],
+    signature_short: str | None,
     scores: Mapping[str, Mapping[str, np.ndarray]],
     raw: Mapping[str, Mapping[str, np.ndarray]],
     q2_spans: Mapping[str, Sequence[Any]],
     span_predictions: Sequence[str],
     threshold: float,
-) -> None:
-    """RAGTruth's and LLM-AggreFact's figures, and the published figures beside the measured."""
+) -> tuple[dict[str, RagTruthSet], dict[str, dict[str, AggreFactMetric]], dict[str, list[PublishedBeside]]]:
+    """RAGTruth's and LLM-AggreFact's figures (per such set), and the published figures beside the
+    measured."""
     from q2_metric.meta.aggrefact import aggrefact_figures
     from q2_metric.meta.published import beside
     from q2_metric.meta.ragtruth import gold_summary, ragtruth_figures, read_span_predictions
@@ -243,8 +664,10 @@ def _protocols(
     ragtruth = [ds for ds in datasets if ds.gold_spans is not None]
     if span_predictions and len(ragtruth) != 1:
         raise DatasetError(f"--ragtruth-spans needs exactly one RAGTruth --dataset, got {len(ragtruth)}.")
-    published: dict[str, Any] = {}
-    who = "Q²" + (f" ({report['signature_short']})" if report.get("signature_short") else "")
+    ragtruth_sets: dict[str, RagTruthSet] = {}
+    aggrefact_sets: dict[str, dict[str, AggreFactMetric]] = {}
+    published: dict[str, list[PublishedBeside]] = {}
+    who = "Q²" + (f" ({signature_short})" if signature_short else "")
     if "q2" not in scores:
         who = "Q² (not scored in this run)"
     for ds in ragtruth:
@@ -262,39 +685,41 @@ def _protocols(
             name, predicted = read_span_predictions(spec, ds.ids, ds.response)
             spans[name] = predicted
         figs = ragtruth_figures(ds.ids, gold, values, spans, threshold)
-        report.setdefault("ragtruth", {})[ds.name] = {
-            "selection": ds.selection,
-            "bad_rows": list(ds.bad),
-            "gold": gold_summary(gold),
-            "threshold": threshold,
-            "metrics": figs,
-        }
+        ragtruth_sets[ds.name] = RagTruthSet(
+            RagTruthSelection.of(ds.selection or {}),
+            list(ds.bad),
+            GoldCounts(**gold_summary(gold)),
+            threshold,
+            {m: RagTruthFigures.of(f) for m, f in figs.items()},
+        )
         q2_figs = figs.get("q2 spans") or {}
         measured = {
             "response_f1": (figs.get("q2") or {}).get("response", {}).get("f1"),
             "char_f1_lettucedetect": (q2_figs.get("character_lettucedetect") or {}).get("f1"),
         }
-        published[ds.name] = beside("ragtruth", measured, who)
+        published[ds.name] = [PublishedBeside(**row) for row in beside("ragtruth", measured, who)]
     for ds in datasets:
         if ds.groups is None:
             continue
         figs = aggrefact_figures(
             {m: per[ds.name].tolist() for m, per in scores.items()}, ds.consistent, ds.groups, ds.splits or []
         )
-        report.setdefault("aggrefact", {})[ds.name] = figs
-        published[ds.name] = beside(
-            "llm-aggrefact",
-            {"mean_balanced_accuracy": (figs.get("q2") or {}).get("mean_balanced_accuracy")},
-            who,
-        )
+        aggrefact_sets[ds.name] = {m: AggreFactMetric.of(f) for m, f in figs.items()}
+        q2_mean = aggrefact_sets[ds.name]["q2"].mean_balanced_accuracy if "q2" in figs else None
+        published[ds.name] = [
+            PublishedBeside(**row)
+            for row in beside("llm-aggrefact", {"mean_balanced_accuracy": q2_mean}, who)
+        ]
     for ds in datasets:
         if ds.format in ("q2-wow", "begin-v1"):
-            auc = report["results"][ds.name]["metrics"].get("q2", {}).get("roc_auc")
-            rows = [
-                r for r in beside(ds.format, {"roc_auc_best": auc}, who) if r["measure"] == "roc_auc_best"
+            q2_auc = results[ds.name].metrics.get("q2")
+            auc = q2_auc.roc_auc if q2_auc else None
+            published[ds.name] = [
+                PublishedBeside(**r)
+                for r in beside(ds.format, {"roc_auc_best": auc}, who)
+                if r["measure"] == "roc_auc_best"
             ]
-            published[ds.name] = rows
-    report["published"] = published
+    return ragtruth_sets, aggrefact_sets, published
 
 
 def _short_signature(signature: str) -> str:

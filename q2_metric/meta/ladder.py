@@ -70,8 +70,11 @@ def donor_knowledge(rows: Sequence[dict], mode: str, seed: int = 0) -> list[str 
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Cell:
+    """One cell of Table 7 or Table 8: the system Q² and coverage over the scored responses, their
+    valid questions, the share of those the knowledge could not answer, and how many were scored."""
+
     q2: float
     coverage: float
     valid_questions: int
@@ -156,6 +159,7 @@ def _f(x: float) -> str:
 
 
 def ladder_table(table: dict[str, dict[str, Cell]]) -> str:
+    """Table 7 in Markdown: a row per variant, Q² and coverage per split."""
     splits = list(next(iter(table.values())))
     head = "| variant | " + " | ".join(f"{s} Q² | {s} coverage" for s in splits) + " |"
     rule = "|---|" + "---:|---:|" * len(splits)
@@ -168,6 +172,7 @@ def ladder_table(table: dict[str, dict[str, Cell]]) -> str:
 
 
 def control_table(table: dict[str, Cell]) -> str:
+    """Table 8 in Markdown: a row per knowledge source."""
     lines = ["| knowledge | responses | valid questions | Q² | no answer |", "|---|---:|---:|---:|---:|"]
     for name, c in table.items():
         lines.append(
