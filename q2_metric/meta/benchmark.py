@@ -12,7 +12,7 @@ the tables from `meta_bench_report`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,17 +62,7 @@ class RagTruthSelection:
         return cls(**selection)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "split": self.split,
-            "quality": self.quality,
-            "grounding": self.grounding,
-            "rows": self.rows,
-            "kept": self.kept,
-            "bad": self.bad,
-            "left_out_by_split": dict(self.left_out_by_split),
-            "left_out_by_quality": dict(self.left_out_by_quality),
-            "kept_by_task": dict(self.kept_by_task),
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -136,14 +126,7 @@ class MetricAuc:
     p_vs_best_baseline: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "roc_auc": self.roc_auc,
-            "low": self.low,
-            "high": self.high,
-            "draws": self.draws,
-            "p_vs_q2": self.p_vs_q2,
-            "p_vs_best_baseline": self.p_vs_best_baseline,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -154,10 +137,7 @@ class DatasetResult:
     metrics: dict[str, MetricAuc]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "best_baseline": self.best_baseline,
-            "metrics": {m: r.to_dict() for m, r in self.metrics.items()},
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -178,19 +158,7 @@ class Decisions:
     fn: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "n": self.n,
-            "balanced_accuracy": self.balanced_accuracy,
-            "precision": self.precision,
-            "recall": self.recall,
-            "inconsistent_precision": self.inconsistent_precision,
-            "inconsistent_recall": self.inconsistent_recall,
-            "tp": self.tp,
-            "fp": self.fp,
-            "tn": self.tn,
-            "fn": self.fn,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -207,7 +175,7 @@ class Calibrated:
         return cls(result["threshold"], Decisions(**result["dev"]), Decisions(**result["test"]))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "dev": self.dev.to_dict(), "test": self.test.to_dict()}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -219,11 +187,7 @@ class Calibration:
     metrics: dict[str, Calibrated]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "dev": self.dev,
-            "test": self.test,
-            "metrics": {m: c.to_dict() for m, c in self.metrics.items()},
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -299,7 +263,7 @@ class GoldCounts:
     spans: int
 
     def to_dict(self) -> dict[str, int]:
-        return {"hallucinated": self.hallucinated, "spans": self.spans}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -335,13 +299,7 @@ class AggreFactRow:
     balanced_accuracy: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "tuned_on": self.tuned_on,
-            "dev": self.dev,
-            "test": self.test,
-            "balanced_accuracy": self.balanced_accuracy,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -360,10 +318,7 @@ class AggreFactMetric:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "datasets": {name: row.to_dict() for name, row in self.datasets.items()},
-            "mean_balanced_accuracy": self.mean_balanced_accuracy,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -384,19 +339,7 @@ class PublishedBeside:
     measured_by: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "measure": self.measure,
-            "label": self.label,
-            "published": self.published,
-            "published_by": self.published_by,
-            "published_models": self.published_models,
-            "paper": self.paper,
-            "table": self.table,
-            "source": self.source,
-            "note": self.note,
-            "measured": self.measured,
-            "measured_by": self.measured_by,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

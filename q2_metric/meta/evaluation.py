@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ class ClassScores:
     f1: float
 
     def to_dict(self) -> dict[str, float]:
-        return {"precision": self.precision, "recall": self.recall, "f1": self.f1}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -109,14 +109,7 @@ class Classification:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "n": self.n,
-            "accuracy": self.accuracy,
-            "consistent": self.consistent.to_dict(),
-            "inconsistent": self.inconsistent.to_dict(),
-            "roc_auc": self.roc_auc,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -139,7 +132,7 @@ class SetInfo:
     inconsistent: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "n": self.n, "inconsistent": self.inconsistent}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
