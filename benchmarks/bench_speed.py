@@ -492,6 +492,7 @@ def compare_precisions(
                 "peak_fraction": busy / seconds,
                 "qg_peak_fraction": role_peak_fraction(result.profile, "qg", peak),
                 "same_scores": digest(result) == digest(result32),
+                "model_decisions_equal": agree,
             }
         lines.append(
             f"{name:<14}{seconds:>9.1f}{rate:>9.3f}{rate / rate32:>8.2f}x{rate / rate_ref:>8.2f}x"
@@ -512,7 +513,7 @@ def growth(args, sizes: list[int]) -> int:
     folder = tempfile.mkdtemp(prefix="q2-bench-")
     build_tiny_models(folder, model_texts(pairs), size=args.size)
     print(f"Growth (engine only, {args.size} shapes, dtype {args.dtype}, each size in a fresh process):")
-    print(f"{'responses':>10}{'seconds':>10}{'s/response':>12}{'peak RSS MB':>13}")
+    print(f"{'responses':>10}{'seconds':>10}{'s/response':>12}{'peak RSS MB':>13}{'peak GPU MB':>13}")
     for n in sizes:
         cmd = [
             sys.executable,
@@ -532,7 +533,8 @@ def growth(args, sizes: list[int]) -> int:
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         seconds = float(re.search(r"^engine seconds: ([\d.]+)", out, re.M).group(1))
         rss = float(re.search(r"^engine peak RSS MB: ([\d.]+)", out, re.M).group(1))
-        print(f"{n:>10}{seconds:>10.1f}{seconds / n:>12.3f}{rss:>13,.0f}")
+        gpu = float(re.search(r"^engine peak GPU MB: ([\d.]+)", out, re.M).group(1))
+        print(f"{n:>10}{seconds:>10.1f}{seconds / n:>12.3f}{rss:>13,.0f}{gpu:>13,.0f}", flush=True)
     import shutil
 
     shutil.rmtree(folder, ignore_errors=True)
@@ -604,9 +606,11 @@ def main() -> int:
     config, parser, qg, qa, nli, which = build(args, responses, knowledge)
     if args.engine_only:
         result, seconds = run_engine(config, parser, qg, qa, nli, responses, knowledge)
+        gpu = torch.cuda.max_memory_allocated() / 2**20 if qa.device.type == "cuda" else 0.0
         print(
             f"engine seconds: {seconds:.3f}\nengine peak RSS MB: "
-            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\ndigest {digest(result)}"
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\nengine peak GPU MB: {gpu:.1f}\n"
+            f"digest {digest(result)}"
         )
         return 0
     response_set = set(responses)
@@ -767,7 +771,10 @@ def main() -> int:
             "qg_fp32_peak_fraction": role_peak_fraction(result.profile, "qg", peak)
             if peak_name == "float32"
             else None,
-            "scores_equal": same,
+            # the default's scores against the eager reference path's (float32-ref), where it ran
+            "scores_equal": figures.get("float32-ref", {}).get("same_scores", same),
+            "scores_equal_released_loop": same,
+            "qg_notes": qg.profile_notes() if hasattr(qg, "profile_notes") else [],
             "digest": digest(result),
             "qg_gate": {"classes": len(GATE.memo), "refused": len(GATE.refused())},
             "modes": figures,

@@ -22,6 +22,29 @@ from q2_metric.progress import batch_done
 
 QG_PROMPT = "answer: {answer}  context: {context} </s>"
 
+# On a GPU, QG batches are padded to a multiple of this many tokens and each holds one such width,
+# so that full batches share one shape and its decoder steps replay (`models/speed/qg_graphs.py`);
+# padding is masked, so only float rounding can change, as with any other batch size.
+GPU_WIDTH_MULTIPLE = 8
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def plan_batches(
+    lengths: Sequence[int], beams: int, batch_size: int, max_tokens: int, multiple: int = 1
+) -> list[list[int]]:
+    """QG's batches of inputs of `lengths` tokens (`budget_batches`; beam search runs `beams`
+    copies of every input, so the budget counts them). With a `multiple` above 1 (a GPU), each
+    batch holds inputs of one width rounded up to it, so full batches of a width share a shape.
+
+    >>> plan_batches([9, 30, 12, 14, 31], beams=1, batch_size=2, max_tokens=1000, multiple=8)
+    [[1, 4], [0, 2], [3]]
+    """
+    padded = [beams * _round_up(n, multiple) for n in lengths]
+    return list(budget_batches(padded, batch_size, max_tokens, min_fill=1.0 if multiple > 1 else 0.8))
+
 
 def qg_input(answer: str, context: str) -> str:
     """The released code's input string (two spaces before `context:`, a literal `</s>`)."""
@@ -113,10 +136,10 @@ class HFQuestionGenerator:
             return clean_question(self.reference.decode(ids, skip_special_tokens=True))
         return clean_question(self.tokenizer.decode(ids, skip_special_tokens=True))
 
-    def _padded(self, inputs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """A batch's encoder ids and mask: right padding, masked (each input's encoder states are
-        those of the input alone)."""
-        width = max(len(ids) for ids in inputs)
+    def _padded(self, inputs: list[list[int]], multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+        """A batch's encoder ids and mask: right padding to its longest input (rounded up to a
+        `multiple`), masked (each input's encoder states are those of the input alone)."""
+        width = _round_up(max(len(ids) for ids in inputs), multiple)
         pad = self.tokenizer.pad_token_id or 0
         ids = torch.tensor([x + [pad] * (width - len(x)) for x in inputs], device=self.device)
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in inputs], device=self.device)
@@ -178,10 +201,9 @@ class HFQuestionGenerator:
         c = self.config
         inputs = self.encode(prompts)
         beams = 1 if c.decoding == "greedy" else c.num_beams
-        # beam search runs `beams` copies of every input: budget the expanded batch
-        lengths = [beams * len(ids) for ids in inputs]
-        order = list(budget_batches(lengths, c.qg_batch_size, c.qg_max_tokens))
-        batches = [self._padded([inputs[i] for i in idx]) for idx in order]
+        multiple = GPU_WIDTH_MULTIPLE if self.device.type == "cuda" else 1
+        order = plan_batches([len(ids) for ids in inputs], beams, c.qg_batch_size, c.qg_max_tokens, multiple)
+        batches = [self._padded([inputs[i] for i in idx], multiple) for idx in order]
         forced = [None if new_tokens is None else max(new_tokens[i] for i in idx) for idx in order]
         out: list[list[list[int]]] = [[] for _ in inputs]
         with linear_kernels(self.linears, c.cpu_matmul, self.device):
@@ -223,7 +245,8 @@ class HFQuestionGenerator:
         """The shape classes the fast path's exactness gate sent to the reference path."""
         if self.fast is None:
             return []
-        return [
+        graphs = self.fast.graphs.notes() if self.fast.graphs is not None else []
+        return graphs + [
             f"qg: fell back to the reference path for {key[0]} {key[-1]}" for key in self.fast.gate.refused()
         ]
 

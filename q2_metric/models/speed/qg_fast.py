@@ -39,6 +39,7 @@ import torch
 
 from q2_metric.models.paper.beam_search import BeamRules, SearchState
 from q2_metric.models.paper.t5_steps import decoder_steps
+from q2_metric.models.speed.qg_graphs import GraphQG
 from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY
 from q2_metric.models.speed.t5_merged_decoder import merged_decoder_steps
 from q2_metric.models.speed.t5_shared_cross import SharedCrossAttention
@@ -57,6 +58,9 @@ class FastSettings:
     in_place_cache: bool = True  # the self-attention cache in preallocated buffers (`t5_beam_cache`)
     time_major: bool = True  # ... laid out time-major
     gate_steps: int = 9  # decoder steps the gate compares for a batch alone
+    cuda_graphs: bool = True  # on a GPU: the reference step replayed from CUDA graphs (`qg_graphs`) instead
+    graph_min_uses: int = 3  # ... for the shapes of at least this many batches of a run
+    graph_chains: int = 8  # ... keeping at most this many shapes' graphs
 
 
 class FastPathFallback(UserWarning):
@@ -74,17 +78,25 @@ class ExactnessGate:
     def allows(self, key: tuple, check: Callable[[], bool]) -> bool:
         with self._lock:
             if key not in self.memo:
-                self.memo[key] = bool(check())
-                if not self.memo[key] and not self._warned:
-                    self._warned = True
-                    warnings.warn(
-                        f"q2: the fast question generator falls back to the reference path for {key[0]} "
-                        f"shape class {key[-1]}: its decoder steps did not give the reference's logits bit "
-                        "for bit on this machine (same questions, slower; the run's profile lists each class)",
-                        FastPathFallback,
-                        stacklevel=2,
-                    )
+                self.record(key, bool(check()))
             return self.memo[key]
+
+    def record(self, key: tuple, ok: bool) -> None:
+        """A check's outcome, made elsewhere (`qg_graphs` compares steps as its batches run): a
+        class once refused stays refused."""
+        with self._lock:
+            if self.memo.get(key) is False:
+                return
+            self.memo[key] = ok
+            if not ok and not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"q2: the fast question generator falls back to the reference path for {key[0]} "
+                    f"shape class {key[-1]}: its decoder steps did not give the reference's logits bit "
+                    "for bit on this machine (same questions, slower; the run's profile lists each class)",
+                    FastPathFallback,
+                    stacklevel=3,
+                )
 
     def refused(self) -> list[tuple]:
         return [key for key, ok in self.memo.items() if not ok]
@@ -279,6 +291,19 @@ class FastQG:
         self.model, self.shared, self.settings = model, shared, settings
         self.reference = reference  # a batch's search by the reference path (a refused class)
         self.environment = environment  # what the gate's keys hold besides the shapes
+        on_gpu = next(model.parameters()).device.type == "cuda"
+        self.graphs = (
+            GraphQG(
+                model,
+                reference,
+                lambda shape: self._key("cuda graphs", shape, 0),
+                GATE,
+                settings.graph_min_uses,
+                settings.graph_chains,
+            )
+            if on_gpu and settings.cuda_graphs
+            else None
+        )
 
     @property
     def gate(self) -> ExactnessGate:
@@ -326,6 +351,8 @@ class FastQG:
         self, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], rules: Sequence[BeamRules]
     ) -> list[list[list[list[int]]]]:
         """Each batch's results, as the reference path's search of it alone gives them."""
+        if self.graphs is not None:
+            return self.graphs.search(batches, rules)
         out: list[list[list[list[int]]] | None] = [None] * len(batches)
         chunks: dict[BeamRules, list[list[int]]] = {}  # by settings but the length limits: chunks
         for b, ((ids, mask), r) in enumerate(zip(batches, rules)):

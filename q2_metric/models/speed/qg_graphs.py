@@ -1,0 +1,220 @@
+"""The GPU's fast question generator: the reference path's own decoder step, replayed from CUDA graphs.
+
+On a GPU a QG decoder step is a few hundred small kernels over a few hundred beam rows, and the GPU
+waits on their launches (issue 51: 70% of QG's wall time on an H200). The CPU's fast path reshapes
+the step's work (`qg_fast`), which on a GPU changes cuBLAS's kernels and so the numbers. Here the
+work is not reshaped: `StepGraphs` records the reference step (`t5_steps.cached_steps`: the beam
+reorder of the whole cache, then the decoder with its growing cache) once per step number for one
+batch shape, and replays it: the same kernels on the same shapes, launched by one call.
+
+- Graph `t` reads the cache that graph `t - 1` wrote, so a search replays graphs 0, 1, ... in the
+  order they were captured; they share one memory pool, each reusing what the one before freed.
+  A later batch of the same shape copies its encoder output into the chain's buffers and replays.
+- The exactness gate (`qg_fast.GATE`, one memo) compares every graph with the eager step before
+  it is used: the first batch that reaches step `t` of a chain runs the eager reference steps and
+  the graphs side by side (its ids come from the eager steps) and compares their logits bit for
+  bit. On a difference the shape falls back to the reference path for the rest of the run.
+- Only shapes that `min_uses` batches of the run share get a chain (a capture costs about what an
+  eager search costs); the others run the reference path. At most `chains` chains are kept (each
+  holds its own memory pool); the least recently used goes first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import torch
+
+from q2_metric.models.paper.beam_search import BeamRules, SearchState
+from q2_metric.models.paper.t5_steps import cached_steps, encoder_rows
+
+Results = list[list[list[int]]]  # per input, its sequences
+
+
+class Chain(Protocol):
+    """One batch shape's decoder steps, step `t` of a search by `chain(t, tokens, beam_idx)`."""
+
+    checked: int  # steps compared with the eager step so far (steps 0 .. checked - 1)
+
+    def load(self, hidden: torch.Tensor, mask: torch.Tensor) -> None: ...
+
+    def __call__(self, t: int, tokens: torch.Tensor, beam_idx: torch.Tensor | None) -> torch.Tensor: ...
+
+
+class StepGraphs:
+    """CUDA graphs of the reference decoder step for batches of one shape (`rows` beam rows over
+    encoder outputs of `width` positions), one graph per step number, captured on first use."""
+
+    def __init__(self, model: torch.nn.Module, rows: int, width: int, padded: bool) -> None:
+        weight = next(model.parameters())
+        device = weight.device
+        self.model = model
+        self.hidden = torch.zeros((rows, width, model.config.d_model), dtype=weight.dtype, device=device)
+        # Eager, transformers drops an all-ones encoder mask after asking the GPU (a host sync);
+        # under capture it cannot ask and keeps it. None drops it the same way without asking.
+        self.mask = torch.ones((rows, width), dtype=torch.long, device=device) if padded else None
+        self.tokens = torch.zeros(rows, dtype=torch.long, device=device)
+        self.beam_idx = torch.arange(rows, device=device)
+        self.logits: torch.Tensor | None = None
+        self.graphs: list[Any] = []  # torch.cuda.CUDAGraph, one per step number
+        self.pool = torch.cuda.graph_pool_handle()
+        self.stream = torch.cuda.Stream(device)
+        self.step = cached_steps(model, self.hidden, self.mask)
+        self.checked = 0
+        self.replays = 0
+
+    def load(self, hidden: torch.Tensor, mask: torch.Tensor) -> None:
+        """A new batch: its encoder output and mask (`encoder_rows`)."""
+        self.hidden.copy_(hidden)
+        if self.mask is not None:
+            self.mask.copy_(mask)
+
+    def __call__(self, t: int, tokens: torch.Tensor, beam_idx: torch.Tensor | None) -> torch.Tensor:
+        """Step `t` of the loaded batch's search (steps 0 .. t - 1 ran just before): its logits, in
+        a buffer the next step overwrites."""
+        self.tokens.copy_(tokens)
+        if beam_idx is not None:
+            self.beam_idx.copy_(beam_idx)
+        if t == len(self.graphs):
+            self._capture(t)
+        self.graphs[t].replay()
+        self.replays += 1
+        assert self.logits is not None  # made by the first capture
+        return self.logits
+
+    def _capture(self, t: int) -> None:
+        if t == 0:  # lazy initialisations (cuBLAS's workspace for the stream) outside the capture
+            self.stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.stream):
+                warm = cached_steps(self.model, self.hidden, self.mask)
+                warm(self.tokens, None)
+                warm(self.tokens, self.beam_idx)
+        graph = torch.cuda.CUDAGraph()
+        self.stream.wait_stream(torch.cuda.current_stream())
+        # the capture calls of torch.cuda.graph without its garbage collection and cache emptying
+        with torch.cuda.stream(self.stream):
+            graph.capture_begin(pool=self.pool)
+            try:
+                logits = self.step(self.tokens, None if t == 0 else self.beam_idx)
+                if self.logits is None:  # one buffer for every step's logits
+                    self.logits = torch.empty_like(logits)
+                self.logits.copy_(logits)
+                del logits
+            finally:
+                graph.capture_end()
+        torch.cuda.current_stream().wait_stream(self.stream)
+        self.graphs.append(graph)
+
+
+class GraphQG:
+    """Batches' beam searches by the reference path's rules over replayed decoder steps, where the
+    gate allows it (`gate`: `qg_fast.ExactnessGate`), else by the reference path."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        reference: Callable[[torch.Tensor, torch.Tensor, BeamRules], Results],
+        key: Callable[[tuple], tuple],
+        gate: Any,
+        min_uses: int = 3,
+        chains: int = 8,
+        make_chain: Callable[[torch.nn.Module, int, int, bool], Chain] = StepGraphs,
+    ) -> None:
+        self.model, self.reference, self.key, self.gate = model, reference, key, gate
+        self.min_uses, self.max_chains, self.make_chain = min_uses, chains, make_chain
+        self.chains: OrderedDict[tuple, Chain] = OrderedDict()
+        self.counts: Counter[str] = Counter()  # batches: replayed, checked (side by side), reference
+
+    @staticmethod
+    def shape(ids: torch.Tensor, mask: torch.Tensor, rules: BeamRules) -> tuple:
+        """A batch's chain: its inputs, width, beams and whether any input is padded."""
+        return (len(ids), ids.shape[1], rules.num_beams, not bool(mask.all()))
+
+    def search(
+        self, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], rules: Sequence[BeamRules]
+    ) -> list[Results]:
+        """Each batch's results, as the reference path's search of it gives them."""
+        shapes = [self.shape(ids, mask, r) for (ids, mask), r in zip(batches, rules)]
+        uses = Counter(shapes)
+        out = []
+        for (ids, mask), r, shape in zip(batches, rules, shapes):
+            key = self.key(shape)
+            if uses[shape] < self.min_uses or self.gate.memo.get(key) is False:
+                self.counts["reference"] += 1
+                out.append(self.reference(ids, mask, r))
+            else:
+                out.append(self._replayed(key, shape, ids, mask, r))
+        return out
+
+    def _chain(self, shape: tuple) -> Chain:
+        if shape in self.chains:
+            self.chains.move_to_end(shape)
+        else:
+            while len(self.chains) >= self.max_chains:
+                self.chains.popitem(last=False)
+            inputs, width, beams, padded = shape
+            self.chains[shape] = self.make_chain(self.model, inputs * beams, width, padded)
+        return self.chains[shape]
+
+    def _replayed(
+        self, key: tuple, shape: tuple, ids: torch.Tensor, mask: torch.Tensor, r: BeamRules
+    ) -> Results:
+        hidden, rows_mask = encoder_rows(self.model, ids, mask, r.num_beams)
+        chain = self._chain(shape)
+        chain.load(hidden, rows_mask)
+        state = SearchState(len(ids), r, ids.device)
+        beam_idx, t = None, 0
+        while not state.finished:
+            if t >= chain.checked:  # a step not compared yet: this batch runs side by side
+                return self._side_by_side(key, shape, chain, hidden, rows_mask, len(ids), r)
+            beam_idx = state.advance(chain(t, state.tokens(), beam_idx))
+            t += 1
+        self.counts["replayed"] += 1
+        return state.results()
+
+    def _side_by_side(
+        self,
+        key: tuple,
+        shape: tuple,
+        chain: Chain,
+        hidden: torch.Tensor,
+        mask: torch.Tensor,
+        inputs: int,
+        r: BeamRules,
+    ) -> Results:
+        """The batch's search over the eager reference steps, with the chain's step beside each:
+        every step past `chain.checked` compared bit for bit (the gate's check)."""
+        eager = cached_steps(self.model, hidden, mask)
+        state = SearchState(inputs, r, hidden.device)
+        beam_idx, t, same = None, 0, True
+        while not state.finished:
+            tokens = state.tokens()
+            want = eager(tokens, beam_idx)
+            if same:
+                try:
+                    got = chain(t, tokens, beam_idx)
+                except RuntimeError:  # the step cannot be captured here (a host sync, memory)
+                    same = False
+                else:
+                    if t >= chain.checked:
+                        same = torch.equal(got, want)
+                        chain.checked = t + 1 if same else chain.checked
+            beam_idx = state.advance(want)
+            t += 1
+        self.gate.record(key, same)
+        if not same:
+            self.chains.pop(shape, None)
+        self.counts["checked"] += 1
+        return state.results()
+
+    def notes(self) -> list[str]:
+        """What the run did, for its profile."""
+        if not sum(self.counts.values()):
+            return []
+        c = self.counts
+        return [
+            f"qg: CUDA graphs: {c['replayed']} batches replayed, {c['checked']} checked side by side "
+            f"against the eager steps, {c['reference']} by the reference path ({len(self.chains)} shapes held)"
+        ]
