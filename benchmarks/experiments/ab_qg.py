@@ -117,7 +117,14 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     pairs = bench_speed.load_pairs(args.n)
     if not (folder / "qg").exists():
         build_tiny_models(folder, bench_speed.model_texts(pairs), size="paper")
-    options = {"qg_batch_size": args.batch_size} if args.batch_size else {}
+    from q2_metric.models.loading import resolve_device
+
+    options: dict = {}
+    if resolve_device("auto").type == "cuda":  # the benchmark's GPU sizes
+        options.update(qg_batch_size=bench_speed.GPU_RUNTIME["qg_batch_size"])
+        options.update(qg_max_tokens=bench_speed.GPU_RUNTIME["qg_max_tokens"])
+    if args.batch_size:
+        options["qg_batch_size"] = args.batch_size
     config = Q2Config(
         qg_model=str(folder / "qg"), qa_model=str(folder / "qa"), nli_model=str(folder / "nli"), **options
     )
@@ -143,7 +150,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     useful: list[float] = []  # the old arm's FLOPs (--ab merged)
     digests: dict[str, set[str]] = {"new": set(), "old": set()}
     for rep in range(args.reps):
-        peak = matmul_peak(torch.float32)
+        peak = matmul_peak(torch.float32, n=8192 if qg.device.type == "cuda" else 2048, device=qg.device)
         order = (["new", "old"] if rep % 2 == 0 else ["old", "new"]) if args.ab else ["new"]
         for name in order:
             generator = arms[name]

@@ -22,10 +22,10 @@ from q2_metric.progress import batch_done
 
 QG_PROMPT = "answer: {answer}  context: {context} </s>"
 
-# On a GPU, QG batches are padded to a multiple of this many tokens and each holds one such width,
+# On a GPU, QG batches are padded to a multiple of 32 tokens and each holds one such width,
 # so that full batches share one shape and its decoder steps replay (`models/speed/qg_graphs.py`);
 # padding is masked, so only float rounding can change, as with any other batch size.
-GPU_WIDTH_MULTIPLE = 8
+GPU_WIDTH_MULTIPLE = 32
 
 
 def _round_up(n: int, multiple: int) -> int:

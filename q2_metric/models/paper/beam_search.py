@@ -122,6 +122,11 @@ class SearchState:
                 for r in range(b * beams, (b + 1) * beams):
                     self.hyps[b].add(self.seqs[r], self.scores_of[r])
 
+    def banned(self) -> list[tuple[int, int]]:
+        """The (row, token) pairs that the n-gram rule bans at this step."""
+        n = self.rules.no_repeat_ngram_size
+        return [(i, t) for i, seq in enumerate(self.seqs) for t in banned_ngram_tokens(seq, n)]
+
     def advance(self, logits: torch.Tensor) -> torch.Tensor | None:
         """Take one step's next-token logits (one row each); return which row's state each row
         continues (the cache's beam reorder), or None when the search has ended."""
@@ -129,11 +134,7 @@ class SearchState:
         scores = torch.log_softmax(logits.float(), dim=-1)
         if self.cur_len < r.min_length:
             scores[:, r.eos_id] = NEG_INF
-        banned = [
-            (i, t)
-            for i, seq in enumerate(self.seqs)
-            for t in banned_ngram_tokens(seq, r.no_repeat_ngram_size)
-        ]
+        banned = self.banned()
         if banned:
             rows, tokens = zip(*banned)
             scores[list(rows), list(tokens)] = NEG_INF

@@ -40,6 +40,7 @@ import torch
 from q2_metric.models.paper.beam_search import BeamRules, SearchState
 from q2_metric.models.paper.t5_steps import decoder_steps
 from q2_metric.models.speed.qg_graphs import GraphQG
+from q2_metric.models.speed.search_bans import FastSearchState
 from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY
 from q2_metric.models.speed.t5_merged_decoder import merged_decoder_steps
 from q2_metric.models.speed.t5_shared_cross import SharedCrossAttention
@@ -59,7 +60,7 @@ class FastSettings:
     time_major: bool = True  # ... laid out time-major
     gate_steps: int = 9  # decoder steps the gate compares for a batch alone
     cuda_graphs: bool = True  # on a GPU: the reference step replayed from CUDA graphs (`qg_graphs`) instead
-    graph_min_uses: int = 3  # ... for the shapes of at least this many batches of a run
+    graph_min_uses: int = 4  # ... for the shapes of at least this many batches (over the calls)
     graph_chains: int = 8  # ... keeping at most this many shapes' graphs
 
 
@@ -390,7 +391,7 @@ class FastQG:
         self, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], rules: Sequence[BeamRules]
     ) -> list[list[list[list[int]]]]:
         device = batches[0][0].device
-        states = [SearchState(len(ids), r, device) for (ids, _), r in zip(batches, rules)]
+        states = [FastSearchState(len(ids), r, device) for (ids, _), r in zip(batches, rules)]
         beams, longest = rules[0].num_beams, max(r.max_length for r in rules)
         shapes = [(len(ids), ids.shape[1]) for ids, _ in batches]
 

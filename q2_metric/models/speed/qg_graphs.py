@@ -14,9 +14,16 @@ batch shape, and replays it: the same kernels on the same shapes, launched by on
   it is used: the first batch that reaches step `t` of a chain runs the eager reference steps and
   the graphs side by side (its ids come from the eager steps) and compares their logits bit for
   bit. On a difference the shape falls back to the reference path for the rest of the run.
-- Only shapes that `min_uses` batches of the run share get a chain (a capture costs about what an
-  eager search costs); the others run the reference path. At most `chains` chains are kept (each
-  holds its own memory pool); the least recently used goes first.
+- That first batch goes on past its own end (pad tokens, each row continuing itself) up to the
+  longest search any batch of its shape may run in the call, at most a quarter (and 4 steps) past
+  its own, so that later batches seldom reach a step not compared (one that does runs side by
+  side again).
+- A shape gets a chain once `min_uses` batches of the generator's calls have had it: the first
+  batch costs about two eager searches (the eager one, and the capture) and each later one saves
+  about half of one, so a shape of few batches runs the reference path. At most `chains` chains are kept (each holds its own memory
+  pool); the least recently used goes first.
+- Replays run no forward pass, so the model's `FlopMeter` is given each replayed step's count (the
+  count its capture made, which ran nothing).
 """
 
 from __future__ import annotations
@@ -27,8 +34,9 @@ from typing import Any, Protocol
 
 import torch
 
-from q2_metric.models.paper.beam_search import BeamRules, SearchState
+from q2_metric.models.paper.beam_search import BeamRules
 from q2_metric.models.paper.t5_steps import cached_steps, encoder_rows
+from q2_metric.models.speed.search_bans import FastSearchState
 
 Results = list[list[list[int]]]  # per input, its sequences
 
@@ -64,6 +72,7 @@ class StepGraphs:
         self.step = cached_steps(model, self.hidden, self.mask)
         self.checked = 0
         self.replays = 0
+        self.work: list[tuple[int, int, int]] = []  # per graph: what the FlopMeter counts for it
 
     def load(self, hidden: torch.Tensor, mask: torch.Tensor) -> None:
         """A new batch: its encoder output and mask (`encoder_rows`)."""
@@ -81,16 +90,27 @@ class StepGraphs:
             self._capture(t)
         self.graphs[t].replay()
         self.replays += 1
+        meter = getattr(self.model, "_q2_flop_meter", None)
+        if meter is not None:
+            flops, tokens, calls = self.work[t]
+            meter.flops, meter.tokens, meter.calls = (
+                meter.flops + flops,
+                meter.tokens + tokens,
+                meter.calls + calls,
+            )
         assert self.logits is not None  # made by the first capture
         return self.logits
 
     def _capture(self, t: int) -> None:
+        meter = getattr(self.model, "_q2_flop_meter", None)
+        start = _counts(meter)
         if t == 0:  # lazy initialisations (cuBLAS's workspace for the stream) outside the capture
             self.stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(self.stream):
                 warm = cached_steps(self.model, self.hidden, self.mask)
                 warm(self.tokens, None)
                 warm(self.tokens, self.beam_idx)
+        before = _counts(meter)
         graph = torch.cuda.CUDAGraph()
         self.stream.wait_stream(torch.cuda.current_stream())
         # the capture calls of torch.cuda.graph without its garbage collection and cache emptying
@@ -106,6 +126,14 @@ class StepGraphs:
                 graph.capture_end()
         torch.cuda.current_stream().wait_stream(self.stream)
         self.graphs.append(graph)
+        after = _counts(meter)
+        self.work.append((after[0] - before[0], after[1] - before[1], after[2] - before[2]))
+        if meter is not None:  # the warm-up and the capture ran no useful work
+            meter.flops, meter.tokens, meter.calls = start
+
+
+def _counts(meter: Any) -> tuple[int, int, int]:
+    return (meter.flops, meter.tokens, meter.calls) if meter is not None else (0, 0, 0)
 
 
 class GraphQG:
@@ -118,7 +146,7 @@ class GraphQG:
         reference: Callable[[torch.Tensor, torch.Tensor, BeamRules], Results],
         key: Callable[[tuple], tuple],
         gate: Any,
-        min_uses: int = 3,
+        min_uses: int = 4,
         chains: int = 8,
         make_chain: Callable[[torch.nn.Module, int, int, bool], Chain] = StepGraphs,
     ) -> None:
@@ -126,6 +154,7 @@ class GraphQG:
         self.min_uses, self.max_chains, self.make_chain = min_uses, chains, make_chain
         self.chains: OrderedDict[tuple, Chain] = OrderedDict()
         self.counts: Counter[str] = Counter()  # batches: replayed, checked (side by side), reference
+        self.seen: Counter[tuple] = Counter()  # batches of each shape, over the generator's calls
 
     @staticmethod
     def shape(ids: torch.Tensor, mask: torch.Tensor, rules: BeamRules) -> tuple:
@@ -137,15 +166,19 @@ class GraphQG:
     ) -> list[Results]:
         """Each batch's results, as the reference path's search of it gives them."""
         shapes = [self.shape(ids, mask, r) for (ids, mask), r in zip(batches, rules)]
-        uses = Counter(shapes)
+        self.seen.update(shapes)
+        # the most steps a search of each shape may run in this call
+        steps: dict[tuple, int] = {}
+        for shape, r in zip(shapes, rules):
+            steps[shape] = max(steps.get(shape, 0), r.max_length - 1)
         out = []
         for (ids, mask), r, shape in zip(batches, rules, shapes):
             key = self.key(shape)
-            if uses[shape] < self.min_uses or self.gate.memo.get(key) is False:
+            if self.seen[shape] < self.min_uses or self.gate.memo.get(key) is False:
                 self.counts["reference"] += 1
                 out.append(self.reference(ids, mask, r))
             else:
-                out.append(self._replayed(key, shape, ids, mask, r))
+                out.append(self._replayed(key, shape, ids, mask, r, steps[shape]))
         return out
 
     def _chain(self, shape: tuple) -> Chain:
@@ -159,16 +192,16 @@ class GraphQG:
         return self.chains[shape]
 
     def _replayed(
-        self, key: tuple, shape: tuple, ids: torch.Tensor, mask: torch.Tensor, r: BeamRules
+        self, key: tuple, shape: tuple, ids: torch.Tensor, mask: torch.Tensor, r: BeamRules, longest: int
     ) -> Results:
         hidden, rows_mask = encoder_rows(self.model, ids, mask, r.num_beams)
         chain = self._chain(shape)
         chain.load(hidden, rows_mask)
-        state = SearchState(len(ids), r, ids.device)
+        state = FastSearchState(len(ids), r, ids.device)
         beam_idx, t = None, 0
         while not state.finished:
             if t >= chain.checked:  # a step not compared yet: this batch runs side by side
-                return self._side_by_side(key, shape, chain, hidden, rows_mask, len(ids), r)
+                return self._side_by_side(key, shape, chain, hidden, rows_mask, len(ids), r, longest)
             beam_idx = state.advance(chain(t, state.tokens(), beam_idx))
             t += 1
         self.counts["replayed"] += 1
@@ -183,14 +216,21 @@ class GraphQG:
         mask: torch.Tensor,
         inputs: int,
         r: BeamRules,
+        longest: int,
     ) -> Results:
         """The batch's search over the eager reference steps, with the chain's step beside each:
-        every step past `chain.checked` compared bit for bit (the gate's check)."""
+        every step past `chain.checked` compared bit for bit (the gate's check). After the search,
+        both go on with pad tokens up to `longest` steps, at most a quarter (and 4) past its own."""
         eager = cached_steps(self.model, hidden, mask)
-        state = SearchState(inputs, r, hidden.device)
-        beam_idx, t, same = None, 0, True
-        while not state.finished:
-            tokens = state.tokens()
+        state = FastSearchState(inputs, r, hidden.device)
+        beam_idx: torch.Tensor | None = None
+        t, same, ahead = 0, True, 0
+        while same or not state.finished:
+            if state.finished:  # checking ahead: every row continues itself with a pad token
+                tokens = torch.full((state.rows,), r.pad_id, dtype=torch.long, device=hidden.device)
+                beam_idx = None if t == 0 else torch.arange(state.rows, device=hidden.device)
+            else:
+                tokens = state.tokens()
             want = eager(tokens, beam_idx)
             if same:
                 try:
@@ -201,8 +241,12 @@ class GraphQG:
                     if t >= chain.checked:
                         same = torch.equal(got, want)
                         chain.checked = t + 1 if same else chain.checked
-            beam_idx = state.advance(want)
+            if not state.finished:
+                beam_idx = state.advance(want)
+                ahead = min(longest, t + 1 + max(4, (t + 1) // 4))
             t += 1
+            if state.finished and t >= ahead:
+                break
         self.gate.record(key, same)
         if not same:
             self.chains.pop(shape, None)

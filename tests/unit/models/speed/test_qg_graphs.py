@@ -11,6 +11,7 @@ tests/unit/models/paper/test_beam_search.py).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 import pytest
@@ -116,19 +117,28 @@ def test_batches_of_a_shared_shape_replay_and_give_the_reference_path_s_ids(mode
     assert EagerChain.made[0].checked == max(EagerChain.made[0].calls) + 1
 
 
-def test_a_batch_runs_side_by_side_before_it_relies_on_a_step_not_compared(model):
-    """A search longer than any before it reaches steps that no batch compared: the batch runs the
-    eager steps with the chain beside them, and its ids are the eager steps'."""
-    short, long = RULES.__class__(**{**vars(RULES), "max_length": 4, "min_length": 4}), RULES
-    batches = [_batch(s, 4, 11) for s in range(3)]
+def _exactly(steps: int) -> BeamRules:
+    return dataclasses.replace(RULES, max_length=steps + 1, min_length=steps + 1)
+
+
+def test_the_first_batch_checks_ahead_and_a_longer_search_runs_side_by_side_again(model):
+    """The first batch of a shape (3 steps) goes on past its end to min(the call's longest search,
+    twice its own) = 6 steps, and the call's other batches (3 and 6 steps) replay; a second call's
+    8-step search reaches steps not compared and runs side by side (its ids the eager steps')."""
+    batches = [_batch(s, 4, 11) for s in range(4)]
     gate = ExactnessGate()
     graphs = _graphs(model, gate)
     with torch.inference_mode():
-        got = graphs.search(batches, [short, short, long])
-        want = [_reference(model)(ids, mask, r) for (ids, mask), r in zip(batches, [short, short, long])]
-    assert got == want
-    assert graphs.counts == {"checked": 2, "replayed": 1}
-    assert EagerChain.made[0].checked > 3
+        first = graphs.search(batches[:3], [_exactly(3), _exactly(3), _exactly(6)])
+        assert graphs.counts == {"checked": 1, "replayed": 2} and EagerChain.made[0].checked == 6
+        assert EagerChain.made[0].calls == [0, 1, 2, 3, 4, 5, 0, 1, 2, 0, 1, 2, 3, 4, 5]
+        second = graphs.search(batches[3:], [_exactly(8)])
+        assert graphs.counts == {"checked": 2, "replayed": 2} and EagerChain.made[0].checked == 8
+        want = [
+            _reference(model)(ids, mask, r)
+            for (ids, mask), r in zip(batches, [_exactly(3), _exactly(3), _exactly(6), _exactly(8)])
+        ]
+    assert first + second == want
 
 
 @pytest.mark.parametrize("fault", [{"differ_at": 2}, {"fail_at": 1}])
