@@ -500,6 +500,7 @@ def compare_precisions(
         )
         if name != "float32":
             lines += ["  " + line for line in efficiency_report(result.profile, peak, dtype, role_peaks)]
+            lines += ["  " + note for note in getattr(comps[0], "profile_notes", list)()]
     return lines
 
 

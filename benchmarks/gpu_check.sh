@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks and figures in one call, for a GPU machine whose time is short: the machine's CPU,
-# the tests marked `gpu` (CUDA-graph steps against eager ones, the pipeline against the CPU's), the
+# the tests marked `gpu` (CUDA-graph steps against eager ones, the pipeline against the CPU's), QG
+# alone by the fast path (CUDA graphs) and the reference path, alternating (`ab_qg.py`), the
 # speed benchmark at paper shapes in float32 (the default: CUDA-graph QG behind the exactness gate),
 # float32-ref (the eager reference path) and bfloat16, with the released loop beside them, then the
 # engine's growth with the corpus, and the beam-search unit tests on that machine's CPU (another CPU
@@ -22,6 +23,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm 
 "$py" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" | tee -a "$out/nvidia-smi.txt"
 (lscpu | grep -E "Model name|^CPU\(s\)|Flags") >> "$out/nvidia-smi.txt" 2>&1
 timeout "${TEST_TIMEOUT:-200}" "$py" -m pytest -q -rs -s -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee "$out/pytest_gpu.txt"
+timeout "${AB_TIMEOUT:-150}" "$py" benchmarks/experiments/ab_qg.py --n "$n" --reps 2 --ab reference 2>&1 \
+    | tee "$out/ab_qg_gpu.txt"
 timeout "${BENCH_TIMEOUT:-300}" "$py" benchmarks/bench_speed.py --device cuda --size paper --n "$n" --reference-n 8 \
     --precisions float32,float32-ref,bfloat16 --json "$out/gpu-$(date +%F).json" 2>&1 | tee "$out/bench_gpu.txt"
 timeout "${GROWTH_TIMEOUT:-400}" "$py" benchmarks/bench_speed.py --device cuda --size paper --dtype float32 \

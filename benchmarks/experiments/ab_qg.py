@@ -183,6 +183,8 @@ def run(args: argparse.Namespace, folder: Path) -> int:
                 f"questions {ids}",
                 flush=True,
             )
+    for note in arms["new"].profile_notes():
+        print(note)
     if args.ab:
         ratios = sorted(o / n for o, n in zip(times["old"], times["new"]))
         print(f"old/new time per repetition: {', '.join(f'{r:.2f}' for r in ratios)}")
