@@ -1,7 +1,7 @@
 """The GPU's fast question generator: the reference path's own decoder step, replayed from CUDA graphs.
 
 On a GPU a QG decoder step is a few hundred small kernels over a few hundred beam rows, and the GPU
-waits on their launches (issue 51: 70% of QG's wall time on an H200). The CPU's fast path reshapes
+waits on their launches (about 70% of QG's wall time on an H200). The CPU's fast path reshapes
 the step's work (`qg_fast`), which on a GPU changes cuBLAS's kernels and so the numbers. Here the
 work is not reshaped: `StepGraphs` records the reference step (`t5_steps.cached_steps`: the beam
 reorder of the whole cache, then the decoder with its growing cache) once per step number for one
@@ -23,13 +23,15 @@ batch shape, and replays it: the same kernels on the same shapes, launched by on
   about half of one, so a shape of few batches runs the reference path. At most `chains` chains are kept (each holds its own memory
   pool); the least recently used goes first.
 - Replays run no forward pass, so the model's `FlopMeter` is given each replayed step's count (the
-  count its capture made, which ran nothing).
+  count its capture made, which ran nothing); the checks' work (the graphs beside the eager steps,
+  the steps ahead) is not counted.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import torch
@@ -136,6 +138,18 @@ def _counts(meter: Any) -> tuple[int, int, int]:
     return (meter.flops, meter.tokens, meter.calls) if meter is not None else (0, 0, 0)
 
 
+@contextlib.contextmanager
+def uncounted(model: torch.nn.Module) -> Iterator[None]:
+    """The model's FLOP meter (if any) counts nothing of what runs inside: the checks' work."""
+    meter = getattr(model, "_q2_flop_meter", None)
+    start = _counts(meter)
+    try:
+        yield
+    finally:
+        if meter is not None:
+            meter.flops, meter.tokens, meter.calls = start
+
+
 class GraphQG:
     """Batches' beam searches by the reference path's rules over replayed decoder steps, where the
     gate allows it (`gate`: `qg_fast.ExactnessGate`), else by the reference path."""
@@ -199,8 +213,12 @@ class GraphQG:
         chain.load(hidden, rows_mask)
         state = FastSearchState(len(ids), r, ids.device)
         beam_idx, t = None, 0
+        meter = getattr(self.model, "_q2_flop_meter", None)
+        start = _counts(meter)
         while not state.finished:
             if t >= chain.checked:  # a step not compared yet: this batch runs side by side
+                if meter is not None:  # the replays so far go unused
+                    meter.flops, meter.tokens, meter.calls = start
                 return self._side_by_side(key, shape, chain, hidden, rows_mask, len(ids), r, longest)
             beam_idx = state.advance(chain(t, state.tokens(), beam_idx))
             t += 1
@@ -231,10 +249,13 @@ class GraphQG:
                 beam_idx = None if t == 0 else torch.arange(state.rows, device=hidden.device)
             else:
                 tokens = state.tokens()
-            want = eager(tokens, beam_idx)
+            # the meter counts the search's eager steps, not the checks (the graphs, the steps ahead)
+            with uncounted(self.model) if state.finished else contextlib.nullcontext():
+                want = eager(tokens, beam_idx)
             if same:
                 try:
-                    got = chain(t, tokens, beam_idx)
+                    with uncounted(self.model):
+                        got = chain(t, tokens, beam_idx)
                 except RuntimeError:  # the step cannot be captured here (a host sync, memory)
                     same = False
                 else:

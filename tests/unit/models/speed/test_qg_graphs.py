@@ -23,6 +23,7 @@ from q2_metric.models.hf_qg import HFQuestionGenerator
 from q2_metric.models.paper.beam_search import BeamRules, beam_search
 from q2_metric.models.paper.t5_steps import cached_steps, decoder_steps, encoder_rows
 from q2_metric.models.speed import qg_graphs
+from q2_metric.models.speed.flops import FlopMeter
 from q2_metric.models.speed.qg_fast import ExactnessGate
 from q2_metric.models.speed.qg_graphs import GraphQG
 
@@ -207,3 +208,23 @@ def test_on_a_cpu_nothing_of_the_graph_path_runs(tiny_config, monkeypatch):
     qg = HFQuestionGenerator(tiny_config.replace(qg_decoder="fast"))
     assert qg.fast is not None and qg.fast.graphs is None
     assert qg.generate(["PBS", "Canada"], ["Bob Ross hosted a show on PBS.", "It aired in Canada."])
+
+
+def test_the_flop_meter_counts_the_searches_work_not_the_checks():
+    """The model's meter counts what the reference path's searches count: the eager steps that
+    make the ids and the replayed ones, not the graphs beside the eager steps or the steps ahead."""
+    model = random_t5(4, 1.5, vocab=VOCAB, d_model=64, d_kv=16, d_ff=128)
+    meter = FlopMeter.attach(model)
+    batches = [_batch(s, 4, 11) for s in range(5)]
+    rules = [_exactly(n) for n in (3, 5, 4, 8, 2)]  # the 8-step one runs side by side again
+    graphs = _graphs(model, ExactnessGate())
+    with torch.inference_mode():
+        before = meter.flops
+        got = graphs.search(batches, rules)
+        used = meter.flops - before
+        before = meter.flops
+        want = [_reference(model)(ids, mask, r) for (ids, mask), r in zip(batches, rules)]
+        useful = meter.flops - before
+    assert got == want
+    assert graphs.counts == {"checked": 2, "replayed": 3}
+    assert used == useful > 0
