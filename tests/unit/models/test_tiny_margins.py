@@ -14,9 +14,11 @@ The random T5 that asks the tiny questions has no such design, and none was foun
 sample have gaps down to 6.7e-6, about 7 float32 ulps of the cumulative scores they separate; one
 thread instead of two moves a gap by up to 1.5e-5 (11% of the gap it moved, 7 ulps), without
 flipping one; scaling the LM head's logits 8 or 32 times only reaches 24 ulps, because a random
-model's top candidates crowd together at any scale. So no test compares a tiny question across
-machines, only across paths on one machine, where the exactness gate makes the fast path's logits
-the reference's bit for bit (`tests/unit/models/speed/test_qg_fast.py`).
+model's top candidates crowd together at any scale. So the suite compares tiny questions across
+paths on one machine, where the exactness gate makes the fast path's logits the reference's bit
+for bit (`tests/unit/models/speed/test_qg_fast.py`, `test_qg_graphs.py`). The GPU tests
+(`tests/gpu/`, run only where a GPU is lent) also compare the GPU's questions with the CPU's: they
+held on an H200, but with these margins another GPU's rounding could flip one.
 """
 
 from __future__ import annotations
