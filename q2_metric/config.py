@@ -310,8 +310,9 @@ OPTION_DOCS: dict[str, OptionDoc] = {
         "MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only"
     ),
     "qg_decoder": OptionDoc(
-        "beam search's path: auto (the fast path for a T5, checked at run time to give the reference's "
-        "logits bit for bit, else the reference), reference (each batch alone by 3.2's step) or fast "
+        "beam search's path: auto (the fast path for a T5, merged rows on a CPU and CUDA graphs on a GPU, "
+        "checked at run time to give the reference's logits bit for bit, else the reference), reference "
+        "(each batch alone by 3.2's step) or fast "
         "(as auto, an error for another model; named in the signature); the same questions"
     ),
 }

@@ -43,6 +43,19 @@ from q2_metric.models.speed.search_bans import FastSearchState
 Results = list[list[list[int]]]  # per input, its sequences
 
 
+# A new shape gets graphs only while this fraction of the GPU's memory is free (counting what
+# PyTorch holds unused): the graphs' pools stay held between calls, and QA and NLI run after QG.
+MIN_FREE = 0.3
+
+
+def free_fraction(device: torch.device) -> float:
+    """The fraction of `device`'s memory free for PyTorch: the driver's free memory and the blocks
+    PyTorch's allocator holds unused."""
+    free, total = torch.cuda.mem_get_info(device)
+    held = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return (free + held) / total
+
+
 class Chain(Protocol):
     """One batch shape's decoder steps, step `t` of a search by `chain(t, tokens, beam_idx)`."""
 
@@ -163,9 +176,14 @@ class GraphQG:
         min_uses: int = 4,
         chains: int = 8,
         make_chain: Callable[[torch.nn.Module, int, int, bool], Chain] = StepGraphs,
+        free: Callable[[], float] | None = None,
     ) -> None:
         self.model, self.reference, self.key, self.gate = model, reference, key, gate
         self.min_uses, self.max_chains, self.make_chain = min_uses, chains, make_chain
+        device = next(model.parameters()).device
+        on_gpu = device.type == "cuda"
+        self.free = free or ((lambda: free_fraction(device)) if on_gpu else (lambda: 1.0))
+        self.release = torch.cuda.empty_cache if on_gpu else (lambda: None)
         self.chains: OrderedDict[tuple, Chain] = OrderedDict()
         self.counts: Counter[str] = Counter()  # batches: replayed, checked (side by side), reference
         self.seen: Counter[tuple] = Counter()  # batches of each shape, over the generator's calls
@@ -195,21 +213,28 @@ class GraphQG:
                 out.append(self._replayed(key, shape, ids, mask, r, steps[shape]))
         return out
 
-    def _chain(self, shape: tuple) -> Chain:
+    def _chain(self, shape: tuple) -> Chain | None:
+        """The shape's chain, made if it is new and memory allows (None: it does not)."""
         if shape in self.chains:
             self.chains.move_to_end(shape)
-        else:
-            while len(self.chains) >= self.max_chains:
-                self.chains.popitem(last=False)
-            inputs, width, beams, padded = shape
-            self.chains[shape] = self.make_chain(self.model, inputs * beams, width, padded)
+            return self.chains[shape]
+        while self.chains and (len(self.chains) >= self.max_chains or self.free() < MIN_FREE):
+            self.chains.popitem(last=False)
+            self.release()
+        if self.free() < MIN_FREE:
+            return None
+        inputs, width, beams, padded = shape
+        self.chains[shape] = self.make_chain(self.model, inputs * beams, width, padded)
         return self.chains[shape]
 
     def _replayed(
         self, key: tuple, shape: tuple, ids: torch.Tensor, mask: torch.Tensor, r: BeamRules, longest: int
     ) -> Results:
-        hidden, rows_mask = encoder_rows(self.model, ids, mask, r.num_beams)
         chain = self._chain(shape)
+        if chain is None:  # too little memory left for another shape's graphs
+            self.counts["reference"] += 1
+            return self.reference(ids, mask, r)
+        hidden, rows_mask = encoder_rows(self.model, ids, mask, r.num_beams)
         chain.load(hidden, rows_mask)
         state = FastSearchState(len(ids), r, ids.device)
         beam_idx, t = None, 0

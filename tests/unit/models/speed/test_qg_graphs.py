@@ -88,7 +88,7 @@ class EagerChain:
         return logits
 
 
-def _graphs(model, gate, **chain):
+def _graphs(model, gate, free=None, **chain):
     EagerChain.made = []
     return GraphQG(
         model,
@@ -97,6 +97,7 @@ def _graphs(model, gate, **chain):
         gate,
         min_uses=3,
         make_chain=lambda *a: EagerChain(*a, **chain),
+        free=free,
     )
 
 
@@ -228,3 +229,21 @@ def test_the_flop_meter_counts_the_searches_work_not_the_checks():
     assert got == want
     assert graphs.counts == {"checked": 2, "replayed": 3}
     assert used == useful > 0
+
+
+def test_a_new_shape_gets_graphs_only_while_memory_is_free(model):
+    """With under `MIN_FREE` of the memory free, the oldest shape's graphs go first; with none left
+    to free, a shape runs the reference path. The ids are the reference path's either way."""
+    batches = [_batch(s, 4, 11) for s in range(4)] + [_batch(s, 2, 9) for s in range(4, 8)]
+    gate = ExactnessGate()
+    graphs = _graphs(model, gate, free=lambda: 1.0 if not graphs.chains else 0.2)
+    with torch.inference_mode():
+        got = graphs.search(batches, [RULES] * 8)
+        want = [_reference(model)(ids, mask, RULES) for ids, mask in batches]
+    assert got == want
+    assert list(graphs.chains) == [(2, 9, 3, True)] and len(EagerChain.made) == 2  # the first went
+
+    starved = _graphs(model, ExactnessGate(), free=lambda: 0.1)
+    with torch.inference_mode():
+        assert starved.search(batches[:4], [RULES] * 4) == want[:4]
+    assert starved.counts == {"reference": 4} and EagerChain.made == []
