@@ -125,4 +125,6 @@ def test_benchmark_precisions_and_growth_ci_sized():
         env=env,
     )
     assert res.returncode == 0, res.stderr
-    assert [int(m) for m in re.findall(r"^\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d,]+$", res.stdout, re.M)] == [2, 4]
+    # responses, seconds, s/response, peak RSS MB, peak GPU MB (0 on a CPU)
+    rows = re.findall(r"^\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d,]+\s+([\d,]+)$", res.stdout, re.M)
+    assert [(int(n), gpu) for n, gpu in rows] == [(2, "0"), (4, "0")], res.stdout
