@@ -297,7 +297,7 @@ class FastQG:
             GraphQG(
                 model,
                 reference,
-                lambda shape: self._key("cuda graphs", shape, 0),
+                self._graph_key,
                 GATE,
                 settings.graph_min_uses,
                 settings.graph_chains,
@@ -318,6 +318,9 @@ class FastQG:
         dims = (c.d_model, c.d_kv, c.num_heads, c.d_ff, c.num_decoder_layers, c.vocab_size)
         capacity = min(max_length, FIRST_CAPACITY)  # as `merged_decoder_steps` sizes it
         return (kind, dims, self.environment(), replace(self.settings, merged_rows=0), capacity, shape)
+
+    def _graph_key(self, shape: tuple) -> tuple:
+        return self._key("cuda graphs", shape, 0)
 
     def _alone_ok(self, inputs: int, length: int, beams: int, max_length: int) -> bool:
         key = self._key("a batch alone", (inputs, beams, _bucket(length)), max_length)

@@ -180,13 +180,24 @@ class GraphQG:
     ) -> None:
         self.model, self.reference, self.key, self.gate = model, reference, key, gate
         self.min_uses, self.max_chains, self.make_chain = min_uses, chains, make_chain
-        device = next(model.parameters()).device
-        on_gpu = device.type == "cuda"
-        self.free = free or ((lambda: free_fraction(device)) if on_gpu else (lambda: 1.0))
-        self.release = torch.cuda.empty_cache if on_gpu else (lambda: None)
+        self.device = next(model.parameters()).device
+        self.free_memory = free
         self.chains: OrderedDict[tuple, Chain] = OrderedDict()
         self.counts: Counter[str] = Counter()  # batches: replayed, checked (side by side), reference
         self.seen: Counter[tuple] = Counter()  # batches of each shape, over the generator's calls
+
+    def __getstate__(self) -> dict:
+        """Pickled (Ray ships scorers) without its graphs, which stay on their GPU, and without the
+        gate, whose lock does not pickle: a copy makes its own graphs and uses its process's gate."""
+        state = dict(self.__dict__)
+        state["chains"], state["gate"] = OrderedDict(), None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        from q2_metric.models.speed.qg_fast import GATE
+
+        self.__dict__.update(state)
+        self.gate = GATE
 
     @staticmethod
     def shape(ids: torch.Tensor, mask: torch.Tensor, rules: BeamRules) -> tuple:
@@ -212,6 +223,16 @@ class GraphQG:
             else:
                 out.append(self._replayed(key, shape, ids, mask, r, steps[shape]))
         return out
+
+    def free(self) -> float:
+        """The fraction of the device's memory free (1 off a GPU)."""
+        if self.free_memory is not None:
+            return self.free_memory()
+        return free_fraction(self.device) if self.device.type == "cuda" else 1.0
+
+    def release(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
 
     def _chain(self, shape: tuple) -> Chain | None:
         """The shape's chain, made if it is new and memory allows (None: it does not)."""

@@ -247,3 +247,21 @@ def test_a_new_shape_gets_graphs_only_while_memory_is_free(model):
     with torch.inference_mode():
         assert starved.search(batches[:4], [RULES] * 4) == want[:4]
     assert starved.counts == {"reference": 4} and EagerChain.made == []
+
+
+def _search_by_reference(ids, mask, rules):  # a module-level function: it pickles
+    raise AssertionError("not called")
+
+
+def test_a_pickled_scheduler_leaves_its_graphs_and_takes_its_process_s_gate(model):
+    """Ray ships scorers: the scheduler pickles without its graphs (they stay on their GPU) and its
+    gate (a lock), and the copy uses its process's one gate."""
+    import pickle
+
+    from q2_metric.models.speed.qg_fast import GATE
+
+    graphs = GraphQG(model, _search_by_reference, tuple, ExactnessGate(), make_chain=qg_graphs.StepGraphs)
+    graphs.chains[(1, 8, 3, True)] = "a chain on a GPU"
+    copy = pickle.loads(pickle.dumps(graphs))
+    assert copy.chains == {} and copy.gate is GATE and graphs.chains
+    assert copy.free() == 1.0  # off a GPU
