@@ -43,6 +43,15 @@ from q2_metric.models.speed.search_bans import FastSearchState
 Results = list[list[list[int]]]  # per input, its sequences
 
 
+_PROCESS_GATE: Any = None  # the process's one exactness gate (`qg_fast.GATE`, registered there)
+
+
+def register_gate(gate: Any) -> None:
+    """The gate an unpickled scheduler uses (`qg_fast` registers its `GATE` when imported)."""
+    global _PROCESS_GATE
+    _PROCESS_GATE = gate
+
+
 # A new shape gets graphs only while this fraction of the GPU's memory is free (counting what
 # PyTorch holds unused): the graphs' pools stay held between calls, and QA and NLI run after QG.
 MIN_FREE = 0.3
@@ -194,10 +203,8 @@ class GraphQG:
         return state
 
     def __setstate__(self, state: dict) -> None:
-        from q2_metric.models.speed.qg_fast import GATE
-
         self.__dict__.update(state)
-        self.gate = GATE
+        self.gate = _PROCESS_GATE
 
     @staticmethod
     def shape(ids: torch.Tensor, mask: torch.Tensor, rules: BeamRules) -> tuple:
