@@ -25,6 +25,28 @@ def load_spacy(name: str | None = None) -> Any:  # a spaCy Language
         ) from err
 
 
+# Components that set no dependency label and that nothing the parser reads depends on; left out
+# of the questions' parse only when they end the pipeline (so no later component reads their work).
+# en_core_web_sm's NER has its own tok2vec; its attribute ruler, which does set DEP (whitespace
+# tokens), stays.
+DEPENDENCY_FREE = frozenset({"ner", "lemmatizer"})
+
+
+def trailing_skippable(pipe_names: Sequence[str]) -> list[str]:
+    """The trailing components of a pipeline that the dependency labels do not need.
+
+    >>> trailing_skippable(["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner"])
+    ['lemmatizer', 'ner']
+    >>> trailing_skippable(["tok2vec", "parser", "ner", "merge_entities"])
+    []
+    """
+    names = list(pipe_names)
+    cut = len(names)
+    while cut and names[cut - 1] in DEPENDENCY_FREE:
+        cut -= 1
+    return names[cut:]
+
+
 class SpacyParser:
     """Named entities, noun chunks and dependency labels from one spaCy pipeline, loaded once."""
 
@@ -44,6 +66,14 @@ class SpacyParser:
             )
             for doc in self.nlp.pipe(texts, batch_size=self.config.spacy_batch_size)
         ]
+
+    def dependencies(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+        """Each text's (token, dependency label) pairs: `parse(texts)[i].tokens`, with the
+        pipeline's trailing named-entity recognizer and lemmatizer left out (they read nothing the
+        parser wrote back and write no dependency label), and no entities or noun chunks built."""
+        skip = trailing_skippable(self.nlp.pipe_names)
+        docs = self.nlp.pipe(texts, batch_size=self.config.spacy_batch_size, disable=skip)
+        return [[(tok.text, tok.dep_) for tok in doc] for doc in docs]
 
     def describe(self) -> str:
         return f"spacy:{self.nlp.meta.get('lang', 'xx')}_{self.nlp.meta.get('name')}@{self.nlp.meta.get('version')}"

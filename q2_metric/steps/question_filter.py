@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from q2_metric.components import Answer, Parser, QuestionAnswerer
+from q2_metric.components import Answer, Parser, QuestionAnswerer, dependency_tokens
 from q2_metric.results import DISCARDED, NO_MATCH, PERSONAL, UNUSED, VALID, Pair, QuestionTrace
 from q2_metric.steps.normalize import answers_match
 from q2_metric.steps.unique import unique_call
@@ -92,9 +92,9 @@ def filter_questions(
         if not todo:
             break
         if personal_filter:
-            parsed = unique_call([t.question for _, t in todo], parser.parse)
+            parsed = unique_call([t.question for _, t in todo], lambda qs: dependency_tokens(parser, qs))
             for _, t in todo:
-                if is_personal(parsed[t.question].tokens, subjects, possessives):
+                if is_personal(parsed[t.question], subjects, possessives):
                     t.status = PERSONAL
         asked = [(p, t) for p, t in todo if t.status != PERSONAL]
         answers = unique_call(
