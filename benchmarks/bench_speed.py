@@ -437,6 +437,43 @@ def run_engine(config, parser, qg, qa, nli, responses, knowledge):
     return result, time.perf_counter() - t0
 
 
+def profile_engine(prefix: str, config, parser, qg, qa, nli, responses, knowledge) -> int:
+    """The engine once, after its warm-up, under cProfile and torch's profiler: the stages, the
+    Python functions that took the most time (a call that waits for the GPU shows the wait as its
+    own time) and torch's operators by host time, in PREFIX.txt; the cProfile data in PREFIX.prof."""
+    import cProfile
+    import io
+    import pstats
+
+    from torch.profiler import ProfilerActivity, profile
+
+    if qa.device.type == "cuda":
+        warm = warm_up_size(qa.device)
+        run_engine(config, parser, qg, qa, nli, responses[:warm], knowledge[:warm])
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if qa.device.type == "cuda" else [])
+    python = cProfile.Profile()
+    with profile(activities=activities) as ops:
+        result, seconds = python.runcall(run_engine, config, parser, qg, qa, nli, responses, knowledge)
+    python.dump_stats(f"{prefix}.prof")
+    text = io.StringIO()
+    stats = pstats.Stats(python, stream=text)
+    stats.sort_stats("tottime").print_stats(35)
+    stats.sort_stats("cumulative").print_stats("q2_metric", 45)
+    by = "self_cuda_time_total" if qa.device.type == "cuda" else "self_cpu_time_total"
+    report = [
+        f"engine seconds (profiled): {seconds:.3f}; digest {digest(result)}",
+        format_profile(result.profile),
+        "torch operators by their own host time:",
+        ops.key_averages().table(sort_by="self_cpu_time_total", row_limit=30),
+        f"torch operators by {by}:",
+        ops.key_averages().table(sort_by=by, row_limit=20),
+        text.getvalue(),
+    ]
+    Path(f"{prefix}.txt").write_text("\n".join(report))
+    print("\n".join(report[:2]))
+    return 0
+
+
 def digest(result) -> str:
     scores = [(r.q2, r.q2_no_nli) for r in result.responses]
     return hashlib.sha256(repr(scores).encode()).hexdigest()[:16]
@@ -592,6 +629,12 @@ def main() -> int:
     )
     ap.add_argument("--json", default=None, help="also write the run's figures to this JSON file")
     ap.add_argument("--engine-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--profile",
+        default=None,
+        metavar="PREFIX",
+        help="with --engine-only: profile the engine run (PREFIX.txt, PREFIX.prof)",
+    )
     ap.add_argument("--random-models", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.growth:
@@ -605,6 +648,8 @@ def main() -> int:
     pairs = load_pairs(args.n)
     responses, knowledge = [p[0] for p in pairs], [p[1] for p in pairs]
     config, parser, qg, qa, nli, which = build(args, responses, knowledge)
+    if args.engine_only and args.profile:
+        return profile_engine(args.profile, config, parser, qg, qa, nli, responses, knowledge)
     if args.engine_only:
         result, seconds = run_engine(config, parser, qg, qa, nli, responses, knowledge)
         gpu = torch.cuda.max_memory_allocated() / 2**20 if qa.device.type == "cuda" else 0.0

@@ -128,3 +128,24 @@ def test_benchmark_precisions_and_growth_ci_sized():
     # responses, seconds, s/response, peak RSS MB, peak GPU MB (0 on a CPU)
     rows = re.findall(r"^\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d,]+\s+([\d,]+)$", res.stdout, re.M)
     assert [(int(n), gpu) for n, gpu in rows] == [(2, "0"), (4, "0")], res.stdout
+
+
+def test_benchmark_profiles_the_engine_run(tmp_path):
+    """`--engine-only --profile PREFIX` (what `benchmarks/experiments/profile_gpu.sh` runs on a GPU):
+    the stages, the Python functions by their own time and torch's operators, of the engine run."""
+    prefix = tmp_path / "tiny"
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_speed.py"), "--size", "tiny", "--n", "4"]
+        + ["--device", "cpu", "--engine-only", "--profile", str(prefix)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert res.returncode == 0, res.stderr
+    report = (tmp_path / "tiny.txt").read_text()
+    assert re.search(r"^engine seconds \(profiled\): [\d.]+; digest [0-9a-f]{16}$", report, re.M)
+    assert re.search(r"^questions\s+[\d.]+\s+[\d.]+%", report, re.M)
+    assert "torch operators by their own host time:" in report and "Self CPU" in report
+    assert "q2_metric/scorer.py" in report and "tottime" in report
+    assert (tmp_path / "tiny.prof").stat().st_size > 0
