@@ -62,14 +62,34 @@ ROOT = Path(__file__).resolve().parents[1]
 ANNOTATED = ROOT.parent / "shared" / "data" / "q2_wow"
 SAMPLE = ROOT / "q2_metric" / "data" / "wow_sample.csv"
 SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
+BEGIN_DIR = ROOT.parent / "shared" / "data" / "begin"
+BEGIN = (  # (file, its knowledge column)
+    ("v1/dev_05_24_21.tsv", "evidence"),
+    ("v1/test_05_24_21.tsv", "evidence"),
+    ("wow/begin_dev_wow.tsv", "knowledge"),
+    ("wow/begin_test_wow.tsv", "knowledge"),
+    ("topicalchat/begin_dev_tc.tsv", "knowledge"),
+    ("cmu-dog/begin_dev_cmu.tsv", "knowledge"),
+)
 
 
 def load_pairs(n: int) -> list[tuple[str, str]]:
+    """The first `n` (response, knowledge) pairs: the annotated WoW set's 600 rows, then BEGIN's
+    (about 11,000 more distinct pairs, for growth beyond 600), repeated past their end."""
     files = [ANNOTATED / f"{s}.csv" for s in SPLITS if (ANNOTATED / f"{s}.csv").exists()] or [SAMPLE]
     pairs = []
     for path in files:
         with open(path, newline="", encoding="utf-8") as f:
             pairs += [(r["response"], r["knowledge"]) for r in csv.DictReader(f)]
+    for name, knowledge in BEGIN if n > len(pairs) else ():
+        if (BEGIN_DIR / name).exists():
+            with open(BEGIN_DIR / name, newline="", encoding="utf-8") as f:
+                rows = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+                pairs += [
+                    (r["response"], r[knowledge])
+                    for r in rows
+                    if r["response"].strip() and r[knowledge].strip()
+                ]
     return [pairs[i % len(pairs)] for i in range(n)]
 
 
