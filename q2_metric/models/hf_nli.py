@@ -33,7 +33,8 @@ from q2_metric.models.paper.allennlp_input import (
     is_allennlp_converted,
     template_parts,
 )
-from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears
+from q2_metric.models.speed.kernels import model_kernels
 from q2_metric.models.speed.precision import check_precision, quantize_encoder
 
 
@@ -137,7 +138,7 @@ class HFNLIClassifier:
             return_token_type_ids=uses_segment_ids(self.model),
         )
         self.tokens_processed += int(enc["input_ids"].numel())
-        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+        with model_kernels(self.linears, self.config.cpu_matmul, self.device, self.model):
             return self.model(**enc.to(self.device)).logits.argmax(dim=-1)
 
     @torch.inference_mode()
@@ -147,7 +148,7 @@ class HFNLIClassifier:
         input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids])
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
         self.tokens_processed += int(input_ids.numel())
-        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+        with model_kernels(self.linears, self.config.cpu_matmul, self.device, self.model):
             return self.model(
                 input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)
             ).logits.argmax(dim=-1)

@@ -48,7 +48,8 @@ from q2_metric.models.loading import (
     uses_segment_ids,
 )
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
-from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears
+from q2_metric.models.speed.kernels import model_kernels
 from q2_metric.models.speed.precision import check_precision, quantize_encoder
 from q2_metric.progress import batch_done
 
@@ -142,7 +143,7 @@ class HFQuestionAnswerer:
         names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features[0]]
         batch = self.tokenizer.pad([{k: f[k] for k in names} for f in features], return_tensors="pt")
         self.tokens_processed += int(batch["input_ids"].numel())
-        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+        with model_kernels(self.linears, self.config.cpu_matmul, self.device, self.model):
             out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
         return out.start_logits, out.end_logits, batch["attention_mask"]
 
@@ -196,7 +197,7 @@ class HFQuestionAnswerer:
             segment[:, :, None] != segment[:, None, :], torch.finfo(dtype).min
         )[:, None]
         self.tokens_processed += ids.numel()
-        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+        with model_kernels(self.linears, self.config.cpu_matmul, self.device, self.model):
             out = self.model(
                 input_ids=ids.to(self.device),
                 token_type_ids=types.to(self.device),

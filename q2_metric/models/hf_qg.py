@@ -15,7 +15,8 @@ from q2_metric.models.paper.beam_search import BeamRules, beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
 from q2_metric.models.paper.t5_steps import decoder_steps
-from q2_metric.models.speed.cpu_matmul import OneDNNLinears, linear_kernels, uses_onednn
+from q2_metric.models.speed.cpu_matmul import OneDNNLinears, uses_onednn
+from q2_metric.models.speed.kernels import model_kernels
 from q2_metric.models.speed.qg_fast import FastQG, FastSettings
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 from q2_metric.progress import batch_done
@@ -206,7 +207,7 @@ class HFQuestionGenerator:
         batches = [self._padded([inputs[i] for i in idx], multiple) for idx in order]
         forced = [None if new_tokens is None else max(new_tokens[i] for i in idx) for idx in order]
         out: list[list[list[int]]] = [[] for _ in inputs]
-        with linear_kernels(self.linears, c.cpu_matmul, self.device):
+        with model_kernels(self.linears, c.cpu_matmul, self.device, self.model):
             if beams > 1 and self.fast is not None:
                 results = self.fast.search(batches, [self._rules(n) for n in forced])
             else:
@@ -228,7 +229,7 @@ class HFQuestionGenerator:
         """The questions' ids of encoder inputs (`encode`'s ids) in one padded batch, as one call of
         3.2's `generate` returned them."""
         ids, mask = self._padded(list(inputs))
-        with linear_kernels(self.linears, self.config.cpu_matmul, self.device):
+        with model_kernels(self.linears, self.config.cpu_matmul, self.device, self.model):
             if self.config.decoding == "greedy":
                 return self._greedy(ids, mask, None)
             if self.fast is not None:

@@ -81,3 +81,17 @@ def test_the_fast_question_generator_on_the_gpu_asks_the_reference_path_s_questi
         assert a == b, f"row {i}"
     for key, ok in GATE.memo.items():
         print("gate:", key[0], key[2], key[-1], "fast" if ok else "refused")
+
+
+def test_bfloat16_on_a_gpu_runs_no_cudnn_attention(tiny_config, rows):
+    """cuDNN's attention spent 1.7 ms of host time per call on an H200 (`models/speed/kernels.py`):
+    a bfloat16 run's attention goes to the other kernels, and its scores stay in range."""
+    from torch.profiler import ProfilerActivity, profile
+
+    scorer = Q2Scorer(tiny_config.replace(device="cuda", dtype="bfloat16")).load()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as ops:
+        result = scorer.score([r["response"] for r in rows[:8]], [r["knowledge"] for r in rows[:8]])
+    names = {e.key for e in ops.key_averages()}
+    assert any("attention" in n for n in names), sorted(names)  # attention ran, through SDPA
+    assert not [n for n in names if "cudnn_attention" in n]
+    assert all(0 <= r.q2 <= 1 for r in result.responses)
