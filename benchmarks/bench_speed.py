@@ -155,7 +155,10 @@ class WorkingQG(HFQuestionGenerator):
         k = self.config.questions_per_candidate
         out = [self.decisions.questions(a, c, k) for a, c in zip(answers, contexts)]
         # each batch generates its longest scripted question's number of tokens (`new_tokens`)
-        scripted = [max(len(self.tokenizer(q)["input_ids"]) for q in qs) for qs in out]
+        # (one tokenizer call for all of them: the script's own cost stays out of the engine's time)
+        flat = [q for qs in out for q in qs]
+        sizes = iter([len(ids) for ids in self.tokenizer(flat)["input_ids"]] if flat else [])
+        scripted = [max(next(sizes) for _ in qs) for qs in out]
         lengths = scripted if new_tokens is None else list(new_tokens)
         self.model_decisions.extend(map(tuple, super().generate(answers, contexts, new_tokens=lengths)))
         return out
