@@ -10,8 +10,9 @@
 #
 #   bash benchmarks/gpu_check.sh OUTDIR [RESPONSES] [GROWTH_SIZES]
 #
-# PYTHON picks the interpreter (default python3); the paper's weights are used where the Hub or
-# its cache has them, random-weight models of the paper's shapes otherwise.
+# PYTHON picks the interpreter (default python3); TEST_TIMEOUT, AB_TIMEOUT, BENCH_TIMEOUT,
+# GROWTH_TIMEOUT and CPU_TIMEOUT bound the steps in seconds (0 skips one). The paper's weights are
+# used where the Hub or its cache has them, random-weight models of the paper's shapes otherwise.
 set -u
 out=${1:?usage: gpu_check.sh OUTDIR [RESPONSES] [GROWTH_SIZES]}
 n=${2:-600}
@@ -22,13 +23,15 @@ export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$out/nvidia-smi.txt"
 "$py" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" | tee -a "$out/nvidia-smi.txt"
 (lscpu | grep -E "Model name|^CPU\(s\)|Flags") >> "$out/nvidia-smi.txt" 2>&1
-timeout "${TEST_TIMEOUT:-200}" "$py" -m pytest -q -rs -s -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee "$out/pytest_gpu.txt"
-timeout "${AB_TIMEOUT:-150}" "$py" benchmarks/experiments/ab_qg.py --n "$n" --reps 2 --ab reference 2>&1 \
+# each step is skipped when its timeout is 0 (a short lease runs what it needs)
+run_step() { [ "$1" != 0 ] && timeout "$@"; }
+run_step "${TEST_TIMEOUT:-200}" "$py" -m pytest -q -rs -s -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee "$out/pytest_gpu.txt"
+run_step "${AB_TIMEOUT:-150}" "$py" benchmarks/experiments/ab_qg.py --n "$n" --reps 2 --ab reference 2>&1 \
     | tee "$out/ab_qg_gpu.txt"
-timeout "${BENCH_TIMEOUT:-300}" "$py" benchmarks/bench_speed.py --device cuda --size paper --n "$n" --reference-n 8 \
+run_step "${BENCH_TIMEOUT:-300}" "$py" benchmarks/bench_speed.py --device cuda --size paper --n "$n" --reference-n 8 \
     --precisions float32,float32-ref,bfloat16 --json "$out/gpu-$(date +%F).json" 2>&1 | tee "$out/bench_gpu.txt"
-timeout "${GROWTH_TIMEOUT:-400}" "$py" benchmarks/bench_speed.py --device cuda --size paper --dtype float32 \
+run_step "${GROWTH_TIMEOUT:-400}" "$py" benchmarks/bench_speed.py --device cuda --size paper --dtype float32 \
     --growth "$sizes" 2>&1 | tee "$out/growth_gpu.txt"
-timeout "${CPU_TIMEOUT:-100}" "$py" -m pytest -q -p no:cacheprovider tests/unit/models/paper \
+run_step "${CPU_TIMEOUT:-100}" "$py" -m pytest -q -p no:cacheprovider tests/unit/models/paper \
     tests/unit/models/speed/test_qg_fast.py tests/unit/models/speed/test_qg_graphs.py \
     tests/unit/models/speed/test_t5_beam_cache.py 2>&1 | tail -15 | tee "$out/pytest_cpu_models.txt"
