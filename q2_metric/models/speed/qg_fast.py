@@ -39,8 +39,8 @@ import torch
 
 from q2_metric.models.paper.beam_search import BeamRules, SearchState
 from q2_metric.models.paper.t5_steps import decoder_steps
+from q2_metric.models.speed.fast_search import FastSearchState
 from q2_metric.models.speed.qg_graphs import GraphQG, register_gate
-from q2_metric.models.speed.search_bans import FastSearchState
 from q2_metric.models.speed.t5_beam_cache import FIRST_CAPACITY
 from q2_metric.models.speed.t5_merged_decoder import merged_decoder_steps
 from q2_metric.models.speed.t5_shared_cross import SharedCrossAttention

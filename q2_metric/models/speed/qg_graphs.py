@@ -38,7 +38,7 @@ import torch
 
 from q2_metric.models.paper.beam_search import BeamRules
 from q2_metric.models.paper.t5_steps import cached_steps, encoder_rows
-from q2_metric.models.speed.search_bans import FastSearchState
+from q2_metric.models.speed.fast_search import FastSearchState
 
 Results = list[list[list[int]]]  # per input, its sequences
 
