@@ -697,8 +697,8 @@ def main() -> int:
         )
     )
     print(
-        f"Runtime: batch sizes QG {config.qg_batch_size}, QA {config.qa_batch_size}, NLI {config.nli_batch_size}; "
-        f"token budgets {config.qg_max_tokens}/{config.qa_max_tokens}/{config.nli_max_tokens}; "
+        f"Runtime: batch sizes QG {qg.batch_size}, QA {qa.batch_size}, NLI {nli.batch_size}; "
+        f"token budgets {qg.max_tokens}/{qa.max_tokens}/{nli.max_tokens}; "
         f"QA packed: {qa.packs()}; Linear layers: "
         f"{'oneDNN' if uses_onednn(config.cpu_matmul, device, qa.model.dtype) else 'PyTorch default (BLAS)'}"
     )

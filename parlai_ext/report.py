@@ -122,7 +122,8 @@ class Q2Buffer:
         interval = float(opt.get("log_every_n_secs") or 10)
         self.log_interval = interval if interval > 0 else float("inf")
         self.config = config_from_opt(opt)
-        self.size = self.config.qg_batch_size  # --q2-batch-size, checked
+        # --q2-batch-size (64 unless given, checked) sets the engine's batch sizes: never None here
+        self.size = self.config.qg_batch_size or 64
         self.explain_file = _explain_path(opt)
         if self.explain_file:
             check_explain_file(opt, self.explain_file)

@@ -135,15 +135,17 @@ class Q2Config:
     # "int8": the QA and NLI encoders' Linear layers quantized dynamically (a CPU fast mode, in
     # the signature); "none": the paper's float weights.
     quantize: Quantize = "none"
-    qg_batch_size: int = 16
-    qa_batch_size: int = 32
-    nli_batch_size: int = 32
+    # Inputs per batch and token budgets (a batch holds as many length-sorted inputs as fit in
+    # this many padded tokens, and at most *_batch_size inputs). None: the device's
+    # (`q2_metric.models.batching.batch_limits`: a CPU's 16 / 32 / 32 inputs and 16,384 tokens; a
+    # GPU's, larger, from its free memory).
+    qg_batch_size: int | None = None
+    qa_batch_size: int | None = None
+    nli_batch_size: int | None = None
     spacy_batch_size: int = 256
-    # Token budgets: a batch holds as many length-sorted inputs as fit in this many padded tokens
-    # (and at most *_batch_size inputs).
-    qg_max_tokens: int = 16384
-    qa_max_tokens: int = 16384
-    nli_max_tokens: int = 16384
+    qg_max_tokens: int | None = None
+    qa_max_tokens: int | None = None
+    nli_max_tokens: int | None = None
     # QA pairs packed into unpadded rows (see q2_metric.models.hf_qa): "auto" = on a CPU, for
     # ALBERT/BERT/ELECTRA models.
     qa_packing: Packing = "auto"
@@ -292,15 +294,24 @@ OPTION_DOCS: dict[str, OptionDoc] = {
         "int8: the QA and NLI encoders quantized dynamically, a CPU fast mode that changes scores a "
         "little, in the signature (measure it with `q2 agree`)"
     ),
-    "qg_batch_size": OptionDoc("most question generation inputs per batch"),
-    "qa_batch_size": OptionDoc("most QA inputs per batch"),
-    "nli_batch_size": OptionDoc("most NLI inputs per batch"),
+    "qg_batch_size": OptionDoc(
+        "most question generation inputs per batch", "16 on a CPU; on a GPU up to 128"
+    ),
+    "qa_batch_size": OptionDoc("most QA inputs per batch", "32 on a CPU; on a GPU up to 256"),
+    "nli_batch_size": OptionDoc("most NLI inputs per batch", "32 on a CPU; on a GPU up to 256"),
     "spacy_batch_size": OptionDoc("most texts per spaCy batch"),
     "qg_max_tokens": OptionDoc(
-        "padded tokens per question generation batch (inputs length-sorted); speed only"
+        "padded tokens per question generation batch (inputs length-sorted); speed only",
+        "16384 on a CPU; on a GPU up to 262144",
     ),
-    "qa_max_tokens": OptionDoc("padded tokens per QA batch (inputs length-sorted); speed only"),
-    "nli_max_tokens": OptionDoc("padded tokens per NLI batch (inputs length-sorted); speed only"),
+    "qa_max_tokens": OptionDoc(
+        "padded tokens per QA batch (inputs length-sorted); speed only",
+        "16384 on a CPU; on a GPU up to 131072",
+    ),
+    "nli_max_tokens": OptionDoc(
+        "padded tokens per NLI batch (inputs length-sorted); speed only",
+        "16384 on a CPU; on a GPU up to 131072",
+    ),
     "qa_packing": OptionDoc(
         "auto: QA pairs packed into unpadded rows on a CPU, for ALBERT/BERT/ELECTRA models; on; off; "
         "speed only"

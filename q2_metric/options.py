@@ -177,7 +177,8 @@ def with_options(
     """`config` (default: the paper's) with single options replaced, each checked as `build_config`
     checks it (the Python API's `score(..., **options)`, `Q2Scorer(config, **options)`,
     `cached_scorer(**options)`). None keeps the configuration's value, except for the options
-    whose None means something (`qa_max_length`: the model's maximum; `spacy_model`: the default).
+    whose None means something (`qa_max_length`: the model's maximum; `spacy_model`: the default;
+    the batch sizes and token budgets: the device's).
 
     Raises:
         Q2OptionError: a bad value or contradicting options; `Q2UnknownOption` (also a

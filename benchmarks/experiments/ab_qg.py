@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     answers, contexts = [a for a, _ in keys], [c for _, c in keys]
     arms["new"].generate(answers[:2], contexts[:2])  # warm up
     meter = FlopMeter.attach(qg.model)
-    print(f"{len(keys)} QG inputs, batch {config.qg_batch_size}, {torch.get_num_threads()} threads")
+    print(f"{len(keys)} QG inputs, batch {qg.batch_size}, {torch.get_num_threads()} threads")
     if args.profile:
         profiled = arms["old"] if args.ab else arms["new"]  # with --ab: the old arm's profile
         from torch.profiler import ProfilerActivity, profile

@@ -1,11 +1,56 @@
-"""Length-sorted batching under a token budget: few pad tokens, results returned in input order."""
+"""Length-sorted batching under a token budget: few pad tokens, results returned in input order;
+and each model's batch limits on its device."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
+import torch
+
+from q2_metric.config import Q2Config
 from q2_metric.progress import batch_done
+
+Role = Literal["qg", "qa", "nli"]
+# (inputs per batch, padded tokens per batch) when the options leave them to the device: a CPU's
+CPU_LIMITS: dict[str, tuple[int, int]] = {"qg": (16, 16384), "qa": (32, 16384), "nli": (32, 16384)}
+# and a GPU's with room to spare: on an H200 these limits scored 600 responses at paper shapes in
+# float32 with 7.3 GB of GPU memory at peak (benchmarks/RESULTS.md). A GPU with less free memory
+# than GPU_ROOM gets them scaled down in proportion, never below a CPU's.
+GPU_LIMITS: dict[str, tuple[int, int]] = {"qg": (128, 262144), "qa": (256, 131072), "nli": (256, 131072)}
+GPU_ROOM = 16 * 2**30
+
+
+def free_bytes(device: torch.device) -> int:
+    """The memory free for PyTorch on a GPU: the driver's free memory and the blocks PyTorch's
+    allocator holds unused."""
+    free, _ = torch.cuda.mem_get_info(device)
+    return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+
+
+def batch_limits(
+    config: Q2Config, role: Role, device: torch.device, free: int | None = None
+) -> tuple[int, int]:
+    """A model's (inputs per batch, padded tokens per batch): the options' where they are set,
+    else the device's (`free`: the GPU's free bytes, read now when not given).
+
+    >>> batch_limits(Q2Config(), "qa", torch.device("cpu"))
+    (32, 16384)
+    >>> batch_limits(Q2Config(qa_batch_size=8), "qa", torch.device("cuda"), free=2**40)
+    (8, 131072)
+    >>> batch_limits(Q2Config(), "qg", torch.device("cuda"), free=4 * 2**30)
+    (32, 65536)
+    """
+    count, tokens = getattr(config, f"{role}_batch_size"), getattr(config, f"{role}_max_tokens")
+    limits = CPU_LIMITS[role]
+    if device.type == "cuda" and (count is None or tokens is None):
+        scale = min(1.0, (free_bytes(device) if free is None else free) / GPU_ROOM)
+        limits = (
+            max(limits[0], int(GPU_LIMITS[role][0] * scale)),
+            max(limits[1], int(GPU_LIMITS[role][1] * scale)),
+        )
+    return (limits[0] if count is None else count, limits[1] if tokens is None else tokens)
+
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -18,7 +18,7 @@ import torch
 from q2_metric.components import combine_window_labels
 from q2_metric.config import Q2Config
 from q2_metric.errors import ModelCheckError
-from q2_metric.models.batching import map_batched
+from q2_metric.models.batching import batch_limits, map_batched
 from q2_metric.models.checks import nli_labels
 from q2_metric.models.loading import (
     load_pretrained,
@@ -82,6 +82,7 @@ class HFNLIClassifier:
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul` (what float32 Linear layers are left)
         self.max_length = min(self.tokenizer.model_max_length, 512)
         self.tokens_processed = 0
+        self.batch_size, self.max_tokens = batch_limits(config, "nli", self.device)
         if is_allennlp_converted(self.model.config):
             self.tokenization = ALLENNLP
 
@@ -170,9 +171,7 @@ class HFNLIClassifier:
         split = [self._split(p, h) for p, h in zip(premises, hypotheses)]
         flat = [w for windows in split for w in windows]
         lengths = self._lengths(flat)
-        labels = map_batched(
-            flat, lengths, self.config.nli_batch_size, self.config.nli_max_tokens, self._launch, self._collect
-        )
+        labels = map_batched(flat, lengths, self.batch_size, self.max_tokens, self._launch, self._collect)
         out, i = [], 0
         for windows in split:
             out.append(

@@ -39,7 +39,7 @@ import torch
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
-from q2_metric.models.batching import budget_batches, packed_calls, pipelined
+from q2_metric.models.batching import batch_limits, budget_batches, packed_calls, pipelined
 from q2_metric.models.loading import (
     load_pretrained,
     model_revision,
@@ -133,6 +133,7 @@ class HFQuestionAnswerer:
         self.window = model_window(self.tokenizer, self.model)
         self.packs()  # qa_packing='on' with a model that cannot pack fails here, at load
         self.tokens_processed = 0  # padded tokens through the model, for benchmarks
+        self.batch_size, self.max_tokens = batch_limits(config, "qa", self.device)
 
     def _logits(self, features: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Start and end logits of each feature, in one padded batch."""
@@ -214,17 +215,16 @@ class HFQuestionAnswerer:
 
     def _all_logits(self, features: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Start and end logits of every feature: packed rows, or length-sorted padded batches."""
-        c = self.config
         lengths = [len(f["input_ids"]) for f in features]
         logits: list = [None] * len(features)
         done = 0
         calls: Iterable[list[Any]]
         if self.packs():
-            calls = packed_calls(lengths, c.qa_batch_size, c.qa_max_tokens, PACK_ROW_TOKENS)
+            calls = packed_calls(lengths, self.batch_size, self.max_tokens, PACK_ROW_TOKENS)
             launch = lambda rows: self._launch_packed(features, rows)  # noqa: E731 (two branches, one pair of names)
             collect = self._collect_packed
         else:
-            calls = budget_batches(lengths, c.qa_batch_size, c.qa_max_tokens)
+            calls = budget_batches(lengths, self.batch_size, self.max_tokens)
             launch = lambda idx: (idx, self._launch_padded([features[i] for i in idx]))  # noqa: E731 (as above)
             collect = lambda launched: dict(zip(launched[0], self._collect_padded(launched[1])))  # noqa: E731 (as above)
         # each call is launched before the previous one is collected (`pipelined`)

@@ -9,7 +9,7 @@ import torch
 
 from q2_metric.config import Q2Config, QGDecoder
 from q2_metric.errors import Q2Error
-from q2_metric.models.batching import budget_batches
+from q2_metric.models.batching import batch_limits, budget_batches
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
 from q2_metric.models.paper.beam_search import BeamRules, beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
@@ -89,6 +89,7 @@ class HFQuestionGenerator:
         self.model = self.model.to(self.device).eval()
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.tokens_processed = 0
+        self.batch_size, self.max_tokens = batch_limits(config, "qg", self.device)
         self.shared = attach_shared_cross_attention(self.model)
         self.fast = self._fast_path(config.qg_decoder, fast)
 
@@ -203,7 +204,7 @@ class HFQuestionGenerator:
         inputs = self.encode(prompts)
         beams = 1 if c.decoding == "greedy" else c.num_beams
         multiple = GPU_WIDTH_MULTIPLE if self.device.type == "cuda" else 1
-        order = plan_batches([len(ids) for ids in inputs], beams, c.qg_batch_size, c.qg_max_tokens, multiple)
+        order = plan_batches([len(ids) for ids in inputs], beams, self.batch_size, self.max_tokens, multiple)
         batches = [self._padded([inputs[i] for i in idx], multiple) for idx in order]
         forced = [None if new_tokens is None else max(new_tokens[i] for i in idx) for idx in order]
         out: list[list[list[int]]] = [[] for _ in inputs]

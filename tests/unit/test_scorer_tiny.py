@@ -51,7 +51,14 @@ def count_calls(module):
 def test_model_calls_scale_with_batches_not_examples(tiny_config, rows):
     """N responses -> one forward pass per length-sorted token-budget batch, not per example."""
     n = 24
-    cfg = tiny_config.replace(qa_batch_size=64, nli_batch_size=64, qg_batch_size=64, decoding="greedy")
+    cfg = tiny_config.replace(
+        qa_batch_size=64,
+        nli_batch_size=64,
+        qg_batch_size=64,
+        qg_max_tokens=16384,
+        nli_max_tokens=16384,
+        decoding="greedy",
+    )
     scorer = Q2Scorer(cfg).load()
     qa_calls, nli_calls = count_calls(scorer.qa.model), count_calls(scorer.nli.model)
     nli_pairs = []

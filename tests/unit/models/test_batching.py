@@ -7,8 +7,10 @@ tokens for 5,664 real ones (3.5% padding, the `QA tokens (padded)` line of RESUL
 """
 
 import pytest
+import torch
 
-from q2_metric.models.batching import pack_rows, packed_calls
+from q2_metric import Q2Config
+from q2_metric.models.batching import batch_limits, pack_rows, packed_calls
 
 BENCH_CALLS = [
     [
@@ -115,3 +117,30 @@ def test_calls_respect_the_count_and_token_limits():
     for call in calls:
         members = [i for row in call for i in row]
         assert len(members) <= 32 and sum(lengths[i] for i in members) <= 2048
+
+
+def test_batch_limits_are_the_options_or_the_device_s():
+    """A CPU's limits are the ones the options had before they could be left to the device; a GPU's
+    grow with its free memory up to the limits the H200 run used, never below a CPU's."""
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    assert [batch_limits(Q2Config(), r, cpu) for r in ("qg", "qa", "nli")] == [
+        (16, 16384),
+        (32, 16384),
+        (32, 16384),
+    ]
+    assert batch_limits(Q2Config(qg_batch_size=5, qg_max_tokens=99), "qg", cpu) == (5, 99)
+    roomy = [batch_limits(Q2Config(), r, gpu, free=80 * 2**30) for r in ("qg", "qa", "nli")]
+    assert roomy == [(128, 262144), (256, 131072), (256, 131072)]
+    assert batch_limits(Q2Config(), "qa", gpu, free=8 * 2**30) == (128, 65536)  # half the room: half
+    assert batch_limits(Q2Config(), "qa", gpu, free=2**28) == (32, 16384)  # little room: a CPU's
+    assert batch_limits(Q2Config(nli_max_tokens=4096), "nli", gpu, free=2**40) == (256, 4096)
+
+
+def test_the_backends_batch_by_their_limits(tiny_config):
+    from q2_metric.models.hf_nli import HFNLIClassifier
+    from q2_metric.models.hf_qa import HFQuestionAnswerer
+    from q2_metric.models.hf_qg import HFQuestionGenerator
+
+    config = tiny_config.replace(device="cpu", qa_batch_size=7)
+    assert (HFQuestionAnswerer(config).batch_size, HFQuestionAnswerer(config).max_tokens) == (7, 16384)
+    assert (HFNLIClassifier(config).batch_size, HFQuestionGenerator(config).batch_size) == (32, 16)
