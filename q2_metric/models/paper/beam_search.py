@@ -127,9 +127,10 @@ class SearchState:
         n = self.rules.no_repeat_ngram_size
         return [(i, t) for i, seq in enumerate(self.seqs) for t in banned_ngram_tokens(seq, n)]
 
-    def advance(self, logits: torch.Tensor) -> torch.Tensor | None:
-        """Take one step's next-token logits (one row each); return which row's state each row
-        continues (the cache's beam reorder), or None when the search has ended."""
+    def candidates(self, logits: torch.Tensor, beam_scores: torch.Tensor) -> tuple[Any, int]:
+        """Each input's top `2 * num_beams` candidates of a step (3.2's `topk` over its beams'
+        float32 log-probabilities plus each beam's float32 score, after the minimum-length and
+        n-gram bans), and the vocabulary size that splits a candidate's index into beam and token."""
         r, beams = self.rules, self.rules.num_beams
         scores = torch.log_softmax(logits.float(), dim=-1)
         if self.cur_len < r.min_length:
@@ -139,8 +140,14 @@ class SearchState:
             rows, tokens = zip(*banned)
             scores[list(rows), list(tokens)] = NEG_INF
         vocab = scores.shape[-1]
-        current = torch.tensor(self.scores_of, dtype=torch.float, device=scores.device)
-        top = (scores + current[:, None]).view(self.inputs, beams * vocab).topk(2 * beams, dim=1)
+        current = beam_scores.to(scores.device)
+        return (scores + current[:, None]).view(self.inputs, beams * vocab).topk(2 * beams, dim=1), vocab
+
+    def advance(self, logits: torch.Tensor) -> torch.Tensor | None:
+        """Take one step's next-token logits (one row each); return which row's state each row
+        continues (the cache's beam reorder), or None when the search has ended."""
+        r, beams = self.rules, self.rules.num_beams
+        top, vocab = self.candidates(logits, torch.tensor(self.scores_of, dtype=torch.float))
         top_scores, top_tokens = top.values.tolist(), top.indices.tolist()
         chosen: list[tuple[float, int, int]] = []  # per row: (score, token, the row it continues)
         for b in range(self.inputs):

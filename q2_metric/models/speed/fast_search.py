@@ -15,8 +15,8 @@ operations on the host:
   over endings alone);
 - the done test: 3.2's `is_done` for every open input at once, in float64 as Python's floats.
 
-The log-softmax, the bans, the beam scores' float32 sums and the top-k are the same tensor
-operations as the reference path's, so the candidates are the same.
+The candidates (log-softmax, bans, the beam scores' float32 sums, top-k) are the reference path's
+own `SearchState.candidates`, so they are the same.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from q2_metric.models.paper.beam_search import NEG_INF, BeamRules, Hypotheses, SearchState
+from q2_metric.models.paper.beam_search import BeamRules, Hypotheses, SearchState
 
 
 def banned_pairs(seqs: list[list[int]] | np.ndarray, n: int) -> list[tuple[int, int]]:
@@ -87,16 +87,7 @@ class FastSearchState(SearchState):
 
     def advance(self, logits: torch.Tensor) -> torch.Tensor | None:
         r, beams = self.rules, self.rules.num_beams
-        scores = torch.log_softmax(logits.float(), dim=-1)
-        if self.cur_len < r.min_length:
-            scores[:, r.eos_id] = NEG_INF
-        banned = self.banned()
-        if banned:
-            rows, tokens = zip(*banned)
-            scores[list(rows), list(tokens)] = NEG_INF
-        vocab = scores.shape[-1]
-        current = torch.from_numpy(self.beam_scores).to(scores.device)
-        top = (scores + current[:, None]).view(self.inputs, beams * vocab).topk(2 * beams, dim=1)
+        top, vocab = self.candidates(logits, torch.from_numpy(self.beam_scores))
         top_scores, top_index = top.values.cpu().numpy(), top.indices.cpu().numpy()
         rank_rows = np.arange(self.inputs)[:, None] * beams + top_index // vocab
         rank_tokens = top_index % vocab
