@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import torch
 
+from q2_metric.models.batching import free_bytes
 from q2_metric.models.paper.beam_search import BeamRules
 from q2_metric.models.paper.t5_steps import cached_steps, encoder_rows
 from q2_metric.models.speed.fast_search import FastSearchState
@@ -60,9 +61,7 @@ MIN_FREE = 0.3
 def free_fraction(device: torch.device) -> float:
     """The fraction of `device`'s memory free for PyTorch: the driver's free memory and the blocks
     PyTorch's allocator holds unused."""
-    free, total = torch.cuda.mem_get_info(device)
-    held = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-    return (free + held) / total
+    return free_bytes(device) / torch.cuda.mem_get_info(device)[1]
 
 
 class Chain(Protocol):
