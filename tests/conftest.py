@@ -37,7 +37,7 @@ def tiny_models(tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def tiny_config(tiny_models) -> Q2Config:
-    # Random weights never stop early: short questions keep the tests fast.
+    # Questions end by the design (`tiny_builder.chain_qg`); a short limit still bounds the searches.
     return Q2Config(
         qg_model=tiny_models["qg"],
         qa_model=tiny_models["qa"],

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-# Random weights never end a question early: questions are capped at this many tokens.
+# The tiny QG ends its questions by design (`tiny_builder.chain_qg`); a cap bounds the searches.
 TINY_QUESTION_LENGTH = 16
 MARKER = "q2_tiny_random"
 ROLES = ("qg", "qa", "nli")

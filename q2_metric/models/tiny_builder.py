@@ -15,8 +15,11 @@ deterministically, through the real backends and the released decoding rules:
   sorted ids, so every build of a size from the same texts is the same bytes (a trained WordPiece
   tokenizer breaks ties differently from run to run, and random paper-shape models built on it
   generated other questions in every process).
-- QG (`quiet_personal_words`): random, except that I/you/my/your are never generated (otherwise the
-  personal filter drops most questions before they are asked).
+- QG (`chain_qg`): a question is a walk along a cycle of 28 question words (never I/you/my/your,
+  which the personal filter drops), from a word picked by the answer's most salient word to the
+  next of the cycle's end states; the other beams deviate by designed costs. Every step's logits
+  are a table row, exact up to rounding, and the table's gaps are wide, so no CPU's or GPU's
+  rounding flips a beam decision (unlike a random T5's, whose top candidates crowd together).
 - QA (`lexical_qa`): every layer passes its input through unchanged (attention and feed-forward
   weights zeroed; the embeddings are built so that every LayerNorm is exact), so a position's
   logits are a sum of three terms: the token's lexical score (a seeded draw in [-1, 1] for a content
@@ -34,11 +37,12 @@ deterministically, through the real backends and the released decoding rules:
   is a fixed random linear function (after a tanh) of that mean's direction: a seeded bag-of-words
   classifier giving each of the three labels to some pairs.
 
-On the bundled sample (40 rows) the tiny models give 0 (22 responses), 0.5 (4), 2/3 (1) and 1 (13):
-21 responses through valid questions (answered the same way, entailed, contradicted, token F1 with
-neutral NLI, unanswered by the knowledge) and 19 through the fallback with each of the three labels
-(`tests/unit/models/test_tiny_builder.py`). The QA and NLI draws use their own seeded streams
-(`[seed, 1]`, `[seed, 3]`), picked so that the sample shows every path.
+On the bundled sample (40 rows) the tiny models give 0 (22 responses), 0.2 (1), 0.5 (4) and 1 (13):
+28 responses through valid questions (answered the same way, entailed, contradicted, token F1 with
+neutral NLI, unanswered by the knowledge) and 12 through the fallback with each of the three labels
+(`tests/unit/models/test_tiny_builder.py`). The QG, QA and NLI draws use their own seeded streams
+(`[seed, 2]`, `[seed, 1]`, `[seed, 3]`); the QA and NLI ones were picked so that the sample shows
+every path.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ NLI_LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}  # deliberately
 
 SIZES = {
     "tiny": {
-        "t5": dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4),
+        "t5": dict(d_model=64, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4),
         "albert": dict(
             embedding_size=16,
             hidden_size=32,
@@ -249,14 +253,136 @@ def _zero_mean_units(rng: np.random.Generator, rows: int, width: int) -> np.ndar
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def quiet_personal_words(model: Any, tokenizer: Any) -> None:
-    """Zero the (tied input and output) embeddings of I/you/my/your in a random T5: their logits are
-    then 0, never among the best, so the personal filter does not drop most random questions."""
-    import torch
+# Chain QG (`chain_qg`): question words (states), one question ending every PERIOD-th state; a
+# deviation's cost (rank r > 0: COST * RATIO**(r - 1) * (1 + SPREAD * u), u a state's draw in
+# [0, 1)); every other token's logit; the table's seed (picked by search, see `chain_qg`).
+CHAIN, PERIOD, COST, RATIO, SPREAD, FLOOR, TABLE_SEED = 28, 6, 20.0, 1.5, 1.0, 3000.0, 201
+# the attention's sharpness: the start step's salience, later steps' sink, the answer-slot flag
+SHARP, SINK, FLAG, FLAG_BIAS = 2e4, 200.0, 30.0, 60.0
+PERSONAL = frozenset(["i", "you", "my", "your"])  # the personal filter drops questions with them
 
-    ids = tokenizer.convert_tokens_to_ids(["i", "you", "my", "your"])
+
+def chain_table(
+    rng: np.random.Generator, states: int = CHAIN
+) -> tuple[list[list[tuple[Any, float]]], set[int]]:
+    """Per state of the cycle 0 -> 1 -> ... -> states - 1 -> 0: its ranked next tokens (a state, or
+    "eos") with their logits (0 for the first, then -COST * RATIO**(r - 1) * (1 + SPREAD * u));
+    and the states that end a question (their first candidate is "eos")."""
+    ends = set(range(PERIOD - 1, states, PERIOD))
+    u = rng.uniform(0.0, 1.0, states)
+    table = []
+    for j in range(states):
+        nxt = (j + 1) % states
+        others: list[Any] = [int(s) for s in rng.permutation(states) if s not in (j, nxt)]
+        ranked = ["eos", nxt, *others[:8]] if j in ends else [nxt, *others[:2], "eos", *others[2:8]]
+        table.append(
+            [
+                (s, 0.0 if r == 0 else -COST * RATIO ** (r - 1) * (1 + SPREAD * u[j]))
+                for r, s in enumerate(ranked)
+            ]
+        )
+    return table, ends
+
+
+def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
+    """Set a T5's weights (tied embeddings, d_model >= 2 * CHAIN + 8) so that its beam decisions sit
+    far from any tie: every step's logits are a table row (`chain_table`), exact up to rounding.
+
+    - State: CHAIN question words. After word j the model asks the table's row j: the next word of
+      the cycle (logit 0), or a deviation to another word or the end, by its cost; -FLOOR for any
+      other token. So a question runs along the cycle to the next end state.
+    - First word: the decoder's start step attends (sharply) to the input's most salient word, an
+      answer word first. An encoder head flags positions 0-11 through the relative position bias
+      (the prompt `[CLS] answer :` fills 0-6, so 7-11 hold the answer's first words), each word has
+      a distinct salience (a seeded permutation), and the word's state (its own for a question word,
+      a seeded opening state for any other) picks row of the first step. Later steps attend to
+      [CLS] only, whose value is zero.
+    - Exactness: the decoder's feed-forward replaces the word's embedding by its state's vector,
+      whose product with every embedding is the row (one-hot products, all vectors of one norm), so
+      kernels can only round, never reorder. The table's seed is the one of 400 whose searches,
+      from every opening state at 16 and 128 tokens, keep the largest smallest relative gap between
+      the scores any decision compares (6.2e-3; `tests/unit/models/test_tiny_margins.py`).
+    """
+    import numpy as np
+    import torch
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    cfg = model.config
+    d, heads, dkv, states = cfg.d_model, cfg.num_heads, cfg.d_kv, CHAIN
+    vocab = len(tokenizer)
+    # dims: the state one-hot (input side, then the start step's), salience, [CLS], the start token,
+    # a constant, the answer flag (and the state vectors' ballast), the norm ballast, "not a
+    # question word", the end token
+    here, first = np.arange(states), np.arange(states, 2 * states)
+    sal_, sink_, start_, one_, ans_, bal_, other_, eos_ = range(2 * states, 2 * states + 8)
+    special = set(tokenizer.all_special_ids)
+    prompt = set(tokenizer("answer: context:", add_special_tokens=False).input_ids)
+    names = tokenizer.convert_ids_to_tokens(list(range(vocab)))
+    words = [int(i) for i in np.flatnonzero(content_tokens(tokenizer)) if names[i] not in PERSONAL]
+    chain = [int(t) for t in rng.choice(words, states, replace=False)]  # state j asks word chain[j]
+    state_of = {t: j for j, t in enumerate(chain)}
+    table, ends = chain_table(np.random.default_rng([TABLE_SEED]), states)
+    opening = [j for j in range(states) if j not in ends]
+    eligible = [i for i in words if i not in prompt and state_of.get(i, opening[0]) not in ends]
+    salience = np.full(vocab, -5.0)
+    salience[eligible] = rng.permutation(len(eligible)) / len(eligible)
+    salience[tokenizer.convert_tokens_to_ids("##r")] = -2.5  # in every prompt: wins when no word is eligible
+
+    emb = np.zeros((vocab, d))
+    for i in range(vocab):
+        if i not in special:
+            emb[i, here[state_of.get(i, opening[rng.integers(len(opening))])]] = 1.0
+    emb[:, sal_], emb[:, one_], emb[:, other_] = salience, 1.0, 1.0
+    emb[tokenizer.cls_token_id, sink_] = 1.0
+    emb[tokenizer.eos_token_id, eos_] = 1.0
+    emb[chain + [tokenizer.eos_token_id], other_] = 0.0
+    emb[:, bal_] = np.sqrt(d - (emb**2).sum(1))  # every embedding of norm sqrt(d)
+    pad = tokenizer.pad_token_id  # the decoder's start token
+    emb[pad] = 0.0
+    emb[pad, start_], emb[pad, other_] = np.sqrt(d - 1), 1.0
+
+    vectors = np.zeros((states, d))  # state j's vector: its product with an embedding is row j
+    for j, row in enumerate(table):
+        vectors[j, here] = -FLOOR
+        for s, value in row:
+            vectors[j, eos_ if s == "eos" else here[s]] = value
+        vectors[j, other_] = -FLOOR
+    norm = np.linalg.norm(vectors, axis=1).max() * 1.01
+    vectors[:, ans_] = np.sqrt(norm**2 - (vectors**2).sum(1))
+
     with torch.no_grad():
-        model.shared.weight[[i for i in ids if i != tokenizer.unk_token_id]] = 0.0
+        for name, param in model.named_parameters():
+            param.zero_()
+            if "layer_norm" in name:
+                param.fill_(1.0)
+        model.shared.weight.copy_(torch.tensor(emb))
+        # logits = emb @ (x / rms(x) * weight) * d**-0.5 = emb @ x * norm / |x|: the row itself
+        model.decoder.final_layer_norm.weight.fill_(norm)
+        flag = model.encoder.block[0].layer[0].SelfAttention  # head 0: positions 0-11 read [CLS]
+        flag.q.weight[0, one_], flag.k.weight[0, sink_], flag.v.weight[0, sink_] = FLAG, 1.0, 1.0
+        flag.o.weight[ans_, 0] = 1.0
+        buckets = T5Attention._relative_position_bucket(
+            torch.arange(-11, -6),
+            bidirectional=True,
+            num_buckets=cfg.relative_attention_num_buckets,
+            max_distance=cfg.relative_attention_max_distance,
+        )
+        flag.relative_attention_bias.weight[buckets.unique(), 0] = FLAG_BIAS
+        cross = model.decoder.block[0].layer[1].EncDecAttention  # every head alike
+        for h in range(heads):
+            cross.q.weight[h * dkv, start_] = SHARP / np.sqrt(d)
+            cross.q.weight[h * dkv + 1, here] = SINK
+            cross.k.weight[h * dkv, sal_], cross.k.weight[h * dkv, ans_] = 1.0, 2.0
+            cross.k.weight[h * dkv + 1, sink_] = 1.0
+        ff = model.decoder.block[0].layer[2].DenseReluDense
+        for j in range(states):
+            cross.v.weight[j, here[j]] = cross.o.weight[first[j], j] = 1.0
+            word = emb[chain[j]]
+            ff.wi.weight[j, here[j]] = ff.wi.weight[states + j, first[j]] = 1.0
+            ff.wo.weight[:, j] = torch.tensor(
+                vectors[j] - word * np.sqrt((word**2).mean() + cfg.layer_norm_epsilon)
+            )
+            ff.wo.weight[:, states + j] = torch.tensor(vectors[j])
 
 
 def lexical_qa(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
@@ -398,7 +524,7 @@ def build_tiny_models(
     if size == "tiny":  # scores that vary with the text (module docstring); the paper shapes stay random
         import numpy as np
 
-        quiet_personal_words(models["qg"], tokenizer)
+        chain_qg(models["qg"], tokenizer, np.random.default_rng([seed, 2]))
         lexical_qa(models["qa"], tokenizer, np.random.default_rng([seed, 1]))
         bag_of_words_nli(models["nli"], tokenizer, np.random.default_rng([seed, 3]))
     paths = {}

@@ -15,6 +15,7 @@ import warnings
 
 import pytest
 import torch
+from support.data import sample_rows
 from support.t5 import EOS, PAD, random_t5
 from transformers import T5ForConditionalGeneration
 
@@ -28,6 +29,8 @@ from q2_metric.models.speed.t5_merged_decoder import merged_decoder_steps
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
 VOCAB = 300
+# answers for the tiny QG's prompts: its first word follows the answer's word (`tiny_builder.chain_qg`)
+WORDS = sorted({w for r in sample_rows() for w in r["response"].lower().split() if w.isalpha() and len(w) > 4})
 
 
 def _t5(seed: int, eos_bias: float) -> T5ForConditionalGeneration:
@@ -181,7 +184,7 @@ def test_a_product_that_rounds_by_row_count_makes_the_gate_refuse_and_the_questi
     reference = HFQuestionGenerator(config.replace(qg_decoder="reference"))
     assert fast.decoder == "fast" and reference.decoder == "reference"
     prompts = [
-        qg_input(f"w{i}", f"the show number {i} aired in canada " + "and more " * (i % 7)) for i in range(40)
+        qg_input(WORDS[i], f"the show {WORDS[i]} aired in canada " + "and more " * (i % 7)) for i in range(40)
     ]
     want = reference.generate_ids(prompts)
     assert len({tuple(q[0]) for q in want}) > 10  # the questions differ from prompt to prompt
@@ -212,7 +215,7 @@ def test_a_batch_whose_fast_steps_differ_runs_the_reference_path(tiny_config, mo
     calls: list[int] = []
     steps = hf_qg.decoder_steps  # the reference path's decoder step, made once per batch it searches
     monkeypatch.setattr(hf_qg, "decoder_steps", lambda *a: calls.append(1) or steps(*a))
-    prompts = [qg_input(f"w{i}", f"a text about {i} things") for i in range(12)]
+    prompts = [qg_input(WORDS[i], f"a text about {WORDS[i]} things") for i in range(12)]
     got = fast.generate_ids(prompts)
     assert calls and got == HFQuestionGenerator(tiny_config.replace(qg_decoder="reference")).generate_ids(
         prompts
@@ -245,7 +248,7 @@ def test_per_batch_lengths_through_the_public_argument(tiny_config):
     """`new_tokens`: each batch generates exactly its prompts' largest number of tokens, by either path."""
     config = dataclasses.replace(tiny_config, qg_batch_size=8)
     fast, reference = HFQuestionGenerator(config), HFQuestionGenerator(config.replace(qg_decoder="reference"))
-    prompts = [qg_input(f"w{i}", "the item " + "word " * i) for i in range(40)]  # batches of 8 neighbours
+    prompts = [qg_input(WORDS[i], f"the {WORDS[i]} item " + "word " * i) for i in range(40)]  # batches of 8 neighbours
     lengths = [3 + i // 8 for i in range(40)]
     got = fast.generate_ids(prompts, new_tokens=lengths)
     assert got == reference.generate_ids(prompts, new_tokens=lengths)
@@ -258,7 +261,7 @@ def test_the_settings_are_given_to_the_constructor(tiny_config):
     assert isinstance(qg.fast, FastQG) and qg.fast.settings is settings
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.merged_rows = 5  # type: ignore[misc]
-    prompts = [qg_input(f"w{i}", f"a text about {i} things") for i in range(20)]
+    prompts = [qg_input(WORDS[i], f"a text about {WORDS[i]} things") for i in range(20)]
     assert qg.generate_ids(prompts) == HFQuestionGenerator(
         tiny_config.replace(qg_decoder="reference")
     ).generate_ids(prompts)
