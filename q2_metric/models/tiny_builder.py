@@ -284,7 +284,7 @@ def chain_table(
     return table, ends
 
 
-def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
+def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> list[int]:
     """Set a T5's weights (tied embeddings, d_model >= 2 * CHAIN + 8) so that its beam decisions sit
     far from any tie: every step's logits are a table row (`chain_table`), exact up to rounding.
 
@@ -302,6 +302,8 @@ def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
       kernels can only round, never reorder. The table's seed is the one of 400 whose searches,
       from every opening state at 16 and 128 tokens, keep the largest smallest relative gap between
       the scores any decision compares (6.2e-3; `tests/unit/models/test_tiny_margins.py`).
+
+    Returns the question words' ids, state j's at `chain[j]`.
     """
     import numpy as np
     import torch
@@ -383,6 +385,7 @@ def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
                 vectors[j] - word * np.sqrt((word**2).mean() + cfg.layer_norm_epsilon)
             )
             ff.wo.weight[:, states + j] = torch.tensor(vectors[j])
+    return chain
 
 
 def lexical_qa(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:

@@ -162,3 +162,41 @@ def test_nli_label_is_a_bag_of_content_words(tiny_models):
         ],
     )
     assert len(set(labels + wider)) == 3  # every label, depending on the words
+
+
+def test_qg_logits_are_the_chain_table(rows):
+    """The design of `chain_qg`, checked on the model's own outputs: after question word j, the
+    logits are row j of `chain_table` (its candidates' values, -FLOOR or lower for every other
+    token), whatever the input, up to rounding."""
+    import numpy as np
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    texts = [r["response"] for r in rows] + [r["knowledge"] for r in rows]
+    tok = rm.word_tokenizer(texts)
+    model = T5ForConditionalGeneration(
+        T5Config(
+            vocab_size=len(tok),
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            decoder_start_token_id=tok.pad_token_id,
+            **rm.SIZES["tiny"]["t5"],
+        )
+    ).eval()
+    chain = rm.chain_qg(model, tok, np.random.default_rng([0, 2]))
+    table, _ = rm.chain_table(np.random.default_rng([rm.TABLE_SEED]))
+    inputs = tok(
+        ["answer: tennis  context: tennis is a fun racket sport", "answer: it  context: it aired"],
+        padding=True,
+        return_tensors="pt",
+    )
+    for j, row in enumerate(table):
+        with torch.no_grad():
+            logits = model(
+                **inputs, decoder_input_ids=torch.tensor([[tok.pad_token_id, chain[j]]] * 2)
+            ).logits[:, -1]
+        want = {tok.eos_token_id if s == "eos" else chain[s]: value for s, value in row}
+        for got in logits:
+            assert [got[t].item() for t in want] == pytest.approx(list(want.values()), rel=1e-5, abs=1e-4)
+            rest = np.delete(got.numpy(), list(want))
+            assert rest.max() <= -rm.FLOOR + 1.0

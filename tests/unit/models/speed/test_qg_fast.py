@@ -30,7 +30,9 @@ from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 
 VOCAB = 300
 # answers for the tiny QG's prompts: its first word follows the answer's word (`tiny_builder.chain_qg`)
-WORDS = sorted({w for r in sample_rows() for w in r["response"].lower().split() if w.isalpha() and len(w) > 4})
+WORDS = sorted(
+    {w for r in sample_rows() for w in r["response"].lower().split() if w.isalpha() and len(w) > 4}
+)
 
 
 def _t5(seed: int, eos_bias: float) -> T5ForConditionalGeneration:
@@ -248,7 +250,9 @@ def test_per_batch_lengths_through_the_public_argument(tiny_config):
     """`new_tokens`: each batch generates exactly its prompts' largest number of tokens, by either path."""
     config = dataclasses.replace(tiny_config, qg_batch_size=8)
     fast, reference = HFQuestionGenerator(config), HFQuestionGenerator(config.replace(qg_decoder="reference"))
-    prompts = [qg_input(WORDS[i], f"the {WORDS[i]} item " + "word " * i) for i in range(40)]  # batches of 8 neighbours
+    prompts = [
+        qg_input(WORDS[i], f"the {WORDS[i]} item " + "word " * i) for i in range(40)
+    ]  # batches of 8 neighbours
     lengths = [3 + i // 8 for i in range(40)]
     got = fast.generate_ids(prompts, new_tokens=lengths)
     assert got == reference.generate_ids(prompts, new_tokens=lengths)
