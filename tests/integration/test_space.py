@@ -192,16 +192,23 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
             error = page.wait_for(
                 "(t => t.includes('characters long') && t)(document.body.innerText)", 60, "the length error"
             )
-        assert 0.0 <= score <= 1.0
-        # the one-line reason beside the score; the tiny QA answers every question on this response with
-        # "bob" or "ross" (one word, never a whole candidate), so no question is valid and the fallback
-        # explains the score (tests/integration/test_space.py::test_explain_rows covers the counts)
-        assert reason.startswith("No valid question (none of the ") and "end-to-end NLI" in reason, reason
-        # the response's answer candidates are highlighted, in order, each with its status
-        assert spans_text.replace("\n", "") == RESPONSE
+        # The tiny models (greedy, 8 tokens): each span's question is a walk of the chain QG's words;
+        # the lexical QA answers "the joy"'s with "joy" from the response (the candidate once the
+        # article goes: valid) and from the knowledge (the same answer: 1), and the other three with
+        # another word of the response (not the candidate: no valid question). So the score is 1 and
+        # the one-line reason beside it names the one valid question.
+        assert score == 1.0
+        assert reason == "The question answered the same way from the knowledge.", reason
+        # the response's answer candidates are highlighted, in order, each with its status; a valid
+        # one carries its score
+        assert spans_text.replace("\n", "") == RESPONSE.replace("the joy", "the joy 1.00"), spans_text
         # spaCy's candidates here (entities, then new noun chunks): bob ross, pbs, 1983, the joy
-        assert [m[0] for m in marks] == ["bob ross", "the joy", "pbs", "1983"], marks
-        assert all(m[1] == "no valid question" and m[2] is None for m in marks), marks
+        assert marks == [
+            ["bob ross", "no valid question", None],
+            ["the joy 1.00", "valid", "1.00"],  # the mark holds its score
+            ["pbs", "no valid question", None],
+            ["1983", "no valid question", None],
+        ], marks
         for column in ("span", "question", "status", "score"):
             assert column in table
         # the response's spans were asked about: the rows are this input's, not a placeholder
