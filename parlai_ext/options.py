@@ -92,6 +92,10 @@ def _add_option(g: Any, name: str) -> None:
     g.add_argument(SPELL(name), **kwargs)
 
 
+# `--q2-batch-size` unless given: responses per engine call, and the engine's batch sizes
+BUFFER_SIZE = 64
+
+
 def add_q2_args(parser: Any) -> None:
     """The `--q2-*` flags. Values are checked as they are parsed, by the engine's option checks
     (`q2_metric.options`), so that a bad one stops ParlAI's parser with one line."""
@@ -101,7 +105,7 @@ def add_q2_args(parser: Any) -> None:
     g.add_argument(
         "--q2-batch-size",
         type=flag_type("batch_size", SPELL),
-        default=64,
+        default=BUFFER_SIZE,
         help="responses buffered per engine call (and the engine's batch size)",
     )
     for name in OPTIONS[OPTIONS.index("device") + 1 : OPTIONS.index("variant") + 1]:
@@ -131,7 +135,7 @@ def config_from_opt(opt: dict) -> Q2Config:
         return configure(
             options,
             variant=opt.get("q2_variant") or "paper",
-            batch_size=64 if batch_size is None else batch_size,
+            batch_size=BUFFER_SIZE if batch_size is None else batch_size,
             spell=SPELL,
             tiny=opt.get("q2_tiny") or None,
         )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parlai_ext.options import (
+    BUFFER_SIZE,
     SPELL,
     Q2DataError,
     Q2ModelError,
@@ -122,8 +123,8 @@ class Q2Buffer:
         interval = float(opt.get("log_every_n_secs") or 10)
         self.log_interval = interval if interval > 0 else float("inf")
         self.config = config_from_opt(opt)
-        # --q2-batch-size (64 unless given, checked) sets the engine's batch sizes: never None here
-        self.size = self.config.qg_batch_size or 64
+        # --q2-batch-size (checked) set the engine's batch sizes, so this is never None
+        self.size = self.config.qg_batch_size or BUFFER_SIZE
         self.explain_file = _explain_path(opt)
         if self.explain_file:
             check_explain_file(opt, self.explain_file)
