@@ -295,13 +295,14 @@ def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> list[int]:
       answer word first. An encoder head flags positions 0-11 through the relative position bias
       (the prompt `[CLS] answer :` fills 0-6, so 7-11 hold the answer's first words), each word has
       a distinct salience (a seeded permutation), and the word's state (its own for a question word,
-      a seeded opening state for any other) picks row of the first step. Later steps attend to
+      a seeded opening state for any other) picks the first step's row. Later steps attend to
       [CLS] only, whose value is zero.
     - Exactness: the decoder's feed-forward replaces the word's embedding by its state's vector,
       whose product with every embedding is the row (one-hot products, all vectors of one norm), so
       kernels can only round, never reorder. The table's seed is the one of 400 whose searches,
       from every opening state at 16 and 128 tokens, keep the largest smallest relative gap between
-      the scores any decision compares (6.2e-3; `tests/unit/models/test_tiny_margins.py`).
+      the scores any decision compares (6.2e-3; `benchmarks/experiments/chain_seeds.py`; on the sample,
+      `tests/unit/models/test_tiny_margins.py`).
 
     Returns the question words' ids, state j's at `chain[j]`.
     """

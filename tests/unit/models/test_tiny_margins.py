@@ -129,4 +129,6 @@ def test_every_beam_decision_clears_the_margin(qg_margins, kind):
 
 
 def test_hypotheses_meeting_a_full_list_clear_the_margin(qg_margins):
-    assert min(qg_margins["admit"], default=1.0) >= QG_MARGIN
+    values = qg_margins["admit"]
+    assert len(values) > 10  # some searches met a full list (38 on the sample)
+    assert min(values) >= QG_MARGIN, f"smallest relative margin {min(values):.2e} < {QG_MARGIN:g}"
