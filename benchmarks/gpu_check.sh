@@ -11,8 +11,11 @@
 #   bash benchmarks/gpu_check.sh OUTDIR [RESPONSES] [GROWTH_SIZES]
 #
 # PYTHON picks the interpreter (default python3); TEST_TIMEOUT, AB_TIMEOUT, BENCH_TIMEOUT,
-# GROWTH_TIMEOUT and CPU_TIMEOUT bound the steps in seconds (0 skips one). The paper's weights are
-# used where the Hub or its cache has them, random-weight models of the paper's shapes otherwise.
+# GROWTH_TIMEOUT, PROFILE_TIMEOUT and CPU_TIMEOUT bound the steps in seconds (0 skips one; the
+# profile, `experiments/profile_gpu.sh`'s engine under cProfile and torch's profiler, is skipped
+# unless asked). GROWTH_DTYPE and PROFILE_DTYPE pick those steps' precision (float32, bfloat16).
+# The paper's weights are used where the Hub or its cache has them, random-weight models of the
+# paper's shapes otherwise.
 set -u
 out=${1:?usage: gpu_check.sh OUTDIR [RESPONSES] [GROWTH_SIZES]}
 n=${2:-600}
@@ -30,8 +33,10 @@ run_step "${AB_TIMEOUT:-150}" "$py" benchmarks/experiments/ab_qg.py --n "$n" --r
     | tee "$out/ab_qg_gpu.txt"
 run_step "${BENCH_TIMEOUT:-300}" "$py" benchmarks/bench_speed.py --device cuda --size paper --n "$n" --reference-n 8 \
     --precisions float32,float32-ref,bfloat16 --json "$out/gpu-$(date +%F).json" 2>&1 | tee "$out/bench_gpu.txt"
-run_step "${GROWTH_TIMEOUT:-400}" "$py" benchmarks/bench_speed.py --device cuda --size paper --dtype float32 \
+run_step "${GROWTH_TIMEOUT:-400}" "$py" benchmarks/bench_speed.py --device cuda --size paper --dtype "${GROWTH_DTYPE:-float32}" \
     --growth "$sizes" 2>&1 | tee "$out/growth_gpu.txt"
+[ "${PROFILE_TIMEOUT:-0}" != 0 ] && PROFILE_TIMEOUT=$PROFILE_TIMEOUT PYTHON=$py \
+    bash benchmarks/experiments/profile_gpu.sh "$out" "$n" "${PROFILE_DTYPE:-bfloat16}"
 run_step "${CPU_TIMEOUT:-100}" "$py" -m pytest -q -p no:cacheprovider tests/unit/models/paper \
     tests/unit/models/speed/test_qg_fast.py tests/unit/models/speed/test_qg_graphs.py \
     tests/unit/models/speed/test_t5_beam_cache.py 2>&1 | tail -15 | tee "$out/pytest_cpu_models.txt"
