@@ -7,7 +7,7 @@ The transformers/spaCy backends live in `q2_metric.models`; tests script these p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -46,16 +46,20 @@ NO_ANSWER = Answer("", has_answer=False)
 
 @runtime_checkable
 class Parser(Protocol):
-    """A parser may also expose `dependencies(texts)`: each text's (token, dependency label)
-    pairs, the same as `parse(texts)[i].tokens` but cheaper (the personal filter reads only these)."""
+    """A parser may also expose `dependencies(texts, words=None)`: each text's (token, dependency
+    label) pairs, the same as `parse(texts)[i].tokens` but cheaper (the personal filter reads only
+    these); it may label "" the tokens of a text with none of `words` among them, unparsed."""
 
     def parse(self, texts: Sequence[str]) -> list[ParsedText]:
         """Parse every text (named entities, noun chunks, dependency labels)."""
 
 
-def dependency_tokens(parser: Parser, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+def dependency_tokens(
+    parser: Parser, texts: Sequence[str], words: Collection[str] | None = None
+) -> list[list[tuple[str, str]]]:
     """Each text's (token, dependency label) pairs: the parser's `dependencies` when it has one,
-    else the tokens of its full parse.
+    else the tokens of its full parse. With `words` (lower case), the labels of a text none of
+    whose tokens is one of them may be "" (the parser may skip its parse).
 
     >>> class Words:
     ...     def parse(self, texts):
@@ -64,7 +68,7 @@ def dependency_tokens(parser: Parser, texts: Sequence[str]) -> list[list[tuple[s
     [[('do', 'dep'), ('you', 'dep')]]
     """
     fast = getattr(parser, "dependencies", None)
-    return list(fast(texts)) if fast is not None else [p.tokens for p in parser.parse(texts)]
+    return list(fast(texts, words)) if fast is not None else [p.tokens for p in parser.parse(texts)]
 
 
 @runtime_checkable

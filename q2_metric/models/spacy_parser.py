@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from q2_metric.components import ParsedText
@@ -30,6 +30,26 @@ def load_spacy(name: str | None = None) -> Any:  # a spaCy Language
 # en_core_web_sm's NER has its own tok2vec; its attribute ruler, which does set DEP (whitespace
 # tokens), stays.
 DEPENDENCY_FREE = frozenset({"ner", "lemmatizer"})
+# spaCy's factories that annotate tokens but never merge, split or replace them: a pipeline of
+# these alone has the tokenizer's tokens (the merge_* and retokenizing components are left out).
+TOKEN_KEEPING = frozenset(
+    {
+        "tok2vec",
+        "transformer",
+        "tagger",
+        "morphologizer",
+        "trainable_lemmatizer",
+        "lemmatizer",
+        "parser",
+        "beam_parser",
+        "senter",
+        "sentencizer",
+        "attribute_ruler",
+        "ner",
+        "beam_ner",
+        "entity_ruler",
+    }
+)
 
 
 def trailing_skippable(pipe_names: Sequence[str]) -> list[str]:
@@ -67,13 +87,34 @@ class SpacyParser:
             for doc in self.nlp.pipe(texts, batch_size=self.config.spacy_batch_size)
         ]
 
-    def dependencies(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+    def dependencies(
+        self, texts: Sequence[str], words: Collection[str] | None = None
+    ) -> list[list[tuple[str, str]]]:
         """Each text's (token, dependency label) pairs: `parse(texts)[i].tokens`, with the
         pipeline's trailing named-entity recognizer and lemmatizer left out (they read nothing the
-        parser wrote back and write no dependency label), and no entities or noun chunks built."""
+        parser wrote back and write no dependency label), and no entities or noun chunks built.
+
+        `words` (lower case): a text none of whose tokens is one of them, by the tokenizer alone,
+        is not parsed, and its tokens come with the label "". This holds only where no component
+        of the pipeline can change the tokenizer's tokens (`keeps_tokens`); otherwise every text is
+        parsed.
+        """
         skip = trailing_skippable(self.nlp.pipe_names)
-        docs = self.nlp.pipe(texts, batch_size=self.config.spacy_batch_size, disable=skip)
-        return [[(tok.text, tok.dep_) for tok in doc] for doc in docs]
+        docs = [self.nlp.make_doc(text) for text in texts]
+        wanted = set(words) if words is not None and self.keeps_tokens else None
+        keep = [wanted is None or any(t.text.lower() in wanted for t in d) for d in docs]
+        # a Doc passed to `pipe` skips the tokenizer; `pipe` yields the docs in order, lazily
+        parsed = self.nlp.pipe(
+            [d for d, k in zip(docs, keep) if k], batch_size=self.config.spacy_batch_size, disable=skip
+        )
+        return [
+            [(t.text, t.dep_ if k else "") for t in (next(parsed) if k else d)] for d, k in zip(docs, keep)
+        ]
+
+    @property
+    def keeps_tokens(self) -> bool:
+        """Whether every component of the pipeline leaves the tokenizer's tokens as they are."""
+        return all(self.nlp.get_pipe_meta(name).factory in TOKEN_KEEPING for name in self.nlp.pipe_names)
 
     def describe(self) -> str:
         return f"spacy:{self.nlp.meta.get('lang', 'xx')}_{self.nlp.meta.get('name')}@{self.nlp.meta.get('version')}"

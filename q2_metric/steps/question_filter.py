@@ -85,6 +85,9 @@ def filter_questions(
     """
     rounds = max((t.rank + 1 for p in pairs for t in p.result.questions), default=0)
     ranks = [[r] for r in range(rounds)] if mode == "single" else [list(range(rounds))]
+    subjects, possessives = tuple(subjects), tuple(possessives)
+    # a question with none of these words cannot be personal: its parse may be skipped
+    words = {w.lower() for w in (*subjects, *possessives)}
     calls = 0
     for group in ranks:
         wanted = set(group)
@@ -92,7 +95,9 @@ def filter_questions(
         if not todo:
             break
         if personal_filter:
-            parsed = unique_call([t.question for _, t in todo], lambda qs: dependency_tokens(parser, qs))
+            parsed = unique_call(
+                [t.question for _, t in todo], lambda qs: dependency_tokens(parser, qs, words)
+            )
             for _, t in todo:
                 if is_personal(parsed[t.question], subjects, possessives):
                     t.status = PERSONAL

@@ -39,3 +39,33 @@ def test_dependencies_are_the_full_parse_s_tokens(parser):
     assert parser.dependencies(texts) == full
     assert any(dep == "dep" for tokens in full for _, dep in tokens)  # whitespace relabelled, kept
     assert {"nsubj", "poss"} <= {dep for tokens in full for _, dep in tokens}
+
+
+PERSONAL_WORDS = {"i", "you", "my", "your"}
+
+
+def test_questions_without_the_words_are_tokenized_not_parsed(parser):
+    """Expected values: the full pipeline's parse (the released code's `nlp(q)`) for every text
+    with one of the words among its tokens; for the others, the same tokens with no label. The
+    texts include spaCy's contractions, whose exceptions make "I" and "you" out of "Im" and
+    "youre" (no search of the text for the words could see them)."""
+    texts = question_like_texts() + ["Im sure about it?", "youre a fan of jazz?", "is it mine?"]
+    full = [p.tokens for p in parser.parse(texts)]
+    assert parser.keeps_tokens
+    got = parser.dependencies(texts, PERSONAL_WORDS)
+    with_words = [any(w.lower() in PERSONAL_WORDS for w, _ in tokens) for tokens in full]
+    assert 0 < sum(with_words) < len(texts)
+    assert with_words[-3:] == [True, True, False]
+    for tokens, mine, personal in zip(full, got, with_words):
+        assert mine == (tokens if personal else [(w, "") for w, _ in tokens])
+
+
+def test_a_pipeline_that_can_retokenize_parses_every_text():
+    """A component outside the token-keeping ones (here spaCy's `merge_noun_chunks`) could make
+    the parse's tokens differ from the tokenizer's: then `words` skips nothing."""
+    p = SpacyParser(Q2Config())
+    p.nlp.add_pipe("merge_noun_chunks")
+    texts = ["is it mine?", "what do you like?"]
+    assert not p.keeps_tokens
+    assert p.dependencies(texts, PERSONAL_WORDS) == [x.tokens for x in p.parse(texts)]
+    assert all(dep for tokens in p.dependencies(texts, PERSONAL_WORDS) for _, dep in tokens)

@@ -61,3 +61,35 @@ def test_single_mode_asks_rank_by_rank_and_stops_at_the_first_valid_question():
         qf.UNUSED,
     ]
     assert calls == 2 and qa.calls == [2, 1]  # rank 0 for both, rank 1 only for Miami
+
+
+def test_the_filter_tells_the_parser_which_words_make_a_question_personal():
+    """The words passed are exactly those `is_personal` reads (lower-cased): a parser may leave a
+    question without them unparsed, since no label of it can make the question personal."""
+    from q2_metric.components import ParsedText
+    from q2_metric.results import Pair, ResponseScore
+    from q2_metric.testing.scripted import ScriptedQA
+
+    class Recording:
+        def __init__(self):
+            self.asked = []
+
+        def parse(self, texts):
+            return [ParsedText(tokens=[(w, "nsubj") for w in t.split()]) for t in texts]
+
+        def dependencies(self, texts, words=None):
+            self.asked.append((list(texts), words))
+            return [[(w, "nsubj" if w.lower() in words else "") for w in t.split()] for t in texts]
+
+    response = "Miami is in Florida."
+    questions = ["where is Miami", "where do You live", "where is OUR home"]
+    pair = Pair(response, "", ResponseScore(0, 0.0, 0.0, candidates=["Miami"] * 3))
+    pair.result.questions = [
+        QuestionTrace("Miami", q, 0, qf.UNUSED, occurrence=i) for i, q in enumerate(questions)
+    ]
+    parser = Recording()
+    qf.filter_questions(
+        [pair], parser, ScriptedQA({}), mode="multi", personal_filter=True, possessives=("My", "Our")
+    )
+    assert parser.asked == [(questions, {"i", "you", "my", "our"})]
+    assert [t.status for t in pair.result.questions] == [qf.NO_MATCH, qf.PERSONAL, qf.NO_MATCH]
