@@ -1,5 +1,6 @@
 """The speed benchmark runs CI-sized: same scores as the reference loop, never more response-side QA."""
 
+import json
 import re
 import subprocess
 import sys
@@ -81,9 +82,10 @@ def test_benchmark_gpu_path_on_a_cpu_stand_in():
     assert res.stdout.strip().splitlines()[-1].endswith("same scores: True")
 
 
-def test_benchmark_precisions_and_growth_ci_sized():
+def test_benchmark_precisions_and_growth_ci_sized(tmp_path):
     """`--precisions` prints one row per mode (float32 against itself: every decision equal, the
-    same scores) and the int8 peak; `--growth` one row per size, from fresh processes."""
+    same scores) and the int8 peak, and `--json` the figures `gpu_check.sh` commits (issue 51's
+    keys); `--growth` one row per size, from fresh processes."""
     env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     script = str(ROOT / "benchmarks" / "bench_speed.py")
     res = subprocess.run(
@@ -98,6 +100,8 @@ def test_benchmark_precisions_and_growth_ci_sized():
             "cpu",
             "--precisions",
             "float32,float32-ref,int8",
+            "--json",
+            str(tmp_path / "figures.json"),
         ],
         capture_output=True,
         text=True,
@@ -116,6 +120,12 @@ def test_benchmark_precisions_and_growth_ci_sized():
     assert ref and ref.group(1).startswith("100.0%"), res.stdout
     assert re.search(r"^int8\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x\s+[\d.]+%\s+True", res.stdout, re.M)
     assert re.search(r"qa: int8 peak [\d.]+", res.stdout)
+    figures = json.loads((tmp_path / "figures.json").read_text(encoding="utf-8"))
+    assert figures["responses"] == 4 and figures["device"]
+    assert figures["fp32_responses_per_s"] > 0 and figures["bf16_responses_per_s"] is None
+    assert 0 < figures["qg_fp32_peak_fraction"] < 1
+    assert figures["scores_equal"] is True and figures["scores_equal_released_loop"] is True
+    assert set(figures["modes"]) == {"float32", "float32-ref", "int8"}
     assert res.stdout.strip().splitlines()[-1].endswith("same scores: True")
     res = subprocess.run(
         [sys.executable, script, "--size", "tiny", "--device", "cpu", "--growth", "2,4"],
