@@ -107,9 +107,8 @@ class SpacyParser:
         parsed = self.nlp.pipe(
             [d for d, k in zip(docs, keep) if k], batch_size=self.config.spacy_batch_size, disable=skip
         )
-        return [
-            [(t.text, t.dep_ if k else "") for t in (next(parsed) if k else d)] for d, k in zip(docs, keep)
-        ]
+        # an unparsed doc's labels are ""
+        return [[(t.text, t.dep_) for t in (next(parsed) if k else d)] for d, k in zip(docs, keep)]
 
     @property
     def keeps_tokens(self) -> bool:
