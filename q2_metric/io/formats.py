@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,22 @@ def input_format(path: Path) -> str:
     if suffix != ".csv" and first.startswith(b"{"):
         return "jsonl"  # no (or another) extension, but JSON objects
     return "csv"
+
+
+_LINE_BREAK = re.compile(r"\r?\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """A file's text split into its lines at LF and CRLF only (a text without any LF, the classic
+    Mac OS kind, at CR): never at U+2028, U+0085, a form feed or the other breaks that
+    `str.splitlines` also takes, which are data inside a field or a JSON string.
+
+    >>> split_lines("a\\u2028b\\x0cc\\x85d\\r\\ne\\nf"), split_lines("a\\rb")
+    (['a\\u2028b\\x0cc\\x85d', 'e', 'f'], ['a', 'b'])
+    """
+    if "\n" in text or "\r" not in text:
+        return _LINE_BREAK.split(text)
+    return text.split("\r")
 
 
 def read_text(path: Path, encoding: str) -> str:

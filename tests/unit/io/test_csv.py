@@ -52,12 +52,8 @@ def _counting_header(monkeypatch, sep: str) -> None:
             def split(self, *args):
                 return [Name(f) for f in str.split(self, *args)]
 
-        class Text(str):
-            def splitlines(self, *args):
-                return [Line(line) for line in str.splitlines(self, *args)]
-
-        read_text = io.tsv.read_text
-        monkeypatch.setattr(io.tsv, "read_text", lambda path, encoding: Text(read_text(path, encoding)))
+        split_lines = io.tsv.split_lines
+        monkeypatch.setattr(io.tsv, "split_lines", lambda text: [Line(line) for line in split_lines(text)])
 
 
 @pytest.mark.parametrize("sep", [",", "\t"])
