@@ -152,6 +152,21 @@ def read_table(
     return _read_csv(path, encoding, multiline)
 
 
+def read_jsonl(path: str | Path, encoding: str = "utf-8") -> list[Row]:
+    """The rows of a JSON-lines file whatever its name (RAGTruth's files, a spans file), through the
+    reader's checks on the whole file (no pipe or device, no archive, the size limit
+    `Q2_MAX_INPUT_BYTES`); a line that is not a JSON object, has a key twice or is nested too deep
+    is a bad row whose `error` names its line, and the rest is read on.
+
+    Raises:
+        Q2InputError: the whole file cannot be read (too large, compressed, Parquet, undecodable).
+    """
+    path = Path(path)
+    if input_format(path) == "parquet":
+        raise Q2InputError(f"The input file '{path}' is Parquet, not JSON lines; write one JSON object per line.")
+    return _read_jsonl(path, encoding)
+
+
 def table_columns(rows: list[Row], columns: list[str] | None) -> list[str]:
     """`read_table`'s columns, with a JSONL file's keys in the order they first appear."""
     return list(dict.fromkeys(k for r in rows for k in r.fields)) if columns is None else columns

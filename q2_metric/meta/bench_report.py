@@ -204,11 +204,20 @@ def aggrefact_markdown(report: BenchmarkReport) -> list[str]:
             "| metric | dataset | tuned on | threshold | balanced accuracy |",
             "|---|---|---|---|---|",
         ]
+        undefined: dict[str, str] = {}
         for m, r in per_metric.items():
             for ds, d in r.datasets.items():
                 t = "n/a" if d.threshold is None else f"{d.threshold:.4g}"
-                lines.append(f"| {label(m)} | {ds} | {d.tuned_on} | {t} | {_f(d.balanced_accuracy)} |")
-            lines.append(f"| {label(m)} | **mean** | | | {_f(r.mean_balanced_accuracy)} |")
+                ba = "not defined" if d.undefined else _f(d.balanced_accuracy)
+                lines.append(f"| {label(m)} | {ds} | {d.tuned_on} | {t} | {ba} |")
+                if d.undefined:
+                    undefined[ds] = d.undefined
+            kept = len(r.datasets) - len(r.left_out)
+            of = f" of {kept} of {len(r.datasets)}" if r.left_out else ""
+            lines.append(f"| {label(m)} | **mean**{of} | | | {_f(r.mean_balanced_accuracy)} |")
+        if undefined:
+            lines += ["", "Source datasets without a balanced accuracy, left out of the mean:", ""]
+            lines += [f"- {ds}: {why}, so no balanced accuracy is defined." for ds, why in undefined.items()]
     return lines
 
 

@@ -289,14 +289,16 @@ class RagTruthSet:
 
 @dataclass(frozen=True)
 class AggreFactRow:
-    """One metric on one source dataset of LLM-AggreFact: the threshold (None: dev rows only), where
-    it was tuned, the dev and test row counts, and the test balanced accuracy."""
+    """One metric on one source dataset of LLM-AggreFact: the threshold, where it was tuned, the dev
+    and test row counts, and the test balanced accuracy; where there is none (no test rows, or rows
+    of one class only), None for both and `undefined` saying why."""
 
     threshold: float | None
     tuned_on: str
     dev: int
     test: int
     balanced_accuracy: float | None
+    undefined: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -304,10 +306,12 @@ class AggreFactRow:
 
 @dataclass(frozen=True)
 class AggreFactMetric:
-    """One metric on an LLM-AggreFact set: per source dataset, and the unweighted mean."""
+    """One metric on an LLM-AggreFact set: per source dataset, the unweighted mean of the balanced
+    accuracies, and the source datasets left out of it (no balanced accuracy)."""
 
     datasets: dict[str, AggreFactRow]
     mean_balanced_accuracy: float | None
+    left_out: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, figures: Mapping[str, Any]) -> AggreFactMetric:
@@ -315,6 +319,7 @@ class AggreFactMetric:
         return cls(
             {name: AggreFactRow(**row) for name, row in figures["datasets"].items()},
             figures["mean_balanced_accuracy"],
+            list(figures.get("left_out", [])),
         )
 
     def to_dict(self) -> dict[str, Any]:

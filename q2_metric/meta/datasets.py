@@ -193,11 +193,15 @@ def load_dataset(
     name: str, path: Path, mapping: ColumnMapping = ColumnMapping(), selection: Selection = DEFAULT_SELECTION
 ) -> tuple[Dataset | None, list[str]]:
     """The dataset and its problems (sentences); the dataset is None when it cannot be read at all."""
-    from q2_metric.meta.ragtruth import is_ragtruth
+    from q2_metric.meta.ragtruth import is_ragtruth, missing_file
 
     head = f"--dataset {name} ({path})"
     if is_ragtruth(path):
         return _load_ragtruth(name, path, head, selection)
+    lacking = missing_file(path)
+    if lacking is not None:
+        other = next(f for f in ("response.jsonl", "source_info.jsonl") if f != lacking)
+        return None, [f"{head}: the folder holds RAGTruth's {other} but not its {lacking}; add {lacking}."]
     if path.is_dir():
         return _load_q2_wow(name, path, head)
     if not path.is_file():

@@ -9,7 +9,9 @@
 - `Data2txt`: the structured source (a JSON object of a business and its reviews) as text, one
   `key: value` line per scalar field, nested fields named by their path (`attributes.WiFi: free`,
   `review_info.1.review_text: ...`): the facts as the generator was given them, without braces and
-  quotes, which a SQuAD-trained QA model reads as part of its answers.
+  quotes, which a SQuAD-trained QA model reads as part of its answers. A null or empty field is
+  kept as the source shows it (`attributes.WiFi: null`, `attributes.Parking: ""`): RAGTruth's
+  `due_to_null` labels mark claims about exactly those fields.
 `grounding="prompt"` takes RAGTruth's own `prompt` for every task instead (the instruction text
 the generator saw, with the source inside it): what LettuceDetect's preprocessing uses as context.
 
@@ -84,24 +86,38 @@ class RagTruthRows:
 
 
 def render_structured(value: Any, path: str = "") -> list[str]:
-    """`key: value` lines of a JSON value, nested keys joined by '.', list items numbered from 1.
+    """`key: value` lines of a JSON value, nested keys joined by '.', list items numbered from 1. A
+    null, an empty or blank string and an empty list or object are kept as JSON writes them
+    (`WiFi: null`, `Parking: ""`): RAGTruth labels claims about exactly those fields (`due_to_null`),
+    and a field the knowledge left out would read as never given.
 
     >>> render_structured({"name": "Cafe", "attributes": {"WiFi": "free"}, "review_info": [{"stars": 4}]})
     ['name: Cafe', 'attributes.WiFi: free', 'review_info.1.stars: 4']
+    >>> render_structured({"name": "Cafe", "attributes": {"WiFi": None, "Parking": "", "Tags": []}})
+    ['name: Cafe', 'attributes.WiFi: null', 'attributes.Parking: ""', 'attributes.Tags: []']
     """
-    if isinstance(value, dict):
+    if isinstance(value, (dict, list)) and value:
+        items = value.items() if isinstance(value, dict) else enumerate(value, 1)
         return [
-            line for k, v in value.items() for line in render_structured(v, f"{path}.{k}" if path else str(k))
+            line for k, v in items for line in render_structured(v, f"{path}.{k}" if path else str(k))
         ]
-    if isinstance(value, list):
-        return [
-            line
-            for i, v in enumerate(value, 1)
-            for line in render_structured(v, f"{path}.{i}" if path else str(i))
-        ]
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return []
+    if value is None or isinstance(value, (dict, list)) or (isinstance(value, str) and not value.strip()):
+        return [f"{path}: {json.dumps(value)}"] if path else []
     return [f"{path}: {value}" if path else str(value)]
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether a JSON value nests lists or objects more than the reader's `MAX_JSON_DEPTH` deep."""
+    from q2_metric.io.jsonl import MAX_JSON_DEPTH
+
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                return True
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return False
 
 
 def knowledge_of(task: str, source_info: Any, prompt: Any, grounding: str = "source") -> str | None:
@@ -124,26 +140,34 @@ def knowledge_of(task: str, source_info: Any, prompt: Any, grounding: str = "sou
         if isinstance(source_info, str):  # some copies store it as JSON text
             try:
                 source_info = json.loads(source_info)
+            except RecursionError:
+                return None
             except ValueError:
                 return source_info if source_info.strip() else None
+        if source_info is None or _too_deep(source_info):
+            return None
         lines = render_structured(source_info)
         return "\n".join(lines) if lines else None
     return None
 
 
 def _jsonl(path: Path) -> list[tuple[int, Any, str | None]]:
-    """(line number, object, error) per non-blank line."""
-    from q2_metric.io import read_text
+    """(line number, object, error) per non-blank line, through the one reader (`io.read_jsonl`:
+    the size limit, lines split at LF and CRLF only, depth, keys given twice)."""
+    from q2_metric.io import read_jsonl
 
-    out: list[tuple[int, Any, str | None]] = []
-    for n, line in enumerate(read_text(path, "utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append((n, json.loads(line), None))
-        except ValueError as err:
-            out.append((n, None, f"is not JSON ({err.args[0] if err.args else err})"))
-    return out
+    return [
+        (row.line, row.fields, None if row.error is None else row.error.partition(": ")[2])
+        for row in read_jsonl(path)
+    ]
+
+
+def missing_file(path: Path) -> str | None:
+    """For a folder holding one of RAGTruth's two files only, the other one's name; else None."""
+    if not path.is_dir():
+        return None
+    present = [f for f in FILES if (path / f).is_file()]
+    return next(f for f in FILES if f not in present) if len(present) == 1 else None
 
 
 def _gold(labels: Any, response: str) -> tuple[list[Offsets] | None, str | None]:
@@ -212,6 +236,7 @@ def read_ragtruth(
     left_split: Counter[str] = Counter()
     left_quality: Counter[str] = Counter()
     total = 0
+    first_line: dict[str, int] = {}
     for n, obj, trouble in resp_lines:
         total += 1
         where = f"{resp_path.name} line {n}"
@@ -219,6 +244,13 @@ def read_ragtruth(
             out.bad.append(f"{where}: {trouble or 'is not a JSON object'}.")
             continue
         rid = obj.get("id")
+        if rid is not None:
+            if str(rid) in first_line:  # predictions and scores are matched by id: refuse, never guess
+                raise RagTruthError(
+                    f"{resp_path} line {n}: id {rid} is given twice (first on line "
+                    f"{first_line[str(rid)]}); every response needs its own id."
+                )
+            first_line[str(rid)] = n
         where = f"{where} (id {rid})"
         s, q = obj.get("split"), obj.get("quality")
         if split != ALL and s != split:
@@ -374,7 +406,10 @@ def read_span_predictions(
     except (OSError, UnicodeDecodeError, Q2InputError) as err:
         raise RagTruthError(f"--ragtruth-spans {spec}: cannot be read ({err}).") from None
     position = {rid: i for i, rid in enumerate(ids)}
+    if len(position) != len(ids):  # `read_ragtruth` refuses them; a caller's own ids may repeat
+        raise RagTruthError(f"--ragtruth-spans {spec}: the RAGTruth set gives an id twice.")
     out: list[list[Offsets] | None] = [None] * len(ids)
+    seen: dict[str, int] = {}
     for n, obj, trouble in lines:
         where = f"--ragtruth-spans {name}: {path} line {n}"
         if trouble or not isinstance(obj, dict):
@@ -382,6 +417,11 @@ def read_span_predictions(
         rid = None if obj.get("id") is None else str(obj.get("id"))
         if rid not in position:
             raise RagTruthError(f"{where}: field 'id' {rid!r} is no kept row of the RAGTruth set.")
+        if rid in seen:
+            raise RagTruthError(
+                f"{where}: id {rid} is given twice (first on line {seen[rid]}); give each response one line."
+            )
+        seen[rid] = n
         i = position[rid]
         spans, problem = _gold(obj.get("spans"), responses[i])
         if spans is None:

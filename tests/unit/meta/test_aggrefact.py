@@ -99,3 +99,39 @@ def test_cli_protocol_with_a_score_column(tmp_path, capsys):
     assert "| judge | **mean** | | | 0.778 |" in printed
     # the published figure of the benchmark is printed (Q² was not scored: n/a beside it)
     assert "| agg | mean balanced accuracy | 0.774 | Bespoke-MiniCheck-7B (" in printed
+
+
+def test_a_source_dataset_of_one_class_or_one_row_has_no_balanced_accuracy():
+    """Before, a source dataset of one class (D) or one row (E) got balanced accuracy 1.000 at
+    threshold 0, and it entered the mean printed beside MiniCheck's."""
+    rows = ROWS + [("D", "test", 0.2, 1), ("D", "test", 0.9, 1), ("E", "test", 0.4, 0)]
+    rows += [("F", "dev", 0.3, 1), ("F", "dev", 0.5, 1), ("F", "test", 0.1, 0), ("F", "test", 0.8, 1)]
+    out = per_dataset([r[2] for r in rows], [r[3] for r in rows], [r[0] for r in rows], [r[1] for r in rows])
+    for name, why in (
+        ("D", "its 2 test row(s) are all supported"),
+        ("E", "its 1 test row(s) are all unsupported"),
+        ("F", "its 2 dev row(s) are all supported"),  # its threshold would be tuned on one class
+    ):
+        d = out["datasets"][name]
+        assert (d["balanced_accuracy"], d["threshold"], d["undefined"]) == (None, None, why)
+    assert out["left_out"] == ["D", "E", "F"]
+    assert out["mean_balanced_accuracy"] == pytest.approx(7 / 9)  # A, B and C only, as above
+
+
+def test_cli_says_which_source_datasets_are_left_out_of_the_mean(tmp_path, capsys):
+    rows = ROWS + [("D", "test", 0.2, 1), ("D", "test", 0.9, 1)]
+    data = write_set(tmp_path / "agg.csv", rows)
+    judge = tmp_path / "judge.csv"
+    judge.write_text("id,score\n" + "".join(f"agg:{i},{r[2]}\n" for i, r in enumerate(rows, 1)))
+    out = tmp_path / "bench"
+    code = main(
+        ["meta-eval", "--baselines-only", "--no-bertscore", "--dataset", f"agg={data}",
+         "--scores", f"judge={judge}", "--bootstrap", "20", "--out-dir", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "| judge | D | test | n/a | not defined |" in printed
+    assert "| judge | **mean** of 3 of 4 | | | 0.778 |" in printed
+    assert "- D: its 2 test row(s) are all supported, so no balanced accuracy is defined." in printed
+    judged = json.loads((out / "benchmark.json").read_text())["aggrefact"]["agg"]["judge"]
+    assert judged["left_out"] == ["D"] and judged["datasets"]["D"]["balanced_accuracy"] is None
