@@ -163,7 +163,9 @@ def read_jsonl(path: str | Path, encoding: str = "utf-8") -> list[Row]:
     """
     path = Path(path)
     if input_format(path) == "parquet":
-        raise Q2InputError(f"The input file '{path}' is Parquet, not JSON lines; write one JSON object per line.")
+        raise Q2InputError(
+            f"The input file '{path}' is Parquet, not JSON lines; write one JSON object per line."
+        )
     return _read_jsonl(path, encoding)
 
 

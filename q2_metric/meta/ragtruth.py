@@ -98,9 +98,7 @@ def render_structured(value: Any, path: str = "") -> list[str]:
     """
     if isinstance(value, (dict, list)) and value:
         items = value.items() if isinstance(value, dict) else enumerate(value, 1)
-        return [
-            line for k, v in items for line in render_structured(v, f"{path}.{k}" if path else str(k))
-        ]
+        return [line for k, v in items for line in render_structured(v, f"{path}.{k}" if path else str(k))]
     if value is None or isinstance(value, (dict, list)) or (isinstance(value, str) and not value.strip()):
         return [f"{path}: {json.dumps(value)}"] if path else []
     return [f"{path}: {value}" if path else str(value)]

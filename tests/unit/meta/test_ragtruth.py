@@ -167,3 +167,97 @@ def test_cli_prints_both_definitions_and_the_selection(ragtruth, tmp_path, capsy
     row = "| lettuce spans | 3 | 1 | 0.500 | 0.500 | 0.500 | 0.571 | 0.211 | 0.308 | 0.857 | 0.250 | 0.387 |"
     assert row in printed  # 4/7, 4/19, 4/13; 6/7, 1/4, 12/31
     assert "| rt | response-level F1 | 0.7922 | LettuceDetect-large-v1 (" in printed
+
+
+# -- round seven: ids given twice, line separators, limits, depth, one file of two, null fields --
+
+
+def test_a_response_id_given_twice_is_refused_naming_file_line_and_id(tmp_path):
+    """Before, the second row's id bound the first's predictions to it: exit 0, F1 0.667 for 1.000."""
+    from support.ragtruth import row
+
+    responses = [row("1", "s1", R1, [(0, 3)]), row("2", "s2", "The council met."), row("1", "s2", "Other.")]
+    folder = write_ragtruth(tmp_path / "rt", responses)
+    with pytest.raises(
+        RagTruthError, match=r"response\.jsonl line 3: id 1 is given twice \(first on line 1\)"
+    ):
+        read_ragtruth(folder)
+    with pytest.raises(Exception, match=r"--dataset rt .*line 3: id 1 is given twice"):
+        load_datasets([f"rt={folder}"])
+
+
+def test_a_spans_row_given_twice_is_refused(tmp_path):
+    ids, responses = ["1", "2"], [R1, "The council approved the park."]
+    spans = tmp_path / "pred.jsonl"
+    spans.write_text(
+        json.dumps({"id": "1", "spans": [{"start": 0, "end": 3}]})
+        + "\n"
+        + json.dumps({"id": "2", "spans": []})
+        + "\n"
+        + json.dumps({"id": "1", "spans": []})
+        + "\n"
+    )
+    with pytest.raises(RagTruthError, match=r"pred\.jsonl line 3: id 1 is given twice \(first on line 1\)"):
+        read_span_predictions(f"x={spans}", ids, responses)
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\x85", "\u2029"])
+def test_a_line_separator_inside_a_response_is_part_of_it(tmp_path, sep):
+    """str.splitlines split a response at these: extra bad rows, and bad rows on the wrong line."""
+    from support.ragtruth import row
+
+    text = f"Bob Ross{sep}painted it."
+    responses = [row("1", "s1", text, [(0, 3)]), row("2", "s2", "The council met."), row("3", "s9", "Who.")]
+    folder = write_ragtruth(tmp_path / "rt", responses=[])  # the sources
+    (folder / "response.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in responses), encoding="utf-8"
+    )
+    rows = read_ragtruth(folder)
+    assert rows.ids == ["1", "2"] and rows.response[0] == text and rows.selection["rows"] == 3
+    assert [b.split(": ")[0] for b in rows.bad] == ["response.jsonl line 3 (id 3)"]
+
+
+def test_the_size_limit_and_depth_apply_to_ragtruth_and_spans_files(ragtruth, tmp_path, monkeypatch):
+    spans = tmp_path / "pred.jsonl"
+    spans.write_text(json.dumps({"id": "1", "spans": []}) + "\n")
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"id": "1", "spans": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    with pytest.raises(RagTruthError, match=r"deep\.jsonl line 1: the JSON is nested more than 100 levels"):
+        read_span_predictions(f"x={deep}", ["1"], [R1])
+    (ragtruth / "response.jsonl").write_text(
+        (ragtruth / "response.jsonl").read_text() + '{"id": ' + "[" * 5000 + "]" * 5000 + "}\n"
+    )
+    rows = read_ragtruth(ragtruth)  # one bad row naming its line, no RecursionError
+    assert rows.bad[-1].startswith("response.jsonl line 11: the JSON is nested more than 100 levels")
+    monkeypatch.setenv("Q2_MAX_INPUT_BYTES", "100")
+    with pytest.raises(RagTruthError, match="above the limit of 100 bytes"):
+        read_ragtruth(ragtruth)
+    big = tmp_path / "big.jsonl"
+    big.write_text(json.dumps({"id": "1", "spans": []}) * 10 + "\n")
+    with pytest.raises(RagTruthError, match="above the limit of 100 bytes"):
+        read_span_predictions(f"x={big}", ["1"], [R1])
+
+
+@pytest.mark.parametrize("present", ["response.jsonl", "source_info.jsonl"])
+def test_a_folder_with_one_of_the_two_files_names_the_missing_one(ragtruth, present):
+    missing = next(f for f in ("response.jsonl", "source_info.jsonl") if f != present)
+    (ragtruth / missing).unlink()
+    with pytest.raises(
+        Exception, match=f"holds RAGTruth's {present} but not its {missing}; add {missing}"
+    ) as err:
+        load_datasets([f"rt={ragtruth}"])
+    assert "dodeca" not in str(err.value)
+
+
+def test_data2txt_keeps_null_and_empty_fields(tmp_path):
+    """RAGTruth's `due_to_null` labels mark claims about null fields: the knowledge shows them."""
+    from support.ragtruth import SOURCES, row
+
+    data = {"name": "Cafe Uno", "attributes": {"WiFi": None, "Parking": "", "Tags": []}, "hours": {}}
+    sources = [*SOURCES[:2], {**SOURCES[2], "source_info": data}]
+    folder = write_ragtruth(tmp_path / "rt", [row("3", "s3", "Cafe Uno has free WiFi.", [(13, 22)])], sources)
+    (know,) = read_ragtruth(folder).knowledge
+    assert (
+        know
+        == 'name: Cafe Uno\nattributes.WiFi: null\nattributes.Parking: ""\nattributes.Tags: []\nhours: {}'
+    )
