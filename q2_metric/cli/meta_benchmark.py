@@ -120,7 +120,8 @@ def q2_runner(
     args: argparse.Namespace, out: Path, reads: dict[str, Path] | None = None
 ) -> tuple[Callable[[Dataset], dict[str, list[float]]], Q2Scorer]:
     """Q² on a dataset through `q2 score`'s file scorer (cache, resume, progress, Ray): the
-    dataset's pairs go to OUT/q2/NAME.input.csv, its scores to OUT/q2/NAME.scores.csv, their counts
+    dataset's pairs go to OUT/q2/NAME.input.csv (a RAGTruth set's with its `id` and `task_type`,
+    which its scores and spans files carry too), its scores to OUT/q2/NAME.scores.csv, their counts
     and full signature to OUT/q2/NAME.summary.json."""
     from q2_metric.corpus.files import score_file
     from q2_metric.frontend import check_models, configure
@@ -161,9 +162,13 @@ def q2_runner(
         folder = out / "q2"
         folder.mkdir(parents=True, exist_ok=True)
         source, scores = folder / f"{ds.name}.input.csv", folder / f"{ds.name}.scores.csv"
-        write_table(
-            source, [{"response": r, "knowledge": k} for r, k in ds.keys()], ["response", "knowledge"]
-        )
+        # a RAGTruth set's rows carry its id and task type into every per-response output
+        named = {"id": ds.ids, "task_type": ds.task} if ds.ids else {}
+        records = [
+            {**{c: v[i] for c, v in named.items()}, "response": r, "knowledge": k}
+            for i, (r, k) in enumerate(ds.keys())
+        ]
+        write_table(source, records, [*named, "response", "knowledge"])
         # a set with gold spans (RAGTruth) also gets Q²'s unsupported spans, NAME.spans.jsonl
         spans = folder / f"{ds.name}.spans.jsonl" if ds.gold_spans is not None else None
         # Ray ships the scorer to its workers unloaded; this process's one may hold the NLI model
@@ -222,7 +227,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from q2_metric.errors import Q2InputError
     from q2_metric.io import commit_report, table_writer
     from q2_metric.meta.bench_report import LEADERBOARD_COLUMNS, leaderboard, render_latex, render_markdown
-    from q2_metric.meta.benchmark import parse_calibrate, run_benchmark, template_records
+    from q2_metric.meta.benchmark import parse_calibrate, read_span_files, run_benchmark, template_records
     from q2_metric.meta.datasets import load_datasets
     from q2_metric.meta.scores import check_names, parse_score_spec, write_template
     from q2_metric.options import json_safe
@@ -235,7 +240,10 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from q2_metric.meta.ragtruth import Selection
 
     datasets = load_datasets(
-        args.dataset, mapping, Selection(args.ragtruth_split, args.ragtruth_quality, args.ragtruth_grounding)
+        args.dataset,
+        mapping,
+        Selection(args.ragtruth_split, args.ragtruth_quality, args.ragtruth_grounding),
+        limit=getattr(args, "limit", None),
     )
     calibration = parse_calibrate(args.calibrate, [d.name for d in datasets])
     if args.write_template:
@@ -263,6 +271,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         + [Path(spec.partition("=")[2]) for spec in args.ragtruth_spans]
     )
     _check_paths(args, inputs, {"--out-dir": out, "--cache-dir": cache})
+    span_predictions = read_span_files(datasets, args.ragtruth_spans)  # before any model or work
     q2, nli, signature = None, None, None
     if not args.baselines_only:
         q2, scorer = q2_runner(args, out, reads={f"--dataset/--scores {p}": p for p in inputs})
@@ -286,7 +295,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         progress=lambda msg: print(f"q2 meta-eval: {msg}", file=sys.stderr),
         signature=signature,
         threshold=args.threshold,
-        span_predictions=args.ragtruth_spans,
+        span_predictions=span_predictions,
     )
     markdown, latex = render_markdown(report), render_latex(report)
 

@@ -21,6 +21,11 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     from q2_metric.meta.scores import parse_score_spec, write_template
     from q2_metric.options import json_safe
 
+    if getattr(args, "limit", None) is not None and not (args.dataset or args.ladder or args.control):
+        raise Q2InputError(  # never ignored in silence
+            "--limit applies to --dataset, --ladder and --control; the paper's meta-evaluation and "
+            "--span-gold read every row."
+        )
     if args.span_gold or args.span_pred:  # span-level evaluation (issue 43)
         return cmd_span_eval(args)
     if args.dataset:  # the benchmark on labelled sets

@@ -28,7 +28,12 @@ def add_ladder_args(parser: argparse.ArgumentParser) -> None:
         help="score the split files against knowledge of another turn / another dialogue",
     )
     add_option_flags(g, ("tiny",))
-    g.add_argument("--limit", type=int, default=None, help="first N rows of each split (default all)")
+    g.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="first N rows of each split (--ladder, --control) or of each --dataset (default all)",
+    )
     add_option_flags(g, ("coref_model",), spell=lambda name: "the +coreference row")  # its `{coref}`
 
 

@@ -158,20 +158,21 @@ def check_spans_suffix(path: str | Path, flag: str = "--spans") -> None:
 
 
 def span_record(row: Row, res: ResponseScore | None) -> dict[str, Any]:
-    """One line of the spans file: the row, its Q², every span (`results.Span`) and the unsupported
-    ones; a bad row carries its error and no spans."""
+    """One line of the spans file: the row (and its `id`, where the input has an `id` column), its
+    Q², every span (`results.Span`) and the unsupported ones; a bad row carries its error and no spans."""
+    where: dict[str, Any] = {"row": row.number, "line": row.line}
+    if isinstance(row.fields.get("id"), (str, int)):
+        where["id"] = row.fields["id"]
     if res is None:
         return {
-            "row": row.number,
-            "line": row.line,
+            **where,
             "q2": None,
             "error": row.error,
             "spans": [],
             "unsupported_spans": [],
         }
     return {
-        "row": row.number,
-        "line": row.line,
+        **where,
         "q2": _num(res.q2),
         "q2_no_nli": _num(res.q2_no_nli),
         "reason": res.reason or "",

@@ -122,7 +122,8 @@ def check_outputs(
 ) -> None:
     """Raise `OutputPathError` (one sentence naming both paths) when an output is, contains or lies
     inside an input, or two outputs collide, or an existing output file is not a regular file, or
-    an output file's folder is a file or not writable.
+    an output file's folder, or an output folder (or where it would be made), is a file or not
+    writable: before any work, never after it.
 
     `inputs` and `outputs` map a name (the flag, e.g. `-o/--output`) to a path; None entries are
     skipped. Outputs named in `folders` are folders the run writes into (not replaced themselves)."""
@@ -155,6 +156,13 @@ def check_outputs(
         elif os.path.lexists(out) and (os.path.islink(out) or not os.path.isdir(out)):
             what = "a symbolic link" if os.path.islink(out) else "not a folder"
             raise OutputPathError(f"The output folder '{out}' ({flag}) is {what}; name a folder.")
+        elif os.path.isdir(out):
+            if not os.access(out, os.W_OK | os.X_OK):
+                raise OutputPathError(
+                    f"The output folder '{out}' ({flag}) is not writable; choose another folder."
+                )
+        else:
+            check_output_folder(out, flag)  # a folder to make: where it would be made must take it
 
 
 def hub_cache_dirs() -> list[Path]:

@@ -181,6 +181,25 @@ def ragtruth_markdown(report: BenchmarkReport) -> list[str]:
                 + " | ".join(cells)
                 + " |"
             )
+        if r.by_task:
+            lines += [
+                "",
+                "Per task type (the same figures on each task type's responses):",
+                "",
+                "| metric | task type | responses | resp. P | resp. R | resp. F1 | char F1 (RAGTruth) "
+                "| char F1 (LettuceDetect) |",
+                "|---" * 8 + "|",
+            ]
+            for m in r.metrics:
+                for task, per in r.by_task.items():
+                    f = per[m]
+                    chars = [
+                        _f(c.f1) if c else "-" for c in (f.character_ragtruth, f.character_lettucedetect)
+                    ]
+                    lines.append(
+                        f"| {_rt_label(m, report)} | {task} | {f.responses:,} | {_f(f.response.precision)} | "
+                        f"{_f(f.response.recall)} | {_f(f.response.f1)} | {' | '.join(chars)} |"
+                    )
         if r.bad_rows:
             lines += ["", f"Bad rows ({len(r.bad_rows):,}), left out:", ""] + [f"- {b}" for b in r.bad_rows]
         unscored = {m: f.unscored for m, f in r.metrics.items() if f.unscored}

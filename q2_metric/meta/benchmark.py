@@ -55,6 +55,7 @@ class RagTruthSelection:
     left_out_by_split: dict[str, int]
     left_out_by_quality: dict[str, int]
     kept_by_task: dict[str, int]
+    limit: int | None = None  # --limit: the first N kept responses
 
     @classmethod
     def of(cls, selection: Mapping[str, Any]) -> RagTruthSelection:
@@ -276,6 +277,7 @@ class RagTruthSet:
     gold: GoldCounts
     threshold: float
     metrics: dict[str, RagTruthFigures]
+    by_task: dict[str, dict[str, RagTruthFigures]] = field(default_factory=dict)  # task type -> metric
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -284,6 +286,7 @@ class RagTruthSet:
             "gold": self.gold.to_dict(),
             "threshold": self.threshold,
             "metrics": {m: f.to_dict() for m, f in self.metrics.items()},
+            "by_task": {t: {m: f.to_dict() for m, f in per.items()} for t, per in self.by_task.items()},
         }
 
 
@@ -471,7 +474,7 @@ def run_benchmark(
     progress: Callable[[str], None] | None = None,
     signature: str | None = None,
     threshold: float = 0.5,
-    span_predictions: Sequence[str] = (),
+    span_predictions: Sequence[str] | Mapping[str, Sequence[Any]] = (),
 ) -> BenchmarkReport:
     """The benchmark (see the module's docstring; `BenchmarkReport.to_dict()` is the JSON form);
     with `figures`, it is filled with a ROC plot and a score-distribution plot per dataset (file name -> PNG bytes).
@@ -481,11 +484,18 @@ def run_benchmark(
     A RAGTruth set also gets `ragtruth[NAME]` (`meta.ragtruth`: response level at `threshold` for
     every score, both character levels for Q²'s unsupported spans and for each
     `span_predictions` NAME=FILE), an LLM-AggreFact set `aggrefact[NAME]` (`meta.aggrefact`), and
-    every set the published figures of its format beside the run's (`published[NAME]`)."""
+    every set the published figures of its format beside the run's (`published[NAME]`).
+    `span_predictions` may be given already read (`read_span_files`); either way they are read and
+    checked before any work."""
     say = progress or (lambda msg: None)
     notes: list[str] = []
     keys, where = distinct_pairs(datasets)
     check_names(extra)
+    spans_read = (
+        span_predictions
+        if isinstance(span_predictions, Mapping)
+        else read_span_files(datasets, span_predictions)
+    )
     ids = row_ids(datasets)
     supplied = {
         spec.name: spec.oriented(read_scores(spec, keys, where, ids)) for spec in extra
@@ -548,6 +558,12 @@ def run_benchmark(
                 else None,
             )
         results[ds.name] = DatasetResult(best, per_metric)
+        if len(set(ds.consistent)) < 2:  # (only RAGTruth's selections get here: its figures need none)
+            cls = "consistent" if ds.consistent and ds.consistent[0] else "inconsistent"
+            notes.append(
+                f"ROC AUC is not defined on {ds.name}: every one of its {len(y):,} responses is {cls}; "
+                "its other figures are reported."
+            )
 
     meaningless = None
     if signature:
@@ -568,7 +584,7 @@ def run_benchmark(
             {m: Calibrated.of(calibrate(scores[m][dev], y[dev], scores[m][test], y[test])) for m in scores},
         )
     ragtruth, aggrefact, published = _protocols(
-        datasets, results, signature_short, scores, raw, q2_spans, span_predictions, threshold
+        datasets, results, signature_short, scores, raw, q2_spans, spans_read, threshold
     )
     plots = None
     if figures is not None:
@@ -600,18 +616,16 @@ def _protocols(
     scores: Mapping[str, Mapping[str, np.ndarray]],
     raw: Mapping[str, Mapping[str, np.ndarray]],
     q2_spans: Mapping[str, Sequence[Any]],
-    span_predictions: Sequence[str],
+    span_predictions: Mapping[str, Sequence[Any]],
     threshold: float,
 ) -> tuple[dict[str, RagTruthSet], dict[str, dict[str, AggreFactMetric]], dict[str, list[PublishedBeside]]]:
     """RAGTruth's and LLM-AggreFact's figures (per such set), and the published figures beside the
     measured."""
     from q2_metric.meta.aggrefact import aggrefact_figures
     from q2_metric.meta.published import beside
-    from q2_metric.meta.ragtruth import gold_summary, ragtruth_figures, read_span_predictions
+    from q2_metric.meta.ragtruth import TASKS, gold_summary, ragtruth_figures
 
     ragtruth = [ds for ds in datasets if ds.gold_spans is not None]
-    if span_predictions and len(ragtruth) != 1:
-        raise DatasetError(f"--ragtruth-spans needs exactly one RAGTruth --dataset, got {len(ragtruth)}.")
     ragtruth_sets: dict[str, RagTruthSet] = {}
     aggrefact_sets: dict[str, dict[str, AggreFactMetric]] = {}
     published: dict[str, list[PublishedBeside]] = {}
@@ -629,16 +643,27 @@ def _protocols(
         spans = {}
         if ds.name in q2_spans:
             spans["q2"] = [None if p is None else [tuple(x) for x in p] for p in q2_spans[ds.name]]
-        for spec in span_predictions:
-            name, predicted = read_span_predictions(spec, ds.ids, ds.response)
-            spans[name] = predicted
+        spans.update(span_predictions)  # (of the one RAGTruth set: `read_span_files`)
         figs = ragtruth_figures(ds.ids, gold, values, spans, threshold)
+        by_task = {}
+        for task in TASKS:  # the same figures on each task type's responses
+            rows = [i for i, t in enumerate(ds.task) if t == task]
+            if rows:
+                part = ragtruth_figures(
+                    [ds.ids[i] for i in rows],
+                    [gold[i] for i in rows],
+                    {m: [v[i] for i in rows] for m, v in values.items()},
+                    {m: [p[i] for i in rows] for m, p in spans.items()},
+                    threshold,
+                )
+                by_task[task] = {m: RagTruthFigures.of(f) for m, f in part.items()}
         ragtruth_sets[ds.name] = RagTruthSet(
             RagTruthSelection.of(ds.selection or {}),
             list(ds.bad),
             GoldCounts(**gold_summary(gold)),
             threshold,
             {m: RagTruthFigures.of(f) for m, f in figs.items()},
+            by_task,
         )
         q2_figs = figs.get("q2 spans") or {}
         measured = {
@@ -668,6 +693,34 @@ def _protocols(
                 if r["measure"] == "roc_auc_best"
             ]
     return ragtruth_sets, aggrefact_sets, published
+
+
+def read_span_files(datasets: Sequence[Dataset], specs: Sequence[str]) -> dict[str, list[Any]]:
+    """Every `--ragtruth-spans NAME=FILE`, read and checked against the one RAGTruth set (name ->
+    predictions in its row order): before any work, so that a bad file stops the run before scoring.
+
+    Raises:
+        DatasetError: spans without exactly one RAGTruth set, or a name given twice.
+        RagTruthError: a bad line of a file (one sentence naming its line).
+    """
+    from q2_metric.meta.ragtruth import read_span_predictions
+
+    if not specs:
+        return {}
+    ragtruth = [ds for ds in datasets if ds.gold_spans is not None]
+    if len(ragtruth) != 1:
+        raise DatasetError(f"--ragtruth-spans needs exactly one RAGTruth --dataset, got {len(ragtruth)}.")
+    out: dict[str, list[Any]] = {}
+    for spec in specs:
+        name, predicted = read_span_predictions(spec, ragtruth[0].ids, ragtruth[0].response)
+        if name in out or name == "q2":
+            raise DatasetError(
+                f"--ragtruth-spans {spec}: the name '{name}' is "
+                + ("Q²'s own spans" if name == "q2" else "given twice")
+                + "; give each file its own name."
+            )
+        out[name] = predicted
+    return out
 
 
 def _short_signature(signature: str) -> str:

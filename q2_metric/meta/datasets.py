@@ -22,6 +22,7 @@ collected first and reported as one sentence each.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,12 +166,14 @@ def parse_dataset_spec(text: str) -> tuple[str, Path]:
     return name, Path(path)
 
 
-def _read(path: Path) -> tuple[list[dict], list[str], list[str]]:
-    """(rows as dicts, columns, problems of unreadable rows)."""
+def _read(path: Path, limit: int | None = None) -> tuple[list[dict], list[str], list[str]]:
+    """(rows as dicts, columns, problems of unreadable rows), of the first `limit` rows (None: all)."""
     from q2_metric import io
 
     raw, columns = io.read_table(path)
-    return [r.fields for r in raw], io.table_columns(raw, columns), [r.error for r in raw if r.error]
+    columns = io.table_columns(raw, columns)
+    raw = raw[:limit]
+    return [r.fields for r in raw], columns, [r.error for r in raw if r.error]
 
 
 def detect_format(columns: Sequence[str], mapping: ColumnMapping) -> Format | None:
@@ -190,24 +193,30 @@ def _text(value: object) -> str | None:
 
 
 def load_dataset(
-    name: str, path: Path, mapping: ColumnMapping = ColumnMapping(), selection: Selection = DEFAULT_SELECTION
+    name: str,
+    path: Path,
+    mapping: ColumnMapping = ColumnMapping(),
+    selection: Selection = DEFAULT_SELECTION,
+    limit: int | None = None,
 ) -> tuple[Dataset | None, list[str]]:
-    """The dataset and its problems (sentences); the dataset is None when it cannot be read at all."""
+    """The dataset and its problems (sentences); the dataset is None when it cannot be read at all.
+    `limit` keeps the first N rows of a file (of a RAGTruth selection: its first N kept responses;
+    of the paper's folder: of each split file), and the checks are of those rows."""
     from q2_metric.meta.ragtruth import is_ragtruth, missing_file
 
     head = f"--dataset {name} ({path})"
     if is_ragtruth(path):
-        return _load_ragtruth(name, path, head, selection)
+        return _load_ragtruth(name, path, head, selection, limit)
     lacking = missing_file(path)
     if lacking is not None:
         other = next(f for f in ("response.jsonl", "source_info.jsonl") if f != lacking)
         return None, [f"{head}: the folder holds RAGTruth's {other} but not its {lacking}; add {lacking}."]
     if path.is_dir():
-        return _load_q2_wow(name, path, head)
+        return _load_q2_wow(name, path, head, limit)
     if not path.is_file():
         return None, [f"{head}: no such file."]
     try:
-        rows, columns, problems = _read(path)
+        rows, columns, problems = _read(path, limit)
     except (OSError, UnicodeDecodeError, Q2InputError) as err:
         return None, [f"{head}: cannot be read ({err})."]
     more = f" (and {len(problems) - 1} other unreadable row(s))" if len(problems) > 1 else ""
@@ -265,11 +274,13 @@ def load_dataset(
 
 
 def _load_ragtruth(
-    name: str, path: Path, head: str, selection: Selection
+    name: str, path: Path, head: str, selection: Selection, limit: int | None = None
 ) -> tuple[Dataset | None, list[str]]:
-    """RAGTruth's folder (`meta.ragtruth`): the selected rows; its bad rows are kept in `bad`, one
-    sentence each naming the row's id, and the run goes on without them."""
-    from q2_metric.meta.ragtruth import RagTruthError, read_ragtruth
+    """RAGTruth's folder (`meta.ragtruth`): the selected rows (the first `limit` of them); its bad
+    rows are kept in `bad`, one sentence each naming the row's id, and the run goes on without
+    them. A selection of one class is no problem: RAGTruth's figures need no ROC AUC (which the
+    report gives as not defined)."""
+    from q2_metric.meta.ragtruth import TASKS, RagTruthError, read_ragtruth
 
     try:
         rows = read_ragtruth(
@@ -277,6 +288,12 @@ def _load_ragtruth(
         )
     except RagTruthError as err:
         return None, [f"{head}: {err}"]
+    if limit is not None and len(rows.ids) > limit:
+        for part in ("ids", "response", "knowledge", "task", "gold", "where"):
+            setattr(rows, part, getattr(rows, part)[:limit])
+        kept = Counter(rows.task)
+        rows.selection.update(kept=len(rows.ids), kept_by_task={t: kept[t] for t in TASKS if kept[t]})
+    rows.selection["limit"] = limit
     rule = "consistent iff the response has no labelled span (RAGTruth's response-level rule)"
     ds = Dataset(name, str(path), "ragtruth", rule)
     ds.response, ds.knowledge, ds.where = rows.response, rows.knowledge, rows.where
@@ -288,11 +305,6 @@ def _load_ragtruth(
         return None, [
             f"{head}: no row has split '{sel['split']}' and quality '{sel['quality']}' and is good "
             f"({sel['rows']} rows, {sel['bad']} bad)."
-        ]
-    if len(set(ds.consistent)) < 2:
-        cls = "consistent" if ds.consistent[0] else "inconsistent"
-        return ds, [
-            f"{head}: every one of its {len(ds.ids)} selected responses is {cls}, so no ROC AUC can be computed."
         ]
     return ds, []
 
@@ -331,8 +343,11 @@ def one_class_problem(consistent: Sequence[int], fmt: Format) -> str | None:
     )
 
 
-def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list[str]]:
-    """The paper's annotated set: its 600 split responses (the split's name is the label)."""
+def _load_q2_wow(
+    name: str, path: Path, head: str, limit: int | None = None
+) -> tuple[Dataset | None, list[str]]:
+    """The paper's annotated set: its 600 split responses (the split's name is the label; the first
+    `limit` of each split file)."""
     from q2_metric.meta.evaluation import SPLITS, MetaEvalInputError, read_split
 
     ds = Dataset(name, str(path), "q2-wow", "consistent iff the split file is *_consistent.csv")
@@ -341,7 +356,7 @@ def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list
         if not file.is_file():
             return None, [f"{head}: a folder must be the paper's annotated set, but {s}.csv is not in it."]
         try:
-            rows = read_split(file)
+            rows = read_split(file)[:limit]
         except MetaEvalInputError as err:
             return None, [f"{head}: {err}"]
         missing = [c for c in ("response", "knowledge") if rows and c not in rows[0]]
@@ -357,10 +372,15 @@ def _load_q2_wow(name: str, path: Path, head: str) -> tuple[Dataset | None, list
 
 
 def load_datasets(
-    specs: Sequence[str], mapping: ColumnMapping = ColumnMapping(), selection: Selection = DEFAULT_SELECTION
+    specs: Sequence[str],
+    mapping: ColumnMapping = ColumnMapping(),
+    selection: Selection = DEFAULT_SELECTION,
+    limit: int | None = None,
 ) -> list[Dataset]:
-    """Every `NAME=FILE`, read and checked; all problems of all datasets raise one
-    `DatasetError` (one sentence per problem, one per line) before any work."""
+    """Every `NAME=FILE` (its first `limit` rows, `load_dataset`), read and checked; all problems
+    of all datasets raise one `DatasetError` (one sentence per problem, one per line) before any work."""
+    if limit is not None and limit < 1:
+        raise DatasetError(f"--limit must be at least 1, got {limit}.")
     parsed = [parse_dataset_spec(s) for s in specs]
     names = [n for n, _ in parsed]
     dup = next((n for n in names if names.count(n) > 1), None)
@@ -368,7 +388,7 @@ def load_datasets(
         raise DatasetError(f"--dataset: the name '{dup}' is given twice; give every dataset its own name.")
     out, problems = [], []
     for name, path in parsed:
-        ds, found = load_dataset(name, path, mapping, selection)
+        ds, found = load_dataset(name, path, mapping, selection, limit)
         problems += found
         if ds is not None:
             out.append(ds)
