@@ -183,24 +183,47 @@ def plainly_not_english(text: str) -> bool:
     return letters >= _MIN_LETTERS and latin * 2 < letters
 
 
+def not_english_fields(responses: Sequence[str], knowledge: Sequence[str]) -> list[tuple[int, str]]:
+    """(index, field) of each item with a text plainly not English (`plainly_not_english`), each
+    field judged alone, so that a Chinese response to English knowledge is one; the field named is
+    the first such one (`response`, else `knowledge`).
+
+    >>> not_english_fields(["Bob Ross hosted a show.", "鲍勃·罗斯主持了一个电视节目《欢乐画室》。"], ["Bob Ross.", "Bob Ross hosted The Joy of Painting on PBS."])
+    [(1, 'response')]
+    """
+    out = []
+    for i, (r, k) in enumerate(zip(responses, knowledge)):
+        field = "response" if plainly_not_english(r) else "knowledge" if plainly_not_english(k) else None
+        if field:
+            out.append((i, field))
+    return out
+
+
+def not_english_message(count: int, total: int, unit: str, first: str) -> str:
+    """The one sentence of the not-English warning: `count` of `total` `unit` (items, rows), the first named."""
+    return (
+        f"{count} of {total} {unit} are plainly not English (most letters not Latin; first: {first}): "
+        "Q² is English-only (English models and spaCy pipeline), so their scores mean little."
+    )
+
+
 def warn_if_not_english(responses: Sequence[str], knowledge: Sequence[str]) -> None:
-    """One `NotEnglishWarning` for a batch with plainly non-English texts (`plainly_not_english`),
+    """One `NotEnglishWarning` for a batch with plainly non-English texts (`not_english_fields`),
     naming how many and the first item, pointed at the caller's line outside this package."""
     import sys
     import warnings
 
     from q2_metric.errors import NotEnglishWarning
 
-    items = [i for i, (r, k) in enumerate(zip(responses, knowledge)) if plainly_not_english(r + " " + k)]
+    items = not_english_fields(responses, knowledge)
     if not items:
         return
     frame, level = sys._getframe(0), 1
     while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("q2_metric."):
         frame, level = frame.f_back, level + 1
+    first, field = items[0]
     warnings.warn(
-        f"{len(items)} of {len(responses)} items are plainly not English (most letters not Latin; "
-        f"first: item {items[0]}): Q² is English-only (English models and spaCy pipeline), so their "
-        "scores mean little.",
+        not_english_message(len(items), len(responses), "items", f"item {first}, its {field}"),
         NotEnglishWarning,
         stacklevel=level,
     )

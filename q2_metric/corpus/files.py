@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,6 +278,10 @@ def score_file(
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
     cached = sum(1 for k in run.keys.values() if k in results)
 
+    foreign = _not_english(run)  # one warning naming the file's rows, not each chunk's items
+    if foreign:
+        warnings.append(foreign)
+        print(f"q2: warning: {foreign}", file=sys.stderr)
     chunks = chunked(todo, chunk_size)
     bar: ResponseCounter | None = None
     stages: ProgressCallback | StageTotals | None = None
@@ -293,7 +297,8 @@ def score_file(
         first_line.setdefault(run.keys[row.number], row.line)
     for n, chunk in enumerate(chunks, 1):
         # each chunk through the contract: one engine call, every pair reported by its first line
-        outcome = score_items(
+        outcome = _quiet_not_english(
+            score_items,
             scorer,
             [
                 Item(
@@ -345,6 +350,33 @@ def score_file(
     report.profile = merge_profiles(profiles)
     report.warnings = warnings
     return report
+
+
+def _not_english(run: ScoreRun) -> str | None:
+    """The not-English warning of a file (`validation.not_english_fields`), counting its rows and
+    naming the first by its row and line; None when every text is plainly English or Latin-script."""
+    from q2_metric.validation import not_english_fields, not_english_message
+
+    good = run.good
+    texts = [run.texts[run.keys[r.number]] for r in good]
+    found = not_english_fields([t[0] for t in texts], [t[1] for t in texts])
+    if not found:
+        return None
+    i, field_name = found[0]
+    first = f"row {good[i].number} (line {good[i].line}), its {field_name}"
+    return not_english_message(len(found), len(run.rows), "rows", first)
+
+
+def _quiet_not_english(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`call` without the engine's not-English warning, which counts a chunk's items: the file's
+    own (`_not_english`) has been given."""
+    import warnings as python_warnings
+
+    from q2_metric.errors import NotEnglishWarning
+
+    with python_warnings.catch_warnings():
+        python_warnings.simplefilter("ignore", NotEnglishWarning)
+        return call(*args, **kwargs)
 
 
 def check_decision_column(run: ScoreRun, prefix: str, threshold: float | None) -> None:

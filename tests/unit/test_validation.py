@@ -177,7 +177,9 @@ def test_plainly_non_english_text_is_scored_with_a_warning():
 
     scorer = scripted_scorer()
     chinese = "鲍勃·罗斯主持了电视节目《欢乐画室》，教观众画风景。"
-    with pytest.warns(NotEnglishWarning, match=r"^1 of 3 items are plainly not English .*first: item 1\)"):
+    with pytest.warns(
+        NotEnglishWarning, match=r"^1 of 3 items are plainly not English .*first: item 1, its response\)"
+    ):
         scorer.score(
             ["Bob Ross painted.", chinese, "Ça va très bien à Zürich 東京."],
             ["Bob Ross.", chinese, "Zürich."],
@@ -185,6 +187,14 @@ def test_plainly_non_english_text_is_scored_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", NotEnglishWarning)
         scorer.score(["Bob Ross painted.", "Ça va très bien à Zürich 東京."], ["Bob Ross.", "Zürich."])
+    # each field judged alone: a Chinese or Russian response to long English knowledge (before: read
+    # together with it, mostly Latin letters, no warning)
+    english = "Bob Ross was an American painter who hosted The Joy of Painting on PBS for eleven years. " * 3
+    russian = "Боб Росс вёл телепередачу «Радость живописи»."
+    with pytest.warns(NotEnglishWarning, match=r"^2 of 3 items .*first: item 0, its response\)"):
+        scorer.score([chinese, "Bob Ross painted.", russian], [english, "Bob Ross.", english])
+    with pytest.warns(NotEnglishWarning, match=r"^1 of 1 items .*first: item 0, its knowledge\)"):
+        scorer.score(["Bob Ross painted."], [russian])
 
 
 def test_knowledge_as_a_list_of_passages_is_one_rule_for_every_front_end(tmp_path):

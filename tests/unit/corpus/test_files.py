@@ -367,3 +367,35 @@ def test_each_chunk_goes_through_score_items_keyed_by_its_first_line(tmp_path, m
     assert [float(r["q2"]) for r in read_csv(tmp_path / "out.csv")] == [1.0] * 4  # each span in its knowledge
     assert report.num_scored_now == 3 and report.system.num_scored == 4
     assert [p.stage for p in report.profile][:1] == ["candidates"]  # the chunks' profiles, merged
+
+
+def test_the_not_english_warning_names_the_files_rows(tmp_path, capsys):
+    """Before: one warning per chunk of the engine, counting the chunk's items ("1 of 2 items ...
+    item 1" for this 5-row file), and a Russian response to English knowledge got none."""
+    import warnings
+
+    from q2_metric.errors import NotEnglishWarning
+
+    english = "Bob Ross was an American painter who hosted The Joy of Painting on PBS. " * 3
+    rows = [
+        ("Bob Ross painted.", "Bob Ross."),
+        ("Bob Ross hosted a show.", "Bob Ross hosted a show."),
+        ("Боб Росс вёл телепередачу «Радость живописи».", english),  # row 3, line 4
+        ("He painted trees.", "He painted trees."),
+        ("鲍勃·罗斯主持了电视节目《欢乐画室》，教观众画风景。", english),
+    ]
+    path = tmp_path / "in.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["response", "knowledge"])
+        w.writerows(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotEnglishWarning)  # the engine's own per-chunk warning: none
+        report = score_file(scripted_scorer(), path, tmp_path / "out.csv", cache_dir=None, chunk_size=2)
+    err = capsys.readouterr().err
+    assert err.count("plainly not English") == 1
+    assert (
+        "q2: warning: 2 of 5 rows are plainly not English (most letters not Latin; first: row 3 (line 4), its response)"
+        in err
+    )
+    assert any("2 of 5 rows" in w for w in report.warnings)
