@@ -391,3 +391,27 @@ def test_the_tiny_folder_is_never_inside_another_read(tmp_path, monkeypatch, tin
         monkeypatch.setenv("Q2_TINY_MODELS", str(tmp_path / "in" / "tiny"))
         build_config(tiny=True, reads={"input": tmp_path / "in"})
     assert not (tmp_path / "in").exists()
+
+
+def test_an_output_folder_that_cannot_be_made_or_written_is_refused(tmp_path):
+    """The guard checked an output folder only when it existed: one under a file, or in a folder
+    that cannot be written, failed after the run's work (meta-eval's --out-dir)."""
+    from q2_metric.errors import OutputPathError
+    from q2_metric.io.paths import check_outputs
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(OutputPathError, match=r"lies under '.*a-file', which is a file, not a folder"):
+        check_outputs({}, {"--out-dir": blocker / "out" / "deeper"}, folders=["--out-dir"])
+    check_outputs({}, {"--out-dir": tmp_path / "new" / "out"}, folders=["--out-dir"])  # can be made: fine
+    if os.geteuid() == 0:
+        return  # root writes into any folder: the mode cannot be tested
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        with pytest.raises(OutputPathError, match="is not writable"):
+            check_outputs({}, {"--out-dir": locked}, folders=["--out-dir"])
+        with pytest.raises(OutputPathError, match="is not writable"):
+            check_outputs({}, {"--out-dir": locked / "out"}, folders=["--out-dir"])
+    finally:
+        locked.chmod(0o700)
