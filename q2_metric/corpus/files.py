@@ -278,7 +278,7 @@ def score_file(
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
     cached = sum(1 for k in run.keys.values() if k in results)
 
-    foreign = _not_english(run)  # one warning naming the file's rows, not each chunk's items
+    foreign = not_english_warning(run)  # one warning naming the file's rows, not each chunk's items
     if foreign:
         warnings.append(foreign)
         print(f"q2: warning: {foreign}", file=sys.stderr)
@@ -297,7 +297,7 @@ def score_file(
         first_line.setdefault(run.keys[row.number], row.line)
     for n, chunk in enumerate(chunks, 1):
         # each chunk through the contract: one engine call, every pair reported by its first line
-        outcome = _quiet_not_english(
+        outcome = quiet_not_english(
             score_items,
             scorer,
             [
@@ -352,7 +352,7 @@ def score_file(
     return report
 
 
-def _not_english(run: ScoreRun) -> str | None:
+def not_english_warning(run: ScoreRun) -> str | None:
     """The not-English warning of a file (`validation.not_english_fields`), counting its rows and
     naming the first by its row and line; None when every text is plainly English or Latin-script."""
     from q2_metric.validation import not_english_fields, not_english_message
@@ -367,9 +367,9 @@ def _not_english(run: ScoreRun) -> str | None:
     return not_english_message(len(found), len(run.rows), "rows", first)
 
 
-def _quiet_not_english(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def quiet_not_english(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """`call` without the engine's not-English warning, which counts a chunk's items: the file's
-    own (`_not_english`) has been given."""
+    own (`not_english_warning`) has been given."""
     import warnings as python_warnings
 
     from q2_metric.errors import NotEnglishWarning

@@ -33,7 +33,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from q2_metric.corpus.files import ScoreReport, check_decision_column, prepare_run, write_results
+from q2_metric.corpus.files import (
+    ScoreReport,
+    check_decision_column,
+    not_english_warning,
+    prepare_run,
+    quiet_not_english,
+    write_results,
+)
 from q2_metric.errors import Q2Error
 from q2_metric.frontend import Item, score_items
 from q2_metric.scorer import Q2Scorer
@@ -73,7 +80,8 @@ class ScoreBatch:
             for k, r, kn in zip(keys, batch["response"], batch["knowledge"])
         ]
         # every text is a string: no item is bad (`as_result` would name one)
-        result = score_items(self.scorer, items).as_result()
+        # the file's not-English warning was given once, by its rows (`score_file_ray`)
+        result = quiet_not_english(score_items, self.scorer, items).as_result()
         return {
             "key": keys,
             "result": [json.dumps(r.to_dict()) for r in result.responses],
@@ -123,6 +131,9 @@ def score_file_ray(
         cache_dir=cache_dir,
     )
     check_decision_column(run, prefix, threshold)
+    foreign = not_english_warning(run)  # one warning naming the file's rows, as `score_file` gives it
+    if foreign:
+        print(f"q2: warning: {foreign}", file=sys.stderr)
 
     with _run_dir(cache_dir, run.fingerprint) as run_dir:
         results, signatures = read_parts(run_dir)
@@ -155,7 +166,7 @@ def score_file_ray(
             "models differ between nodes): the most common one is reported",
             file=sys.stderr,
         )
-    return write_results(
+    report = write_results(
         run,
         results,
         output_path,
@@ -168,6 +179,8 @@ def score_file_ray(
         threshold=threshold,
         spans_path=spans_path,
     )
+    report.warnings = [foreign] if foreign else []
+    return report
 
 
 def connect(ray: Any, address: str | None, verbose: bool = False) -> bool:

@@ -640,7 +640,7 @@ def _protocols(
             else per[ds.name].tolist()
             for m, per in scores.items()
         }
-        spans = {}
+        spans: dict[str, Sequence[Any]] = {}
         if ds.name in q2_spans:
             spans["q2"] = [None if p is None else [tuple(x) for x in p] for p in q2_spans[ds.name]]
         spans.update(span_predictions)  # (of the one RAGTruth set: `read_span_files`)
