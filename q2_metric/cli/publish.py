@@ -22,7 +22,9 @@ def _dataset_ids(values: list[str], meta_eval: bool) -> dict[str, str]:
     for text in values:
         name, sep, ident = text.partition("=")
         if not sep or not name:
-            raise PublishError(f"--dataset-id '{text}': with --meta-eval, give NAME=OWNER/SET (NAME: a --dataset name).")
+            raise PublishError(
+                f"--dataset-id '{text}': with --meta-eval, give NAME=OWNER/SET (NAME: a --dataset name)."
+            )
         out[name] = er.check_dataset_id(ident, f"--dataset-id {name}")
     return out
 
@@ -49,7 +51,9 @@ def _load_meta_eval(path: str) -> dict:
     except OSError as err:
         raise PublishError(f"Cannot read the --meta-eval file {path}: {err.strerror or err}.") from None
     except json.JSONDecodeError as err:
-        raise PublishError(f"The --meta-eval file {path} is not JSON ({err.msg} at line {err.lineno}).") from None
+        raise PublishError(
+            f"The --meta-eval file {path} is not JSON ({err.msg} at line {err.lineno})."
+        ) from None
     if not isinstance(report, dict):
         raise PublishError(f"The --meta-eval file {path} must hold a JSON object.")
     return report
@@ -74,7 +78,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
             "Eval Results need the benchmark's Hub dataset: give --dataset-id OWNER/SET (e.g. McGill-NLP/FaithDial)."
         )
     if args.meta_eval and (args.card or (args.repo_id and not args.create_pr)):
-        raise PublishError("A --meta-eval report is published as Eval Results only (--eval-results or --create-pr).")
+        raise PublishError(
+            "A --meta-eval report is published as Eval Results only (--eval-results or --create-pr)."
+        )
     flag = "--meta-eval" if args.meta_eval else "--results"
     if args.card and not args.dry_run:
         guard({flag: source}, {"--card": args.card})
@@ -91,10 +97,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
         if args.eval_results:
             guard(
                 {flag: source},
-                {f"--eval-results ({f.name})": os.path.join(args.eval_results, er.FOLDER, f.name) for f in files},
+                {
+                    f"--eval-results ({f.name})": os.path.join(args.eval_results, er.FOLDER, f.name)
+                    for f in files
+                },
             )
             paths = er.write_folder(args.eval_results, files)
-            print(f"Wrote {len(paths)} Eval Results file(s) into {os.path.join(args.eval_results, er.FOLDER)}")
+            print(
+                f"Wrote {len(paths)} Eval Results file(s) into {os.path.join(args.eval_results, er.FOLDER)}"
+            )
         if args.create_pr:
             url = er.open_pull_request(args.repo_id, files, token=args.token)
             print(f"Opened a pull request with {len(files)} Eval Results file(s): {url}")

@@ -38,7 +38,10 @@ DEFAULT_TASK = "default"
 DEFAULT_SOURCE_NAME = "Q² (Honovich et al., 2021)"
 # the Hub dataset of a `q2 meta-eval --dataset` format, where the set is on the Hub
 KNOWN_DATASETS = {"faithdial": "McGill-NLP/FaithDial"}
-VARIANTS = {"q2": ("q2-nli", "Q²-NLI (Q² with its NLI step)"), "q2_no_nli": ("q2-f1", "Q²-F1 (token F1 only)")}
+VARIANTS = {
+    "q2": ("q2-nli", "Q²-NLI (Q² with its NLI step)"),
+    "q2_no_nli": ("q2-f1", "Q²-F1 (token F1 only)"),
+}
 
 _ENTRY_KEYS = {"dataset", "value", "verifyToken", "date", "source", "notes"}
 _DATASET_KEYS = {"id", "task_id", "revision"}
@@ -78,7 +81,9 @@ def check_date(text: str) -> str:
 def check_dataset_id(dataset_id: str, what: str = "--dataset-id") -> str:
     """A Hub dataset id (`owner/name`), else `PublishError`."""
     if not _HUB_ID.match(dataset_id):
-        raise PublishError(f"{what} '{dataset_id}' is not a Hub dataset id (owner/name, e.g. McGill-NLP/FaithDial).")
+        raise PublishError(
+            f"{what} '{dataset_id}' is not a Hub dataset id (owner/name, e.g. McGill-NLP/FaithDial)."
+        )
     return dataset_id
 
 
@@ -191,14 +196,14 @@ def benchmark_files(
     responses (the figure FaithDial's Tables 5 and 8 print). `dataset_ids` maps a set's name (or
     its format) to its Hub dataset id; a set without one is refused, naming it."""
     if report.get("kind") != "benchmark":
-        raise PublishError(
-            "The --meta-eval file is not a `q2 meta-eval --dataset` report (benchmark.json)."
-        )
+        raise PublishError("The --meta-eval file is not a `q2 meta-eval --dataset` report (benchmark.json).")
     signature = report.get("signature")
     datasets = report.get("datasets") or {}
     results = report.get("results") or {}
     missing = [
-        n for n in results if n not in dataset_ids and (datasets.get(n) or {}).get("format") not in dataset_ids
+        n
+        for n in results
+        if n not in dataset_ids and (datasets.get(n) or {}).get("format") not in dataset_ids
     ]
     if missing:
         raise PublishError(
@@ -209,17 +214,25 @@ def benchmark_files(
         info = datasets.get(name) or {}
         dataset_id = dataset_ids.get(name) or dataset_ids[info.get("format", "")]
         metrics = res.get("metrics") or {}
-        measured = {p.get("measure"): p.get("measured") for p in (report.get("published") or {}).get(name, [])}
+        measured = {
+            p.get("measure"): p.get("measured") for p in (report.get("published") or {}).get(name, [])
+        }
         for key, (variant, label) in VARIANTS.items():
             figures = []
             auc = (metrics.get(key) or {}).get("roc_auc")
             if _number(auc) is not None:
                 figures.append(
-                    ("roc-auc", _number(auc), f"ROC AUC of {label} against the set's labels ({info.get('label_rule', '')})")
+                    (
+                        "roc-auc",
+                        _number(auc),
+                        f"ROC AUC of {label} against the set's labels ({info.get('label_rule', '')})",
+                    )
                 )
             mean = measured.get("mean_q2_nli" if key == "q2" else "mean_q2_f1")
             if _number(mean) is not None:
-                figures.append(("mean", _number(mean), f"mean {label} of the set's FaithDial responses, on 0-1"))
+                figures.append(
+                    ("mean", _number(mean), f"mean {label} of the set's FaithDial responses, on 0-1")
+                )
             for figure, value, what in figures:
                 assert value is not None
                 notes = f"{what}; {info.get('n', '?')} responses; signature: {signature or 'unknown'}"
@@ -346,7 +359,10 @@ def pr_operations(files: Sequence[EvalFile]) -> list[Any]:
     from huggingface_hub import CommitOperationAdd
 
     check_files(files)
-    return [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=f.text().encode("utf-8")) for f in files]
+    return [
+        CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=f.text().encode("utf-8"))
+        for f in files
+    ]
 
 
 def open_pull_request(
