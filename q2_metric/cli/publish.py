@@ -1,20 +1,115 @@
-"""`q2 publish`: Q² results in a model card."""
+"""`q2 publish`: Q² results in a model card's `model-index`, and as the Hub's Eval Results
+(`.eval_results/` files in a local folder, or a pull request to a model repo)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+
+
+def _dataset_ids(values: list[str], meta_eval: bool) -> dict[str, str]:
+    """`--dataset-id ID` (a `q2 score` results file) or `NAME=ID` per set of a meta-eval report."""
+    from q2_metric.hub import eval_results as er
+    from q2_metric.hub.publish import PublishError
+
+    if not meta_eval:
+        if len(values) != 1 or "=" in values[0]:
+            raise PublishError(
+                "Give the benchmark's Hub dataset once, as --dataset-id OWNER/SET (e.g. McGill-NLP/FaithDial)."
+            )
+        return {"": er.check_dataset_id(values[0])}
+    out = dict(er.KNOWN_DATASETS)
+    for text in values:
+        name, sep, ident = text.partition("=")
+        if not sep or not name:
+            raise PublishError(
+                f"--dataset-id '{text}': with --meta-eval, give NAME=OWNER/SET (NAME: a --dataset name)."
+            )
+        out[name] = er.check_dataset_id(ident, f"--dataset-id {name}")
+    return out
+
+
+def _eval_files(args: argparse.Namespace, results: dict, source: str) -> list:
+    from q2_metric.hub import eval_results as er
+
+    date = er.check_date(args.date) if args.date else er.file_date(source)
+    common = dict(date=date, task_id=args.task_id, source_url=args.source_url, source_name=args.source_name)
+    if args.meta_eval:
+        return er.benchmark_files(results, dataset_ids=_dataset_ids(args.dataset_id, True), **common)
+    (dataset_id,) = _dataset_ids(args.dataset_id, False).values()
+    return er.results_files(results, dataset_id=dataset_id, **common)
+
+
+def _load_meta_eval(path: str) -> dict:
+    import json
+    from pathlib import Path
+
+    from q2_metric.hub.publish import PublishError
+
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise PublishError(f"Cannot read the --meta-eval file {path}: {err.strerror or err}.") from None
+    except json.JSONDecodeError as err:
+        raise PublishError(
+            f"The --meta-eval file {path} is not JSON ({err.msg} at line {err.lineno})."
+        ) from None
+    if not isinstance(report, dict):
+        raise PublishError(f"The --meta-eval file {path} must hold a JSON object.")
+    return report
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
     import yaml
 
     from q2_metric.frontend import guard
+    from q2_metric.hub import eval_results as er
     from q2_metric.hub import publish as hub
+    from q2_metric.hub.publish import PublishError
 
+    source = args.results or args.meta_eval
+    eval_mode = bool(args.eval_results or args.create_pr or args.meta_eval)
+    if args.create_pr and not args.repo_id:
+        raise PublishError("--create-pr needs --repo-id, the model repo to open the pull request on.")
+    if not eval_mode and not args.model_name:
+        raise PublishError("--model-name is needed for the model card's model-index.")
+    if eval_mode and not args.dataset_id and not args.meta_eval:
+        raise PublishError(
+            "Eval Results need the benchmark's Hub dataset: give --dataset-id OWNER/SET (e.g. McGill-NLP/FaithDial)."
+        )
+    if args.meta_eval and (args.card or (args.repo_id and not args.create_pr)):
+        raise PublishError(
+            "A --meta-eval report is published as Eval Results only (--eval-results or --create-pr)."
+        )
+    flag = "--meta-eval" if args.meta_eval else "--results"
     if args.card and not args.dry_run:
-        guard({"--results": args.results}, {"--card": args.card})
-    results = hub.load_results(args.results)
-    hub.check_publishable(results)  # tiny random models: refused before the card or the Hub is touched
+        guard({flag: source}, {"--card": args.card})
+    results = _load_meta_eval(source) if args.meta_eval else hub.load_results(source)
+    # tiny random models: refused before any file, card or the Hub is touched
+    hub.check_publishable({"signature": results.get("signature")})
+    if eval_mode:
+        files = _eval_files(args, results, source)
+        er.check_files(files)
+        if args.dry_run:
+            for f in files:
+                print(f"# {f.path_in_repo}\n{f.text()}")
+            return 0
+        if args.eval_results:
+            guard(
+                {flag: source},
+                {
+                    f"--eval-results ({f.name})": os.path.join(args.eval_results, er.FOLDER, f.name)
+                    for f in files
+                },
+            )
+            paths = er.write_folder(args.eval_results, files)
+            print(
+                f"Wrote {len(paths)} Eval Results file(s) into {os.path.join(args.eval_results, er.FOLDER)}"
+            )
+        if args.create_pr:
+            url = er.open_pull_request(args.repo_id, files, token=args.token)
+            print(f"Opened a pull request with {len(files)} Eval Results file(s): {url}")
+        return 0
     dataset = dict(
         dataset_name=args.dataset_name,
         dataset_type=args.dataset_type,
@@ -40,17 +135,58 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    pub = sub.add_parser("publish", help="write Q² results into a model card's model-index")
-    pub.add_argument("--results", required=True, help="JSON with q2, q2_no_nli, coverage, signature")
-    pub.add_argument("--model-name", required=True)
+    pub = sub.add_parser(
+        "publish",
+        help="write Q² results into a model card's model-index, or as the Hub's Eval Results (.eval_results/)",
+    )
+    what = pub.add_mutually_exclusive_group(required=True)
+    what.add_argument("--results", help="JSON with q2, q2_no_nli, coverage, signature (q2 score --summary)")
+    what.add_argument(
+        "--meta-eval",
+        help="benchmark.json of `q2 meta-eval --dataset`: Q²'s figures per set, as Eval Results",
+    )
+    pub.add_argument("--model-name", help="the model's name in the card's model-index")
     pub.add_argument("--dataset-name", default="Wizard of Wikipedia")
     pub.add_argument("--dataset-type", default="wizard_of_wikipedia")
     pub.add_argument("--dataset-config", default=None)
     pub.add_argument("--split", default="validation")
     where = pub.add_mutually_exclusive_group()
     where.add_argument("--card", help="edit this README.md on disk")
-    where.add_argument("--repo-id", help="update this Hub model repo's card (needs a token)")
-    pub.add_argument("--dry-run", action="store_true", help="print the metadata, write nothing")
+    where.add_argument(
+        "--repo-id",
+        help="the Hub model repo: update its card (needs a token), or with --create-pr open a pull "
+        "request adding the Eval Results files",
+    )
+    pub.add_argument(
+        "--eval-results",
+        metavar="DIR",
+        help="write the Eval Results files into DIR/.eval_results/ (DIR: e.g. a clone of the model repo)",
+    )
+    pub.add_argument(
+        "--create-pr",
+        action="store_true",
+        help="with --repo-id: open a pull request adding the Eval Results files (community results)",
+    )
+    pub.add_argument(
+        "--dataset-id",
+        action="append",
+        default=[],
+        help="the benchmark's Hub dataset id (OWNER/SET) for Eval Results; with --meta-eval, "
+        "NAME=OWNER/SET per --dataset name (FaithDial sets default to McGill-NLP/FaithDial)",
+    )
+    pub.add_argument(
+        "--task-id",
+        default="default",
+        help="the task of the benchmark dataset (its eval.yaml's task id; default: default)",
+    )
+    pub.add_argument(
+        "--date",
+        default=None,
+        help="when the evaluation ran (ISO-8601); default: the day the results file was written",
+    )
+    pub.add_argument("--source-url", default=None, help="where the results come from (default: the Q² paper)")
+    pub.add_argument("--source-name", default=None, help="the source's display name")
+    pub.add_argument("--dry-run", action="store_true", help="print the metadata or the files, write nothing")
     pub.add_argument(
         "--token",
         default=None,

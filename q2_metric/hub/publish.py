@@ -201,8 +201,8 @@ def check_hub_reachable(timeout: float = 5.0) -> None:
         ) from None
 
 
-def _hub_failure(repo_id: str, err: Exception) -> PublishError:
-    """One sentence for any failure talking to the Hub."""
+def _hub_failure(repo_id: str, err: Exception, what: str = "update the model card of") -> PublishError:
+    """One sentence for any failure talking to the Hub (`what`: the action, before the repo)."""
     from huggingface_hub import constants, errors
 
     if isinstance(err, errors.OfflineModeIsEnabled) or constants.HF_HUB_OFFLINE:
@@ -217,7 +217,7 @@ def _hub_failure(repo_id: str, err: Exception) -> PublishError:
         why = "the Hub cannot be reached"
     else:
         why = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'no message'}"
-    return PublishError(f"Cannot update the model card of {repo_id} on the Hub: {why}.")
+    return PublishError(f"Cannot {what} {repo_id} on the Hub: {why}.")
 
 
 def push_model_card(

@@ -684,6 +684,16 @@ def _protocols(
             for row in beside("llm-aggrefact", {"mean_balanced_accuracy": q2_mean}, who)
         ]
     for ds in datasets:
+        if ds.faithdial is not None:  # FaithDial's tables: the mean Q² of its responses, scored ones
+            mine = np.asarray(ds.faithdial, bool)
+            means = {
+                measure: float(np.nanmean(raw[m][ds.name][mine]))
+                if m in raw and mine.any() and not np.isnan(raw[m][ds.name][mine]).all()
+                else None
+                for measure, m in (("mean_q2_nli", "q2"), ("mean_q2_f1", "q2_no_nli"))
+            }
+            published[ds.name] = [PublishedBeside(**r) for r in beside("faithdial", means, who)]
+    for ds in datasets:
         if ds.format in ("q2-wow", "begin-v1"):
             q2_auc = results[ds.name].metrics.get("q2")
             auc = q2_auc.roc_auc if q2_auc else None

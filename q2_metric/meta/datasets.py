@@ -11,6 +11,7 @@ A file's format is known by its columns (or, for the paper's set, by being its f
 | `q2-wow`   | the paper's folder (four split files): the split's name says consistent or not   |
 | `ragtruth` | RAGTruth's folder (`response.jsonl`, `source_info.jsonl`; `meta.ragtruth`): consistent iff no labelled span |
 | `llm-aggrefact` | `doc` | `claim`  | `label` (and `dataset`, `split`) | label is 1 (supported) |
+| `faithdial` | `knowledge` | `response` (and `original_response`) | `BEGIN` | FaithDial's `response` always; the `original_response` as FaithCritic labels it |
 | `custom`   | `--knowledge-col` | `--response-col` | `--label-col` | a `--consistent-label` value |
 
 `.tsv` files are tab-separated without quoting (as BEGIN publishes them); `.csv` is RFC 4180;
@@ -126,6 +127,8 @@ class Dataset:
     # LLM-AggreFact: each row's source dataset and split ("dev" or "test")
     groups: list[str] | None = None
     splits: list[str] | None = None
+    # FaithDial: whether each row is one of FaithDial's (edited, faithful) responses
+    faithdial: list[bool] | None = None
 
     def keys(self) -> list[tuple[str, str]]:
         return list(zip(self.response, self.knowledge))
@@ -223,13 +226,15 @@ def load_dataset(
     problems = [f"{head}: {p}{more}." for p in problems[:1]]
     if not rows:
         return None, problems + [f"{head}: no data rows."]
+    if all(c in columns for c in FAITHDIAL_COLUMNS):
+        return _load_faithdial(name, path, head, rows, problems)
     fmt = detect_format(columns, mapping)
     if fmt is None:
         shown = ", ".join(f"'{c}'" for c in columns[:12])
         return None, problems + [
             f"{head}: its columns ({shown}) match no known format (TRUE: grounding, "
             "generated_text, label; BEGIN: evidence/knowledge, response, gold label/"
-            "begin_label; LLM-AggreFact: dataset, doc, claim, label); name them with --response-col, --knowledge-col and --label-col."
+            "begin_label; LLM-AggreFact: dataset, doc, claim, label; FaithDial: knowledge, response, BEGIN); name them with --response-col, --knowledge-col and --label-col."
         ]
     ds = Dataset(name, str(path), fmt.name, fmt.rule())
     bad: dict[str, list[int]] = {}
@@ -270,6 +275,76 @@ def load_dataset(
     one_class = one_class_problem(ds.consistent, fmt)
     if not bad and one_class is not None:
         problems.append(f"{head}: {one_class}")
+    return ds, problems
+
+
+FAITHDIAL_COLUMNS = ("knowledge", "response", "BEGIN")
+FAITHDIAL_RULE = (
+    "FaithDial's responses are consistent; an original (Wizard of Wikipedia) response is inconsistent "
+    "iff its BEGIN labels hold 'Hallucination', consistent iff they hold 'Entailment' (FaithCritic's "
+    "rule), and left out otherwise"
+)
+
+
+def _begin_labels(value: object) -> list[str] | None:
+    """FaithDial's `BEGIN` labels: a list (JSONL, Parquet) or its text form (CSV); None if unreadable."""
+    import ast
+
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                return None
+        else:
+            value = [v.strip() for v in text.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def _load_faithdial(
+    name: str, path: Path, head: str, rows: list[dict], problems: list[str]
+) -> tuple[Dataset | None, list[str]]:
+    """FaithDial's rows (`McGill-NLP/FaithDial` as JSONL, Parquet, CSV or a datasets folder, or its
+    `generate.py` output): each row's `response` (FaithDial's edit, faithful by construction) as
+    consistent, and its `original_response`, where it differs, labelled by FaithCritic's rule from
+    `BEGIN`."""
+    ds = Dataset(name, str(path), "faithdial", FAITHDIAL_RULE)
+    ds.faithdial = []
+    bad: dict[str, list[int]] = {}
+    for i, row in enumerate(rows, 1):
+        resp, know = _text(row.get("response")), _text(row.get("knowledge"))
+        for col, value in (("response", resp), ("knowledge", know)):
+            if value is None or not value.strip():
+                bad.setdefault(f"column '{col}' is empty or not text", []).append(i)
+        labels = _begin_labels(row.get("BEGIN"))
+        if labels is None:
+            bad.setdefault("column 'BEGIN' is not a list of labels", []).append(i)
+            labels = []
+        ds.response.append(resp or "")
+        ds.knowledge.append(know or "")
+        ds.consistent.append(1)
+        ds.where.append(f"{path} row {i}")
+        ds.faithdial.append(True)
+        original = _text(row.get("original_response"))
+        if original and original.strip() and original != resp:
+            label = 0 if "Hallucination" in labels else 1 if "Entailment" in labels else None
+            if label is not None:
+                ds.response.append(original)
+                ds.knowledge.append(know or "")
+                ds.consistent.append(label)
+                ds.where.append(f"{path} row {i} (original_response)")
+                ds.faithdial.append(False)
+    for what, where in bad.items():
+        more = f" and {len(where) - 1} other row(s)" if len(where) > 1 else ""
+        problems.append(f"{head}: {what} at row {where[0]}{more}.")
+    if not bad and len(set(ds.consistent)) < 2:
+        problems.append(
+            f"{head}: every one of its {len(ds.consistent)} responses is consistent ({FAITHDIAL_RULE}), "
+            "so no ROC AUC can be computed; it needs original responses labelled 'Hallucination'."
+        )
     return ds, problems
 
 

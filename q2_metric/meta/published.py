@@ -4,8 +4,9 @@ the Hub card shows (`render_markdown`). The Q² paper's own figures are `hub.car
 
 `source` names where a figure was checked (a paper's table, or its authors' own repository or
 leaderboard); a figure whose table number could not be checked in its paper has `table` None, and
-`note` says so. FaithDial's Q² figures (Dziri et al., 2022) are not here: no source of its tables
-could be read (docs/benchmarks.md says where it was looked for).
+`note` says so. FaithDial's Q² figures (Dziri et al., 2022, Tables 5 and 8: the mean Q²-F1 and
+Q²-NLI of each system's generated responses) are re-typed from the paper, each with its table and
+the system (`system`: the generator, what it was trained on and what it was tested on).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Published:
     table: str | None
     source: str
     note: str = ""
+    system: str = ""  # the responses a figure is on, where it is a system's (FaithDial's tables)
 
 
 Q2_MODELS = "the paper's (T5-base QG, ALBERT-xlarge SQuAD 2.0 QA, AllenNLP RoBERTa-large SNLI)"
@@ -161,7 +163,74 @@ FIGURES: tuple[Published, ...] = (
     ),
 )
 
+FAITHDIAL = "Dziri et al., 2022, FaithDial (TACL; arXiv 2204.10757)"
+FAITHDIAL_SOURCE = "the paper (arXiv 2204.10757), re-typed"
+# FaithDial's Tables 5 and 8 (table, trained on, tested on, generator, Q²-F1, Q²-NLI; percent): Q² of
+# each system's generated responses, computed with the Q² authors' released code (its README)
+FAITHDIAL_ROWS = (
+    ("5", "WoW", "FaithDial", "GPT2", 42.2, 51.4),
+    ("5", "WoW", "FaithDial", "DialoGPT", 41.4, 52.5),
+    ("5", "WoW", "FaithDial", "DoHA", 63.3, 70.1),
+    ("5", "WoW", "FaithDial", "T5", 67.7, 75.2),
+    ("5", "WoW", "FaithDial", "T5-CTRL", 70.3, 76.2),
+    ("5", "WoW", "FaithDial", "T5-LossTruncation", 71.2, 79.4),
+    ("5", "FaithDial", "FaithDial", "GPT2", 58.4, 69.8),
+    ("5", "FaithDial", "FaithDial", "DialoGPT", 56.5, 66.2),
+    ("5", "FaithDial", "FaithDial", "DoHA", 69.1, 78.3),
+    ("5", "FaithDial", "FaithDial", "T5", 70.4, 79.5),
+    ("5", "FaithDial", "FaithDial", "T5-CTRL", 72.4, 81.5),
+    ("5", "FaithDial", "FaithDial", "T5-LossTruncation", 71.9, 80.2),
+    ("5", "FaithDial", "FaithDial", "T5-InfoNCE", 70.8, 80.9),
+    ("5", "WoW then FaithDial", "FaithDial", "GPT2", 62.3, 73.4),
+    ("5", "WoW then FaithDial", "FaithDial", "DialoGPT", 54.5, 65.6),
+    ("5", "WoW then FaithDial", "FaithDial", "DoHA", 66.7, 77.4),
+    ("5", "WoW then FaithDial", "FaithDial", "T5", 70.2, 80.1),
+    ("5", "WoW then FaithDial", "FaithDial", "T5-CTRL", 73.4, 83.5),
+    ("5", "WoW then FaithDial", "FaithDial", "T5-LossTruncation", 70.2, 79.1),
+    ("5", "WoW then FaithDial", "FaithDial", "T5-InfoNCE", 69.8, 79.8),
+    ("8", "TopicalChat", "TopicalChat", "T5", 46.2, 53.2),
+    ("8", "FaithDial", "TopicalChat", "T5", 57.3, 67.1),
+    ("8", "CMU-DoG", "CMU-DoG", "T5", 39.5, 49.2),
+    ("8", "FaithDial", "CMU-DoG", "T5", 50.5, 57.3),
+    ("8", "WoW", "WoW", "T5", 69.4, 72.1),
+    ("8", "FaithDial", "WoW", "T5", 72.9, 79.7),
+)
+
+
+def _faithdial() -> tuple[Published, ...]:
+    out = []
+    for table, trained, tested, model, f1, nli in FAITHDIAL_ROWS:
+        where = (
+            "on FaithDial's test split"
+            if tested == "FaithDial"
+            else f"on {tested}, " + ("in domain" if trained == tested else "zero-shot")
+        )
+        for measure, metric, value in (("mean_q2_f1", "Q²-F1", f1), ("mean_q2_nli", "Q²-NLI", nli)):
+            note = f"the mean over the system's generated responses {where}"
+            if metric == "Q²-NLI" and trained == "WoW" and model == "T5":
+                note += " (footnote 6: Q²-NLI may not be robust to partial hallucinations)"
+            out.append(
+                Published(
+                    "faithdial",
+                    measure,
+                    metric,
+                    f"{Q2_MODELS}; the Q² authors' released code",
+                    round(value / 100, 4),
+                    FAITHDIAL,
+                    f"Table {table}",
+                    f"{FAITHDIAL_SOURCE}, Table {table}",
+                    note,
+                    f"{model}, trained on {trained}, tested on {tested}",
+                )
+            )
+    return tuple(out)
+
+
+FIGURES = FIGURES + _faithdial()
+
 MEASURES = {
+    "mean_q2_nli": "mean Q²-NLI",
+    "mean_q2_f1": "mean Q²-F1",
     "roc_auc_best": "ROC AUC",
     "response_f1": "response-level F1",
     "char_f1_lettucedetect": "character F1 (LettuceDetect's)",
@@ -176,6 +245,11 @@ def measure_label(measure: str) -> str:
     if measure.startswith("mean_q2."):
         return "mean Q², " + " ".join(measure.split(".")[1:])
     return MEASURES.get(measure, measure)
+
+
+def _label(f: Published) -> str:
+    """The figure's label, with the system whose responses it is on (FaithDial's rows)."""
+    return measure_label(f.measure) + (f", {f.system}" if f.system else "")
 
 
 def figures_for(benchmark: str) -> list[Published]:
@@ -197,7 +271,7 @@ def render_markdown() -> str:
     for f in FIGURES:
         value = f"{f.value:g}" if f.source == PAPER else _pct(f.value)
         lines.append(
-            f"| {f.benchmark} | {measure_label(f.measure)} | {f.metric} | {f.models} | {value} | {f.paper} | "
+            f"| {f.benchmark} | {_label(f)} | {f.metric} | {f.models} | {value} | {f.paper} | "
             f"{f.table or 'not checked'} | {f.source or 'not checked'} |"
         )
     return "\n".join(lines) + "\n"
@@ -209,7 +283,7 @@ def beside(benchmark: str, measured: dict[str, float | None], who: str) -> list[
     return [
         {
             "measure": f.measure,
-            "label": measure_label(f.measure),
+            "label": _label(f),
             "published": f.value,
             "published_by": f.metric,
             "published_models": f.models,

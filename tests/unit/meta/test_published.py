@@ -71,3 +71,35 @@ def test_the_table_prints_the_q2_papers_figures_as_printed_and_the_others_x100()
     table = render_markdown()
     assert "| 0.238 |" in table and "| 0.9798 |" in table  # the Q² paper's Tables 2 and 4
     assert "| 91.3 |" in table and "| 86.4 |" in table and "| 58.93 |" in table and "| 77.4 |" in table
+
+
+def test_faithdials_tables_5_and_8_are_the_shared_files_rows():
+    # ../shared/data/faithdial/published_q2.csv: FaithDial's Q² columns re-typed from its paper (in percent)
+    import csv
+
+    from support.data import SHARED_DATA
+
+    path = SHARED_DATA / "faithdial" / "published_q2.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} is not on this machine")
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    want = set()
+    for r in rows:
+        system = f"{r['model']}, trained on {r['trained_on']}, tested on {r['tested_on']}"
+        want.add((f"Table {r['table']}", system, "Q²-F1", float(r["q2_f1"])))
+        want.add((f"Table {r['table']}", system, "Q²-NLI", float(r["q2_nli"])))
+    got = {(f.table, f.system, f.metric, round(f.value * 100, 1)) for f in figures_for("faithdial")}
+    assert got == want and len(got) == 52
+    table = render_markdown()
+    assert (
+        "| faithdial | mean Q²-NLI, T5-CTRL, trained on WoW then FaithDial, tested on FaithDial | Q²-NLI |"
+        in table
+    )
+    assert "| 83.5 |" in table and "| Table 5 |" in table and "| Table 8 |" in table
+    # beside a run's figures: each row names its system and table
+    rows = beside("faithdial", {"mean_q2_nli": 0.7, "mean_q2_f1": None}, "Q²")
+    assert len(rows) == 52 and {r["table"] for r in rows} == {"Table 5", "Table 8"}
+    assert {r["measured"] for r in rows if r["measure"] == "mean_q2_nli"} == {0.7}
+    assert {r["measured"] for r in rows if r["measure"] == "mean_q2_f1"} == {None}
+    assert rows[0]["label"] == "mean Q²-F1, GPT2, trained on WoW, tested on FaithDial"
