@@ -30,7 +30,12 @@ class GuardrailsAI(Words):
     name: str
     base: dict[str, Any]
     slow: bool = False
-    bad_item: str = "reported"
+    bad_item: str = "n/a"
+    bad_item_reason: str = (
+        "Guardrails AI checks the value itself (pydantic): a non-text response never reaches the "
+        "validator; a knowledge that is no text fails the response with its sentence "
+        "(tests/integration/test_guardrails_ai.py)"
+    )
     words: dict = field(
         default_factory=lambda: {
             "wrong type": "use_nli='false'",
