@@ -11,7 +11,6 @@ exactly `consistent`.
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -78,7 +77,7 @@ class Q2Service:
             self.url.rstrip("/") + path, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310 (the user's URL)
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
                 text = answer.read().decode("utf-8")
         except urllib.error.HTTPError as err:
             detail = _detail(err)
@@ -89,13 +88,15 @@ class Q2Service:
                 + (f", retry after {retry} s" if retry else "")
                 + "."
             ) from None
-        except (urllib.error.URLError, OSError, socket.timeout) as err:
+        except (TimeoutError, urllib.error.URLError, OSError) as err:
             why = getattr(err, "reason", err)
             raise Q2ServiceError(f"The Q² service at {self.url} could not be reached: {why}.") from None
         try:
             return json.loads(text)
         except ValueError:
-            raise Q2ServiceError(f"The Q² service at {self.url} answered with something that is not JSON.") from None
+            raise Q2ServiceError(
+                f"The Q² service at {self.url} answered with something that is not JSON."
+            ) from None
 
 
 def _detail(err: urllib.error.HTTPError) -> str:

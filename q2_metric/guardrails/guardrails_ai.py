@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from guardrails import Validator, register_validator
 from guardrails.classes.validation.validation_result import (
@@ -60,7 +60,9 @@ def span_reason(span: dict[str, Any]) -> str:
     return f"Q² asked {question!r}; the knowledge answers {answer!r}, not {text!r}{scored}."
 
 
-def _error_spans(value: str, spans: list[dict[str, Any]], reason: Callable[[dict[str, Any]], str]) -> list[ErrorSpan]:
+def _error_spans(
+    value: str, spans: list[dict[str, Any]], reason: Callable[[dict[str, Any]], str]
+) -> list[ErrorSpan]:
     """The unsupported spans (supported is False) that lie in `value`, as `ErrorSpan`s."""
     out = []
     for s in spans:
@@ -73,7 +75,7 @@ def _error_spans(value: str, spans: list[dict[str, Any]], reason: Callable[[dict
 
 
 @register_validator(name=NAME, data_type="string")
-class Q2Consistency(Validator):  # type: ignore[misc]
+class Q2Consistency(Validator):
     """Passes a response whose Q² against `metadata["knowledge"]` (a string or a list of passages;
     optional `metadata["history"]`, the turns before it) is above `threshold`; fails any other,
     with an `ErrorSpan` per unsupported span (the whole response when none is).
@@ -81,7 +83,7 @@ class Q2Consistency(Validator):  # type: ignore[misc]
     In process by default (Q² options as keywords); with `service_url` (e.g.
     "http://127.0.0.1:8000") the Q² service decides (`api_key`: its key, `timeout`: seconds)."""
 
-    required_metadata_keys = ["knowledge"]
+    required_metadata_keys: ClassVar[list[str]] = ["knowledge"]
 
     def __init__(
         self,
@@ -132,7 +134,9 @@ class Q2Consistency(Validator):  # type: ignore[misc]
         if display.is_consistent(q2, self.threshold):
             return PassResult(metadata=facts)
         spans = _error_spans(value, facts["q2_spans"], span_reason)
-        return self._fail(value, f"Q² {q2:.4g} is not above {self.threshold:g}: {result.reason}", spans, facts)
+        return self._fail(
+            value, f"Q² {q2:.4g} is not above {self.threshold:g}: {result.reason}", spans, facts
+        )
 
     def _ask_service(self, value: Any, knowledge: Any, history: Any) -> ValidationResult:
         assert self._service is not None
@@ -149,7 +153,9 @@ class Q2Consistency(Validator):  # type: ignore[misc]
         why = result.get("error") or result.get("reason") or result["verdict"]
         if result["verdict"] == "unverified" or not isinstance(value, str):
             return FailResult(error_message=f"Unverified: {why}", metadata=facts)
-        spans = _error_spans(value, result.get("spans") or [], lambda s: str(s.get("reason") or span_reason(s)))
+        spans = _error_spans(
+            value, result.get("spans") or [], lambda s: str(s.get("reason") or span_reason(s))
+        )
         message = f"The Q² service says {result['verdict']} (Q² {result.get('score')}): {why}"
         return self._fail(value, message, spans, facts)
 

@@ -45,7 +45,9 @@ def settings(config: Any) -> tuple[Q2Service, float | None]:
     q2 = custom.get("q2") or {}
     key_env = q2.get("api_key_env")
     api_key = os.environ.get(key_env) if key_env else None
-    service = Q2Service(str(q2.get("url") or DEFAULT_URL), api_key, float(q2.get("timeout") or DEFAULT_TIMEOUT))
+    service = Q2Service(
+        str(q2.get("url") or DEFAULT_URL), api_key, float(q2.get("timeout") or DEFAULT_TIMEOUT)
+    )
     threshold = q2.get("threshold")
     return service, None if threshold is None else float(threshold)
 
@@ -57,7 +59,7 @@ def _blocked(reason: str, verdict: str = "unverified", score: Any = None) -> Act
     )
 
 
-@action(name=ACTION)  # type: ignore[misc]
+@action(name=ACTION)
 async def q2_check_consistency(context: dict[str, Any] | None = None, config: Any = None) -> ActionResult:
     """True when the Q² service says the bot's answer (`$bot_message`) is consistent with
     `$relevant_chunks` (a string or a list of passages); False (block) otherwise, the service's
@@ -79,10 +81,16 @@ async def q2_check_consistency(context: dict[str, Any] | None = None, config: An
         return _blocked(str(err))
     reason = str(result.get("error") or result.get("reason") or "")
     if not is_consistent(result):
-        return _blocked(reason or "the service did not say consistent", result["verdict"], result.get("score"))
+        return _blocked(
+            reason or "the service did not say consistent", result["verdict"], result.get("score")
+        )
     return ActionResult(
         return_value=True,
-        context_updates={"q2_verdict": result["verdict"], "q2_score": result.get("score"), "q2_reason": reason},
+        context_updates={
+            "q2_verdict": result["verdict"],
+            "q2_score": result.get("score"),
+            "q2_reason": reason,
+        },
     )
 
 

@@ -81,7 +81,9 @@ def test_the_validator_in_process_passes_and_fails_as_q2_score_decides(in_proces
     response, knowledge = pairs[0]
     words = knowledge.split(" ")
     half = len(words) // 2
-    outcome = guard.validate(response, metadata={"knowledge": [" ".join(words[:half]), " ".join(words[half:])]})
+    outcome = guard.validate(
+        response, metadata={"knowledge": [" ".join(words[:half]), " ".join(words[half:])]}
+    )
     assert outcome.validation_passed is (expected[0]["decision"] == "consistent")
 
 
@@ -104,7 +106,11 @@ def test_the_validator_fails_closed_on_what_q2_cannot_check(in_process, pairs):
 
     guard = offline_guard(Q2Consistency(threshold=0.0, tiny=True, on_fail="noop"))
     response, knowledge = pairs[3]
-    cases = (({"knowledge": "\u200b"}, response), ({"knowledge": None}, response), ({"knowledge": knowledge}, "  "))
+    cases = (
+        ({"knowledge": "\u200b"}, response),
+        ({"knowledge": None}, response),
+        ({"knowledge": knowledge}, "  "),
+    )
     for metadata, value in cases:
         outcome = guard.validate(value, metadata=metadata)
         assert not outcome.validation_passed, (metadata, value)
@@ -127,7 +133,9 @@ def test_the_validator_against_the_service_passes_and_fails_as_q2_score_decides(
         outcome = refused.validate(response, metadata={"knowledge": knowledge})
         assert not outcome.validation_passed
         assert "HTTP 401" in outcome.validation_summaries[0].failure_reason
-        keyed = offline_guard(Q2Consistency(threshold=THRESHOLD, service_url=url, api_key="s3cret", on_fail="noop"))
+        keyed = offline_guard(
+            Q2Consistency(threshold=THRESHOLD, service_url=url, api_key="s3cret", on_fail="noop")
+        )
         assert keyed.validate(response, metadata={"knowledge": knowledge}).validation_passed
 
 
@@ -136,7 +144,9 @@ def test_the_validator_fails_closed_when_the_service_is_down_or_full(in_process,
     from q2_metric.guardrails.guardrails_ai import Q2Consistency
 
     response, knowledge = pairs[3]
-    down = offline_guard(Q2Consistency(threshold=0.0, service_url=closed_port_url(), timeout=5, on_fail="noop"))
+    down = offline_guard(
+        Q2Consistency(threshold=0.0, service_url=closed_port_url(), timeout=5, on_fail="noop")
+    )
     outcome = down.validate(response, metadata={"knowledge": knowledge})
     assert not outcome.validation_passed
     assert "could not be reached" in outcome.validation_summaries[0].failure_reason
