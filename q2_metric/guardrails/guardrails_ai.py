@@ -12,7 +12,7 @@ In process (default) the validator holds the Q² engine: its keywords (`qg_model
 `nli_model`, `device`, `tiny`, `variant`, `batch_size` and every other `Q2Config` option) are
 checked, and the models found, when it is built; one engine per process and configuration,
 each `validate` one engine call through the front-end contract. With `service_url` it asks the Q²
-service (`q2 serve`) instead and takes the service's verdict and spans; its options are then the
+service (q2 serve) instead and takes the service's verdict and spans; its options are then the
 service's own.
 
 Fail closed: a response Q² could not check (an empty response or knowledge, a bad value, no
@@ -108,7 +108,7 @@ class Q2Consistency(Validator):
             if options:
                 raise Q2OptionError(
                     f"The Q² options {', '.join(sorted(options))} are the service's own: give them to "
-                    "`q2 serve`, not to a validator with service_url."
+                    "q2 serve, not to a validator with service_url."
                 )
             self._service = Q2Service(service_url, api_key, timeout)
         else:

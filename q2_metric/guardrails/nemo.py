@@ -1,8 +1,8 @@
-"""NeMo Guardrails: an output rail that asks the Q² service (`q2 serve`) whether the bot's answer
+"""NeMo Guardrails: an output rail that asks the Q² service (q2 serve) whether the bot's answer
 is consistent with the knowledge it was given (`$relevant_chunks`), and blocks it otherwise.
 
 The config folder this package ships (`config_folder()`: `config.yml`, `q2.co`, `actions.py`)
-holds the flow `q2 check consistency` (Colang 1.0) as an output rail and the action
+holds the flow `check consistency with q2` (Colang 1.0) as an output rail and the action
 `q2_check_consistency`; add your main model and the service's address (`custom_data: q2: url:`).
 
 Fail closed: the answer goes out only when the service says `consistent`. A service that cannot be
@@ -30,7 +30,7 @@ from nemoguardrails.actions.actions import ActionResult
 from q2_metric.guardrails.client import DEFAULT_TIMEOUT, DEFAULT_URL, Q2Service, Q2ServiceError, is_consistent
 
 ACTION = "q2_check_consistency"
-FLOW = "q2 check consistency"
+FLOW = "check consistency with q2"
 log = logging.getLogger(__name__)
 
 

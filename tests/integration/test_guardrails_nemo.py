@@ -1,5 +1,5 @@
 """NeMo Guardrails, through its own runner (`LLMRails.generate` on the config folder the package ships,
-its flow `q2 check consistency` as the output rail, NeMo's `FakeLLMModel` as the main model: the bot's
+its flow `check consistency with q2` as the output rail, NeMo's `FakeLLMModel` as the main model: the bot's
 answer is the response under test and the knowledge is the conversation's `relevant_chunks`): the
 answer goes out when the Q² service says `consistent` and is replaced by the refusal otherwise, as
 `q2 score --tiny --threshold 0.5` (the command line) decides on the same pairs. The service is a
