@@ -1,4 +1,4 @@
-"""A client of the Q² service (q2 serve): `POST /v1/score` with a batch of items, standard
+"""A client of the Q² service (q2 serve): `POST /v1/score` with a batch of items (`Q2Service.ask`), standard
 library only (no HTTP package needed).
 
 Fail closed: whatever keeps the service from answering (it cannot be reached, a timeout, a status
@@ -42,7 +42,7 @@ class Q2Service:
     api_key: str | None = None
     timeout: float = DEFAULT_TIMEOUT
 
-    def score(
+    def ask(
         self,
         items: Sequence[Mapping[str, Any]],
         *,

@@ -144,7 +144,7 @@ class Q2Consistency(Validator):
         if history is not None:
             item["history"] = history
         try:
-            result = self._service.score([item], threshold=self.threshold)[0]
+            result = self._service.ask([item], threshold=self.threshold)[0]
         except Q2ServiceError as err:  # fail closed: no answer is no pass
             return FailResult(error_message=f"Unverified: {err}", metadata={"q2_verdict": "unverified"})
         facts = {"q2": result.get("score"), "q2_verdict": result["verdict"]}

@@ -76,7 +76,7 @@ async def q2_check_consistency(context: dict[str, Any] | None = None, config: An
         item["history"] = [user]
     try:
         service, threshold = settings(config)
-        result = (await asyncio.to_thread(service.score, [item], threshold=threshold, spans=False))[0]
+        result = (await asyncio.to_thread(service.ask, [item], threshold=threshold, spans=False))[0]
     except (Q2ServiceError, ValueError, TypeError) as err:  # no answer, or unreadable settings: block
         return _blocked(str(err))
     reason = str(result.get("error") or result.get("reason") or "")
