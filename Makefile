@@ -5,6 +5,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
+# What Guardrails AI 0.11 imports (its own requirements less litellm, openai, typer, click and pip: its
+# LLM calls and command line, which Q²'s validator does not use), at its own ranges.
+GUARDRAILS_AI_NEEDS := 'guardrails-ai-types>=0.4.0' 'guardrails-hub-types>=0.0.4,<0.1.0' 'pydash>=8,<9' \
+	'pyjwt>=2.4,<3' 'rstr>=3,<4' 'faker>=25.2,<38' 'diff-match-patch>=20230430,<20241101' \
+	'opentelemetry-sdk>=1.24,<2' 'opentelemetry-exporter-otlp-proto-http>=1.24,<2' \
+	'opentelemetry-exporter-otlp-proto-grpc>=1.24,<2' 'jsonref>=1,<2' 'semver>=3,<4'
+
 .PHONY: setup run try test test-fast lint bench clean browser conformance docs
 
 setup: $(VENV)/.installed
@@ -20,6 +27,10 @@ $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	# versions the extras resolve to (harness-pins.txt: without them pip backtracks for ten minutes)
 	$(PY) -m pip freeze | grep -iE '^(torch|transformers|tokenizers|datasets|evaluate|huggingface.hub|numpy)==' > $(VENV)/harness-constraints.txt
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[harness]'
+	# the guardrail frameworks' plug-ins (docs/guardrails.md): NeMo Guardrails under the same constraints;
+	# Guardrails AI pins typer<0.20 and click<=8.2.0 (for its command line) and openai>=2 (ragas' instructor
+	# holds openai<2): its runtime needs now, guardrails-ai itself without its pins at the end
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[nemo]' $(GUARDRAILS_AI_NEEDS)
 	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install the runtime needs it really
 	# has, then ParlAI itself without its pins, last: pip checks conflicts only when it resolves
 	# dependencies, so this prints no "dependency resolver" errors (`pip check` lists the pins: expected).
@@ -27,6 +38,8 @@ $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	$(PIP) --no-deps parlai==1.7.2
 	# the coreference extra (docs/coref.md), without letting it resolve torch or transformers again
 	$(PIP) --no-deps 'fastcoref>=2.1.6,<3'
+	# Guardrails AI without its pins (its runtime needs were installed above with the NeMo extra)
+	$(PIP) --no-deps 'guardrails-ai==0.11.0'
 	touch $@
 
 # Headless Chromium for the Space's browser test (Debian's package; needs root for apt-get).

@@ -109,6 +109,12 @@ def harness_names() -> list[str]:
     return [f"lm-eval {t}" for t in tasks] + ["inspect q2", "inspect q2_wow", "ragas q2"]
 
 
+def guardrail_names() -> list[str]:
+    """The guardrail frameworks' plug-ins: the modules of `q2_metric/guardrails/`."""
+    folder = ROOT / "q2_metric" / "guardrails"
+    return [f"guardrails {p.stem}" for p in sorted(folder.glob("*.py")) if p.stem != "__init__"]
+
+
 def registry() -> list[str]:
     """Every front-end, from where the package declares it."""
     names = cli_verbs() + ["q2 score --ray"]
@@ -125,7 +131,7 @@ def registry() -> list[str]:
         "space function",
         "benchmark q2 column",
     ]
-    return names + harness_names()
+    return names + harness_names() + guardrail_names()
 
 
 NOT_SCORING = {
@@ -139,6 +145,8 @@ NOT_SCORING = {
     "console script q2": "the `q2` command: its verbs are listed one by one",
     "console script q2-metric": "the same `main` as `q2`",
     "entry point inspect_ai:q2_metric": "Inspect AI's module of the scorer and task: 'inspect q2', 'inspect q2_wow'",
+    "guardrails nemo": "relays the Q² service's verdict to NeMo Guardrails (its flow blocks the answer); scores nothing itself",
+    "guardrails client": "the Q² service's HTTP client, shared by both plug-ins; scores nothing itself",
 }
 
 

@@ -22,6 +22,7 @@ import math
 
 import pytest
 
+from contract.adapters_guardrails import guardrails_adapters
 from contract.adapters_harness import harness_adapters
 from contract.frontends import (
     BAD_OPTION_KINDS,
@@ -44,7 +45,11 @@ GUARANTEES = (
     "spans",
 )
 _NAMES = {"qg": "/qg", "qa": "/qa", "nli": "/nli"}
-ALL = {**adapters(_NAMES), **{a.name: a for a in harness_adapters(base_options(_NAMES))}}
+ALL = {
+    **adapters(_NAMES),
+    **{a.name: a for a in harness_adapters(base_options(_NAMES))},
+    **{a.name: a for a in guardrails_adapters(base_options(_NAMES))},
+}
 
 
 def _params(names=None):
@@ -56,7 +61,11 @@ def _params(names=None):
 
 @pytest.fixture(scope="module")
 def fronts(tiny_models):
-    found = {**adapters(tiny_models), **{a.name: a for a in harness_adapters(base_options(tiny_models))}}
+    found = {
+        **adapters(tiny_models),
+        **{a.name: a for a in harness_adapters(base_options(tiny_models))},
+        **{a.name: a for a in guardrails_adapters(base_options(tiny_models))},
+    }
     assert set(found) == set(ALL)
     return found
 

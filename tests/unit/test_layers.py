@@ -1,7 +1,8 @@
 """The package's layers: data flows downward, and nothing imports in a circle.
 
 Core (the engine: the top-level modules, `steps/`, `models/`, `io/`) never imports a front-end
-(`cli/`, `meta/`, `hub/`, `corpus/`, `harness/`, the `evaluate` module `q2_metric.q2_metric`) nor the
+(`cli/`, `meta/`, `hub/`, `corpus/`, `harness/`, `guardrails/`, the `evaluate` module
+`q2_metric.q2_metric`) nor the
 test aids (`testing/`); the rules in `steps/` import no model backend, reader or scorer; nothing of
 `q2_metric` imports `parlai_ext`; and no module but a package `__init__` passes on names it imported.
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from support.data import ROOT
 
 PACKAGE = ROOT / "q2_metric"
-FRONT_ENDS = ("cli", "meta", "hub", "corpus", "harness", "q2_metric", "testing")
+FRONT_ENDS = ("cli", "meta", "hub", "corpus", "harness", "guardrails", "q2_metric", "testing")
 
 
 def module_names(root: Path = PACKAGE) -> dict[str, Path]:

@@ -1,0 +1,171 @@
+"""Guardrails AI: `Q2Consistency`, a validator that passes a response Q² finds consistent with its
+knowledge and fails any other, each unsupported span an `ErrorSpan(start, end, reason)` at its
+character offsets in the response.
+
+    from guardrails import Guard
+    from q2_metric.guardrails.guardrails_ai import Q2Consistency
+    guard = Guard().use(Q2Consistency(threshold=0.5, tiny=True, on_fail="noop"))
+    outcome = guard.validate(response, metadata={"knowledge": knowledge})   # or a list of passages
+    outcome.validation_passed, guard.error_spans_in_output()
+
+In process (default) the validator holds the Q² engine: its keywords (`qg_model`, `qa_model`,
+`nli_model`, `device`, `tiny`, `variant`, `batch_size` and every other `Q2Config` option) are
+checked, and the models found, when it is built; one engine per process and configuration,
+each `validate` one engine call through the front-end contract. With `service_url` it asks the Q²
+service (q2 serve) instead and takes the service's verdict and spans; its options are then the
+service's own.
+
+Fail closed: a response Q² could not check (an empty response or knowledge, a bad value, no
+knowledge in the metadata, a service that cannot be reached or refuses) fails, never passes; its
+error message says why. Consistent means Q² > threshold in process (`q2 score --threshold`'s
+rule) and the service's `consistent` verdict with `service_url`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from guardrails import Validator, register_validator
+from guardrails.classes.validation.validation_result import (
+    ErrorSpan,
+    FailResult,
+    PassResult,
+    ValidationResult,
+)
+
+from q2_metric import display
+from q2_metric.errors import Q2OptionError
+from q2_metric.frontend import Item
+from q2_metric.guardrails.client import DEFAULT_TIMEOUT, Q2Service, Q2ServiceError, is_consistent
+from q2_metric.harness.batcher import batcher_for
+
+NAME = "q2/consistency"
+DEFAULT_THRESHOLD = 0.5  # not calibrated: tune it on labelled data (`q2 meta-eval --calibrate`)
+KEY = "the validated text"  # the item's name in Q²'s sentences
+
+
+def span_reason(span: dict[str, Any]) -> str:
+    """Why an unsupported span is unsupported, in one sentence (its question and the knowledge's
+    answer)."""
+    question, text = span.get("question"), span.get("text")
+    answer = span.get("knowledge_answer")
+    if span.get("knowledge_has_answer") is False or not answer:
+        return f"Q² asked {question!r} about {text!r}; the knowledge does not answer it."
+    if span.get("nli_label") == "contradiction":
+        return f"Q² asked {question!r}; the knowledge answers {answer!r}, which contradicts {text!r}."
+    score = span.get("score")
+    scored = f" (span score {score:.2f})" if isinstance(score, (int, float)) and math.isfinite(score) else ""
+    return f"Q² asked {question!r}; the knowledge answers {answer!r}, not {text!r}{scored}."
+
+
+def _error_spans(
+    value: str, spans: list[dict[str, Any]], reason: Callable[[dict[str, Any]], str]
+) -> list[ErrorSpan]:
+    """The unsupported spans (supported is False) that lie in `value`, as `ErrorSpan`s."""
+    out = []
+    for s in spans:
+        start, end = s.get("start"), s.get("end")
+        if s.get("supported") is not False or not isinstance(start, int) or not isinstance(end, int):
+            continue
+        if 0 <= start < end <= len(value) and value[start:end] == s.get("text", value[start:end]):
+            out.append(ErrorSpan(start=start, end=end, reason=reason(s)))
+    return out
+
+
+@register_validator(name=NAME, data_type="string")
+class Q2Consistency(Validator):
+    """Passes a response whose Q² against `metadata["knowledge"]` (a string or a list of passages;
+    optional `metadata["history"]`, the turns before it) is above `threshold`; fails any other,
+    with an `ErrorSpan` per unsupported span (the whole response when none is).
+
+    In process by default (Q² options as keywords); with `service_url` (e.g.
+    "http://127.0.0.1:8000") the Q² service decides (`api_key`: its key, `timeout`: seconds)."""
+
+    required_metadata_keys: ClassVar[list[str]] = ["knowledge"]
+
+    def __init__(
+        self,
+        threshold: float = DEFAULT_THRESHOLD,
+        *,
+        service_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        on_fail: Any = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(
+            on_fail=on_fail, threshold=threshold, service_url=service_url, timeout=timeout, **options
+        )
+        try:
+            self.threshold = display.check_threshold(threshold)
+        except Q2OptionError as err:
+            raise Q2OptionError(f"Invalid Q² option threshold={threshold!r}: {err}.") from None
+        self._service: Q2Service | None = None
+        self._batcher: Any = None
+        if service_url is not None:
+            if options:
+                raise Q2OptionError(
+                    f"The Q² options {', '.join(sorted(options))} are the service's own: give them to "
+                    "q2 serve, not to a validator with service_url."
+                )
+            self._service = Q2Service(service_url, api_key, timeout)
+        else:
+            self._batcher, _ = batcher_for(options, check=True, tiny_hint="`tiny=True`")
+
+    def _validate(self, value: Any, metadata: dict[str, Any]) -> ValidationResult:
+        knowledge, history = metadata.get("knowledge"), metadata.get("history")
+        if self._service is not None:
+            return self._ask_service(value, knowledge, history)
+        outcome = self._batcher.score_items([Item(KEY, value, knowledge, history)])
+        result = outcome.items[0]
+        facts: dict[str, Any] = {
+            "q2": None if result.status != "scored" else result.q2,
+            "q2_status": result.status,
+            "q2_verdict": "unverified",
+            "q2_signature": str(outcome.signature),
+            "q2_spans": None if result.score is None else result.score.span_details()["spans"],
+        }
+        if result.status != "scored" or result.score is None:
+            return FailResult(error_message=f"Unverified: {result.reason}", metadata=facts)
+        q2 = result.q2
+        facts["q2_verdict"] = display.decide(q2, self.threshold)
+        if display.is_consistent(q2, self.threshold):
+            return PassResult(metadata=facts)
+        spans = _error_spans(value, facts["q2_spans"], span_reason)
+        return self._fail(
+            value, f"Q² {q2:.4g} is not above {self.threshold:g}: {result.reason}", spans, facts
+        )
+
+    def _ask_service(self, value: Any, knowledge: Any, history: Any) -> ValidationResult:
+        assert self._service is not None
+        item: dict[str, Any] = {"response": value, "knowledge": knowledge}
+        if history is not None:
+            item["history"] = history
+        try:
+            result = self._service.ask([item], threshold=self.threshold)[0]
+        except Q2ServiceError as err:  # fail closed: no answer is no pass
+            return FailResult(error_message=f"Unverified: {err}", metadata={"q2_verdict": "unverified"})
+        facts = {"q2": result.get("score"), "q2_verdict": result["verdict"]}
+        if is_consistent(result):
+            return PassResult(metadata=facts)
+        why = result.get("error") or result.get("reason") or result["verdict"]
+        if result["verdict"] == "unverified" or not isinstance(value, str):
+            return FailResult(error_message=f"Unverified: {why}", metadata=facts)
+        spans = _error_spans(
+            value, result.get("spans") or [], lambda s: str(s.get("reason") or span_reason(s))
+        )
+        message = f"The Q² service says {result['verdict']} (Q² {result.get('score')}): {why}"
+        return self._fail(value, message, spans, facts)
+
+    @staticmethod
+    def _fail(value: str, message: str, spans: list[ErrorSpan], facts: dict[str, Any]) -> FailResult:
+        """A failure with its spans; the whole response as one span when no span is unsupported
+        (Q² fell back to end-to-end NLI, or its questions were answered only in part)."""
+        if not spans and value:
+            spans = [ErrorSpan(start=0, end=len(value), reason=message)]
+        return FailResult(error_message=message, error_spans=spans, metadata=facts)
+
+
+__all__ = ["DEFAULT_THRESHOLD", "NAME", "Q2Consistency", "span_reason"]

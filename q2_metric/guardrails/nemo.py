@@ -1,0 +1,97 @@
+"""NeMo Guardrails: an output rail that asks the Q² service (q2 serve) whether the bot's answer
+is consistent with the knowledge it was given (`$relevant_chunks`), and blocks it otherwise.
+
+The config folder this package ships (`config_folder()`: `config.yml`, `q2.co`, `actions.py`)
+holds the flow `check consistency with q2` (Colang 1.0) as an output rail and the action
+`q2_check_consistency`; add your main model and the service's address (`custom_data: q2: url:`).
+
+Fail closed: the answer goes out only when the service says `consistent`. A service that cannot be
+reached, times out, refuses the request (an API key, a full queue) or answers off its contract, an
+answer or knowledge that is missing, and a verdict of `inconsistent` or `unverified`, all block it.
+The action's result is a bool (may the answer go out); it also sets `$q2_verdict`, `$q2_score` and
+`$q2_reason` for the flows that follow.
+
+`custom_data: q2:` keys: `url` (default http://127.0.0.1:8000), `threshold` (default: the
+service's), `timeout` (seconds, default 30), `api_key_env` (the environment variable that holds
+the service's key, if it asks for one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from nemoguardrails.actions import action
+from nemoguardrails.actions.actions import ActionResult
+
+from q2_metric.guardrails.client import DEFAULT_TIMEOUT, DEFAULT_URL, Q2Service, Q2ServiceError, is_consistent
+
+ACTION = "q2_check_consistency"
+FLOW = "check consistency with q2"
+log = logging.getLogger(__name__)
+
+
+def config_folder() -> Path:
+    """The shipped NeMo Guardrails config folder (the flow, the action, the rail switched on)."""
+    return Path(__file__).resolve().parent / "nemo_config"
+
+
+def settings(config: Any) -> tuple[Q2Service, float | None]:
+    """The service and threshold from the rails config's `custom_data: q2:`."""
+    custom = getattr(config, "custom_data", None) or {}
+    q2 = custom.get("q2") or {}
+    key_env = q2.get("api_key_env")
+    api_key = os.environ.get(key_env) if key_env else None
+    service = Q2Service(
+        str(q2.get("url") or DEFAULT_URL), api_key, float(q2.get("timeout") or DEFAULT_TIMEOUT)
+    )
+    threshold = q2.get("threshold")
+    return service, None if threshold is None else float(threshold)
+
+
+def _blocked(reason: str, verdict: str = "unverified", score: Any = None) -> ActionResult:
+    log.warning("Q² blocked the answer: %s", reason)
+    return ActionResult(
+        return_value=False, context_updates={"q2_verdict": verdict, "q2_score": score, "q2_reason": reason}
+    )
+
+
+@action(name=ACTION)
+async def q2_check_consistency(context: dict[str, Any] | None = None, config: Any = None) -> ActionResult:
+    """True when the Q² service says the bot's answer (`$bot_message`) is consistent with
+    `$relevant_chunks` (a string or a list of passages); False (block) otherwise, the service's
+    silence included."""
+    context = context or {}
+    response, knowledge = context.get("bot_message"), context.get("relevant_chunks")
+    if not response:
+        return _blocked("there is no answer to check")
+    if not knowledge:
+        return _blocked("there is no knowledge ($relevant_chunks) to check the answer against")
+    item: dict[str, Any] = {"response": response, "knowledge": knowledge}
+    user = context.get("user_message")
+    if isinstance(user, str) and user:
+        item["history"] = [user]
+    try:
+        service, threshold = settings(config)
+        result = (await asyncio.to_thread(service.ask, [item], threshold=threshold, spans=False))[0]
+    except (Q2ServiceError, ValueError, TypeError) as err:  # no answer, or unreadable settings: block
+        return _blocked(str(err))
+    reason = str(result.get("error") or result.get("reason") or "")
+    if not is_consistent(result):
+        return _blocked(
+            reason or "the service did not say consistent", result["verdict"], result.get("score")
+        )
+    return ActionResult(
+        return_value=True,
+        context_updates={
+            "q2_verdict": result["verdict"],
+            "q2_score": result.get("score"),
+            "q2_reason": reason,
+        },
+    )
+
+
+__all__ = ["ACTION", "FLOW", "config_folder", "q2_check_consistency", "settings"]

@@ -1,0 +1,111 @@
+"""NeMo Guardrails, through its own runner (`LLMRails.generate` on the config folder the package ships,
+its flow `check consistency with q2` as the output rail, NeMo's `FakeLLMModel` as the main model: the bot's
+answer is the response under test and the knowledge is the conversation's `relevant_chunks`): the
+answer goes out when the Q² service says `consistent` and is replaced by the refusal otherwise, as
+`q2 score --tiny --threshold 0.5` (the command line) decides on the same pairs. The service is a
+stand-in for `q2 serve` on a free 127.0.0.1 port (tests/support/serve_standin.py) until the real
+service lands. Fail closed: a service that cannot be reached, answers 503 or 401, or knowledge that
+is missing, blocks the answer."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from support.guardrails import q2_score_outcomes
+from support.harness import ROOT, env, set_in_process
+from support.serve_standin import closed_port_url, standin_service
+
+pytest.importorskip("nemoguardrails")
+
+THRESHOLD = 0.5
+QUESTION = "Tell me more about it."
+
+
+@pytest.fixture(scope="module")
+def pairs() -> list[tuple[str, str]]:
+    with open(ROOT / "q2_metric" / "data" / "wow_sample.csv", newline="", encoding="utf-8") as f:
+        return [(r["response"], r["knowledge"]) for r in list(csv.DictReader(f))[:10]]
+
+
+@pytest.fixture(scope="module")
+def environ(harness_tiny, tmp_path_factory):
+    return env(harness_tiny["q2"], tmp_path_factory.mktemp("nemo-env"))
+
+
+@pytest.fixture(scope="module")
+def expected(pairs, environ, tmp_path_factory) -> list[str]:
+    want = q2_score_outcomes(pairs, environ, tmp_path_factory.mktemp("nemo-cli"), THRESHOLD)
+    decisions = [w["decision"] for w in want]
+    assert set(decisions) == {"consistent", "inconsistent"}, decisions
+    return decisions
+
+
+@pytest.fixture
+def scorer(environ, monkeypatch):
+    from q2_metric import Q2Scorer
+
+    set_in_process(monkeypatch, environ)
+    return Q2Scorer(tiny=True)
+
+
+def refusal() -> str:
+    """The refusal the shipped flow says (its `bot inform answer unverified`), read from the file."""
+    from q2_metric.guardrails.nemo import config_folder
+
+    text = (config_folder() / "q2.co").read_text(encoding="utf-8")
+    return text.split("define bot inform answer unverified", 1)[1].strip().strip('"')
+
+
+def chat(url: str | None, answer: str, knowledge: str | None, **q2: object) -> tuple[str, object]:
+    """One turn through NeMo Guardrails: the user's question, the main model's `answer`; the reply
+    the user gets and the rails' context ($q2_verdict ...)."""
+    from nemoguardrails import LLMRails, RailsConfig
+    from nemoguardrails.testing import FakeLLMModel
+
+    from q2_metric.guardrails.nemo import config_folder
+
+    config = RailsConfig.from_path(str(config_folder()))
+    config.custom_data["q2"] = {**config.custom_data["q2"], "threshold": THRESHOLD, "timeout": 10, **q2}
+    if url is not None:
+        config.custom_data["q2"]["url"] = url
+    rails = LLMRails(config, llm=FakeLLMModel(responses=[answer]))
+    messages: list[dict] = [{"role": "user", "content": QUESTION}]
+    if knowledge is not None:
+        messages.insert(0, {"role": "context", "content": {"relevant_chunks": knowledge}})
+    out = rails.generate(messages=messages, options={"output_vars": True})
+    return out.response[0]["content"], out.output_data
+
+
+def test_the_rail_lets_through_what_q2_score_calls_consistent_and_blocks_the_rest(scorer, pairs, expected):
+    with standin_service(scorer) as url:
+        for (response, knowledge), decision in zip(pairs, expected):
+            reply, context = chat(url, response, knowledge)
+            if decision == "consistent":
+                assert reply == response, (reply, response)
+                assert context["q2_verdict"] == "consistent"
+            else:
+                assert reply == refusal(), (reply, response)
+                assert context["q2_verdict"] == "inconsistent" and context["q2_reason"]
+
+
+def test_an_unreachable_service_blocks_the_answer(pairs, expected):
+    response, knowledge = next(p for p, d in zip(pairs, expected) if d == "consistent")
+    reply, context = chat(closed_port_url(), response, knowledge)
+    assert reply == refusal()
+    assert context["q2_verdict"] == "unverified" and "could not be reached" in context["q2_reason"]
+
+
+def test_a_refusing_service_or_missing_knowledge_blocks_the_answer(scorer, pairs, expected, monkeypatch):
+    response, knowledge = next(p for p, d in zip(pairs, expected) if d == "consistent")
+    with standin_service(scorer, fail_with=503) as url:
+        reply, context = chat(url, response, knowledge)
+        assert reply == refusal() and "HTTP 503" in context["q2_reason"]
+    with standin_service(scorer, api_key="s3cret") as url:
+        reply, context = chat(url, response, knowledge)
+        assert reply == refusal() and "HTTP 401" in context["q2_reason"]
+        monkeypatch.setenv("Q2_TEST_KEY", "s3cret")
+        reply, context = chat(url, response, knowledge, api_key_env="Q2_TEST_KEY")
+        assert reply == response and context["q2_verdict"] == "consistent"
+        reply, context = chat(url, response, None)  # no relevant_chunks: nothing to check against
+        assert reply == refusal() and "no knowledge" in context["q2_reason"]
