@@ -338,7 +338,7 @@ def wow_task(name: str = "q2_wow", generation_size: int = 64, **options: Any) ->
         prompt_function=wow_prompt,
         hf_repo=DATASET,
         hf_subset="default",
-        metrics=q2_metrics(**options),
+        metrics=tuple(q2_metrics(**options)),
         hf_avail_splits=["test"],
         evaluation_splits=["test"],
         few_shots_split=None,

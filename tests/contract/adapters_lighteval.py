@@ -58,7 +58,7 @@ class LightEval(Words):
 
     name: str
     base: dict[str, Any]
-    slow: bool = False
+    slow: bool = True  # a whole LightEval pipeline each (it lists all of its tasks: seconds)
     bad_item: str = "n/a"
     bad_item_reason: str = (
         "LightEval's model replies are text (ModelResponse.text): a non-text reply cannot reach the "

@@ -152,9 +152,9 @@ def test_the_pipeline_scores_a_task_in_one_engine_call_with_one_model_load(
     assert len(calls) == 1 + 3 and all(len(stages) == 6 for stages in calls), calls
     assert len(loads) == 1  # both tasks share the process's engine
     results = pipeline.get_results()["results"]
-    for task in ("q2_all|0", "q2_by3|0"):
-        assert results[task]["scored"] + results[task]["empty"] == n
-        assert len(pipeline.get_details()[task]) == n
+    for task in ("q2_all", "q2_by3"):  # (results name a task "NAME:0", details "NAME|0")
+        assert results[f"{task}:0"]["scored"] + results[f"{task}:0"]["empty"] == n
+        assert len(pipeline.get_details()[f"{task}|0"]) == n
 
 
 @pytest.mark.slow
@@ -173,5 +173,6 @@ def test_a_bad_option_is_one_line_before_the_model_runs(harness_tiny, tmp_path):
     )
     assert res.returncode != 0
     last = res.stderr.strip().splitlines()[-1]
-    assert last == "Error: Invalid Q² option qg_batch_size=0: use an integer >= 1.", res.stderr[-3000:]
+    want = "Error: Invalid Q² option qg_batch_size=0: use an integer >= 1 or None."
+    assert last == want, res.stderr[-3000:]
     assert "Traceback" not in res.stderr and "─" not in res.stderr  # no (rich) traceback
