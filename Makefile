@@ -31,6 +31,12 @@ $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	# Guardrails AI pins typer<0.20 and click<=8.2.0 (for its command line) and openai>=2 (ragas' instructor
 	# holds openai<2): its runtime needs now, guardrails-ai itself without its pins at the end
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[nemo]' $(GUARDRAILS_AI_NEEDS)
+	# LightEval (docs/lighteval.md), the stack held the same way; it downgrades nltk to its pin (3.9.1), before
+	# ParlAI's step. LightEval lists its tasks on every run, and one of them (tiny_benchmarks) downloads a file
+	# from GitHub when it is imported: offline every run fails, so an empty stand-in is placed when it is missing
+	# (delete it, where GitHub is reachable, to use LightEval's tinyBenchmarks tasks).
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[lighteval]'
+	$(PY) -c "import lighteval.tasks as t, pathlib; p = pathlib.Path(t.__file__).parent / 'tasks' / 'tinyBenchmarks.pkl'; p.exists() or p.touch()"
 	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install the runtime needs it really
 	# has, then ParlAI itself without its pins, last: pip checks conflicts only when it resolves
 	# dependencies, so this prints no "dependency resolver" errors (`pip check` lists the pins: expected).

@@ -455,6 +455,8 @@ class Ragas(Words):
 
 def harness_adapters(base: dict[str, Any]) -> list:
     """The harness front-ends' adapters (`NOT_ADAPTED` names the one without an adapter, and why)."""
+    from contract.adapters_lighteval import lighteval_adapters  # (it imports this module's helpers)
+
     return [
         LmEval("lm-eval q2_dialogue", base, "q2_dialogue"),
         LmEval("lm-eval q2_wow", base, "q2_wow"),
@@ -462,4 +464,5 @@ def harness_adapters(base: dict[str, Any]) -> list:
         Inspect("inspect q2", base),
         Inspect("inspect q2_wow", base, task=True),
         Ragas("ragas q2", base),
+        *lighteval_adapters(base),
     ]
