@@ -1,6 +1,7 @@
 """What front-ends show, in one place: each rule of what a person reads has its one function here.
 
-- figures: `figure` (the one number formatter: `n/a` where undefined) and `figures_text` (the
+- figures: `figure` (the one number formatter: `n/a` where undefined; its code is in the leaf
+  `q2_metric.figures`, which the results print with) and `figures_text` (the
   system figures, each with what it means);
 - decisions at a threshold: `check_threshold`, and `decide` (the released code's rule: consistent
   iff Q² > threshold), with `decisions`, `decision_counts` and `is_consistent` built on it;
@@ -23,34 +24,16 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL
 from q2_metric.errors import Q2OptionError
+from q2_metric.figures import figure as figure
 from q2_metric.progress import plural
 
-if TYPE_CHECKING:  # annotations only: `results` imports this module for `figure`
+if TYPE_CHECKING:  # annotations only
     from q2_metric.config import Q2Config
     from q2_metric.results import ResponseScore
     from q2_metric.signature import Signature
     from q2_metric.steps.system_score import SystemScore
 
 # -- figures -----------------------------------------------------------------------------------------
-
-UNDEFINED = "n/a"  # the one spelling of an undefined figure in everything printed (JSON: null)
-
-
-def figure(value: float | None, digits: int = 4, spec: str | None = None) -> str:
-    """A number as a person reads it, the one formatter of every front-end's printed figures:
-    `UNDEFINED` (`n/a`) for None or NaN (never `nan` or `-`), a count (an int) as it is, else
-    `digits` decimals, or the format `spec` when given (`+.4f`, `.1%`).
-
-    >>> figure(0.5), figure(float("nan")), figure(None, 3), figure(12), figure(0.25, spec=".1%")
-    ('0.5000', 'n/a', 'n/a', '12', '25.0%')
-    """
-    if value is None or (not isinstance(value, int) and math.isnan(value)):
-        return UNDEFINED
-    if spec is not None:
-        return format(value, spec)
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}f}"
 
 
 def figures_text(s: SystemScore) -> str:

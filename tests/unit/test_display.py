@@ -37,7 +37,8 @@ def test_one_formatter_one_spelling_of_an_undefined_figure():
     meta-eval report, the benchmark's leaderboard and the ladder, `nan` in the leaderboard)."""
     import math
 
-    from q2_metric.display import UNDEFINED, figure
+    from q2_metric.display import figure
+    from q2_metric.figures import UNDEFINED
     from q2_metric.meta import bench_report, ladder, report
 
     assert UNDEFINED == "n/a"
