@@ -36,9 +36,36 @@ if TYPE_CHECKING:  # annotations only
 # -- figures -----------------------------------------------------------------------------------------
 
 
-def figures_text(s: SystemScore) -> str:
-    """The system figures, each with what it means, one per line (no NaN: undefined is `n/a`, with why)."""
-    empty = f"; {s.num_skipped} with an empty response or knowledge, left out" if s.num_skipped else ""
+def unscored_text(responses: Sequence[ResponseScore]) -> str:
+    """How many responses have no number, by their own reason (as each row's `reason` gives it):
+    `2 with an empty response, 1 past spaCy's length limit`; "" when every one has a number.
+
+    >>> from q2_metric.results import ResponseScore
+    >>> nan = float("nan")
+    >>> unscored_text([ResponseScore(0, nan, nan, reason="empty response"), ResponseScore(1, 0.5, 0.5),
+    ...                ResponseScore(2, nan, nan, reason="the response has 1,000,001 characters, above the 1,000,000 spaCy parses")])
+    "1 with an empty response, 1 past spaCy's length limit"
+    """
+    kinds: dict[str, int] = {}
+    for res in responses:
+        if res.scored:
+            continue
+        why = (res.reason or "").removeprefix(NOT_SCORED).rstrip(".")
+        if why in ("empty response", "empty knowledge"):
+            kind = f"with an {why}"
+        elif "spaCy parses" in why:
+            kind = "past spaCy's length limit"
+        else:  # no valid question, and the end-to-end fallback off: no number
+            kind = "with no valid question and no fallback"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{count} {kind}" for kind, count in kinds.items())
+
+
+def figures_text(s: SystemScore, responses: Sequence[ResponseScore] | None = None) -> str:
+    """The system figures, each with what it means, one per line (no NaN: undefined is `n/a`, with why);
+    with the `responses`, those left out are counted by their own reason (`unscored_text`)."""
+    why_out = unscored_text(responses) if responses is not None else f"{s.num_skipped} not scored"
+    empty = f"; {why_out}, left out" if s.num_skipped else ""
     why_q2 = "" if s.num_scored else " (no response could be scored)"
     why_na = "" if s.num_valid_questions else " (no valid question)"
     return (

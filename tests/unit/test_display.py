@@ -23,9 +23,7 @@ def test_system_figures_in_words_without_nan():
         )
     )
     assert "nan" not in text.lower()
-    assert (
-        "Q2 = n/a (no response could be scored)" in text and "2 with an empty response or knowledge" in text
-    )
+    assert "Q2 = n/a (no response could be scored)" in text and "; 2 not scored, left out" in text
     assert "no-answer share = n/a (no valid question)" in text
     ok = figures_text(SystemScore(0.5, 0.25, 1.0, 0.5, 2, 2, 0, 4))
     assert ok.splitlines()[0].startswith("Q2 = 0.5000: mean response score over 2 of 2 responses")
