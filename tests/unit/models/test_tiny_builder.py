@@ -200,3 +200,16 @@ def test_qg_logits_are_the_chain_table(rows):
             assert [got[t].item() for t in want] == pytest.approx(list(want.values()), rel=1e-5, abs=1e-4)
             rest = np.delete(got.numpy(), list(want))
             assert rest.max() <= -rm.FLOOR + 1.0
+
+
+def test_a_small_vocabulary_is_padded_for_the_designed_qg(tmp_path):
+    """The designed QG asks CHAIN (28) distinct words: texts with fewer gave numpy's "Cannot take a
+    larger sample than population" traceback; the vocabulary is padded with made-up words."""
+    from q2_metric import Q2Config
+
+    texts = ["Bob Ross painted.", "Bob Ross hosted a show."]
+    assert len(rm.question_words(rm.word_tokenizer(texts))) < rm.CHAIN
+    paths = rm.build_tiny_models(tmp_path, iter(texts))  # any iterable, read once
+    config = Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], device="cpu")
+    result = Q2Scorer(config).score(texts, texts)
+    assert result.system.num_scored == 2
