@@ -328,7 +328,6 @@ def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> list[int]:
     sal_, sink_, start_, one_, ans_, bal_, other_, eos_ = range(2 * states, 2 * states + 8)
     special = set(tokenizer.all_special_ids)
     prompt = set(tokenizer("answer: context:", add_special_tokens=False).input_ids)
-    names = tokenizer.convert_ids_to_tokens(list(range(vocab)))
     words = question_words(tokenizer)
     chain = [int(t) for t in rng.choice(words, states, replace=False)]  # state j asks word chain[j]
     state_of = {t: j for j, t in enumerate(chain)}
