@@ -249,25 +249,43 @@ TINY_OFF = "leave out --tiny / Q2_TINY"
 
 
 @overload
-def tiny_note(config: Q2Config | None = None, *, always: Literal[True], turn_off: str = TINY_OFF) -> str: ...
+def tiny_note(
+    config: Q2Config | None = None,
+    *,
+    always: Literal[True],
+    turn_off: str = TINY_OFF,
+    question_cap: int | None = None,
+) -> str: ...
 @overload
 def tiny_note(
-    config: Q2Config | None = None, *, always: bool = False, turn_off: str = TINY_OFF
+    config: Q2Config | None = None,
+    *,
+    always: bool = False,
+    turn_off: str = TINY_OFF,
+    question_cap: int | None = None,
 ) -> str | None: ...
 def tiny_note(
-    config: Q2Config | None = None, *, always: bool = False, turn_off: str = TINY_OFF
+    config: Q2Config | None = None,
+    *,
+    always: bool = False,
+    turn_off: str = TINY_OFF,
+    question_cap: int | None = None,
 ) -> str | None:
     """The one line every front-end shows after scoring on the tiny random models (when a model of
-    `config` is one of them, or `always`), else None; `turn_off` says how to leave them out."""
+    `config` is one of them, or `always`), else None; `turn_off` says how to leave them out. The
+    question cap it names is the run's (`question_cap`, else `config`'s `max_question_length`, else
+    the tiny models' own, `TINY_QUESTION_LENGTH`), as the signature's `dec` entry names it."""
     from q2_metric.models.tiny import TINY_QUESTION_LENGTH, uses_tiny
 
     if not always and (config is None or not uses_tiny(config)):
         return None
     from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
 
+    if question_cap is None:
+        question_cap = config.max_question_length if config is not None else TINY_QUESTION_LENGTH
     return (
         "These scores are meaningless: the models are tiny and random (questions capped at "
-        f"{TINY_QUESTION_LENGTH} tokens). For the paper's scores download its models once where the Hub "
+        f"{question_cap} tokens). For the paper's scores download its models once where the Hub "
         f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
         f"`hf download {DEFAULT_NLI_MODEL}`) and {turn_off}."
     )
@@ -277,8 +295,13 @@ def tiny_note_for(signature: str | Signature) -> str | None:
     """The tiny line for a run whose (full) signature is `signature` (it names tiny models), or None."""
     from q2_metric.signature import Signature
 
+    import re
+
     parsed = signature if isinstance(signature, Signature) else Signature.parse(str(signature))
-    return tiny_note(always=True) if parsed.tiny() else None
+    if not parsed.tiny():
+        return None
+    cap = re.search(r"-max(\d+)-", parsed.to_dict().get("dec", ""))  # the run's question cap
+    return tiny_note(always=True, question_cap=int(cap.group(1)) if cap else None)
 
 
 def warn_if_tiny(config: Q2Config | None = None, *, always: bool = False) -> None:

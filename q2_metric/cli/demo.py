@@ -125,7 +125,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     print("\nSignature (how these scores were made):\n" + _signature_text(str(outcome.signature), args.short))
     if tiny:
-        print("\n" + tiny_note(always=True))
+        print("\n" + tiny_note(config, always=True))
         if args.coref:
             print(
                 f"The coreference model was tiny and random too: the real one is "

@@ -101,6 +101,26 @@ def test_tiny_note_only_for_tiny_models(tiny_env):
     assert tiny_note(Q2Config()) is None
 
 
+def test_the_tiny_line_names_the_runs_question_cap(tiny_env):
+    """The line said "capped at 16 tokens" whatever cap the run had (its signature: `max128`):
+    it names the run's cap, from its options or from its signature."""
+    from q2_metric.display import tiny_note, tiny_note_for
+    from q2_metric.frontend import configure
+    from q2_metric.signature import Signature
+
+    tiny = configure(tiny=True)
+    models = {f"{role}_model": getattr(tiny, f"{role}_model") for role in ("qg", "qa", "nli")}
+    for cap, config in (
+        (16, tiny),
+        (24, configure({"max_question_length": 24}, tiny=True)),
+        (128, configure(models)),  # the tiny models named by their folders: the paper's cap
+    ):
+        signature = str(Signature.create(config, {"qg": "tiny-random-t5@x"}))
+        assert f"-max{cap}-" in signature
+        assert f"(questions capped at {cap} tokens)" in tiny_note(config)
+        assert f"(questions capped at {cap} tokens)" in tiny_note_for(signature)
+
+
 def test_history_cell_format():
     from q2_metric.display import history_separator, history_turns
 
