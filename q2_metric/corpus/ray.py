@@ -78,6 +78,7 @@ class ScoreBatch:
             "key": keys,
             "result": [json.dumps(r.to_dict()) for r in result.responses],
             "signature": [self.signature] * len(keys),
+            "worker": [os.getpid()] * len(keys),  # which worker scored the block (kept in its part)
         }
 
 
@@ -107,7 +108,8 @@ def score_file_ray(
     """`score_file` over Ray Data. `scorer` should be unloaded: it is shipped to every worker, which
     loads its own models. `address`: a Ray cluster (`auto`, `host:6379`, `ray://host:10001`); by
     default $RAY_ADDRESS, else a new local Ray with this machine's CPUs (an already initialised Ray
-    is used as it is). `chunk_size`: responses per worker call and per part file. Ray's own log
+    is used as it is). `chunk_size`: at most this many responses per worker call and per part file
+    (fewer where that gives every worker a block: `plan_blocks`). Ray's own log
     lines are hidden unless `verbose`."""
     ray = import_ray()
     run = prepare_run(
@@ -267,6 +269,20 @@ def worker_resources(ray: Any, workers: int | None, gpus_per_worker: float) -> t
     return workers, max(1, min(max(cpus), sum(cpus) // workers))
 
 
+def plan_blocks(items: int, workers: int, chunk_size: int) -> tuple[int, int, int]:
+    """(blocks, responses per worker call, workers that get work) for `items` responses: at most
+    `chunk_size` per call, and at least one block per worker, so that every worker said to run
+    runs (a small file in one block ran on one worker whatever --workers said); never more
+    workers than responses.
+
+    >>> plan_blocks(5, 2, 64), plan_blocks(1000, 2, 64), plan_blocks(1, 4, 64), plan_blocks(7, 2, 3)
+    ((2, 3, 2), (16, 64, 2), (1, 1, 1), (3, 3, 2))
+    """
+    used = max(1, min(workers, items))
+    batch = max(1, min(chunk_size, -(-items // used)))
+    return max(1, -(-items // batch)), batch, used
+
+
 def _score_remote(
     ray: Any,
     scorer: Q2Scorer,
@@ -282,7 +298,7 @@ def _score_remote(
 ) -> None:
     ray.data.DataContext.get_current().enable_progress_bars = False  # ours counts responses, not blocks
     workers, cpus = worker_resources(ray, workers, gpus_per_worker)
-    blocks = max(1, -(-len(items) // chunk_size))
+    blocks, batch, workers = plan_blocks(len(items), workers, chunk_size)
     ds = ray.data.from_items(
         [{"key": k, "response": r, "knowledge": kn} for k, r, kn in items], override_num_blocks=blocks
     )
@@ -290,9 +306,11 @@ def _score_remote(
     ds = ds.map_batches(
         ScoreBatch,
         fn_constructor_args=(scorer, int(cpus)),
-        batch_size=chunk_size,
+        batch_size=batch,
         batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=workers),
+        # one block at a time per worker: the pool starts every worker before any block goes out
+        # (Ray Data waits for its size), so the first blocks go one to each
+        compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
         num_cpus=cpus,
         **gpu,
     )
