@@ -131,10 +131,11 @@ def score_file_ray(
         results = {k: v for k, v in results.items() if "spans" in v}  # written before spans existed: again
         todo = [k for k in dict.fromkeys(run.keys.values()) if k not in results]
         cached = sum(1 for k in run.keys.values() if k in results)
+        started = ran = 0
         if todo:
-            started = connect(ray, address, verbose=verbose)
+            initialised = connect(ray, address, verbose=verbose)
             try:
-                _score_remote(
+                started, ran = _score_remote(
                     ray,
                     scorer,
                     [(k, *run.texts[k]) for k in todo],
@@ -147,7 +148,7 @@ def score_file_ray(
                     progress=progress,
                 )
             finally:
-                if started:
+                if initialised:
                     ray.shutdown()
 
     used = collections.Counter(signatures[k] for k in set(run.keys.values()))
@@ -157,7 +158,7 @@ def score_file_ray(
             "models differ between nodes): the most common one is reported",
             file=sys.stderr,
         )
-    return write_results(
+    report = write_results(
         run,
         results,
         output_path,
@@ -170,6 +171,16 @@ def score_file_ray(
         threshold=threshold,
         spans_path=spans_path,
     )
+    report.workers = ran
+    if ran < started:  # said truthfully: the pool's other workers got no batch before the end
+        from q2_metric.progress import plural
+
+        report.warnings.append(
+            f"{plural(ran, 'Ray worker')} of the {started} started scored the {len(todo)} pairs "
+            f"(a worker takes a batch of at most --chunk-size pairs when it is free and ready)"
+        )
+        print(f"q2: warning: {report.warnings[-1]}.", file=sys.stderr)
+    return report
 
 
 def connect(ray: Any, address: str | None, verbose: bool = False) -> bool:
@@ -295,7 +306,8 @@ def _score_remote(
     gpus_per_worker: float,
     chunk_size: int,
     progress: bool,
-) -> None:
+) -> tuple[int, int]:
+    """Score `items` on a pool of workers; (workers started, workers that scored a batch)."""
     ray.data.DataContext.get_current().enable_progress_bars = False  # ours counts responses, not blocks
     workers, cpus = worker_resources(ray, workers, gpus_per_worker)
     blocks, batch, workers = plan_blocks(len(items), workers, chunk_size)
@@ -308,28 +320,30 @@ def _score_remote(
         fn_constructor_args=(scorer, int(cpus)),
         batch_size=batch,
         batch_format="numpy",
-        # one block at a time per worker: the pool starts every worker before any block goes out
-        # (Ray Data waits for its size), so the first blocks go one to each
+        # one block at a time per worker: a block waits for a free worker rather than queueing
+        # behind a busy one (how many workers did score is counted and said)
         compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
         num_cpus=cpus,
         **gpu,
     )
-    bar = None
+    bar, ran = None, set()
     if progress:
         from q2_metric.progress import ResponseCounter, plural
 
-        bar = ResponseCounter(len(items), f"Q² responses on {plural(workers, 'Ray worker')}", "resp")
+        bar = ResponseCounter(len(items), f"Q² responses, {plural(workers, 'Ray worker')} started", "resp")
     try:
         # No prefetching: it holds a finished block back until the next one arrives, and a block
         # not yet written is lost if the run is killed.
         for table in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
             write_part(run_dir, table)
             _add(table, results, signatures)
+            ran.update(table.column("worker").to_pylist())
             if bar:
                 bar.update(table.num_rows)
     finally:
         if bar:
             bar.close()
+    return workers, len(ran)
 
 
 def write_part(run_dir: Path, table: Any) -> Path:  # a pyarrow Table
