@@ -24,7 +24,7 @@ from parlai_ext.options import (
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
 from q2_metric.frontend import Item, ItemResult, Outcome, Status, score_items
-from q2_metric.progress import ProgressCallback
+from q2_metric.progress import ProgressCallback, plural
 from q2_metric.results import ResponseScore
 from q2_metric.scorer import Q2Scorer, cached_scorer
 
@@ -273,7 +273,7 @@ class Q2Buffer:
 
         from q2_metric.progress import log_progress
 
-        parlai_logging.info(f"Q²: scoring {count} responses")
+        parlai_logging.info(f"Q²: scoring {plural(count, 'response')}")
         return log_progress(parlai_logging.info, interval=self.log_interval)
 
     def _explain_line(
