@@ -293,9 +293,9 @@ def tiny_note(
 
 def tiny_note_for(signature: str | Signature) -> str | None:
     """The tiny line for a run whose (full) signature is `signature` (it names tiny models), or None."""
-    from q2_metric.signature import Signature
-
     import re
+
+    from q2_metric.signature import Signature
 
     parsed = signature if isinstance(signature, Signature) else Signature.parse(str(signature))
     if not parsed.tiny():
