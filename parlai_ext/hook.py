@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from parlai_ext.options import add_q2_args, q2_requested
 from parlai_ext.report import Q2Buffer, _set, _Turn
-from q2_metric.validation import is_blank
+from q2_metric.validation import is_blank, knowledge_text
 
 if TYPE_CHECKING:  # the mixin's super() calls reach the ParlAI teacher it is mixed into
     from parlai.core.teachers import Teacher as _TeacherBase
@@ -62,7 +62,11 @@ class Q2EvalMixin(_TeacherBase):
         shared["q2_buffer"] = self.q2_buffer
         return shared
 
-    def q2_knowledge(self, teacher_action: Message) -> str | None:
+    # what a pass none of whose turns had knowledge lacked (`Q2Buffer.check_data`'s sentence)
+    q2_missing = "no Wizard turn has a checked_sentence"
+
+    def q2_knowledge(self, teacher_action: Message) -> object:
+        """The turn's knowledge: a text, a list of passages, or None (no knowledge)."""
         raise NotImplementedError
 
     def custom_evaluation(
@@ -72,7 +76,13 @@ class Q2EvalMixin(_TeacherBase):
         if self.q2_buffer is None or model_response is None:
             return
         knowledge = self.q2_knowledge(teacher_action)
-        has_knowledge = isinstance(knowledge, str) and not is_blank(knowledge) and knowledge != NO_PASSAGES
+        # as every front-end takes it (the contract's rule): a list of passages is one text; a value
+        # that is no text (a dict, a number) is knowledge too, which the contract reports as a bad
+        # turn naming the field; None, an empty text or no_passages_used is no knowledge
+        given = knowledge_text(knowledge)
+        has_knowledge = given is not None and not (
+            isinstance(given, str) and (is_blank(given) or given == NO_PASSAGES)
+        )
         turn = None
         # --q2-coref: the episode so far, as the model's history holds it (teacher texts and gold replies)
         episode = getattr(self, "_q2_episode", [])
@@ -89,7 +99,7 @@ class Q2EvalMixin(_TeacherBase):
             turn = _Turn(
                 info,
                 model_response["text"] or "",
-                knowledge if has_knowledge else None,
+                given if has_knowledge else None,
                 model_response,
                 history=list(episode) if self.q2_buffer.config.coref else [],
             )
@@ -114,7 +124,8 @@ class Q2EvalMixin(_TeacherBase):
         if buffer.pass_done():
             buffer.flush()
             buffer.annotate()
-        buffer.check_data(buffer.pass_ended(), getattr(self, "opt", {}).get("datafile"))
+        opt = getattr(self, "opt", {})
+        buffer.check_data(buffer.pass_ended(), opt.get("datafile") or opt.get("task"), self.q2_missing)
         report.update(buffer.report())
         return report
 

@@ -23,8 +23,8 @@ from parlai_ext.options import (
 )
 from q2_metric import ModelNotAvailable
 from q2_metric.config import Q2Config
-from q2_metric.frontend import Item, Outcome, score_items
-from q2_metric.progress import ProgressCallback
+from q2_metric.frontend import Item, ItemResult, Outcome, Status, score_items
+from q2_metric.progress import ProgressCallback, plural
 from q2_metric.results import ResponseScore
 from q2_metric.scorer import Q2Scorer, cached_scorer
 
@@ -83,13 +83,36 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def _turn_status(item: ItemResult | None) -> tuple[Status, dict[str, Any]]:
+    """A turn's status, the contract's (`frontend.ItemResult.status`: scored, empty or bad; a turn
+    without knowledge, never sent, is empty), and its per-turn metrics: `q2` and `q2_no_nli` for a
+    score, else the count it falls in (`q2_skipped`: no knowledge; `q2_empty`: scored to no number,
+    an empty response or no valid question with the fallback off; `q2_bad`: its knowledge is no text)."""
+    from parlai.core.metrics import AverageMetric, SumMetric
+
+    if item is None:
+        return "empty", {"q2_skipped": SumMetric(1)}
+    if item.status == "bad":
+        return "bad", {"q2_bad": SumMetric(1)}
+    res = item.score
+    if item.status == "scored" and res is not None and res.scored:
+        return "scored", {
+            "q2": AverageMetric(res.q2),
+            "q2_no_nli": AverageMetric(res.q2_no_nli),
+            "q2_scored": SumMetric(1),
+        }
+    return item.status, {"q2_empty": SumMetric(1)}
+
+
 @dataclass
 class _Turn:
     """One evaluated turn waiting for its batch."""
 
     info: dict[str, Any]
     response: str
-    knowledge: str | None  # None: skipped (no knowledge), never sent to the engine
+    # None: no knowledge (never sent to the engine); else the knowledge as the contract takes it:
+    # a text (passages already joined), or a value that is no text, which the contract reports as bad
+    knowledge: object
     observation: Any  # the model's reply: per-turn metrics go there (ParlAI's world logs read it)
     history: list = field(default_factory=list)  # --q2-coref: the episode's turns before the response
 
@@ -202,8 +225,6 @@ class Q2Buffer:
 
     def flush(self) -> None:
         """Score the buffered responses in one engine call; record metrics and explanations."""
-        from parlai.core.metrics import AverageMetric, SumMetric
-
         if not self.items:
             return
         items, self.items, self.to_score = self.items, [], 0
@@ -229,31 +250,17 @@ class Q2Buffer:
         lines = []
         for turn in items:
             item = next(results) if turn.knowledge is not None else None
-            res = item.score if item is not None else None
-            if res is None:  # no knowledge, or a bad turn (its sentence is the reason)
-                status, per_turn = "skipped", {"q2_skipped": SumMetric(1)}
-            elif res.scored:  # a number; NaN (empty, or no valid question with the fallback off) is "empty"
-                status = "scored"
-                per_turn = {
-                    "q2": AverageMetric(res.q2),
-                    "q2_no_nli": AverageMetric(res.q2_no_nli),
-                    "q2_scored": SumMetric(1),
-                }
-            else:
-                status, per_turn = "empty", {"q2_empty": SumMetric(1)}
+            status, per_turn = _turn_status(item)
+            if item is not None and item.status == "bad":
+                from parlai.utils import logging as parlai_logging
+
+                parlai_logging.warning(f"Q²: {item.error}")  # the turn and the field; the rest scored
             for key, value in per_turn.items():
                 self.metrics.add(key, value)
             self._annotations.append((turn.observation, per_turn))
             if self.explain_file:
                 lines.append(
-                    self._explain_line(
-                        turn,
-                        status,
-                        res,
-                        outcome,
-                        batch if res is not None else None,
-                        item.error if item is not None else None,
-                    )
+                    self._explain_line(turn, status, item, outcome, batch if item and item.score else None)
                 )
         if lines and self.explain_file:
             with open(self.explain_file, "a", encoding="utf-8") as f:
@@ -266,18 +273,14 @@ class Q2Buffer:
 
         from q2_metric.progress import log_progress
 
-        parlai_logging.info(f"Q²: scoring {count} responses")
+        parlai_logging.info(f"Q²: scoring {plural(count, 'response')}")
         return log_progress(parlai_logging.info, interval=self.log_interval)
 
     def _explain_line(
-        self,
-        turn: _Turn,
-        status: str,
-        res: ResponseScore | None,
-        outcome: Outcome | None,
-        batch: int | None,
-        error: str | None = None,
+        self, turn: _Turn, status: Status, item: ItemResult | None, outcome: Outcome | None, batch: int | None
     ) -> str:
+        res: ResponseScore | None = item.score if item is not None else None
+        error = item.error if item is not None else None
         details = (
             res.to_dict()
             if res is not None
@@ -307,7 +310,7 @@ class Q2Buffer:
             "signature": str(outcome.signature) if res is not None and outcome is not None else None,
         }
         line.pop("raw_knowledge", None)
-        return json.dumps(_json_safe(line), ensure_ascii=False)
+        return json.dumps(_json_safe(line), ensure_ascii=False, default=repr)  # (knowledge that is no text)
 
     def annotate(self) -> None:
         """Put each scored turn's own figures into the model's reply (`metrics`), where ParlAI's
@@ -321,7 +324,9 @@ class Q2Buffer:
         self._annotations = []
 
     # -- the report -------------------------------------------------------------------------------
-    def check_data(self, final: bool, source: str | None) -> None:
+    def check_data(
+        self, final: bool, source: str | None, missing: str = "no Wizard turn has a checked_sentence"
+    ) -> None:
         """Raise `Q2DataError` when no evaluated turn had knowledge (or no response had text)."""
         p = self.current
         if (
@@ -330,7 +335,7 @@ class Q2Buffer:
             and (final or p.without_knowledge >= EARLY_DATA_ERROR_TURNS)
         ):
             raise Q2DataError(
-                f"{source}: no Wizard turn has a checked_sentence (none of the {p.without_knowledge} "
+                f"{source or 'the task'}: {missing} (none of the {p.without_knowledge} "
                 "evaluated turns had one other than no_passages_used), and Q² needs the knowledge "
                 "sentence each response was grounded on"
             )

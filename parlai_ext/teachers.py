@@ -92,7 +92,7 @@ class _WizardQ2(Q2EvalMixin):
     def setup_data(self, datafile: str) -> Iterator[tuple[Message, bool]]:
         return number_turns(super().setup_data(datafile))
 
-    def q2_knowledge(self, teacher_action: Message) -> str | None:
+    def q2_knowledge(self, teacher_action: Message) -> object:
         if "checked_sentence" not in teacher_action:
             raise Q2DataError(f"example {teacher_action.get('id')!r} has no checked_sentence; Q² needs it")
         return teacher_action["checked_sentence"]
@@ -174,7 +174,7 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
                 True,
             )
 
-    def q2_knowledge(self, teacher_action: Message) -> str | None:
+    def q2_knowledge(self, teacher_action: Message) -> object:
         return teacher_action.get("checked_sentence")
 
 
@@ -182,9 +182,11 @@ class CrossAnnotationTeacher(Q2EvalMixin, DialogTeacher):
 KNOWLEDGE_FIELDS = ("checked_sentence", "knowledge")
 
 
-def message_knowledge(message: Message) -> str | None:
+def message_knowledge(message: Message) -> object:
     """The knowledge a message carries: its `checked_sentence`, else its `knowledge` (a WoW raw
-    `{passage: sentence}` dict gives its sentence); None when it carries neither."""
+    `{passage: sentence}` dict gives its sentence), as it is: a text, a list of passages (joined as
+    every front-end joins them) or another value (a bad turn, named with its field); None when it
+    carries neither."""
     for name in KNOWLEDGE_FIELDS:
         value = message.get(name)
         if isinstance(value, dict) and len(value) == 1:
@@ -268,6 +270,8 @@ class Q2Teacher(Q2EvalMixin, _TaskWrapper):
     each response against the message's `checked_sentence` (else `knowledge`), in batches, with
     one model load. Like ParlAI's `wrapper` tasks (`--wrapper-task`), but the messages are kept."""
 
+    q2_missing = "no message has knowledge in a checked_sentence or knowledge field"
+
     @classmethod
     def add_cmdline_args(cls, parser: Any, partial_opt: Opt | None = None) -> Any:
         super().add_cmdline_args(parser, partial_opt)
@@ -299,7 +303,7 @@ class Q2Teacher(Q2EvalMixin, _TaskWrapper):
         self._q2_setup(opt, shared)
         super().__init__(opt, shared)
 
-    def q2_knowledge(self, teacher_action: Message) -> str | None:
+    def q2_knowledge(self, teacher_action: Message) -> object:
         knowledge = message_knowledge(teacher_action)
         if knowledge is None:
             raise Q2DataError(

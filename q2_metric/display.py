@@ -1,6 +1,7 @@
 """What front-ends show, in one place: each rule of what a person reads has its one function here.
 
-- figures: `figure` (the one number formatter: `n/a` where undefined) and `figures_text` (the
+- figures: `figure` (the one number formatter: `n/a` where undefined; its code is in the leaf
+  `q2_metric.figures`, which the results print with) and `figures_text` (the
   system figures, each with what it means);
 - decisions at a threshold: `check_threshold`, and `decide` (the released code's rule: consistent
   iff Q² > threshold), with `decisions`, `decision_counts` and `is_consistent` built on it;
@@ -23,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL
 from q2_metric.errors import Q2OptionError
+from q2_metric.figures import figure as figure
 from q2_metric.progress import plural
 
-if TYPE_CHECKING:  # annotations only: `results` imports this module for `figure`
+if TYPE_CHECKING:  # annotations only
     from q2_metric.config import Q2Config
     from q2_metric.results import ResponseScore
     from q2_metric.signature import Signature
@@ -33,29 +35,37 @@ if TYPE_CHECKING:  # annotations only: `results` imports this module for `figure
 
 # -- figures -----------------------------------------------------------------------------------------
 
-UNDEFINED = "n/a"  # the one spelling of an undefined figure in everything printed (JSON: null)
 
+def unscored_text(responses: Sequence[ResponseScore]) -> str:
+    """How many responses have no number, by their own reason (as each row's `reason` gives it):
+    `2 with an empty response, 1 past spaCy's length limit`; "" when every one has a number.
 
-def figure(value: float | None, digits: int = 4, spec: str | None = None) -> str:
-    """A number as a person reads it, the one formatter of every front-end's printed figures:
-    `UNDEFINED` (`n/a`) for None or NaN (never `nan` or `-`), a count (an int) as it is, else
-    `digits` decimals, or the format `spec` when given (`+.4f`, `.1%`).
-
-    >>> figure(0.5), figure(float("nan")), figure(None, 3), figure(12), figure(0.25, spec=".1%")
-    ('0.5000', 'n/a', 'n/a', '12', '25.0%')
+    >>> from q2_metric.results import ResponseScore
+    >>> nan = float("nan")
+    >>> unscored_text([ResponseScore(0, nan, nan, reason="empty response"), ResponseScore(1, 0.5, 0.5),
+    ...                ResponseScore(2, nan, nan, reason="the response has 1,000,001 characters, above the 1,000,000 spaCy parses")])
+    "1 with an empty response, 1 past spaCy's length limit"
     """
-    if value is None or (not isinstance(value, int) and math.isnan(value)):
-        return UNDEFINED
-    if spec is not None:
-        return format(value, spec)
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}f}"
+    kinds: dict[str, int] = {}
+    for res in responses:
+        if res.scored:
+            continue
+        why = (res.reason or "").removeprefix(NOT_SCORED).rstrip(".")
+        if why in ("empty response", "empty knowledge"):
+            kind = f"with an {why}"
+        elif "spaCy parses" in why:
+            kind = "past spaCy's length limit"
+        else:  # no valid question, and the end-to-end fallback off: no number
+            kind = "with no valid question and no fallback"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{count} {kind}" for kind, count in kinds.items())
 
 
-def figures_text(s: SystemScore) -> str:
-    """The system figures, each with what it means, one per line (no NaN: undefined is `n/a`, with why)."""
-    empty = f"; {s.num_skipped} with an empty response or knowledge, left out" if s.num_skipped else ""
+def figures_text(s: SystemScore, responses: Sequence[ResponseScore] | None = None) -> str:
+    """The system figures, each with what it means, one per line (no NaN: undefined is `n/a`, with why);
+    with the `responses`, those left out are counted by their own reason (`unscored_text`)."""
+    why_out = unscored_text(responses) if responses is not None else f"{s.num_skipped} not scored"
+    empty = f"; {why_out}, left out" if s.num_skipped else ""
     why_q2 = "" if s.num_scored else " (no response could be scored)"
     why_na = "" if s.num_valid_questions else " (no valid question)"
     return (
@@ -239,25 +249,43 @@ TINY_OFF = "leave out --tiny / Q2_TINY"
 
 
 @overload
-def tiny_note(config: Q2Config | None = None, *, always: Literal[True], turn_off: str = TINY_OFF) -> str: ...
+def tiny_note(
+    config: Q2Config | None = None,
+    *,
+    always: Literal[True],
+    turn_off: str = TINY_OFF,
+    question_cap: int | None = None,
+) -> str: ...
 @overload
 def tiny_note(
-    config: Q2Config | None = None, *, always: bool = False, turn_off: str = TINY_OFF
+    config: Q2Config | None = None,
+    *,
+    always: bool = False,
+    turn_off: str = TINY_OFF,
+    question_cap: int | None = None,
 ) -> str | None: ...
 def tiny_note(
-    config: Q2Config | None = None, *, always: bool = False, turn_off: str = TINY_OFF
+    config: Q2Config | None = None,
+    *,
+    always: bool = False,
+    turn_off: str = TINY_OFF,
+    question_cap: int | None = None,
 ) -> str | None:
     """The one line every front-end shows after scoring on the tiny random models (when a model of
-    `config` is one of them, or `always`), else None; `turn_off` says how to leave them out."""
+    `config` is one of them, or `always`), else None; `turn_off` says how to leave them out. The
+    question cap it names is the run's (`question_cap`, else `config`'s `max_question_length`, else
+    the tiny models' own, `TINY_QUESTION_LENGTH`), as the signature's `dec` entry names it."""
     from q2_metric.models.tiny import TINY_QUESTION_LENGTH, uses_tiny
 
     if not always and (config is None or not uses_tiny(config)):
         return None
     from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
 
+    if question_cap is None:
+        question_cap = config.max_question_length if config is not None else TINY_QUESTION_LENGTH
     return (
         "These scores are meaningless: the models are tiny and random (questions capped at "
-        f"{TINY_QUESTION_LENGTH} tokens). For the paper's scores download its models once where the Hub "
+        f"{question_cap} tokens). For the paper's scores download its models once where the Hub "
         f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
         f"`hf download {DEFAULT_NLI_MODEL}`) and {turn_off}."
     )
@@ -265,10 +293,15 @@ def tiny_note(
 
 def tiny_note_for(signature: str | Signature) -> str | None:
     """The tiny line for a run whose (full) signature is `signature` (it names tiny models), or None."""
+    import re
+
     from q2_metric.signature import Signature
 
     parsed = signature if isinstance(signature, Signature) else Signature.parse(str(signature))
-    return tiny_note(always=True) if parsed.tiny() else None
+    if not parsed.tiny():
+        return None
+    cap = re.search(r"-max(\d+)-", parsed.to_dict().get("dec", ""))  # the run's question cap
+    return tiny_note(always=True, question_cap=int(cap.group(1)) if cap else None)
 
 
 def warn_if_tiny(config: Q2Config | None = None, *, always: bool = False) -> None:

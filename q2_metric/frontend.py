@@ -225,16 +225,25 @@ def score_items(
     """Validate the items, score the good ones in ONE engine call (`Q2Scorer.score`), and report
     every item in input order: `scored`, `empty` (counted, unscored) or `bad` (its own sentence).
     An item's history goes to the engine with `coref=True` only (the one option that reads it)."""
-    checked = [_checked(item) for item in items]
+    return score_checked(scorer, [_checked(item) for item in items], progress=progress)
+
+
+def score_checked(
+    scorer: Q2Scorer,
+    checked: Sequence[CheckedItem | ItemResult],
+    *,
+    progress: ProgressCallback | None = None,
+) -> Outcome:
+    """`score_items` of items already checked (`validate_items`' good ones, or a front-end's that
+    checked its inputs with `validation` before anything was written: the `evaluate` module),
+    bad ones given as their results: the good ones are scored in ONE engine call and never checked
+    again (one check per item on every path)."""
     good = [c for c in checked if isinstance(c, CheckedItem)]
     histories: list[list[str]] | None = None
     if scorer.config.coref and any(item.history is not None for item in good):
         histories = [item.history or [] for item in good]
-    result = scorer.score(
-        [item.response for item in good],
-        [item.knowledge for item in good],
-        progress=progress,
-        **({} if histories is None else {"histories": histories}),
+    result = scorer.score_checked(
+        [item.response for item in good], [item.knowledge for item in good], histories, progress=progress
     )
     scores = iter(result.responses)  # one per good item, in order
     out: list[ItemResult] = []

@@ -212,8 +212,10 @@ class Q2(evaluate.Metric):
                 "Invalid Q² option histories: it is read by coref=True only; add coref=True "
                 "or leave histories out."
             )
-        if kwargs.get("histories") is not None and predictions is not None:
-            kwargs["histories"] = check_histories(kwargs["histories"], len(predictions or []))
+        if kwargs.get("histories") is not None:
+            # the one check of the histories, over every item: the batches added, then this call's
+            count = sum(len(b["predictions"]) for b in self.__dict__.get("_q2_pending", []))
+            kwargs["histories"] = check_histories(kwargs["histories"], count + len(predictions or []))
         with self._lock():
             # Only now, with the options and the cache folder checked, does evaluate write its cache:
             # the batches held by `add_batch`/`add` first, then this call's own (through `add_batch`).
@@ -340,18 +342,17 @@ class Q2(evaluate.Metric):
         config = self._config(variant, batch_size, tiny, **options)
         display.warn_if_tiny(config)  # the tiny models' one line, as the Python API gives it
         show = len(predictions) >= PROGRESS_MIN if progress is None else bool(progress)
-        turns = (
-            [None] * len(predictions) if histories is None else check_histories(histories, len(predictions))
-        )
+        # `compute`, `add_batch` and `add` checked every item (`_check`) and `compute` the histories
+        # (`check_histories`) before evaluate wrote them: clean strings, none bad, checked once
+        turns = [None] * len(predictions) if histories is None else histories
         items = [
-            frontend.Item(f"item {i}", p, r, history=h)
+            frontend.CheckedItem(f"item {i}", p, r, h)
             for i, (p, r, h) in enumerate(zip(predictions, references, turns))
         ]
         with display.loading_output(bool(verbose)):
-            outcome = frontend.score_items(
+            outcome = frontend.score_checked(
                 self.scorer(config), items, progress=stage_progress("Q²") if show else None
             )
-        # `compute` and `add_batch` checked every item first (`_check`): none is bad here
         out = outcome.as_result().to_dict(details=bool(return_details))
         if threshold is not None:
             threshold = display.check_threshold(threshold)

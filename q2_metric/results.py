@@ -214,7 +214,7 @@ class Q2Result:
         return out
 
     def __str__(self) -> str:
-        from q2_metric.display import figure
+        from q2_metric.figures import figure
 
         s = self.system
         return (

@@ -337,21 +337,36 @@ class Q2Scorer:
             Q2InputError: a malformed input, naming the item and the field, before any model work.
             ModelNotAvailable: a model is missing (one sentence saying how to get it).
         """
+        texts, passages = validate_inputs(responses, knowledge)  # the one check of this path
+        turns = check_histories(histories, len(texts)) if self.config.coref else None
+        return self.score_checked(texts, passages, turns, progress=progress)
+
+    def score_checked(
+        self,
+        responses: list[str],
+        knowledge: list[str],
+        histories: list[list[str]] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> Q2Result:
+        """`score` of inputs already checked by their front-end's one check (`validation`: the
+        contract's `frontend.score_items` checks each item, `score` its lists): plain clean strings,
+        knowledge passages joined, one list of clean turns per response or None. Each item is
+        checked once on every path; this method checks nothing again."""
         with self._lock:  # calls on one scorer (or its `with_config` views) take turns
             self._bind()
             return self._score(responses, knowledge, histories, progress)
 
     def _score(
         self,
-        responses: Sequence[str],
-        knowledge: Sequence[str],
-        histories: Sequence[Sequence[str]] | None,
+        responses: list[str],
+        knowledge: list[str],
+        histories: list[list[str]] | None,
         progress: ProgressCallback | None,
     ) -> Q2Result:
-        responses, knowledge = validate_inputs(responses, knowledge)
         warn_if_not_english(responses, knowledge)
         c = self.config
-        turns = check_histories(histories, len(responses)) if c.coref else []
+        turns = (histories if histories is not None else [[] for _ in responses]) if c.coref else []
         results = [
             ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
             for i, (r, k) in enumerate(zip(responses, knowledge))

@@ -232,7 +232,8 @@ def warn_if_not_english(responses: Sequence[str], knowledge: Sequence[str]) -> N
 def check_histories(
     histories: Sequence[Sequence[str]] | None, count: int, field_name: str = "histories"
 ) -> list[list[str]]:
-    """One list of turns per response (None: no history for any), checked before any model work."""
+    """One list of turns per response (None: no history for any), checked before any model work;
+    the turns as the models read them (`clean_text`)."""
     if histories is None:
         return [[] for _ in range(count)]
     if isinstance(histories, str) or len(histories) != count:
@@ -245,5 +246,5 @@ def check_histories(
         error = item_error(f"item {i}", {}, turns, field_name)  # the one item check
         if error is not None:
             raise Q2InputError(error)
-        out.append([] if turns is None else list(turns))
+        out.append([] if turns is None else [clean_text(str.__str__(t)) for t in turns])
     return out

@@ -30,7 +30,7 @@ def rows() -> list[dict]:
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> dict[str, str]:
     """qg/qa/nli directories of the tiny random models, built here: scores that vary with the text
-    (0, 0.5, 2/3 and 1 on the sample; `q2_metric.models.tiny_builder`), so row-by-row comparisons can fail."""
+    (0, 0.2, 0.5 and 1 on the sample; `q2_metric.models.tiny_builder`), so row-by-row comparisons can fail."""
     texts = [r["response"] for r in sample_rows()] + [r["knowledge"] for r in sample_rows()]
     return build_tiny_models(tmp_path_factory.mktemp("tiny_models"), texts, size="tiny")
 

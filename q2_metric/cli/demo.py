@@ -119,10 +119,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
                 f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}"
             )
-    print("\nSystem figures:\n" + figures_text(outcome.system))
+    print(
+        "\nSystem figures:\n"
+        + figures_text(outcome.system, [i.score for i in outcome.items if i.score is not None])
+    )
     print("\nSignature (how these scores were made):\n" + _signature_text(str(outcome.signature), args.short))
     if tiny:
-        print("\n" + tiny_note(always=True))
+        print("\n" + tiny_note(config, always=True))
         if args.coref:
             print(
                 f"The coreference model was tiny and random too: the real one is "

@@ -50,7 +50,9 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, allow_nan=False))
     else:
         print(done)
-        print(f"{figures_text(report.outcome.system)}\n{_signature_text(data['signature'], args.short)}")
+        print(
+            f"{figures_text(report.outcome.system, [i.score for i in report.outcome.items if i.score is not None])}\n{_signature_text(data['signature'], args.short)}"
+        )
         note = tiny_note_for(data["signature"])
         if note:
             print(note)

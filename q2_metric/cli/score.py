@@ -125,7 +125,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                 f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
                 f"{d['num_inconsistent']} inconsistent (consistent iff Q2 > threshold)"
             )
-        print(f"{figures_text(s)}\n{_signature_text(report.signature, args.short)}")
+        print(f"{figures_text(s, report.responses)}\n{_signature_text(report.signature, args.short)}")
         if tiny_note_for(report.signature):
             print(tiny_note_for(report.signature))
     return 3 if report.num_bad else 0

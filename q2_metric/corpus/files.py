@@ -67,6 +67,7 @@ class ScoreReport:
     warnings: list[str] = field(default_factory=list)  # e.g. the cache could not be written
     decisions: dict | None = None  # with a threshold: `decision.decision_counts`
     responses: list[ResponseScore] = field(default_factory=list)  # the good rows' results, in order
+    workers: int | None = None  # with --ray: how many Ray workers scored pairs in this run
 
 
 @dataclass

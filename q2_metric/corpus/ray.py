@@ -86,6 +86,7 @@ class ScoreBatch:
             "key": keys,
             "result": [json.dumps(r.to_dict()) for r in result.responses],
             "signature": [self.signature] * len(keys),
+            "worker": [os.getpid()] * len(keys),  # which worker scored the block (kept in its part)
         }
 
 
@@ -115,7 +116,8 @@ def score_file_ray(
     """`score_file` over Ray Data. `scorer` should be unloaded: it is shipped to every worker, which
     loads its own models. `address`: a Ray cluster (`auto`, `host:6379`, `ray://host:10001`); by
     default $RAY_ADDRESS, else a new local Ray with this machine's CPUs (an already initialised Ray
-    is used as it is). `chunk_size`: responses per worker call and per part file. Ray's own log
+    is used as it is). `chunk_size`: at most this many responses per worker call and per part file
+    (fewer where that gives every worker a block: `plan_blocks`). Ray's own log
     lines are hidden unless `verbose`."""
     ray = import_ray()
     run = prepare_run(
@@ -140,10 +142,11 @@ def score_file_ray(
         results = {k: v for k, v in results.items() if "spans" in v}  # written before spans existed: again
         todo = [k for k in dict.fromkeys(run.keys.values()) if k not in results]
         cached = sum(1 for k in run.keys.values() if k in results)
+        started = ran = 0
         if todo:
-            started = connect(ray, address, verbose=verbose)
+            initialised = connect(ray, address, verbose=verbose)
             try:
-                _score_remote(
+                started, ran = _score_remote(
                     ray,
                     scorer,
                     [(k, *run.texts[k]) for k in todo],
@@ -156,7 +159,7 @@ def score_file_ray(
                     progress=progress,
                 )
             finally:
-                if started:
+                if initialised:
                     ray.shutdown()
 
     used = collections.Counter(signatures[k] for k in set(run.keys.values()))
@@ -180,6 +183,15 @@ def score_file_ray(
         spans_path=spans_path,
     )
     report.warnings = [foreign] if foreign else []
+    report.workers = ran
+    if ran < started:  # said truthfully: the pool's other workers got no batch before the end
+        from q2_metric.progress import plural
+
+        report.warnings.append(
+            f"{plural(ran, 'Ray worker')} of the {started} started scored the {len(todo)} pairs "
+            f"(a worker takes a batch of at most --chunk-size pairs when it is free and ready)"
+        )
+        print(f"q2: warning: {report.warnings[-1]}.", file=sys.stderr)
     return report
 
 
@@ -280,6 +292,20 @@ def worker_resources(ray: Any, workers: int | None, gpus_per_worker: float) -> t
     return workers, max(1, min(max(cpus), sum(cpus) // workers))
 
 
+def plan_blocks(items: int, workers: int, chunk_size: int) -> tuple[int, int, int]:
+    """(blocks, responses per worker call, workers that get work) for `items` responses: at most
+    `chunk_size` per call, and at least one block per worker, so that every worker said to run
+    runs (a small file in one block ran on one worker whatever --workers said); never more
+    workers than responses.
+
+    >>> plan_blocks(5, 2, 64), plan_blocks(1000, 2, 64), plan_blocks(1, 4, 64), plan_blocks(7, 2, 3)
+    ((2, 3, 2), (16, 64, 2), (1, 1, 1), (3, 3, 2))
+    """
+    used = max(1, min(workers, items))
+    batch = max(1, min(chunk_size, -(-items // used)))
+    return max(1, -(-items // batch)), batch, used
+
+
 def _score_remote(
     ray: Any,
     scorer: Q2Scorer,
@@ -292,10 +318,11 @@ def _score_remote(
     gpus_per_worker: float,
     chunk_size: int,
     progress: bool,
-) -> None:
+) -> tuple[int, int]:
+    """Score `items` on a pool of workers; (workers started, workers that scored a batch)."""
     ray.data.DataContext.get_current().enable_progress_bars = False  # ours counts responses, not blocks
     workers, cpus = worker_resources(ray, workers, gpus_per_worker)
-    blocks = max(1, -(-len(items) // chunk_size))
+    blocks, batch, workers = plan_blocks(len(items), workers, chunk_size)
     ds = ray.data.from_items(
         [{"key": k, "response": r, "knowledge": kn} for k, r, kn in items], override_num_blocks=blocks
     )
@@ -303,28 +330,32 @@ def _score_remote(
     ds = ds.map_batches(
         ScoreBatch,
         fn_constructor_args=(scorer, int(cpus)),
-        batch_size=chunk_size,
+        batch_size=batch,
         batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=workers),
+        # one block at a time per worker: a block waits for a free worker rather than queueing
+        # behind a busy one (how many workers did score is counted and said)
+        compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
         num_cpus=cpus,
         **gpu,
     )
-    bar = None
+    bar, ran = None, set()
     if progress:
         from q2_metric.progress import ResponseCounter, plural
 
-        bar = ResponseCounter(len(items), f"Q² responses on {plural(workers, 'Ray worker')}", "resp")
+        bar = ResponseCounter(len(items), f"Q² responses, {plural(workers, 'Ray worker')} started", "resp")
     try:
         # No prefetching: it holds a finished block back until the next one arrives, and a block
         # not yet written is lost if the run is killed.
         for table in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
             write_part(run_dir, table)
             _add(table, results, signatures)
+            ran.update(table.column("worker").to_pylist())
             if bar:
                 bar.update(table.num_rows)
     finally:
         if bar:
             bar.close()
+    return workers, len(ran)
 
 
 def write_part(run_dir: Path, table: Any) -> Path:  # a pyarrow Table

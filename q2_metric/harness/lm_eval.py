@@ -20,9 +20,11 @@ that names the option as lm-eval takes it (`q2_options["qg_model"]` in `--metada
 run's replies in one engine call (or calls of at most `max_batch` replies, when the options set
 it), writing a line per Q² stage on stderr, and the other figures reuse that result. The figures:
 `q2`, `q2_no_nli`, `coverage`, the counts `scored`, `empty` (an empty reply or knowledge:
-unscored) and `bad`, and the FULL `signature`. With `--log_samples`, each sample's `q2` entry
-holds the reply's Q², Q² without NLI, its status and the one-sentence reason (the `reason` column
-of `q2 score`).
+unscored) and `bad`, and the `signature` in its short form (`Signature.short`, whose `sig:` hash
+names the full one: the full signature, 400 characters, made lm-eval's table as wide; it is printed
+on stderr and held by every sample record). With `--log_samples`, each sample's `q2` entry holds
+the reply's Q², Q² without NLI, its status, the one-sentence reason (the `reason` column of `q2
+score`) and the full signature.
 """
 
 from __future__ import annotations
@@ -260,6 +262,7 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
             q2_no_nli=_number(score.q2_no_nli) if score is not None else None,
             status=result.status,
             reason=result.reason,
+            signature=str(outcome.signature),  # the full one (the results hold its short form)
         )
     if [id(outcome)] != _REPORTED:
         _REPORTED[:] = [id(outcome)]
@@ -308,8 +311,36 @@ def agg_bad(items: list) -> int:
 
 
 def agg_signature(items: list) -> str:
-    """The FULL signature (`q2 score`'s `signature`; the table shows it whole)."""
-    return str(_collected(items)[0].signature)
+    """The signature's short form (`q2 score --short`'s), which keeps lm-eval's table narrow; its
+    `sig:` hash names the full signature, which every sample record holds and stderr shows."""
+    return _collected(items)[0].signature.short()
+
+
+def _short(value: str) -> str:
+    """A signature's short form; any other text as it is."""
+    from q2_metric.signature import Signature
+
+    return Signature.parse(value).short() if value.startswith("q2:") else value
+
+
+def _direction_only(name: str) -> Any:
+    """A metric of lm-eval's `evaluate` route that computes nothing (an empty dict per reply) and
+    only declares, under `name`, the direction of the `evaluate` module's key `name` (lm-eval gives
+    every key of `compute`'s result the first metric's, `q2`'s higher-is-better, unless declared)."""
+
+    def declared(references: Any = None, predictions: Any = None, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+    declared.__name__ = declared.__qualname__ = name
+    return declared
+
+
+# the `evaluate` module's keys that are no higher-is-better figure (`q2_wow_evaluate.yaml`)
+no_answer_share = _direction_only("no_answer_share")
+num_skipped = _direction_only("num_skipped")
+num_responses = _direction_only("num_responses")
+num_valid_questions = _direction_only("num_valid_questions")
+signature = _direction_only("signature")
 
 
 # -- lm-eval's own route to `evaluate` metrics (`hf_evaluate: true`) -------------------------------
@@ -319,9 +350,9 @@ def evaluate_figure(values: list) -> Any:
     """Aggregation of the figures the `evaluate` module returns for each reply (lm-eval calls
     `compute` once per reply and keeps each key): numbers -> their mean over the scored replies
     (q2, q2_no_nli, coverage), counts -> their sum, per-reply score lists -> the mean of their
-    scores, the signature -> itself."""
+    scores, the signature -> its short form (the full one is in each sample's record)."""
     if values and all(isinstance(v, str) for v in values):
-        return " / ".join(dict.fromkeys(values))
+        return " / ".join(dict.fromkeys(_short(v) for v in values))
     if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return sum(values)
     flat = [x for v in values for x in (v if isinstance(v, list) else [v])]
@@ -344,7 +375,12 @@ __all__ = [
     "dialogue_dataset",
     "dialogue_doc_to_text",
     "evaluate_figure",
+    "no_answer_share",
+    "num_responses",
+    "num_skipped",
+    "num_valid_questions",
     "process_results",
+    "signature",
     "spell",
     "wow_dataset",
     "wow_doc_to_text",

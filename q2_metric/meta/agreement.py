@@ -34,7 +34,7 @@ from typing import Any
 from q2_metric.config import Q2Config
 from q2_metric.display import check_threshold, decide
 from q2_metric.errors import Q2InputError
-from q2_metric.frontend import Item, configure, score_items
+from q2_metric.frontend import CheckedItem, configure, score_checked
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.validation import validate_inputs
@@ -344,16 +344,18 @@ def compare(
     fast_scorer = fast if isinstance(fast, Q2Scorer) else Q2Scorer(fast_config(base_scorer.config, fast))
     # both runs score the same pairs: a bad one refuses the call before any work, in the engine's words
     responses, knowledge = validate_inputs(responses, knowledge)
-    items = [Item(f"item {i}", r, k) for i, (r, k) in enumerate(zip(responses, knowledge))]
+    items = [
+        CheckedItem(f"item {i}", r, k) for i, (r, k) in enumerate(zip(responses, knowledge))
+    ]  # checked once
     base_scorer.load()
     fast_scorer.load()
     if len(items) > 1:  # one untimed pair each first: kernel set-up is not charged to either run
-        score_items(base_scorer, items[:1])
-        score_items(fast_scorer, items[:1])
+        score_checked(base_scorer, items[:1])
+        score_checked(fast_scorer, items[:1])
     t0 = time.perf_counter()
-    base_result = score_items(base_scorer, items).as_result()
+    base_result = score_checked(base_scorer, items).as_result()
     t1 = time.perf_counter()
-    fast_result = score_items(fast_scorer, items).as_result()
+    fast_result = score_checked(fast_scorer, items).as_result()
     t2 = time.perf_counter()
     report = compare_results(base_result, fast_result, threshold, labels)
     report.base_seconds, report.fast_seconds = t1 - t0, t2 - t1

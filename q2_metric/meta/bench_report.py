@@ -146,6 +146,21 @@ def _rt_label(metric: str, report: BenchmarkReport) -> str:
     return f"{shown} spans" if metric.endswith(" spans") else shown
 
 
+def hallucinated_text(responses: int, spans: int) -> str:
+    """How many kept responses are hallucinated, and their spans, in words (plurals right).
+
+    >>> hallucinated_text(1, 1)
+    '1 kept response is hallucinated (at least one labelled span), with 1 span.'
+    >>> hallucinated_text(1200, 0)
+    '1,200 kept responses are hallucinated (at least one labelled span), with 0 spans.'
+    """
+    are = "response is" if responses == 1 else "responses are"
+    return (
+        f"{responses:,} kept {are} hallucinated (at least one labelled span), "
+        f"with {spans:,} span{'' if spans == 1 else 's'}."
+    )
+
+
 def ragtruth_markdown(report: BenchmarkReport) -> list[str]:
     """Per RAGTruth set: the selection's counts, the bad rows, and every metric's figures under
     both character definitions."""
@@ -159,8 +174,7 @@ def ragtruth_markdown(report: BenchmarkReport) -> list[str]:
             f"Selection: split '{sel.split}' and quality '{sel.quality}' (knowledge: {sel.grounding}). "
             f"Of {sel.rows:,} rows, {sel.kept:,} kept ({_counts(sel.kept_by_task)}), "
             f"{sel.bad:,} bad, left out by split: {_counts(sel.left_out_by_split)}; "
-            f"by quality: {_counts(sel.left_out_by_quality)}. {r.gold.hallucinated:,} kept responses "
-            f"are hallucinated (at least one labelled span), with {r.gold.spans:,} spans.",
+            f"by quality: {_counts(sel.left_out_by_quality)}. {hallucinated_text(r.gold.hallucinated, r.gold.spans)}",
             "",
             f"Response level (RAGTruth's rule: hallucinated iff at least one labelled span); a score flags a "
             f"response iff it is <= {r.threshold:g}, a span prediction iff it holds a span. Character level: "

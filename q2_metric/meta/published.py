@@ -88,7 +88,7 @@ FIGURES: tuple[Published, ...] = (
         GRANITE,
         "Table 8",
         GRANITE_PDF,
-        "ROC AUC on TRUE's BEGIN, the best in the table; issue 50 quoted 86.7, found in no source checked",
+        "ROC AUC on TRUE's BEGIN, the best in the table; a figure of 86.7 sometimes quoted for it is in no source checked",
     ),
     Published(
         "q2-wow",
@@ -99,7 +99,7 @@ FIGURES: tuple[Published, ...] = (
         GRANITE,
         "Table 8",
         GRANITE_PDF,
-        "ROC AUC on TRUE's Q² set, the best in the table; issue 50 quoted it as TRUE's figure",
+        "ROC AUC on TRUE's Q² set, the best in the table; it is Granite Guardian's paper's figure, not TRUE's",
     ),
     Published(
         "dialfact",
@@ -110,7 +110,7 @@ FIGURES: tuple[Published, ...] = (
         GRANITE,
         "Table 8",
         GRANITE_PDF,
-        "ROC AUC on TRUE's DialFact, the best in the table; issue 50 quoted it as TRUE's figure",
+        "ROC AUC on TRUE's DialFact, the best in the table; it is Granite Guardian's paper's figure, not TRUE's",
     ),
     Published(
         "ragtruth",
@@ -159,7 +159,7 @@ FIGURES: tuple[Published, ...] = (
         "per-dataset figures, whose unweighted mean is the leaderboard's Average",
         "mean balanced accuracy over the 11 datasets; a leaderboard figure, in no paper table (the "
         "model is later than the MiniCheck paper); the leaderboard showed 77.1 before 2024-08-09; "
-        "issue 50's 77.2 is in no source checked",
+        "a figure of 77.2 sometimes quoted is in no source checked",
     ),
 )
 

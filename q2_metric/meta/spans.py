@@ -233,13 +233,14 @@ def render_span_markdown(report: dict[str, Any]) -> str:
     """The three levels as a Markdown table."""
 
     from q2_metric.display import figure
+    from q2_metric.progress import plural
 
     def f(value: float | None) -> str:
         return figure(value, 3)
 
     lines = [
-        f"Q² unsupported spans vs gold ({report['responses']} responses scored, "
-        f"{report['unscored']} of {report['rows']} rows unscored)",
+        f"Q² unsupported spans vs gold ({plural(report['responses'], 'response')} scored, "
+        f"{report['unscored']} of {plural(report['rows'], 'row')} unscored)",
         "",
         "| level | precision | recall | F1 |",
         "|---|---|---|---|",

@@ -9,7 +9,7 @@ built once (a few seconds) into `q2_metric.config.tiny_models_dir()`:
     <dir>/nli/   a RoBERTa NLI classifier
     (each with the same WordPiece tokenizer, whose vocabulary is the bundled sample's words)
 
-Their scores mean nothing, but depend on the text, deterministically (0, 0.5, 2/3 and 1 on the bundled
+Their scores mean nothing, but depend on the text, deterministically (0, 0.2, 0.5 and 1 on the bundled
 sample, through valid questions and through the fallback): `tiny_builder` says how their weights are set.
 
 Each `config.json` carries `"q2_tiny_random": true`, so the signature names these models

@@ -262,6 +262,14 @@ SHARP, SINK, FLAG, FLAG_BIAS = 2e4, 200.0, 30.0, 60.0
 PERSONAL = frozenset(["i", "you", "my", "your"])  # the personal filter drops questions with them
 
 
+def question_words(tokenizer: Any) -> list[int]:
+    """The ids the designed QG may ask (`chain_qg`): content words (`content_tokens`), never I/you/my/your."""
+    import numpy as np
+
+    names = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    return [int(i) for i in np.flatnonzero(content_tokens(tokenizer)) if names[i] not in PERSONAL]
+
+
 def chain_table(
     rng: np.random.Generator, states: int = CHAIN
 ) -> tuple[list[list[tuple[Any, float]]], set[int]]:
@@ -320,8 +328,7 @@ def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> list[int]:
     sal_, sink_, start_, one_, ans_, bal_, other_, eos_ = range(2 * states, 2 * states + 8)
     special = set(tokenizer.all_special_ids)
     prompt = set(tokenizer("answer: context:", add_special_tokens=False).input_ids)
-    names = tokenizer.convert_ids_to_tokens(list(range(vocab)))
-    words = [int(i) for i in np.flatnonzero(content_tokens(tokenizer)) if names[i] not in PERSONAL]
+    words = question_words(tokenizer)
     chain = [int(t) for t in rng.choice(words, states, replace=False)]  # state j asks word chain[j]
     state_of = {t: j for j, t in enumerate(chain)}
     table, ends = chain_table(np.random.default_rng([TABLE_SEED]), states)
@@ -496,7 +503,12 @@ def build_tiny_models(
     torch.manual_seed(seed)
     shapes = SIZES[size]
     # every size: a fixed word vocabulary, the same ids every build (`word_tokenizer`)
+    texts = list(texts)
     tokenizer = word_tokenizer(texts)
+    missing = CHAIN - len(question_words(tokenizer))
+    if missing > 0:  # the designed QG asks CHAIN distinct words: made-up ones pad a small vocabulary
+        texts.append(" ".join(f"tinyq{i}" for i in range(missing)))
+        tokenizer = word_tokenizer(texts)
     vocab, pad, eos = len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id
     out = Path(out_dir)
     models = {

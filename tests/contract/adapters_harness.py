@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.frontends import Item, PythonAPI, Report, Row, Words
+from q2_metric.signature import Signature
 
 HARNESS_FRONT_ENDS = (
     "lm-eval q2_dialogue",
@@ -165,7 +166,10 @@ class LmEval(Words):
                 rows.append(Row(key, "bad", None, line.removeprefix("q2_dialogue: ")))
         rows.sort(key=lambda r: int(r.key.split()[-1]))  # "doc N" (q2_wow) or "row N" (q2_dialogue)
         counts = {k: int(results[f"{k},none"]) for k in ("scored", "empty", "bad")}
-        return Report(rows, counts, results["signature,none"])
+        # the full signature is in every sample record; the results (lm-eval's table) hold its short form
+        (signature,) = {s["q2"]["signature"] for s in out["samples"][self.task]}
+        assert results["signature,none"] == Signature.parse(signature).short()
+        return Report(rows, counts, signature)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -265,7 +269,9 @@ class LmEvalEvaluate(LmEval):
             "empty": int(results["num_skipped,none"]),
             "bad": 0,
         }
-        return Report(rows, counts, results["signature,none"])
+        (signature,) = {s["signature"] for s in out["samples"][self.task]}  # each reply's `compute`
+        assert results["signature,none"] == Signature.parse(signature).short()
+        return Report(rows, counts, signature)
 
 
 # -- Inspect AI -------------------------------------------------------------------------------------

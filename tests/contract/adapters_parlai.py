@@ -59,9 +59,7 @@ class ParlAI:
     wrapped: bool = False  # Q2Teacher --q2-task ...
     slow: bool = True
     bad_item: str = "n/a"
-    bad_item_reason: str = (
-        "ParlAI's messages are text: a non-text response or knowledge cannot reach the hook"
-    )
+    bad_item_reason: str = "the model's reply is text: a non-text response cannot reach the hook; a message's knowledge that is no text (a dict, a number) is a bad turn with its own sentence, the rest scored, and a list of passages is joined (tests/integration/test_parlai_any_teacher.py)"
     words: dict = field(
         default_factory=lambda: {
             "wrong type": "--q2-max-question-length",
@@ -127,7 +125,7 @@ class ParlAI:
         rows = [
             Row(
                 f"example {line['example_id']}" if line["example_id"] else f"episode {line['episode_idx']}",
-                "scored" if line["status"] == "scored" else "empty",
+                line["status"],  # the contract's (frontend.ItemResult.status)
                 line["q2"],
             )
             for line in lines
@@ -135,7 +133,7 @@ class ParlAI:
         counts = {
             "scored": report.get("q2_scored", 0),
             "empty": report.get("q2_empty", 0) + report.get("q2_skipped", 0),
-            "bad": 0,
+            "bad": report.get("q2_bad", 0),
         }
         signature = next((line["signature"] for line in lines if line.get("signature")), "")
         return Report(rows, counts, signature, [line["spans"] for line in lines])

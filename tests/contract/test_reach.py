@@ -145,9 +145,12 @@ def score_calls(files) -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
-            if node.func.attr != "score":
-                continue
             receiver = ast.unparse(node.func.value)
+            # the engine's door for checked inputs is the contract's own (`frontend.score_checked`)
+            if node.func.attr != "score" and not (
+                node.func.attr == "score_checked" and receiver != "frontend"
+            ):
+                continue
             shown = _shown(path)
             batcher = shown.startswith("q2_metric/harness/") and receiver.rpartition(".")[2].endswith(
                 "batcher"
@@ -181,6 +184,8 @@ def test_the_score_check_sees_a_direct_call(tmp_path, monkeypatch):
         "    scorer.score(['a'], ['b'])\n"
         "    self.scorer(config).score(['a'], ['b'])\n"
         "    batcher.score(1)\n"  # not in the harness: a batcher elsewhere is no exception
+        "    engine.score_checked(['a'], ['b'])\n"  # the engine's door for checked inputs
+        "    frontend.score_checked(scorer, [])\n"  # the contract's: allowed
         "    scorer.score_items([])\n",  # another name: not a call of `score`
         encoding="utf-8",
     )
@@ -188,6 +193,7 @@ def test_the_score_check_sees_a_direct_call(tmp_path, monkeypatch):
     monkeypatch.setattr("contract.test_reach.front_end_files", lambda: [*real, sneaky])
     assert reach.score_calls(reach.front_end_files()) == [
         "sneaky.py: batcher",
+        "sneaky.py: engine",
         "sneaky.py: scorer",
         "sneaky.py: self.scorer(config)",
     ]

@@ -22,15 +22,15 @@ def test_demo_progress(flags, shown, rows, tiny_models, tmp_path, monkeypatch, c
         writer.writeheader()
         writer.writerows(rows[:2])
     seen = []
-    real_score = Q2Scorer.score
+    real_score = Q2Scorer.score_checked  # the engine's door of every path
 
-    def spy(self, responses, knowledge, *, progress=None):
+    def spy(self, responses, knowledge, histories=None, *, progress=None):
         seen.append(progress)
         if progress is not None:
             progress("questions", 1, 2)  # as the engine reports a stage
-        return real_score(self, responses, knowledge, progress=progress)
+        return real_score(self, responses, knowledge, histories, progress=progress)
 
-    monkeypatch.setattr(Q2Scorer, "score", spy)
+    monkeypatch.setattr(Q2Scorer, "score_checked", spy)
     code = main(
         [
             "demo",

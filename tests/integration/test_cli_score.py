@@ -336,3 +336,20 @@ def test_qg_decoder_reference_asks_the_fast_path_s_questions(rows, tiny_models, 
     assert len(set(reference[1])) >= 3 and reference[0].count("\n") > 12  # scores differ; questions written
     assert auto[:2] == reference[:2] == fast[:2]
     assert "qgdec" not in reference[2] and "qgdec" not in auto[2] and "qgdec:fast" in fast[2]
+
+
+def test_the_summary_counts_a_response_past_spacys_limit_by_its_own_reason(tiny_env, rows, tmp_path, capsys):
+    """A response longer than spaCy parses is one unscored row whose reason says so; the summary
+    counted it "with an empty response or knowledge" (its row was right): now by the row's reason."""
+    long = "Bob Ross painted. " * 55_561  # 1,000,098 characters
+    data = write_rows(tmp_path / "long.csv", [rows[0], {"response": long, "knowledge": rows[0]["knowledge"]}])
+    out_csv = tmp_path / "out.csv"
+    assert main(["score", str(data), "-o", str(out_csv), "--tiny", "--no-cache", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    csv.field_size_limit(2_000_000)  # the long response is in the output too
+    with open(out_csv, newline="", encoding="utf-8") as f:
+        reasons = [r["reason"] for r in csv.DictReader(f)]
+    assert (
+        reasons[1] == "Not scored: the response has 1,000,098 characters, above the 1,000,000 spaCy parses."
+    )
+    assert "; 1 past spaCy's length limit, left out;" in out and "empty" not in out, out

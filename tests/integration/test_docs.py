@@ -1,7 +1,10 @@
 """The documentation cannot drift: every ```bash and ```python block of README.md and docs/*.md runs here
 as a user copies them into one terminal, except a block directly after a `<!-- norun: REASON -->` line,
-which is listed with its reason. A page runs in a fresh working folder holding the sample files its
-blocks name and the checkout's `.venv` (as a user's checkout has it), in the environment a user has:
+which is listed with its reason. A page runs in an empty working folder that holds only the checkout's
+`.venv` and `q2_metric/` (as a fresh clone has them: its bundled sample named by its package path),
+so a page's commands read only files the page itself makes (before, the test made `responses.csv`,
+`data.jsonl` and a dataset folder that no checkout has, and six commands named them), in the
+environment a user has:
 no `Q2_*`, `HF_*` or `TRANSFORMERS_*` variable, no virtual environment on PATH. What a page needs
 (`. .venv/bin/activate`, `export Q2_TINY=1 HF_HUB_OFFLINE=1`) it says itself, in a block the reader
 runs first; what a block exports or activates holds for the page's later blocks, and a ```python
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import html
-import json
 import os
 import re
 import shutil
@@ -116,21 +118,13 @@ def user_caches(tmp_path_factory) -> dict[str, str]:
     return {"XDG_CACHE_HOME": str(home / "xdg"), "HF_HOME": str(home / "hf")}
 
 
-def _workdir(tmp_path: Path, rows: list[dict]) -> Path:
-    """The sample files the documentation's commands name."""
+CHECKOUT = {".venv", "q2_metric"}  # what a page's folder holds of a fresh clone (after `make setup`)
+
+
+def _workdir(tmp_path: Path) -> Path:
+    """A page's working folder: empty but for the checkout's `.venv` and package (`CHECKOUT`)."""
     work = tmp_path / "work"
     work.mkdir()
-    two = [{"response": r["response"], "knowledge": r["knowledge"]} for r in rows[:2]]
-    with open(work / "responses.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["response", "knowledge"])
-        writer.writeheader()
-        writer.writerows(two)
-    with open(work / "data.jsonl", "w", encoding="utf-8") as f:
-        for r in two:
-            f.write(json.dumps({"reply": r["response"], "checked_sentence": r["knowledge"]}) + "\n")
-    import datasets
-
-    datasets.Dataset.from_list(two).save_to_disk(str(work / "my_dataset_dir"))
     (work / ".venv").symlink_to(BIN.parent, target_is_directory=True)  # a checkout's .venv
     # the checkout's package, with its bundled sample (README's examples run from the checkout's root)
     (work / "q2_metric").symlink_to(ROOT / "q2_metric", target_is_directory=True)
@@ -192,10 +186,12 @@ PAGES_WITH_CODE = sorted({b.page for b in RUNNABLE if b.norun is None})
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE)
-def test_page_snippets_run(page, user_caches, rows, tmp_path):
+def test_page_snippets_run(page, user_caches, tmp_path):
     """Each page's runnable blocks, in order, in one shell and one working folder (a later block may
-    use an earlier one's files and exports, as a reader would)."""
-    work = _workdir(tmp_path, rows)
+    use an earlier one's files and exports, as a reader would); the folder holds nothing else of
+    the checkout's but `CHECKOUT`, so a command that names a file the page does not make fails."""
+    work = _workdir(tmp_path)
+    assert {p.name for p in work.iterdir()} == CHECKOUT
     state = {"env": user_env(user_caches), "cwd": str(work)}
     for block in [b for b in RUNNABLE if b.page == page and b.norun is None]:
         res = _run(block, work, state)
@@ -208,10 +204,10 @@ def test_page_snippets_run(page, user_caches, rows, tmp_path):
         assert not re.search(r"\bnan\b", res.stdout), f"{where} printed nan:\n{res.stdout[-3000:]}"
 
 
-def test_a_page_without_its_setup_block_fails(user_caches, rows, tmp_path):
+def test_a_page_without_its_setup_block_fails(user_caches, tmp_path):
     """The environment is a user's: `q2` is not found until the page activates .venv, and an export
-    holds for the page's later blocks."""
-    work = _workdir(tmp_path, rows)
+    holds for the page's later blocks; a file the page does not make is not there."""
+    work = _workdir(tmp_path)
     state = {"env": user_env(user_caches), "cwd": str(work)}
     assert "HF_HUB_OFFLINE" not in state["env"] and "Q2_TINY" not in state["env"]
     assert _run(Block("p.md", 1, "bash", "q2 --version\n", None), work, state).returncode == 127
@@ -223,6 +219,8 @@ def test_a_page_without_its_setup_block_fails(user_caches, rows, tmp_path):
         Block("p.md", 4, "python", "import os, q2_metric; print(os.environ['Q2_TINY'])\n", None), work, state
     )
     assert res.returncode == 0 and res.stdout.strip() == "1", res.stderr
+    missing = _run(Block("p.md", 5, "bash", "q2 score responses.csv -o scores.csv\n", None), work, state)
+    assert missing.returncode != 0 and "responses.csv" in missing.stderr
 
 
 def _env(tmp_path: Path, tiny: dict[str, str]) -> dict[str, str]:
@@ -263,7 +261,11 @@ def _column_table(text: str) -> list[str]:
 
 
 def test_output_columns_documented_are_written(tiny_cache, rows, tmp_path):
-    work = _workdir(tmp_path, rows)
+    work = _workdir(tmp_path)
+    with open(work / "responses.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["response", "knowledge"])
+        writer.writeheader()
+        writer.writerows([{"response": r["response"], "knowledge": r["knowledge"]} for r in rows[:2]])
     res = subprocess.run(
         ["q2", "score", "responses.csv", "-o", "out.csv", "--quiet", "--no-cache"],
         cwd=work,

@@ -303,13 +303,13 @@ def test_progress_bar_default_and_off(opts, monkeypatch, capsys):
     from q2_metric.scorer import Q2Scorer
 
     seen = []
-    real_score = Q2Scorer.score
+    real_score = Q2Scorer.score_checked  # the engine's door of every path
 
-    def spy(self, responses, knowledge, *, progress=None):
+    def spy(self, responses, knowledge, histories=None, *, progress=None):
         seen.append(progress)
-        return real_score(self, responses, knowledge, progress=progress)
+        return real_score(self, responses, knowledge, histories, progress=progress)
 
-    monkeypatch.setattr(Q2Scorer, "score", spy)
+    monkeypatch.setattr(Q2Scorer, "score_checked", spy)
     module = sys.modules[type(evaluate.load(q2_metric.module_path())).__module__]
     many = module.PROGRESS_MIN
     metric = evaluate.load(q2_metric.module_path())

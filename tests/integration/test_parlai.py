@@ -101,9 +101,11 @@ def check_explained(lines: list[dict], report: dict) -> None:
     """Every turn has its line with all fields; the lines add up to the report."""
     assert lines and all(set(line) >= EXPLAIN_FIELDS for line in lines)
     status = Counter(line["status"] for line in lines)
-    assert set(status) <= {"scored", "empty", "skipped"}
-    for key in ("scored", "empty", "skipped"):
-        assert status[key] == report.get(f"q2_{key}", 0), key
+    assert set(status) <= {"scored", "empty", "bad"}  # the contract's statuses (frontend.STATUSES)
+    # a turn without knowledge is empty, never sent to the engine, and counted in q2_skipped
+    counts = {"scored": ["q2_scored"], "empty": ["q2_empty", "q2_skipped"], "bad": ["q2_bad"]}
+    for key, metrics in counts.items():
+        assert status[key] == sum(report.get(m, 0) for m in metrics), key
     scored = [line for line in lines if line["status"] == "scored"]
     if scored:
         assert sum(line["q2"] for line in scored) / len(scored) == pytest.approx(report["q2"])
@@ -113,7 +115,7 @@ def check_explained(lines: list[dict], report: dict) -> None:
             assert isinstance(line["batch"], int) and line["knowledge"]
         else:
             assert line["q2"] is None and line["reason"]
-        if line["status"] == "empty":
+        if line["status"] == "empty" and line["knowledge"] is not None:
             assert not line["response"].strip() and line["signature"].startswith("q2:")
         # the spans lie at their offsets in the response as the teacher gave it (issue 43)
         for span in line["spans"]:
@@ -151,7 +153,8 @@ def test_streaming_datatypes(datatype, wow, q2_flags, tmp_path):
     assert 0 <= report["q2"] <= 1 and report["q2_scored"] == 5 and report["q2_skipped"] == 1
     lines = read_jsonl(explain)
     assert [(line["episode_idx"], line["turn_idx"]) for line in lines] == [(i, 0) for i in range(6)]
-    assert lines[-1]["status"] == "skipped" and lines[-1]["knowledge"] is None  # no_passages_used
+    assert lines[-1]["status"] == "empty" and lines[-1]["knowledge"] is None  # no_passages_used
+    assert lines[-1]["reason"].startswith("no knowledge: ")
     assert {line["datatype"] for line in lines} == {datatype} and lines[0]["system"] == "repeat_label"
     check_explained(lines, report)
 
@@ -484,13 +487,13 @@ def scripted(monkeypatch):
 
     def factory(config):
         scorer = scripted_scorer(config)
-        score = scorer.score
+        score = scorer.score_checked  # the engine's door of every path (the contract's items checked)
 
-        def counted(responses, knowledge, **kwargs):
+        def counted(responses, knowledge, *args, **kwargs):
             calls.append(len(responses))
-            return score(responses, knowledge, **kwargs)
+            return score(responses, knowledge, *args, **kwargs)
 
-        scorer.score = counted
+        scorer.score_checked = counted
         return scorer
 
     monkeypatch.setattr("parlai_ext.report.SCORER_FACTORY", factory)

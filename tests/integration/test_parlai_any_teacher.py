@@ -169,3 +169,90 @@ def test_wrapper_needs_a_task(tmp_path):
 
     with pytest.raises(Q2OptionValueError, match="needs --q2-task"):
         EvalModel.main(task=WRAPPER, model="repeat_label", metrics="q2", q2_tiny=True, datapath=str(tmp_path))
+
+
+PASSAGES = ["Bob Ross hosted The Joy of Painting.", "It aired on PBS from 1983 to 1994."]
+KNOWLEDGE_TURNS = [  # (the gold reply, which repeat_label gives, and the message's knowledge)
+    ("Bob Ross hosted The Joy of Painting on PBS.", PASSAGES),
+    ("It aired from 1983.", {"first": "It aired on PBS.", "second": "Bob Ross hosted it."}),
+    ("It aired on PBS.", 1983),
+    ("Bob Ross painted in Paris.", "Bob Ross painted landscapes."),
+    ("It aired in 1994.", tuple(PASSAGES)),
+]
+
+
+def _knowledge_teacher(name: str, turns):
+    from parlai.core.teachers import DialogTeacher, register_teacher
+
+    @register_teacher(name)
+    class KnowledgeTeacher(DialogTeacher):
+        def __init__(self, opt, shared=None):
+            opt = {**opt, "datafile": name}
+            self.id = name
+            super().__init__(opt, shared)
+
+        def setup_data(self, datafile):
+            for reply, knowledge in turns:
+                yield {"text": "Tell me about Bob Ross.", "labels": [reply], "knowledge": knowledge}, True
+
+    return KnowledgeTeacher
+
+
+def _eval_knowledge_task(task: str, tmp_path, monkeypatch):
+    from parlai.core.metrics import dict_report
+    from parlai.scripts.eval_model import EvalModel
+
+    from q2_metric.testing.scripted import scripted_scorer
+
+    monkeypatch.setattr("parlai_ext.report.SCORER_FACTORY", scripted_scorer)
+    explain = tmp_path / f"{task}.jsonl"
+    report = dict_report(
+        EvalModel.main(
+            task=WRAPPER,
+            q2_task=task,
+            model="repeat_label",
+            metrics="q2",
+            q2_explain_file=str(explain),
+            datapath=str(tmp_path),
+            log_every_n_secs=-1,
+        )
+    )
+    return report, [json.loads(line) for line in explain.read_text().splitlines()]
+
+
+def test_knowledge_as_passages_is_scored_and_knowledge_that_is_no_text_is_a_bad_turn(tmp_path, monkeypatch):
+    """A list of passages is knowledge, joined as every front-end joins them (`validation.knowledge_text`);
+    a dict of several passages or a number is a bad turn: one sentence naming the turn and the field,
+    the contract's status `bad`, and the other turns scored (before: all three skipped as "no knowledge",
+    exit 0)."""
+    from q2_metric.frontend import STATUSES
+    from q2_metric.testing.scripted import scripted_scorer
+
+    _knowledge_teacher("q2_knowledge_types", KNOWLEDGE_TURNS)
+    report, lines = _eval_knowledge_task("q2_knowledge_types", tmp_path, monkeypatch)
+    assert [line["status"] for line in lines] == ["scored", "bad", "bad", "scored", "scored"]
+    assert {line["status"] for line in lines} <= set(STATUSES)  # the contract's statuses
+    assert [line["reason"] for line in lines[1:3]] == [
+        "episode 1 turn 0: field 'knowledge' must be a string, got dict.",
+        "episode 2 turn 0: field 'knowledge' must be a string, got int.",
+    ]
+    joined = " ".join(PASSAGES)
+    assert [line["knowledge"] for line in lines if line["status"] == "scored"] == [
+        joined,
+        "Bob Ross painted landscapes.",
+        joined,
+    ]
+    replies = [reply for (reply, _), line in zip(KNOWLEDGE_TURNS, lines) if line["status"] == "scored"]
+    expected = scripted_scorer().score(replies, [joined, "Bob Ross painted landscapes.", joined])
+    # by rows that differ (1, 0.5, 1; the first is 0.75 against its first passage alone)
+    assert [line["q2"] for line in lines if line["status"] == "scored"] == pytest.approx(expected.scores)
+    assert len(set(expected.scores)) == 2
+    assert (report["q2_scored"], report["q2_bad"], report["q2_skipped"]) == (3, 2, 0)
+
+
+def test_a_task_whose_knowledge_is_all_passages_is_scored(tmp_path, monkeypatch):
+    """Before: exit 1 with "None: no Wizard turn has a checked_sentence"."""
+    turns = [(reply, PASSAGES) for reply in ("Bob Ross hosted it.", "It aired on PBS.", "It aired in 1983.")]
+    _knowledge_teacher("q2_knowledge_passages", turns)
+    report, lines = _eval_knowledge_task("q2_knowledge_passages", tmp_path, monkeypatch)
+    assert report["q2_scored"] == 3 and [line["status"] for line in lines] == ["scored"] * 3

@@ -235,6 +235,30 @@ def test_parquet_and_datasets_inputs(ray_local, tmp_path):
     assert report.system.q2 == 1.0
 
 
+def test_two_workers_on_one_small_parquet_file_both_run(ray_local, tmp_path):
+    """`--workers 2` on one small Parquet file: the pairs went in one block, so one worker ran while
+    the run said two. The blocks are now at least one per worker (`plan_blocks`), and the report
+    says how many workers scored: a worker still starting when the other has done both blocks is
+    said, never counted."""
+    pq.write_table(pa.Table.from_pylist(ROWS[:5]), tmp_path / "in.parquet")
+    report = score_file_ray(
+        scripted_scorer(),
+        tmp_path / "in.parquet",
+        tmp_path / "out.csv",
+        cache_dir=tmp_path / "cache",
+        workers=2,
+    )
+    assert report.num_scored_now == 5
+    (run_dir,) = (tmp_path / "cache").glob("*/ray")
+    parts = [pq.read_table(p).to_pylist() for p in sorted(run_dir.glob("part-*.parquet"))]
+    assert sorted(len(p) for p in parts) == [2, 3]  # a block per worker
+    ran = len({row["worker"] for part in parts for row in part})
+    assert report.workers == ran
+    assert (ran < 2) == any("of the 2 started scored the 5 pairs" in w for w in report.warnings), (
+        report.warnings
+    )
+
+
 # -- no Ray needed ---------------------------------------------------------------------------
 
 

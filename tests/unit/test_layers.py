@@ -10,7 +10,10 @@ The import graph is read from the source files with `ast` (nothing of the packag
 every `import` and `from ... import` of a `q2_metric` module, at module level or inside a function
 (a deferred import still ties the two modules together), relative ones resolved; `from package
 import name` counts as importing `package.name` when that is a module, else `package`.
-Imports under `if TYPE_CHECKING:` are left out (they never run).
+Imports under `if TYPE_CHECKING:` count too: they never run, but a module that names another's
+types in its annotations depends on it as much as one that calls it (the type checker and a reader
+load both), so a circle closed through annotations is a circle (`display` named `results`' types
+while `results` imported `display` for `figure`: a circle that leaving those imports out hid).
 """
 
 from __future__ import annotations
@@ -32,18 +35,9 @@ def module_names(root: Path = PACKAGE) -> dict[str, Path]:
     return names
 
 
-def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    while node in parents:
-        node = parents[node]
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return True
-    return False
-
-
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The `q2_metric` modules that module `name` (file `path`) imports."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -59,8 +53,6 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
             ]
         else:
-            continue
-        if _type_checking_only(node, parents):
             continue
         for target in targets:
             while target and target not in modules:  # `import a.b.c` of a module a.b.c, or a name
@@ -123,12 +115,16 @@ def test_the_walker_finds_a_circle_and_reads_the_real_edges(tmp_path):
     (pkg / "d.py").write_text("import pkg.c\n")
     modules = module_names(pkg)
     graph = {n: imports_of(n, p, modules) for n, p in modules.items()}
-    assert graph["pkg.a"] == {"pkg.sub.b"} and graph["pkg.sub.b"] == {"pkg.c"} and graph["pkg.c"] == {"pkg.a"}
-    assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+    assert graph["pkg.a"] == {"pkg.sub.b"} and graph["pkg.sub.b"] == {"pkg.c"}
+    assert graph["pkg.c"] == {"pkg.a", "pkg.d"}  # an import for annotations only is an edge too
+    assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.d", "pkg.sub.b"]]
     # the circle this issue removed: reference_tokenization <-> t5_cross_bias
     real = import_graph()
     assert "q2_metric.models.loading" in real["q2_metric.models.paper.t5_cross_bias"]
     assert "q2_metric.models.paper.t5_cross_bias" not in real["q2_metric.models.loading"]
+    # and display <-> results, closed through display's annotations: results prints with the leaf
+    assert "q2_metric.results" in real["q2_metric.display"]
+    assert real["q2_metric.figures"] == set() and "q2_metric.display" not in real["q2_metric.results"]
 
 
 def layer(module: str, package: str = "q2_metric") -> str:

@@ -250,3 +250,73 @@ def test_one_item_check_for_every_caller():
     with pytest.raises(Q2InputError) as err:
         check_histories([["x", 2]], 1)
     assert str(err.value) == "item 0: turn 1 of field 'histories' must be a string, got int."
+
+
+def _count_checks(monkeypatch) -> dict[tuple[str, str], int]:
+    """Every call of the one item check (`validation.item_error`), wherever it was imported,
+    counted per (item, what it checked: its texts or its history)."""
+    import sys
+
+    from q2_metric import validation
+
+    real, calls = validation.item_error, {}
+
+    def counting(key, texts, history=None, history_field="history"):
+        for kind, asked in (("texts", bool(texts)), ("history", history is not None)):
+            if asked:
+                calls[key, kind] = calls.get((key, kind), 0) + 1
+        return real(key, texts, history, history_field)
+
+    for module in list(sys.modules.values()):
+        if (
+            getattr(module, "__name__", "").startswith("q2_metric")
+            and getattr(module, "item_error", None) is real
+        ):
+            monkeypatch.setattr(module, "item_error", counting)
+    return calls
+
+
+def _coref_scorer():
+    from q2_metric.testing.scripted import ScriptedCoref
+
+    return scripted_scorer(Q2Config(coref=True), coref=ScriptedCoref([["Bob Ross", "he"]]))
+
+
+def test_each_item_and_its_history_are_checked_once_on_every_path(monkeypatch):
+    """One check per item and one per history, whatever the door: the Python API, the contract
+    (every front-end's `score_items`), and `compute` / `add_batch` (before: an item checked up to
+    three times in one `compute`, its history up to four)."""
+    import evaluate
+
+    import q2_metric
+    from q2_metric.frontend import Item, score_items
+
+    responses, knowledge = (
+        ["he hosted a show.", "he painted."],
+        ["Bob Ross hosted a show.", "Bob Ross painted."],
+    )
+    histories = [["Who is Bob Ross?"], ["What did he do?"]]
+    once = {(f"item {i}", kind): 1 for i in range(2) for kind in ("texts", "history")}
+
+    calls = _count_checks(monkeypatch)
+    _coref_scorer().score(responses, knowledge, histories=histories)
+    assert calls == once
+
+    calls.clear()
+    items = [Item(f"item {i}", r, k, h) for i, (r, k, h) in enumerate(zip(responses, knowledge, histories))]
+    assert score_items(_coref_scorer(), items).counts["scored"] == 2
+    assert calls == once
+
+    metric = evaluate.load(q2_metric.module_path())
+    scorer = _coref_scorer()
+    monkeypatch.setattr(metric, "scorer", lambda config: scorer)  # scripted components, same door
+    calls.clear()
+    out = metric.compute(
+        predictions=responses, references=knowledge, histories=histories, coref=True, tiny=True
+    )
+    assert len(out["scores"]) == 2 and calls == once
+    calls.clear()
+    metric.add_batch(predictions=responses[:1], references=knowledge[:1])
+    metric.add(prediction=responses[1], reference=knowledge[1])
+    out = metric.compute(histories=histories, coref=True, tiny=True)
+    assert len(out["scores"]) == 2 and calls == once

@@ -11,7 +11,12 @@ from q2_metric.harness.lm_eval import (  # noqa: F401 (re-exported: lm-eval find
     dialogue_dataset,
     dialogue_doc_to_text,
     evaluate_figure,
+    no_answer_share,
+    num_responses,
+    num_skipped,
+    num_valid_questions,
     process_results,
+    signature,
     wow_dataset,
     wow_doc_to_text,
 )

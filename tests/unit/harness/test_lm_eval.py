@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -102,7 +103,9 @@ def test_aggregation_scores_the_run_once_and_reports_counts_signature_and_each_r
     assert figures["coverage"] == want.coverage
     # two empty replies: counted, unscored, never hidden behind the coverage
     assert (figures["scored"], figures["empty"], figures["bad"]) == (4, 2, 0)
-    assert figures["signature"] == str(want.signature) and figures["signature"] != want.signature.short()
+    # the results (lm-eval's table) hold the short form; each record the full signature
+    assert figures["signature"] == want.signature.short()
+    assert {r["q2"]["signature"] for r in recs} == {str(want.signature)}
     # each reply's result is in its record (which lm-eval writes to the --log_samples file)
     for rec, r in zip(recs, want.responses):
         got = rec["q2"]
@@ -182,3 +185,57 @@ def test_evaluate_route_aggregation():
     assert L.evaluate_figure([d["scores"] for d in per_reply]) == 0.75
     assert L.evaluate_figure([d["signature"] for d in per_reply]) == "S"
     assert L.evaluate_figure([None, None]) == "n/a"
+
+
+def _metric_directions(yaml_name: str) -> dict[str, object]:
+    """metric name -> higher_is_better, as lm-eval reads a task YAML of the package (a callable
+    metric `!function utils.NAME` is named NAME)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    config = yaml.load((Path(L.__file__).parent / "lm_eval_tasks" / yaml_name).read_text(), Loader=Loader)
+    return {m["metric"].removeprefix("utils."): m.get("higher_is_better") for m in config["metric_list"]}
+
+
+def test_the_table_is_narrow_and_marks_each_figure_by_its_direction(scripted):
+    """lm-eval's table was 441 characters wide (the full signature in its row) and marked
+    lower-is-better figures with an up arrow: the signature row holds the short form, and every
+    figure has its own direction (none for the signature and plain counts)."""
+    from lm_eval.utils import make_table
+
+    recs = records()
+    directions = _metric_directions("_q2_default_template_yaml")
+    results = {f"{name},none": getattr(L, f"agg_{name}")([r[name] for r in recs]) for name in L.FIGURES}
+    table = make_table(
+        {
+            "results": {"q2_wow": results},
+            "versions": {"q2_wow": 1.0},
+            "higher_is_better": {"q2_wow": directions},
+        }
+    )
+    rows = {line.split("|")[5].strip(): line for line in table.splitlines()[2:]}
+    assert max(len(line) for line in table.splitlines()) < 160, table  # 441 with the full signature
+    assert "↓" in rows["empty"] and "↓" in rows["bad"] and "↑" in rows["q2"]
+    assert "↑" not in rows["signature"] and "↓" not in rows["signature"]
+
+    # the `evaluate` route: lm-eval gives each key of `compute`'s result q2's direction unless the
+    # YAML declares it (by a metric that computes nothing under the key's name)
+    import evaluate
+
+    import q2_metric
+
+    declared = _metric_directions("q2_wow_evaluate.yaml")
+    for name in set(declared) - {"q2"}:
+        assert (
+            getattr(L, name).__name__ == name and getattr(L, name)(references=["k"], predictions=["r"]) == {}
+        )
+    out = evaluate.load(q2_metric.module_path()).compute(
+        predictions=["it aired"], references=["It aired."], tiny=True
+    )
+    direction = {key: declared.get(key, declared["q2"]) for key in out}
+    assert direction["no_answer_share"] is False and direction["num_skipped"] is False
+    assert direction["signature"] is None and direction["num_responses"] is None
+    assert direction["q2"] is True and direction["q2_no_nli"] is True

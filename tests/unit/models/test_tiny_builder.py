@@ -200,3 +200,27 @@ def test_qg_logits_are_the_chain_table(rows):
             assert [got[t].item() for t in want] == pytest.approx(list(want.values()), rel=1e-5, abs=1e-4)
             rest = np.delete(got.numpy(), list(want))
             assert rest.max() <= -rm.FLOOR + 1.0
+
+
+def test_a_small_vocabulary_is_padded_for_the_designed_qg(tmp_path):
+    """The designed QG asks CHAIN (28) distinct words: texts with fewer gave numpy's "Cannot take a
+    larger sample than population" traceback; the vocabulary is padded with made-up words."""
+    from q2_metric import Q2Config
+
+    texts = ["Bob Ross painted.", "Bob Ross hosted a show."]
+    assert len(rm.question_words(rm.word_tokenizer(texts))) < rm.CHAIN
+    paths = rm.build_tiny_models(tmp_path, iter(texts))  # any iterable, read once
+    config = Q2Config(qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"], device="cpu")
+    result = Q2Scorer(config).score(texts, texts)
+    assert result.system.num_scored == 2
+
+
+def test_the_pages_give_the_scores_the_tiny_models_give(sample_result):
+    """Two pages gave different tiny-model scores on the sample (0, 0.2, 0.5 and 1; 0, 0.5, 2/3 and
+    1): both give what the models give (their questions and labels sit far from any tie:
+    `test_tiny_margins.py`)."""
+    from support.data import ROOT
+
+    assert sorted({round(s, 6) for s in sample_result.scores}) == [0.0, 0.2, 0.5, 1.0]
+    for page in ("models.md", "guarantees.md"):
+        assert "0, 0.2, 0.5 and 1" in (ROOT / "docs" / page).read_text(encoding="utf-8"), page
