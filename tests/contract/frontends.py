@@ -103,10 +103,14 @@ def entry_points() -> dict[str, list[str]]:
 
 def harness_names() -> list[str]:
     """The harness front-ends: lm-eval's task names (the YAML files of the task folder), Inspect
-    AI's scorer and task, and the ragas metric."""
+    AI's scorer and task, the ragas metric, MLflow's scorer and DeepEval's metric."""
     folder = ROOT / "q2_metric" / "harness" / "lm_eval_tasks"
     tasks = sorted(p.stem for p in folder.glob("*.yaml"))
-    return [f"lm-eval {t}" for t in tasks] + ["inspect q2", "inspect q2_wow", "ragas q2"]
+    return (
+        [f"lm-eval {t}" for t in tasks]
+        + ["inspect q2", "inspect q2_wow", "ragas q2"]
+        + ["mlflow q2", "deepeval q2"]
+    )
 
 
 def registry() -> list[str]:
