@@ -5,6 +5,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
+# What DeepEval's evaluation imports: its own requirements less pytest's plugins, posthog, grpcio, pyfiglet,
+# questionary, portalocker and tabulate (its command line, exporters and reports), and less click<8.4,
+# which clashes with huggingface_hub 1.x (click>=8.4.2): DeepEval's command line (typer) gets the installed one
+DEEPEVAL_NEEDS := aiohttp jinja2 nest-asyncio openai 'opentelemetry-api>=1.24,<2' \
+	'opentelemetry-sdk>=1.24,<2' 'pydantic>=2.11.7,<3' 'pydantic-settings>=2.10.1,<3' \
+	'python-dotenv>=1.1.1,<2' 'requests>=2.31,<3' 'rich>=13.6,<15' 'tenacity>=8,<=10' \
+	'tqdm>=4.66.1,<5' 'typer>=0.9,<1'
+
 .PHONY: setup run try test test-fast lint bench clean browser conformance docs
 
 setup: $(VENV)/.installed
@@ -20,6 +28,12 @@ $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	# versions the extras resolve to (harness-pins.txt: without them pip backtracks for ten minutes)
 	$(PY) -m pip freeze | grep -iE '^(torch|transformers|tokenizers|datasets|evaluate|huggingface.hub|numpy)==' > $(VENV)/harness-constraints.txt
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[harness]'
+	# MLflow and DeepEval (docs/mlflow.md, docs/deepeval.md), held the same way: mlflow-skinny with alembic and
+	# SQLAlchemy (a sqlite tracking store); DeepEval without its own requirements (--no-deps), which would add
+	# pytest plugins to every test run (pytest-asyncio, -xdist, -repeat, -rerunfailures) and posthog (its
+	# telemetry), after the ones its evaluation imports
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[mlflow]' $(DEEPEVAL_NEEDS)
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt --no-deps 'deepeval>=4.3,<5'
 	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install the runtime needs it really
 	# has, then ParlAI itself without its pins, last: pip checks conflicts only when it resolves
 	# dependencies, so this prints no "dependency resolver" errors (`pip check` lists the pins: expected).

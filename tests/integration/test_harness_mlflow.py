@@ -1,4 +1,4 @@
-"""MLflow, offline: the `Q2Faithfulness` scorer in `mlflow.genai.evaluate` (a local file tracking
+"""MLflow, offline: the `Q2Faithfulness` scorer in `mlflow.genai.evaluate` (a local sqlite tracking
 store, telemetry off, no socket to another machine) scores the bundled sample's rows, each equal to
 `q2 score --tiny` (the command line) on the same (response, knowledge) pairs, with the full
 signature; MLflow's rows in flight share engine calls, and `evaluate` here scores them all ahead in
@@ -55,15 +55,21 @@ def _feedback(result) -> list[dict]:
     return out
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> str:
+    """A sqlite tracking store, as docs/mlflow.md sets (created once: MLflow migrates a new one)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
 @pytest.fixture
-def offline(harness_tiny, tmp_path, monkeypatch):
+def offline(harness_tiny, store, tmp_path, monkeypatch):
     environ = {**env(harness_tiny["q2"], tmp_path), **OFFLINE}
     set_in_process(monkeypatch, environ)
     for key, value in OFFLINE.items():
         monkeypatch.setenv(key, value)
     import mlflow
 
-    mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
+    mlflow.set_tracking_uri(store)
     return environ
 
 
