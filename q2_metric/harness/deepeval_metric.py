@@ -126,10 +126,9 @@ class Q2FaithfulnessMetric(BaseMetric):
         found = details_of(scored) or {"spans": [], "unsupported_spans": []}
         self.spans, self.unsupported_spans = found["spans"], found["unsupported_spans"]
         self.reason = scored.reason()
-        if scored.status == "scored":
-            self.score, self.error = scored.value, None
-        else:  # not scored: DeepEval shows the sentence as the test case's error
-            self.score, self.error = None, self.reason
+        score: float | None = scored.value if scored.status == "scored" else None
+        # not scored: DeepEval shows the sentence as the test case's error
+        self.score, self.error = score, None if score is not None else self.reason
         self.verbose_logs = json.dumps(
             {"status": self.status, "signature": self.signature, **found}, ensure_ascii=False
         )

@@ -67,7 +67,7 @@ def retrieved_documents(trace: t.Any) -> list[str] | None:
     return [d for d in docs if d is not None] or None
 
 
-class Q2Faithfulness(Scorer):  # type: ignore[misc]
+class Q2Faithfulness(Scorer):
     """Q² of a row's `outputs` against its knowledge (`inputs[knowledge_key]`, else
     `expectations[knowledge_key]`, else the trace's retrieved documents), as a `Feedback`."""
 
