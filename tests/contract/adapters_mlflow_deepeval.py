@@ -1,4 +1,4 @@
-"""MLflow's and DeepEval's front-ends in the matrix: the `Q2Faithfulness` scorer in
+"""MLflow's and DeepEval's front-ends in the matrix (`slow`: a whole evaluation each): the `Q2Faithfulness` scorer in
 `mlflow.genai.evaluate` (a local file tracking store in the test's folder, telemetry off), and the
 `Q2FaithfulnessMetric` in DeepEval's `evaluate` (telemetry off, its async mode: concurrent
 `a_measure` calls). What the user sees is read back: MLflow's per-row feedback (value, error,
@@ -109,7 +109,7 @@ class Mlflow(Words):
 
     name: str
     base: dict[str, Any]
-    slow: bool = False
+    slow: bool = True  # a whole MLflow evaluation each (traces into a store: seconds)
     bad_item: str = "reported"  # a non-text `outputs`: that row's feedback error, naming its inputs
     words: dict = field(default_factory=lambda: dict(_WORDS))
     foreign_words: tuple = ("--qg-model", "qg_model (")
@@ -170,7 +170,7 @@ class DeepEval(Words):
 
     name: str
     base: dict[str, Any]
-    slow: bool = False
+    slow: bool = True  # a whole DeepEval evaluation each (seconds)
     bad_item: str = "n/a"
     bad_item_reason: str = (
         "DeepEval validates its test cases (pydantic): a non-text output never reaches the metric; "
