@@ -138,3 +138,22 @@ def test_nan_never_reaches_deepeval(scripted):
     metric = Q2FaithfulnessMetric(tiny=False, progress=False)
     metric.measure(_case("", KNOWLEDGE))
     assert metric.score is None and not (isinstance(metric.score, float) and math.isnan(metric.score))
+
+
+def test_deepevals_sync_runner_calls_measure_one_engine_call_per_test_case(scripted, tmp_path, monkeypatch):
+    from deepeval import evaluate
+    from deepeval.evaluate.configs import AsyncConfig, DisplayConfig
+
+    from q2_metric.harness.deepeval_metric import Q2FaithfulnessMetric
+
+    monkeypatch.chdir(tmp_path)  # DeepEval keeps its .deepeval folder in the working directory
+    monkeypatch.setenv("DEEPEVAL_RESULTS_FOLDER", str(tmp_path / "results"))
+    result = evaluate(
+        [_case(*pair) for pair in CASES],
+        [Q2FaithfulnessMetric(tiny=False, progress=False)],
+        async_config=AsyncConfig(run_async=False),
+        display_config=DisplayConfig(show_indicator=False, print_results=False),
+    )
+    tests = sorted(result.test_results, key=lambda r: r.index)
+    assert [t.metrics_data[0].score for t in tests] == _want(CASES).scores
+    assert scripted.engine_calls == len(CASES)
