@@ -11,6 +11,13 @@ GUARDRAILS_AI_NEEDS := 'guardrails-ai-types>=0.4.0' 'guardrails-hub-types>=0.0.4
 	'pyjwt>=2.4,<3' 'rstr>=3,<4' 'faker>=25.2,<38' 'diff-match-patch>=20230430,<20241101' \
 	'opentelemetry-sdk>=1.24,<2' 'opentelemetry-exporter-otlp-proto-http>=1.24,<2' \
 	'opentelemetry-exporter-otlp-proto-grpc>=1.24,<2' 'jsonref>=1,<2' 'semver>=3,<4'
+# What DeepEval's evaluation imports: its own requirements less pytest's plugins, posthog, grpcio, pyfiglet,
+# questionary, portalocker and tabulate (its command line, exporters and reports), and less click<8.4,
+# which clashes with huggingface_hub 1.x (click>=8.4.2): DeepEval's command line (typer) gets the installed one
+DEEPEVAL_NEEDS := aiohttp jinja2 nest-asyncio openai 'opentelemetry-api>=1.24,<2' \
+	'opentelemetry-sdk>=1.24,<2' 'pydantic>=2.11.7,<3' 'pydantic-settings>=2.10.1,<3' \
+	'python-dotenv>=1.1.1,<2' 'requests>=2.31,<3' 'rich>=13.6,<15' 'tenacity>=8,<=10' \
+	'tqdm>=4.66.1,<5' 'typer>=0.9,<1'
 
 .PHONY: setup run try test test-fast lint bench clean browser conformance docs
 
@@ -37,6 +44,12 @@ $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	# (delete it, where GitHub is reachable, to use LightEval's tinyBenchmarks tasks).
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[lighteval]'
 	$(PY) -c "import lighteval.tasks as t, pathlib; p = pathlib.Path(t.__file__).parent / 'tasks' / 'tinyBenchmarks.pkl'; p.exists() or p.touch()"
+	# MLflow and DeepEval (docs/mlflow.md, docs/deepeval.md), held the same way: mlflow-skinny with alembic and
+	# SQLAlchemy (a sqlite tracking store); DeepEval without its own requirements (--no-deps), which would add
+	# pytest plugins to every test run (pytest-asyncio, -xdist, -repeat, -rerunfailures) and posthog (its
+	# telemetry), after the ones its evaluation imports
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[mlflow]' $(DEEPEVAL_NEEDS)
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt --no-deps 'deepeval>=4.3,<5'
 	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install the runtime needs it really
 	# has, then ParlAI itself without its pins, last: pip checks conflicts only when it resolves
 	# dependencies, so this prints no "dependency resolver" errors (`pip check` lists the pins: expected).

@@ -5,6 +5,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test touches the network
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# MLflow and DeepEval decide on their telemetry when first imported (collection may import them)
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
 
 from support.data import sample_rows
 

@@ -30,6 +30,8 @@ HARNESS_FRONT_ENDS = (
     "inspect q2",
     "inspect q2_wow",
     "ragas q2",
+    "mlflow q2",
+    "deepeval q2",
 )
 
 NOT_ADAPTED: dict[str, str] = {}  # front-end -> why it has no adapter of its own (none now)
@@ -462,6 +464,7 @@ class Ragas(Words):
 def harness_adapters(base: dict[str, Any]) -> list:
     """The harness front-ends' adapters (`NOT_ADAPTED` names the one without an adapter, and why)."""
     from contract.adapters_lighteval import lighteval_adapters  # (it imports this module's helpers)
+    from contract.adapters_mlflow_deepeval import ml_adapters
 
     return [
         LmEval("lm-eval q2_dialogue", base, "q2_dialogue"),
@@ -471,4 +474,5 @@ def harness_adapters(base: dict[str, Any]) -> list:
         Inspect("inspect q2_wow", base, task=True),
         Ragas("ragas q2", base),
         *lighteval_adapters(base),
+        *ml_adapters(base),  # MLflow and DeepEval: contract/adapters_mlflow_deepeval.py
     ]

@@ -103,10 +103,15 @@ def entry_points() -> dict[str, list[str]]:
 
 def harness_names() -> list[str]:
     """The harness front-ends: lm-eval's task names (the YAML files of the task folder), Inspect
-    AI's scorer and task, the ragas metric and LightEval's task (q2_metric/harness/lighteval_task.py)."""
+    AI's scorer and task, the ragas metric, LightEval's task (q2_metric/harness/lighteval_task.py),
+    MLflow's scorer and DeepEval's metric."""
     folder = ROOT / "q2_metric" / "harness" / "lm_eval_tasks"
     tasks = sorted(p.stem for p in folder.glob("*.yaml"))
-    return [f"lm-eval {t}" for t in tasks] + ["inspect q2", "inspect q2_wow", "ragas q2", "lighteval q2_wow"]
+    return (
+        [f"lm-eval {t}" for t in tasks]
+        + ["inspect q2", "inspect q2_wow", "ragas q2", "lighteval q2_wow"]
+        + ["mlflow q2", "deepeval q2"]
+    )
 
 
 def guardrail_names() -> list[str]:

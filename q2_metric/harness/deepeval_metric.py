@@ -1,0 +1,153 @@
+"""DeepEval: `Q2FaithfulnessMetric`, a `BaseMetric` over `LLMTestCase(input, actual_output,
+retrieval_context or context)`.
+
+    import os
+    os.environ["DEEPEVAL_TELEMETRY_OPT_OUT"] = "YES"
+    from deepeval import evaluate
+    from deepeval.test_case import LLMTestCase
+    from q2_metric.harness.deepeval_metric import Q2FaithfulnessMetric
+    metric = Q2FaithfulnessMetric(threshold=0.5, tiny=True)
+    evaluate(test_cases, [metric])               # or metric.measure(case); await metric.a_measure(case)
+
+The knowledge of a test case is its `retrieval_context`, else its `context` (passages joined by a
+space, the rule of every front-end). Q² options are keywords, as for ragas: `qg_model`, `qa_model`,
+`nli_model`, `device`, `variant`, `tiny`, `batch_size`, `max_batch`, any other `Q2Config` option in
+`options={...}`; checked, and the models found, when the metric is built (one `Q2Error` sentence).
+
+Batching: DeepEval's `evaluate` runs `a_measure` concurrently (its `AsyncConfig.max_concurrent`
+test cases at a time, 20 by default), each on a copy of the metric; the copies share one async
+micro-batcher per process and configuration, so concurrent test cases share one engine call. The
+sync `measure` (DeepEval's `AsyncConfig(run_async=False)`, or a direct call) is one engine call
+per test case.
+
+After `measure`: `score` (Q², None when not scored), `reason` (the one explanation sentence),
+`success` (`is_successful()`: consistent iff Q² > `threshold`, the project's one rule),
+`signature` (the FULL signature, also in `evaluation_model`, which DeepEval keeps with each
+result), `status` (scored, empty or bad), `spans` and `unsupported_spans` (character offsets in
+the output; also in `verbose_logs` as JSON). An empty output or knowledge is not scored (score
+None, `error` "Not scored: ..."), nor is a test case whose output is missing (`error` names it).
+"""
+
+from __future__ import annotations
+
+import json
+import typing as t
+
+from deepeval.metrics import BaseMetric
+from deepeval.test_case import LLMTestCase
+
+from q2_metric import display
+from q2_metric.frontend import Item
+from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, Scored
+from q2_metric.harness.shared_batcher import KEYWORDS, details_of, merged_options, shared_batcher
+
+DEFAULT_THRESHOLD = 0.5
+
+
+def _passage(context: t.Any) -> t.Any:
+    """A retrieved passage's text (DeepEval's `RetrievedContextData` keeps it in `context`)."""
+    return context if isinstance(context, str) else getattr(context, "context", context)
+
+
+def knowledge_of(test_case: t.Any) -> t.Any:
+    """The test case's knowledge: its `retrieval_context` (passages), else its `context`; None when
+    it has neither."""
+    passages = getattr(test_case, "retrieval_context", None)
+    if passages is None:
+        passages = getattr(test_case, "context", None)
+    if isinstance(passages, (list, tuple)):
+        return [_passage(p) for p in passages]
+    return passages
+
+
+def key_of(test_case: t.Any) -> str:
+    """The test case's identity in messages: its `name`, else its input."""
+    name = getattr(test_case, "name", None)
+    if name:
+        return f"test case {name!r}"
+    return f"the test case with input {getattr(test_case, 'input', None)!r}"
+
+
+class Q2FaithfulnessMetric(BaseMetric):
+    """Q² of `actual_output` against `retrieval_context` (else `context`). Success: Q² > `threshold`."""
+
+    def __init__(
+        self,
+        threshold: float = DEFAULT_THRESHOLD,
+        *,
+        options: dict[str, t.Any] | None = None,
+        variant: str | None = None,
+        tiny: bool | None = None,
+        batch_size: int | None = None,
+        max_batch: int | None = None,
+        qg_model: str | None = None,
+        qa_model: str | None = None,
+        nli_model: str | None = None,
+        device: str | None = None,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        progress: bool = True,
+        async_mode: bool = True,
+        verbose_mode: bool = False,
+    ) -> None:
+        # DeepEval copies a metric per test case by calling its class with the attributes that
+        # share a name with a parameter here: each is kept under its own name
+        self.threshold = display.check_threshold(threshold)
+        self.options = dict(options or {})
+        self.variant, self.tiny, self.batch_size, self.max_batch = variant, tiny, batch_size, max_batch
+        self.qg_model, self.qa_model, self.nli_model, self.device = qg_model, qa_model, nli_model, device
+        self.max_wait, self.progress = max_wait, progress
+        self.async_mode, self.verbose_mode = async_mode, verbose_mode
+        self.include_reason = True
+        keywords = {name: getattr(self, name) for name in KEYWORDS}
+        self._items_batcher, self._batcher = shared_batcher(
+            merged_options(keywords, self.options),
+            max_wait=max_wait,
+            progress=progress,
+            tiny_hint="`tiny=True`",
+        )
+        self.signature: str | None = None
+        self.evaluation_model = "Q²"
+        self.status: str | None = None
+        self.spans: list[dict[str, t.Any]] = []
+        self.unsupported_spans: list[dict[str, t.Any]] = []
+
+    @property
+    def __name__(self) -> str:  # DeepEval names a metric's results by this property
+        return "Q2 Faithfulness"
+
+    def _item(self, test_case: LLMTestCase) -> Item:
+        return Item(key_of(test_case), getattr(test_case, "actual_output", None), knowledge_of(test_case))
+
+    def _take(self, scored: Scored) -> float | None:
+        """The metric's state from one item's result; returns its score."""
+        self.status = scored.status
+        self.signature = str(scored.signature)
+        self.evaluation_model = self.signature
+        found = details_of(scored) or {"spans": [], "unsupported_spans": []}
+        self.spans, self.unsupported_spans = found["spans"], found["unsupported_spans"]
+        self.reason = scored.reason()
+        score: float | None = scored.value if scored.status == "scored" else None
+        # not scored: DeepEval shows the sentence as the test case's error
+        self.score, self.error = score, None if score is not None else self.reason
+        self.verbose_logs = json.dumps(
+            {"status": self.status, "signature": self.signature, **found}, ensure_ascii=False
+        )
+        self.success = self.is_successful()
+        return self.score
+
+    def measure(self, test_case: LLMTestCase, *args: t.Any, **kwargs: t.Any) -> float | None:
+        """Q² of this test case: one engine call (`a_measure`, run concurrently, batches)."""
+        outcome = self._items_batcher.score_items([self._item(test_case)], self._batcher.max_batch)
+        return self._take(Scored(outcome.items[0], outcome.signature))
+
+    async def a_measure(self, test_case: LLMTestCase, *args: t.Any, **kwargs: t.Any) -> float | None:
+        """Q² of this test case; concurrent calls (of this metric and its copies) share engine calls."""
+        return self._take(await self._batcher.score(self._item(test_case)))
+
+    def is_successful(self) -> bool:
+        """Consistent: Q² above the threshold (`display.is_consistent`); False when not scored."""
+        self.success = self.error is None and display.is_consistent(self.score, self.threshold)
+        return self.success
+
+
+__all__ = ["DEFAULT_THRESHOLD", "Q2FaithfulnessMetric", "key_of", "knowledge_of"]
