@@ -31,7 +31,7 @@ from q2_metric.options import with_options
 from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
 from q2_metric.results import DISCARDED, Pair, Q2Result, ResponseScore
-from q2_metric.signature import Signature
+from q2_metric.signature import Signature, qg_path
 from q2_metric.steps.answers import KnowledgeAnswer, answer_from_knowledge
 from q2_metric.steps.candidates import find_candidates
 from q2_metric.steps.coref import CorefResolver, resolve_pairs
@@ -256,6 +256,9 @@ class Q2Scorer:
         }
         names["dtype"] = self._dtype_name()
         names["tok"] = self._tokenization()
+        decoder = getattr(self._qg, "decoder", None)  # the path the loaded generator runs for these options
+        if decoder in ("reference", "fast"):
+            names["qgdec"] = qg_path(decoder)
         return names
 
     def _tokenization(self) -> str:
