@@ -244,7 +244,9 @@ def test_a_new_shape_gets_graphs_only_while_memory_is_free(model):
         got = graphs.search(batches, [RULES] * 8)
         want = [_reference(model)(ids, mask, RULES) for ids, mask in batches]
     assert got == want
-    assert list(graphs.chains) == [("cuda graphs", (2, 9, 3, True))] and len(EagerChain.made) == 2  # the first went
+    assert (
+        list(graphs.chains) == [("cuda graphs", (2, 9, 3, True))] and len(EagerChain.made) == 2
+    )  # the first went
 
     starved = _graphs(model, ExactnessGate(), free=lambda: 0.1)
     with torch.inference_mode():
