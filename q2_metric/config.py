@@ -34,9 +34,10 @@ Dtype = Literal["auto", "float32", "float16", "bfloat16"]
 Quantize = Literal["none", "int8"]
 Packing = Literal["auto", "on", "off"]
 CpuMatmul = Literal["auto", "blas", "onednn"]
-# Beam search's path (`q2_metric.models.hf_qg`): "auto" = the fast path where it applies (a T5),
-# behind its exactness gate; "reference" = each batch alone by 3.2's step; "fast" = the fast path or an error.
-QGDecoder = Literal["auto", "reference", "fast"]
+# Beam search's path (`q2_metric.models.hf_qg`): "reference" = each batch alone by 3.2's step (the
+# paper's, on every device); "fast" = the fast path of a T5 (opt-in, named in the signature), where its
+# exactness gate has checked the run's exact shapes and backend settings, else the reference path.
+QGDecoder = Literal["reference", "fast"]
 Device = str  # "auto", "cpu", "cuda" or "cuda:N"
 
 # Options that only change how fast a score is made, never its value: left out of the signature.
@@ -152,9 +153,10 @@ class Q2Config:
     # Who computes float32 Linear layers on a CPU (see q2_metric.models.speed.cpu_matmul): "auto" = oneDNN
     # on non-Intel CPUs with AVX-512, where MKL runs AVX2 code; "blas" = PyTorch's default; "onednn".
     cpu_matmul: CpuMatmul = "auto"
-    # Beam search by the reference path or the fast one (the same questions: its exactness gate
-    # falls back wherever its steps would give other logits); see q2_metric.models.speed.qg_fast.
-    qg_decoder: QGDecoder = "auto"
+    # Beam search by the reference path (the default on every device) or the fast one (opt-in: its
+    # exactness gate sends every shape it has not checked to the reference path); see
+    # q2_metric.models.speed.qg_fast. Read on every call.
+    qg_decoder: QGDecoder = "reference"
 
     def __post_init__(self) -> None:
         for name in option_names():  # each field's own rule (`value_problem`)
@@ -321,10 +323,11 @@ OPTION_DOCS: dict[str, OptionDoc] = {
         "MKL runs AVX2 code), blas (PyTorch's default) or onednn; speed only"
     ),
     "qg_decoder": OptionDoc(
-        "beam search's path: auto (the fast path for a T5, merged rows on a CPU and CUDA graphs on a GPU, "
-        "checked at run time to give the reference's logits bit for bit, else the reference), reference "
-        "(each batch alone by 3.2's step) or fast "
-        "(as auto, an error for another model; named in the signature); the same questions"
+        "beam search's path: reference (the paper's: each batch alone by transformers 3.2's decoder step) "
+        "or fast (a T5 only: merged rows on a CPU, CUDA graphs on a GPU; a batch takes it only where "
+        "the same decoder steps, on the same shapes, padding, cache lengths and backend settings, gave "
+        "the reference's logits bit for bit on this machine, else the reference path; named in the "
+        "signature)"
     ),
 }
 

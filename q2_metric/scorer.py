@@ -31,7 +31,7 @@ from q2_metric.options import with_options
 from q2_metric.profile import StageProfile, run_stage
 from q2_metric.progress import DONE, ProgressCallback, notify, stage
 from q2_metric.results import DISCARDED, Pair, Q2Result, ResponseScore
-from q2_metric.signature import Signature
+from q2_metric.signature import Signature, qg_path
 from q2_metric.steps.answers import KnowledgeAnswer, answer_from_knowledge
 from q2_metric.steps.candidates import find_candidates
 from q2_metric.steps.coref import CorefResolver, resolve_pairs
@@ -108,24 +108,30 @@ class Q2Scorer:
         return view
 
     def _component(self, attr: str, build: Callable[[], Any]) -> Any:
-        """The component in `attr`, built on first use (or taken from the origin's)."""
+        """The component in `attr`, built on first use (or taken from the origin's, built with the
+        origin's options), bound to this scorer's options."""
         with self._lock:
             comp = getattr(self, attr)
             if comp is None:
                 comp = getattr(self._origin, attr[1:]) if self._origin is not None else build()
                 setattr(self, attr, comp)
+            self._bind_one(comp)
             return comp
 
     def _bind(self) -> None:
         """Components built from a configuration read this scorer's options during its call (a
-        shared component may have served another scorer's options last)."""
+        shared component may have served another scorer's options last; one taken from the origin
+        during the call is bound as it is taken, `_component`)."""
         for comp in (self._parser, self._qg, self._qa, self._nli, self._coref):
-            if (
-                comp is not None
-                and type(comp).__module__.startswith("q2_metric.models.")
-                and getattr(comp, "config", self.config) is not self.config
-            ):
-                comp.config = self.config  # type: ignore[union-attr]  # the package's backends: each has .config
+            self._bind_one(comp)
+
+    def _bind_one(self, comp: object) -> None:
+        if (
+            comp is not None
+            and type(comp).__module__.startswith("q2_metric.models.")
+            and getattr(comp, "config", self.config) is not self.config
+        ):
+            comp.config = self.config  # type: ignore[attr-defined]  # the package's backends: each has .config
 
     # -- components, loaded lazily and once ------------------------------------------------
     @property
@@ -256,6 +262,9 @@ class Q2Scorer:
         }
         names["dtype"] = self._dtype_name()
         names["tok"] = self._tokenization()
+        decoder = getattr(self._qg, "decoder", None)  # the path the loaded generator runs for these options
+        if decoder in ("reference", "fast"):
+            names["qgdec"] = qg_path(decoder)
         return names
 
     def _tokenization(self) -> str:

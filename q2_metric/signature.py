@@ -105,8 +105,9 @@ class Signature:
             ("dtype", comps.get("dtype", c.dtype)),
             # int8 quantization (off by default, then absent): which encoders
             *([("quant", f"{c.quantize}-dynamic-qa,nli")] if c.quantize != "none" else []),
-            # the fast beam-search path asked for by name (auto's gives the reference's questions too)
-            *([("qgdec", c.qg_decoder)] if c.qg_decoder == "fast" else []),
+            # beam search's path: ref (the paper's search, the default) or fast (opt-in); the
+            # generator's own answer when it is loaded (the path that ran)
+            ("qgdec", comps.get("qgdec", qg_path(c.qg_decoder))),
             # qg/qa/nli tokenization: ref32 = transformers 3.2's (the paper's), hf = transformers' own
             ("tok", comps.get("tok", "unknown")),
             ("transformers", _version("transformers")),
@@ -170,6 +171,15 @@ class Signature:
     def digest(self) -> str:
         """A short stable hash, e.g. for cache keys."""
         return hashlib.sha256(str(self).encode()).hexdigest()[:16]
+
+
+def qg_path(decoder: str) -> str:
+    """The signature's name of a beam-search path (`Q2Config.qg_decoder`): `ref` or `fast`.
+
+    >>> qg_path("reference"), qg_path("fast")
+    ('ref', 'fast')
+    """
+    return "ref" if decoder == "reference" else decoder
 
 
 def _personal(c: Q2Config) -> str:

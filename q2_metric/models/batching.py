@@ -44,12 +44,33 @@ def batch_limits(
     count, tokens = getattr(config, f"{role}_batch_size"), getattr(config, f"{role}_max_tokens")
     limits = CPU_LIMITS[role]
     if device.type == "cuda" and (count is None or tokens is None):
-        scale = min(1.0, (free_bytes(device) if free is None else free) / GPU_ROOM)
-        limits = (
-            max(limits[0], int(GPU_LIMITS[role][0] * scale)),
-            max(limits[1], int(GPU_LIMITS[role][1] * scale)),
-        )
-    return (limits[0] if count is None else count, limits[1] if tokens is None else tokens)
+        limits = device_limits(role, device, free)
+    return configured(config, role, limits)
+
+
+def device_limits(role: Role, device: torch.device, free: int | None = None) -> tuple[int, int]:
+    """A model's batch limits when the options leave them to the device: a CPU's, or a GPU's
+    scaled by its free memory (`free`, read now when not given)."""
+    limits = CPU_LIMITS[role]
+    if device.type != "cuda":
+        return limits
+    scale = min(1.0, (free_bytes(device) if free is None else free) / GPU_ROOM)
+    return (
+        max(limits[0], int(GPU_LIMITS[role][0] * scale)),
+        max(limits[1], int(GPU_LIMITS[role][1] * scale)),
+    )
+
+
+def configured(config: Q2Config, role: Role, defaults: tuple[int, int]) -> tuple[int, int]:
+    """The limits of one call: the options' where they are set, else `defaults` (the device's,
+    measured when the model loaded). Backends read them on every call, so that every call's options
+    are honoured, whichever options the model was loaded with.
+
+    >>> configured(Q2Config(qg_batch_size=4), "qg", (16, 16384))
+    (4, 16384)
+    """
+    count, tokens = getattr(config, f"{role}_batch_size"), getattr(config, f"{role}_max_tokens")
+    return (defaults[0] if count is None else count, defaults[1] if tokens is None else tokens)
 
 
 T = TypeVar("T")

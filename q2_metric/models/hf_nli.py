@@ -18,7 +18,7 @@ import torch
 from q2_metric.components import combine_window_labels
 from q2_metric.config import Q2Config
 from q2_metric.errors import ModelCheckError
-from q2_metric.models.batching import batch_limits, map_batched
+from q2_metric.models.batching import configured, device_limits, map_batched
 from q2_metric.models.checks import nli_labels
 from q2_metric.models.loading import (
     load_pretrained,
@@ -82,7 +82,7 @@ class HFNLIClassifier:
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul` (what float32 Linear layers are left)
         self.max_length = min(self.tokenizer.model_max_length, 512)
         self.tokens_processed = 0
-        self.batch_size, self.max_tokens = batch_limits(config, "nli", self.device)
+        self.device_limits = device_limits("nli", self.device)  # the options' limits: per call
         if is_allennlp_converted(self.model.config):
             self.tokenization = ALLENNLP
 
@@ -90,6 +90,16 @@ class HFNLIClassifier:
             a, b = (tok(t, add_special_tokens=False)["input_ids"] for t in ("a", "b"))
             self._pair = template_parts(tok("a", "b")["input_ids"], [a, b])
             self._single = template_parts(tok("a")["input_ids"], [a])
+
+    @property
+    def batch_size(self) -> int:
+        """Most inputs per batch in this call (`nli_batch_size`, else the device's)."""
+        return configured(self.config, "nli", self.device_limits)[0]
+
+    @property
+    def max_tokens(self) -> int:
+        """Padded tokens per batch in this call (`nli_max_tokens`, else the device's)."""
+        return configured(self.config, "nli", self.device_limits)[1]
 
     def _allennlp_ids(self, premise: str, hypothesis: str) -> list[int]:
         tok = self.tokenizer

@@ -39,7 +39,7 @@ import torch
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
-from q2_metric.models.batching import batch_limits, budget_batches, packed_calls, pipelined
+from q2_metric.models.batching import budget_batches, configured, device_limits, packed_calls, pipelined
 from q2_metric.models.loading import (
     load_pretrained,
     model_revision,
@@ -131,9 +131,20 @@ class HFQuestionAnswerer:
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul` (what float32 Linear layers are left)
         self.cls_text = self.tokenizer.cls_token or "[CLS]"
         self.window = model_window(self.tokenizer, self.model)
-        self.packs()  # qa_packing='on' with a model that cannot pack fails here, at load
+        # `qa_packing` is read on every call (`packs`): 'on' with a model that cannot pack is refused
+        # by that call alone
         self.tokens_processed = 0  # padded tokens through the model, for benchmarks
-        self.batch_size, self.max_tokens = batch_limits(config, "qa", self.device)
+        self.device_limits = device_limits("qa", self.device)  # the options' limits: per call
+
+    @property
+    def batch_size(self) -> int:
+        """Most inputs per batch in this call (`qa_batch_size`, else the device's)."""
+        return configured(self.config, "qa", self.device_limits)[0]
+
+    @property
+    def max_tokens(self) -> int:
+        """Padded tokens per batch in this call (`qa_max_tokens`, else the device's)."""
+        return configured(self.config, "qa", self.device_limits)[1]
 
     def _logits(self, features: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Start and end logits of each feature, in one padded batch."""

@@ -8,16 +8,16 @@ from collections.abc import Sequence
 import torch
 
 from q2_metric.config import Q2Config, QGDecoder
-from q2_metric.errors import Q2Error
-from q2_metric.models.batching import batch_limits, budget_batches
+from q2_metric.errors import Q2OptionError
+from q2_metric.models.batching import budget_batches, configured, device_limits
 from q2_metric.models.loading import load_pretrained, model_revision, resolve_device, resolve_dtype
 from q2_metric.models.paper.beam_search import BeamRules, beam_search
 from q2_metric.models.paper.reference_tokenization import HF, REFERENCE, load_reference_tokenizer
 from q2_metric.models.paper.t5_cross_bias import attach_cross_attention_bias
 from q2_metric.models.paper.t5_steps import decoder_steps
 from q2_metric.models.speed.cpu_matmul import OneDNNLinears, uses_onednn
-from q2_metric.models.speed.kernels import model_kernels
-from q2_metric.models.speed.qg_fast import FastQG, FastSettings
+from q2_metric.models.speed.kernels import backend_settings, model_kernels
+from q2_metric.models.speed.qg_fast import ExactnessGate, FastQG, FastSettings
 from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 from q2_metric.progress import batch_done
 
@@ -68,10 +68,12 @@ class HFQuestionGenerator:
     relative bias runs with it (`t5_cross_bias`). `reference=False` (for comparisons) and any
     other model use transformers' own tokenizer.
 
-    Beam search runs by one of two paths, chosen once here (`Q2Config.qg_decoder`): the reference
-    path searches each batch alone over 3.2's decoder step; the fast path (`models/speed/qg_fast.py`,
-    its choices `fast`, default `FastSettings()`) merges batches' rows behind an exactness gate that
-    falls back to the reference path wherever its steps would give other logits.
+    Beam search runs by one of two paths, read from the options on every call (`Q2Config.qg_decoder`,
+    `decoder`): the reference path (the default) searches each batch alone over 3.2's decoder step;
+    the fast path of a T5 (`models/speed/qg_fast.py`, its choices `fast`, default `FastSettings()`)
+    merges batches' rows behind the generator's exactness gate (`gate`), which sends every batch
+    outside the keys it has checked to the reference path. Options are honoured on every call,
+    whichever the generator was loaded with; `fast` for another model is refused by that call alone.
     """
 
     def __init__(self, config: Q2Config, reference: bool = True, fast: FastSettings | None = None) -> None:
@@ -89,35 +91,54 @@ class HFQuestionGenerator:
         self.model = self.model.to(self.device).eval()
         self.linears = OneDNNLinears(self.model)  # `cpu_matmul`
         self.tokens_processed = 0
-        self.batch_size, self.max_tokens = batch_limits(config, "qg", self.device)
+        self.device_limits = device_limits("qg", self.device)  # the options' limits: per call
         self.shared = attach_shared_cross_attention(self.model)
-        self.fast = self._fast_path(config.qg_decoder, fast)
+        self.settings = fast or FastSettings()  # the fast path's, when a call asks for it
+        self.gate = ExactnessGate()  # what this generator's checks proved, on this machine
+        self._fast_paths: dict[FastSettings, FastQG] = {}
 
-    def _fast_path(self, decoder: QGDecoder, settings: FastSettings | None) -> FastQG | None:
-        """The fast path of `decoder` (`Q2Config.qg_decoder`), None for the reference path."""
-        if decoder == "fast" and self.shared is None:
-            raise Q2Error(
-                f"qg_decoder='fast' needs a T5 question generator; {self.model_id} is not one "
-                "(use qg_decoder='auto' or 'reference')"
-            )
-        if self.shared is None or decoder == "reference":
+    @property
+    def batch_size(self) -> int:
+        """Most inputs per batch in this call (`qg_batch_size`, else the device's)."""
+        return configured(self.config, "qg", self.device_limits)[0]
+
+    @property
+    def max_tokens(self) -> int:
+        """Padded tokens per batch in this call (`qg_max_tokens`, else the device's)."""
+        return configured(self.config, "qg", self.device_limits)[1]
+
+    @property
+    def fast(self) -> FastQG | None:
+        """The fast path the options ask for now (`qg_decoder='fast'`), None for the reference path;
+        `Q2OptionError` (this call refused, the generator usable) for a model other than a T5."""
+        if self.config.qg_decoder != "fast":
             return None
-        return FastQG(
-            self.model, self.shared, settings or FastSettings(), self._reference_search, self._environment
-        )
+        if self.shared is None:
+            raise Q2OptionError(
+                f"qg_decoder='fast' needs a T5 question generator; {self.model_id} is not one "
+                "(use qg_decoder='reference', the default)."
+            )
+        path = self._fast_paths.get(self.settings)
+        if path is None:
+            path = self._fast_paths[self.settings] = FastQG(
+                self.model, self.shared, self.settings, self._reference_search, self._environment, self.gate
+            )
+        return path
 
     def with_decoder(self, decoder: QGDecoder, fast: FastSettings | None = None) -> HFQuestionGenerator:
-        """Another generator over the same loaded model and tokenizers, by another beam-search path
-        (`decoder` as `Q2Config.qg_decoder`; `fast`: the fast path's settings): comparisons' arms."""
+        """Another generator over the same loaded model, tokenizers and gate, by another beam-search
+        path (`decoder` as `Q2Config.qg_decoder`; `fast`: the fast path's settings): comparisons' arms."""
         other = copy.copy(self)
         other.config = self.config.replace(qg_decoder=decoder)
-        other.fast = other._fast_path(decoder, fast)
+        other.settings = fast or FastSettings()
+        other._fast_paths = {}
+        _ = other.fast  # refused here for a model other than a T5
         return other
 
     @property
     def decoder(self) -> str:
-        """Which beam-search path runs: `fast` or `reference`."""
-        return "fast" if self.fast is not None else "reference"
+        """Which beam-search path the options ask for now: `fast` (a T5's) or `reference`."""
+        return "fast" if self.config.qg_decoder == "fast" and self.shared is not None else "reference"
 
     @property
     def tokenization(self) -> str:
@@ -185,11 +206,17 @@ class HFQuestionGenerator:
         return [[row] for row in out.tolist()]
 
     def _environment(self) -> tuple:
-        """What the exactness gate's memo keys hold besides the shapes: device, dtype, threads and
-        the Linear layers' kernel."""
+        """What the exactness gate's keys hold besides the shapes, read at each use: device, dtype,
+        threads, the Linear layers' kernel (this call's `cpu_matmul`) and the backend settings."""
         dtype = next(self.model.parameters()).dtype
         onednn = uses_onednn(self.config.cpu_matmul, self.device, dtype)
-        return (str(self.device), str(dtype), torch.get_num_threads(), "onednn" if onednn else "default")
+        return (
+            str(self.device),
+            str(dtype),
+            torch.get_num_threads(),
+            "onednn" if onednn else "default",
+            backend_settings(self.device),
+        )
 
     @torch.inference_mode()
     def generate_ids(
@@ -201,6 +228,7 @@ class HFQuestionGenerator:
         if not prompts:
             return []
         c = self.config
+        fast = self.fast if c.decoding != "greedy" else None  # this call's path (refused here, first)
         inputs = self.encode(prompts)
         beams = 1 if c.decoding == "greedy" else c.num_beams
         multiple = GPU_WIDTH_MULTIPLE if self.device.type == "cuda" else 1
@@ -209,8 +237,8 @@ class HFQuestionGenerator:
         forced = [None if new_tokens is None else max(new_tokens[i] for i in idx) for idx in order]
         out: list[list[list[int]]] = [[] for _ in inputs]
         with model_kernels(self.linears, c.cpu_matmul, self.device, self.model):
-            if beams > 1 and self.fast is not None:
-                results = self.fast.search(batches, [self._rules(n) for n in forced])
+            if beams > 1 and fast is not None:
+                results = fast.search(batches, [self._rules(n) for n in forced])
             else:
                 results = []
                 for (ids, mask), n in zip(batches, forced):
@@ -229,12 +257,13 @@ class HFQuestionGenerator:
     def generate_batch_ids(self, inputs: Sequence[list[int]]) -> list[list[list[int]]]:
         """The questions' ids of encoder inputs (`encode`'s ids) in one padded batch, as one call of
         3.2's `generate` returned them."""
+        fast = self.fast if self.config.decoding != "greedy" else None
         ids, mask = self._padded(list(inputs))
         with model_kernels(self.linears, self.config.cpu_matmul, self.device, self.model):
             if self.config.decoding == "greedy":
                 return self._greedy(ids, mask, None)
-            if self.fast is not None:
-                return self.fast.search([(ids, mask)], [self._rules(None)])[0]
+            if fast is not None:
+                return fast.search([(ids, mask)], [self._rules(None)])[0]
             return self._reference_search(ids, mask, self._rules(None))
 
     def generate(
@@ -244,13 +273,10 @@ class HFQuestionGenerator:
         return [[self.decode(ids) for ids in beams] for beams in self.generate_ids(prompts, new_tokens)]
 
     def profile_notes(self) -> list[str]:
-        """The shape classes the fast path's exactness gate sent to the reference path."""
-        if self.fast is None:
-            return []
-        graphs = self.fast.graphs.notes() if self.fast.graphs is not None else []
-        return graphs + [
-            f"qg: fell back to the reference path for {key[0]} {key[-1]}" for key in self.fast.gate.refused()
-        ]
+        """What the fast path did (its batches by path, its CUDA graphs), when it ran."""
+        paths = list(self._fast_paths.values())
+        graphs = [note for p in paths if p.graphs is not None for note in p.graphs.notes()]
+        return graphs + (paths[0].notes() if paths else [])
 
     def describe(self) -> str:
         return f"{self.model_id}@{model_revision(self.model, self.model_id)}"

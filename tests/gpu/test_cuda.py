@@ -68,18 +68,17 @@ def test_the_fast_question_generator_on_the_gpu_asks_the_reference_path_s_questi
     """`qg_decoder`: the fast path (merged steps behind the exactness gate, checked on this GPU) and
     the reference path give the same questions, answers and scores on the tiny models' varied rows;
     the gate's decisions are printed for the run's record."""
-    from q2_metric.models.speed.qg_fast import GATE
-
     responses, knowledge = [r["response"] for r in rows], [r["knowledge"] for r in rows]
     config = tiny_config.replace(device="cuda", qg_batch_size=8)
-    fast = Q2Scorer(config)
-    reference = Q2Scorer(config.replace(qg_decoder="reference"))
+    fast = Q2Scorer(config.replace(qg_decoder="fast"))
+    reference = Q2Scorer(config)
     got, want = fast.score(responses, knowledge), reference.score(responses, knowledge)
     assert fast.qg.decoder == "fast" and reference.qg.decoder == "reference"
     assert len({r.q2 for r in want.responses}) > 2
     for i, (a, b) in enumerate(zip(trace(got), trace(want), strict=True)):
         assert a == b, f"row {i}"
-    for key, ok in GATE.memo.items():
+    assert "|qgdec:fast|" in str(got.signature) and "|qgdec:ref|" in str(want.signature)
+    for key, ok in fast.qg.gate.memo.items():  # type: ignore[attr-defined]
         print("gate:", key[0], key[2], key[-1], "fast" if ok else "refused")
 
 

@@ -14,7 +14,7 @@ from q2_metric import Q2Scorer
 from q2_metric.models.hf_qg import HFQuestionGenerator
 from q2_metric.models.paper.t5_steps import cached_steps, encoder_rows
 from q2_metric.models.speed.flops import FlopMeter
-from q2_metric.models.speed.qg_fast import GATE, FastSettings
+from q2_metric.models.speed.qg_fast import FastSettings
 from q2_metric.models.speed.qg_graphs import StepGraphs
 
 VOCAB = 512
@@ -59,7 +59,7 @@ def test_the_graph_step_equals_the_eager_step_bit_for_bit_over_several_buckets(d
 
 def test_the_pipeline_with_graphs_on_the_gpu_gives_the_cpu_s_questions_answers_and_scores(tiny_config, rows):
     responses, knowledge = [r["response"] for r in rows], [r["knowledge"] for r in rows]
-    config = tiny_config.replace(device="cuda", qg_batch_size=4)
+    config = tiny_config.replace(device="cuda", qg_batch_size=4, qg_decoder="fast")
     qg = HFQuestionGenerator(config, fast=FastSettings(graph_min_uses=2))
     assert qg.fast is not None and qg.fast.graphs is not None
     on_gpu = Q2Scorer(config, qg=qg).score(responses, knowledge)
@@ -69,7 +69,7 @@ def test_the_pipeline_with_graphs_on_the_gpu_gives_the_cpu_s_questions_answers_a
         assert gpu == cpu, f"row {i}"
     counts = qg.fast.graphs.counts
     print("graphs:", dict(counts), qg.profile_notes())
-    for key, ok in GATE.memo.items():
+    for key, ok in qg.gate.memo.items():
         if key[0] == "cuda graphs":
             print("gate:", key[0], key[-1], "replayed" if ok else "refused")
     assert counts["replayed"] + counts["checked"] > 0

@@ -313,17 +313,19 @@ def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config, capsys)
     assert [o["q2"] is None for o in out] == [False, True, True, False]
 
 
-def test_qg_decoder_reference_asks_the_fast_path_s_questions(rows, tiny_models, tmp_path):
-    """`--qg-decoder reference` (3.2's beam search, each batch alone) and the default fast path
-    (`auto`) write the same questions, answers and scores for every row (`--steps`), on rows whose
-    scores differ; only an explicit `fast` is named in the signature. Expected values: the
-    reference path's own run (itself checked against transformers 3.2's recorded beams)."""
+def test_qg_decoder_fast_asks_the_reference_path_s_questions(rows, tiny_models, tmp_path):
+    """The default (the reference path: 3.2's beam search, each batch alone), `--qg-decoder
+    reference` and the opt-in `fast` write the same questions, answers and scores for every row
+    (`--steps`), on rows whose scores differ; the signature names the path that ran (`qgdec:ref`
+    by default). Expected values: the reference path's own run (itself checked against
+    transformers 3.2's recorded beams)."""
     data = write_csv(tmp_path / "in.csv", rows[:12])
     runs = {}
-    for decoder in ("reference", "auto", "fast"):
+    for decoder in ("default", "reference", "fast"):
         steps, summary = tmp_path / f"steps-{decoder}.csv", tmp_path / f"summary-{decoder}.json"
         args = ["score", str(data), "-o", str(tmp_path / f"out-{decoder}.csv"), "--steps", str(steps)]
-        args += ["--summary", str(summary), "--no-cache", "--qg-decoder", decoder, *tiny_flags(tiny_models)]
+        args += ["--summary", str(summary), "--no-cache", *tiny_flags(tiny_models)]
+        args += [] if decoder == "default" else ["--qg-decoder", decoder]
         assert main(args) == 0
         with open(tmp_path / f"out-{decoder}.csv", newline="", encoding="utf-8") as f:
             scores = [row["q2"] for row in csv.DictReader(f)]
@@ -332,10 +334,10 @@ def test_qg_decoder_reference_asks_the_fast_path_s_questions(rows, tiny_models, 
             scores,
             json.loads(summary.read_text())["signature"],
         )
-    reference, auto, fast = runs["reference"], runs["auto"], runs["fast"]
+    default, reference, fast = runs["default"], runs["reference"], runs["fast"]
     assert len(set(reference[1])) >= 3 and reference[0].count("\n") > 12  # scores differ; questions written
-    assert auto[:2] == reference[:2] == fast[:2]
-    assert "qgdec" not in reference[2] and "qgdec" not in auto[2] and "qgdec:fast" in fast[2]
+    assert default[:2] == reference[:2] == fast[:2]
+    assert "|qgdec:ref|" in default[2] and "|qgdec:ref|" in reference[2] and "|qgdec:fast|" in fast[2]
 
 
 def test_the_summary_counts_a_response_past_spacys_limit_by_its_own_reason(tiny_env, rows, tmp_path, capsys):

@@ -15,12 +15,10 @@ from q2_metric.errors import Q2Error
 
 # Not errors a user sees: a signal as an exception, and the readers' private markers.
 # Interrupted: Ctrl-C on its way out; TinyModelsWarning: a warning (the tiny models' line), no error
-# FastPathFallback: a warning (the fast question generator's gate refused a shape class), no error
 NOT_USER_ERRORS = {
     "q2_metric.io.interrupts.Interrupted",
     "q2_metric.errors.TinyModelsWarning",
     "q2_metric.errors.NotEnglishWarning",  # a warning: the text is scored, its scores mean little
-    "q2_metric.models.speed.qg_fast.FastPathFallback",
 }
 
 

@@ -83,3 +83,16 @@ def test_added_batches_are_not_written_before_the_cache_folder_is_checked(tiny_m
         qg_model=str(model), qa_model=tiny_models["qa"], nli_model=tiny_models["nli"], device="cpu"
     )
     assert len(out["scores"]) == 2 and files() == before
+
+
+def test_an_instance_honours_qg_decoder_on_every_compute(metric):
+    """The options of each `compute` choose QG's path, whichever the instance loaded its models with."""
+    ref = metric.compute(predictions=PRED, references=REF, tiny=True)
+    fast = metric.compute(predictions=PRED, references=REF, tiny=True, qg_decoder="fast")
+    again = metric.compute(predictions=PRED, references=REF, tiny=True)
+    paths = [
+        dict(p.partition(":")[::2] for p in o["signature"].split("|"))["qgdec"] for o in (ref, fast, again)
+    ]
+    assert paths == ["ref", "fast", "ref"]
+    qg = metric._scorer._qg
+    assert qg.gate.counts["fast"] + qg.gate.counts["refused"] + qg.gate.counts["past the checked steps"] > 0

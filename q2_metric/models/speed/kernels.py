@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 
 import torch
@@ -50,3 +51,46 @@ def model_kernels(
     dtype = first.dtype if first is not None else torch.float32
     with linear_kernels(linears, setting, device), attention_kernels(device, dtype):
         yield
+
+
+@functools.lru_cache(maxsize=8)
+def device_name(device: torch.device) -> str:
+    """The device's model: a GPU's name, or a CPU's model name and instruction set."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    name = ""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{name or 'cpu'} {torch.backends.cpu.get_cpu_capability()}"
+
+
+def denormals_flushed() -> bool:
+    """Whether this thread flushes float32 denormals to zero (`torch.set_flush_denormal`)."""
+    return bool((torch.tensor([1e-40], dtype=torch.float32) * 1.0).item() == 0.0)
+
+
+def backend_settings(device: torch.device) -> tuple:
+    """The process's settings that choose kernels, read now: the SDPA backends enabled, float32
+    matmul precision and the reduced-precision switches, whether denormals are flushed, and the
+    device's name. Two runs with the same settings on the same shapes make the same kernel calls."""
+    cuda = torch.backends.cuda
+    sdpa = tuple(
+        getattr(cuda, name, lambda: None)()
+        for name in (
+            "flash_sdp_enabled",
+            "mem_efficient_sdp_enabled",
+            "math_sdp_enabled",
+            "cudnn_sdp_enabled",
+        )
+    )
+    matmul = (
+        torch.get_float32_matmul_precision(),
+        getattr(cuda.matmul, "allow_tf32", None),
+        getattr(torch.backends.cudnn, "allow_tf32", None),
+        getattr(cuda.matmul, "allow_fp16_reduced_precision_reduction", None),
+        getattr(cuda.matmul, "allow_bf16_reduced_precision_reduction", None),
+    )
+    return (device_name(device), sdpa, matmul, denormals_flushed())

@@ -10,8 +10,9 @@ batch shape, and replays it: the same kernels on the same shapes, launched by on
 - Graph `t` reads the cache that graph `t - 1` wrote, so a search replays graphs 0, 1, ... in the
   order they were captured; they share one memory pool, each reusing what the one before freed.
   A later batch of the same shape copies its encoder output into the chain's buffers and replays.
-- The exactness gate (`qg_fast.GATE`, one memo) compares every graph with the eager step before
-  it is used: the first batch that reaches step `t` of a chain runs the eager reference steps and
+- The exactness gate (`qg_fast.ExactnessGate`, the generator's) compares every graph with the eager
+  step before it is used; its key holds the batch's shape (inputs, exact width, beams, padding) and
+  the backend settings, read at each use, and a chain is held per key: the first batch that reaches step `t` of a chain runs the eager reference steps and
   the graphs side by side (its ids come from the eager steps) and compares their logits bit for
   bit. On a difference the shape falls back to the reference path for the rest of the run.
 - That first batch goes on past its own end (pad tokens, each row continuing itself) up to the
@@ -42,15 +43,6 @@ from q2_metric.models.paper.t5_steps import cached_steps, encoder_rows
 from q2_metric.models.speed.fast_search import FastSearchState
 
 Results = list[list[list[int]]]  # per input, its sequences
-
-
-_PROCESS_GATE: Any = None  # the process's one exactness gate (`qg_fast.GATE`, registered there)
-
-
-def register_gate(gate: Any) -> None:
-    """The gate an unpickled scheduler uses (`qg_fast` registers its `GATE` when imported)."""
-    global _PROCESS_GATE
-    _PROCESS_GATE = gate
 
 
 # A new shape gets graphs only while this fraction of the GPU's memory is free (counting what
@@ -195,15 +187,11 @@ class GraphQG:
         self.seen: Counter[tuple] = Counter()  # batches of each shape, over the generator's calls
 
     def __getstate__(self) -> dict:
-        """Pickled (Ray ships scorers) without its graphs, which stay on their GPU, and without the
-        gate, whose lock does not pickle: a copy makes its own graphs and uses its process's gate."""
+        """Pickled (Ray ships scorers) without its graphs, which stay on their GPU: a copy makes its
+        own (and its gate, pickled without its facts, proves its own)."""
         state = dict(self.__dict__)
-        state["chains"], state["gate"] = OrderedDict(), None
+        state["chains"] = OrderedDict()
         return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.gate = _PROCESS_GATE
 
     @staticmethod
     def shape(ids: torch.Tensor, mask: torch.Tensor, rules: BeamRules) -> tuple:
@@ -222,7 +210,7 @@ class GraphQG:
             steps[shape] = max(steps.get(shape, 0), r.max_length - 1)
         out = []
         for (ids, mask), r, shape in zip(batches, rules, shapes):
-            key = self.key(shape)
+            key = self.key(shape)  # the backend settings read now, at each use
             if self.seen[shape] < self.min_uses or self.gate.memo.get(key) is False:
                 self.counts["reference"] += 1
                 out.append(self.reference(ids, mask, r))
@@ -240,24 +228,25 @@ class GraphQG:
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
 
-    def _chain(self, shape: tuple) -> Chain | None:
-        """The shape's chain, made if it is new and memory allows (None: it does not)."""
-        if shape in self.chains:
-            self.chains.move_to_end(shape)
-            return self.chains[shape]
+    def _chain(self, key: tuple, shape: tuple) -> Chain | None:
+        """The key's chain (its shape's graphs under its settings), made if it is new and memory
+        allows (None: it does not)."""
+        if key in self.chains:
+            self.chains.move_to_end(key)
+            return self.chains[key]
         while self.chains and (len(self.chains) >= self.max_chains or self.free() < MIN_FREE):
             self.chains.popitem(last=False)
             self.release()
         if self.free() < MIN_FREE:
             return None
         inputs, width, beams, padded = shape
-        self.chains[shape] = self.make_chain(self.model, inputs * beams, width, padded)
-        return self.chains[shape]
+        self.chains[key] = self.make_chain(self.model, inputs * beams, width, padded)
+        return self.chains[key]
 
     def _replayed(
         self, key: tuple, shape: tuple, ids: torch.Tensor, mask: torch.Tensor, r: BeamRules, longest: int
     ) -> Results:
-        chain = self._chain(shape)
+        chain = self._chain(key, shape)
         if chain is None:  # too little memory left for another shape's graphs
             self.counts["reference"] += 1
             return self.reference(ids, mask, r)
@@ -320,9 +309,12 @@ class GraphQG:
             t += 1
             if state.finished and t >= ahead:
                 break
-        self.gate.record(key, same)
-        if not same:
-            self.chains.pop(shape, None)
+        if self.key(shape) != key:  # the settings changed while it ran: nothing proved
+            self.chains.pop(key, None)
+        else:
+            self.gate.record(key, same)
+            if not same:
+                self.chains.pop(key, None)
         self.counts["checked"] += 1
         return state.results()
 

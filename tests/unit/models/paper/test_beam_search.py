@@ -66,12 +66,11 @@ def test_the_project_returns_what_transformers_3_2_returned(recorded_model, deco
     assert checked == len(RECORDED["settings"]) * len(RECORDED["max_lengths"]) * len(prompts)
 
 
-@pytest.mark.parametrize("decoder", ["fast", "auto"])
-def test_the_fast_path_returns_what_the_reference_path_returns(recorded_model, decoder):
+def test_the_fast_path_returns_what_the_reference_path_returns(recorded_model):
     name, folder = recorded_model
     run = RECORDED["models"][name]["runs"][1]
     options = dict(max_question_length=run["max_length"], **run["setting"])
-    fast = _generator(folder, qg_decoder=decoder, **options)
+    fast = _generator(folder, qg_decoder="fast", **options)
     reference = _generator(folder, qg_decoder="reference", **options)
     assert fast.decoder == "fast" and reference.decoder == "reference"
     assert fast.generate_batch_ids(RECORDED["prompts"]) == reference.generate_batch_ids(RECORDED["prompts"])

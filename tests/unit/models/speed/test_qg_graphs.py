@@ -12,6 +12,7 @@ tests/unit/models/paper/test_beam_search.py).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import ClassVar
 
 import pytest
@@ -148,8 +149,10 @@ def test_a_step_that_differs_or_cannot_be_captured_sends_the_shape_to_the_refere
     batches = [_batch(s, 4, 11) for s in range(4)]
     gate = ExactnessGate()
     graphs = _graphs(model, gate, **fault)
-    with torch.inference_mode(), pytest.warns(UserWarning, match="falls back to the reference path"):
+    with torch.inference_mode(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         got = graphs.search(batches, [RULES] * 4)
+    assert caught == []  # a refusal is logged at debug level and counted, never a warning
     with torch.inference_mode():
         want = [_reference(model)(ids, mask, RULES) for ids, mask in batches]
     assert got == want
@@ -241,7 +244,9 @@ def test_a_new_shape_gets_graphs_only_while_memory_is_free(model):
         got = graphs.search(batches, [RULES] * 8)
         want = [_reference(model)(ids, mask, RULES) for ids, mask in batches]
     assert got == want
-    assert list(graphs.chains) == [(2, 9, 3, True)] and len(EagerChain.made) == 2  # the first went
+    assert (
+        list(graphs.chains) == [("cuda graphs", (2, 9, 3, True))] and len(EagerChain.made) == 2
+    )  # the first went
 
     starved = _graphs(model, ExactnessGate(), free=lambda: 0.1)
     with torch.inference_mode():
@@ -253,15 +258,16 @@ def _search_by_reference(ids, mask, rules):  # a module-level function: it pickl
     raise AssertionError("not called")
 
 
-def test_a_pickled_scheduler_leaves_its_graphs_and_takes_its_process_s_gate(model):
-    """Ray ships scorers: the scheduler pickles without its graphs (they stay on their GPU) and its
-    gate (a lock), and the copy uses its process's one gate."""
+def test_a_pickled_scheduler_leaves_its_graphs_and_its_gate_s_facts(model):
+    """Ray ships scorers: the scheduler pickles without its graphs (they stay on their GPU), and its
+    gate without its lock and its facts (proved on this machine: a copy proves its own)."""
     import pickle
 
-    from q2_metric.models.speed.qg_fast import GATE
-
-    graphs = GraphQG(model, _search_by_reference, tuple, ExactnessGate(), make_chain=qg_graphs.StepGraphs)
+    gate = ExactnessGate()
+    gate.record(("a batch alone", (1, 8, 3, True)), True)
+    graphs = GraphQG(model, _search_by_reference, tuple, gate, make_chain=qg_graphs.StepGraphs)
     graphs.chains[(1, 8, 3, True)] = "a chain on a GPU"
     copy = pickle.loads(pickle.dumps(graphs))
-    assert copy.chains == {} and copy.gate is GATE and graphs.chains
+    assert copy.chains == {} and graphs.chains
+    assert isinstance(copy.gate, ExactnessGate) and copy.gate.memo == {} and gate.memo
     assert copy.free() == 1.0  # off a GPU
