@@ -105,6 +105,8 @@ class Signature:
             ("dtype", comps.get("dtype", c.dtype)),
             # int8 quantization (off by default, then absent): which encoders
             *([("quant", f"{c.quantize}-dynamic-qa,nli")] if c.quantize != "none" else []),
+            # a mode whose results may depend on what else is in the batch (absent on the default path)
+            *batch_field(c),
             # the fast beam-search path asked for by name (auto's gives the reference's questions too)
             *([("qgdec", c.qg_decoder)] if c.qg_decoder == "fast" else []),
             # qg/qa/nli tokenization: ref32 = transformers 3.2's (the paper's), hf = transformers' own
@@ -170,6 +172,20 @@ class Signature:
     def digest(self) -> str:
         """A short stable hash, e.g. for cache keys."""
         return hashlib.sha256(str(self).encode()).hexdigest()[:16]
+
+
+def batch_invariant(c: Q2Config) -> bool:
+    """Whether a response's result is promised to be the same alone or inside any batch: the
+    default float32 path (tests/unit/test_batch_invariance.py). Reduced precision (bfloat16,
+    float16) and int8 quantization round differently with the padding and batch shapes around a
+    response, and QA packing asked for by name puts other responses' tokens in its rows."""
+    return c.dtype in ("auto", "float32") and c.quantize == "none" and c.qa_packing != "on"
+
+
+def batch_field(c: Q2Config) -> tuple[tuple[str, str], ...]:
+    """The signature's `batch:dependent` field for a mode that cannot promise batch invariance
+    (`batch_invariant`); nothing on the default path."""
+    return () if batch_invariant(c) else (("batch", "dependent"),)
 
 
 def _personal(c: Q2Config) -> str:

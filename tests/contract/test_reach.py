@@ -13,6 +13,7 @@ FRONT_END_PACKAGES = (
     "q2_metric.meta",
     "q2_metric.hub",
     "q2_metric.harness",
+    "q2_metric.serve",
 )
 ALLOWED = {
     (
