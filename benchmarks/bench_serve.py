@@ -79,19 +79,20 @@ def server(flags: list[str]):
     import httpx
 
     port = free_port()
-    log = tempfile.NamedTemporaryFile("w+", prefix="q2-serve-", suffix=".log", delete=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "q2_metric.cli", "serve", "--port", str(port), *flags],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    log = Path(tempfile.mkdtemp(prefix="q2-bench-serve-")) / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "q2_metric.cli", "serve", "--port", str(port), *flags],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 900
         while True:
             if proc.poll() is not None:
-                raise SystemExit(Path(log.name).read_text())
+                raise SystemExit(log.read_text())
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(url + "/ready", timeout=5).status_code == 200:
                     break
@@ -133,7 +134,10 @@ def served_view(entry: dict) -> tuple:
         entry["status"],
         entry["score"],
         entry["q2_no_nli"],
-        [(s["start"], s["end"], s["text"], s["question"], s["supported"], s["score"]) for s in entry["spans"]],
+        [
+            (s["start"], s["end"], s["text"], s["question"], s["supported"], s["score"])
+            for s in entry["spans"]
+        ],
     )
 
 
@@ -181,7 +185,9 @@ async def overload(url: str, items: list[dict], concurrency: int, seconds: float
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", choices=("tiny", "paper"), default="tiny")
     parser.add_argument("--n", type=int, default=64, help="items (default 64)")
     parser.add_argument("--concurrency", default="1,8,64")
@@ -198,12 +204,17 @@ def main(argv: list[str] | None = None) -> int:
     texts = [t for i in items for t in (i["response"], i["knowledge"])]
     models = build_tiny_models(folder, texts, size=args.size)
     options = dict(
-        qg_model=models["qg"], qa_model=models["qa"], nli_model=models["nli"], device="cpu",
+        qg_model=models["qg"],
+        qa_model=models["qa"],
+        nli_model=models["nli"],
+        device="cpu",
         max_question_length=args.max_question_length,
     )
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
-    print(f"CPU: {cpu_name()}, {os.cpu_count()} logical cores; {args.size} shapes (random weights), "
-          f"{args.n} items of the bundled WoW sample, questions of at most {args.max_question_length} tokens")
+    print(
+        f"CPU: {cpu_name()}, {os.cpu_count()} logical cores; {args.size} shapes (random weights), "
+        f"{args.n} items of the bundled WoW sample, questions of at most {args.max_question_length} tokens"
+    )
 
     scorer = Q2Scorer(Q2Config(**options)).load()
     scorer.score([items[0]["response"]], [items[0]["knowledge"]])  # warm-up
@@ -218,13 +229,20 @@ def main(argv: list[str] | None = None) -> int:
         alone.append(direct_view(res))
     direct_rate = args.n / direct_s
     same_direct = sum(direct_view(r) == a for r, a in zip(batched.responses, alone))
-    print(f"direct Q2Scorer, one call of {args.n}: {direct_s:.2f} s, {direct_rate:.1f} items/s; "
-          f"each item alone: p50 {statistics.median(alone_ms):.1f} ms")
-    print(f"batch invariance (direct): {same_direct}/{args.n} items identical in the batch of {args.n} and alone")
+    print(
+        f"direct Q2Scorer, one call of {args.n}: {direct_s:.2f} s, {direct_rate:.1f} items/s; "
+        f"each item alone: p50 {statistics.median(alone_ms):.1f} ms"
+    )
+    print(
+        f"batch invariance (direct): {same_direct}/{args.n} items identical in the batch of {args.n} and alone"
+    )
     del scorer
 
     rows = []
-    with server([*flags, "--max-batch", str(max(64, args.n)), "--max-queue", str(10 * args.n)]) as (url, proc):
+    with server([*flags, "--max-batch", str(max(64, args.n)), "--max-queue", str(10 * args.n)]) as (
+        url,
+        proc,
+    ):
         asyncio.run(load(url, items[:2], 1))  # warm the connection
         for c in [int(x) for x in args.concurrency.split(",")]:
             secs, lat, results = asyncio.run(load(url, items, c))
@@ -232,24 +250,34 @@ def main(argv: list[str] | None = None) -> int:
             same = sum(served_view(r) == a for r, a in zip(results, alone))
             ms = [1000 * x for x in lat]
             rows.append((c, rate, pct(ms, 50), pct(ms, 95), pct(ms, 99), same))
-            print(f"served c={c:3d}: {rate:7.1f} items/s ({100 * rate / direct_rate:5.1f}% of direct batched); "
-                  f"latency p50 {pct(ms, 50):8.1f} ms, p95 {pct(ms, 95):8.1f} ms, p99 {pct(ms, 99):8.1f} ms; "
-                  f"identical to alone: {same}/{args.n}")
+            print(
+                f"served c={c:3d}: {rate:7.1f} items/s ({100 * rate / direct_rate:5.1f}% of direct batched); "
+                f"latency p50 {pct(ms, 50):8.1f} ms, p95 {pct(ms, 95):8.1f} ms, p99 {pct(ms, 99):8.1f} ms; "
+                f"identical to alone: {same}/{args.n}"
+            )
     for c, rate, p50, *_ in rows:
         if c == 64:
-            print(f"target c=64 >= 90% of direct batched: {100 * rate / direct_rate:.1f}% "
-                  f"({'met' if rate >= 0.9 * direct_rate else 'NOT met'})")
+            print(
+                f"target c=64 >= 90% of direct batched: {100 * rate / direct_rate:.1f}% "
+                f"({'met' if rate >= 0.9 * direct_rate else 'NOT met'})"
+            )
         if c == 1:
             added = p50 - statistics.median(alone_ms)
-            print(f"target c=1 <= 5 ms added over the direct call: {added:+.1f} ms ({'met' if added <= 5 else 'NOT met'})")
+            print(
+                f"target c=1 <= 5 ms added over the direct call: {added:+.1f} ms ({'met' if added <= 5 else 'NOT met'})"
+            )
 
     if args.overload_seconds > 0:
         with server([*flags, "--max-queue", "32", "--max-batch", "32"]) as (url, proc):
-            out = asyncio.run(overload(url, items, args.overload_concurrency, args.overload_seconds, proc.pid))
+            out = asyncio.run(
+                overload(url, items, args.overload_concurrency, args.overload_seconds, proc.pid)
+            )
         rss = out["rss"]
-        print(f"overload ({args.overload_concurrency} concurrent clients, queue of 32 items, {args.overload_seconds:g} s): "
-              f"codes {dict(sorted(out['codes'].items()))}; server RSS start {rss[0]:.0f} MB, "
-              f"peak {max(rss):.0f} MB, end {rss[-1]:.0f} MB ({len(rss)} samples)")
+        print(
+            f"overload ({args.overload_concurrency} concurrent clients, queue of 32 items, {args.overload_seconds:g} s): "
+            f"codes {dict(sorted(out['codes'].items()))}; server RSS start {rss[0]:.0f} MB, "
+            f"peak {max(rss):.0f} MB, end {rss[-1]:.0f} MB ({len(rss)} samples)"
+        )
     return 0
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from types import SimpleNamespace
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL

@@ -32,7 +32,9 @@ from q2_metric.harness.batcher import AsyncBatcher, HarnessBatcher
 
 UNVERIFIED = "unverified"
 API_KEY_ENV = "Q2_SERVE_API_KEY"
-WARM_ITEM = Item("warm-up", "Bob Ross hosted The Joy of Painting.", "Bob Ross hosted the show The Joy of Painting.")
+WARM_ITEM = Item(
+    "warm-up", "Bob Ross hosted The Joy of Painting.", "Bob Ross hosted the show The Joy of Painting."
+)
 
 
 @dataclass(frozen=True)
@@ -86,18 +88,26 @@ class Metrics:
             "q2_serve_requests", "HTTP requests to /v1/score by status code", ["code"], registry=self.registry
         )
         self.items = Counter(
-            "q2_serve_items", "items by outcome (scored, empty, bad, dropped, timeout)", ["outcome"],
+            "q2_serve_items",
+            "items by outcome (scored, empty, bad, dropped, timeout)",
+            ["outcome"],
             registry=self.registry,
         )
         self.batch_size = Histogram(
-            "q2_serve_batch_size", "items per engine call",
-            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), registry=self.registry,
+            "q2_serve_batch_size",
+            "items per engine call",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+            registry=self.registry,
         )
         self.latency = Histogram(
-            "q2_serve_request_seconds", "seconds per /v1/score request answered 200",
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60), registry=self.registry,
+            "q2_serve_request_seconds",
+            "seconds per /v1/score request answered 200",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=self.registry,
         )
-        self.queue = Gauge("q2_serve_queue_depth", "items accepted and not yet answered", registry=self.registry)
+        self.queue = Gauge(
+            "q2_serve_queue_depth", "items accepted and not yet answered", registry=self.registry
+        )
 
     def text(self) -> tuple[bytes, str]:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -138,7 +148,9 @@ class Service:
         outcome = batcher.score_items([WARM_ITEM])
         self.signature = str(outcome.signature)
         self.batcher = batcher
-        self.micro = AsyncBatcher(_Observed(batcher, self.metrics), self.limits.max_batch, self.limits.max_wait)  # type: ignore[arg-type]
+        self.micro = AsyncBatcher(
+            _Observed(batcher, self.metrics), self.limits.max_batch, self.limits.max_wait
+        )  # type: ignore[arg-type]
         self.ready = True
 
     async def start(self) -> None:
@@ -207,7 +219,7 @@ def parse_request(body: Any, limits: Limits) -> list[Asked]:
     """The items of a request body (one item, or `{"items": [...]}`), each with its key and
     settings; a malformed body is a `RequestError` (422), too many items one (413)."""
     if not isinstance(body, dict):
-        raise RequestError(422, "The request body must be a JSON object: one item, or {\"items\": [...]}.")
+        raise RequestError(422, 'The request body must be a JSON object: one item, or {"items": [...]}.')
     try:
         threshold = display.check_threshold(body.get("threshold", limits.threshold))
         spans = _flag(body.get("spans"), True, "")
@@ -230,8 +242,12 @@ def parse_request(body: Any, limits: Limits) -> list[Asked]:
             bad = f"{key}: must be a JSON object with 'response' and 'knowledge', got {type(entry).__name__}."
             out.append(Asked(ident, Item(key, None, None), threshold, False, bad))
             continue
-        asked = Asked(ident, Item(key, entry.get("response"), entry.get("knowledge"), entry.get("history")),
-                      threshold, spans)
+        asked = Asked(
+            ident,
+            Item(key, entry.get("response"), entry.get("knowledge"), entry.get("history")),
+            threshold,
+            spans,
+        )
         try:
             if "threshold" in entry and "items" in body:
                 asked.threshold = display.check_threshold(entry["threshold"])
@@ -251,8 +267,16 @@ def item_json(asked: Asked, result: ItemResult | None, error: str | None = None)
     """One item's entry of the response (`result` None: `error` says why it was not checked)."""
     if result is None or error is not None:
         message = error or asked.error or "not checked"
-        return {"id": asked.id, "status": "bad", "score": None, "q2_no_nli": None, "verdict": UNVERIFIED,
-                "reason": message, "spans": [], "error": message}
+        return {
+            "id": asked.id,
+            "status": "bad",
+            "score": None,
+            "q2_no_nli": None,
+            "verdict": UNVERIFIED,
+            "reason": message,
+            "spans": [],
+            "error": message,
+        }
     res = result.score
     score = _num(res.q2) if res is not None and result.status == "scored" else None
     verdict = display.decide(score, asked.threshold) if result.status == "scored" else None
@@ -306,7 +330,9 @@ async def score_request(service: Service, request: Any) -> dict[str, Any]:
         raise RequestError(503, "The service is shutting down.", {"Retry-After": str(limits.retry_after)})
     if not service.ready or service.micro is None:
         why = f" ({service.failed})" if service.failed else ""
-        raise RequestError(503, f"The models are not loaded yet{why}.", {"Retry-After": str(limits.retry_after)})
+        raise RequestError(
+            503, f"The models are not loaded yet{why}.", {"Retry-After": str(limits.retry_after)}
+        )
     raw = await _read_body(request, limits.max_body_bytes)
     try:
         body = json.loads(raw)
@@ -322,7 +348,8 @@ async def score_request(service: Service, request: Any) -> dict[str, Any]:
     good = [a for a in asked if a.error is None]
     if service.queued + len(good) > limits.max_queue:
         raise RequestError(
-            429, f"The queue is full ({service.queued} items waiting); try again later.",
+            429,
+            f"The queue is full ({service.queued} items waiting); try again later.",
             {"Retry-After": str(limits.retry_after)},
         )
     metrics = service.metrics
@@ -412,7 +439,9 @@ def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = 
     @app.get("/v1/info", summary="signature, options, limits, versions, batch invariance")
     async def info(request: Request) -> Any:
         if not authorized(request):
-            return refused(401, "Missing or wrong API key (Authorization: Bearer <key>).", {"WWW-Authenticate": "Bearer"})
+            return refused(
+                401, "Missing or wrong API key (Authorization: Bearer <key>).", {"WWW-Authenticate": "Bearer"}
+            )
         return service.info()
 
     @app.get("/metrics", summary="Prometheus metrics")
@@ -425,7 +454,9 @@ def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = 
         started = time.perf_counter()
         if not authorized(request):
             service.metrics.requests.labels("401").inc()
-            return refused(401, "Missing or wrong API key (Authorization: Bearer <key>).", {"WWW-Authenticate": "Bearer"})
+            return refused(
+                401, "Missing or wrong API key (Authorization: Bearer <key>).", {"WWW-Authenticate": "Bearer"}
+            )
         try:
             out = await score_request(service, request)
         except RequestError as err:
@@ -479,7 +510,9 @@ OPENAPI_SCORE: dict[str, Any] = {
 }
 
 
-def uvicorn_server(app: Any, host: str, port: int, *, log_level: str = "info", on_stop: Callable[[], None] | None = None) -> Any:
+def uvicorn_server(
+    app: Any, host: str, port: int, *, log_level: str = "info", on_stop: Callable[[], None] | None = None
+) -> Any:
     """A uvicorn server of `app` whose SIGTERM is a graceful stop: new requests refused (503, and
     the listening socket closed), in-flight ones answered, then exit 0 (uvicorn would raise the
     signal again once stopped)."""

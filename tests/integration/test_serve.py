@@ -29,7 +29,14 @@ def server(tiny_models, tmp_path_factory):
 
 
 def test_bad_items_each_get_one_error_and_the_rest_are_scored(server, pairs, tiny_models, tmp_path):
-    items = [pairs[0], {"response": 7, "knowledge": "k"}, pairs[1], "not an item", {"response": "r"}, pairs[2]]
+    items = [
+        pairs[0],
+        {"response": 7, "knowledge": "k"},
+        pairs[1],
+        "not an item",
+        {"response": "r"},
+        pairs[2],
+    ]
     r = httpx.post(server.url + "/v1/score", json={"items": items}, timeout=120)
     assert r.status_code == 200, r.text
     out = r.json()
@@ -44,7 +51,9 @@ def test_bad_items_each_get_one_error_and_the_rest_are_scored(server, pairs, tin
     # the scores are q2 score's on the same items
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(p) + "\n" for p in (pairs[0], pairs[1], pairs[2])))
-    done = cli("score", str(source), "-o", str(tmp_path / "out.jsonl"), "--no-cache", *tiny_flags(tiny_models))
+    done = cli(
+        "score", str(source), "-o", str(tmp_path / "out.jsonl"), "--no-cache", *tiny_flags(tiny_models)
+    )
     assert done.returncode == 0, done.stderr
     expected = [json.loads(line)["q2"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [out["results"][i]["score"] for i in (0, 2, 5)] == expected
@@ -135,7 +144,10 @@ def test_sigterm_answers_every_accepted_request_and_exits_0(tiny_models, tmp_pat
 
         async def run() -> list:
             async with httpx.AsyncClient(timeout=120) as client:
-                sent = [asyncio.ensure_future(client.post(s.url + "/v1/score", json={"items": pairs[:4]})) for _ in range(5)]
+                sent = [
+                    asyncio.ensure_future(client.post(s.url + "/v1/score", json={"items": pairs[:4]}))
+                    for _ in range(5)
+                ]
                 await asyncio.sleep(0.7)  # accepted, waiting in the micro-batcher
                 s.proc.send_signal(signal.SIGTERM)
                 return await asyncio.gather(*sent, return_exceptions=True)

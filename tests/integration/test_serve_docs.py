@@ -10,9 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from integration.test_docs import blocks
 from support.data import ROOT
 from support.serve import free_port
+
+from integration.test_docs import blocks
 
 PAGE = ROOT / "docs" / "serve.md"
 
@@ -27,9 +28,15 @@ def test_the_serve_page_runs_as_written(tmp_path, tiny_dir):
         parts.append(code if b.lang == "bash" else f"python - <<'PYEOF'\n{code}PYEOF\n")
     script = tmp_path / "page.sh"
     script.write_text("set -e -o pipefail\n" + "".join(parts), encoding="utf-8")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "Q2_TINY_MODELS": str(tiny_dir),
-           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
-    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "Q2_TINY_MODELS": str(tiny_dir),
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+    }
+    done = subprocess.run(
+        ["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
     assert '"id":"turn-7"' in out and '"status":"scored"' in out

@@ -33,9 +33,16 @@ def ray_url(tiny_models):
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
-        options = {"qg_model": tiny_models["qg"], "qa_model": tiny_models["qa"], "nli_model": tiny_models["nli"],
-                   "device": "cpu", "max_question_length": 16}
-        serve.run(q2_deployment(options, num_replicas=1, max_ongoing_requests=64), route_prefix="/", name="q2")
+        options = {
+            "qg_model": tiny_models["qg"],
+            "qa_model": tiny_models["qa"],
+            "nli_model": tiny_models["nli"],
+            "device": "cpu",
+            "max_question_length": 16,
+        }
+        serve.run(
+            q2_deployment(options, num_replicas=1, max_ongoing_requests=64), route_prefix="/", name="q2"
+        )
         url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 300
         while httpx.get(url + "/ready", timeout=30).status_code != 200:
@@ -67,8 +74,15 @@ def test_ray_serve_scores_like_the_local_app(ray_url, rows, tiny_models):
     assert [e["status"] for e in out] == ["scored", "bad", *["scored"] * 5]
     assert out[1]["error"].startswith("item 1: field 'response'") and out[1]["verdict"] == "unverified"
 
-    config = frontend.configure({"qg_model": tiny_models["qg"], "qa_model": tiny_models["qa"],
-                                 "nli_model": tiny_models["nli"], "device": "cpu", "max_question_length": 16})
+    config = frontend.configure(
+        {
+            "qg_model": tiny_models["qg"],
+            "qa_model": tiny_models["qa"],
+            "nli_model": tiny_models["nli"],
+            "device": "cpu",
+            "max_question_length": 16,
+        }
+    )
     with TestClient(create_app(config)) as local:
         deadline = time.time() + 300
         while local.get("/ready").status_code != 200:

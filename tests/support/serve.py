@@ -35,7 +35,6 @@ class Server:
     def metric(self, name: str, **labels: str) -> float:
         """A sample's value from /metrics (0 when absent)."""
         import httpx
-
         from prometheus_client.parser import text_string_to_metric_families
 
         text = httpx.get(self.url + "/metrics", timeout=30).text
@@ -47,7 +46,9 @@ class Server:
 
 
 @contextlib.contextmanager
-def q2_serve(flags: list[str], tmp: Path, env: dict[str, str] | None = None, wait: float = 300) -> Iterator[Server]:
+def q2_serve(
+    flags: list[str], tmp: Path, env: dict[str, str] | None = None, wait: float = 300
+) -> Iterator[Server]:
     """`q2 serve FLAGS --port <free>`, ready (its /ready answers 200), stopped at the end."""
     import httpx
 
