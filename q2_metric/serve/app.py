@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse, Response
 from q2_metric import display, frontend
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2Error, Q2OptionError
-from q2_metric.frontend import Item, ItemResult
+from q2_metric.frontend import Item, ItemResult, Outcome
 from q2_metric.harness.batcher import AsyncBatcher, HarnessBatcher
 
 UNVERIFIED = "unverified"
@@ -115,15 +115,21 @@ class Metrics:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
-class _Observed:
-    """The engine's item scorer as the micro-batcher sees it, each engine call's size observed."""
+class _Observed(HarnessBatcher):
+    """The engine's item scorer, each engine call's size observed once `metrics` is set (after the
+    warm-up)."""
 
-    def __init__(self, batcher: HarnessBatcher, metrics: Metrics) -> None:
-        self.batcher, self.metrics, self.max_batch = batcher, metrics, batcher.max_batch
+    metrics: Metrics | None = None
 
-    def score_items(self, items: Sequence[Item], max_batch: int | None = None, progress: Any = None) -> Any:
-        self.metrics.batch_size.observe(len(items))
-        return self.batcher.score_items(items, max_batch, progress)
+    def score_items(
+        self,
+        items: Sequence[Item],
+        max_batch: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> Outcome:
+        if self.metrics is not None:
+            self.metrics.batch_size.observe(len(items))
+        return super().score_items(items, max_batch, progress)
 
 
 class Service:
@@ -142,15 +148,14 @@ class Service:
 
     def load(self) -> None:
         """The models checked, loaded once and warmed on one item (in a thread: blocking)."""
-        batcher = HarnessBatcher(self.config, self.limits.max_batch, scorer=self.scorer)
+        batcher = _Observed(self.config, self.limits.max_batch, scorer=self.scorer)
         batcher.check()
         batcher.scorer.load()
         outcome = batcher.score_items([WARM_ITEM])
         self.signature = str(outcome.signature)
         self.batcher = batcher
-        self.micro = AsyncBatcher(
-            _Observed(batcher, self.metrics), self.limits.max_batch, self.limits.max_wait
-        )  # type: ignore[arg-type]
+        batcher.metrics = self.metrics
+        self.micro = AsyncBatcher(batcher, self.limits.max_batch, self.limits.max_wait)
         self.ready = True
 
     async def start(self) -> None:
