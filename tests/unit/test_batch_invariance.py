@@ -37,12 +37,14 @@ def alone(scorer, pairs):
     return [_fields(scorer.score([r], [k]).responses[0]) for r, k in pairs]
 
 
+@pytest.mark.slow
 def test_alone_results_vary_by_row(alone):
     # the comparison could fail: rows differ in score and in their questions
     assert len({a["q2"] for a in alone if a["q2"] == a["q2"]}) >= 3
     assert sum(bool(a["questions"]) for a in alone) >= 5
 
 
+@pytest.mark.slow  # every row alone, then the batches: minutes on two shared cores
 @pytest.mark.parametrize("seed", range(4))
 def test_any_batch_gives_each_response_its_alone_result(scorer, pairs, alone, seed):
     rng = random.Random(seed)
@@ -53,6 +55,7 @@ def test_any_batch_gives_each_response_its_alone_result(scorer, pairs, alone, se
         assert _fields(res) == alone[i], (seed, i)
 
 
+@pytest.mark.slow
 def test_small_engine_batches_too(tiny_config, pairs, alone):
     """Engine batches of 2 and 3 inputs: each response's model inputs land beside others'."""
     from dataclasses import replace
