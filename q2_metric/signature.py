@@ -176,7 +176,7 @@ class Signature:
 
 def batch_invariant(c: Q2Config) -> bool:
     """Whether a response's result is promised to be the same alone or inside any batch: the
-    default float32 path (tests/unit/test_batch_invariance.py). Reduced precision (bfloat16,
+    default float32 path (tests/unit/test_scorer_batch_invariance.py). Reduced precision (bfloat16,
     float16) and int8 quantization round differently with the padding and batch shapes around a
     response, and QA packing asked for by name puts other responses' tokens in its rows."""
     return c.dtype in ("auto", "float32") and c.quantize == "none" and c.qa_packing != "on"
