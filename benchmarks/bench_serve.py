@@ -63,7 +63,10 @@ def free_port() -> int:
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        return float("nan")
+    for line in status.read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
@@ -171,7 +174,7 @@ def direct_view(res) -> tuple:
 async def overload(url: str, items: list[dict], concurrency: int, seconds: float, pid: int) -> dict:
     import httpx
 
-    codes: dict[int, int] = {}
+    codes: dict[int | str, int] = {}
     samples: list[float] = [rss_mb(pid)]
     stop = time.time() + seconds
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -180,10 +183,14 @@ async def overload(url: str, items: list[dict], concurrency: int, seconds: float
         async def worker(k: int) -> None:
             n = k
             while time.time() < stop:
-                reply = await client.post(url + "/v1/score", json=items[n % len(items)])
-                codes[reply.status_code] = codes.get(reply.status_code, 0) + 1
+                try:
+                    reply = await client.post(url + "/v1/score", json=items[n % len(items)])
+                    code: int | str = reply.status_code
+                except httpx.TransportError as err:  # e.g. a keep-alive connection the server closed
+                    code = type(err).__name__
+                codes[code] = codes.get(code, 0) + 1
                 n += concurrency
-                if reply.status_code != 200:
+                if code != 200:
                     await asyncio.sleep(0.01)
 
         async def sampler() -> None:
@@ -286,10 +293,11 @@ def main(argv: list[str] | None = None) -> int:
             out = asyncio.run(
                 overload(url, items, args.overload_concurrency, args.overload_seconds, proc.pid)
             )
+            alive = proc.poll() is None
         rss = out["rss"]
         print(
             f"overload ({args.overload_concurrency} concurrent clients, queue of 32 items, {args.overload_seconds:g} s): "
-            f"codes {dict(sorted(out['codes'].items()))}; server RSS start {rss[0]:.0f} MB, "
+            f"codes {dict(sorted(out['codes'].items(), key=str))}; server alive at the end: {alive}; server RSS start {rss[0]:.0f} MB, "
             f"peak {max(rss):.0f} MB, end {rss[-1]:.0f} MB ({len(rss)} samples)"
         )
     return 0
