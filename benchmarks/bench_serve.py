@@ -300,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             f"codes {dict(sorted(out['codes'].items(), key=str))}; server alive at the end: {alive}; server RSS start {rss[0]:.0f} MB, "
             f"peak {max(rss):.0f} MB, end {rss[-1]:.0f} MB ({len(rss)} samples)"
         )
+        step = max(1, len(rss) // 10)
+        print("server RSS (MB) through the run: " + ", ".join(f"{x:.0f}" for x in rss[::step]))
     return 0
 
 
