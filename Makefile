@@ -50,6 +50,9 @@ $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	# telemetry), after the ones its evaluation imports
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[mlflow]' $(DEEPEVAL_NEEDS)
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt --no-deps 'deepeval>=4.3,<5'
+	# `q2 serve` (docs/serve.md): FastAPI, uvicorn, httpx (gradio brought them), prometheus-client and
+	# Ray Serve, under the same constraints (nothing may pull another torch or transformers)
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[serve]'
 	# ParlAI 1.7.2's pins clash with modern transformers/datasets: install the runtime needs it really
 	# has, then ParlAI itself without its pins, last: pip checks conflicts only when it resolves
 	# dependencies, so this prints no "dependency resolver" errors (`pip check` lists the pins: expected).

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from q2_metric.components import CONTRADICTION, ENTAILMENT, NEUTRAL
@@ -168,6 +169,16 @@ def verdict(trace: Any) -> str:
 
 
 NOT_SCORED = "Not scored: "
+
+
+def span_reason(span: Any) -> str:
+    """Why one span (`results.Span`) is supported or not, in a few words (`VERDICTS`' phrases):
+    "answered the same way from the knowledge", "contradicted", "no valid question"."""
+    if span.supported is None:
+        return "no valid question"
+    unanswered = span.knowledge_has_answer is False
+    trace = SimpleNamespace(unanswered=unanswered, f1=span.f1, nli_label=span.nli_label)
+    return dict(VERDICTS)[verdict(trace)]
 
 
 def reason_line(res: ResponseScore) -> str:

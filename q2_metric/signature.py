@@ -108,6 +108,8 @@ class Signature:
             # beam search's path: ref (the paper's search, the default) or fast (opt-in); the
             # generator's own answer when it is loaded (the path that ran)
             ("qgdec", comps.get("qgdec", qg_path(c.qg_decoder))),
+            # a mode whose results may depend on what else is in the batch (absent on the default path)
+            *batch_field(c),
             # qg/qa/nli tokenization: ref32 = transformers 3.2's (the paper's), hf = transformers' own
             ("tok", comps.get("tok", "unknown")),
             ("transformers", _version("transformers")),
@@ -180,6 +182,20 @@ def qg_path(decoder: str) -> str:
     ('ref', 'fast')
     """
     return "ref" if decoder == "reference" else decoder
+
+
+def batch_invariant(c: Q2Config) -> bool:
+    """Whether a response's result is promised to be the same alone or inside any batch: the
+    default float32 path (tests/unit/test_scorer_batch_invariance.py). Reduced precision (bfloat16,
+    float16) and int8 quantization round differently with the padding and batch shapes around a
+    response, and QA packing asked for by name puts other responses' tokens in its rows."""
+    return c.dtype in ("auto", "float32") and c.quantize == "none" and c.qa_packing != "on"
+
+
+def batch_field(c: Q2Config) -> tuple[tuple[str, str], ...]:
+    """The signature's `batch:dependent` field for a mode that cannot promise batch invariance
+    (`batch_invariant`); nothing on the default path."""
+    return () if batch_invariant(c) else (("batch", "dependent"),)
 
 
 def _personal(c: Q2Config) -> str:

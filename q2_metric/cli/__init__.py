@@ -1,7 +1,7 @@
 """The `q2` command line. `q2 demo` scores the bundled sample of the annotated WoW set.
 
 One module per verb (`demo`, `score`, `rescore`, `agree`, `meta_eval`, `data`, `convert_nli`,
-`register`, `publish`, `space`), each with its `add_parser(sub)` and `cmd_*`; `common` holds the
+`register`, `publish`, `space`, `serve`), each with its `add_parser(sub)` and `cmd_*`; `common` holds the
 engine flags, `meta_benchmark` and `meta_ladder` the flags and commands of `q2 meta-eval --dataset`
 and `--ladder`/`--control`. Every `argparse` parser of the package is here (`q2_metric.meta` is a
 library). Here: `build_parser` and `main`."""
@@ -13,7 +13,19 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from q2_metric.cli import agree, convert_nli, data, demo, meta_eval, publish, register, rescore, score, space
+from q2_metric.cli import (
+    agree,
+    convert_nli,
+    data,
+    demo,
+    meta_eval,
+    publish,
+    register,
+    rescore,
+    score,
+    serve,
+    space,
+)
 from q2_metric.errors import Q2Error
 from q2_metric.io import interrupts
 from q2_metric.progress import on_terminal
@@ -35,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         register,
         publish,
         space,
+        serve,
     ):  # the order of `q2 --help`
         verb.add_parser(sub)
     return parser

@@ -774,4 +774,7 @@ def adapters(tiny_models: dict[str, str]) -> dict[str, Adapter]:
     from contract.adapters_rescore import Q2Rescore
 
     found.append(Q2Rescore("q2 rescore", base))
+    from contract.adapters_serve import Q2Serve
+
+    found.append(Q2Serve("q2 serve", base))
     return {a.name: a for a in found}

@@ -24,7 +24,7 @@ from pathlib import Path
 from support.data import ROOT
 
 PACKAGE = ROOT / "q2_metric"
-FRONT_ENDS = ("cli", "meta", "hub", "corpus", "harness", "guardrails", "q2_metric", "testing")
+FRONT_ENDS = ("cli", "meta", "hub", "corpus", "harness", "guardrails", "serve", "q2_metric", "testing")
 
 
 def module_names(root: Path = PACKAGE) -> dict[str, Path]:

@@ -31,7 +31,7 @@ from q2_metric.option_help import (
 DOCS = ROOT / "docs" / "python.md"
 HINTS = typing.get_type_hints(Q2Config)
 FIELDS = {f.name: f for f in dataclasses.fields(Q2Config)}
-CONFIG_VERBS = ("demo", "score", "rescore", "agree")  # the verbs that take the engine flags
+CONFIG_VERBS = ("demo", "score", "rescore", "agree", "serve")  # the verbs that take the engine flags
 
 
 def literal_choices(name: str) -> tuple | None:

@@ -1,0 +1,309 @@
+"""Load benchmark of `q2 serve`: a real async HTTP client (httpx) at several concurrencies against a
+real server (`q2 serve`, a subprocess), beside `Q2Scorer` scoring the same items directly in the
+same run; the batch invariance of the served results; memory under overload.
+
+    python benchmarks/bench_serve.py                              # tiny shapes, 64 items, c = 1, 8, 64
+    python benchmarks/bench_serve.py --size paper --n 16          # paper shapes (random weights)
+    python benchmarks/bench_serve.py --overload-seconds 600       # memory through 10 minutes of overload
+
+Figures:
+- direct: `Q2Scorer.score` of the N items in ONE call (items/s), and of each item alone (p50 ms);
+- served at each concurrency C: C client tasks post one item per request until the N items are done:
+  items/s and p50/p95/p99 latency. Targets: at C=64 at least 90% of the direct batched items/s; at
+  C=1 at most 5 ms added to the direct call of one item (p50 against p50);
+- batch invariance: each item's served result (score, q2_no_nli, spans with their questions), scored
+  inside batches of the micro-batcher's choosing, against the same item scored ALONE directly;
+- overload: a server with a small queue (--max-queue) under many more concurrent requests than it
+  takes for --overload-seconds: its RSS sampled every second (start, peak, end), the answers' codes.
+
+The models are random-weight ones of the chosen shapes (`build_tiny_models`; the paper's need the
+Hub): the scores mean nothing, the work is a real run's (every question generated to the length
+limit, every QA and NLI input). Client and server share the machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import csv
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "q2_metric" / "data" / "wow_sample.csv"
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    import platform
+
+    return platform.processor() or "unknown CPU"
+
+
+def load_items(n: int) -> list[dict]:
+    with open(SAMPLE, newline="", encoding="utf-8") as f:
+        rows = [(r["response"], r["knowledge"]) for r in csv.DictReader(f)]
+    return [{"response": rows[i % len(rows)][0], "knowledge": rows[i % len(rows)][1]} for i in range(n)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        return float("nan")
+    for line in status.read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+@contextlib.contextmanager
+def server(flags: list[str]):
+    import httpx
+
+    port = free_port()
+    log = Path(tempfile.mkdtemp(prefix="q2-bench-serve-")) / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "q2_metric.cli", "serve", "--port", str(port), *flags],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 900
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(log.read_text())
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/ready", timeout=5).status_code == 200:
+                    break
+            if time.time() > deadline:
+                raise SystemExit("the server did not get ready")
+            time.sleep(0.2)
+        yield url, proc
+    finally:
+        proc.terminate()
+        proc.wait(120)
+
+
+async def load(url: str, items: list[dict], concurrency: int) -> tuple[float, list[float], list[dict]]:
+    """(seconds, per-request latencies, results in item order): `concurrency` tasks post one item
+    each until every item is done."""
+    import httpx
+
+    results: list[dict] = [{} for _ in items]
+    latencies: list[float] = []
+    todo = iter(range(len(items)))
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+
+        async def worker() -> None:
+            for i in todo:
+                start = time.perf_counter()
+                reply = await client.post(url + "/v1/score", json=items[i])
+                latencies.append(time.perf_counter() - start)
+                reply.raise_for_status()
+                results[i] = reply.json()["results"][0]
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return time.perf_counter() - start, latencies, results
+
+
+def in_thread(run):
+    """`run()` in a new thread, as the server's micro-batcher makes each engine call (a thread's
+    torch runs differently from the main thread's on a loaded machine: both are printed)."""
+    import threading
+
+    out = {}
+    worker = threading.Thread(target=lambda: out.setdefault("value", run()))
+    worker.start()
+    worker.join()
+    return out["value"]
+
+
+def served_view(entry: dict) -> tuple:
+    return (
+        entry["status"],
+        entry["score"],
+        entry["q2_no_nli"],
+        [
+            (s["start"], s["end"], s["text"], s["question"], s["supported"], s["score"])
+            for s in entry["spans"]
+        ],
+    )
+
+
+def direct_view(res) -> tuple:
+    import math
+
+    def num(x):
+        return None if x is None or math.isnan(x) else float(x)
+
+    status = "scored" if res.scored else "empty"
+    return (
+        status,
+        num(res.q2),
+        num(res.q2_no_nli) if res.scored else None,
+        [(s.start, s.end, s.text, s.question, s.supported, num(s.score)) for s in res.spans],
+    )
+
+
+async def overload(url: str, items: list[dict], concurrency: int, seconds: float, pid: int) -> dict:
+    import httpx
+
+    codes: dict[int | str, int] = {}
+    samples: list[float] = [rss_mb(pid)]
+    stop = time.time() + seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+
+        async def worker(k: int) -> None:
+            n = k
+            while time.time() < stop:
+                try:
+                    reply = await client.post(url + "/v1/score", json=items[n % len(items)])
+                    code: int | str = reply.status_code
+                except httpx.TransportError as err:  # e.g. a keep-alive connection the server closed
+                    code = type(err).__name__
+                codes[code] = codes.get(code, 0) + 1
+                n += concurrency
+                if code != 200:
+                    await asyncio.sleep(0.01)
+
+        async def sampler() -> None:
+            while time.time() < stop:
+                await asyncio.sleep(1)
+                samples.append(rss_mb(pid))
+
+        await asyncio.gather(sampler(), *(worker(k) for k in range(concurrency)))
+    samples.append(rss_mb(pid))
+    return {"codes": codes, "rss": samples}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", choices=("tiny", "paper"), default="tiny")
+    parser.add_argument("--n", type=int, default=64, help="items (default 64)")
+    parser.add_argument("--concurrency", default="1,8,64")
+    parser.add_argument("--max-question-length", type=int, default=16)
+    parser.add_argument("--overload-seconds", type=float, default=10, help="0: no overload run")
+    parser.add_argument("--overload-concurrency", type=int, default=256)
+    args = parser.parse_args(argv)
+
+    from q2_metric import Q2Config, Q2Scorer
+    from q2_metric.models.tiny_builder import build_tiny_models
+
+    items = load_items(args.n)
+    folder = tempfile.mkdtemp(prefix="q2-bench-serve-")
+    texts = [t for i in items for t in (i["response"], i["knowledge"])]
+    models = build_tiny_models(folder, texts, size=args.size)
+    options = dict(
+        qg_model=models["qg"],
+        qa_model=models["qa"],
+        nli_model=models["nli"],
+        device="cpu",
+        max_question_length=args.max_question_length,
+    )
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
+    print(
+        f"CPU: {cpu_name()}, {os.cpu_count()} logical cores; {args.size} shapes (random weights), "
+        f"{args.n} items of the bundled WoW sample, questions of at most {args.max_question_length} tokens"
+    )
+
+    scorer = Q2Scorer(Q2Config(**options)).load()
+    responses, knowledge = [i["response"] for i in items], [i["knowledge"] for i in items]
+    in_thread(lambda: scorer.score(responses[:1], knowledge[:1]))  # warm-up
+    for where, call in (("main thread", lambda f: f()), ("a thread, as the server's engine", in_thread)):
+        start = time.perf_counter()
+        batched = call(lambda: scorer.score(responses, knowledge))
+        direct_s = time.perf_counter() - start
+        alone_ms, alone = [], []
+        for r, k in zip(responses, knowledge):
+            start = time.perf_counter()
+            res = call(lambda r=r, k=k: scorer.score([r], [k])).responses[0]
+            alone_ms.append(1000 * (time.perf_counter() - start))
+            alone.append(direct_view(res))
+        direct_rate = args.n / direct_s
+        print(
+            f"direct Q2Scorer in the {where}: one call of {args.n}: {direct_s:.2f} s, {direct_rate:.1f} items/s; "
+            f"each item alone: p50 {statistics.median(alone_ms):.1f} ms"
+        )
+    # the baseline of the targets: the last (a thread, as the server runs its engine calls)
+    same_direct = sum(direct_view(r) == a for r, a in zip(batched.responses, alone))
+    print(
+        f"batch invariance (direct): {same_direct}/{args.n} items identical in the batch of {args.n} and alone"
+    )
+
+    rows = []
+    levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
+    flags_run = [*flags, "--max-batch", str(max(64, args.n)), "--max-queue", str(10 * args.n)]
+    with server(flags_run) if levels else contextlib.nullcontext((None, None)) as (url, _proc):
+        if levels:
+            asyncio.run(load(url, items[:2], 1))  # warm the connection
+        for c in levels:
+            secs, lat, results = asyncio.run(load(url, items, c))
+            rate = args.n / secs
+            same = sum(served_view(r) == a for r, a in zip(results, alone))
+            ms = [1000 * x for x in lat]
+            rows.append((c, rate, pct(ms, 50), pct(ms, 95), pct(ms, 99), same))
+            print(
+                f"served c={c:3d}: {rate:7.1f} items/s ({100 * rate / direct_rate:5.1f}% of direct batched); "
+                f"latency p50 {pct(ms, 50):8.1f} ms, p95 {pct(ms, 95):8.1f} ms, p99 {pct(ms, 99):8.1f} ms; "
+                f"identical to alone: {same}/{args.n}"
+            )
+    for c, rate, p50, *_ in rows:
+        if c == 64:
+            print(
+                f"target c=64 >= 90% of direct batched: {100 * rate / direct_rate:.1f}% "
+                f"({'met' if rate >= 0.9 * direct_rate else 'NOT met'})"
+            )
+        if c == 1:
+            added = p50 - statistics.median(alone_ms)
+            print(
+                f"target c=1 <= 5 ms added over the direct call: {added:+.1f} ms ({'met' if added <= 5 else 'NOT met'})"
+            )
+
+    if args.overload_seconds > 0:
+        with server([*flags, "--max-queue", "32", "--max-batch", "32"]) as (url, proc):
+            out = asyncio.run(
+                overload(url, items, args.overload_concurrency, args.overload_seconds, proc.pid)
+            )
+            alive = proc.poll() is None
+        rss = out["rss"]
+        print(
+            f"overload ({args.overload_concurrency} concurrent clients, queue of 32 items, {args.overload_seconds:g} s): "
+            f"codes {dict(sorted(out['codes'].items(), key=str))}; server alive at the end: {alive}; server RSS start {rss[0]:.0f} MB, "
+            f"peak {max(rss):.0f} MB, end {rss[-1]:.0f} MB ({len(rss)} samples)"
+        )
+        step = max(1, len(rss) // 10)
+        print("server RSS (MB) through the run: " + ", ".join(f"{x:.0f}" for x in rss[::step]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

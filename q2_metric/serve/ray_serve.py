@@ -1,0 +1,59 @@
+"""`q2 serve`'s app on Ray Serve, past one machine: the same FastAPI app (`create_app`) through
+`serve.ingress`, built on each replica (each loads the models once and runs its own micro-batcher).
+
+    from q2_metric.serve.ray_serve import q2_deployment
+    serve.run(q2_deployment({"tiny": True}, num_replicas=2), route_prefix="/")
+
+`max_ongoing_requests` is how many requests Ray lets into one replica at once: set it at least to
+the micro-batcher's `max_batch` so that batches can fill (Ray's default, 5, would cap them at 5
+single-item requests). See docs/serve.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from q2_metric import frontend
+from q2_metric.errors import Q2OptionError
+from q2_metric.serve.app import Limits, create_app
+
+DEFAULT_MAX_ONGOING = 128
+
+
+def q2_deployment(
+    options: Mapping[str, Any] | None = None,
+    limits: Limits | None = None,
+    *,
+    num_replicas: int = 1,
+    max_ongoing_requests: int = DEFAULT_MAX_ONGOING,
+    ray_actor_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """A bound Ray Serve application of the service: `options` are Q² options as Python names
+    (checked here, by the contract's options path, before anything is deployed: `tiny`, `variant`
+    and `batch_size` too), `limits` the service's (`Limits`)."""
+    from ray import serve
+
+    given = dict(options or {})
+    config = frontend.configure(
+        {k: v for k, v in given.items() if k not in ("tiny", "variant", "batch_size")},
+        variant=given.get("variant", "paper"),
+        tiny=given.get("tiny"),
+        batch_size=given.get("batch_size"),
+    )
+    if max_ongoing_requests < 1 or num_replicas < 1:
+        raise Q2OptionError("num_replicas and max_ongoing_requests must be integers >= 1.")
+
+    limits = limits or Limits()
+
+    def build_app() -> Any:  # on each replica: its own app, models and micro-batcher
+        return create_app(config, limits)
+
+    deployment = serve.deployment(
+        serve.ingress(build_app)(),
+        name="q2",
+        num_replicas=num_replicas,
+        max_ongoing_requests=max_ongoing_requests,
+        ray_actor_options=dict(ray_actor_options or {"num_cpus": 1}),
+    )
+    return deployment.bind()

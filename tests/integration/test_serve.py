@@ -1,0 +1,160 @@
+"""`q2 serve` end to end: a real uvicorn server on a free 127.0.0.1 port (a subprocess), a real
+HTTP client (httpx). Expected values come from the requests as written (statuses, counts, codes)
+and from `q2 score` on the same items (the scores)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+
+import httpx
+import pytest
+from support.cli import cli, tiny_flags
+from support.serve import q2_serve
+
+pytest.importorskip("prometheus_client")
+
+
+@pytest.fixture(scope="module")
+def pairs(rows):
+    return [{"response": r["response"], "knowledge": r["knowledge"]} for r in rows[:8]]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_models, tmp_path_factory):
+    with q2_serve(tiny_flags(tiny_models), tmp_path_factory.mktemp("serve")) as s:
+        yield s
+
+
+def test_bad_items_each_get_one_error_and_the_rest_are_scored(server, pairs, tiny_models, tmp_path):
+    items = [
+        pairs[0],
+        {"response": 7, "knowledge": "k"},
+        pairs[1],
+        "not an item",
+        {"response": "r"},
+        pairs[2],
+    ]
+    r = httpx.post(server.url + "/v1/score", json={"items": items}, timeout=120)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert [e["status"] for e in out["results"]] == ["scored", "bad", "scored", "bad", "bad", "scored"]
+    assert [e["id"] for e in out["results"]] == ["0", "1", "2", "3", "4", "5"]
+    for n, e in enumerate(out["results"]):
+        if e["status"] == "bad":
+            assert e["error"].startswith(f"item {n}: ") and "\n" not in e["error"], e
+            assert e["verdict"] == "unverified" and e["score"] is None  # fail closed
+    assert "response" in out["results"][1]["error"] and "int" in out["results"][1]["error"]
+    assert "knowledge" in out["results"][4]["error"]
+    # the scores are q2 score's on the same items
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(p) + "\n" for p in (pairs[0], pairs[1], pairs[2])))
+    done = cli(
+        "score", str(source), "-o", str(tmp_path / "out.jsonl"), "--no-cache", *tiny_flags(tiny_models)
+    )
+    assert done.returncode == 0, done.stderr
+    expected = [json.loads(line)["q2"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [out["results"][i]["score"] for i in (0, 2, 5)] == expected
+    assert out["signature"].startswith("q2:")
+
+
+def test_one_item_verdicts_spans_and_info(server, pairs):
+    r = httpx.post(server.url + "/v1/score", json={**pairs[3], "id": "a", "threshold": 0.0}, timeout=120)
+    e = r.json()["results"][0]
+    assert (e["id"], e["status"]) == ("a", "scored")
+    assert e["verdict"] == ("consistent" if e["score"] > 0.0 else "inconsistent")
+    for span in e["spans"]:
+        assert pairs[3]["response"][span["start"] : span["end"]] == span["text"]
+    info = httpx.get(server.url + "/v1/info", timeout=30).json()
+    assert info["batch_invariant"] is True and info["signature"] == r.json()["signature"]
+    assert httpx.get(server.url + "/health").status_code == 200
+    assert "/v1/score" in httpx.get(server.url + "/openapi.json").json()["paths"]
+    assert server.metric("q2_serve_requests_total", code="200") >= 1
+
+
+def test_limits_413_and_422(tiny_models, tmp_path, pairs):
+    with q2_serve(tiny_flags(tiny_models, "--max-items", "2", "--max-body-bytes", "2000"), tmp_path) as s:
+        many = httpx.post(s.url + "/v1/score", json={"items": pairs[:3]}, timeout=60)
+        assert many.status_code == 413 and "at most 2" in many.json()["error"]
+        big = httpx.post(s.url + "/v1/score", json={"response": "x" * 5000, "knowledge": "k"}, timeout=60)
+        assert big.status_code == 413
+        bad = httpx.post(s.url + "/v1/score", content=b"{not json", timeout=60)
+        assert bad.status_code == 422 and "\n" not in bad.json()["error"]
+        thr = httpx.post(s.url + "/v1/score", json={**pairs[0], "threshold": 2}, timeout=60)
+        assert thr.status_code == 422 and "threshold" in thr.json()["error"]
+
+
+def test_the_api_key(tiny_models, tmp_path, pairs):
+    with q2_serve(tiny_flags(tiny_models), tmp_path, env={"Q2_SERVE_API_KEY": "s3cret"}) as s:
+        assert httpx.post(s.url + "/v1/score", json=pairs[0], timeout=60).status_code == 401
+        wrong = {"Authorization": "Bearer nope"}
+        assert httpx.post(s.url + "/v1/score", json=pairs[0], headers=wrong, timeout=60).status_code == 401
+        right = {"Authorization": "Bearer s3cret"}
+        r = httpx.post(s.url + "/v1/score", json=pairs[0], headers=right, timeout=60)
+        assert r.status_code == 200 and r.json()["results"][0]["status"] == "scored"
+        assert httpx.get(s.url + "/v1/info", timeout=30).status_code == 401
+        assert httpx.get(s.url + "/health", timeout=30).status_code == 200
+
+
+def test_a_disconnect_drops_its_items(tiny_models, tmp_path, pairs):
+    # the micro-batcher waits 5 s for more items: the client leaves before its batch goes
+    with q2_serve(tiny_flags(tiny_models, "--max-wait", "5"), tmp_path) as s:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(s.url + "/v1/score", json={"items": pairs[:3]}, timeout=httpx.Timeout(60, read=0.5))
+        time.sleep(6)
+        assert s.metric("q2_serve_items_total", outcome="dropped") == 3
+        assert s.metric("q2_serve_batch_size_count") == 0  # no engine call was made for them
+        assert s.metric("q2_serve_items_total", outcome="scored") == 0
+        assert s.metric("q2_serve_queue_depth") == 0
+
+
+def test_a_timeout_is_504(tiny_models, tmp_path, pairs):
+    with q2_serve(tiny_flags(tiny_models, "--max-wait", "3", "--timeout", "0.3"), tmp_path) as s:
+        r = httpx.post(s.url + "/v1/score", json=pairs[0], timeout=60)
+        assert r.status_code == 504 and "0.3 s" in r.json()["error"]
+
+
+async def _burst(url: str, items: list[dict], n: int) -> list[httpx.Response]:
+    async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=n)) as client:
+        return await asyncio.gather(
+            *(client.post(url + "/v1/score", json=items[i % len(items)]) for i in range(n))
+        )
+
+
+def test_overload_is_429_and_memory_stays_bounded(tiny_models, tmp_path, pairs):
+    with q2_serve(tiny_flags(tiny_models, "--max-queue", "4", "--max-wait", "0.2"), tmp_path) as s:
+        first = asyncio.run(_burst(s.url, pairs, 40))
+        codes = [r.status_code for r in first]
+        assert set(codes) <= {200, 429} and codes.count(429) >= 20 and 200 in codes, codes
+        refused = next(r for r in first if r.status_code == 429)
+        assert refused.headers["Retry-After"] == "1"
+        base = s.rss_mb()
+        for _ in range(6):
+            codes += [r.status_code for r in asyncio.run(_burst(s.url, pairs, 40))]
+        grown = s.rss_mb() - base
+        assert grown < 100, f"RSS grew {grown:.0f} MB under overload"
+        assert s.metric("q2_serve_queue_depth") == 0
+        assert s.metric("q2_serve_requests_total", code="429") == codes.count(429)
+
+
+def test_sigterm_answers_every_accepted_request_and_exits_0(tiny_models, tmp_path, pairs):
+    with q2_serve(tiny_flags(tiny_models, "--max-wait", "1.5"), tmp_path) as s:
+
+        async def run() -> list:
+            async with httpx.AsyncClient(timeout=120) as client:
+                sent = [
+                    asyncio.ensure_future(client.post(s.url + "/v1/score", json={"items": pairs[:4]}))
+                    for _ in range(5)
+                ]
+                await asyncio.sleep(0.7)  # accepted, waiting in the micro-batcher
+                s.proc.send_signal(signal.SIGTERM)
+                return await asyncio.gather(*sent, return_exceptions=True)
+
+        answered = asyncio.run(run())
+        assert all(isinstance(r, httpx.Response) and r.status_code == 200 for r in answered), answered
+        assert all(len(r.json()["results"]) == 4 for r in answered)
+        assert s.proc.wait(60) == 0, s.log.read_text()
+        with pytest.raises(httpx.ConnectError):
+            httpx.post(s.url + "/v1/score", json=pairs[0], timeout=10)
