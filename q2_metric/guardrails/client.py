@@ -1,4 +1,4 @@
-"""A client of the Q² service (q2 serve): `POST /v1/score` with a batch of items (`Q2Service.ask`), standard
+"""A client of the Q² service (`q2 serve`): `POST /v1/score` with a batch of items (`Q2Service.ask`), standard
 library only (no HTTP package needed).
 
 Fail closed: whatever keeps the service from answering (it cannot be reached, a timeout, a status
@@ -100,13 +100,15 @@ class Q2Service:
 
 
 def _detail(err: urllib.error.HTTPError) -> str:
-    """The error's `detail` (FastAPI's error body) or its first 200 characters."""
+    """The error's sentence (`error` in `q2 serve`'s error body, `detail` in FastAPI's own) or its
+    first 200 characters."""
     try:
         text = err.read().decode("utf-8", "replace")
     except OSError:
         return ""
     try:
-        found = json.loads(text).get("detail")
+        body = json.loads(text)
+        found = body.get("error", body.get("detail"))
     except (ValueError, AttributeError):
         found = None
     return str(found if found is not None else text)[:200].strip()

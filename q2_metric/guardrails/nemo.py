@@ -1,4 +1,4 @@
-"""NeMo Guardrails: an output rail that asks the Q² service (q2 serve) whether the bot's answer
+"""NeMo Guardrails: an output rail that asks the Q² service (`q2 serve`) whether the bot's answer
 is consistent with the knowledge it was given (`$relevant_chunks`), and blocks it otherwise.
 
 The config folder this package ships (`config_folder()`: `config.yml`, `q2.co`, `actions.py`)

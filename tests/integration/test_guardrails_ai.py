@@ -2,8 +2,7 @@
 on the tiny models: `Q2Consistency` passes the responses that `q2 score --threshold 0.5` (the command
 line) calls consistent and fails the others, each failure's error spans at the offsets of `q2 score
 --spans`' unsupported spans in the response (the whole response when it has none); in process and
-against the service (a stand-in for `q2 serve` on a free 127.0.0.1 port, tests/support/serve_standin.py,
-until the real service lands). A service that cannot be reached or refuses fails the response."""
+against the service (the real `q2 serve` app on a free 127.0.0.1 port, tests/support/serve.py). A service that cannot be reached or refuses fails the response."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import importlib.util
 import pytest
 from support.guardrails import offline_guard, q2_score_outcomes, quiet_guardrails
 from support.harness import ROOT, env, set_in_process
-from support.serve_standin import closed_port_url, standin_service
+from support.serve import closed_port_url, q2_service, refusing_service
 
 if importlib.util.find_spec("guardrails") is None:  # (not imported here: quiet_guardrails comes first)
     pytest.skip("Guardrails AI is not installed (make setup installs it)", allow_module_level=True)
@@ -123,12 +122,12 @@ def test_the_validator_against_the_service_passes_and_fails_as_q2_score_decides(
     from q2_metric import Q2Scorer
     from q2_metric.guardrails.guardrails_ai import Q2Consistency
 
-    with standin_service(Q2Scorer(tiny=True)) as url:
+    with q2_service(Q2Scorer(tiny=True)) as url:
         guard = offline_guard(Q2Consistency(threshold=THRESHOLD, service_url=url, on_fail="noop"))
         _check(guard, pairs, expected)
     # a service that asks for a key: refused without it (a failure), answered with it
     response, knowledge = next(p for p, w in zip(pairs, expected) if w["decision"] == "consistent")
-    with standin_service(Q2Scorer(tiny=True), api_key="s3cret") as url:
+    with q2_service(Q2Scorer(tiny=True), api_key="s3cret") as url:
         refused = offline_guard(Q2Consistency(threshold=THRESHOLD, service_url=url, on_fail="noop"))
         outcome = refused.validate(response, metadata={"knowledge": knowledge})
         assert not outcome.validation_passed
@@ -140,7 +139,6 @@ def test_the_validator_against_the_service_passes_and_fails_as_q2_score_decides(
 
 
 def test_the_validator_fails_closed_when_the_service_is_down_or_full(in_process, pairs):
-    from q2_metric import Q2Scorer
     from q2_metric.guardrails.guardrails_ai import Q2Consistency
 
     response, knowledge = pairs[3]
@@ -150,7 +148,7 @@ def test_the_validator_fails_closed_when_the_service_is_down_or_full(in_process,
     outcome = down.validate(response, metadata={"knowledge": knowledge})
     assert not outcome.validation_passed
     assert "could not be reached" in outcome.validation_summaries[0].failure_reason
-    with standin_service(Q2Scorer(tiny=True), fail_with=503) as url:
+    with refusing_service(503) as url:
         full = offline_guard(Q2Consistency(threshold=0.0, service_url=url, on_fail="noop"))
         outcome = full.validate(response, metadata={"knowledge": knowledge})
         assert not outcome.validation_passed

@@ -2,9 +2,8 @@
 its flow `check consistency with q2` as the output rail, NeMo's `FakeLLMModel` as the main model: the bot's
 answer is the response under test and the knowledge is the conversation's `relevant_chunks`): the
 answer goes out when the Q² service says `consistent` and is replaced by the refusal otherwise, as
-`q2 score --tiny --threshold 0.5` (the command line) decides on the same pairs. The service is a
-stand-in for `q2 serve` on a free 127.0.0.1 port (tests/support/serve_standin.py) until the real
-service lands. Fail closed: a service that cannot be reached, answers 503 or 401, or knowledge that
+`q2 score --tiny --threshold 0.5` (the command line) decides on the same pairs. The service is the
+real `q2 serve` app on a free 127.0.0.1 port (tests/support/serve.py). Fail closed: a service that cannot be reached, answers 503 or 401, or knowledge that
 is missing, blocks the answer."""
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import csv
 import pytest
 from support.guardrails import q2_score_outcomes
 from support.harness import ROOT, env, set_in_process
-from support.serve_standin import closed_port_url, standin_service
+from support.serve import closed_port_url, q2_service, refusing_service
 
 pytest.importorskip("nemoguardrails")
 
@@ -78,7 +77,7 @@ def chat(url: str | None, answer: str, knowledge: str | None, **q2: object) -> t
 
 
 def test_the_rail_lets_through_what_q2_score_calls_consistent_and_blocks_the_rest(scorer, pairs, expected):
-    with standin_service(scorer) as url:
+    with q2_service(scorer) as url:
         for (response, knowledge), decision in zip(pairs, expected):
             reply, context = chat(url, response, knowledge)
             if decision == "consistent":
@@ -98,10 +97,10 @@ def test_an_unreachable_service_blocks_the_answer(pairs, expected):
 
 def test_a_refusing_service_or_missing_knowledge_blocks_the_answer(scorer, pairs, expected, monkeypatch):
     response, knowledge = next(p for p, d in zip(pairs, expected) if d == "consistent")
-    with standin_service(scorer, fail_with=503) as url:
+    with refusing_service(503) as url:
         reply, context = chat(url, response, knowledge)
         assert reply == refusal() and "HTTP 503" in context["q2_reason"]
-    with standin_service(scorer, api_key="s3cret") as url:
+    with q2_service(scorer, api_key="s3cret") as url:
         reply, context = chat(url, response, knowledge)
         assert reply == refusal() and "HTTP 401" in context["q2_reason"]
         monkeypatch.setenv("Q2_TEST_KEY", "s3cret")

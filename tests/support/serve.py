@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 def free_port() -> int:
@@ -77,3 +78,76 @@ def q2_serve(
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
+
+
+@contextlib.contextmanager
+def q2_service(scorer: Any, *, api_key: str | None = None, threshold: float = 0.5) -> Iterator[str]:
+    """The real `q2 serve` app (`serve.app.create_app`) over `scorer`, on uvicorn in a thread on a
+    free 127.0.0.1 port, ready: its URL while the block runs (in-process, so a scripted scorer can
+    serve; `q2_serve` starts the command itself)."""
+    import threading
+
+    import httpx
+    import uvicorn
+
+    from q2_metric.serve.app import Limits, create_app
+
+    app = create_app(scorer.config, Limits(api_key=api_key, threshold=threshold), scorer=scorer)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="q2-serve-test", daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 300
+        while True:
+            assert thread.is_alive(), "the service stopped while starting"
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/ready", timeout=5).status_code == 200:
+                    break
+            assert time.time() < deadline, "the service was not ready in 300 s"
+            time.sleep(0.1)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@contextlib.contextmanager
+def refusing_service(status: int) -> Iterator[str]:
+    """A server on a free 127.0.0.1 port that answers every request with `status` and
+    `Retry-After: 1`, as an overloaded or stopping `q2 serve` answers (429/503): for the clients'
+    fail-closed paths, which a real service gives only under load."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def _refuse(self) -> None:
+            data = json.dumps({"error": "The queue is full (1024 items waiting); try again later."}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Retry-After", "1")
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _refuse
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, name="q2-serve-refusing", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def closed_port_url() -> str:
+    """A 127.0.0.1 URL where nothing listens (a port bound, then released)."""
+    return f"http://127.0.0.1:{free_port()}"

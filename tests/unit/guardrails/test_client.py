@@ -1,5 +1,5 @@
-"""The Q² service's client (`q2_metric.guardrails.client`) against a real socket: the stand-in service
-(tests/support/serve_standin.py, until q2 serve lands) over scripted components, no model. It sends
+"""The Q² service's client (`q2_metric.guardrails.client`) against a real socket: the real `q2 serve`
+app (tests/support/serve.py, uvicorn in a thread) over scripted components, no model. It sends
 the items in one request and gives back one result per item in order, a bad item's error among
 them; whatever keeps the service from answering is one `Q2ServiceError` sentence, never a verdict."""
 
@@ -10,7 +10,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from support.serve_standin import closed_port_url, standin_service
+from support.serve import closed_port_url, q2_service, refusing_service
 
 from q2_metric.guardrails.client import Q2Service, Q2ServiceError, is_consistent
 from q2_metric.testing.scripted import scripted_scorer
@@ -19,7 +19,7 @@ SAME = "Bob Ross hosted the show."
 
 
 def test_items_go_in_one_request_and_come_back_in_order():
-    with standin_service(scripted_scorer()) as url:
+    with q2_service(scripted_scorer()) as url:
         results = Q2Service(url).ask(
             [
                 {"response": SAME, "knowledge": SAME, "id": "a"},
@@ -36,7 +36,7 @@ def test_items_go_in_one_request_and_come_back_in_order():
 
 
 def test_a_key_is_sent_as_a_bearer_token():
-    with standin_service(scripted_scorer(), api_key="k") as url:
+    with q2_service(scripted_scorer(), api_key="k") as url:
         with pytest.raises(Q2ServiceError, match="HTTP 401"):
             Q2Service(url).ask([{"response": SAME, "knowledge": SAME}])
         assert len(Q2Service(url, api_key="k").ask([{"response": SAME, "knowledge": SAME}])) == 1
@@ -46,8 +46,8 @@ def test_no_answer_is_one_sentence_never_a_verdict():
     with pytest.raises(Q2ServiceError, match="could not be reached") as err:
         Q2Service(closed_port_url(), timeout=5).ask([{"response": SAME, "knowledge": SAME}])
     assert "\n" not in str(err.value)
-    full = r"HTTP 429 \(the queue is full\), retry after 1 s"
-    with standin_service(scripted_scorer(), fail_with=429) as url, pytest.raises(Q2ServiceError, match=full):
+    full = r"HTTP 429 \(The queue is full \(1024 items waiting\); try again later\.\), retry after 1 s"
+    with refusing_service(429) as url, pytest.raises(Q2ServiceError, match=full):
         Q2Service(url).ask([{"response": SAME, "knowledge": SAME}])
 
 
