@@ -163,7 +163,7 @@ def q2_runner(
         folder.mkdir(parents=True, exist_ok=True)
         source, scores = folder / f"{ds.name}.input.csv", folder / f"{ds.name}.scores.csv"
         # a RAGTruth set's rows carry its id and task type into every per-response output
-        named = {"id": ds.ids, "task_type": ds.task} if ds.ids else {}
+        named = {name: v for name, v in (("id", ds.ids), ("task_type", ds.task)) if v}
         records = [
             {**{c: v[i] for c, v in named.items()}, "response": r, "knowledge": k}
             for i, (r, k) in enumerate(ds.keys())
