@@ -106,10 +106,11 @@ def count_engine(monkeypatch) -> tuple[list[list[str]], list[int]]:
     batcher.reset_batchers()
     calls: list[list[str]] = []
     loads: list[int] = []
-    real_score, real_init = q2_metric.Q2Scorer.score, q2_metric.Q2Scorer.__init__
+    # the engine's one door: `score` checks its lists and calls it; the contract calls it directly
+    real_score, real_init = q2_metric.Q2Scorer.score_checked, q2_metric.Q2Scorer.__init__
 
-    def counting_score(self, responses, knowledge, **kw):
-        result = real_score(self, responses, knowledge, **kw)
+    def counting_score(self, responses, knowledge, *args, **kw):
+        result = real_score(self, responses, knowledge, *args, **kw)
         calls.append([p.stage for p in result.profile])
         return result
 
@@ -117,6 +118,6 @@ def count_engine(monkeypatch) -> tuple[list[list[str]], list[int]]:
         loads.append(1)
         real_init(self, *args, **kw)
 
-    monkeypatch.setattr(q2_metric.Q2Scorer, "score", counting_score)
+    monkeypatch.setattr(q2_metric.Q2Scorer, "score_checked", counting_score)
     monkeypatch.setattr(q2_metric.Q2Scorer, "__init__", counting_init)
     return calls, loads
