@@ -66,3 +66,15 @@ def tiny_env(tiny_dir, monkeypatch):
     for name in ("Q2_TINY", "Q2_QG_MODEL", "Q2_QA_MODEL", "Q2_NLI_MODEL"):
         monkeypatch.delenv(name, raising=False)
     return tiny_dir
+
+
+@pytest.fixture(autouse=True)
+def _grad_mode_kept():
+    """Each test ends in the grad mode it began in: importing LightEval's transformers model turns
+    PyTorch's gradients off for the whole process (`torch.set_grad_enabled(False)` at its import),
+    which a later test of gradients would otherwise inherit."""
+    import torch
+
+    enabled = torch.is_grad_enabled()
+    yield
+    torch.set_grad_enabled(enabled)

@@ -195,7 +195,9 @@ def _plain(value: Any) -> Any:
 # -- the request ------------------------------------------------------------------------------------
 
 
-class RequestError(Exception):
+class RequestError(Q2Error):
+    """A request the service refuses: its HTTP status, its one sentence and its headers."""
+
     def __init__(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.code, self.message, self.headers = code, message, headers or {}
