@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from lighteval.metrics.metrics_sample import SampleLevelComputation
@@ -44,8 +43,9 @@ from lighteval.tasks.lighteval_task import LightevalTask, LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
 from q2_metric.display import tiny_note
-from q2_metric.errors import Q2Error, Q2OptionError
+from q2_metric.errors import Q2OptionError
 from q2_metric.frontend import Item, Outcome
+from q2_metric.harness import one_line_errors, under_command
 from q2_metric.harness.batcher import batcher_for
 from q2_metric.validation import PASSAGE_SEPARATOR
 
@@ -62,30 +62,8 @@ PROMPT = "Topic: {topic}\nKnowledge: {knowledge}\nApprentice: {message}\nWizard:
 # -- errors in LightEval's words --------------------------------------------------------------------
 
 
-def _under_lighteval_cli() -> bool:
-    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
-    return argv0.name == "lighteval" or (argv0.name == "__main__.py" and argv0.parent.name == "lighteval")
-
-
-def _install_hook() -> None:
-    """Under the `lighteval` command, a Q² error (a bad option, a missing model) ends the run with
-    its one sentence; LightEval (typer) would print the whole traceback."""
-    previous = sys.excepthook
-    if getattr(previous, "_q2_lighteval", False):
-        return
-
-    def hook(kind: type[BaseException], err: BaseException, tb: TracebackType | None) -> None:
-        if isinstance(err, Q2Error):
-            print(f"Error: {err}", file=sys.stderr)
-            return
-        previous(kind, err, tb)
-
-    hook._q2_lighteval = True  # type: ignore[attr-defined]  # marks our hook, so it is installed once
-    sys.excepthook = hook
-
-
-if _under_lighteval_cli():
-    _install_hook()
+if under_command("lighteval"):
+    one_line_errors()
 
 
 # -- scoring -------------------------------------------------------------------------------------

@@ -32,13 +32,12 @@ from __future__ import annotations
 import json
 import math
 import sys
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from q2_metric.display import tiny_note
-from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
+from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.frontend import Item, Outcome
+from q2_metric.harness import one_line_errors, under_command
 from q2_metric.harness.batcher import HARNESS_OPTIONS, batcher_for
 
 KNOWLEDGE_COL = "knowledge"
@@ -56,32 +55,8 @@ def spell(name: str) -> str:
 # -- errors in lm-eval's words -------------------------------------------------------------------
 
 
-def _under_lm_eval_cli() -> bool:
-    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
-    return argv0.name in ("lm_eval", "lm-eval") or (
-        argv0.name == "__main__.py" and argv0.parent.name == "lm_eval"
-    )
-
-
-def _install_hook() -> None:
-    """Under the `lm_eval` command, a Q² error raised while lm-eval builds or aggregates a task
-    ends the run with its one sentence (lm-eval itself would print the whole traceback)."""
-    previous = sys.excepthook
-    if getattr(previous, "_q2_harness", False):
-        return
-
-    def hook(kind: type[BaseException], err: BaseException, tb: TracebackType | None) -> None:
-        if isinstance(err, Q2Error):
-            print(f"Error: {err}", file=sys.stderr)
-            return
-        previous(kind, err, tb)
-
-    hook._q2_harness = True  # type: ignore[attr-defined]  # marks our hook, so it is installed once
-    sys.excepthook = hook
-
-
-if _under_lm_eval_cli():
-    _install_hook()
+if under_command("lm_eval"):
+    one_line_errors()
 
 
 _FLAGS = (  # the reader's advice in `q2 score` flags -> the same in q2_dialogue's --metadata keys

@@ -23,8 +23,6 @@ each engine call. Set `RAGAS_DO_NOT_TRACK=true` to keep ragas from sending usage
 
 from __future__ import annotations
 
-import sys
-import time
 import typing as t
 from dataclasses import dataclass, field
 
@@ -33,32 +31,11 @@ from ragas.metrics.base import MetricType, SingleTurnMetric
 
 from q2_metric.frontend import Item
 from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
+from q2_metric.harness.shared_batcher import CallLines
 from q2_metric.validation import PASSAGE_SEPARATOR
 
 # The keywords of Q2Faithfulness that are Q² options (the others: `options`).
 KEYWORDS = ("variant", "tiny", "batch_size", "max_batch", "qg_model", "qa_model", "nli_model", "device")
-
-
-def _stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-class _CallLines:
-    """A progress callback writing one line per engine call when it ends, with the running count."""
-
-    def __init__(self, write: t.Callable[[str], None] = _stderr) -> None:
-        self.write, self.calls = write, 0
-        self.start: float | None = None
-
-    def __call__(self, name: str, done: int, total: int) -> None:
-        from q2_metric.progress import DONE
-
-        if self.start is None:
-            self.start = time.monotonic()
-        if name == DONE:
-            self.calls += 1
-            self.write(f"Q²: engine call {self.calls} done ({time.monotonic() - self.start:.1f} s)")
-            self.start = None
 
 
 @dataclass
@@ -110,7 +87,7 @@ class Q2Faithfulness(SingleTurnMetric):
             harness_batcher,
             max_batch=max_batch,
             max_wait=self.max_wait,
-            progress=_CallLines() if self.progress else None,
+            progress=CallLines() if self.progress else None,
         )
 
     def init(self, run_config: t.Any) -> None:  # no LLM, no embeddings
