@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import csv
 import os
 import socket
 import statistics
@@ -37,7 +36,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "q2_metric" / "data" / "wow_sample.csv"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_speed import load_pairs  # noqa: E402 (found through the sys.path line above)
 
 
 def cpu_name() -> str:
@@ -51,9 +52,10 @@ def cpu_name() -> str:
 
 
 def load_items(n: int) -> list[dict]:
-    with open(SAMPLE, newline="", encoding="utf-8") as f:
-        rows = [(r["response"], r["knowledge"]) for r in csv.DictReader(f)]
-    return [{"response": rows[i % len(rows)][0], "knowledge": rows[i % len(rows)][1]} for i in range(n)]
+    """`n` distinct items where the data allows (`bench_speed.load_pairs`: the annotated WoW set, then
+    BEGIN; the bundled sample's 40 rows repeated where neither is here): repeated items would be
+    de-duplicated by the engine and flatter the direct batch."""
+    return [{"response": r, "knowledge": k} for r, k in load_pairs(n)]
 
 
 def free_port() -> int:
@@ -132,18 +134,6 @@ async def load(url: str, items: list[dict], concurrency: int) -> tuple[float, li
         return time.perf_counter() - start, latencies, results
 
 
-def in_thread(run):
-    """`run()` in a new thread, as the server's micro-batcher makes each engine call (a thread's
-    torch runs differently from the main thread's on a loaded machine: both are printed)."""
-    import threading
-
-    out = {}
-    worker = threading.Thread(target=lambda: out.setdefault("value", run()))
-    worker.start()
-    worker.join()
-    return out["value"]
-
-
 def served_view(entry: dict) -> tuple:
     return (
         entry["status"],
@@ -213,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-question-length", type=int, default=16)
     parser.add_argument("--overload-seconds", type=float, default=10, help="0: no overload run")
     parser.add_argument("--overload-concurrency", type=int, default=256)
+    parser.add_argument(
+        "--max-wait", type=float, default=None, help="the server's --max-wait (default: its own)"
+    )
     args = parser.parse_args(argv)
 
     from q2_metric import Q2Config, Q2Scorer
@@ -232,28 +225,26 @@ def main(argv: list[str] | None = None) -> int:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
     print(
         f"CPU: {cpu_name()}, {os.cpu_count()} logical cores; {args.size} shapes (random weights), "
-        f"{args.n} items of the bundled WoW sample, questions of at most {args.max_question_length} tokens"
+        f"{args.n} items of the annotated WoW set, questions of at most {args.max_question_length} tokens"
     )
 
     scorer = Q2Scorer(Q2Config(**options)).load()
     responses, knowledge = [i["response"] for i in items], [i["knowledge"] for i in items]
-    in_thread(lambda: scorer.score(responses[:1], knowledge[:1]))  # warm-up
-    for where, call in (("main thread", lambda f: f()), ("a thread, as the server's engine", in_thread)):
+    scorer.score(responses[:1], knowledge[:1])  # warm-up
+    start = time.perf_counter()
+    batched = scorer.score(responses, knowledge)
+    direct_s = time.perf_counter() - start
+    alone_ms, alone = [], []
+    for r, k in zip(responses, knowledge):
         start = time.perf_counter()
-        batched = call(lambda: scorer.score(responses, knowledge))
-        direct_s = time.perf_counter() - start
-        alone_ms, alone = [], []
-        for r, k in zip(responses, knowledge):
-            start = time.perf_counter()
-            res = call(lambda r=r, k=k: scorer.score([r], [k])).responses[0]
-            alone_ms.append(1000 * (time.perf_counter() - start))
-            alone.append(direct_view(res))
-        direct_rate = args.n / direct_s
-        print(
-            f"direct Q2Scorer in the {where}: one call of {args.n}: {direct_s:.2f} s, {direct_rate:.1f} items/s; "
-            f"each item alone: p50 {statistics.median(alone_ms):.1f} ms"
-        )
-    # the baseline of the targets: the last (a thread, as the server runs its engine calls)
+        res = scorer.score([r], [k]).responses[0]
+        alone_ms.append(1000 * (time.perf_counter() - start))
+        alone.append(direct_view(res))
+    direct_rate = args.n / direct_s
+    print(
+        f"direct Q2Scorer: one call of {args.n}: {direct_s:.2f} s, {direct_rate:.1f} items/s; "
+        f"each item alone: p50 {statistics.median(alone_ms):.1f} ms"
+    )
     same_direct = sum(direct_view(r) == a for r, a in zip(batched.responses, alone))
     print(
         f"batch invariance (direct): {same_direct}/{args.n} items identical in the batch of {args.n} and alone"
@@ -262,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
     flags_run = [*flags, "--max-batch", str(max(64, args.n)), "--max-queue", str(10 * args.n)]
+    if args.max_wait is not None:
+        flags_run += ["--max-wait", str(args.max_wait)]
     with server(flags_run) if levels else contextlib.nullcontext((None, None)) as (url, _proc):
         if levels:
             asyncio.run(load(url, items[:2], 1))  # warm the connection

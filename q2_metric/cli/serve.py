@@ -14,7 +14,12 @@ _LIMITS = (
     ("--max-queue", int, 1024, "most items accepted and not yet answered (more: 429 with Retry-After)"),
     ("--timeout", float, 60.0, "seconds a request may take (longer: 504; its items leave their batch)"),
     ("--max-batch", int, 64, "most items per engine call"),
-    ("--max-wait", float, 0.005, "seconds the micro-batcher waits for more items after the first"),
+    (
+        "--max-wait",
+        float,
+        0.02,
+        "longest quiet gap a batch waits out for the items it expects (a lone client's request never waits)",
+    ),
     ("--threshold", float, 0.5, "default decision threshold: consistent iff Q² > it"),
 )
 

@@ -10,8 +10,8 @@ de-duplicates its model inputs and makes one component call per engine call). Tw
   engine call.
 - `AsyncBatcher`: concurrent `await batcher.score(item)` calls (Inspect AI's scorers, ragas'
   samples) are gathered into one engine call of at most `max_batch` items, waiting at most
-  `max_wait` seconds for more after the first. The engine runs in a daemon thread: the event loop
-  goes on, and a cancelled sample (Ctrl-C, a harness timeout) is dropped from its batch at once;
+  `max_wait` seconds for more after the first. The engine runs in the process's one engine thread
+  (`EngineThread`): the event loop goes on, and a cancelled sample (Ctrl-C, a harness timeout) is dropped from its batch at once;
   an engine call whose samples were all cancelled stops at its next model batch, and nothing waits
   for it.
 
@@ -27,7 +27,9 @@ import asyncio
 import functools
 import logging
 import math
+import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -171,34 +173,75 @@ def reset_batchers() -> None:
         _BATCHERS.clear()
 
 
-def _in_thread(loop: asyncio.AbstractEventLoop, run: Callable[[], Any]) -> asyncio.Future:
-    """`run()` in a daemon thread; its result on a future of `loop`. Unlike `asyncio.to_thread`,
-    nothing (no executor shutdown at the end of `asyncio.run`, no interpreter exit) waits for it."""
-    future = loop.create_future()
+class EngineThread:
+    """The process's one thread for engine calls (`in_engine_thread`), started on first use.
 
-    def settle(value: Any, err: BaseException | None) -> None:
-        if not future.done():
-            future.set_exception(err) if err is not None else future.set_result(value)
+    Torch's CPU kernels run on an OpenMP team that belongs to the thread that calls them: a new
+    thread per engine call builds a new team (and MKL's per-thread buffers) each time, and two teams
+    on the same cores slow each other (the idle one spins). So every engine call, and the model
+    loading and warm-up before them, goes to this one long-lived daemon thread, in turn. Unlike
+    `asyncio.to_thread`, nothing (no executor shutdown at the end of `asyncio.run`, no interpreter
+    exit) waits for a call in progress."""
 
-    def target() -> None:
-        try:
-            value, err = run(), None
-        except BaseException as exc:
-            value, err = None, exc
-        try:
-            loop.call_soon_threadsafe(settle, value, err)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
+    def __init__(self, name: str = "q2-engine") -> None:
+        self.name = name
+        self._jobs: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future, Callable[[], Any]]]
+        self._jobs = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start = threading.Lock()
 
-    threading.Thread(target=target, name="q2-engine", daemon=True).start()
-    return future
+    def submit(self, loop: asyncio.AbstractEventLoop, run: Callable[[], Any]) -> asyncio.Future:
+        """`run()` in the engine thread; its result (or exception) on a future of `loop`."""
+        future = loop.create_future()
+        if threading.current_thread() is self._thread:  # called from an engine call: no deadlock
+            _settle(future, *_call(run))
+            return future
+        with self._start:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._work, name=self.name, daemon=True)
+                self._thread.start()
+        self._jobs.put((loop, future, run))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            loop, future, run = self._jobs.get()
+            value, err = _call(run)
+            try:
+                loop.call_soon_threadsafe(_settle, future, value, err)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+            del loop, future, run, value, err  # nothing of a finished call is kept until the next
+
+
+def _call(run: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+    try:
+        return run(), None
+    except BaseException as exc:
+        return None, exc
+
+
+def _settle(future: asyncio.Future, value: Any, err: BaseException | None) -> None:
+    if not future.done():
+        future.set_exception(err) if err is not None else future.set_result(value)
+
+
+ENGINE_THREAD = EngineThread()
+
+
+def in_engine_thread(loop: asyncio.AbstractEventLoop, run: Callable[[], Any]) -> asyncio.Future:
+    """`run()` in the process's engine thread (`EngineThread`); its result on a future of `loop`."""
+    return ENGINE_THREAD.submit(loop, run)
 
 
 class AsyncBatcher:
     """Gathers concurrent `score` calls into engine calls of at most `max_batch` items.
 
     The first request of a batch waits at most `max_wait` seconds for others (a full batch goes at
-    once); one batch is scored at a time, in a daemon thread. A cancelled request leaves its batch
+    once); one batch is scored at a time, in the process's engine thread. `adaptive` (the service's
+    policy, `q2 serve`): a batch waits only for the items it can expect, as many as were in flight
+    when the last engine call ended, while they keep coming (no quiet gap longer than `max_wait`)
+    and at most as long as that call took. A lone client's request goes at once. A cancelled request leaves its batch
     (it is never scored); when every request of the batch in flight is cancelled, the engine call
     stops at its next model batch. Works across event loops (each loop gets its own queue state),
     so one batcher may serve several `asyncio.run` calls. `progress` hears each engine call's stages.
@@ -210,8 +253,10 @@ class AsyncBatcher:
         max_batch: int | None = None,
         max_wait: float = DEFAULT_MAX_WAIT,
         progress: Callable[[str, int, int], None] | None = None,
+        adaptive: bool = False,
     ) -> None:
         self.items_batcher = items_batcher
+        self.adaptive = adaptive
         self.max_batch: int = max_batch or getattr(items_batcher, "max_batch", None) or DEFAULT_MAX_BATCH
         if isinstance(max_wait, bool) or not (
             isinstance(max_wait, (int, float)) and max_wait >= 0 and math.isfinite(max_wait)
@@ -232,6 +277,8 @@ class AsyncBatcher:
                 "pending": [],
                 "full": asyncio.Event(),
                 "worker": None,
+                "in_flight": 1,  # items in flight at the end of the last engine call
+                "last_call": 0.0,  # seconds the last engine call took
             }
         return state
 
@@ -261,14 +308,48 @@ class AsyncBatcher:
 
         return progress
 
+    async def _wait_first(self, state: dict[str, Any]) -> None:
+        """Waits at most `max_wait` seconds after the first pending request for a full batch."""
+        if len(state["pending"]) < self.max_batch and self.max_wait:
+            state["full"].clear()
+            try:
+                await asyncio.wait_for(state["full"].wait(), self.max_wait)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _gather(self, state: dict[str, Any]) -> None:
+        """The adaptive wait (`adaptive`): a batch waits for as many items as were in flight when the
+        last engine call ended (its own and those that came during it: a closed-loop client sends
+        its next request once answered), while they keep coming, for at most that call's time."""
+        want = min(self.max_batch, state["in_flight"])
+        if len(state["pending"]) >= want or not self.max_wait:
+            return
+        tick = min(0.001, self.max_wait)
+        deadline = time.perf_counter() + state["last_call"]
+        seen, quiet = len(state["pending"]), 0.0
+        while len(state["pending"]) < want and quiet < self.max_wait:
+            before = time.perf_counter()
+            if before >= deadline:
+                return
+            await asyncio.sleep(tick)
+            if len(state["pending"]) != seen:
+                seen, quiet = len(state["pending"]), 0.0
+            else:  # a loop busy answering the last batch's requests is not a quiet one
+                quiet += min(time.perf_counter() - before, 2 * tick)
+
+    @staticmethod
+    async def _timed(state: dict[str, Any], call: asyncio.Future, size: int) -> Outcome:
+        """The engine call's outcome; its time and the items in flight at its end kept for `_gather`."""
+        started = time.perf_counter()
+        try:
+            return await call
+        finally:
+            state["last_call"] = time.perf_counter() - started
+            state["in_flight"] = size + len(state["pending"])
+
     async def _drain(self, state: dict[str, Any]) -> None:
         while state["pending"]:
-            if len(state["pending"]) < self.max_batch and self.max_wait:
-                state["full"].clear()
-                try:
-                    await asyncio.wait_for(state["full"].wait(), self.max_wait)
-                except asyncio.TimeoutError:
-                    pass
+            await (self._gather(state) if self.adaptive else self._wait_first(state))
             batch = [e for e in state["pending"][: self.max_batch] if not e[1].done()]
             del state["pending"][: self.max_batch]
             if not batch:
@@ -284,7 +365,7 @@ class AsyncBatcher:
                 self._progress_until(stop),
             )
             try:
-                outcome = await _in_thread(state["loop"], run)
+                outcome = await self._timed(state, in_engine_thread(state["loop"], run), len(batch))
             except asyncio.CancelledError:
                 stop.set()  # the loop is going away: the engine call stops at its next model batch
                 for f in futures:

@@ -28,7 +28,7 @@ from q2_metric import display, frontend
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2Error, Q2OptionError
 from q2_metric.frontend import Item, ItemResult, Outcome
-from q2_metric.harness.batcher import AsyncBatcher, HarnessBatcher
+from q2_metric.harness.batcher import AsyncBatcher, HarnessBatcher, in_engine_thread
 
 UNVERIFIED = "unverified"
 API_KEY_ENV = "Q2_SERVE_API_KEY"
@@ -46,7 +46,7 @@ class Limits:
     max_queue: int = 1024  # items accepted and not yet answered; more: 429 with Retry-After
     timeout: float = 60.0  # seconds a request may take; past it: 504 (its items leave their batch)
     max_batch: int = 64  # items per engine call
-    max_wait: float = 0.005  # seconds the micro-batcher waits for more items after the first
+    max_wait: float = 0.02  # the longest quiet gap a batch waits out for the items it expects
     threshold: float = 0.5  # the default decision threshold (`display.decide`)
     retry_after: int = 1  # seconds, in Retry-After
     api_key: str | None = field(default=None, repr=False)  # Authorization: Bearer <key>
@@ -105,6 +105,12 @@ class Metrics:
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
             registry=self.registry,
         )
+        self.engine = Histogram(
+            "q2_serve_engine_seconds",
+            "seconds per engine call (one micro-batch scored)",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=self.registry,
+        )
         self.queue = Gauge(
             "q2_serve_queue_depth", "items accepted and not yet answered", registry=self.registry
         )
@@ -116,8 +122,8 @@ class Metrics:
 
 
 class _Observed(HarnessBatcher):
-    """The engine's item scorer, each engine call's size observed once `metrics` is set (after the
-    warm-up)."""
+    """The engine's item scorer, each engine call's size and time observed once `metrics` is set
+    (after the warm-up)."""
 
     metrics: Metrics | None = None
 
@@ -127,9 +133,11 @@ class _Observed(HarnessBatcher):
         max_batch: int | None = None,
         progress: Callable[[str, int, int], None] | None = None,
     ) -> Outcome:
-        if self.metrics is not None:
-            self.metrics.batch_size.observe(len(items))
-        return super().score_items(items, max_batch, progress)
+        if self.metrics is None:
+            return super().score_items(items, max_batch, progress)
+        self.metrics.batch_size.observe(len(items))
+        with self.metrics.engine.time():
+            return super().score_items(items, max_batch, progress)
 
 
 class Service:
@@ -147,7 +155,8 @@ class Service:
         self.micro: AsyncBatcher | None = None
 
     def load(self) -> None:
-        """The models checked, loaded once and warmed on one item (in a thread: blocking)."""
+        """The models checked, loaded once and warmed on one item (blocking: in the engine thread,
+        where every engine call runs)."""
         batcher = _Observed(self.config, self.limits.max_batch, scorer=self.scorer)
         if self.scorer is None:  # a given scorer (tests: a scripted one) has no model files to check
             batcher.check()
@@ -156,12 +165,12 @@ class Service:
         self.signature = str(outcome.signature)
         self.batcher = batcher
         batcher.metrics = self.metrics
-        self.micro = AsyncBatcher(batcher, self.limits.max_batch, self.limits.max_wait)
+        self.micro = AsyncBatcher(batcher, self.limits.max_batch, self.limits.max_wait, adaptive=True)
         self.ready = True
 
     async def start(self) -> None:
         try:
-            await asyncio.to_thread(self.load)
+            await in_engine_thread(asyncio.get_running_loop(), self.load)  # the engine calls' thread
         except Exception as err:  # the service stays up and says why in /ready
             self.failed = str(err) if isinstance(err, Q2Error) else f"{type(err).__name__}: {err}"
 
@@ -476,7 +485,7 @@ def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = 
             return refused(500, message)
         service.metrics.requests.labels("200").inc()
         service.metrics.latency.observe(time.perf_counter() - started)
-        return out
+        return JSONResponse(out)  # already plain JSON: FastAPI's encoder would walk it again
 
     return app
 

@@ -98,21 +98,32 @@ def test_the_api_key(tiny_models, tmp_path, pairs):
         assert httpx.get(s.url + "/health", timeout=30).status_code == 200
 
 
+def _many(pairs: list[dict], n: int) -> list[dict]:
+    """`n` distinct items (the engine de-duplicates repeated ones): many engine calls of work."""
+    return [
+        {**pairs[i % len(pairs)], "response": f"{pairs[i % len(pairs)]['response']} Number {i}."}
+        for i in range(n)
+    ]
+
+
 def test_a_disconnect_drops_its_items(tiny_models, tmp_path, pairs):
-    # the micro-batcher waits 5 s for more items: the client leaves before its batch goes
-    with q2_serve(tiny_flags(tiny_models, "--max-wait", "5"), tmp_path) as s:
+    # 600 items in engine calls of 64: the client leaves after 0.5 s, long before the last call
+    with q2_serve(tiny_flags(tiny_models, "--max-items", "1000"), tmp_path) as s:
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(s.url + "/v1/score", json={"items": pairs[:3]}, timeout=httpx.Timeout(60, read=0.5))
-        time.sleep(6)
-        assert s.metric("q2_serve_items_total", outcome="dropped") == 3
-        assert s.metric("q2_serve_batch_size_count") == 0  # no engine call was made for them
+            body = {"items": _many(pairs, 600), "spans": False}
+            httpx.post(s.url + "/v1/score", json=body, timeout=httpx.Timeout(60, read=0.5))
+        deadline = time.time() + 60
+        while s.metric("q2_serve_queue_depth") and time.time() < deadline:
+            time.sleep(0.2)
+        assert s.metric("q2_serve_items_total", outcome="dropped") == 600
+        assert s.metric("q2_serve_batch_size_sum") < 600  # the items still waiting never reached the engine
         assert s.metric("q2_serve_items_total", outcome="scored") == 0
         assert s.metric("q2_serve_queue_depth") == 0
 
 
 def test_a_timeout_is_504(tiny_models, tmp_path, pairs):
-    with q2_serve(tiny_flags(tiny_models, "--max-wait", "3", "--timeout", "0.3"), tmp_path) as s:
-        r = httpx.post(s.url + "/v1/score", json=pairs[0], timeout=60)
+    with q2_serve(tiny_flags(tiny_models, "--max-items", "1000", "--timeout", "0.3"), tmp_path) as s:
+        r = httpx.post(s.url + "/v1/score", json={"items": _many(pairs, 600)}, timeout=60)
         assert r.status_code == 504 and "0.3 s" in r.json()["error"]
 
 

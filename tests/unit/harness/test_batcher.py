@@ -257,3 +257,85 @@ def test_a_missing_model_is_one_sentence_in_the_harness_words_before_any_work(tm
     text = str(err.value)
     assert missing in text and "-T qg_model" in text and "--qg-model" not in text and "\n" not in text
     B.reset_batchers()
+
+
+class Recording:
+    """An engine that records the thread of each call and takes `seconds` per call."""
+
+    max_batch = 8
+
+    def __init__(self, seconds: float = 0.0):
+        self.inner, self.seconds, self.threads = harness_batcher(8), seconds, []
+
+    def score_items(self, given, max_batch=None, progress=None):
+        self.threads.append(threading.get_ident())
+        time.sleep(self.seconds)
+        return self.inner.score_items(given, max_batch, progress)
+
+
+def test_every_engine_call_runs_on_the_process_one_engine_thread():
+    """Torch's OpenMP team belongs to the thread that calls it: every engine call, from any batcher
+    and any event loop, runs on the one engine thread (a new thread per call would build a team each
+    time and slow the other)."""
+    first, second = Recording(), Recording()
+
+    async def run(engine):
+        batcher = B.AsyncBatcher(engine, max_wait=0)
+        for i in items()[:3]:
+            await batcher.score(i)
+
+    asyncio.run(run(first))
+    asyncio.run(run(second))
+    threads = set(first.threads + second.threads)
+    assert len(first.threads) == len(second.threads) == 3
+    assert threads == {B.ENGINE_THREAD._thread.ident} and threading.get_ident() not in threads
+
+    async def nested():  # a call made from inside an engine call runs there, not deadlocked behind it
+        loop = asyncio.get_running_loop()
+        inner = await B.in_engine_thread(loop, lambda: B.in_engine_thread(loop, threading.get_ident))
+        return await asyncio.wait_for(inner, 10)
+
+    assert asyncio.run(nested()) == B.ENGINE_THREAD._thread.ident
+
+
+def test_adaptive_batching_sends_a_lone_request_at_once():
+    """`q2 serve`'s policy: nothing else is in flight, so a lone request does not wait `max_wait`
+    (the harness policy waits it out: the previous test)."""
+    batcher = B.AsyncBatcher(harness_batcher(64), max_wait=30, adaptive=True)
+
+    async def one():
+        start = time.perf_counter()
+        for i in items()[:3]:
+            await batcher.score(i)
+        return time.perf_counter() - start
+
+    assert asyncio.run(one()) < 10  # three requests one after the other, none waiting 30 s
+    assert batcher.batches == [1, 1, 1]
+
+
+@pytest.mark.parametrize("adaptive, want", [(True, [1, 4, 4, 3]), (False, None)])
+def test_adaptive_batching_waits_for_the_clients_answered_by_the_last_call(adaptive, want):
+    """Four closed-loop clients (each sends its next item k * 10 ms after its answer): the adaptive
+    batcher sends the first item alone (nothing else was in flight), then expects the four items in
+    flight at the end of each call (0.2 s) and scores them together; without it (max_wait 0) the
+    answered clients' next items go in other batches."""
+    engine = Recording(seconds=0.2)
+    batcher = B.AsyncBatcher(engine, max_wait=1 if adaptive else 0, adaptive=adaptive)
+    pairs = items()
+
+    async def client(k):
+        out = []
+        for n in range(3):
+            await asyncio.sleep(0.01 * k)
+            out.append(await batcher.score(pairs[(k + 4 * n) % len(pairs)]))
+        return out
+
+    async def run():
+        return await asyncio.gather(*(client(k) for k in range(4)))
+
+    got = asyncio.run(run())
+    assert sum(batcher.batches) == 12 and all(len(g) == 3 for g in got)
+    if want is not None:
+        assert batcher.batches == want
+    else:
+        assert len(batcher.batches) > 4
