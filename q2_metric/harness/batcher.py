@@ -48,10 +48,12 @@ class ScoringCancelled(Q2Error):
 
 @dataclass(frozen=True)
 class Scored:
-    """One item's result (`frontend.ItemResult`) and the signature of the engine call that made it."""
+    """One item's result (`frontend.ItemResult`), the signature of the engine call that made it and
+    that call's seconds."""
 
     result: ItemResult
     signature: Any  # q2_metric.Signature
+    seconds: float = 0.0
 
     @property
     def status(self) -> str:
@@ -383,7 +385,7 @@ class AsyncBatcher:
                 continue
             for f, result in zip(futures, outcome.items):
                 if not f.done():
-                    f.set_result(Scored(result, outcome.signature))
+                    f.set_result(Scored(result, outcome.signature, state["last_call"]))
 
 
 def _stop_when_all_cancelled(futures: list[asyncio.Future[Any]]) -> threading.Event:

@@ -343,8 +343,9 @@ async def _until_disconnected(request: Any) -> None:
         pass
 
 
-async def score_request(service: Service, request: Any) -> dict[str, Any]:
-    """The response of one /v1/score request, or a `RequestError`."""
+async def score_request(service: Service, request: Any) -> tuple[dict[str, Any], float]:
+    """The response of one /v1/score request and the seconds of the engine calls it waited for (the
+    longest), or a `RequestError`."""
     limits = service.limits
     if service.draining:
         raise RequestError(503, "The service is shutting down.", {"Retry-After": str(limits.retry_after)})
@@ -406,7 +407,7 @@ async def score_request(service: Service, request: Any) -> dict[str, Any]:
     signature = scored[0].signature if scored else service.signature
     for entry in out:
         metrics.items.labels(entry["status"]).inc()
-    return {"signature": str(signature), "results": out}
+    return {"signature": str(signature), "results": out}, max((s.seconds for s in scored), default=0.0)
 
 
 # -- the app ----------------------------------------------------------------------------------------
@@ -478,7 +479,7 @@ def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = 
                 401, "Missing or wrong API key (Authorization: Bearer <key>).", {"WWW-Authenticate": "Bearer"}
             )
         try:
-            out = await score_request(service, request)
+            out, engine = await score_request(service, request)
         except RequestError as err:
             service.metrics.requests.labels(str(err.code)).inc()
             return refused(err.code, err.message, err.headers)
@@ -487,8 +488,11 @@ def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = 
             message = str(err) if isinstance(err, Q2Error) else f"Scoring failed: {type(err).__name__}: {err}"
             return refused(500, message)
         service.metrics.requests.labels("200").inc()
-        service.metrics.latency.observe(time.perf_counter() - started)
-        return JSONResponse(out)  # already plain JSON: FastAPI's encoder would walk it again
+        total = time.perf_counter() - started
+        service.metrics.latency.observe(total)
+        # the standard Server-Timing header: how much of the request was the engine call(s) it waited for
+        timing = f"engine;dur={1000 * engine:.2f}, total;dur={1000 * total:.2f}"
+        return JSONResponse(out, headers={"Server-Timing": timing})  # plain JSON already: not re-encoded
 
     return app
 

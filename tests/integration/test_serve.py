@@ -67,6 +67,9 @@ def test_one_item_verdicts_spans_and_info(server, pairs):
     assert e["verdict"] == ("consistent" if e["score"] > 0.0 else "inconsistent")
     for span in e["spans"]:
         assert pairs[3]["response"][span["start"] : span["end"]] == span["text"]
+    # Server-Timing: the engine call this request waited for, within the request's own time
+    timing = dict(part.strip().split(";dur=") for part in r.headers["server-timing"].split(","))
+    assert 0 < float(timing["engine"]) <= float(timing["total"])
     info = httpx.get(server.url + "/v1/info", timeout=30).json()
     assert info["batch_invariant"] is True and info["signature"] == r.json()["signature"]
     assert httpx.get(server.url + "/health").status_code == 200
