@@ -284,11 +284,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def direct(size: int | None = None) -> tuple[float, list]:
         """Seconds of direct calls of `size` items (default: one call of every item), and the results."""
-        start, out = time.perf_counter(), []
-        for at in range(0, args.n, size or args.n):
-            out += scorer.score(
-                responses[at : at + (size or args.n)], knowledge[at : at + (size or args.n)]
-            ).responses
+        step, start, out = size or args.n, time.perf_counter(), []
+        for at in range(0, args.n, step):
+            out += scorer.score(responses[at : at + step], knowledge[at : at + step]).responses
         return time.perf_counter() - start, out
 
     direct_s, batched = direct()

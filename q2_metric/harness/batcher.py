@@ -10,10 +10,10 @@ de-duplicates its model inputs and makes one component call per engine call). Tw
   engine call.
 - `AsyncBatcher`: concurrent `await batcher.score(item)` calls (Inspect AI's scorers, ragas'
   samples) are gathered into one engine call of at most `max_batch` items, waiting at most
-  `max_wait` seconds for more after the first. The engine runs in the process's one engine thread
-  (`EngineThread`): the event loop goes on, and a cancelled sample (Ctrl-C, a harness timeout) is dropped from its batch at once;
-  an engine call whose samples were all cancelled stops at its next model batch, and nothing waits
-  for it.
+  `max_wait` seconds for more after the first. The engine runs in the process's one engine
+  thread (`EngineThread`): the event loop goes on, and a cancelled sample (Ctrl-C, a harness
+  timeout) is dropped from its batch at once; an engine call whose samples were all cancelled
+  stops at its next model batch, and nothing waits for it.
 
 Every item goes through `frontend.score_items`: it is validated alone (a bad item is reported with
 its own key, the others are scored), an empty reply or knowledge is counted and unscored, and each
@@ -243,9 +243,9 @@ class AsyncBatcher:
     once); one batch is scored at a time, in the process's engine thread. `adaptive` (the service's
     policy, `q2 serve`): a batch waits only for the items it can expect, as many as were in flight
     when the last engine call ended, while they keep coming (no quiet gap longer than `max_wait`)
-    and at most as long as that call took. A lone client's request goes at once. A cancelled request leaves its batch
-    (it is never scored); when every request of the batch in flight is cancelled, the engine call
-    stops at its next model batch. Works across event loops (each loop gets its own queue state),
+    and at most as long as that call took; a lone client's request goes at once. A cancelled
+    request leaves its batch (it is never scored); when every request of the batch in flight is
+    cancelled, the engine call stops at its next model batch. Works across event loops (each loop gets its own queue state),
     so one batcher may serve several `asyncio.run` calls. `progress` hears each engine call's stages.
     """
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import functools
 import hmac
 import json
 import math
@@ -77,6 +79,9 @@ def api_key_from(path: str | None = None) -> str | None:
     return os.environ.get(API_KEY_ENV) or None
 
 
+SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
 class Metrics:
     """Prometheus metrics of one app (its own registry: several apps in one process do not clash)."""
 
@@ -102,13 +107,13 @@ class Metrics:
         self.latency = Histogram(
             "q2_serve_request_seconds",
             "seconds per /v1/score request answered 200",
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            buckets=SECONDS_BUCKETS,
             registry=self.registry,
         )
         self.engine = Histogram(
             "q2_serve_engine_seconds",
             "seconds per engine call (one micro-batch scored)",
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            buckets=SECONDS_BUCKETS,
             registry=self.registry,
         )
         self.queue = Gauge(
@@ -147,19 +152,17 @@ def _trim() -> None:
     """Hands the C heap's free memory back to the system (glibc's `malloc_trim`; elsewhere nothing):
     each engine call's batch shapes leave freed blocks that glibc would otherwise keep, so a
     long-lived server's memory would climb in steps under varied load."""
-    global _MALLOC_TRIM
-    if _MALLOC_TRIM is None:
-        try:
-            import ctypes
-
-            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _MALLOC_TRIM = False
-    if _MALLOC_TRIM:
-        _MALLOC_TRIM(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
-_MALLOC_TRIM: Any = None
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 class Service:

@@ -300,7 +300,7 @@ def test_every_engine_call_runs_on_the_process_one_engine_thread():
 
 def test_adaptive_batching_sends_a_lone_request_at_once():
     """`q2 serve`'s policy: nothing else is in flight, so a lone request does not wait `max_wait`
-    (the harness policy waits it out: the previous test)."""
+    (the harnesses' policy would wait out its 30 s before each one)."""
     batcher = B.AsyncBatcher(harness_batcher(64), max_wait=30, adaptive=True)
 
     async def one():
