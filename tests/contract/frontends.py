@@ -1,10 +1,10 @@
 """The front-ends of Q², enumerated from the real registry, and an adapter per scoring front-end.
 
-`registry()` lists every front-end the package offers, read from where they are declared: the `q2`
-command's verbs (`q2_metric.cli.build_parser`), the console scripts and other entry points
-(setup.cfg), the `evaluate` module, ParlAI's metric and teacher, the Space's scoring function, the
-benchmark's Q² column and the harness names (lm-eval tasks, Inspect AI, ragas). A name of that list
-is either served by an adapter (`ADAPTERS`, here and in `adapters_harness.py`) or named in
+`registry()` lists every name the matrix asks, read from the package's front-end registry
+(`q2_metric.registry`: each front-end with its module, extra, page and the names it is driven by,
+checked against the `q2` verbs, the entry points, lm-eval's task files and the modules by
+`tests/unit/test_registry.py`). A name of that list is either served by an adapter (`ADAPTERS`, here
+and in `adapters_harness.py`) or, for a front-end that scores nothing itself, in
 `NOT_SCORING` with the reason; `test_matrix.py` fails otherwise.
 
 An adapter drives its front-end the way a user does and reads back what the user sees:
@@ -25,7 +25,6 @@ spelled as its front-end spells it.
 from __future__ import annotations
 
 import argparse
-import configparser
 import contextlib
 import io
 import json
@@ -34,8 +33,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-
-from support.data import ROOT
 
 BAD_OPTION_KINDS = ("wrong type", "out of range", "unknown name")
 REFUSALS = BAD_OPTION_KINDS + ("missing model",)
@@ -84,75 +81,21 @@ class Adapter(Protocol):
 # -- the registry ---------------------------------------------------------------------------------
 
 
-def cli_verbs() -> list[str]:
-    from q2_metric.cli import build_parser
-
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return [f"q2 {verb}" for verb in sub.choices]
-
-
-def entry_points() -> dict[str, list[str]]:
-    """setup.cfg's [options.entry_points]: group -> names."""
-    parser = configparser.ConfigParser()
-    parser.read(ROOT / "setup.cfg", encoding="utf-8")
-    out = {}
-    for group, text in parser["options.entry_points"].items():
-        out[group] = [line.split("=")[0].strip() for line in text.splitlines() if "=" in line]
-    return out
-
-
-def harness_names() -> list[str]:
-    """The harness front-ends: lm-eval's task names (the YAML files of the task folder), Inspect
-    AI's scorer and task, the ragas metric, LightEval's task (q2_metric/harness/lighteval_task.py),
-    MLflow's scorer and DeepEval's metric."""
-    folder = ROOT / "q2_metric" / "harness" / "lm_eval_tasks"
-    tasks = sorted(p.stem for p in folder.glob("*.yaml"))
-    return (
-        [f"lm-eval {t}" for t in tasks]
-        + ["inspect q2", "inspect q2_wow", "ragas q2", "lighteval q2_wow"]
-        + ["mlflow q2", "deepeval q2"]
-    )
-
-
-def guardrail_names() -> list[str]:
-    """The guardrail frameworks' plug-ins: the modules of `q2_metric/guardrails/`."""
-    folder = ROOT / "q2_metric" / "guardrails"
-    return [f"guardrails {p.stem}" for p in sorted(folder.glob("*.py")) if p.stem != "__init__"]
-
-
 def registry() -> list[str]:
-    """Every front-end, from where the package declares it."""
-    names = cli_verbs() + ["q2 score --ray"]
-    points = entry_points()
-    names += [f"console script {n}" for n in points.get("console_scripts", [])]
-    names += [f"entry point {g}:{n}" for g, ns in points.items() if g != "console_scripts" for n in ns]
-    names += [
-        "python score",
-        "python Q2Scorer",
-        "evaluate compute",
-        "evaluate add_batch",
-        "parlai --metrics q2",
-        "parlai Q2Teacher",
-        "space function",
-        "benchmark q2 column",
-    ]
-    return names + harness_names() + guardrail_names()
+    """Every name the matrix asks, from the package's front-end registry (`q2_metric.registry`, which
+    `tests/unit/test_registry.py` checks against the `q2` verbs, entry points, task files and modules)."""
+    from q2_metric.registry import entries
+
+    return list(entries())
 
 
-NOT_SCORING = {
-    "q2 register": "makes evaluate.load('q2') find the module; scores nothing",
-    "q2 publish": "writes given results into a model card; scores nothing",
-    "q2 space": "assembles the Space folder; the Space's scoring is 'space function'",
-    "q2 convert-nli": "converts the released NLI archive; scores nothing",
-    "q2 data": "writes the labelled sets' templates; scores nothing",
-    "q2 meta-eval": "meta-evaluation of given scores; its Q² column is 'benchmark q2 column' (q2 score's scorer)",
-    "q2 demo": "scores the bundled sample only (no user input, no options but --tiny); its engine call is q2 score's",
-    "console script q2": "the `q2` command: its verbs are listed one by one",
-    "console script q2-metric": "the same `main` as `q2`",
-    "entry point inspect_ai:q2_metric": "Inspect AI's module of the scorer and task: 'inspect q2', 'inspect q2_wow'",
-    "guardrails nemo": "relays the Q² service's verdict to NeMo Guardrails (its flow blocks the answer); scores nothing itself",
-    "guardrails client": "the Q² service's HTTP client, shared by both plug-ins; scores nothing itself",
-}
+def _not_scoring() -> dict[str, str]:
+    from q2_metric.registry import FRONT_ENDS
+
+    return {entry: front.not_scoring for front in FRONT_ENDS if front.not_scoring for entry in front.entries}
+
+
+NOT_SCORING = _not_scoring()
 
 
 # -- the options every adapter uses ------------------------------------------------------------------
