@@ -22,17 +22,17 @@ def on_page_read_source(page, config):
 
 def options_table() -> str:
     """The option table of docs/python.md, made from the one declaration of every option
-    (`q2_metric.option_help`) with the flags of today's `q2` and ParlAI parsers."""
+    (`q2_metric.options.help`) with the flags of today's `q2` and ParlAI parsers."""
     from parlai_ext.options import parlai_flags_by_option
     from q2_metric.cli.common import q2_flags
-    from q2_metric.option_help import markdown_table
+    from q2_metric.options.help import markdown_table
 
     return markdown_table(q2_flags(), parlai_flags_by_option())
 
 
 def write_options_table(page: Path = PYTHON_PAGE) -> bool:
     """Rewrite the option table of `page`; True when it changed."""
-    from q2_metric.option_help import replace_table
+    from q2_metric.options.help import replace_table
 
     text = page.read_text(encoding="utf-8")
     new = replace_table(text, options_table())

@@ -55,7 +55,7 @@ from q2_metric.models.loading import uses_segment_ids
 from q2_metric.models.speed.cpu_matmul import uses_onednn
 from q2_metric.models.speed.flops import FlopMeter, matmul_peak
 from q2_metric.models.tiny_builder import build_tiny_models
-from q2_metric.profile import format_profile
+from q2_metric.progress import format_profile
 from q2_metric.testing.reference_loop import reference_q2
 
 ROOT = Path(__file__).resolve().parents[1]

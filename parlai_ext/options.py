@@ -11,8 +11,8 @@ from q2_metric.cli.common import flag_type
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.frontend import configure
-from q2_metric.option_help import all_docs, allowed, default_value, option_help
 from q2_metric.options import flag_name, option_types
+from q2_metric.options.help import all_docs, allowed, default_value, option_help
 
 
 class _Sentence(SystemExit):
@@ -51,7 +51,7 @@ SPELL = flag_name("--q2-")
 
 
 # The engine options ParlAI takes as `--q2-<option>` flags, in `--help`'s order (help, type, default
-# and choices from the one declaration: `q2_metric.config.OPTION_DOCS`, `q2_metric.option_help`).
+# and choices from the one declaration: `q2_metric.config.OPTION_DOCS`, `q2_metric.options.help`).
 # `--q2-batch-size` is ParlAI's own (responses buffered per engine call), as are the explain flags.
 OPTIONS = (
     "qg_model",

@@ -213,7 +213,7 @@ class Q2Config:
 class OptionDoc:
     """What a user reads about one option, declared once: every front-end's help (the `q2` flags,
     ParlAI's `--q2-*` flags, the `evaluate` module's inputs description, the docs' option table) is
-    made from it by `q2_metric.option_help`. Its type, default and choices are `Q2Config`'s field.
+    made from it by `q2_metric.options.help`. Its type, default and choices are `Q2Config`'s field.
 
     `help` may name another option as `{name}` (each front-end spells it: `coref`, `--coref`,
     `--q2-coref`) and the tiny models' question cap as `{tiny_question_length}`."""
@@ -226,7 +226,7 @@ class OptionDoc:
     off_help: str | None = None
 
 
-# Every `Q2Config` field's help, in the field order (tests/unit/test_option_help.py checks that
+# Every `Q2Config` field's help, in the field order (tests/unit/options/test_help.py checks that
 # every field has one and that each front-end shows it).
 OPTION_DOCS: dict[str, OptionDoc] = {
     "qg_model": OptionDoc(
@@ -386,7 +386,7 @@ def value_problem(name: str, value: Any) -> str | None:
     """
     hint = field_types()[name]
     if name == "device":
-        from q2_metric.devices import SPELLINGS, device_problem
+        from q2_metric.models.devices import SPELLINGS, device_problem
 
         return device_problem(value, hardware=False) if isinstance(value, str) else SPELLINGS
     allowed = choices().get(name)

@@ -30,8 +30,7 @@ from typing import Any, Literal, cast
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
-from q2_metric.profile import StageProfile
-from q2_metric.progress import ProgressCallback
+from q2_metric.progress import ProgressCallback, StageProfile
 from q2_metric.results import Q2Result, ResponseScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
@@ -97,7 +96,7 @@ class Outcome:
     items: list[ItemResult]
     system: SystemScore
     signature: Signature
-    # wall time, model tokens and FLOPs per stage of the engine call (`q2_metric.profile`)
+    # wall time, model tokens and FLOPs per stage of the engine call (`q2_metric.progress`)
     profile: list[StageProfile] = field(default_factory=list)
 
     @property

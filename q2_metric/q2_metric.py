@@ -18,13 +18,13 @@ from q2_metric import display, frontend
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
 from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
-from q2_metric.option_help import docstring_entries
 from q2_metric.options import (
     VARIANTS,
     check_option_names,
     choices_text,
     json_safe,
 )
+from q2_metric.options.help import docstring_entries
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.validation import check_histories, validate_inputs

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from q2_metric.steps.system_score import SystemScore
 
 if TYPE_CHECKING:
-    from q2_metric.profile import StageProfile
+    from q2_metric.progress import StageProfile
     from q2_metric.signature import Signature
     from q2_metric.steps.coref import CorefTrace
 
@@ -173,7 +173,7 @@ class Q2Result:
     system: SystemScore
     responses: list[ResponseScore]
     signature: Signature
-    # wall time, model tokens and FLOPs per stage (`q2_metric.profile`); not part of `to_dict()`
+    # wall time, model tokens and FLOPs per stage (`q2_metric.progress`); not part of `to_dict()`
     profile: list[StageProfile] = field(default_factory=list)
 
     @property

@@ -28,8 +28,7 @@ from q2_metric.display import reason_line
 from q2_metric.errors import Q2OptionError
 from q2_metric.models.provision import provide_models
 from q2_metric.options import with_options
-from q2_metric.profile import StageProfile, run_stage
-from q2_metric.progress import DONE, ProgressCallback, notify, stage
+from q2_metric.progress import DONE, ProgressCallback, StageProfile, notify, run_stage, stage
 from q2_metric.results import DISCARDED, Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature, qg_path
 from q2_metric.steps.answers import KnowledgeAnswer, answer_from_knowledge

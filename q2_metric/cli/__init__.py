@@ -2,8 +2,8 @@
 
 One module per verb (`demo`, `score`, `rescore`, `agree`, `meta_eval`, `data`, `convert_nli`,
 `register`, `publish`, `space`, `serve`), each with its `add_parser(sub)` and `cmd_*`; `common` holds the
-engine flags, `meta_benchmark` and `meta_ladder` the flags and commands of `q2 meta-eval --dataset`
-and `--ladder`/`--control`. Every `argparse` parser of the package is here (`q2_metric.meta` is a
+engine flags; the `meta_eval` package holds the flags and commands of `q2 meta-eval` (`benchmark`:
+`--dataset`; `ladder`: `--ladder`/`--control`). Every `argparse` parser of the package is here (`q2_metric.meta` is a
 library). Here: `build_parser` and `main`."""
 
 from __future__ import annotations

@@ -8,13 +8,13 @@ from typing import Any
 
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError, Q2OptionError
-from q2_metric.option_help import allowed, default_value, off_help, option_help
 from q2_metric.options import Spelling, check_option, option_types
+from q2_metric.options.help import allowed, default_value, off_help, option_help
 
 # The engine options the `q2` verbs take, in `--help`'s order, each with its flag. A boolean option's
 # flag is a switch: it turns the option on, or off when the option is on by default (its help is then
 # the option's `off_help`). Help, type, default and choices come from the one declaration
-# (`q2_metric.config.OPTION_DOCS`, `q2_metric.option_help`).
+# (`q2_metric.config.OPTION_DOCS`, `q2_metric.options.help`).
 FLAGS: dict[str, str] = {
     "qg_model": "--qg-model",
     "qa_model": "--qa-model",

@@ -32,7 +32,7 @@ def _threshold(text: str) -> float:
 
 def print_profile(profile: list) -> None:
     """`--profile`: time, model tokens and model FLOPs per engine stage, on stderr."""
-    from q2_metric.profile import format_profile
+    from q2_metric.progress import format_profile
 
     if not profile:
         print("q2: profile: nothing was scored in this process (cached rows, or --ray)", file=sys.stderr)

@@ -24,8 +24,14 @@ from q2_metric.io import (
     table_writer,
 )
 from q2_metric.io.commit import Writer
-from q2_metric.profile import StageProfile, merge_profiles
-from q2_metric.progress import ProgressCallback, ResponseCounter, StageTotals, plural
+from q2_metric.progress import (
+    ProgressCallback,
+    ResponseCounter,
+    StageProfile,
+    StageTotals,
+    merge_profiles,
+    plural,
+)
 from q2_metric.results import ResponseScore, SystemScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
@@ -62,7 +68,7 @@ class ScoreReport:
     num_scored_now: int
     bad_rows: list[str]
     signature: str
-    # per engine stage, summed over the chunks scored now (`q2_metric.profile`); not in the summary
+    # per engine stage, summed over the chunks scored now (`q2_metric.progress`); not in the summary
     profile: list[StageProfile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # e.g. the cache could not be written
     decisions: dict | None = None  # with a threshold: `decision.decision_counts`

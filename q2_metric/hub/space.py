@@ -20,7 +20,7 @@ from typing import Any
 
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2Error, Q2InputError
-from q2_metric.explain import TABLE_COLUMNS, highlighted_html, question_rows
+from q2_metric.hub.explain import TABLE_COLUMNS, highlighted_html, question_rows
 from q2_metric.progress import stage_label
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -459,7 +459,7 @@ def _has_weights(find: Callable[[str], str | None], local: bool) -> bool:
 def check_device(device: str) -> None:
     """Raise `DeviceNotAvailable` when `device` names hardware torch cannot see (the rule:
     `devices.device_problem`)."""
-    from q2_metric.devices import cuda_count, device_problem
+    from q2_metric.models.devices import cuda_count, device_problem
 
     problem = device_problem(device)
     if problem is None:

@@ -23,8 +23,8 @@ def resolve_device(device: str) -> torch.device:
     `checks.check_device`'s fuller sentence first, before any model loads)."""
     import torch
 
-    from q2_metric.devices import cuda_count, device_problem
     from q2_metric.errors import DeviceNotAvailable
+    from q2_metric.models.devices import cuda_count, device_problem
 
     if device == "auto":
         return torch.device("cuda" if cuda_count() else "cpu")

@@ -216,7 +216,7 @@ class Service:
         }
 
     def _device(self) -> str:
-        from q2_metric.devices import cuda_count
+        from q2_metric.models.devices import cuda_count
 
         device = str(self.config.device)
         return ("cuda" if cuda_count() else "cpu") if device == "auto" else device.partition(":")[0]

@@ -574,7 +574,7 @@ LABELLED = (
 
 @dataclass
 class BenchmarkColumn(Words):
-    """The Q² column of `q2 meta-eval --dataset` (`cli.meta_benchmark.q2_runner`: a labelled set's pairs
+    """The Q² column of `q2 meta-eval --dataset` (`cli.meta_eval.benchmark.q2_runner`: a labelled set's pairs
     through q2 score's file scorer); its result: the scores, and the summary beside them."""
 
     name: str
@@ -617,7 +617,7 @@ class BenchmarkColumn(Words):
         return argparse.Namespace(**values)
 
     def score(self, items: list[Item], tmp: Path) -> Report:
-        from q2_metric.cli.meta_benchmark import q2_runner
+        from q2_metric.cli.meta_eval.benchmark import q2_runner
         from q2_metric.meta.datasets import Dataset
 
         out = tmp / "bench"

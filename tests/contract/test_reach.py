@@ -48,7 +48,7 @@ def test_front_ends_reach_below_the_engine_only_where_listed():
 
 def test_every_listed_reach_is_still_there():
     """A reach that went away leaves the list (the --tiny help's question cap now comes from
-    `q2_metric.option_help`, so `cli.common` no longer imports `models.tiny`)."""
+    `q2_metric.options.help`, so `cli.common` no longer imports `models.tiny`)."""
     assert set(ALLOWED) - reach_below() == set()
 
 

@@ -434,3 +434,46 @@ def test_unit_test_files_are_named_after_their_module():
 def test_module_name_rule_on_known_files(name):
     assert _names_a_module(Path(name))
     assert not _names_a_module(Path("steps/test_no_such_module.py"))
+
+
+# -- docs/layout.md's map against the tree ------------------------------------------------------------
+
+
+def _layout_sections() -> dict[str, str]:
+    """The map block of docs/layout.md: "" -> the text of the package's top-level lines, and each
+    `name/` -> the text of its lines (a line starting `  name/` opens it; deeper lines continue it)."""
+    text = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    sections: dict[str, str] = {"": ""}
+    current = ""
+    for line in block.splitlines()[1:]:
+        opened = re.match(r"  (\w+)/", line)
+        if opened:
+            current = opened.group(1)
+            sections[current] = ""
+        elif re.match(r"  \S", line) or re.match(r"\S", line):
+            current = ""
+        sections[current] += line + "\n"
+    return sections
+
+
+def test_the_layout_map_names_every_package_and_module():
+    sections = _layout_sections()
+    package = ROOT / "q2_metric"
+    missing = []
+    for path in sorted(package.glob("*.py")):
+        if path.name not in sections[""]:
+            missing.append(f"q2_metric/{path.name}")
+    for folder in sorted(p for p in package.iterdir() if (p / "__init__.py").is_file()):
+        if folder.name not in sections:
+            missing.append(f"q2_metric/{folder.name}/")
+            continue
+        words = set(re.findall(r"\w+", sections[folder.name]))
+        for path in sorted(folder.glob("*.py")):
+            if path.stem not in ("__init__", "__main__") and path.stem not in words:
+                missing.append(f"q2_metric/{folder.name}/{path.name}")
+    assert not missing, f"docs/layout.md's map does not name: {missing}"
+    gone = [
+        name for name in sections if name and not (package / name).is_dir() and not (ROOT / name).is_dir()
+    ]
+    assert not gone, f"docs/layout.md's map names folders that are not in the tree: {gone}"

@@ -101,8 +101,8 @@ NOT_USER_RAISES = {
         "q2_metric/steps/response_scores.py",
         "ValueError",
     ): "the scorer always gives an NLI when fallback is on",
-    ("q2_metric/option_help.py", "KeyError"): "an option's help text naming no option: a docs bug",
-    ("q2_metric/option_help.py", "ValueError"): "the docs page lost its generated-table markers",
+    ("q2_metric/options/help.py", "KeyError"): "an option's help text naming no option: a docs bug",
+    ("q2_metric/options/help.py", "ValueError"): "the docs page lost its generated-table markers",
     ("q2_metric/models/speed/cpu_matmul.py", "ValueError"): "Q2Config refuses the value first",
     ("q2_metric/models/speed/flops.py", "TypeError"): "the benchmarks' FLOP counter, never a user's run",
 }

@@ -1,6 +1,6 @@
 """Table 7 (the ladder) and Table 8 (the random-knowledge control) of the first arXiv version: the
 rungs and the donor draw as pure functions, the tables on scripted components with figures worked
-out by hand (the command: tests/unit/cli/test_meta_ladder.py)."""
+out by hand (the command: tests/unit/cli/meta_eval/test_ladder.py)."""
 
 import pytest
 

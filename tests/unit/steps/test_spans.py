@@ -173,7 +173,7 @@ def test_space_colours_from_the_offsets():
     """The Space's HTML marks exactly the spans' offsets: with coref the replaced mention "She" is
     marked (the candidate scored was "Marie Curie", not in the response at that place), and both
     repeats of "Zoë" are marked where they are."""
-    from q2_metric.explain import span_segments
+    from q2_metric.hub.explain import span_segments
 
     scorer = scripted_scorer(Q2Config(coref=True), coref=ScriptedCoref([["Marie Curie", "She"]]))
     res = scorer.score([CURIE], ["Marie Curie won in Paris."]).responses[0]
@@ -208,7 +208,7 @@ def test_same_spans_from_every_front_end_with_details(tmp_path):
 
     from q2_metric.corpus.files import score_file
     from q2_metric.corpus.logs import rescore_log
-    from q2_metric.explain import span_segments
+    from q2_metric.hub.explain import span_segments
 
     pairs = [(EMOJI, "Zoë lives in Bergen."), ("Ada met Ada in  Rome.", "Ada lives in Rome.")]
     engine = scripted_scorer().score([r for r, _ in pairs], [k for _, k in pairs]).responses

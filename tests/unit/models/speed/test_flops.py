@@ -13,7 +13,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from q2_metric import Q2Scorer
 from q2_metric.models.speed.flops import Dims, FlopMeter, decoder_step_flops, encoder_flops, matmul_peak
-from q2_metric.profile import StageProfile, format_profile, merge_profiles
+from q2_metric.progress import StageProfile, format_profile, merge_profiles
 
 
 def test_encoder_flops_by_hand():

@@ -1,4 +1,4 @@
-"""The one device rule (`q2_metric.devices.device_problem`), and the four places that ask it: the
+"""The one device rule (`q2_metric.models.devices.device_problem`), and the four places that ask it: the
 options path, `Q2Config`, the model checks and model loading each refuse the same values."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 import pytest
 
 from q2_metric.config import Q2Config
-from q2_metric.devices import device_problem
 from q2_metric.errors import DeviceNotAvailable, Q2OptionError
+from q2_metric.models.devices import device_problem
 
 SPELLINGS = "use 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device"
 

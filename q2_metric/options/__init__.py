@@ -79,7 +79,7 @@ def _bad(name: str, value: Any, allowed: str) -> Q2OptionError:
 def normalize_device(value: Any, spelled: str = "device") -> str:
     """`auto`, `cpu`, `cuda`, `cuda:N` or a `torch.device` -> a device string torch understands,
     one this machine has (`devices.device_problem`)."""
-    from q2_metric.devices import device_problem, device_text
+    from q2_metric.models.devices import device_problem, device_text
 
     value = device_text(value)
     problem = device_problem(value)

@@ -29,11 +29,11 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     if args.span_gold or args.span_pred:  # span-level evaluation (issue 43)
         return cmd_span_eval(args)
     if args.dataset:  # the benchmark on labelled sets
-        from q2_metric.cli.meta_benchmark import cmd_benchmark
+        from q2_metric.cli.meta_eval.benchmark import cmd_benchmark
 
         return cmd_benchmark(args)
     if args.ladder or args.control:  # Table 7 / Table 8 of the first arXiv version
-        from q2_metric.cli.meta_ladder import cmd_ladder
+        from q2_metric.cli.meta_eval.ladder import cmd_ladder
 
         return cmd_ladder(args)
     from q2_metric.frontend import guard
@@ -228,8 +228,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("auto", *SHAPES),
         help="the gold file's shape (auto: LettuceDetect when rows have 'answer' and no 'response')",
     )
-    from q2_metric.cli.meta_benchmark import add_benchmark_args
-    from q2_metric.cli.meta_ladder import add_ladder_args
+    from q2_metric.cli.meta_eval.benchmark import add_benchmark_args
+    from q2_metric.cli.meta_eval.ladder import add_ladder_args
 
     add_benchmark_args(me)
     add_ladder_args(me)

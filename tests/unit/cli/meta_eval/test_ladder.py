@@ -1,4 +1,4 @@
-"""`q2 meta-eval --ladder --control random-knowledge` (`q2_metric.cli.meta_ladder`) on tiny models."""
+"""`q2 meta-eval --ladder --control random-knowledge` (`q2_metric.cli.meta_eval.ladder`) on tiny models."""
 
 import csv
 

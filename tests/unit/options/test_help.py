@@ -18,7 +18,7 @@ from support.data import ROOT
 from q2_metric.cli import build_parser
 from q2_metric.cli.common import FLAGS, q2_flags
 from q2_metric.config import OPTION_DOCS, Q2Config
-from q2_metric.option_help import (
+from q2_metric.options.help import (
     TABLE_END,
     TABLE_START,
     all_docs,

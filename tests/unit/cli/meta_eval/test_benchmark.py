@@ -1,4 +1,4 @@
-"""`q2 meta-eval --dataset` (`q2_metric.cli.meta_benchmark`): checks before any work, --limit,
+"""`q2 meta-eval --dataset` (`q2_metric.cli.meta_eval.benchmark`): checks before any work, --limit,
 RAGTruth selections of one class, per-task figures and ids in the per-response outputs."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def no_work(monkeypatch):
         raise AssertionError("work started before the refusal")
 
     monkeypatch.setattr(benchmark, "baseline_scores", fail)
-    monkeypatch.setattr("q2_metric.cli.meta_benchmark.q2_runner", fail)
+    monkeypatch.setattr("q2_metric.cli.meta_eval.benchmark.q2_runner", fail)
 
 
 def _true_set(path, n=6):
