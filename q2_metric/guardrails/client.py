@@ -2,26 +2,34 @@
 library only (no HTTP package needed).
 
 Fail closed: whatever keeps the service from answering (it cannot be reached, a timeout, a status
-other than 200, a reply that is not the contract's) is one `Q2ServiceError` sentence, never a
-verdict; a caller that guards answers treats it as `unverified`. A result's `verdict` is the
-service's own (`consistent`, `inconsistent` or `unverified`); `is_consistent` is True only for
-exactly `consistent`.
+other than 200, a reply that is not the contract's, however broken: not HTTP, cut short, not UTF-8,
+not JSON, JSON of another shape) is one `Q2ServiceError` sentence, never a verdict; a caller that
+guards answers treats it as `unverified`. The timeout is a deadline for the whole request
+(connecting, sending and reading the reply), not for each read: a reply that trickles in is given
+up when the time is spent. A result's `verdict` is the service's own (`consistent`, `inconsistent`
+or `unverified`); `is_consistent` is True only for exactly `consistent`.
 """
 
 from __future__ import annotations
 
+import http.client
+import io
 import json
+import math
+import socket
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from q2_metric.errors import Q2Error
+from q2_metric.errors import Q2Error, Q2OptionError
 
 VERDICTS = ("consistent", "inconsistent", "unverified")
 DEFAULT_URL = "http://127.0.0.1:8000"
-DEFAULT_TIMEOUT = 30.0  # seconds for one request, connecting included
+DEFAULT_TIMEOUT = 30.0  # seconds for one whole request: connecting, sending and reading the reply
 
 
 class Q2ServiceError(Q2Error, RuntimeError):
@@ -36,11 +44,28 @@ def is_consistent(result: Mapping[str, Any]) -> bool:
 @dataclass(frozen=True)
 class Q2Service:
     """Where the service listens (`url`, e.g. "http://127.0.0.1:8000"), its API key if it asks for
-    one (sent as `Authorization: Bearer KEY`) and the seconds a request may take."""
+    one (sent as `Authorization: Bearer KEY`) and the seconds a whole request may take (a deadline:
+    connecting, sending and reading the reply)."""
 
     url: str = DEFAULT_URL
     api_key: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        timeout = self.timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+            raise Q2OptionError(
+                f"Invalid Q² service timeout={timeout!r}: give the seconds a request may take, a number above 0."
+            )
+        try:
+            parts = urllib.parse.urlsplit(self.url)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except (ValueError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            raise Q2OptionError(
+                f"Invalid Q² service url={self.url!r}: give its address as http://HOST:PORT (e.g. {DEFAULT_URL})."
+            )
 
     def ask(
         self,
@@ -52,21 +77,17 @@ class Q2Service:
         """The service's result for each item (`response`, `knowledge`: a string or a list of
         passages, optional `history` and `id`), in order: `id`, `status`, `score`, `verdict`,
         `reason`, `spans`, `error`. `Q2ServiceError` when the service gives no usable answer."""
-        body: dict[str, Any] = {"items": [dict(i) for i in items], "spans": spans}
+        sent = [dict(i) for i in items]
+        body: dict[str, Any] = {"items": sent, "spans": spans}
         if threshold is not None:
             body["threshold"] = threshold
         reply = self._post("/v1/score", body)
-        results = reply.get("results") if isinstance(reply, dict) else None
-        if not isinstance(results, list) or len(results) != len(items):
+        wrong = _off_contract(reply, sent)
+        if wrong:
             raise Q2ServiceError(
-                f"The Q² service at {self.url} answered without one result per item "
-                f"({len(items)} sent); its reply is not the /v1/score contract."
+                f"The Q² service at {self.url} answered off the /v1/score contract: {wrong}."
             )
-        for n, result in enumerate(results):
-            if not isinstance(result, dict) or result.get("verdict") not in VERDICTS:
-                raise Q2ServiceError(
-                    f"The Q² service at {self.url} gave item {n} no verdict among {', '.join(VERDICTS)}."
-                )
+        results: list[dict[str, Any]] = reply["results"]
         return results
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
@@ -77,38 +98,218 @@ class Q2Service:
             self.url.rstrip("/") + path, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                text = answer.read().decode("utf-8")
+            with _OPENER.open(request, timeout=self.timeout) as answer:
+                data = answer.read()
         except urllib.error.HTTPError as err:
             detail = _detail(err)
             retry = err.headers.get("Retry-After") if err.headers else None
             raise Q2ServiceError(
                 f"The Q² service at {self.url} refused the request: HTTP {err.code}"
                 + (f" ({detail})" if detail else "")
-                + (f", retry after {retry} s" if retry else "")
+                + (f", retry after {' '.join(str(retry).split())[:40]} s" if retry else "")
                 + "."
             ) from None
-        except (TimeoutError, urllib.error.URLError, OSError) as err:
-            why = getattr(err, "reason", err)
-            raise Q2ServiceError(f"The Q² service at {self.url} could not be reached: {why}.") from None
+        except (OSError, http.client.HTTPException, ValueError) as err:
+            raise Q2ServiceError(f"The Q² service at {self.url} {_failed(err, self.timeout)}.") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Q2ServiceError(
+                f"The Q² service at {self.url} answered with text that is not UTF-8."
+            ) from None
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise Q2ServiceError(
                 f"The Q² service at {self.url} answered with something that is not JSON."
             ) from None
 
 
+def _failed(err: BaseException, timeout: float) -> str:
+    """What kept the service from answering, as the end of a sentence that names it. urllib wraps
+    what fails while connecting and sending (`URLError`); what fails while reading comes bare."""
+    connecting = isinstance(err, urllib.error.URLError)
+    if isinstance(err, urllib.error.URLError):
+        if not isinstance(err.reason, BaseException):
+            return f"could not be reached: {_short(err.reason)}"
+        err = err.reason
+    if isinstance(err, TimeoutError):
+        return f"did not answer within {timeout:g} s"
+    if isinstance(err, http.client.RemoteDisconnected):
+        return "closed the connection without answering"
+    if isinstance(err, http.client.IncompleteRead):
+        got = len(err.partial)
+        if err.expected is None:
+            return f"cut its answer short after {got} bytes"
+        return f"cut its answer short: {got} of {got + err.expected} bytes came"
+    if isinstance(err, http.client.BadStatusLine):
+        return f"answered with something that is not HTTP (its first line: {_short(err)!r})"
+    if isinstance(err, http.client.HTTPException):
+        return f"answered with something that is not HTTP ({_short(err) or 'a broken head'})"
+    if isinstance(err, ValueError):
+        return "answered with something that is not HTTP"
+    why = _short(err.strerror if isinstance(err, OSError) and err.strerror else err) or type(err).__name__
+    return f"could not be reached: {why}" if connecting else f"broke the connection off: {why}"
+
+
+def _short(value: object, most: int = 80) -> str:
+    """`value` as text on one line, at most `most` characters."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _off_contract(reply: Any, sent: list[dict[str, Any]]) -> str:
+    """What makes the reply something other than one result per item sent, in order, each of the
+    contract's shape (the words after "answered off the contract:"); empty when it is the contract."""
+    if not isinstance(reply, dict):
+        return "its reply is not an object"
+    results = reply.get("results")
+    if not isinstance(results, list):
+        return "its results are not a list"
+    if len(results) != len(sent):
+        return f"{len(results)} results for {len(sent)} item{'s' if len(sent) != 1 else ''}"
+    for n, (result, item) in enumerate(zip(results, sent)):
+        wrong = _result_off_contract(result, item)
+        if wrong:
+            return f"item {n}{wrong}"
+    return ""
+
+
+def _result_off_contract(result: Any, item: Mapping[str, Any]) -> str:
+    """What is wrong with one item's result, after "item N" (empty when nothing is)."""
+    if not isinstance(result, dict):
+        return " is not an object"
+    got = {key: _short(repr(result.get(key)), 60) for key in ("verdict", "status", "score", "spans", "id")}
+    verdict, status, score = result.get("verdict"), result.get("status"), result.get("score")
+    if verdict not in VERDICTS:
+        return f"'s verdict is {got['verdict']}, not one of {', '.join(VERDICTS)}"
+    if not isinstance(status, str):
+        return f"'s status is {got['status']}, not text"
+    for key in ("reason", "error", "id"):
+        if result.get(key) is not None and not isinstance(result[key], str):
+            return f"'s {key} is {_short(repr(result[key]), 60)}, not text"
+    if "id" in item and result.get("id") != item["id"]:
+        return f"'s id is {got['id']}, not {_short(repr(item['id']), 60)}"
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1
+    ):
+        return f"'s score is {got['score']}, not a number from 0 to 1"
+    spans = result.get("spans")
+    if spans is not None and (not isinstance(spans, list) or not all(isinstance(s, dict) for s in spans)):
+        return f"'s spans are {got['spans']}, not a list of objects"
+    if verdict == "consistent" and status != "scored":
+        return " is consistent without being scored"
+    if verdict == "consistent" and score is None:
+        return " is consistent without a score"
+    return ""
+
+
 def _detail(err: urllib.error.HTTPError) -> str:
     """The error's sentence (`error` in `q2 serve`'s error body, `detail` in FastAPI's own) or its
-    first 200 characters."""
+    first 200 characters, on one line (nothing when the body cannot be read by the deadline)."""
     try:
         text = err.read().decode("utf-8", "replace")
-    except OSError:
+    except (OSError, http.client.HTTPException, ValueError):
         return ""
     try:
         body = json.loads(text)
         found = body.get("error", body.get("detail"))
-    except (ValueError, AttributeError):
+    except (ValueError, RecursionError, AttributeError):
         found = None
-    return str(found if found is not None else text)[:200].strip()
+    return _short(found if found is not None else text, 200)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A connected socket's bytes, each read waiting at most the time left before `end` (a
+    `time.monotonic()` instant); past it, `TimeoutError`."""
+
+    def __init__(self, sock: socket.socket, end: float) -> None:
+        super().__init__()
+        self._sock, self._raw, self._end = sock, sock.makefile("rb", buffering=0), end
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self._sock.settimeout(left)
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """A reply whose whole reading, status line, headers and body, ends by one deadline: the
+    socket's timeout when the reply begins (`_DeadlineConnection.getresponse` sets it to the time
+    left), not a wait for each read."""
+
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        timeout = sock.gettimeout()
+        if timeout is not None:
+            self.fp.close()
+            self.fp = io.BufferedReader(_DeadlineReader(sock, time.monotonic() + timeout))
+
+
+class _DeadlineConnection(http.client.HTTPConnection):
+    """An HTTP connection whose `timeout` is a deadline for the whole exchange, counted from its
+    making: connecting, sending and reading the reply each wait at most the time left (plain
+    http.client, and urllib with it, waits up to the timeout for each read)."""
+
+    response_class = _DeadlineResponse
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not isinstance(self.timeout, (int, float)):
+            raise TypeError("a deadline needs the seconds the request may take")
+        self._end = time.monotonic() + self.timeout
+
+    def _left(self) -> float:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        return left
+
+    def connect(self) -> None:
+        self.timeout = self._left()
+        super().connect()
+
+    def send(self, data: Any) -> None:
+        if self.sock is not None:
+            self.sock.settimeout(self._left())
+        super().send(data)
+
+    def getresponse(self) -> http.client.HTTPResponse:
+        if self.sock is not None:
+            self.sock.settimeout(self._left())
+        return super().getresponse()
+
+
+class _DeadlineHTTPSConnection(_DeadlineConnection, http.client.HTTPSConnection):
+    """The same over TLS (its handshake waits at most the time left when connecting, per read)."""
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_DeadlineConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_DeadlineHTTPSConnection, req)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer like any other status (a POST redirected would be sent again as a
+    GET, on a new deadline): refused, never followed."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+# urllib's opener (proxies from the environment as before) over connections with a deadline
+_OPENER = urllib.request.build_opener(_HTTPHandler(), _HTTPSHandler(), _NoRedirect())

@@ -16,8 +16,9 @@ service (q2 serve) instead and takes the service's verdict and spans; its option
 service's own.
 
 Fail closed: a response Q² could not check (an empty response or knowledge, a bad value, no
-knowledge in the metadata, a service that cannot be reached or refuses) fails, never passes; its
-error message says why. Consistent means Q² > threshold in process (`q2 score --threshold`'s
+knowledge in the metadata, a service that cannot be reached, refuses, answers off its contract or
+not within `timeout` seconds, a deadline for the whole request) fails, never passes; its error
+message says why. Consistent means Q² > threshold in process (`q2 score --threshold`'s
 rule) and the service's `consistent` verdict with `service_url`.
 """
 
@@ -81,7 +82,7 @@ class Q2Consistency(Validator):
     with an `ErrorSpan` per unsupported span (the whole response when none is).
 
     In process by default (Q² options as keywords); with `service_url` (e.g.
-    "http://127.0.0.1:8000") the Q² service decides (`api_key`: its key, `timeout`: seconds)."""
+    "http://127.0.0.1:8000") the Q² service decides (`api_key`: its key, `timeout`: seconds for the whole request)."""
 
     required_metadata_keys: ClassVar[list[str]] = ["knowledge"]
 

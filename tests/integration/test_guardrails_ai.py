@@ -163,3 +163,53 @@ def test_q2_options_with_a_service_are_refused(in_process):
         Q2Consistency(service_url="http://127.0.0.1:9", tiny=True)
     with pytest.raises(Q2OptionError, match="threshold"):
         Q2Consistency(threshold=2, tiny=True)
+
+
+# A stand-in service that misbehaves on purpose (tests/support/serve.py), each way, and the words of
+# the one sentence the failed validation carries; a consistent reply bent off the contract included.
+BROKEN = {
+    "not http": ("not http", None, "answered with something that is not HTTP"),
+    "cut body": ("cut body", None, "cut its answer short"),
+    "not utf-8": ("not utf-8", None, "answered with text that is not UTF-8"),
+    "not json": ("not json", None, "answered with something that is not JSON"),
+    "no results": ("wrong shape", b'{"results": "none"}', "off the /v1/score contract"),
+    "a consistent score as text": (
+        "wrong shape",
+        b'{"results": [{"id": "0", "status": "scored", "score": "high", "verdict": "consistent"}]}',
+        "item 0's score is 'high', not a number from 0 to 1",
+    ),
+    "spans as text": (
+        "wrong shape",
+        b'{"results": [{"id": "0", "status": "scored", "score": 0.1, "verdict": "inconsistent", "spans": "x"}]}',
+        "item 0's spans are 'x', not a list of objects",
+    ),
+    "trickle": ("trickle", None, "did not answer within 1 s"),
+    "stall": ("stall", None, "did not answer within 1 s"),
+    "close": ("close", None, "closed the connection without answering"),
+    "reset": ("reset", None, "broke the connection off"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_broken_service_fails_the_validation_never_raises(case):
+    """`Guard.validate(on_fail="noop")` returns a failed validation, one sentence, whatever the
+    service answers; a reply trickling in is given up at the 1 s deadline."""
+    import time
+
+    from support.serve import misbehaving_service
+
+    quiet_guardrails()
+    from q2_metric.guardrails.guardrails_ai import Q2Consistency
+
+    mode, body, words = BROKEN[case]
+    with misbehaving_service(mode, **({"body": body} if body else {})) as url:
+        guard = offline_guard(Q2Consistency(threshold=THRESHOLD, service_url=url, timeout=1, on_fail="noop"))
+        start = time.monotonic()
+        outcome = guard.validate("Bob Ross hosted the show.", metadata={"knowledge": "Bob Ross hosted it."})
+        elapsed = time.monotonic() - start
+    assert not outcome.validation_passed
+    reason = outcome.validation_summaries[0].failure_reason
+    assert reason.startswith("Unverified: The Q² service at ") and words in reason and "\n" not in reason, (
+        reason
+    )
+    assert elapsed < 1 + 2, elapsed  # the deadline (a correctness bound, with a generous margin)

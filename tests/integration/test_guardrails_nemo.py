@@ -108,3 +108,44 @@ def test_a_refusing_service_or_missing_knowledge_blocks_the_answer(scorer, pairs
         assert reply == response and context["q2_verdict"] == "consistent"
         reply, context = chat(url, response, None)  # no relevant_chunks: nothing to check against
         assert reply == refusal() and "no knowledge" in context["q2_reason"]
+
+
+# A stand-in service that misbehaves on purpose (tests/support/serve.py), each way, and the words of
+# the one sentence in `$q2_reason`; a consistent reply bent off the contract included.
+BROKEN = {
+    "not http": ("not http", None, "answered with something that is not HTTP"),
+    "cut body": ("cut body", None, "cut its answer short"),
+    "not utf-8": ("not utf-8", None, "answered with text that is not UTF-8"),
+    "not json": ("not json", None, "answered with something that is not JSON"),
+    "a consistent score as text": (
+        "wrong shape",
+        b'{"results": [{"id": "0", "status": "scored", "score": "high", "verdict": "consistent"}]}',
+        "item 0's score is 'high', not a number from 0 to 1",
+    ),
+    "trickle": ("trickle", None, "did not answer within 1 s"),
+    "stall": ("stall", None, "did not answer within 1 s"),
+    "close": ("close", None, "closed the connection without answering"),
+    "reset": ("reset", None, "broke the connection off"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_broken_service_blocks_the_answer_as_unverified(case):
+    """Whatever the service answers off its contract, or too slowly for the 1 s deadline, the rail
+    blocks the answer with the verdict `unverified` and one sentence, and `generate` returns."""
+    import time
+
+    from support.serve import misbehaving_service
+
+    mode, body, words = BROKEN[case]
+    answer, knowledge = "Bob Ross hosted the show.", "Bob Ross hosted The Joy of Painting."
+    with misbehaving_service(mode, **({"body": body} if body else {})) as url:
+        start = time.monotonic()
+        reply, context = chat(url, answer, knowledge, timeout=1)
+        elapsed = time.monotonic() - start
+    assert reply == refusal(), reply
+    assert context["q2_verdict"] == "unverified", context
+    assert context["q2_reason"].startswith("The Q² service at ") and words in context["q2_reason"], context
+    assert "\n" not in context["q2_reason"]
+    if mode in ("trickle", "stall"):  # the deadline (a correctness bound, with a generous margin)
+        assert elapsed < 1 + 2, elapsed

@@ -151,3 +151,125 @@ def refusing_service(status: int) -> Iterator[str]:
 def closed_port_url() -> str:
     """A 127.0.0.1 URL where nothing listens (a port bound, then released)."""
     return f"http://127.0.0.1:{free_port()}"
+
+
+# One item's reply as `q2 serve` gives it, `consistent`: what a misbehaving stand-in cuts, trickles or
+# bends (a client that takes any of those as a pass lets through an answer nobody checked).
+CONSISTENT_REPLY = (
+    b'{"results": [{"id": "0", "status": "scored", "score": 0.93, "verdict": "consistent", '
+    b'"reason": "Every question was answered alike.", "spans": [], "error": null}]}'
+)
+MISBEHAVIOURS = (
+    "not http",
+    "cut body",
+    "not utf-8",
+    "not json",
+    "wrong shape",
+    "trickle",
+    "stall",
+    "deaf",
+    "close",
+    "reset",
+)
+
+
+def http_reply(body: bytes, length: int | None = None, status: str = "200 OK") -> bytes:
+    """A whole HTTP/1.1 reply carrying `body`, its Content-Length `length` (default: the body's)."""
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body) if length is None else length}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+def _read_request(conn: socket.socket) -> None:
+    """Reads one HTTP request (its head, then the body its Content-Length announces)."""
+    import re
+
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    found = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    length = int(found.group(1)) if found else 0
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
+
+
+@contextlib.contextmanager
+def misbehaving_service(
+    mode: str, *, body: bytes = b'{"results": "none"}', step: float = 0.1
+) -> Iterator[str]:
+    """A stand-in for the Q² service that misbehaves on purpose: a raw socket server on a free
+    127.0.0.1 port (a thread, one more per connection) that reads each request and then, by `mode`:
+    "not http" answers a first line that is not HTTP; "cut body" announces the whole consistent reply
+    and closes after 40 bytes of it (a server killed mid-answer); "not utf-8" and "not json" answer
+    200 with such a body; "wrong shape" answers 200 with `body` (valid JSON, off the contract);
+    "trickle" sends the whole consistent reply, status line included, one byte every `step` seconds;
+    "stall" reads the request and never answers; "deaf" never even reads it (a large request waits to be
+    sent); "close" closes without a word; "reset" resets the connection.
+    Its URL while the block runs."""
+    import struct
+    import threading
+
+    assert mode in MISBEHAVIOURS, mode
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    stop = threading.Event()
+    conns: list[socket.socket] = []
+
+    def answer(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError), conn:  # the client gone (it gave up): nothing to do
+            conn.settimeout(30)
+            if mode == "deaf":
+                stop.wait()
+                return
+            _read_request(conn)
+            if mode == "not http":
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+            elif mode == "cut body":
+                conn.sendall(http_reply(CONSISTENT_REPLY[:40], len(CONSISTENT_REPLY)))
+            elif mode == "not utf-8":
+                conn.sendall(http_reply(CONSISTENT_REPLY.replace(b"alike", b"\xe0\xff\xfe")))
+            elif mode == "not json":
+                conn.sendall(http_reply(b"<html><body><h1>502 Bad Gateway</h1></body></html>"))
+            elif mode == "wrong shape":
+                conn.sendall(http_reply(body))
+            elif mode == "trickle":
+                for byte in http_reply(CONSISTENT_REPLY):
+                    if stop.wait(step):
+                        return
+                    conn.sendall(bytes([byte]))
+            elif mode == "stall":
+                stop.wait()
+            elif mode == "reset":  # SO_LINGER 0: close sends RST, not FIN
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conns.append(conn)
+            threading.Thread(target=answer, args=(conn,), name=f"q2-stand-in-{mode}", daemon=True).start()
+
+    thread = threading.Thread(target=serve, name="q2-stand-in", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        listener.close()
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.close()
