@@ -112,6 +112,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         )
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
+    from q2_metric.telemetry.events import emit_evaluations
+
+    # with OpenTelemetry configured: one gen_ai.evaluation.result event per scored row
+    emit_evaluations(report.responses, report.decisions["threshold"] if report.decisions else None)
     if args.profile:
         print_profile(report.profile)
     done = done_line(report, args.output)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -149,7 +150,7 @@ def check_operating_point(data: Any, path: Path) -> OperatingPoint:
     )
 
 
-def read_operating_point(path: str | Path) -> OperatingPoint:
+def read_operating_point(path: str | os.PathLike[str]) -> OperatingPoint:
     """The checked operating point of a file (its digest: sha256 of the bytes read).
 
     Raises:
