@@ -69,6 +69,16 @@ FRONT_ENDS: tuple[FrontEnd, ...] = (
         "meta-evaluation of given scores; its Q² column is 'benchmark q2 column' (q2 score's scorer)",
     ),
     FrontEnd(
+        "q2 calibrate",
+        "q2_metric.cli.calibrate",
+        "command",
+        "meta",
+        "cli.md",
+        "none",
+        ("q2 calibrate",),
+        "chooses a threshold on given scores and labels; scores nothing",
+    ),
+    FrontEnd(
         "benchmark q2 column",
         "q2_metric.meta.benchmark",
         "command",

@@ -11,6 +11,7 @@ components batch internally (see `q2_metric.components`).
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -28,6 +29,7 @@ from q2_metric.display import reason_line
 from q2_metric.errors import Q2OptionError
 from q2_metric.models.provision import provide_models
 from q2_metric.options import with_options
+from q2_metric.options.operating_point import OperatingPoint, read_operating_point
 from q2_metric.progress import DONE, ProgressCallback, StageProfile, notify, run_stage, stage
 from q2_metric.results import DISCARDED, Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature, qg_path
@@ -326,6 +328,7 @@ class Q2Scorer:
         *,
         histories: Sequence[Sequence[str]] | None = None,
         progress: ProgressCallback | None = None,
+        operating_point: OperatingPoint | str | os.PathLike[str] | None = None,
     ) -> Q2Result:
         """Score each response against its knowledge, every stage over the whole batch.
 
@@ -336,6 +339,9 @@ class Q2Scorer:
                 resolves the response turn by turn with them; without them, within the response).
             progress: `progress(stage, done, total)`, called as each stage starts and as its model
                 inputs go through, batch by batch (see `q2_metric.progress`).
+            operating_point: an operating-point file (`q2 calibrate`) or one read
+                (`options.operating_point.read_operating_point`): its threshold labels each
+                response's OpenTelemetry event (`q2_metric.telemetry.events`).
 
         Returns:
             The system figures, one `ResponseScore` per response (NaN with a reason for an empty
@@ -347,7 +353,14 @@ class Q2Scorer:
         """
         texts, passages = validate_inputs(responses, knowledge)  # the one check of this path
         turns = check_histories(histories, len(texts)) if self.config.coref else None
-        return self.score_checked(texts, passages, turns, progress=progress)
+        op = operating_point
+        if op is not None and not isinstance(op, OperatingPoint):
+            op = read_operating_point(op)  # before any model work
+        result = self.score_checked(texts, passages, turns, progress=progress)
+        from q2_metric.telemetry.events import emit_evaluations
+
+        emit_evaluations(result.responses, None if op is None else op.threshold)  # one event a response
+        return result
 
     def score_checked(
         self,
@@ -483,6 +496,7 @@ def score(
     config: Q2Config | None = None,
     *,
     progress: bool | ProgressCallback | None = None,
+    operating_point: OperatingPoint | str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> Q2Result:
     """Score once with a scorer cached per model options (`cached_scorer`).
@@ -494,6 +508,8 @@ def score(
             `tiny=True` or `device="cpu"`.
         progress: True for a progress bar per stage on stderr (as `compute(progress=True)`),
             False or None for none (the default), or a callback `progress(stage, done, total)`.
+        operating_point: an operating-point file (`q2 calibrate`): its threshold labels each
+            response's OpenTelemetry event (as `Q2Scorer.score`).
 
     Returns:
         The `Q2Result`: `.q2`, `.scores`, `.responses`, `.signature`.
@@ -512,7 +528,9 @@ def score(
         raise Q2OptionError(
             f"Invalid Q² option progress={progress!r}: use True, False or a callback progress(stage, done, total)."
         )
-    return cached_scorer(config, **options).score(responses, knowledge, progress=progress)
+    return cached_scorer(config, **options).score(
+        responses, knowledge, progress=progress, operating_point=operating_point
+    )
 
 
 def _provided(config: Q2Config) -> Q2Config:

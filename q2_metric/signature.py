@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from q2_metric.config import (
     DEFAULT_NLI_MODEL,
@@ -16,6 +16,9 @@ from q2_metric.config import (
     SPEED_OPTIONS,
     Q2Config,
 )
+
+if TYPE_CHECKING:
+    from q2_metric.options.operating_point import OperatingPoint
 
 # Signature fields that hold the scoring rules (the short form names those that depart from the paper).
 RULE_FIELDS = ("dec", "drop", "personal", "mode", "qadec", "spannli", "dnli", "fallback")
@@ -152,6 +155,7 @@ class Signature:
             f"|rules:{rules}|dtype:{mine.get('dtype', '?')}"
             + (f"+{mine['quant'].partition('-')[0]}" if "quant" in mine else "")
             + (f"|thr:{mine['thr']}" if "thr" in mine else "")
+            + (f"|op:{mine['op']}" if "op" in mine else "")
             + f"|sig:{digest}"
         )
 
@@ -166,6 +170,15 @@ class Signature:
         if threshold is None:
             return self
         return Signature(tuple(f for f in self.fields if f[0] != "thr") + (("thr", f"{threshold + 0.0:g}"),))
+
+    def with_operating_point(self, op: OperatingPoint | None) -> Signature:
+        """The signature of decisions made at an operating point's threshold: its `thr` field and
+        an `op` field naming the rule and the file's digest (`OperatingPoint.signature_value`);
+        unchanged for None."""
+        if op is None:
+            return self
+        fields = self.with_threshold(op.threshold).fields
+        return Signature(tuple(f for f in fields if f[0] != "op") + (("op", op.signature_value()),))
 
     def __str__(self) -> str:
         return "|".join(f"{k}:{v}" for k, v in self.fields)

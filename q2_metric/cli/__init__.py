@@ -1,7 +1,7 @@
 """The `q2` command line. `q2 demo` scores the bundled sample of the annotated WoW set.
 
 One module per verb (`demo`, `score`, `rescore`, `agree`, `meta_eval`, `data`, `convert_nli`,
-`register`, `publish`, `space`, `serve`), each with its `add_parser(sub)` and `cmd_*`; `common` holds the
+`register`, `publish`, `space`, `serve`, `calibrate`), each with its `add_parser(sub)` and `cmd_*`; `common` holds the
 engine flags; the `meta_eval` package holds the flags and commands of `q2 meta-eval` (`benchmark`:
 `--dataset`; `ladder`: `--ladder`/`--control`). Every `argparse` parser of the package is here (`q2_metric.meta` is a
 library). Here: `build_parser` and `main`."""
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from q2_metric.cli import (
     agree,
+    calibrate,
     convert_nli,
     data,
     demo,
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         rescore,
         agree,
         meta_eval,
+        calibrate,
         data,
         convert_nli,
         register,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 
 def _dataset_ids(values: list[str], meta_eval: bool) -> dict[str, str]:
@@ -59,6 +60,74 @@ def _load_meta_eval(path: str) -> dict:
     return report
 
 
+def _every_eval(args: argparse.Namespace, results: dict, source: str) -> None:
+    """`--every-eval-ever DIR`: the run as an Every Eval Ever record (`hub.every_eval`)."""
+    import time
+    from pathlib import Path
+
+    from q2_metric.frontend import guard
+    from q2_metric.hub import eval_results as er
+    from q2_metric.hub.every_eval import every_eval_record
+    from q2_metric.hub.publish import PublishError
+    from q2_metric.io import read_table
+    from q2_metric.io.commit import commit_outputs
+    from q2_metric.io.paths import check_regular_target
+
+    if args.meta_eval:
+        raise PublishError(
+            "--every-eval-ever exports a `q2 score` run (--results with --scores), not a --meta-eval report."
+        )
+    if not args.scores or not args.model_id:
+        raise PublishError(
+            "--every-eval-ever needs --scores (the `q2 score` output of the run) and --model-id "
+            "OWNER/NAME (the model whose responses were scored)."
+        )
+    dataset_id = er.check_dataset_id(args.dataset_id[0]) if len(args.dataset_id) == 1 else None
+    benchmark = args.benchmark or (dataset_id and dataset_id.replace("/", "_"))
+    if not benchmark:
+        raise PublishError(
+            "--every-eval-ever needs the benchmark's name: --benchmark NAME or --dataset-id OWNER/SET."
+        )
+    date = er.check_date(args.date) if args.date else er.file_date(source)
+    rows, _columns = read_table(args.scores)
+    bad = next((r for r in rows if r.error), None)
+    if bad is not None:
+        raise PublishError(f"--scores {args.scores}: {bad.error}.")
+    record = every_eval_record(
+        results,
+        [r.fields for r in rows],
+        model_id=args.model_id,
+        benchmark=benchmark,
+        dataset_id=dataset_id,
+        date=date,
+        retrieved=time.time(),
+        source_name=args.source_name,
+        source_url=args.source_url,
+    )
+    if args.dry_run:
+        print(
+            f"# {record.aggregate_path}\n{record.aggregate_text()}# {record.samples_path}: {len(record.samples)} rows"
+        )
+        return
+    root = Path(args.every_eval_ever)
+    paths = {record.aggregate_path: record.aggregate_text(), record.samples_path: record.samples_text()}
+    guard(
+        {"--results": source, "--scores": args.scores},
+        {f"--every-eval-ever ({rel})": root / rel for rel in paths},
+    )
+    for rel in paths:
+        check_regular_target(root / rel, "--every-eval-ever")
+    (root / record.aggregate_path).parent.mkdir(parents=True, exist_ok=True)
+
+    def writer(text: str) -> Any:
+        return lambda f: f.write(text)
+
+    commit_outputs([(root / rel, writer(text)) for rel, text in paths.items()])
+    print(
+        f"Wrote the Every Eval Ever record {root / record.aggregate_path} and its {len(record.samples)} sample rows"
+    )
+
+
 def cmd_publish(args: argparse.Namespace) -> int:
     import yaml
 
@@ -71,7 +140,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     eval_mode = bool(args.eval_results or args.create_pr or args.meta_eval)
     if args.create_pr and not args.repo_id:
         raise PublishError("--create-pr needs --repo-id, the model repo to open the pull request on.")
-    if not eval_mode and not args.model_name:
+    if not eval_mode and not args.every_eval_ever and not args.model_name:
         raise PublishError("--model-name is needed for the model card's model-index.")
     if eval_mode and not args.dataset_id and not args.meta_eval:
         raise PublishError(
@@ -87,6 +156,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
     results = _load_meta_eval(source) if args.meta_eval else hub.load_results(source)
     # tiny random models: refused before any file, card or the Hub is touched
     hub.check_publishable({"signature": results.get("signature")})
+    if args.every_eval_ever:
+        _every_eval(args, results, source)
+        if not (eval_mode or args.card or args.repo_id):
+            return 0
     if eval_mode:
         files = _eval_files(args, results, source)
         er.check_files(files)
@@ -186,6 +259,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     pub.add_argument("--source-url", default=None, help="where the results come from (default: the Q² paper)")
     pub.add_argument("--source-name", default=None, help="the source's display name")
+    ev = pub.add_argument_group("Every Eval Ever (--every-eval-ever)")
+    ev.add_argument(
+        "--every-eval-ever",
+        metavar="DIR",
+        help="also write the run as an Every Eval Ever record, DIR/data/BENCHMARK/OWNER/MODEL/UUID.json "
+        "with its instance-level rows (UUID_samples.jsonl); needs --scores and --model-id",
+    )
+    ev.add_argument(
+        "--scores", metavar="FILE", help="the `q2 score` output of the run (its rows become the samples)"
+    )
+    ev.add_argument("--model-id", metavar="OWNER/NAME", help="the model whose responses were scored")
+    ev.add_argument(
+        "--benchmark", help="the record's collection name (default: the --dataset-id, '/' as '_')"
+    )
     pub.add_argument("--dry-run", action="store_true", help="print the metadata or the files, write nothing")
     pub.add_argument(
         "--token",

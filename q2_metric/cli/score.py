@@ -54,6 +54,16 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise Q2InputError(
             "--history-col is read by --coref only, and not with --ray; add --coref (without --ray)."
         )
+    op = None
+    if args.operating_point is not None:
+        from q2_metric.frontend import guard
+        from q2_metric.options.operating_point import read_operating_point
+
+        if args.threshold is not None:
+            raise Q2InputError("--threshold and --operating-point both set the threshold; give one of them.")
+        outputs = {"-o/--output": args.output, "--steps": args.steps, "--spans": args.spans}
+        guard({"--operating-point": args.operating_point}, {**outputs, "--summary": args.summary})
+        op = read_operating_point(args.operating_point)  # before any model work
     score: Callable[..., ScoreReport] = score_file
     extra: dict[str, Any] = {}
     if args.ray is not None:
@@ -96,11 +106,16 @@ def cmd_score(args: argparse.Namespace) -> int:
             allow_empty=args.allow_empty,
             multiline=args.multiline,
             threshold=args.threshold,
+            **({"operating_point": op} if op is not None else {}),
             **({"history_col": args.history_col} if args.history_col else {}),
             **extra,
         )
     for error in report.bad_rows:
         print(f"q2: {args.input}: {error}; row skipped", file=sys.stderr)
+    from q2_metric.telemetry.events import emit_evaluations
+
+    # with OpenTelemetry configured: one gen_ai.evaluation.result event per scored row
+    emit_evaluations(report.responses, report.decisions["threshold"] if report.decisions else None)
     if args.profile:
         print_profile(report.profile)
     done = done_line(report, args.output)
@@ -124,6 +139,11 @@ def cmd_score(args: argparse.Namespace) -> int:
             print(
                 f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
                 f"{d['num_inconsistent']} inconsistent (consistent iff Q2 > threshold)"
+            )
+        if report.operating_point:
+            o = report.operating_point
+            print(
+                f"Operating point: {o['rule']} on {o['dataset']} ({args.operating_point}, op:{o['signature']})"
             )
         print(f"{figures_text(s, report.responses)}\n{_signature_text(report.signature, args.short)}")
         if tiny_note_for(report.signature):
@@ -237,6 +257,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="T",
         help="add a 'decision' column (consistent iff Q2 > T; a score <= T is inconsistent, as in the paper) and the counts; T goes into the "
         "signature (tune T with `q2 meta-eval --calibrate DEV:TEST`)",
+    )
+    sc.add_argument(
+        "--operating-point",
+        default=None,
+        metavar="FILE",
+        help="decide at the threshold of an operating-point file that `q2 calibrate` wrote (as "
+        "--threshold does); the signature and the summary name the file (its rule and digest)",
     )
     sc.add_argument(
         "--profile",

@@ -24,6 +24,7 @@ from q2_metric.io import (
     table_writer,
 )
 from q2_metric.io.commit import Writer
+from q2_metric.options.operating_point import OperatingPoint
 from q2_metric.progress import (
     ProgressCallback,
     ResponseCounter,
@@ -74,6 +75,7 @@ class ScoreReport:
     decisions: dict | None = None  # with a threshold: `decision.decision_counts`
     responses: list[ResponseScore] = field(default_factory=list)  # the good rows' results, in order
     workers: int | None = None  # with --ray: how many Ray workers scored pairs in this run
+    operating_point: dict | None = None  # with an operating point: `OperatingPoint.summary`
 
 
 @dataclass
@@ -248,6 +250,7 @@ def score_file(
     threshold: float | None = None,
     history_col: str | None = None,
     spans_path: str | Path | None = None,
+    operating_point: OperatingPoint | None = None,
 ) -> ScoreReport:
     """Score every good row of `input_path`; write scores, steps, spans and summary all-or-nothing at the end.
 
@@ -267,6 +270,7 @@ def score_file(
         cache_dir=cache_dir,
         history_col=history_col,
     )
+    threshold = operating_point.threshold if operating_point is not None else threshold
     check_decision_column(run, prefix, threshold)
     cache = ScoreCache(cache_dir, run.fingerprint) if cache_dir else None
     warnings: list[str] = []
@@ -353,6 +357,7 @@ def score_file(
         num_scored_now=len(todo),
         threshold=threshold,
         spans_path=spans_path,
+        operating_point=operating_point,
     )
     report.profile = merge_profiles(profiles)
     report.warnings = warnings
@@ -426,12 +431,16 @@ def write_results(
     signature: str | None = None,
     threshold: float | None = None,
     spans_path: str | Path | None = None,
+    operating_point: OperatingPoint | None = None,
 ) -> ScoreReport:
     """Write every row with its scores (`results`: pair key -> `ResponseScore`, or the dict a
     cache or a worker gave, read back by `as_score`), the steps file, the
     spans file (JSONL, `span_record` per row) and the summary as one set; return the report (system
     score over the good rows). With `threshold`, a
-    `decision` column (consistent iff Q² > threshold, the released code's rule), the counts, and the threshold in the signature."""
+    `decision` column (consistent iff Q² > threshold, the released code's rule), the counts, and the threshold in the signature.
+    With `operating_point`, its threshold decides, and the signature and the summary name it."""
+    if operating_point is not None:
+        threshold = operating_point.threshold
     out_records, step_records, span_records = [], [], []
     per_row = []
     for row in run.rows:
@@ -476,7 +485,10 @@ def write_results(
         responses=per_row,
     )
     if threshold is not None:
-        report.signature = str(Signature.parse(report.signature).with_threshold(threshold))
+        report.signature = str(
+            Signature.parse(report.signature).with_threshold(threshold).with_operating_point(operating_point)
+        )
+        report.operating_point = operating_point.summary() if operating_point is not None else None
         report.decisions = decision_counts(
             [r.get(f"{prefix}decision") or None for r in out_records], threshold
         )
@@ -519,5 +531,6 @@ def summary_dict(report: ScoreReport) -> dict[str, Any]:
             "num_rows": report.num_rows,
             "num_bad_rows": report.num_bad,
             **(report.decisions or {}),
+            **({"operating_point": report.operating_point} if report.operating_point else {}),
         }
     )

@@ -43,6 +43,7 @@ from q2_metric.corpus.files import (
 )
 from q2_metric.errors import Q2Error
 from q2_metric.frontend import Item, score_items
+from q2_metric.options.operating_point import OperatingPoint
 from q2_metric.scorer import Q2Scorer
 
 PART_GLOB = "part-*.parquet"
@@ -112,6 +113,7 @@ def score_file_ray(
     verbose: bool = False,
     threshold: float | None = None,
     spans_path: str | Path | None = None,
+    operating_point: OperatingPoint | None = None,
 ) -> ScoreReport:
     """`score_file` over Ray Data. `scorer` should be unloaded: it is shipped to every worker, which
     loads its own models. `address`: a Ray cluster (`auto`, `host:6379`, `ray://host:10001`); by
@@ -132,6 +134,7 @@ def score_file_ray(
         prefix=prefix,
         cache_dir=cache_dir,
     )
+    threshold = operating_point.threshold if operating_point is not None else threshold
     check_decision_column(run, prefix, threshold)
     foreign = not_english_warning(run)  # one warning naming the file's rows, as `score_file` gives it
     if foreign:
@@ -181,6 +184,7 @@ def score_file_ray(
         signature=used.most_common(1)[0][0] if used else None,
         threshold=threshold,
         spans_path=spans_path,
+        operating_point=operating_point,
     )
     report.warnings = [foreign] if foreign else []
     report.workers = ran

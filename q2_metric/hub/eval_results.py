@@ -153,6 +153,13 @@ def results_files(
     a file per variant (Q²-NLI, Q²-F1), the full signature in the notes; undefined figures left out."""
     signature = results.get("signature")
     coverage = _number(results.get("coverage"))
+    op = results.get("operating_point")
+    decided = (
+        f"; decisions at the operating point {op.get('rule')} on {op.get('dataset')} "
+        f"(threshold {op.get('threshold'):g}, op:{op.get('signature')})"
+        if isinstance(op, dict) and isinstance(op.get("threshold"), (int, float))
+        else ""
+    )
     files = []
     for key, (variant, label) in VARIANTS.items():
         value = _number(results.get(key))
@@ -161,6 +168,7 @@ def results_files(
         notes = (
             f"{label}: the mean over the responses scored, on 0-1"
             + (f"; coverage {coverage:g}" if coverage is not None else "")
+            + decided
             + f"; signature: {signature or 'unknown'}"
         )
         files.append(

@@ -135,3 +135,47 @@ def test_cli_says_which_source_datasets_are_left_out_of_the_mean(tmp_path, capsy
     assert "- D: its 2 test row(s) are all supported, so no balanced accuracy is defined." in printed
     judged = json.loads((out / "benchmark.json").read_text())["aggrefact"]["agg"]["judge"]
     assert judged["left_out"] == ["D"] and judged["datasets"]["D"]["balanced_accuracy"] is None
+
+
+# The same test rows at the fixed threshold 0.5 (supported iff score > 0.5), counted by hand:
+# A: supported 0.9 yes, 0.4 no (1/2); unsupported 0.2, 0.35 yes (2/2) -> 0.75
+# B: supported 0.7 yes (1/1); unsupported 0.45, 0.3, 0.2 yes (3/3) -> 1.0
+# C: supported 0.2 no, 0.9 yes (1/2); unsupported 0.6 no, 0.1 yes (1/2) -> 0.5; mean 0.75
+FIXED = {"A": 0.75, "B": 1.0, "C": 0.5}
+
+
+def test_balanced_accuracy_at_the_fixed_half_beside_the_tuned_one():
+    out = per_dataset([r[2] for r in ROWS], [r[3] for r in ROWS], [r[0] for r in ROWS], [r[1] for r in ROWS])
+    for name, ba in FIXED.items():
+        d = out["datasets"][name]
+        assert d["fixed_threshold"] == 0.5 and d["fixed_balanced_accuracy"] == pytest.approx(ba)
+        assert d["balanced_accuracy"] == pytest.approx(EXPECTED[name][2])  # the tuned one, untouched
+    assert out["mean_fixed_balanced_accuracy"] == pytest.approx(0.75)
+    assert out["mean_balanced_accuracy"] == pytest.approx(7 / 9)
+
+
+def test_cli_report_labels_both_in_their_own_columns(tmp_path, capsys):
+    data = write_set(tmp_path / "agg.csv")
+    judge = tmp_path / "judge.csv"
+    with open(judge, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "score"])
+        for i, r in enumerate(ROWS, 1):
+            w.writerow([f"agg:{i}", r[2]])
+    out = tmp_path / "bench"
+    code = main(
+        ["meta-eval", "--baselines-only", "--no-bertscore", "--dataset", f"agg={data}",
+         "--scores", f"judge={judge}", "--bootstrap", "20", "--out-dir", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    header = next(line for line in printed.splitlines() if line.startswith("| metric | dataset | tuned on"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    assert "balanced accuracy, tuned threshold" in cells and "balanced accuracy, fixed 0.5" in cells
+    for name, ba in FIXED.items():
+        threshold, tuned_on, tuned = EXPECTED[name]
+        assert f"| judge | {name} | {tuned_on} | {threshold:.4g} | {tuned:.3f} | {ba:.3f} |" in printed
+    assert "| judge | **mean** | | | 0.778 | 0.750 |" in printed
+    judged = json.loads((out / "benchmark.json").read_text())["aggrefact"]["agg"]["judge"]
+    assert judged["mean_fixed_balanced_accuracy"] == pytest.approx(0.75)
+    assert judged["datasets"]["B"]["fixed_balanced_accuracy"] == pytest.approx(1.0)
