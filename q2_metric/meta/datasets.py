@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from q2_metric.errors import Q2InputError
 from q2_metric.meta.ragtruth import Selection
@@ -129,6 +130,11 @@ class Dataset:
     splits: list[str] | None = None
     # FaithDial: whether each row is one of FaithDial's (edited, faithful) responses
     faithdial: list[bool] | None = None
+    # the multilingual sets (SEAHORSE, Mu-SHROOM, PsiloQA, translated RAGTruth): each row's
+    # language, Mu-SHROOM's soft labels, and what was read (`multilingual`: counts, split, languages)
+    langs: list[str] | None = None
+    soft_gold: list[Any] | None = None
+    multilingual: dict[str, Any] | None = None
 
     def keys(self) -> list[tuple[str, str]]:
         return list(zip(self.response, self.knowledge))
@@ -147,6 +153,8 @@ class Dataset:
             out.update(selection=self.selection, bad_rows=list(self.bad))
         if self.groups is not None:
             out["datasets"] = list(dict.fromkeys(self.groups))
+        if self.multilingual is not None:
+            out["multilingual"] = dict(self.multilingual)
         return out
 
 
@@ -207,9 +215,20 @@ def load_dataset(
     of the paper's folder: of each split file), and the checks are of those rows."""
     from q2_metric.meta.ragtruth import is_ragtruth, missing_file
 
+    from q2_metric.meta.ragtruth import translated_files
+    from q2_metric.meta.seahorse import SPLITS as SEAHORSE_SPLITS
+
     head = f"--dataset {name} ({path})"
     if is_ragtruth(path):
         return _load_ragtruth(name, path, head, selection, limit)
+    if translated_files(path):
+        from q2_metric.meta.multilingual import load_translated
+
+        return load_translated(name, path, head, selection, limit)
+    if path.is_dir() and any((path / f"{s}.tsv").is_file() for s in SEAHORSE_SPLITS):
+        from q2_metric.meta.multilingual import load_seahorse
+
+        return load_seahorse(name, path, head, selection, limit)
     lacking = missing_file(path)
     if lacking is not None:
         other = next(f for f in ("response.jsonl", "source_info.jsonl") if f != lacking)
@@ -228,6 +247,11 @@ def load_dataset(
         return None, problems + [f"{head}: no data rows."]
     if all(c in columns for c in FAITHDIAL_COLUMNS):
         return _load_faithdial(name, path, head, rows, problems)
+    from q2_metric.meta import multilingual
+
+    loader = multilingual.loader_of(columns)
+    if loader is not None:
+        return loader(name, path, head, selection, limit)
     fmt = detect_format(columns, mapping)
     if fmt is None:
         shown = ", ".join(f"'{c}'" for c in columns[:12])

@@ -76,11 +76,37 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
     )
     rt.add_argument(
         "--ragtruth-spans",
+        "--span-predictions",
         action="append",
         default=[],
         metavar="NAME=FILE",
-        help="a metric's span predictions on the RAGTruth set (repeatable): JSON lines of 'id' and "
-        "'spans' [{start, end}], offsets in the response",
+        help="a metric's span predictions on the set with gold spans (RAGTruth, translated RAGTruth, "
+        "PsiloQA, Mu-SHROOM; repeatable): JSON lines of 'id' and 'spans' [{start, end}], offsets in "
+        "the response; for Mu-SHROOM also the task's own format ('id', 'soft_labels', 'hard_labels')",
+    )
+    ml = me.add_argument_group(
+        "multilingual sets (a --dataset of SEAHORSE, Mu-SHROOM, PsiloQA or the translated RAGTruth)"
+    )
+    ml.add_argument(
+        "--lang",
+        action="append",
+        default=[],
+        metavar="LANG",
+        help="keep only this language's rows (repeatable; SEAHORSE's worker_lang without its region, "
+        "Mu-SHROOM's and PsiloQA's lang, the translated RAGTruth's file suffix); default: all",
+    )
+    ml.add_argument(
+        "--seahorse-split",
+        default="test",
+        choices=("train", "validation", "test"),
+        help="the split file of a SEAHORSE folder (default test)",
+    )
+    ml.add_argument(
+        "--seahorse-articles",
+        default=None,
+        metavar="FILE",
+        help="GEM's articles for SEAHORSE: a table of gem_id and text/document/source (default: "
+        "articles.jsonl in the SEAHORSE folder)",
     )
     # Q²'s engine options (also of --ladder/--control), with their declared help
     add_option_flags(g, ("qg_model", "qa_model", "spacy_model", "batch_size", "max_question_length"))
@@ -242,7 +268,14 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     datasets = load_datasets(
         args.dataset,
         mapping,
-        Selection(args.ragtruth_split, args.ragtruth_quality, args.ragtruth_grounding),
+        Selection(
+            args.ragtruth_split,
+            args.ragtruth_quality,
+            args.ragtruth_grounding,
+            langs=tuple(args.lang),
+            seahorse_split=args.seahorse_split,
+            seahorse_articles=args.seahorse_articles,
+        ),
         limit=getattr(args, "limit", None),
     )
     calibration = parse_calibrate(args.calibrate, [d.name for d in datasets])
@@ -269,6 +302,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         [Path(d.path) for d in datasets]
         + [s.path for s in extra]
         + [Path(spec.partition("=")[2]) for spec in args.ragtruth_spans]
+        + [Path(str(d.multilingual["articles"])) for d in datasets if d.multilingual and "articles" in d.multilingual]
     )
     _check_paths(args, inputs, {"--out-dir": out, "--cache-dir": cache})
     span_predictions = read_span_files(datasets, args.ragtruth_spans)  # before any model or work
