@@ -82,8 +82,7 @@ def read_articles(path: Path) -> dict[str, str]:
     except (OSError, UnicodeDecodeError, Q2InputError) as err:
         raise SeahorseError(f"--seahorse-articles {path}: cannot be read ({err}).") from None
     columns = io.table_columns(raw, columns)
-    text_col = next((c for c in ARTICLE_COLUMNS if c in columns), None)
-    if "gem_id" not in columns or text_col is None:
+    if "gem_id" not in columns or not any(c in columns for c in ARTICLE_COLUMNS):
         raise SeahorseError(
             f"--seahorse-articles {path}: needs a 'gem_id' column and one of "
             + ", ".join(f"'{c}'" for c in ARTICLE_COLUMNS)
@@ -91,7 +90,9 @@ def read_articles(path: Path) -> dict[str, str]:
         )
     out: dict[str, str] = {}
     for r in raw:
-        gid, text = r.fields.get("gem_id"), r.fields.get(text_col)
+        gid = r.fields.get("gem_id")
+        # each row in its own GEM dataset's column (a file may mix xsum's `document` and xlsum's `text`)
+        text = next((r.fields[c] for c in ARTICLE_COLUMNS if isinstance(r.fields.get(c), str)), None)
         if r.error or not isinstance(gid, str) or not isinstance(text, str) or not text.strip():
             continue  # a row without an article: the summaries that need it are reported
         if gid in out and out[gid] != text:
