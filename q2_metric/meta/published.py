@@ -277,7 +277,7 @@ MULTILINGUAL: tuple[Published, ...] = (
             "response_f1",
             metric,
             models,
-            value / 100,
+            round(value / 100, 6),
             LETTUCE,
             None,
             EUROBERT,
