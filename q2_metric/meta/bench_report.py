@@ -243,10 +243,18 @@ def multilingual_markdown(report: BenchmarkReport) -> list[str]:
     """Per multilingual set: what its figures are on (set, split, languages, knowledge, the Q²
     model set by its signature), then its per-language figures."""
     lines: list[str] = []
-    models = f"Q²'s models: `{report.signature_short}`" if report.signature_short else "Q² not scored in this run"
+    models = (
+        f"Q²'s models: `{report.signature_short}`" if report.signature_short else "Q² not scored in this run"
+    )
     for name, figs in report.multilingual.items():
         fmt = report.datasets[name].format
-        lines += ["", f"## {figs['set']}: {name}, per language", "", f"On {_what(figs['what'])}. {models}.", ""]
+        lines += [
+            "",
+            f"## {figs['set']}: {name}, per language",
+            "",
+            f"On {_what(figs['what'])}. {models}.",
+            "",
+        ]
         by_language = figs["by_language"]
         if fmt == "seahorse":
             lines += [

@@ -213,9 +213,7 @@ def load_dataset(
     """The dataset and its problems (sentences); the dataset is None when it cannot be read at all.
     `limit` keeps the first N rows of a file (of a RAGTruth selection: its first N kept responses;
     of the paper's folder: of each split file), and the checks are of those rows."""
-    from q2_metric.meta.ragtruth import is_ragtruth, missing_file
-
-    from q2_metric.meta.ragtruth import translated_files
+    from q2_metric.meta.ragtruth import is_ragtruth, missing_file, translated_files
     from q2_metric.meta.seahorse import SPLITS as SEAHORSE_SPLITS
 
     head = f"--dataset {name} ({path})"

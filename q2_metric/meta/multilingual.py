@@ -75,7 +75,13 @@ def _langs_note(selection: Selection) -> list[str] | str:
 
 def load_seahorse(name: str, path: Path, head: str, selection: Selection, limit: int | None) -> Loaded:
     """SEAHORSE's split file (of a folder: `{seahorse_split}.tsv`) with its articles."""
-    from q2_metric.meta.seahorse import ARTICLES_FILE, SeahorseError, read_articles, read_seahorse, seahorse_file
+    from q2_metric.meta.seahorse import (
+        ARTICLES_FILE,
+        SeahorseError,
+        read_articles,
+        read_seahorse,
+        seahorse_file,
+    )
 
     file = seahorse_file(path, selection.seahorse_split)
     if file is None:
@@ -156,7 +162,12 @@ def load_psiloqa(name: str, path: Path, head: str, selection: Selection, limit: 
     n = len(kept["ids"])
     rule = "consistent iff the answer has no labelled span"
     ds = Dataset(name, str(path), "psiloqa", rule)
-    ds.ids, ds.response, ds.knowledge, ds.where = kept["ids"], kept["response"], kept["knowledge"], kept["where"]
+    ds.ids, ds.response, ds.knowledge, ds.where = (
+        kept["ids"],
+        kept["response"],
+        kept["knowledge"],
+        kept["where"],
+    )
     ds.gold_spans, ds.langs, ds.task, ds.bad = kept["gold"], kept["lang"], ["QA"] * n, bad
     ds.consistent = [int(not g) for g in ds.gold_spans]
     ds.selection = _span_selection(n, n + len(bad), len(bad), "question and wiki_passage")
@@ -226,7 +237,10 @@ def multilingual_figures(
     from q2_metric.meta.seahorse import seahorse_figures
 
     langs = ds.langs or []
-    out: dict[str, Any] = {"set": (ds.multilingual or {}).get("set", ds.format), "what": dict(ds.multilingual or {})}
+    out: dict[str, Any] = {
+        "set": (ds.multilingual or {}).get("set", ds.format),
+        "what": dict(ds.multilingual or {}),
+    }
     out["what"].pop("bad_rows", None)
     if ds.format == "seahorse":
         out["by_language"] = seahorse_figures(langs, ds.consistent, scores)

@@ -294,7 +294,9 @@ def read_predictions(
         else:
             raw = obj.get("spans")
             as_soft = (
-                [{**s, "prob": 1.0} if isinstance(s, dict) else s for s in raw] if isinstance(raw, list) else raw
+                [{**s, "prob": 1.0} if isinstance(s, dict) else s for s in raw]
+                if isinstance(raw, list)
+                else raw
             )
             soft, problem = _soft(as_soft, text, "spans")
             hard = None if soft is None else [(s.start, s.end) for s in soft]

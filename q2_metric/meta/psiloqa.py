@@ -146,5 +146,9 @@ def psiloqa_figures(
                 "unscored": [ids[i] for i in rows if predicted[i] is None],
                 **span_iou_f1([gold[i] for i in kept], [list(predicted[i] or []) for i in kept]),
             }
-        out[language] = {"answers": len(rows), "hallucinated": sum(bool(gold[i]) for i in rows), "metrics": per}
+        out[language] = {
+            "answers": len(rows),
+            "hallucinated": sum(bool(gold[i]) for i in rows),
+            "metrics": per,
+        }
     return out

@@ -285,7 +285,11 @@ MULTILINGUAL: tuple[Published, ...] = (
         )
         for lang, (eurobert, gpt) in EUROBERT_F1.items()
         for metric, models, value in (
-            ("LettuceDetect (EuroBERT-610M)", "EuroBERT-610M fine-tuned on the translated RAGTruth", eurobert),
+            (
+                "LettuceDetect (EuroBERT-610M)",
+                "EuroBERT-610M fine-tuned on the translated RAGTruth",
+                eurobert,
+            ),
             ("GPT-4.1-mini (few-shot, LettuceDetect's prompt)", "GPT-4.1-mini", gpt),
         )
     ),

@@ -326,9 +326,7 @@ def translated_files(path: Path) -> dict[str, Path]:
     return {}
 
 
-def read_translated(
-    path: Path, *, split: str = "test", langs: Sequence[str] = ()
-) -> RagTruthRows:
+def read_translated(path: Path, *, split: str = "test", langs: Sequence[str] = ()) -> RagTruthRows:
     """The rows of the machine-translated RAGTruth in its released layout (`translated_files`), of
     the languages `langs` (empty: all) and `split` (`all`: any), as `read_ragtruth`'s rows with
     their language. Each file is LettuceDetect's format (its `scripts/translate/translate.py`

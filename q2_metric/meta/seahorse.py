@@ -170,7 +170,7 @@ def _spearman(x: Sequence[float], y: Sequence[int]) -> float | None:
 
     if len(x) < 2:
         return None
-    return _pearson(list(rankdata(x)), list(rankdata(y)))  # type: ignore[arg-type]
+    return _pearson(list(rankdata(x)), list(rankdata(y)))
 
 
 def _auc(x: Sequence[float], y: Sequence[int]) -> float | None:
@@ -196,7 +196,9 @@ def correlations(scores: Sequence[float], consistent: Sequence[int]) -> dict[str
     }
 
 
-def seahorse_figures(lang: Sequence[str], consistent: Sequence[int], scores: Mapping[str, Sequence[float]]) -> dict:
+def seahorse_figures(
+    lang: Sequence[str], consistent: Sequence[int], scores: Mapping[str, Sequence[float]]
+) -> dict:
     """Per language (and `all`), each metric's `correlations`."""
     out: dict[str, Any] = {}
     groups = {language: [i for i, x in enumerate(lang) if x == language] for language in dict.fromkeys(lang)}

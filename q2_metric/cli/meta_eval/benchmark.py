@@ -302,7 +302,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         [Path(d.path) for d in datasets]
         + [s.path for s in extra]
         + [Path(spec.partition("=")[2]) for spec in args.ragtruth_spans]
-        + [Path(str(d.multilingual["articles"])) for d in datasets if d.multilingual and "articles" in d.multilingual]
+        + [
+            Path(str(d.multilingual["articles"]))
+            for d in datasets
+            if d.multilingual and "articles" in d.multilingual
+        ]
     )
     _check_paths(args, inputs, {"--out-dir": out, "--cache-dir": cache})
     span_predictions = read_span_files(datasets, args.ragtruth_spans)  # before any model or work

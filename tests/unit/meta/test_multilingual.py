@@ -42,8 +42,10 @@ def test_lang_and_limit_select_rows():
 
 
 def test_a_seahorse_folder_without_the_split_or_articles_is_one_sentence(tmp_path):
-    with pytest.raises(DatasetError, match=r"--dataset x \(.*seahorse\): SEAHORSE's folder has no validation.tsv\."):
+    with pytest.raises(
+        DatasetError, match=r"--dataset x \(.*seahorse\): SEAHORSE's folder has no validation.tsv\."
+    ):
         load_datasets([f"x={DATA / 'seahorse'}"], selection=Selection(seahorse_split="validation"))
     articles = tmp_path / "none.jsonl"
-    with pytest.raises(DatasetError, match="--seahorse-articles .*none.jsonl: no such file"):
+    with pytest.raises(DatasetError, match=r"--seahorse-articles .*none.jsonl: no such file"):
         load_datasets([f"x={DATA / 'seahorse'}"], selection=Selection(seahorse_articles=str(articles)))

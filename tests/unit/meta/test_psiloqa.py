@@ -10,7 +10,14 @@ from q2_metric.meta.psiloqa import PsiloQAError, psiloqa_figures, read_psiloqa, 
 
 
 def _row(rid, answer, labels, lang="de", passage="Ein Text.", question="Was?"):
-    return {"id": rid, "lang": lang, "wiki_passage": passage, "question": question, "llm_answer": answer, "labels": labels}
+    return {
+        "id": rid,
+        "lang": lang,
+        "wiki_passage": passage,
+        "question": question,
+        "llm_answer": answer,
+        "labels": labels,
+    }
 
 
 def test_span_f1_and_iou_by_hand():

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from q2_metric.meta.seahorse import SeahorseError, correlations, read_articles, read_seahorse, seahorse_figures
+from q2_metric.meta.seahorse import (
+    SeahorseError,
+    correlations,
+    read_articles,
+    read_seahorse,
+    seahorse_figures,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "seahorse"
 
@@ -36,7 +42,9 @@ def test_question4_with_articles_joined_by_gem_id():
     assert kept["consistent"] == [1, 0, 1, 0, 1, 0, 1]
     assert kept["lang"] == ["de", "de", "en", "en", "es", "es", "de"]  # en-US -> en
     assert kept["knowledge"][0] == articles["mlsum_de-test-1"]
-    assert bad == ["test.tsv row 9 (gem_id mlsum_de-test-9): no article has this gem_id in --seahorse-articles."]
+    assert bad == [
+        "test.tsv row 9 (gem_id mlsum_de-test-9): no article has this gem_id in --seahorse-articles."
+    ]
     assert counts["left_out_by_label"] == {"(empty)": 1, "Unsure": 1} and counts["kept"] == 7
     assert read_seahorse(DATA / "test.tsv", _rows(), articles, langs=("ES",))[0]["lang"] == ["es", "es"]
 
@@ -44,7 +52,9 @@ def test_question4_with_articles_joined_by_gem_id():
 def test_an_articles_file_without_a_text_column_is_refused(tmp_path):
     bad = tmp_path / "a.jsonl"
     bad.write_text('{"gem_id": "x", "summary": "y"}\n')
-    with pytest.raises(SeahorseError, match="needs a 'gem_id' column and one of 'text', 'document', 'source'"):
+    with pytest.raises(
+        SeahorseError, match="needs a 'gem_id' column and one of 'text', 'document', 'source'"
+    ):
         read_articles(bad)
     with pytest.raises(SeahorseError, match="no such file"):
         read_articles(tmp_path / "none.jsonl")
