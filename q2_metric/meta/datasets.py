@@ -222,11 +222,11 @@ def load_dataset(
     if translated_files(path):
         from q2_metric.meta.multilingual import load_translated
 
-        return load_translated(name, path, head, selection, limit)
+        return _made(name, path, load_translated(name, path, head, selection, limit))
     if path.is_dir() and any((path / f"{s}.tsv").is_file() for s in SEAHORSE_SPLITS):
         from q2_metric.meta.multilingual import load_seahorse
 
-        return load_seahorse(name, path, head, selection, limit)
+        return _made(name, path, load_seahorse(name, path, head, selection, limit))
     lacking = missing_file(path)
     if lacking is not None:
         other = next(f for f in ("response.jsonl", "source_info.jsonl") if f != lacking)
@@ -249,7 +249,7 @@ def load_dataset(
 
     loader = multilingual.loader_of(columns)
     if loader is not None:
-        return loader(name, path, head, selection, limit)
+        return _made(name, path, loader(name, path, head, selection, limit))
     fmt = detect_format(columns, mapping)
     if fmt is None:
         shown = ", ".join(f"'{c}'" for c in columns[:12])
@@ -297,6 +297,19 @@ def load_dataset(
     one_class = one_class_problem(ds.consistent, fmt)
     if not bad and one_class is not None:
         problems.append(f"{head}: {one_class}")
+    return ds, problems
+
+
+def _made(
+    name: str, path: Path, loaded: tuple[dict[str, Any] | None, list[str]]
+) -> tuple[Dataset | None, list[str]]:
+    """A multilingual loader's fields (`meta.multilingual`) as a `Dataset`."""
+    parts, problems = loaded
+    if parts is None:
+        return None, problems
+    ds = Dataset(name, str(path), parts.pop("format"), parts.pop("rule"))
+    for key, value in parts.items():
+        setattr(ds, key, value)
     return ds, problems
 
 

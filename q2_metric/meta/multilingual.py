@@ -19,17 +19,55 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from q2_metric.errors import Q2InputError
-from q2_metric.meta.datasets import Dataset
 from q2_metric.meta.ragtruth import Selection
 
-Loaded = tuple[Dataset | None, list[str]]
+# a loader's result: the set's fields (`datasets.Dataset`'s, `format` and `rule` among them; None when
+# it cannot be read at all) and its problems; `datasets.load_dataset` makes the `Dataset`
+Loaded = tuple[dict[str, Any] | None, list[str]]
 Loader = Callable[[str, Path, str, Selection, int | None], Loaded]
 
 SPAN_FORMATS = ("mu-shroom", "psiloqa")
+
+
+@dataclass
+class Parts:
+    """A set's fields as loaded, named as `datasets.Dataset` names them."""
+
+    format: str
+    rule: str
+    response: list[str] = field(default_factory=list)
+    knowledge: list[str] = field(default_factory=list)
+    consistent: list[int] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    task: list[str] = field(default_factory=list)
+    gold_spans: list[list[tuple[int, int]]] | None = None
+    soft_gold: list[Any] | None = None
+    langs: list[str] | None = None
+    selection: dict[str, Any] | None = None
+    bad: list[str] = field(default_factory=list)
+    multilingual: dict[str, Any] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class SetRows(Protocol):
+    """What `multilingual_figures` reads of a loaded set (`datasets.Dataset`)."""
+
+    format: str
+    ids: list[str]
+    response: list[str]
+    consistent: list[int]
+    gold_spans: list[list[tuple[int, int]]] | None
+    soft_gold: list[Any] | None
+    langs: list[str] | None
+    multilingual: dict[str, Any] | None
 
 
 def loader_of(columns: Sequence[str]) -> Loader | None:
@@ -101,7 +139,7 @@ def load_seahorse(name: str, path: Path, head: str, selection: Selection, limit:
         kept = {k: v[:limit] for k, v in kept.items()}
         counts.update(kept=len(kept["response"]), kept_by_language=dict(Counter(kept["lang"])), limit=limit)
     rule = "consistent iff 'question4' (attribution) is 'Yes', inconsistent iff 'No'; other rows left out"
-    ds = Dataset(name, str(path), "seahorse", rule)
+    ds = Parts(format="seahorse", rule=rule)
     ds.response, ds.knowledge, ds.where = kept["response"], kept["knowledge"], kept["where"]
     ds.consistent, ds.langs, ds.bad = kept["consistent"], kept["lang"], bad
     ds.multilingual = {
@@ -115,7 +153,7 @@ def load_seahorse(name: str, path: Path, head: str, selection: Selection, limit:
     }
     if not ds.response:
         return None, [f"{head}: no row of {file.name} has a 'Yes' or 'No' attribution label and an article."]
-    return ds, []
+    return ds.fields(), []
 
 
 def load_mushroom(name: str, path: Path, head: str, selection: Selection, limit: int | None) -> Loaded:
@@ -128,7 +166,7 @@ def load_mushroom(name: str, path: Path, head: str, selection: Selection, limit:
         return None, [f"{head}: {err}"]
     n = len(rows.ids) if limit is None else min(limit, len(rows.ids))
     rule = "consistent iff the output has no hard label (Mu-SHROOM's annotators' majority)"
-    ds = Dataset(name, str(path), "mu-shroom", rule)
+    ds = Parts(format="mu-shroom", rule=rule)
     ds.ids, ds.response, ds.knowledge = rows.ids[:n], rows.text[:n], rows.question[:n]
     ds.where, ds.gold_spans, ds.soft_gold = rows.where[:n], rows.hard[:n], rows.soft[:n]
     ds.langs, ds.task, ds.bad = rows.lang[:n], ["QA"] * n, rows.bad
@@ -146,7 +184,7 @@ def load_mushroom(name: str, path: Path, head: str, selection: Selection, limit:
     }
     if not ds.ids:
         return None, [f"{head}: no good Mu-SHROOM row ({len(rows.bad)} bad)."]
-    return ds, []
+    return ds.fields(), []
 
 
 def load_psiloqa(name: str, path: Path, head: str, selection: Selection, limit: int | None) -> Loaded:
@@ -161,7 +199,7 @@ def load_psiloqa(name: str, path: Path, head: str, selection: Selection, limit: 
         kept = {k: v[:limit] for k, v in kept.items()}
     n = len(kept["ids"])
     rule = "consistent iff the answer has no labelled span"
-    ds = Dataset(name, str(path), "psiloqa", rule)
+    ds = Parts(format="psiloqa", rule=rule)
     ds.ids, ds.response, ds.knowledge, ds.where = (
         kept["ids"],
         kept["response"],
@@ -183,7 +221,7 @@ def load_psiloqa(name: str, path: Path, head: str, selection: Selection, limit: 
     }
     if not ds.ids:
         return None, [f"{head}: no good PsiloQA row ({len(bad)} bad)."]
-    return ds, []
+    return ds.fields(), []
 
 
 def load_translated(name: str, path: Path, head: str, selection: Selection, limit: int | None) -> Loaded:
@@ -201,7 +239,7 @@ def load_translated(name: str, path: Path, head: str, selection: Selection, limi
         rows.selection.update(kept=len(rows.ids), kept_by_task={t: kept[t] for t in TASKS if kept[t]})
     rows.selection["limit"] = limit
     rule = "consistent iff the response has no labelled span (RAGTruth's response-level rule)"
-    ds = Dataset(name, str(path), "ragtruth", rule)
+    ds = Parts(format="ragtruth", rule=rule)
     ds.response, ds.knowledge, ds.where = rows.response, rows.knowledge, rows.where
     ds.ids, ds.task, ds.gold_spans, ds.langs = rows.ids, rows.task, rows.gold, rows.lang
     ds.consistent = [int(not g) for g in rows.gold]
@@ -217,14 +255,14 @@ def load_translated(name: str, path: Path, head: str, selection: Selection, limi
     }
     if not ds.ids:
         return None, [f"{head}: no good row has split '{selection.split}' ({rows.selection['rows']} rows)."]
-    return ds, []
+    return ds.fields(), []
 
 
 # -- figures -------------------------------------------------------------------------------------
 
 
 def multilingual_figures(
-    ds: Dataset,
+    ds: SetRows,
     scores: Mapping[str, Sequence[float]],
     spans: Mapping[str, Sequence[Any]],
 ) -> dict[str, Any]:

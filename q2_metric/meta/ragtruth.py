@@ -329,8 +329,8 @@ def translated_files(path: Path) -> dict[str, Path]:
 def read_translated(path: Path, *, split: str = "test", langs: Sequence[str] = ()) -> RagTruthRows:
     """The rows of the machine-translated RAGTruth in its released layout (`translated_files`), of
     the languages `langs` (empty: all) and `split` (`all`: any), as `read_ragtruth`'s rows with
-    their language. Each file is LettuceDetect's format (its `scripts/translate/translate.py`
-    output): a JSON array of samples `prompt` (the translated prompt, the source inside it: the
+    their language. Each file is LettuceDetect's format (the output of its translation
+    script): a JSON array of samples `prompt` (the translated prompt, the source inside it: the
     knowledge, as `grounding="prompt"`), `answer` (the response), `labels` [{start, end, label}]
     (offsets in the answer), `split`, `task_type`, `dataset`, `language`. The release has no ids
     and no quality field: a row's id is `{lang}-{N}`, its place in its file (from 1), and every
