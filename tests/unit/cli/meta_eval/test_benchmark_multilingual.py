@@ -129,3 +129,49 @@ def test_translated_ragtruth(tmp_path):
     # one language: LettuceDetect's published figures for it beside the run's
     assert {p["published"] for p in report["published"]["rt"]} == {0.7727, 0.6023}
     assert "## RAGTruth, machine-translated (LettuceDetect's release): rt, per language" in md
+
+
+@pytest.mark.slow  # seconds: Q² on tiny models
+def test_q2_on_tiny_models_reports_per_language_with_its_models(tmp_path, tiny_models):
+    """Q² runs on SEAHORSE and PsiloQA through the normal file scorer; its figures sit per language
+    beside the others, and each set's section names its models (here the tiny set: its numbers mean
+    nothing)."""
+    flags = [
+        "--qg-model",
+        tiny_models["qg"],
+        "--qa-model",
+        tiny_models["qa"],
+        "--nli-model",
+        tiny_models["nli"],
+    ]
+    out = tmp_path / "bench"
+    argv = [
+        "meta-eval",
+        "--no-bertscore",
+        "--bootstrap",
+        "20",
+        "--no-cache",
+        "--dataset",
+        f"sh={DATA / 'seahorse'}",
+        "--dataset",
+        f"pq={DATA / 'psiloqa' / 'test.jsonl'}",
+    ]
+    assert main([*argv, *flags, "--device", "cpu", "--no-progress", "--out-dir", str(out)]) == 0
+    report = json.loads((out / "benchmark.json").read_text())
+    md = (out / "benchmark.md").read_text()
+    sh = report["multilingual"]["sh"]["by_language"]
+    assert set(sh) == {"de", "en", "es", "all"} and all("q2" in per for per in sh.values())
+    assert sh["all"]["q2"]["n"] + sh["all"]["q2"]["unscored"] == 7
+    pq = report["multilingual"]["pq"]["by_language"]
+    assert (
+        set(pq) == {"de", "ar"}
+        and pq["de"]["metrics"]["q2"]["answers"] + len(pq["de"]["metrics"]["q2"]["unscored"]) == 2
+    )
+    assert f"Q²'s models: `{report['signature_short']}`" in md
+    beside = {p["measure"]: p for p in report["published"]["sh"]}
+    assert (
+        beside["roc_auc_all"]["measured_by"].startswith("Q² (") and beside["roc_auc_all"]["published"] == 0.85
+    )
+    # Q²'s spans slice each answer exactly (checked by the runner) and are keyed by PsiloQA's ids
+    spans = [json.loads(line) for line in (out / "q2" / "pq.spans.jsonl").read_text().splitlines()]
+    assert [s["id"] for s in spans] == ["psilo-de-1", "psilo-de-2", "psilo-ar-1"]
