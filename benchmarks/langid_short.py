@@ -81,9 +81,27 @@ SENTENCES: dict[str, list[str]] = {
         "Ты можешь мне помочь?",
     ],
     "zh": ["火车站在哪里？", "我今天没有时间。", "会议九点开始。", "天气很好。", "你能帮我吗？"],
-    "ja": ["駅はどこですか？", "今日は時間がありません。", "会議は九時に始まります。", "いい天気です。", "手伝ってくれますか？"],
-    "ko": ["역이 어디에 있어요?", "오늘은 시간이 없어요.", "회의는 아홉 시에 시작해요.", "날씨가 좋아요.", "좀 도와줄 수 있어요?"],
-    "ar": ["أين المحطة؟", "ليس لدي وقت اليوم.", "يبدأ الاجتماع في التاسعة.", "الطقس جميل.", "هل يمكنك مساعدتي؟"],
+    "ja": [
+        "駅はどこですか？",
+        "今日は時間がありません。",
+        "会議は九時に始まります。",
+        "いい天気です。",
+        "手伝ってくれますか？",
+    ],
+    "ko": [
+        "역이 어디에 있어요?",
+        "오늘은 시간이 없어요.",
+        "회의는 아홉 시에 시작해요.",
+        "날씨가 좋아요.",
+        "좀 도와줄 수 있어요?",
+    ],
+    "ar": [
+        "أين المحطة؟",
+        "ليس لدي وقت اليوم.",
+        "يبدأ الاجتماع في التاسعة.",
+        "الطقس جميل.",
+        "هل يمكنك مساعدتي؟",
+    ],
     "tr": [
         "İstasyon nerede?",
         "Bugün hiç vaktim yok.",
@@ -167,7 +185,7 @@ def _pycld2() -> Callable[[str], str | None]:
     import pycld2
 
     def run(text: str) -> str | None:
-        reliable, _, details = pycld2.detect(text)
+        _reliable, _, details = pycld2.detect(text)
         code = details[0][1]
         return None if code == "un" else _norm(code)
 
@@ -195,7 +213,7 @@ def main() -> None:
         try:
             detect = make()
             detect("warm up")
-        except Exception as err:  # noqa: BLE001 - a benchmark reports every failure and goes on
+        except Exception as err:  # a benchmark reports every failure and goes on
             print(f"| {name} | not measured: {type(err).__name__}: {str(err)[:80]} | | | |")
             continue
         load = time.perf_counter() - t0
@@ -208,7 +226,9 @@ def main() -> None:
                 detect(s)
             times.append((time.perf_counter() - t) / len(texts) * 1e6)
         acc = 1 - len(wrong) / len(texts)
-        print(f"| {name} | {acc:.3f} | {', '.join(wrong) or '-'} | {statistics.median(times):.0f} | {load:.2f} |")
+        print(
+            f"| {name} | {acc:.3f} | {', '.join(wrong) or '-'} | {statistics.median(times):.0f} | {load:.2f} |"
+        )
 
 
 if __name__ == "__main__":
