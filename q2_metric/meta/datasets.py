@@ -14,6 +14,10 @@ A file's format is known by its columns (or, for the paper's set, by being its f
 | `faithdial` | `knowledge` | `response` (and `original_response`) | `BEGIN` | FaithDial's `response` always; the `original_response` as FaithCritic labels it |
 | `custom`   | `--knowledge-col` | `--response-col` | `--label-col` | a `--consistent-label` value |
 
+The multilingual sets (SEAHORSE, Mu-SHROOM, PsiloQA, the translated RAGTruth) are known by their
+layouts too and read by `meta.multilingual` (its docstring has their table): each row with its
+language.
+
 `.tsv` files are tab-separated without quoting (as BEGIN publishes them); `.csv` is RFC 4180;
 `.jsonl` and `.parquet` as `q2 score` reads them. Every problem of every dataset (a missing
 column, an empty text, a label outside the format's values, a set with one label only) is
@@ -256,7 +260,10 @@ def load_dataset(
         return None, problems + [
             f"{head}: its columns ({shown}) match no known format (TRUE: grounding, "
             "generated_text, label; BEGIN: evidence/knowledge, response, gold label/"
-            "begin_label; LLM-AggreFact: dataset, doc, claim, label; FaithDial: knowledge, response, BEGIN); name them with --response-col, --knowledge-col and --label-col."
+            "begin_label; LLM-AggreFact: dataset, doc, claim, label; FaithDial: knowledge, response, BEGIN; "
+            "SEAHORSE: gem_id, worker_lang, summary, model, question4; Mu-SHROOM: model_input, "
+            "model_output_text, soft_labels; PsiloQA: id, lang, wiki_passage, question, llm_answer, labels); "
+            "name them with --response-col, --knowledge-col and --label-col."
         ]
     ds = Dataset(name, str(path), fmt.name, fmt.rule())
     bad: dict[str, list[int]] = {}

@@ -33,6 +33,10 @@ the field.
   the summed lengths of the predicted and of the gold spans (so a character inside two overlapping
   gold spans counts twice); nothing to divide by gives 0. Its `span_f1` is this character F1.
 Responses a metric did not score are left out of its figures and listed by id.
+
+**The machine-translated RAGTruth** (`read_translated`): LettuceDetect's release, one
+`ragtruth_data_{lang}.json` per language, read into the same rows with each row's language; its
+figures are RAGTruth's, and per language those of `meta.multilingual`.
 """
 
 from __future__ import annotations

@@ -30,7 +30,9 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=FILE",
         help="a labelled set (repeatable): a TRUE-format CSV (grounding, generated_text, label), a "
-        "BEGIN .tsv (either release), the paper's annotated folder, or any CSV/TSV/JSONL/Parquet "
+        "BEGIN .tsv (either release), the paper's annotated folder, RAGTruth's folder, LLM-AggreFact, "
+        "FaithDial, SEAHORSE (its folder or a split's TSV), a Mu-SHROOM file, a PsiloQA table, the "
+        "translated RAGTruth (a folder of ragtruth_data_LANG.json), or any CSV/TSV/JSONL/Parquet "
         "file whose columns --response-col/--knowledge-col/--label-col name",
     )
     g.add_argument(
@@ -249,6 +251,27 @@ def _unsupported_spans(path: Path, ds: Dataset) -> list[list[tuple[int, int]] | 
     return out
 
 
+def _check_multilingual_flags(args: argparse.Namespace, datasets: list[Dataset]) -> None:
+    """A flag of the multilingual sets with no such set to apply to is refused, never ignored."""
+    from q2_metric.errors import Q2InputError
+
+    if args.lang and not any(d.langs is not None for d in datasets):
+        raise Q2InputError(
+            "--lang applies to the multilingual sets (SEAHORSE, Mu-SHROOM, PsiloQA, the translated "
+            "RAGTruth); no --dataset is one."
+        )
+    given = [
+        f
+        for f, on in (
+            ("--seahorse-articles", args.seahorse_articles),
+            ("--seahorse-split", args.seahorse_split != "test"),
+        )
+        if on
+    ]
+    if given and not any(d.format == "seahorse" for d in datasets):
+        raise Q2InputError(f"{given[0]} applies to a SEAHORSE --dataset; none is given.")
+
+
 def cmd_benchmark(args: argparse.Namespace) -> int:
     from q2_metric.errors import Q2InputError
     from q2_metric.io import commit_report, table_writer
@@ -278,6 +301,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         ),
         limit=getattr(args, "limit", None),
     )
+    _check_multilingual_flags(args, datasets)
     calibration = parse_calibrate(args.calibrate, [d.name for d in datasets])
     if args.write_template:
         from q2_metric.meta.scores import TEMPLATE_FILE

@@ -175,3 +175,20 @@ def test_q2_on_tiny_models_reports_per_language_with_its_models(tmp_path, tiny_m
     # Q²'s spans slice each answer exactly (checked by the runner) and are keyed by PsiloQA's ids
     spans = [json.loads(line) for line in (out / "q2" / "pq.spans.jsonl").read_text().splitlines()]
     assert [s["id"] for s in spans] == ["psilo-de-1", "psilo-de-2", "psilo-ar-1"]
+
+
+def test_a_multilingual_flag_without_its_set_is_refused(tmp_path, capsys):
+    from support.cli import refused
+
+    true = tmp_path / "t.csv"
+    true.write_text("grounding,generated_text,label\nK one.,R one.,1\nK two.,R two.,0\n")
+    out = str(tmp_path / "bench")
+    refused(
+        capsys, [*NO_WORK, "--dataset", f"t={true}", "--lang", "de", "--out-dir", out], "--lang applies to"
+    )
+    refused(
+        capsys,
+        [*NO_WORK, "--dataset", f"t={true}", "--seahorse-articles", str(true), "--out-dir", out],
+        "--seahorse-articles applies to a SEAHORSE --dataset",
+    )
+    assert not (tmp_path / "bench").exists()
