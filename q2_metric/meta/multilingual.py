@@ -85,11 +85,13 @@ def loader_of(columns: Sequence[str]) -> Loader | None:
     return None
 
 
-def _rows(path: Path) -> list[dict]:
+def _rows(path: Path) -> list[dict[str, Any] | str]:
+    """A table's rows: each row's fields, or, for a row that cannot be read, the reader's sentence
+    (so that the set's reader names it as a bad row and keeps the others' numbers)."""
     from q2_metric import io
 
     raw, _columns = io.read_table(path)
-    return [r.fields for r in raw if not r.error]
+    return [r.error if r.error else r.fields for r in raw]
 
 
 def _span_selection(kept: int, rows: int, bad: int, grounding: str) -> dict[str, Any]:

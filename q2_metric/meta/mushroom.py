@@ -17,7 +17,8 @@ spans with prob > 0.5, adjacent ones merged, when absent). A metric that gives s
 unsupported spans, `--ragtruth-spans` files) has them as hard labels and as soft labels of prob 1.
 
 **Figures** per item, then their mean over the items of each language (the scorer's `IoU` and
-`Cor` lines):
+`Cor` lines; the scorer wants a prediction for every output, where here an output a prediction
+file leaves out is left out of that metric's means and listed by id):
 - IoU: the characters inside a gold hard label against those inside a predicted one, as sets of
   indices: |G ∩ P| / |G ∪ P|; **1.0 when both are empty** (the scorer's convention).
 - Cor: two vectors of one value per character of `model_output_text`, 0 where no soft label

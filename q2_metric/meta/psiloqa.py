@@ -68,7 +68,7 @@ def _labels(value: Any, answer: str) -> tuple[list[Offsets] | None, str | None]:
 
 
 def read_psiloqa(
-    path: Path, rows: list[dict], langs: Sequence[str] = ()
+    path: Path, rows: Sequence[dict[str, Any] | str], langs: Sequence[str] = ()
 ) -> tuple[dict[str, list[Any]], list[str]]:
     """The kept rows (of the languages `langs`; empty: all) of a PsiloQA table already read
     (`rows`: its fields), as parallel lists `ids`, `lang`, `response`, `knowledge`, `gold`,
@@ -81,6 +81,9 @@ def read_psiloqa(
     bad: list[str] = []
     first: dict[str, int] = {}
     for n, row in enumerate(rows, 1):
+        if isinstance(row, str):  # a row the table reader could not read: its sentence
+            bad.append(f"{row}.")
+            continue
         rid = row.get("id")
         where = f"{path.name} row {n} (id {rid})"
         if rid is None or str(rid).strip() == "":

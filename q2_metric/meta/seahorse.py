@@ -102,7 +102,7 @@ def read_articles(path: Path) -> dict[str, str]:
 
 
 def read_seahorse(
-    path: Path, rows: list[dict], articles: Mapping[str, str], langs: Sequence[str] = ()
+    path: Path, rows: Sequence[dict[str, Any] | str], articles: Mapping[str, str], langs: Sequence[str] = ()
 ) -> tuple[dict[str, list[Any]], list[str], dict[str, Any]]:
     """The kept rows of a SEAHORSE table already read (`rows`: its fields; of the languages
     `langs`, empty: all) as parallel lists `gem_id`, `lang`, `model`, `response`, `knowledge`,
@@ -114,6 +114,9 @@ def read_seahorse(
     left: Counter[str] = Counter()
     no_article: list[str] = []
     for n, row in enumerate(rows, 1):
+        if isinstance(row, str):  # a row the table reader could not read: its sentence
+            bad.append(f"{row}.")
+            continue
         gid, lang_raw, summary = row.get("gem_id"), row.get("worker_lang"), row.get("summary")
         where = f"{path.name} row {n} (gem_id {gid})"
         if not isinstance(lang_raw, str) or not lang_raw.strip():

@@ -49,3 +49,12 @@ def test_a_seahorse_folder_without_the_split_or_articles_is_one_sentence(tmp_pat
     articles = tmp_path / "none.jsonl"
     with pytest.raises(DatasetError, match=r"--seahorse-articles .*none.jsonl: no such file"):
         load_datasets([f"x={DATA / 'seahorse'}"], selection=Selection(seahorse_articles=str(articles)))
+
+
+def test_an_unreadable_line_is_a_named_bad_row_and_the_rest_is_read(tmp_path):
+    lines = (DATA / "psiloqa" / "test.jsonl").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "test.jsonl"
+    path.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n", encoding="utf-8")
+    (ds,) = load_datasets([f"x={path}"])
+    assert ds.ids == ["psilo-de-1", "psilo-de-2", "psilo-ar-1"]
+    assert len(ds.bad) == 1 and "line 2" in ds.bad[0], ds.bad
