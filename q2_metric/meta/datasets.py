@@ -218,7 +218,7 @@ def load_dataset(
     `limit` keeps the first N rows of a file (of a RAGTruth selection: its first N kept responses;
     of the paper's folder: of each split file), and the checks are of those rows."""
     from q2_metric.meta.ragtruth import is_ragtruth, missing_file, translated_files
-    from q2_metric.meta.seahorse import SPLITS as SEAHORSE_SPLITS
+    from q2_metric.meta.seahorse import is_seahorse_folder
 
     head = f"--dataset {name} ({path})"
     if is_ragtruth(path):
@@ -227,7 +227,7 @@ def load_dataset(
         from q2_metric.meta.multilingual import load_translated
 
         return _made(name, path, load_translated(name, path, head, selection, limit))
-    if path.is_dir() and any((path / f"{s}.tsv").is_file() for s in SEAHORSE_SPLITS):
+    if is_seahorse_folder(path):
         from q2_metric.meta.multilingual import load_seahorse
 
         return _made(name, path, load_seahorse(name, path, head, selection, limit))

@@ -50,6 +50,23 @@ def is_seahorse(columns: Sequence[str]) -> bool:
     return all(c in columns for c in COLUMNS)
 
 
+def is_seahorse_folder(path: Path) -> bool:
+    """A folder holding a split file of SEAHORSE's (`{split}.tsv` whose header has its columns)."""
+    if not path.is_dir():
+        return False
+    for split in SPLITS:
+        file = path / f"{split}.tsv"
+        if file.is_file():
+            try:
+                with open(file, encoding="utf-8-sig") as f:
+                    header = f.readline(65536).rstrip("\r\n").split("\t")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if is_seahorse(header):
+                return True
+    return False
+
+
 def seahorse_file(path: Path, split: str) -> Path | None:
     """The split's file of a SEAHORSE folder (`{split}.tsv`), or the file itself; None if absent."""
     if path.is_dir():

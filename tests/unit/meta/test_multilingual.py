@@ -58,3 +58,11 @@ def test_an_unreadable_line_is_a_named_bad_row_and_the_rest_is_read(tmp_path):
     (ds,) = load_datasets([f"x={path}"])
     assert ds.ids == ["psilo-de-1", "psilo-de-2", "psilo-ar-1"]
     assert len(ds.bad) == 1 and "line 2" in ds.bad[0], ds.bad
+
+
+def test_a_folder_of_other_tsv_files_is_not_taken_for_seahorse(tmp_path):
+    (tmp_path / "test.tsv").write_text(
+        "evidence\tresponse\tgold label\nK.\tR.\tentailment\n", encoding="utf-8"
+    )
+    with pytest.raises(DatasetError, match="a folder must be the paper's annotated set"):
+        load_datasets([f"x={tmp_path}"])
