@@ -118,7 +118,12 @@ def render_markdown(report: BenchmarkReport) -> str:
                 f"| {label(m)} | {c.threshold:.4g} | {_f(c.dev.balanced_accuracy)} | "
                 f"{_f(c.test.balanced_accuracy)} | {_f(c.test.precision)} | {_f(c.test.recall)} |"
             )
-    lines += ragtruth_markdown(report) + aggrefact_markdown(report) + published_markdown(report)
+    lines += (
+        ragtruth_markdown(report)
+        + multilingual_markdown(report)
+        + aggrefact_markdown(report)
+        + published_markdown(report)
+    )
     if report.plots:
         lines += ["", "## Figures", ""] + [f"![{name[:-4]}]({name})" for name in report.plots]
     if report.signature:
@@ -167,9 +172,11 @@ def ragtruth_markdown(report: BenchmarkReport) -> list[str]:
     lines: list[str] = []
     for name, r in report.ragtruth.items():
         sel = r.selection
+        kind = {"mu-shroom": "Mu-SHROOM", "psiloqa": "PsiloQA"}.get(report.datasets[name].format, "RAGTruth")
+        heading = f"RAGTruth's figures on {kind}" if kind != "RAGTruth" else "RAGTruth"
         lines += [
             "",
-            f"## RAGTruth: {name}",
+            f"## {heading}: {name}",
             "",
             f"Selection: split '{sel.split}' and quality '{sel.quality}' (knowledge: {sel.grounding}). "
             f"Of {sel.rows:,} rows, {sel.kept:,} kept ({_counts(sel.kept_by_task)}), "
@@ -220,6 +227,81 @@ def ragtruth_markdown(report: BenchmarkReport) -> list[str]:
         if unscored:
             lines += ["", "Unscored responses, left out of a metric's figures (by id):", ""]
             lines += [f"- {m}: {', '.join(ids)}" for m, ids in unscored.items()]
+    return lines
+
+
+def _what(what: dict[str, Any]) -> str:
+    """What a multilingual set's figures are on, in one line."""
+    parts = [f"{k.replace('_', ' ')}: {v}" for k, v in what.items() if k != "set" and not isinstance(v, dict)]
+    by_lang = what.get("kept_by_language") or {}
+    if by_lang:
+        parts.append("kept by language: " + _counts(by_lang))
+    return "; ".join(parts)
+
+
+def multilingual_markdown(report: BenchmarkReport) -> list[str]:
+    """Per multilingual set: what its figures are on (set, split, languages, knowledge, the Q²
+    model set by its signature), then its per-language figures."""
+    lines: list[str] = []
+    models = (
+        f"Q²'s models: `{report.signature_short}`" if report.signature_short else "Q² not scored in this run"
+    )
+    for name, figs in report.multilingual.items():
+        fmt = report.datasets[name].format
+        lines += [
+            "",
+            f"## {figs['set']}: {name}, per language",
+            "",
+            f"On {_what(figs['what'])}. {models}.",
+            "",
+        ]
+        by_language = figs["by_language"]
+        if fmt == "seahorse":
+            lines += [
+                "Attribution (question4: Yes = 1) against each metric's scores (higher = more attributable): "
+                "ROC AUC, Pearson's and Spearman's ρ; - where undefined (one class, or constant scores).",
+                "",
+                "| language | metric | n | Yes | ROC AUC | Pearson ρ | Spearman ρ |",
+                "|---" * 7 + "|",
+            ]
+            for lang, per in by_language.items():
+                for m, c in per.items():
+                    lines.append(
+                        f"| {lang} | {_rt_label(m, report)} | {c['n']:,} | {c['yes']:,} | {_f(c['roc_auc'])} | "
+                        f"{_f(c['pearson'])} | {_f(c['spearman'])} |"
+                    )
+        elif fmt == "mu-shroom":
+            lines += [
+                "Mu-SHROOM's scorer: the mean over a language's outputs of the IoU of hard-label characters (1 "
+                "when both are empty) and of Spearman's ρ of per-character soft labels (1 when both are "
+                "constant, 0 when one is); `mark nothing` and `mark everything` for reference.",
+                "",
+                "| language | metric | outputs | IoU | Cor |",
+                "|---" * 5 + "|",
+            ]
+            for lang, per in by_language.items():
+                for m, c in per["metrics"].items():
+                    lines.append(
+                        f"| {lang} | {_rt_label(m, report)} | {c['items']:,} | {_f(c['iou'])} | {_f(c['cor'])} |"
+                    )
+        else:
+            lines += [
+                "Character level per language: precision, recall and F1 of the characters inside predicted "
+                "spans against those inside gold spans, summed over answers; IoU: the mean per answer (1 when "
+                "both are empty).",
+                "",
+                "| language | metric | answers | char P | char R | char F1 | IoU |",
+                "|---" * 7 + "|",
+            ]
+            for lang, per in by_language.items():
+                for m, c in per["metrics"].items():
+                    lines.append(
+                        f"| {lang} | {_rt_label(m, report)} | {c['answers']:,} | {_f(c['precision'])} | "
+                        f"{_f(c['recall'])} | {_f(c['f1'])} | {_f(c['iou'])} |"
+                    )
+        bad = (report.datasets[name].multilingual or {}).get("bad_rows") or []
+        if bad and fmt == "seahorse":
+            lines += ["", f"Bad rows ({len(bad):,}), left out:", ""] + [f"- {b}" for b in bad]
     return lines
 
 

@@ -80,6 +80,7 @@ class DatasetInfo:
     selection: RagTruthSelection | None = None
     bad_rows: list[str] | None = None
     datasets: list[str] | None = None
+    multilingual: dict[str, Any] | None = None  # a multilingual set's: what was read
 
     @classmethod
     def of(cls, ds: Dataset) -> DatasetInfo:
@@ -95,6 +96,7 @@ class DatasetInfo:
             RagTruthSelection.of(s["selection"]) if "selection" in s else None,
             s.get("bad_rows"),
             s.get("datasets"),
+            s.get("multilingual"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,6 +112,8 @@ class DatasetInfo:
             out.update(selection=self.selection.to_dict(), bad_rows=list(self.bad_rows or []))
         if self.datasets is not None:
             out["datasets"] = list(self.datasets)
+        if self.multilingual is not None:
+            out["multilingual"] = dict(self.multilingual)
         return out
 
 
@@ -380,6 +384,8 @@ class BenchmarkReport:
     calibration: Calibration | None = None
     ragtruth: dict[str, RagTruthSet] = field(default_factory=dict)
     aggrefact: dict[str, dict[str, AggreFactMetric]] = field(default_factory=dict)
+    # the multilingual sets' own figures (`meta.multilingual.multilingual_figures`), per set
+    multilingual: dict[str, dict[str, Any]] = field(default_factory=dict)
     plots: list[str] | None = None  # None: made without figures (the JSON then has no "plots")
 
     def to_dict(self) -> dict[str, Any]:
@@ -409,6 +415,8 @@ class BenchmarkReport:
             out["aggrefact"] = {
                 name: {m: f.to_dict() for m, f in per.items()} for name, per in self.aggrefact.items()
             }
+        if self.multilingual:
+            out["multilingual"] = {name: dict(figs) for name, figs in self.multilingual.items()}
         out["published"] = {name: [p.to_dict() for p in rows] for name, rows in self.published.items()}
         if self.plots is not None:
             out["plots"] = list(self.plots)
@@ -594,6 +602,7 @@ def run_benchmark(
     ragtruth, aggrefact, published = _protocols(
         datasets, results, signature_short, scores, raw, q2_spans, spans_read, threshold
     )
+    multilingual = _multilingual(datasets, signature_short, scores, raw, q2_spans, spans_read, published)
     plots = None
     if figures is not None:
         say("plots")
@@ -613,6 +622,7 @@ def run_benchmark(
         calibration=calibrated,
         ragtruth=ragtruth,
         aggrefact=aggrefact,
+        multilingual=multilingual,
         plots=plots,
     )
 
@@ -678,7 +688,13 @@ def _protocols(
             "response_f1": (figs.get("q2") or {}).get("response", {}).get("f1"),
             "char_f1_lettucedetect": (q2_figs.get("character_lettucedetect") or {}).get("f1"),
         }
-        published[ds.name] = [PublishedBeside(**row) for row in beside("ragtruth", measured, who)]
+        languages = sorted(set(ds.langs or []))
+        if ds.format == "ragtruth" and ds.langs is None:
+            published[ds.name] = [PublishedBeside(**row) for row in beside("ragtruth", measured, who)]
+        elif ds.format == "ragtruth" and len(languages) == 1:  # the translated set of one language
+            published[ds.name] = [
+                PublishedBeside(**row) for row in beside(f"ragtruth:{languages[0]}", measured, who)
+            ]
     for ds in datasets:
         if ds.groups is None:
             continue
@@ -713,6 +729,42 @@ def _protocols(
     return ragtruth_sets, aggrefact_sets, published
 
 
+def _multilingual(
+    datasets: Sequence[Dataset],
+    signature_short: str | None,
+    scores: Mapping[str, Mapping[str, np.ndarray]],
+    raw: Mapping[str, Mapping[str, np.ndarray]],
+    q2_spans: Mapping[str, Sequence[Any]],
+    span_predictions: Mapping[str, Sequence[Any]],
+    published: dict[str, list[PublishedBeside]],
+) -> dict[str, dict[str, Any]]:
+    """Each multilingual set's figures per language (`meta.multilingual`); SEAHORSE's published
+    figures go beside Q²'s (into `published`)."""
+    from q2_metric.meta.multilingual import multilingual_figures
+    from q2_metric.meta.published import beside
+
+    out: dict[str, dict[str, Any]] = {}
+    who = "Q²" + (f" ({signature_short})" if signature_short else "")
+    if "q2" not in scores:
+        who = "Q² (not scored in this run)"
+    for ds in datasets:
+        if ds.langs is None:
+            continue
+        # Q²'s own scores with NaN where unscored: SEAHORSE's figures leave those rows out
+        values = {m: (raw[m][ds.name] if m in raw else per[ds.name]) for m, per in scores.items()}
+        spans: dict[str, Sequence[Any]] = {}
+        if ds.gold_spans is not None:
+            if ds.name in q2_spans:
+                spans["q2"] = [None if p is None else [tuple(x) for x in p] for p in q2_spans[ds.name]]
+            spans.update(span_predictions)
+        out[ds.name] = multilingual_figures(ds, values, spans)
+        if ds.format == "seahorse":
+            everyone = out[ds.name]["by_language"].get("all", {}).get("q2") or {}
+            measured = {"pearson_all": everyone.get("pearson"), "roc_auc_all": everyone.get("roc_auc")}
+            published[ds.name] = [PublishedBeside(**r) for r in beside("seahorse", measured, who)]
+    return out
+
+
 def read_span_files(datasets: Sequence[Dataset], specs: Sequence[str]) -> dict[str, list[Any]]:
     """Every `--ragtruth-spans NAME=FILE`, read and checked against the one RAGTruth set (name ->
     predictions in its row order): before any work, so that a bad file stops the run before scoring.
@@ -730,7 +782,13 @@ def read_span_files(datasets: Sequence[Dataset], specs: Sequence[str]) -> dict[s
         raise DatasetError(f"--ragtruth-spans needs exactly one RAGTruth --dataset, got {len(ragtruth)}.")
     out: dict[str, list[Any]] = {}
     for spec in specs:
-        name, predicted = read_span_predictions(spec, ragtruth[0].ids, ragtruth[0].response)
+        if ragtruth[0].format == "mu-shroom":  # the task's submission format (soft labels), or spans
+            from q2_metric.meta.mushroom import read_predictions
+
+            name, soft = read_predictions(spec, ragtruth[0].ids, ragtruth[0].response)
+            predicted: list[Any] = list(soft)
+        else:
+            name, predicted = read_span_predictions(spec, ragtruth[0].ids, ragtruth[0].response)
         if name in out or name == "q2":
             raise DatasetError(
                 f"--ragtruth-spans {spec}: the name '{name}' is "

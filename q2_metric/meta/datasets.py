@@ -14,6 +14,10 @@ A file's format is known by its columns (or, for the paper's set, by being its f
 | `faithdial` | `knowledge` | `response` (and `original_response`) | `BEGIN` | FaithDial's `response` always; the `original_response` as FaithCritic labels it |
 | `custom`   | `--knowledge-col` | `--response-col` | `--label-col` | a `--consistent-label` value |
 
+The multilingual sets (SEAHORSE, Mu-SHROOM, PsiloQA, the translated RAGTruth) are known by their
+layouts too and read by `meta.multilingual` (its docstring has their table): each row with its
+language.
+
 `.tsv` files are tab-separated without quoting (as BEGIN publishes them); `.csv` is RFC 4180;
 `.jsonl` and `.parquet` as `q2 score` reads them. Every problem of every dataset (a missing
 column, an empty text, a label outside the format's values, a set with one label only) is
@@ -27,6 +31,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from q2_metric.errors import Q2InputError
 from q2_metric.meta.ragtruth import Selection
@@ -129,6 +134,11 @@ class Dataset:
     splits: list[str] | None = None
     # FaithDial: whether each row is one of FaithDial's (edited, faithful) responses
     faithdial: list[bool] | None = None
+    # the multilingual sets (SEAHORSE, Mu-SHROOM, PsiloQA, translated RAGTruth): each row's
+    # language, Mu-SHROOM's soft labels, and what was read (`multilingual`: counts, split, languages)
+    langs: list[str] | None = None
+    soft_gold: list[Any] | None = None
+    multilingual: dict[str, Any] | None = None
 
     def keys(self) -> list[tuple[str, str]]:
         return list(zip(self.response, self.knowledge))
@@ -147,6 +157,8 @@ class Dataset:
             out.update(selection=self.selection, bad_rows=list(self.bad))
         if self.groups is not None:
             out["datasets"] = list(dict.fromkeys(self.groups))
+        if self.multilingual is not None:
+            out["multilingual"] = dict(self.multilingual)
         return out
 
 
@@ -205,11 +217,20 @@ def load_dataset(
     """The dataset and its problems (sentences); the dataset is None when it cannot be read at all.
     `limit` keeps the first N rows of a file (of a RAGTruth selection: its first N kept responses;
     of the paper's folder: of each split file), and the checks are of those rows."""
-    from q2_metric.meta.ragtruth import is_ragtruth, missing_file
+    from q2_metric.meta.ragtruth import is_ragtruth, missing_file, translated_files
+    from q2_metric.meta.seahorse import is_seahorse_folder
 
     head = f"--dataset {name} ({path})"
     if is_ragtruth(path):
         return _load_ragtruth(name, path, head, selection, limit)
+    if translated_files(path):
+        from q2_metric.meta.multilingual import load_translated
+
+        return _made(name, path, load_translated(name, path, head, selection, limit))
+    if is_seahorse_folder(path):
+        from q2_metric.meta.multilingual import load_seahorse
+
+        return _made(name, path, load_seahorse(name, path, head, selection, limit))
     lacking = missing_file(path)
     if lacking is not None:
         other = next(f for f in ("response.jsonl", "source_info.jsonl") if f != lacking)
@@ -228,13 +249,21 @@ def load_dataset(
         return None, problems + [f"{head}: no data rows."]
     if all(c in columns for c in FAITHDIAL_COLUMNS):
         return _load_faithdial(name, path, head, rows, problems)
+    from q2_metric.meta import multilingual
+
+    loader = multilingual.loader_of(columns)
+    if loader is not None:
+        return _made(name, path, loader(name, path, head, selection, limit))
     fmt = detect_format(columns, mapping)
     if fmt is None:
         shown = ", ".join(f"'{c}'" for c in columns[:12])
         return None, problems + [
             f"{head}: its columns ({shown}) match no known format (TRUE: grounding, "
             "generated_text, label; BEGIN: evidence/knowledge, response, gold label/"
-            "begin_label; LLM-AggreFact: dataset, doc, claim, label; FaithDial: knowledge, response, BEGIN); name them with --response-col, --knowledge-col and --label-col."
+            "begin_label; LLM-AggreFact: dataset, doc, claim, label; FaithDial: knowledge, response, BEGIN; "
+            "SEAHORSE: gem_id, worker_lang, summary, model, question4; Mu-SHROOM: model_input, "
+            "model_output_text, soft_labels; PsiloQA: id, lang, wiki_passage, question, llm_answer, labels); "
+            "name them with --response-col, --knowledge-col and --label-col."
         ]
     ds = Dataset(name, str(path), fmt.name, fmt.rule())
     bad: dict[str, list[int]] = {}
@@ -275,6 +304,19 @@ def load_dataset(
     one_class = one_class_problem(ds.consistent, fmt)
     if not bad and one_class is not None:
         problems.append(f"{head}: {one_class}")
+    return ds, problems
+
+
+def _made(
+    name: str, path: Path, loaded: tuple[dict[str, Any] | None, list[str]]
+) -> tuple[Dataset | None, list[str]]:
+    """A multilingual loader's fields (`meta.multilingual`) as a `Dataset`."""
+    parts, problems = loaded
+    if parts is None:
+        return None, problems
+    ds = Dataset(name, str(path), parts.pop("format"), parts.pop("rule"))
+    for key, value in parts.items():
+        setattr(ds, key, value)
     return ds, problems
 
 

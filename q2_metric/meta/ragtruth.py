@@ -33,11 +33,16 @@ the field.
   the summed lengths of the predicted and of the gold spans (so a character inside two overlapping
   gold spans counts twice); nothing to divide by gives 0. Its `span_f1` is this character F1.
 Responses a metric did not score are left out of its figures and listed by id.
+
+**The machine-translated RAGTruth** (`read_translated`): LettuceDetect's release, one
+`ragtruth_data_{lang}.json` per language, read into the same rows with each row's language; its
+figures are RAGTruth's, and per language those of `meta.multilingual`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,11 +60,15 @@ ALL = "all"  # a selection value that keeps every row
 
 @dataclass(frozen=True)
 class Selection:
-    """Which rows of a RAGTruth folder are read, and which text grounds them."""
+    """Which rows of a RAGTruth folder are read, and which text grounds them; for the multilingual
+    sets, the languages kept (`langs`, empty: all), SEAHORSE's split file and its articles file."""
 
     split: str = "test"
     quality: str = "good"
     grounding: str = "source"
+    langs: tuple[str, ...] = ()
+    seahorse_split: str = "test"
+    seahorse_articles: str | None = None
 
 
 class RagTruthError(Q2InputError):
@@ -83,6 +92,7 @@ class RagTruthRows:
     where: list[str] = field(default_factory=list)
     selection: dict[str, Any] = field(default_factory=dict)
     bad: list[str] = field(default_factory=list)  # one sentence per bad row, naming its id
+    lang: list[str] = field(default_factory=list)  # a translated set's: each row's language
 
 
 def render_structured(value: Any, path: str = "") -> list[str]:
@@ -295,6 +305,112 @@ def read_ragtruth(
         "left_out_by_split": dict(sorted(left_split.items())),
         "left_out_by_quality": dict(sorted(left_quality.items())),
         "kept_by_task": {t: kept[t] for t in TASKS if kept[t]},
+    }
+    return out
+
+
+# -- translated RAGTruth (LettuceDetect's release) -----------------------------------------------
+
+TRANSLATED = re.compile(r"(?P<set>[A-Za-z0-9]+)_data_(?P<lang>[A-Za-z-]+)\.json\Z")
+
+
+def translated_files(path: Path) -> dict[str, Path]:
+    """Language -> file of a translated RAGTruth: a folder's `ragtruth_data_{lang}.json` files, or
+    such a file itself; empty when `path` is neither."""
+    if path.is_file():
+        m = TRANSLATED.match(path.name)
+        return {m["lang"].lower(): path} if m and m["set"] == "ragtruth" else {}
+    if path.is_dir():
+        found = {}
+        for f in sorted(path.glob("ragtruth_data_*.json")):
+            m = TRANSLATED.match(f.name)
+            if m and f.is_file():
+                found[m["lang"].lower()] = f
+        return found
+    return {}
+
+
+def read_translated(path: Path, *, split: str = "test", langs: Sequence[str] = ()) -> RagTruthRows:
+    """The rows of the machine-translated RAGTruth in its released layout (`translated_files`), of
+    the languages `langs` (empty: all) and `split` (`all`: any), as `read_ragtruth`'s rows with
+    their language. Each file is LettuceDetect's format (the output of its translation
+    script): a JSON array of samples `prompt` (the translated prompt, the source inside it: the
+    knowledge, as `grounding="prompt"`), `answer` (the response), `labels` [{start, end, label}]
+    (offsets in the answer), `split`, `task_type`, `dataset`, `language`. The release has no ids
+    and no quality field: a row's id is `{lang}-{N}`, its place in its file (from 1), and every
+    row counts as good.
+
+    Raises:
+        RagTruthError: no such file, a file that is not a JSON array, or a language asked for that
+            no file holds.
+    """
+    from q2_metric.io.formats import input_format, read_text
+
+    files = translated_files(path)
+    if not files:
+        raise RagTruthError(f"{path}: no ragtruth_data_LANG.json file of the translated RAGTruth.")
+    missing = [lang for lang in langs if lang not in files]
+    if missing:
+        raise RagTruthError(
+            f"{path}: no file for language(s) {', '.join(missing)} (found: {', '.join(files)})."
+        )
+    out = RagTruthRows()
+    kept: Counter[str] = Counter()
+    left_split: Counter[str] = Counter()
+    total = 0
+    for lang, file in files.items():
+        if langs and lang not in langs:
+            continue
+        try:
+            input_format(file)  # the size limit, no pipe, no archive
+            samples = json.loads(read_text(file, "utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError, Q2InputError) as err:
+            raise RagTruthError(f"{file}: cannot be read as a JSON array ({err}).") from None
+        if not isinstance(samples, list):
+            raise RagTruthError(f"{file}: is not a JSON array of samples.")
+        for n, obj in enumerate(samples, 1):
+            total += 1
+            rid = f"{lang}-{n}"
+            where = f"{file.name} sample {n} (id {rid})"
+            if not isinstance(obj, dict):
+                out.bad.append(f"{where}: is not a JSON object.")
+                continue
+            s = obj.get("split")
+            if split != ALL and s != split:
+                left_split[str(s)] += 1
+                continue
+            answer, prompt, task = obj.get("answer"), obj.get("prompt"), obj.get("task_type")
+            problem = None
+            gold: list[Offsets] | None = None
+            if not isinstance(answer, str) or not answer.strip():
+                problem = "field 'answer' is empty or not text"
+            elif not isinstance(prompt, str) or not prompt.strip():
+                problem = "field 'prompt' is empty or not text"
+            else:
+                gold, problem = _gold(obj.get("labels"), answer)
+            if problem is not None or gold is None:
+                out.bad.append(f"{where}: {problem}.")
+                continue
+            assert isinstance(answer, str) and isinstance(prompt, str)
+            task_name = task if isinstance(task, str) and task else "unknown"
+            out.ids.append(rid)
+            out.response.append(answer)
+            out.knowledge.append(prompt)
+            out.task.append(task_name)
+            out.gold.append(gold)
+            out.where.append(f"{path}/{where}")
+            out.lang.append(lang)
+            kept[task_name] += 1
+    out.selection = {
+        "split": split,
+        "quality": "not in the release",
+        "grounding": "prompt",
+        "rows": total,
+        "kept": len(out.ids),
+        "bad": len(out.bad),
+        "left_out_by_split": dict(sorted(left_split.items())),
+        "left_out_by_quality": {},
+        "kept_by_task": dict(kept),
     }
     return out
 

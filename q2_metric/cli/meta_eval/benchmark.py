@@ -30,7 +30,9 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=FILE",
         help="a labelled set (repeatable): a TRUE-format CSV (grounding, generated_text, label), a "
-        "BEGIN .tsv (either release), the paper's annotated folder, or any CSV/TSV/JSONL/Parquet "
+        "BEGIN .tsv (either release), the paper's annotated folder, RAGTruth's folder, LLM-AggreFact, "
+        "FaithDial, SEAHORSE (its folder or a split's TSV), a Mu-SHROOM file, a PsiloQA table, the "
+        "translated RAGTruth (a folder of ragtruth_data_LANG.json), or any CSV/TSV/JSONL/Parquet "
         "file whose columns --response-col/--knowledge-col/--label-col name",
     )
     g.add_argument(
@@ -76,11 +78,37 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
     )
     rt.add_argument(
         "--ragtruth-spans",
+        "--span-predictions",
         action="append",
         default=[],
         metavar="NAME=FILE",
-        help="a metric's span predictions on the RAGTruth set (repeatable): JSON lines of 'id' and "
-        "'spans' [{start, end}], offsets in the response",
+        help="a metric's span predictions on the set with gold spans (RAGTruth, translated RAGTruth, "
+        "PsiloQA, Mu-SHROOM; repeatable): JSON lines of 'id' and 'spans' [{start, end}], offsets in "
+        "the response; for Mu-SHROOM also the task's own format ('id', 'soft_labels', 'hard_labels')",
+    )
+    ml = me.add_argument_group(
+        "multilingual sets (a --dataset of SEAHORSE, Mu-SHROOM, PsiloQA or the translated RAGTruth)"
+    )
+    ml.add_argument(
+        "--lang",
+        action="append",
+        default=[],
+        metavar="LANG",
+        help="keep only this language's rows (repeatable; SEAHORSE's worker_lang without its region, "
+        "Mu-SHROOM's and PsiloQA's lang, the translated RAGTruth's file suffix); default: all",
+    )
+    ml.add_argument(
+        "--seahorse-split",
+        default="test",
+        choices=("train", "validation", "test"),
+        help="the split file of a SEAHORSE folder (default test)",
+    )
+    ml.add_argument(
+        "--seahorse-articles",
+        default=None,
+        metavar="FILE",
+        help="GEM's articles for SEAHORSE: a table of gem_id and text/document/source (default: "
+        "articles.jsonl in the SEAHORSE folder)",
     )
     # Q²'s engine options (also of --ladder/--control), with their declared help
     add_option_flags(g, ("qg_model", "qa_model", "spacy_model", "batch_size", "max_question_length"))
@@ -223,6 +251,27 @@ def _unsupported_spans(path: Path, ds: Dataset) -> list[list[tuple[int, int]] | 
     return out
 
 
+def _check_multilingual_flags(args: argparse.Namespace, datasets: list[Dataset]) -> None:
+    """A flag of the multilingual sets with no such set to apply to is refused, never ignored."""
+    from q2_metric.errors import Q2InputError
+
+    if args.lang and not any(d.langs is not None for d in datasets):
+        raise Q2InputError(
+            "--lang applies to the multilingual sets (SEAHORSE, Mu-SHROOM, PsiloQA, the translated "
+            "RAGTruth); no --dataset is one."
+        )
+    given = [
+        f
+        for f, on in (
+            ("--seahorse-articles", args.seahorse_articles),
+            ("--seahorse-split", args.seahorse_split != "test"),
+        )
+        if on
+    ]
+    if given and not any(d.format == "seahorse" for d in datasets):
+        raise Q2InputError(f"{given[0]} applies to a SEAHORSE --dataset; none is given.")
+
+
 def cmd_benchmark(args: argparse.Namespace) -> int:
     from q2_metric.errors import Q2InputError
     from q2_metric.io import commit_report, table_writer
@@ -242,9 +291,17 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     datasets = load_datasets(
         args.dataset,
         mapping,
-        Selection(args.ragtruth_split, args.ragtruth_quality, args.ragtruth_grounding),
+        Selection(
+            args.ragtruth_split,
+            args.ragtruth_quality,
+            args.ragtruth_grounding,
+            langs=tuple(args.lang),
+            seahorse_split=args.seahorse_split,
+            seahorse_articles=args.seahorse_articles,
+        ),
         limit=getattr(args, "limit", None),
     )
+    _check_multilingual_flags(args, datasets)
     calibration = parse_calibrate(args.calibrate, [d.name for d in datasets])
     if args.write_template:
         from q2_metric.meta.scores import TEMPLATE_FILE
@@ -269,6 +326,11 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         [Path(d.path) for d in datasets]
         + [s.path for s in extra]
         + [Path(spec.partition("=")[2]) for spec in args.ragtruth_spans]
+        + [
+            Path(str(d.multilingual["articles"]))
+            for d in datasets
+            if d.multilingual and "articles" in d.multilingual
+        ]
     )
     _check_paths(args, inputs, {"--out-dir": out, "--cache-dir": cache})
     span_predictions = read_span_files(datasets, args.ragtruth_spans)  # before any model or work
