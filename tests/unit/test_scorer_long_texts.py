@@ -21,6 +21,7 @@ from q2_metric import Q2Scorer
 from q2_metric.cli import main
 from q2_metric.components import ParsedText
 from q2_metric.display import figures_text
+from q2_metric.signature import config_fingerprint
 from q2_metric.testing.scripted import ScriptedParser
 
 START_FACT = "Bob Ross painted mountains."
@@ -122,6 +123,7 @@ def test_windows_read_a_long_response_in_sentence_windows(tiny_config, texts, to
     )
     assert res.spans and all(response[s.start : s.end] == s.text for s in res.spans)
     assert result.signature.to_dict()["long"] == "windows"
+    assert config_fingerprint(config) != config_fingerprint(config.replace(long_inputs="cut"))  # cache
     assert "|rules:paper+dec,long|" in result.signature.short()
 
 
