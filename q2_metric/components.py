@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 ENTAILMENT, NEUTRAL, CONTRADICTION = "entailment", "neutral", "contradiction"
 NLI_LABELS = (ENTAILMENT, NEUTRAL, CONTRADICTION)
@@ -90,7 +90,9 @@ class QuestionAnswerer(Protocol):
 @runtime_checkable
 class NLIClassifier(Protocol):
     """NLI. A backend whose window is limited may expose `windows(premise, hypothesis) -> int`,
-    the number of premise windows a pair is split into (see `combine_window_labels`)."""
+    the number of premise windows a pair is split into (see `combine_window_labels`), and
+    `reading(premise, hypothesis) -> NLIReading`: those windows, the hypothesis's parts and whether
+    the pair was cut to the window."""
 
     def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
         """One of `entailment`, `neutral`, `contradiction` for each pair."""
@@ -107,6 +109,28 @@ def combine_window_labels(labels: Sequence[str]) -> str:
         if label in labels:
             return label
     return NEUTRAL
+
+
+def combine_part_labels(labels: Sequence[str]) -> str:
+    """One label for a hypothesis read in parts (each part's label over the premise's windows):
+    contradiction if any part is contradicted, else entailment if every part is entailed, else
+    neutral.
+
+    >>> combine_part_labels(["entailment", "entailment"]), combine_part_labels(["entailment", "neutral"])
+    ('entailment', 'neutral')
+    """
+    if CONTRADICTION in labels:
+        return CONTRADICTION
+    return ENTAILMENT if labels and all(label == ENTAILMENT for label in labels) else NEUTRAL
+
+
+class NLIReading(NamedTuple):
+    """How an NLI backend read one pair: premise windows (per hypothesis part, the most), the
+    hypothesis's parts, and whether some of the pair was cut away to fit the model's window."""
+
+    windows: int = 1
+    parts: int = 1
+    cut: bool = False
 
 
 def cls_text(qa: object) -> str:

@@ -38,6 +38,13 @@ CpuMatmul = Literal["auto", "blas", "onednn"]
 # paper's, on every device); "fast" = the fast path of a T5 (opt-in, named in the signature), where its
 # exactness gate has checked the run's exact shapes and backend settings, else the reference path.
 QGDecoder = Literal["reference", "fast"]
+# Texts longer than a model reads: "cut" = the engine's reading of the released code (a QG input past
+# `qg_max_input_tokens` cut to its first tokens; the fallback NLI's pair, when the response leaves the
+# knowledge no room beside it, cut to the NLI window; a `q2 convert-nli` model's pair to its first
+# 512 ids); "windows" (a departure, named in the signature): a long response's QG input is a window
+# of its sentences around the candidate, and the fallback NLI reads the knowledge in windows beside
+# the response (in parts of its sentences when it is long itself). Every cut is counted and said.
+LongInputs = Literal["cut", "windows"]
 Device = str  # "auto", "cpu", "cuda" or "cuda:N"
 
 # Options that only change how fast a score is made, never its value: left out of the signature.
@@ -101,6 +108,8 @@ class Q2Config:
     early_stopping: bool = True
     max_question_length: int = 128
     qg_max_input_tokens: int = 512  # longer QG inputs (very long responses) are truncated
+    # Stages "questions" and "response scores": texts longer than QG or the fallback NLI reads
+    long_inputs: LongInputs = "cut"
 
     # Stage "question filter": the personal filter
     personal_filter: bool = True
@@ -261,6 +270,13 @@ OPTION_DOCS: dict[str, OptionDoc] = {
         "longest generated question in tokens", "128, the paper's; {tiny_question_length} with {tiny}"
     ),
     "qg_max_input_tokens": OptionDoc("longer question generation inputs (very long responses) are truncated"),
+    "long_inputs": OptionDoc(
+        "texts longer than a model reads: cut (the paper's reading: a long response's question "
+        "generation input and the fallback NLI's pair cut to the model's window, counted and said "
+        "in each result) or windows (a departure, in the signature: the response's sentences around "
+        "each candidate for question generation, the knowledge in windows beside the response, in "
+        "parts of its sentences, for the fallback NLI)"
+    ),
     "personal_filter": OptionDoc(
         "drop questions about I/you (the paper's; off in dnli)", off_help="keep questions about I/you"
     ),

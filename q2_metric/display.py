@@ -69,6 +69,7 @@ def figures_text(s: SystemScore, responses: Sequence[ResponseScore] | None = Non
     empty = f"; {why_out}, left out" if s.num_skipped else ""
     why_q2 = "" if s.num_scored else " (no response could be scored)"
     why_na = "" if s.num_valid_questions else " (no valid question)"
+    long_texts = long_text_line(responses) if responses is not None else ""
     return (
         f"Q2 = {figure(s.q2)}{why_q2}: mean response score over {s.num_scored} of "
         f"{plural(s.num_responses, 'response')}{empty}; 0 to 1, higher is more consistent\n"
@@ -77,6 +78,7 @@ def figures_text(s: SystemScore, responses: Sequence[ResponseScore] | None = Non
         f"(the others are scored by end-to-end NLI)\n"
         f"no-answer share = {figure(s.no_answer_share, 3)}{why_na}: share of the "
         f"{plural(s.num_valid_questions, 'valid question')} that the knowledge does not answer"
+        + (f"\n{long_texts}" if long_texts else "")
     )
 
 
@@ -191,7 +193,68 @@ def reason_line(res: ResponseScore) -> str:
     such a finished result it gives the same sentence."""
     if not res.scored and res.reason is not None and res.reason.startswith(NOT_SCORED):
         return res.reason  # already the sentence (the cause it names is gone from the fields)
-    return _score_reason(res) + coref_note(res)
+    return _score_reason(res) + long_text_note(res) + coref_note(res)
+
+
+def long_text_note(res: ResponseScore) -> str:
+    """What a long text made the models leave out or read in windows (`Q2Config.long_inputs`), e.g.
+    ` The response is longer than question generation reads: 12 of its 12 inputs were cut at the
+    input limit.`; "" when nothing was long."""
+    out = ""
+    inputs = len(res.candidates)
+    windows, cut = res.qg_windows, res.qg_cut
+    if windows:
+        still = f", and {cut} of them still cut at the input limit (one sentence is longer)" if cut else ""
+        out += (
+            " The response is longer than question generation reads: "
+            f"{windows} of its {inputs} inputs were windows of its sentences around the candidate{still}."
+        )
+    elif cut:
+        out += (
+            " The response is longer than question generation reads: "
+            f"{cut} of its {inputs} inputs were cut at the input limit, so a candidate past it was "
+            "asked about without its context."
+        )
+    if res.fallback and res.fallback_cut:
+        out += (
+            " The end-to-end NLI pair was cut to the NLI model's window (the texts are longer than "
+            "it reads beside each other), so only part of the knowledge was read."
+        )
+    parts = res.fallback_parts
+    if res.fallback and parts > 1:
+        out += (
+            f" The end-to-end NLI read the response in {parts} parts of its sentences, each beside "
+            "every knowledge window (contradiction if any part is contradicted, else entailment if "
+            "every part is entailed, else neutral)."
+        )
+    return out
+
+
+def long_text_counts(responses: Sequence[ResponseScore]) -> dict[str, int]:
+    """How many responses had long texts cut: `num_cut_for_qg` (a question generation input cut
+    at the input limit) and `num_nli_cut` (the end-to-end NLI pair cut to the NLI model's window),
+    and `num_qg_windows` (question generation read windows of the response's sentences)."""
+    return {
+        "num_cut_for_qg": sum(1 for r in responses if r.qg_cut),
+        "num_nli_cut": sum(1 for r in responses if r.fallback and r.fallback_cut),
+        "num_qg_windows": sum(1 for r in responses if r.qg_windows),
+    }
+
+
+def long_text_line(responses: Sequence[ResponseScore]) -> str:
+    """The summary's line about long texts ("" when none was cut or read in windows), e.g.
+    `long texts: 2 responses cut for question generation, 1 end-to-end NLI pair cut`."""
+    n = long_text_counts(responses)
+    parts = []
+    if n["num_cut_for_qg"]:
+        parts.append(f"{plural(n['num_cut_for_qg'], 'response')} cut for question generation")
+    if n["num_qg_windows"]:
+        parts.append(
+            f"{plural(n['num_qg_windows'], 'response')} read in sentence windows for question generation"
+        )
+    if n["num_nli_cut"]:
+        parts.append(f"{plural(n['num_nli_cut'], 'end-to-end NLI pair')} cut to the NLI window")
+    return "long texts: " + ", ".join(parts) if parts else ""
 
 
 def coref_note(res: ResponseScore) -> str:

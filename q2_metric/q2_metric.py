@@ -302,6 +302,7 @@ class Q2(evaluate.Metric):
         early_stopping: Any = None,
         max_question_length: Any = None,
         qg_max_input_tokens: Any = None,
+        long_inputs: Any = None,
         personal_filter: Any = None,
         personal_subjects: Any = None,
         personal_possessives: Any = None,

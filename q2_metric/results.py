@@ -101,6 +101,14 @@ class ResponseScore:
     spans: list[Span] = field(default_factory=list)  # every candidate occurrence (`steps.spans`)
     # offsets of each candidate in the text parsed (the resolved response with coref); not in to_dict
     candidate_offsets: list = field(default_factory=list, repr=False)
+    # long texts (`Q2Config.long_inputs`): QG inputs cut to `qg_max_input_tokens` (a long response;
+    # with "windows", only those whose candidate's one sentence is too long), QG inputs read as a
+    # window of the response's sentences, whether the fallback NLI's pair was cut to the NLI model's
+    # window, and the response's parts the fallback NLI read (more than 1: "windows", a long response)
+    qg_cut: int = 0
+    qg_windows: int = 0
+    fallback_cut: bool = False
+    fallback_parts: int = 0
 
     @property
     def valid_questions(self) -> list[QuestionTrace]:

@@ -410,7 +410,11 @@ class Q2Scorer:
         if c.coref:
             run("coreference", lambda: resolve_pairs(pairs, turns, self.coref), None)
         run("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates), None)
-        run("questions", lambda: generate_questions(pairs, self.qg), None)
+        run(
+            "questions",
+            lambda: generate_questions(pairs, self.qg, c.qg_max_input_tokens, c.long_inputs),
+            None,
+        )
         run("question filter", lambda: self._filter(pairs), 0)
         answers: list[KnowledgeAnswer] = run("knowledge answers", lambda: self._answers(pairs), [])
         spans: list[SpanScore] = run("span scores", lambda: self._span_scores(answers), [])
@@ -480,6 +484,7 @@ class Q2Scorer:
             r.q2, r.q2_no_nli = o.q2, o.q2_no_nli
             if o.fallback:
                 r.fallback, r.fallback_label, r.fallback_windows = True, o.fallback_label, o.fallback_windows
+                r.fallback_cut, r.fallback_parts = o.fallback_cut, o.fallback_parts
             if o.reason is not None:
                 r.reason = o.reason
 

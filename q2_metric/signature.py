@@ -105,6 +105,8 @@ class Signature:
                 if c.fallback_nli
                 else "none",
             ),
+            # long texts read in windows (`long_inputs`; absent when cut, the paper's reading)
+            *([("long", c.long_inputs)] if c.long_inputs != "cut" else []),
             ("dtype", comps.get("dtype", c.dtype)),
             # int8 quantization (off by default, then absent): which encoders
             *([("quant", f"{c.quantize}-dynamic-qa,nli")] if c.quantize != "none" else []),
@@ -143,10 +145,11 @@ class Signature:
         defaults = {"qg": DEFAULT_QG_MODEL, "qa": DEFAULT_QA_MODEL, "nli": DEFAULT_NLI_MODEL}
         models = [role for role, model in defaults.items() if mine.get(role, "").partition("@")[0] != model]
         tiny = all(mine.get(role, "").startswith("tiny-random-") for role in defaults)
+        added = [k for k in ("coref", "long") if k in mine]  # rule fields absent on the paper's path
         if all(mine.get(k) == dnli[k] for k in RULE_FIELDS):
-            rules = "dnli" + "+coref" * ("coref" in mine)
+            rules = "dnli" + "".join(f"+{k}" for k in added)
         else:
-            changed = [k for k in RULE_FIELDS if mine.get(k) != paper[k]] + ["coref"] * ("coref" in mine)
+            changed = [k for k in RULE_FIELDS if mine.get(k) != paper[k]] + added
             rules = "paper" + ("+" + ",".join(changed) if changed else "")
         digest = hashlib.sha256(str(self).encode()).hexdigest()[:10]
         named = "tiny-random" if tiny else "custom(" + ",".join(models) + ")" if models else "paper"
@@ -235,7 +238,8 @@ def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) ->
         and k not in named
         and (config.coref or not k.startswith("coref"))  # coreference off: keys as before it existed
         and (k != "quantize" or config.quantize != "none")
-    }  # likewise without quantization
+        and (k != "long_inputs" or config.long_inputs != "cut")
+    }  # likewise without quantization, and with long texts cut (the paper's reading)
     payload = json.dumps(
         {"options": opts, "extra": extra or {}, "q2": _q2_version(), "libs": library_versions()},
         sort_keys=True,

@@ -30,6 +30,7 @@ FLAGS: dict[str, str] = {
     "dtype": "--dtype",
     "quantize": "--quantize",
     "fallback_lowercase": "--fallback-cased",
+    "long_inputs": "--long-inputs",
     "batch_size": "--batch-size",
     "cpu_matmul": "--cpu-matmul",
     "qg_decoder": "--qg-decoder",

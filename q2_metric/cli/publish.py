@@ -154,8 +154,18 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if args.card and not args.dry_run:
         guard({flag: source}, {"--card": args.card})
     results = _load_meta_eval(source) if args.meta_eval else hub.load_results(source)
-    # tiny random models: refused before any file, card or the Hub is touched
-    hub.check_publishable({"signature": results.get("signature")})
+    signature = {"signature": results.get("signature")}
+    # tiny random models: refused before any file, card or the Hub is touched; a dry run shows
+    # what would be written, then says in one sentence that it cannot be published
+    if not args.dry_run:
+        hub.check_publishable(
+            signature,
+            "they are not published as Eval Results"
+            if eval_mode
+            else "they are not written into a model card"
+            if (args.card or args.repo_id)
+            else "they are not published as an Every Eval Ever record",
+        )
     if args.every_eval_ever:
         _every_eval(args, results, source)
         if not (eval_mode or args.card or args.repo_id):
@@ -166,6 +176,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         if args.dry_run:
             for f in files:
                 print(f"# {f.path_in_repo}\n{f.text()}")
+            _tiny_note(signature, "the Eval Results files above cannot be published")
             return 0
         if args.eval_results:
             guard(
@@ -199,12 +210,24 @@ def cmd_publish(args: argparse.Namespace) -> int:
         existing = hub.read_card_metadata(args.card) if args.card else None
         print(
             yaml.safe_dump(
-                hub.card_metadata(results, args.model_name, existing, **dataset),
+                hub.card_metadata(results, args.model_name, existing, publishable_only=False, **dataset),
                 sort_keys=False,
                 allow_unicode=True,
             )
         )
+        _tiny_note(signature, "the model card metadata above cannot be published")
     return 0
+
+
+def _tiny_note(signature: dict, consequence: str) -> None:
+    """After a dry run: one line on stderr when the results are tiny random models' (not publishable)."""
+    import sys
+
+    from q2_metric.hub.publish import tiny_sentence
+
+    sentence = tiny_sentence(signature, consequence)
+    if sentence:
+        print(f"q2: {sentence}", file=sys.stderr)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

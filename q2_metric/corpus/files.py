@@ -521,6 +521,7 @@ def summary_dict(report: ScoreReport) -> dict[str, Any]:
     """The system figures, signature (full and short) and row counts (nothing that differs between
     equal runs), as strict JSON: an undefined figure (e.g. the no-answer share without a valid
     question) is None, never NaN."""
+    from q2_metric.display import long_text_counts
     from q2_metric.options import json_safe
 
     return json_safe(
@@ -530,6 +531,7 @@ def summary_dict(report: ScoreReport) -> dict[str, Any]:
             "signature_short": Signature.parse(report.signature).short(),
             "num_rows": report.num_rows,
             "num_bad_rows": report.num_bad,
+            **long_text_counts(report.responses),  # responses with long texts cut (or in windows)
             **(report.decisions or {}),
             **({"operating_point": report.operating_point} if report.operating_point else {}),
         }

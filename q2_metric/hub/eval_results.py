@@ -19,6 +19,7 @@ pull request is open).
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.hub.card_text import PAPER
-from q2_metric.hub.publish import PublishError
+from q2_metric.hub.publish import PublishError, check_range
 
 FOLDER = ".eval_results"
 SPEC = (
@@ -119,14 +120,45 @@ def _entry(
     return data
 
 
-def _number(value: Any) -> float | None:
+def _number(value: Any, key: str = "", where: str = "") -> float | None:
+    """A defined figure, rounded to 4 places (None when undefined); with `key`, one outside [0, 1]
+    is refused (`check_range`, naming `where` and `key`)."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return round(float(value), 4) if math.isfinite(value) else None
+    if not math.isfinite(value):
+        return None
+    if key:
+        check_range(key, float(value), where)
+    return round(float(value), 4)
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+_PLAIN_ID = re.compile(r"[a-z0-9]+/[a-z0-9]+\Z")
+_PLAIN = re.compile(r"[a-z0-9]+\Z")
+
+
+def _stem(dataset_id: str, task_id: str, set_name: str | None = None) -> str:
+    """The start of a file's name, unique to the benchmark (its Hub id, case-folded as the Hub
+    folds it), its task and the meta-eval set: `owner-name[_task][_set]`, readable, plus
+    `.` and 8 hex digits of the exact key when a part is not plain lowercase letters and digits
+    (`me/my-bench` and `me/my.bench` slug alike; a plain name holds no dot, so never meets one)."""
+    key = [dataset_id.lower()]
+    parts = [_slug(dataset_id)]
+    plain = bool(_PLAIN_ID.match(key[0]))
+    for extra in ([] if task_id == DEFAULT_TASK else [task_id]) + (
+        [set_name] if set_name is not None else []
+    ):
+        key.append(extra)
+        parts.append(_slug(extra))
+        plain = plain and bool(_PLAIN.match(extra))
+    stem = "_".join(parts)
+    if plain:
+        return stem
+    digest = hashlib.sha256("\n".join([key[0], task_id, set_name or ""]).encode("utf-8")).hexdigest()
+    return f"{stem}.{digest[:8]}"
 
 
 def _rules(signature: str | None) -> str:
@@ -152,7 +184,7 @@ def results_files(
     """`q2 score`'s figures (a results JSON: q2, q2_no_nli, coverage, signature) on one benchmark:
     a file per variant (Q²-NLI, Q²-F1), the full signature in the notes; undefined figures left out."""
     signature = results.get("signature")
-    coverage = _number(results.get("coverage"))
+    coverage = _number(results.get("coverage"), "coverage", "The results")
     op = results.get("operating_point")
     decided = (
         f"; decisions at the operating point {op.get('rule')} on {op.get('dataset')} "
@@ -162,7 +194,7 @@ def results_files(
     )
     files = []
     for key, (variant, label) in VARIANTS.items():
-        value = _number(results.get(key))
+        value = _number(results.get(key), key, "The results")
         if value is None:
             continue
         notes = (
@@ -173,7 +205,7 @@ def results_files(
         )
         files.append(
             EvalFile(
-                f"{_slug(dataset_id)}_{variant}{_rules(signature)}.yaml",
+                f"{_stem(dataset_id, task_id)}_{variant}{_rules(signature)}.yaml",
                 [
                     _entry(
                         dataset_id,
@@ -225,28 +257,28 @@ def benchmark_files(
         measured = {
             p.get("measure"): p.get("measured") for p in (report.get("published") or {}).get(name, [])
         }
+        where = f"The set {name} of the --meta-eval report"
         for key, (variant, label) in VARIANTS.items():
             figures = []
-            auc = (metrics.get(key) or {}).get("roc_auc")
-            if _number(auc) is not None:
+            auc = _number((metrics.get(key) or {}).get("roc_auc"), f"{key} roc_auc", where)
+            if auc is not None:
                 figures.append(
                     (
                         "roc-auc",
-                        _number(auc),
+                        auc,
                         f"ROC AUC of {label} against the set's labels ({info.get('label_rule', '')})",
                     )
                 )
-            mean = measured.get("mean_q2_nli" if key == "q2" else "mean_q2_f1")
-            if _number(mean) is not None:
-                figures.append(
-                    ("mean", _number(mean), f"mean {label} of the set's FaithDial responses, on 0-1")
-                )
+            measure = "mean_q2_nli" if key == "q2" else "mean_q2_f1"
+            mean = _number(measured.get(measure), measure, where)
+            if mean is not None:
+                figures.append(("mean", mean, f"mean {label} of the set's FaithDial responses, on 0-1"))
             for figure, value, what in figures:
                 assert value is not None
                 notes = f"{what}; {info.get('n', '?')} responses; signature: {signature or 'unknown'}"
                 files.append(
                     EvalFile(
-                        f"{_slug(dataset_id)}_{_slug(name)}_{variant}_{figure}{_rules(signature)}.yaml",
+                        f"{_stem(dataset_id, task_id, name)}_{variant}_{figure}{_rules(signature)}.yaml",
                         [
                             _entry(
                                 dataset_id,
@@ -330,17 +362,53 @@ def check_files(files: Sequence[EvalFile]) -> None:
         check_file(f.name, f.text())
 
 
+def _benchmarks(entries: Any) -> set[tuple[str, str]]:
+    """The (dataset id case-folded, task id) pairs a file's entries are about."""
+    if not isinstance(entries, list):
+        return set()
+    out = set()
+    for entry in entries:
+        dataset = entry.get("dataset") if isinstance(entry, dict) else None
+        if isinstance(dataset, dict):
+            out.add((str(dataset.get("id", "")).lower(), str(dataset.get("task_id", ""))))
+    return out
+
+
+def check_no_other_benchmark(path: Path, file: EvalFile) -> None:
+    """Refuse, naming both, to replace an existing file that holds results of another benchmark or
+    task than `file` (a file written by hand, or by another tool, under the same name)."""
+    import yaml
+
+    if not path.exists():
+        return
+    try:
+        theirs = _benchmarks(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        theirs = set()
+    ours = _benchmarks(file.entries)
+    if theirs and theirs <= ours:
+        return
+    them = "; ".join(f"{i} (task {t})" for i, t in sorted(theirs)) or "something that is not Eval Results"
+    us = "; ".join(f"{e['dataset']['id']} (task {e['dataset']['task_id']})" for e in file.entries)
+    raise PublishError(
+        f"{path} already holds results of {them}, and these results of {us} would replace it; "
+        "move that file away or write into another folder."
+    )
+
+
 def write_folder(root: str | Path, files: Sequence[EvalFile]) -> list[Path]:
     """Write the files into `root/.eval_results/` (created if missing), all or nothing; an earlier
-    file of the same benchmark and variant is replaced, every other file kept."""
+    file of the same benchmark, task and variant is replaced, every other file kept, and a file of
+    the same name about another benchmark or task is refused (`check_no_other_benchmark`)."""
     from q2_metric.io.commit import commit_outputs
     from q2_metric.io.paths import check_regular_target
 
     check_files(files)
     folder = Path(root) / FOLDER
     paths = [folder / f.name for f in files]
-    for p in paths:
+    for p, f in zip(paths, files):
         check_regular_target(p, "--eval-results")
+        check_no_other_benchmark(p, f)
     folder.mkdir(parents=True, exist_ok=True)
 
     def writer(text: str) -> Any:

@@ -32,10 +32,29 @@ def load_results(path: str | Path) -> dict[str, Any]:
     missing = [k for k in RESULT_FIELDS if k not in results]
     if missing:
         raise PublishError(f"{path}: field(s) {', '.join(missing)} missing from the results.")
+    for key in RESULT_FIELDS:
+        _value(results, key, where=str(path))
     return results
 
 
-def _value(results: dict[str, Any], key: str) -> float | None:
+# every figure published is on [0, 1]: Q²-NLI and Q²-F1 are means of per-response scores in
+# [0, 1], coverage a share of responses, ROC AUC a probability
+FIGURE_RANGE = (0.0, 1.0)
+
+
+def check_range(key: str, value: float, where: str) -> float:
+    """`value` itself when it lies in the figure's range [0, 1], else `PublishError` naming `where`
+    (the file, or the file and set) and the field."""
+    low, high = FIGURE_RANGE
+    if not low <= value <= high:
+        raise PublishError(
+            f"{where}: {key}={value:g} is outside the range of a Q² figure, [{low:g}, {high:g}], "
+            "so nothing is published; publish the figures as `q2 score` or `q2 meta-eval` wrote them."
+        )
+    return value
+
+
+def _value(results: dict[str, Any], key: str, where: str = "The results") -> float | None:
     value = results.get(key)
     if value is None or isinstance(value, bool):
         return None
@@ -43,7 +62,7 @@ def _value(results: dict[str, Any], key: str) -> float | None:
         value = float(value)
     except (TypeError, ValueError):
         raise PublishError(f"The result {key}={value!r} is not a number.") from None
-    return value if math.isfinite(value) else None
+    return check_range(key, value, where) if math.isfinite(value) else None
 
 
 def eval_results(
@@ -55,12 +74,15 @@ def eval_results(
     dataset_config: str | None = None,
     task_type: str = "text-generation",
     task_name: str = "Dialogue response generation",
+    publishable_only: bool = True,
 ) -> list[Any]:
     """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config);
-    undefined (NaN/null) values are left out. Results of tiny random models are refused."""
+    undefined (NaN/null) values are left out. Results of tiny random models are refused, unless
+    `publishable_only` is False (a dry run that only shows them)."""
     from huggingface_hub import EvalResult
 
-    check_publishable(results)
+    if publishable_only:
+        check_publishable(results)
     names = {"q2": "Q²", "q2_no_nli": "Q² (token F1, no NLI)", "coverage": "Q² coverage"}
     out = []
     for key, name in names.items():
@@ -83,18 +105,30 @@ def eval_results(
     return out
 
 
-def check_publishable(results: dict[str, Any]) -> None:
-    """Refuse (one sentence) results whose signature names a tiny random model: their scores mean
-    nothing, and a model card's `model-index` would show them as the model's Q²."""
+def tiny_sentence(results: dict[str, Any], consequence: str) -> str | None:
+    """The sentence for results whose signature names a tiny random model (None for any other):
+    `consequence` says what follows for them (e.g. "they are not written into a model card")."""
     from q2_metric.signature import Signature
 
     signature = results.get("signature")
-    if isinstance(signature, str) and Signature.parse(signature).tiny():
-        raise PublishError(
-            f"These results were made with tiny random models ({Signature.parse(signature).short()}), "
-            "whose scores are meaningless, so they are not written into a model card; score with "
-            "the paper's models (without --tiny / Q2_TINY) and publish those results."
-        )
+    if not (isinstance(signature, str) and Signature.parse(signature).tiny()):
+        return None
+    return (
+        f"These results were made with tiny random models ({Signature.parse(signature).short()}), "
+        f"whose scores are meaningless, so {consequence}; score with the paper's models (without "
+        "--tiny / Q2_TINY) and publish those results."
+    )
+
+
+def check_publishable(
+    results: dict[str, Any], consequence: str = "they are not written into a model card"
+) -> None:
+    """Refuse (one sentence) results whose signature names a tiny random model: their scores mean
+    nothing, and a model card's `model-index` (or the Hub's Eval Results) would show them as the
+    model's Q²."""
+    sentence = tiny_sentence(results, consequence)
+    if sentence:
+        raise PublishError(sentence)
 
 
 def _entry_key(r: Any) -> tuple:  # a huggingface_hub EvalResult
@@ -103,14 +137,20 @@ def _entry_key(r: Any) -> tuple:  # a huggingface_hub EvalResult
 
 
 def card_metadata(
-    results: dict[str, Any], model_name: str, existing: dict | None = None, **dataset: Any
+    results: dict[str, Any],
+    model_name: str,
+    existing: dict | None = None,
+    *,
+    publishable_only: bool = True,
+    **dataset: Any,
 ) -> dict:
     """Model-card metadata with Q² results merged into `model-index`: an entry with the same metric
-    type, dataset and split is replaced, whatever its signature; other entries are kept."""
+    type, dataset and split is replaced, whatever its signature; other entries are kept. Tiny
+    random models' results are refused unless `publishable_only` is False (a dry run)."""
     from huggingface_hub.repocard_data import eval_results_to_model_index, model_index_to_eval_results
 
     meta = dict(existing or {})
-    new = eval_results(results, **dataset)
+    new = eval_results(results, publishable_only=publishable_only, **dataset)
     old = []
     if meta.get("model-index"):
         _, old = model_index_to_eval_results(meta["model-index"])

@@ -7,15 +7,23 @@ contradiction if any contradicts, else neutral).
 
 A model written by `q2 convert-nli` (the paper's AllenNLP archive) instead receives the ids AllenNLP
 1.0 fed it (`allennlp_input.allennlp_pair_ids`: no windows, a long pair cut to its first 512 ids).
+When the hypothesis leaves the premise no room (under 16 tokens) the pair is cut to the window too.
+Either cut is reported (`reading(...).cut`).
+
+With `long_inputs="windows"` (a departure) every model reads a long premise in windows whatever
+the hypothesis's length: a hypothesis longer than half the window is read in parts of its sentences,
+each beside every premise window; a part's label combines its windows (`combine_window_labels`),
+the pair's combines its parts (`combine_part_labels`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
-from q2_metric.components import combine_window_labels
+from q2_metric.components import NLIReading, combine_part_labels, combine_window_labels
 from q2_metric.config import Q2Config
 from q2_metric.errors import ModelCheckError
 from q2_metric.models.batching import configured, device_limits, map_batched
@@ -52,6 +60,39 @@ def nli_label_map(id2label: Mapping[int, str]) -> dict[int, str]:
             "set id2label in the model config."
         )
     return mapping
+
+
+def hypothesis_parts(text: str, ids: list[int], budget: int, tok: Any) -> list[tuple[str, list[int]]]:
+    """A long hypothesis as parts of whole sentences (`steps.questions.sentence_bounds`) of at most
+    `budget` tokens each, a sentence longer than that in slices of `budget` tokens: each part's
+    text and ids (`tok`: the model's tokenizer; `ids`: the whole hypothesis's)."""
+    from q2_metric.steps.questions import sentence_bounds
+
+    def encode(piece: str) -> list[int]:
+        return list(tok(piece, add_special_tokens=False)["input_ids"])
+
+    parts: list[tuple[str, list[int]]] = []
+    start, end = -1, -1
+    current: list[int] = []
+    for s, e in sentence_bounds(text):
+        sentence = encode(text[s:e])
+        if len(sentence) > budget:  # a sentence longer than a part: in slices
+            if current:
+                parts.append((text[start:end], current))
+                current = []
+            slices = [sentence[i : i + budget] for i in range(0, len(sentence), budget)]
+            parts += [(tok.decode(piece), piece) for piece in slices]
+            continue
+        joined = encode(text[start:e]) if current else sentence
+        if current and len(joined) > budget:
+            parts.append((text[start:end], current))
+            current, joined = [], sentence
+        if not current:
+            start = s
+        end, current = e, joined
+    if current:
+        parts.append((text[start:end], current))
+    return parts or [(text, ids)]
 
 
 class HFNLIClassifier:
@@ -110,25 +151,56 @@ class HFNLIClassifier:
             self._single,
         )
 
-    def _split(self, premise: str, hypothesis: str) -> list[tuple[str, str]]:
-        """The pair itself when it fits, else premise windows (overlapping by a quarter) beside
-        the whole hypothesis. AllenNLP's input is never split (it reads the first 512 ids)."""
-        if self.tokenization == ALLENNLP:
-            return [(premise, hypothesis)]
+    def _premise_windows(self, p_ids: list[int], room: int) -> list[str]:
+        """The premise's windows of `room` tokens, overlapping by a quarter (decoded to text)."""
+        step = max(1, room - room // 4)
+        starts = range(0, max(1, len(p_ids) - room + step), step)
+        return [self.tokenizer.decode(p_ids[s : s + room]) for s in starts]
+
+    def _plan(self, premise: str, hypothesis: str) -> tuple[list[list[tuple[str, str]]], bool]:
+        """Per hypothesis part, its (premise window, part) pairs, and whether the pair is cut.
+
+        `long_inputs="cut"` (the default): one part, the whole hypothesis; the pair itself when it
+        fits, else premise windows (overlapping by a quarter) beside it, except where the
+        hypothesis leaves under 16 tokens of room: then the one pair, cut to the window. AllenNLP's
+        input is never split (it reads the first 512 ids). `"windows"`: every model reads windows,
+        and a hypothesis longer than half the window is read in parts (`hypothesis_parts`)."""
         tok = self.tokenizer
         special = tok.num_special_tokens_to_add(pair=True)
         p_ids = tok(premise, add_special_tokens=False)["input_ids"]
-        h_len = len(tok(hypothesis, add_special_tokens=False)["input_ids"])
-        room = self.max_length - special - h_len
-        if len(p_ids) <= room or room < 16:
-            return [(premise, hypothesis)]
-        step = max(1, room - room // 4)
-        starts = range(0, max(1, len(p_ids) - room + step), step)
-        return [(tok.decode(p_ids[s : s + room]), hypothesis) for s in starts]
+        h_ids = tok(hypothesis, add_special_tokens=False)["input_ids"]
+        fits = len(p_ids) + len(h_ids) + special <= self.max_length
+        if fits:
+            return [[(premise, hypothesis)]], False
+        if self.config.long_inputs != "windows":
+            room = self.max_length - special - len(h_ids)
+            if self.tokenization == ALLENNLP or room < 16:
+                return [[(premise, hypothesis)]], True
+            return [[(w, hypothesis) for w in self._premise_windows(p_ids, room)]], False
+        half = (self.max_length - special) // 2
+        parts = hypothesis_parts(hypothesis, h_ids, half, tok) if len(h_ids) > half else [(hypothesis, h_ids)]
+        plan = []
+        for text, ids in parts:
+            room = self.max_length - special - len(ids)
+            if len(p_ids) <= room:
+                plan.append([(premise, text)])
+            else:
+                plan.append([(w, text) for w in self._premise_windows(p_ids, room)])
+        return plan, False
+
+    def _split(self, premise: str, hypothesis: str) -> list[tuple[str, str]]:
+        """Every (premise window, hypothesis part) pair the pair is read as."""
+        return [pair for part in self._plan(premise, hypothesis)[0] for pair in part]
+
+    def reading(self, premise: str, hypothesis: str) -> NLIReading:
+        """How the pair is read: premise windows (the most over the hypothesis's parts), parts, and
+        whether it is cut to the model's window."""
+        plan, cut = self._plan(premise, hypothesis)
+        return NLIReading(windows=max(len(part) for part in plan), parts=len(plan), cut=cut)
 
     def windows(self, premise: str, hypothesis: str) -> int:
         """How many premise windows the pair is read in (1 when it fits)."""
-        return len(self._split(premise, hypothesis))
+        return self.reading(premise, hypothesis).windows
 
     def _run(self, pairs: list[tuple[str, str]]) -> list[str]:
         """The label of each (premise, hypothesis) pair, in one padded batch."""
@@ -178,16 +250,19 @@ class HFNLIClassifier:
         ]
 
     def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
-        split = [self._split(p, h) for p, h in zip(premises, hypotheses)]
-        flat = [w for windows in split for w in windows]
+        plans = [self._plan(p, h)[0] for p, h in zip(premises, hypotheses)]
+        flat = [w for plan in plans for part in plan for w in part]
         lengths = self._lengths(flat)
         labels = map_batched(flat, lengths, self.batch_size, self.max_tokens, self._launch, self._collect)
         out, i = [], 0
-        for windows in split:
-            out.append(
-                labels[i] if len(windows) == 1 else combine_window_labels(labels[i : i + len(windows)])
-            )
-            i += len(windows)
+        for plan in plans:
+            parts = []
+            for windows in plan:
+                parts.append(
+                    labels[i] if len(windows) == 1 else combine_window_labels(labels[i : i + len(windows)])
+                )
+                i += len(windows)
+            out.append(parts[0] if len(parts) == 1 else combine_part_labels(parts))
         return out
 
     def describe(self) -> str:

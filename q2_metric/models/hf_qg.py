@@ -153,6 +153,14 @@ class HFQuestionGenerator:
             return [self.reference.t5_input(p, limit) for p in prompts]
         return self.tokenizer(list(prompts), truncation=True, max_length=limit)["input_ids"]
 
+    def input_lengths(self, answers: Sequence[str], contexts: Sequence[str]) -> list[int]:
+        """The tokens of each (answer, context)'s whole input, before any cut to
+        `qg_max_input_tokens` (what `encode` would give without the limit)."""
+        prompts = [qg_input(a, c) for a, c in zip(answers, contexts)]
+        if self.reference is not None:
+            return [len(self.reference.t5_input(p)) for p in prompts]
+        return [len(ids) for ids in self.tokenizer(prompts)["input_ids"]]
+
     def decode(self, ids: Sequence[int]) -> str:
         """A generated question's text, without the model's `question: ` prefix."""
         if self.reference is not None:

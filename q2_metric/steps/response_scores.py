@@ -46,6 +46,8 @@ class ResponseOutcome(NamedTuple):
     fallback_label: str | None = None  # end-to-end NLI's label; None: not scored by the fallback
     fallback_windows: int = 0  # premise windows of the fallback NLI
     reason: str | None = None  # why the score is NaN (no valid question, fallback off)
+    fallback_cut: bool = False  # the fallback NLI's pair was cut to the model's window
+    fallback_parts: int = 0  # the hypothesis's parts the fallback NLI read (1: whole)
 
     @property
     def fallback(self) -> bool:
@@ -80,7 +82,7 @@ def score_responses(
         by_pair.setdefault(id(s.answer.pair), []).append(s)
     uncovered = [p for p in pairs if id(p) not in by_pair]
     labels: dict[tuple[str, str], str] = {}
-    count_windows = None
+    count_windows = reading = None
     if fallback and uncovered:
         if nli is None:
             raise ValueError("the end-to-end NLI fallback needs an NLI component")
@@ -90,6 +92,7 @@ def score_responses(
             lambda ps: classify([a for a, _ in ps], [b for _, b in ps]),
         )
         count_windows = getattr(nli, "windows", None)
+        reading = getattr(nli, "reading", None)
     out = []
     for p in pairs:
         mine = by_pair.get(id(p))
@@ -98,9 +101,13 @@ def score_responses(
         elif fallback:
             premise, hypothesis = fallback_pair(p.response, p.knowledge, lowercase)
             label = labels[(premise, hypothesis)]
-            windows = count_windows(premise, hypothesis) if count_windows else 1
             score = fallback_score(label, scores)
-            out.append(ResponseOutcome(score, score, label, windows))
+            if reading is not None:  # windows, parts and cut (`components.NLIReading`)
+                read = reading(premise, hypothesis)
+                out.append(ResponseOutcome(score, score, label, read.windows, None, read.cut, read.parts))
+                continue
+            windows = count_windows(premise, hypothesis) if count_windows else 1
+            out.append(ResponseOutcome(score, score, label, windows, fallback_parts=1))
         else:
             # why it is NaN; the engine words the sentence
             out.append(ResponseOutcome(float("nan"), float("nan"), reason="no valid question (fallback off)"))

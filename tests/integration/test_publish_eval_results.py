@@ -129,6 +129,7 @@ def test_a_faithdial_meta_eval_run_as_eval_results_beside_faithdials_tables(tmp_
     for name, entry in got.items():
         assert entry["dataset"] == {"id": "McGill-NLP/FaithDial", "task_id": "default"}
         assert entry["notes"].endswith(f"signature: {report['signature']}")
-        key = name.removeprefix("mcgill-nlp-faithdial_fd_").removesuffix(".yaml").split("_paper")[0]
+        assert name.startswith("mcgill-nlp-faithdial_fd.")  # the set's stem, unique to id, task and set
+        key = "_".join(name.removesuffix(".yaml").split("_")[2:4])
         values[key] = entry["value"]
     assert values == pytest.approx(want_values, abs=1e-4)
