@@ -219,6 +219,12 @@ def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemR
     )
 
 
+def check_items(items: Iterable[Item]) -> list[CheckedItem | ItemResult]:
+    """Item by item, in input order: the checked item (`CheckedItem`), or its `bad` result. The one
+    item check, done once per item on every path: what it returns goes to `score_checked`."""
+    return [_checked(item) for item in items]
+
+
 def score_items(
     scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCallback | None = None
 ) -> Outcome:

@@ -39,7 +39,7 @@ from q2_metric import display
 from q2_metric.errors import Q2OptionError
 from q2_metric.frontend import Item
 from q2_metric.guardrails.client import DEFAULT_TIMEOUT, Q2Service, Q2ServiceError, is_consistent
-from q2_metric.harness.batcher import batcher_for
+from q2_metric.runtime.cache import engine_for
 
 NAME = "q2/consistency"
 DEFAULT_THRESHOLD = 0.5  # not calibrated: tune it on labelled data (`q2 meta-eval --calibrate`)
@@ -103,7 +103,7 @@ class Q2Consistency(Validator):
         except Q2OptionError as err:
             raise Q2OptionError(f"Invalid Q² option threshold={threshold!r}: {err}.") from None
         self._service: Q2Service | None = None
-        self._batcher: Any = None
+        self._engine: Any = None
         if service_url is not None:
             if options:
                 raise Q2OptionError(
@@ -112,13 +112,13 @@ class Q2Consistency(Validator):
                 )
             self._service = Q2Service(service_url, api_key, timeout)
         else:
-            self._batcher, _ = batcher_for(options, check=True, tiny_hint="`tiny=True`")
+            self._engine, _ = engine_for(options, check=True, tiny_hint="`tiny=True`")
 
     def _validate(self, value: Any, metadata: dict[str, Any]) -> ValidationResult:
         knowledge, history = metadata.get("knowledge"), metadata.get("history")
         if self._service is not None:
             return self._ask_service(value, knowledge, history)
-        outcome = self._batcher.score_items([Item(KEY, value, knowledge, history)])
+        outcome = self._engine.score_items([Item(KEY, value, knowledge, history)])
         result = outcome.items[0]
         facts: dict[str, Any] = {
             "q2": None if result.status != "scored" else result.q2,

@@ -38,8 +38,10 @@ from deepeval.test_case import LLMTestCase
 
 from q2_metric import display
 from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, Scored
-from q2_metric.harness.shared_batcher import KEYWORDS, details_of, merged_options, shared_batcher
+from q2_metric.options import ADAPTER_KEYWORDS, merge_options
+from q2_metric.runtime.cache import micro_batcher
+from q2_metric.runtime.engine import Scored
+from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -98,9 +100,9 @@ class Q2FaithfulnessMetric(BaseMetric):
         self.max_wait, self.progress = max_wait, progress
         self.async_mode, self.verbose_mode = async_mode, verbose_mode
         self.include_reason = True
-        keywords = {name: getattr(self, name) for name in KEYWORDS}
-        self._items_batcher, self._batcher = shared_batcher(
-            merged_options(keywords, self.options),
+        keywords = {name: getattr(self, name) for name in ADAPTER_KEYWORDS}
+        self._engine, self._batcher = micro_batcher(
+            merge_options(keywords, self.options),
             max_wait=max_wait,
             progress=progress,
             tiny_hint="`tiny=True`",
@@ -123,7 +125,7 @@ class Q2FaithfulnessMetric(BaseMetric):
         self.status = scored.status
         self.signature = str(scored.signature)
         self.evaluation_model = self.signature
-        found = details_of(scored) or {"spans": [], "unsupported_spans": []}
+        found = scored.details() or {"spans": [], "unsupported_spans": []}
         self.spans, self.unsupported_spans = found["spans"], found["unsupported_spans"]
         self.reason = scored.reason()
         score: float | None = scored.value if scored.status == "scored" else None
@@ -137,7 +139,7 @@ class Q2FaithfulnessMetric(BaseMetric):
 
     def measure(self, test_case: LLMTestCase, *args: t.Any, **kwargs: t.Any) -> float | None:
         """Q² of this test case: one engine call (`a_measure`, run concurrently, batches)."""
-        outcome = self._items_batcher.score_items([self._item(test_case)], self._batcher.max_batch)
+        outcome = self._engine.score_items([self._item(test_case)], self._batcher.max_batch)
         return self._take(Scored(outcome.items[0], outcome.signature))
 
     async def a_measure(self, test_case: LLMTestCase, *args: t.Any, **kwargs: t.Any) -> float | None:

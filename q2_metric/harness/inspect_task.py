@@ -12,8 +12,8 @@ the option as `-T`/`-S` spells it, and a nonzero exit.
 
 The knowledge of a sample is its metadata's `knowledge` (another key: `knowledge_key=`; an empty
 string there is empty knowledge, never replaced), else its target (a list target joined by
-`separator`). Samples are scored concurrently as their generations finish; an async micro-batcher
-(`q2_metric.harness.batcher.AsyncBatcher`) gathers them into engine calls of at most `max_batch`
+`separator`). Samples are scored concurrently as their generations finish; the runtime's
+micro-batcher (`q2_metric.runtime.micro.MicroBatcher`) gathers them into engine calls of at most `max_batch`
 samples. Each sample is checked alone: one whose knowledge or reply is no string is reported with
 its own id (unscored, `q2_status: bad`) and the others are scored; an empty reply or knowledge is
 unscored (`q2_status: empty`). A cancelled sample (Ctrl-C, a time limit) leaves its batch and is
@@ -39,12 +39,14 @@ from inspect_ai.scorer import mean as _inspect_mean
 from inspect_ai.scorer import stderr as _inspect_stderr
 from inspect_ai.solver import TaskState, generate
 
-from q2_metric.errors import Q2Error, Q2OptionError
+from q2_metric.errors import Q2Error
 from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
+from q2_metric.options import merge_options
+from q2_metric.runtime.cache import micro_batcher
+from q2_metric.runtime.micro import MicroBatcher
+from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
 from q2_metric.validation import PASSAGE_SEPARATOR, is_blank
 
-_BATCHERS: dict[tuple, AsyncBatcher] = {}
 # How the options being built were given: `-S` (the scorer's) unless the q2_wow task builds it (`-T`).
 _FLAG: contextvars.ContextVar[str] = contextvars.ContextVar("q2_inspect_flag", default="-S")
 
@@ -107,50 +109,17 @@ def _spell(name: str) -> str:
     return f"{_FLAG.get()} {name}"
 
 
-def _batcher(options: dict[str, Any], max_wait: float) -> AsyncBatcher:
-    flag = _FLAG.get()
+def _batcher(options: Any, given: dict[str, Any], max_wait: float) -> MicroBatcher:
+    """The process's micro-batcher for `options=` (a mapping, as `-S options='{...}'` gives it) and
+    the single options (`options.merge_options`), checked, the models found; a Q² error is shown
+    as Inspect shows a prerequisite's."""
     try:
-        if (
-            isinstance(max_wait, bool)
-            or not isinstance(max_wait, (int, float))
-            or not (max_wait >= 0 and math.isfinite(max_wait))
-        ):
-            raise Q2OptionError(
-                f"Invalid Q² option {_spell('max_wait')}={max_wait!r}: use a number of seconds >= 0."
-            )
-        harness_batcher, max_batch = batcher_for(
-            options, spell=_spell, check=True, tiny_hint=f"`{flag} tiny=true`"
-        )
+        merged = merge_options(given, options, spell=_spell)
+        return micro_batcher(merged, max_wait=max_wait, spell=_spell, tiny_hint=f"`{_FLAG.get()} tiny=true`")[
+            1
+        ]
     except Q2Error as err:
         raise _shown(err) from None
-    key = (id(harness_batcher), max_batch, float(max_wait))
-    found = _BATCHERS.get(key)
-    if found is None:
-        found = _BATCHERS[key] = AsyncBatcher(harness_batcher, max_batch=max_batch, max_wait=max_wait)
-    return found
-
-
-def _merged(options: Any, given: dict[str, Any]) -> dict[str, Any]:
-    """`options=` (a dict, as `-S options='{...}'` gives it) and the single options, which win only
-    where they agree."""
-    if options is None:
-        options = {}
-    if not isinstance(options, dict):
-        raise _shown(
-            Q2OptionError(
-                f"Invalid Q² option {_spell('options')}={options!r}: use a mapping of Q² "
-                f'options, e.g. {_spell("options")}=\'{{"qg_model": "DIR"}}\'.'
-            )
-        )
-    for name, value in given.items():
-        if name in options and value is not None and options[name] != value:
-            raise _shown(
-                Q2OptionError(
-                    f"The Q² option {name} is given twice with different values ({_spell(name)}="
-                    f"{value!r} and in {_spell('options')}: {options[name]!r}); give it once."
-                )
-            )
-    return {**options, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _question(q: Any) -> dict[str, Any]:
@@ -185,11 +154,8 @@ def q2(
     environment variable), `batch_size`, `max_batch` (samples per engine call), `max_wait` (seconds
     the batcher waits for more samples), any `Q2Config` option by name (`-S qg_model=DIR`) or all in
     `options`: checked, and the models found, now (before any sample is scored)."""
-    merged = _merged(
-        options,
-        {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch},
-    )
-    batcher = _batcher(merged, max_wait)
+    given = {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch}
+    batcher = _batcher(options, given, max_wait)
     counts = {"scored": 0, "empty": 0, "bad": 0}
 
     def note(status: str, signature: Any) -> None:

@@ -39,14 +39,11 @@ from mlflow.genai.scorers import Scorer
 from pydantic import Field, PrivateAttr
 
 from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, Scored
-from q2_metric.harness.shared_batcher import (
-    KEYWORDS,
-    details_of,
-    merged_options,
-    score_from_thread,
-    shared_batcher,
-)
+from q2_metric.options import ADAPTER_KEYWORDS, merge_options
+from q2_metric.runtime.cache import micro_batcher
+from q2_metric.runtime.engine import Scored
+from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
+from q2_metric.runtime.sync import score_from_thread
 
 _SHOWN = 80  # characters of a row's inputs in a message naming the row
 
@@ -87,7 +84,7 @@ class Q2Faithfulness(Scorer):
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True
 
-    _items_batcher: t.Any = PrivateAttr(default=None)
+    _engine: t.Any = PrivateAttr(default=None)
     _batcher: t.Any = PrivateAttr(default=None)
     _prepared: dict[tuple[str, str], Scored] = PrivateAttr(default_factory=dict)
     _counts: dict[str, int] = PrivateAttr(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
@@ -98,9 +95,9 @@ class Q2Faithfulness(Scorer):
         super().__init__(**data)
         # here, not in `model_post_init`: pydantic would wrap a Q2OptionError (a ValueError) in its
         # ValidationError, and the sentence naming the option would be lost in its report
-        keywords = {name: getattr(self, name) for name in KEYWORDS}
-        self._items_batcher, self._batcher = shared_batcher(
-            merged_options(keywords, self.options),
+        keywords = {name: getattr(self, name) for name in ADAPTER_KEYWORDS}
+        self._engine, self._batcher = micro_batcher(
+            merge_options(keywords, self.options),
             max_wait=self.max_wait,
             progress=self.progress,
             tiny_hint="`tiny=True`",
@@ -151,14 +148,14 @@ class Q2Faithfulness(Scorer):
             items.append(Item(f"row {n}", row.get("outputs"), knowledge))
         if not items:
             return 0
-        before = self._items_batcher.engine_calls
-        outcome = self._items_batcher.score_items(items, self._batcher.max_batch, self._batcher.progress)
+        before = self._engine.engine_calls
+        outcome = self._engine.score_items(items, self._batcher.max_batch, self._batcher.progress)
         with self._lock:
             for item, result in zip(items, outcome.items):
                 self._prepared[self._lookup(item.response, item.knowledge)] = Scored(
                     result, outcome.signature
                 )
-        return int(self._items_batcher.engine_calls - before)
+        return int(self._engine.engine_calls - before)
 
     def __call__(
         self, *, inputs: t.Any = None, outputs: t.Any = None, expectations: t.Any = None, trace: t.Any = None
@@ -179,7 +176,7 @@ class Q2Faithfulness(Scorer):
             return Feedback(
                 name=self.name, error=AssessmentError(error_code="Q2_BAD_ROW", error_message=scored.reason())
             )
-        found = details_of(scored) or {"spans": [], "unsupported_spans": []}
+        found = scored.details() or {"spans": [], "unsupported_spans": []}
         metadata = {
             "q2_status": scored.status,
             "signature": str(scored.signature),

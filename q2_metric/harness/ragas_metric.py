@@ -11,8 +11,8 @@ as keywords of `evaluate`). They are checked, and the Q² models found, when the
 a bad value or a missing model is one `Q2Error` sentence naming the keyword, before any scoring.
 
 No LLM and no embeddings: ragas asks for neither. The knowledge of a sample is its retrieved
-contexts joined by `separator` (a space). ragas scores samples concurrently; an async
-micro-batcher gathers them into engine calls of at most `max_batch` samples (keep `max_batch` at
+contexts joined by `separator` (a space). ragas scores samples concurrently; the runtime's
+micro-batcher (one per process and configuration) gathers them into engine calls of at most `max_batch` samples (keep `max_batch` at
 most ragas' `RunConfig.max_workers`, 16 by default, for full batches). A sample ragas gives up on
 (its `RunConfig.timeout`, a cancelled run) leaves its batch and is never scored. An empty response
 or knowledge gets NaN (left out of ragas' mean, as `q2 score` leaves it unscored) and is counted:
@@ -30,12 +30,10 @@ from ragas.dataset_schema import SingleTurnSample
 from ragas.metrics.base import MetricType, SingleTurnMetric
 
 from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
-from q2_metric.harness.shared_batcher import CallLines
+from q2_metric.options import ADAPTER_KEYWORDS, merge_options
+from q2_metric.runtime.cache import micro_batcher
+from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
 from q2_metric.validation import PASSAGE_SEPARATOR
-
-# The keywords of Q2Faithfulness that are Q² options (the others: `options`).
-KEYWORDS = ("variant", "tiny", "batch_size", "max_batch", "qg_model", "qa_model", "nli_model", "device")
 
 
 @dataclass
@@ -70,24 +68,9 @@ class Q2Faithfulness(SingleTurnMetric):
         parent = getattr(super(), "__post_init__", None)
         if parent is not None:
             parent()
-        from q2_metric.errors import Q2OptionError
-
-        options = dict(self.options or {})
-        for name in KEYWORDS:
-            value = getattr(self, name)
-            if value is not None:
-                if name in options and options[name] != value:
-                    raise Q2OptionError(
-                        f"The Q² option {name} is given twice with different values ({name}={value!r} "
-                        f"and options[{name!r}]={options[name]!r}); give it once."
-                    )
-                options[name] = value
-        harness_batcher, max_batch = batcher_for(options, check=True, tiny_hint="`tiny=True`")
-        self._batcher = AsyncBatcher(
-            harness_batcher,
-            max_batch=max_batch,
-            max_wait=self.max_wait,
-            progress=CallLines() if self.progress else None,
+        options = merge_options({name: getattr(self, name) for name in ADAPTER_KEYWORDS}, self.options)
+        _, self._batcher = micro_batcher(
+            options, max_wait=self.max_wait, progress=self.progress, tiny_hint="`tiny=True`"
         )
 
     def init(self, run_config: t.Any) -> None:  # no LLM, no embeddings
@@ -163,4 +146,4 @@ def evaluate(
     return result
 
 
-__all__ = ["KEYWORDS", "Q2Faithfulness", "evaluate"]
+__all__ = ["Q2Faithfulness", "evaluate"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q2_metric.hub.card_text import PAPER
+from q2_metric.card_text import PAPER
 from q2_metric.hub.publish import PublishError
 
 FOLDER = ".eval_results"

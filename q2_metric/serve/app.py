@@ -3,7 +3,7 @@
 `create_app(config, limits)` builds the app without loading anything; its lifespan loads the models
 once in the background (`/health` answers at once, `/ready` once they are loaded and warmed). Each
 request's items are checked one by one by the one item check (`frontend.validate_items`): a bad
-item gets its own error entry, the good ones go to the micro-batcher (`AsyncBatcher`), which scores
+item gets its own error entry, the good ones go to the runtime's micro-batcher (`MicroBatcher`), which scores
 them with other requests' items in engine calls through `frontend.score_items`. Fail closed: an
 item Q² could not check is `unverified`, never `consistent`.
 """
@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import functools
 import hmac
 import json
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,8 +27,11 @@ from fastapi.responses import JSONResponse, Response
 from q2_metric import display, frontend
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2Error, Q2OptionError
-from q2_metric.frontend import Item, ItemResult, Outcome
-from q2_metric.harness.batcher import AsyncBatcher, HarnessBatcher, in_engine_thread
+from q2_metric.frontend import Item, ItemResult
+from q2_metric.runtime.engine import Engine
+from q2_metric.runtime.micro import MicroBatcher
+from q2_metric.runtime.policy import DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT, BatchPolicy
+from q2_metric.runtime.threads import in_engine_thread, trim_heap
 
 UNVERIFIED = "unverified"
 API_KEY_ENV = "Q2_SERVE_API_KEY"
@@ -47,8 +48,8 @@ class Limits:
     max_items: int = 256  # more items in one request: 413
     max_queue: int = 1024  # items accepted and not yet answered; more: 429 with Retry-After
     timeout: float = 60.0  # seconds a request may take; past it: 504 (its items leave their batch)
-    max_batch: int = 64  # items per engine call
-    max_wait: float = 0.02  # the longest quiet gap a batch waits out for the items it expects
+    max_batch: int = DEFAULT_MAX_BATCH  # items per engine call
+    max_wait: float = DEFAULT_MAX_WAIT  # the longest quiet gap a batch waits out for the items it expects
     threshold: float = 0.5  # the default decision threshold (`display.decide`)
     retry_after: int = 1  # seconds, in Retry-After
     api_key: str | None = field(default=None, repr=False)  # Authorization: Bearer <key>
@@ -126,45 +127,6 @@ class Metrics:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
-class _Observed(HarnessBatcher):
-    """The engine's item scorer, each engine call's size and time observed once `metrics` is set
-    (after the warm-up)."""
-
-    metrics: Metrics | None = None
-
-    def score_items(
-        self,
-        items: Sequence[Item],
-        max_batch: int | None = None,
-        progress: Callable[[str, int, int], None] | None = None,
-    ) -> Outcome:
-        if self.metrics is None:
-            return super().score_items(items, max_batch, progress)
-        self.metrics.batch_size.observe(len(items))
-        try:
-            with self.metrics.engine.time():
-                return super().score_items(items, max_batch, progress)
-        finally:
-            _trim()
-
-
-def _trim() -> None:
-    """Hands the C heap's free memory back to the system (glibc's `malloc_trim`; elsewhere nothing):
-    each engine call's batch shapes leave freed blocks that glibc would otherwise keep, so a
-    long-lived server's memory would climb in steps under varied load."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
 class Service:
     """The models, the micro-batcher and the state of one serving process."""
 
@@ -176,22 +138,29 @@ class Service:
         self.failed: str | None = None  # why the models could not be loaded
         self.queued = 0  # items accepted and not yet answered
         self.signature = ""
-        self.batcher: HarnessBatcher | None = None
-        self.micro: AsyncBatcher | None = None
+        self.engine: Engine | None = None
+        self.micro: MicroBatcher | None = None
 
     def load(self) -> None:
         """The models checked, loaded once and warmed on one item (blocking: in the engine thread,
         where every engine call runs)."""
-        batcher = _Observed(self.config, self.limits.max_batch, scorer=self.scorer)
+        engine = Engine(self.config, self.limits.max_batch, scorer=self.scorer)
         if self.scorer is None:  # a given scorer (tests: a scripted one) has no model files to check
-            batcher.check()
-        batcher.scorer.load()
-        outcome = batcher.score_items([WARM_ITEM])
+            engine.check()
+        engine.scorer.load()
+        outcome = engine.score_items([WARM_ITEM])
         self.signature = str(outcome.signature)
-        self.batcher = batcher
-        batcher.metrics = self.metrics
-        self.micro = AsyncBatcher(batcher, self.limits.max_batch, self.limits.max_wait, adaptive=True)
+        self.engine = engine
+        policy = BatchPolicy(self.limits.max_batch, self.limits.max_wait, adaptive=True)
+        self.micro = MicroBatcher(engine, policy, observe=self.observe)
         self.ready = True
+
+    def observe(self, size: int, seconds: float) -> None:
+        """Each engine call of the micro-batcher (in the engine thread): its size and time in the
+        metrics, then the C heap's free memory handed back (`trim_heap`)."""
+        self.metrics.batch_size.observe(size)
+        self.metrics.engine.observe(seconds)
+        trim_heap()
 
     async def start(self) -> None:
         try:
@@ -425,8 +394,6 @@ async def score_request(service: Service, request: Any) -> tuple[dict[str, Any],
             t.cancel()
         service.queued -= len(good)
         metrics.queue.set(service.queued)
-        if micro is not None and len(micro.batches) > 1024:  # its record of batch sizes stays short
-            del micro.batches[:-1024]
     results = dict(zip((id(a) for a in good), (s.result for s in scored)))
     out = [item_json(a, results.get(id(a))) for a in asked]
     signature = scored[0].signature if scored else service.signature

@@ -50,9 +50,9 @@ class GuardrailsAI(Words):
     def _validator(self, options: dict[str, Any]) -> Any:
         quiet_guardrails()  # before Guardrails AI is imported
         from q2_metric.guardrails.guardrails_ai import Q2Consistency
-        from q2_metric.harness import batcher
+        from q2_metric.runtime import cache
 
-        batcher.reset_batchers()
+        cache.reset()
         return Q2Consistency(threshold=0.5, on_fail="noop", **options)
 
     def score(self, items: list[Item], tmp: Path) -> Report:
@@ -82,14 +82,14 @@ class GuardrailsAI(Words):
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
-        from q2_metric.harness import batcher
+        from q2_metric.runtime import cache
 
         try:
             self._validator(PythonAPI("guardrails", self.base).options_for(kind, tmp))
         except Q2Error as err:
             return str(err)
         finally:
-            batcher.reset_batchers()
+            cache.reset()
         raise AssertionError(f"{self.name} accepted {kind}")
 
     def write_inside_read(self, tmp: Path) -> str | None:

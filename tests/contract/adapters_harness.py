@@ -59,9 +59,9 @@ def _none(value: Any) -> float | None:
 
 
 def _reset() -> None:
-    from q2_metric.harness import batcher
+    from q2_metric.runtime import cache
 
-    batcher.reset_batchers()
+    cache.reset()
 
 
 @contextlib.contextmanager
@@ -437,7 +437,7 @@ class Ragas(Words):
 
     @staticmethod
     def _keywords(options: dict[str, Any]) -> dict[str, Any]:
-        from q2_metric.harness.ragas_metric import KEYWORDS
+        from q2_metric.options import ADAPTER_KEYWORDS as KEYWORDS
 
         return {
             **{k: v for k, v in options.items() if k in KEYWORDS},

@@ -47,7 +47,7 @@ def offline_env(tmp: Path):
 
 
 def _keywords(options: dict[str, Any]) -> dict[str, Any]:
-    from q2_metric.harness.shared_batcher import KEYWORDS
+    from q2_metric.options import ADAPTER_KEYWORDS as KEYWORDS
 
     return {
         **{k: v for k, v in options.items() if k in KEYWORDS},

@@ -16,8 +16,7 @@ from support.data import ROOT
 from support.files import snapshot
 
 import q2_metric
-from q2_metric import Q2InputError
-from q2_metric.hub import card_text
+from q2_metric import Q2InputError, card_text
 
 KEYS = {
     "q2",

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("deepeval")
 
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired in Canada."]
@@ -118,7 +118,7 @@ def test_options_are_checked_with_the_models_when_the_metric_is_built(tmp_path, 
     from q2_metric.harness.deepeval_metric import Q2FaithfulnessMetric
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         Q2FaithfulnessMetric(tiny=True, qg_model=missing)
@@ -128,7 +128,7 @@ def test_options_are_checked_with_the_models_when_the_metric_is_built(tmp_path, 
         Q2FaithfulnessMetric(tiny=True, options={"qg_batch_size": 0})
     with pytest.raises(Q2OptionError, match="given twice"):
         Q2FaithfulnessMetric(tiny=True, options={"tiny": False})
-    B.reset_batchers()
+    cache.reset()
 
 
 def test_nan_never_reaches_deepeval(scripted):

@@ -19,18 +19,11 @@ from inspect_ai.solver import TaskState
 
 from q2_metric.display import reason_line
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
 from q2_metric.harness import inspect_task as I
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS."
-
-
-@pytest.fixture
-def scripted(scripted):  # the package-wide one (conftest.py), with Inspect's own batchers cleared too
-    I._BATCHERS.clear()
-    yield scripted
-    I._BATCHERS.clear()
 
 
 def state(sample_id, reply, metadata=None, target=""):
@@ -113,7 +106,7 @@ def test_the_scorer_takes_options_by_name_and_in_options(scripted):
 
 def test_a_missing_model_fails_when_the_task_is_built_naming_its_option(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         I.q2_wow(limit=2, tiny=True, qg_model=missing)
@@ -122,7 +115,7 @@ def test_a_missing_model_fails_when_the_task_is_built_naming_its_option(tmp_path
     assert missing in text and "-T qg_model" in text and "--qg-model" not in text and "\n" not in text
     with pytest.raises(ModelNotAvailable, match="-S qg_model"):
         I.q2(tiny=True, options={"qg_model": missing})
-    B.reset_batchers()
+    cache.reset()
 
 
 def test_q2_wow_takes_the_model_options_in_inspects_words(tmp_path, tiny_env, monkeypatch):
@@ -130,21 +123,21 @@ def test_q2_wow_takes_the_model_options_in_inspects_words(tmp_path, tiny_env, mo
     from q2_metric.models.tiny import ensure_tiny_models
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     paths = ensure_tiny_models()
     task = I.q2_wow(limit=2, tiny=False, qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"])
-    (e,) = B.batchers()
+    (e,) = cache.engines()
     assert (e.config.qg_model, e.config.qa_model, e.config.nli_model) == (
         paths["qg"],
         paths["qa"],
         paths["nli"],
     )
     assert len(task.dataset) == 2
-    B.reset_batchers()
+    cache.reset()
     I.q2_wow(
         limit=2,
         options={"tiny": False, "qg_model": paths["qg"], "qa_model": paths["qa"], "nli_model": paths["nli"]},
     )
-    (e,) = B.batchers()
+    (e,) = cache.engines()
     assert e.config.qg_model == paths["qg"]
-    B.reset_batchers()
+    cache.reset()

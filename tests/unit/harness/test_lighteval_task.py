@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("lighteval")
 
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS. The show aired in Canada."
@@ -152,7 +152,7 @@ def test_options_are_keywords_checked_with_the_models_when_the_metrics_are_built
     from q2_metric.harness.lighteval_task import q2_metrics, wow_task
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         wow_task(tiny=True, qg_model=missing)
@@ -162,7 +162,7 @@ def test_options_are_keywords_checked_with_the_models_when_the_metrics_are_built
         q2_metrics(tiny=True, options={"qg_batch_size": 0})
     with pytest.raises(Q2OptionError, match="given twice"):
         q2_metrics(tiny=True, options={"tiny": False})
-    B.reset_batchers()
+    cache.reset()
 
 
 def test_the_task_reads_the_bundled_sample_through_the_package_reader(scripted):

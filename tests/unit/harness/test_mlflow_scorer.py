@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("mlflow")
 
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired in Canada."]
@@ -129,7 +129,7 @@ def test_options_are_checked_with_the_models_when_the_scorer_is_built(tmp_path, 
     from q2_metric.harness.mlflow_scorer import Q2Faithfulness
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         Q2Faithfulness(tiny=True, qg_model=missing)
@@ -142,4 +142,4 @@ def test_options_are_checked_with_the_models_when_the_scorer_is_built(tmp_path, 
     # the keywords are the contract's to check, never coerced by pydantic ("8" is no integer)
     with pytest.raises(Q2OptionError, match="batch_size"):
         Q2Faithfulness(tiny=True, batch_size="8")
-    B.reset_batchers()
+    cache.reset()

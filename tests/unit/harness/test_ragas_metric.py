@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("ragas")
 
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired in Canada."]
@@ -66,7 +66,7 @@ def test_options_are_keywords_checked_with_the_models_when_the_metric_is_built(t
     from q2_metric.harness.ragas_metric import Q2Faithfulness
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         Q2Faithfulness(tiny=True, qg_model=missing)
@@ -76,4 +76,4 @@ def test_options_are_keywords_checked_with_the_models_when_the_metric_is_built(t
         Q2Faithfulness(tiny=True, options={"qg_batch_size": 0})
     with pytest.raises(Q2OptionError, match="given twice"):
         Q2Faithfulness(tiny=True, options={"tiny": False})
-    B.reset_batchers()
+    cache.reset()

@@ -4,7 +4,7 @@ was not), the Q² paper's are `hub.card_text`'s own, and the Hub card shows the 
 import pytest
 from support.data import ROOT
 
-from q2_metric.hub import card_text
+from q2_metric import card_text
 from q2_metric.meta.published import FIGURES, beside, figures_for, render_markdown
 
 
