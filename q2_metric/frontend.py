@@ -300,6 +300,12 @@ def _prefixed(prefix: str, name: str) -> str:
     return name if prefix and name.startswith(prefix) else prefix + name
 
 
+def unchecked(key: str, sentence: str, signature: Any = "") -> Record:
+    """The record of an item Q² could not check (a bad request, no answer from the service): bad,
+    `unverified`, its one sentence as reason and error."""
+    return record_of(ItemResult(key, "bad", None, sentence), signature)
+
+
 def record_of(result: ItemResult, signature: Any, threshold: float = 0.5) -> Record:
     """The `Record` of one item's result, its verdict at `threshold` (`verdict_of`)."""
     res = result.score
