@@ -53,6 +53,7 @@ GUARANTEES = (
     "signature",
     "outputs",
     "spans",
+    "records",
 )
 _NAMES = {"qg": "/qg", "qa": "/qa", "nli": "/nli"}
 ALL = {
