@@ -17,9 +17,11 @@ micro-batcher (`q2_metric.runtime.micro.MicroBatcher`) gathers them into engine 
 samples. Each sample is checked alone: one whose knowledge or reply is no string is reported with
 its own id (unscored, `q2_status: bad`) and the others are scored; an empty reply or knowledge is
 unscored (`q2_status: empty`). A cancelled sample (Ctrl-C, a time limit) leaves its batch and is
-never scored. Each `Score` carries the value (Q²; NaN when unscored, left out of the metrics), the
-reason in one sentence as its explanation (the `reason` column of `q2 score`), and in its metadata
-`q2_status`, `q2_no_nli`, `fallback`, the valid questions and the full signature. The metrics:
+never scored. Each `Score` is built from the sample's record (`frontend.Record`): the value (Q²;
+NaN when unscored, left out of the metrics), the reason in one sentence as its explanation (the
+`reason` column of `q2 score`), and in its metadata the record (`q2_status`, `q2_score`,
+`q2_no_nli`, `q2_verdict` at the threshold 0.5, `q2_reason`, `q2_spans`, `q2_error`, the full
+`q2_signature`) with `q2_fallback` and the valid questions (`q2_questions`). The metrics:
 `mean` and `stderr`; the run's results (`log.results.scores[0].metadata`) hold the counts
 (`q2_counts`: scored, empty, bad) and the full signature (`q2_signature`).
 """
@@ -40,7 +42,7 @@ from inspect_ai.scorer import stderr as _inspect_stderr
 from inspect_ai.solver import TaskState, generate
 
 from q2_metric.errors import Q2Error
-from q2_metric.frontend import Item
+from q2_metric.frontend import Item, record_of
 from q2_metric.options import merge_options
 from q2_metric.runtime.cache import micro_batcher
 from q2_metric.runtime.micro import MicroBatcher
@@ -176,27 +178,21 @@ def q2(
             knowledge = separator.join(target.target)
         scored = await batcher.score(Item(_sample_key(state), reply, knowledge))
         note(scored.status, scored.signature)
-        meta: dict[str, Any] = {"q2_status": scored.status, "signature": str(scored.signature)}
+        record = record_of(scored.result, scored.signature)
+        meta: dict[str, Any] = record.to_dict("q2_")
         r = scored.response
-        if scored.status == "bad":
+        if record.status == "bad":
             return Score.unscored(
                 reason="scoring_failed",
                 answer=reply if isinstance(reply, str) else None,
-                explanation=scored.reason(),
-                metadata={**meta, "error": scored.result.error},
+                explanation=record.reason,
+                metadata=meta,
             )
-        meta.update(
-            {
-                "q2_no_nli": None if math.isnan(r.q2_no_nli) else r.q2_no_nli,
-                "fallback": r.fallback,
-                "questions": [_question(q) for q in r.valid_questions],
-                **r.span_details(),
-            }
-        )
-        if scored.status == "empty":
+        meta.update(q2_fallback=r.fallback, q2_questions=[_question(q) for q in r.valid_questions])
+        if record.status == "empty":
             why = "no_response" if is_blank(reply) else "no_knowledge"
-            return Score.unscored(reason=why, answer=reply, explanation=scored.reason(), metadata=meta)
-        return Score(value=r.q2, answer=reply, explanation=scored.reason(), metadata=meta)
+            return Score.unscored(reason=why, answer=reply, explanation=record.reason, metadata=meta)
+        return Score(value=r.q2, answer=reply, explanation=record.reason, metadata=meta)
 
     return score
 

@@ -17,9 +17,11 @@ The knowledge of a sample is `doc.specific["knowledge"]` (another key: `knowledg
 its gold references joined by a space; the reply is the text LightEval keeps for metrics
 (`model_response.final_text[0]`). Each sample is checked alone: a reply or knowledge that is no
 text is `bad` (its own sentence, the others scored), an empty one `empty` (unscored, NaN). Each
-sample's metrics hold its figures (NaN unless scored); `doc.specific` gets its `q2_status`, the
-one-sentence `q2_reason` (the `reason` column of `q2 score`), the full `q2_signature` and its
-`q2_spans`, so that `--save-details` keeps them beside the generation. The results hold the
+sample's metrics hold its figures (NaN unless scored); `doc.specific` gets its record
+(`frontend.Record.to_dict(prefix="q2_")`): `q2_status`, `q2_score`, `q2_no_nli`, `q2_verdict`
+(at the threshold 0.5), the one-sentence `q2_reason` (the `reason` column of `q2 score`),
+`q2_spans`, `q2_error` and the full `q2_signature`, so that `--save-details` keeps them beside
+the generation. The results hold the
 figures over the scored samples (each with its standard error over them) and the summed counts;
 stderr gets the counts and the full signature (LightEval's results take numbers only).
 
@@ -88,18 +90,10 @@ def _key(doc: Doc) -> str:
 
 
 def _note(docs: list[Doc], outcome: Outcome) -> None:
-    """Each doc's status, reason, spans and the full signature, into its `specific` (so into the
-    details LightEval saves)."""
-    signature = str(outcome.signature)
-    for doc, result in zip(docs, outcome.items):
-        spans = result.score.span_details()["spans"] if result.score is not None else []
-        doc.specific = {
-            **(doc.specific or {}),
-            "q2_status": result.status,
-            "q2_reason": result.reason,
-            "q2_signature": signature,
-            "q2_spans": spans,
-        }
+    """Each doc's record (`frontend.Record`: status, score, verdict, reason, spans, error and the
+    full signature) into its `specific` (so into the details LightEval saves)."""
+    for doc, record in zip(docs, outcome.records()):
+        doc.specific = {**(doc.specific or {}), **record.to_dict("q2_")}
 
 
 _REPORTED: list[int] = []  # the outcome whose summary was written last

@@ -17,8 +17,10 @@ most ragas' `RunConfig.max_workers`, 16 by default, for full batches). A sample 
 (its `RunConfig.timeout`, a cancelled run) leaves its batch and is never scored. An empty response
 or knowledge gets NaN (left out of ragas' mean, as `q2 score` leaves it unscored) and is counted:
 `metric.counts` ({"scored", "empty", "bad"}) and `metric.signature` (the FULL signature) after
-scoring; `evaluate` puts both on the result. With `progress` (default), a line on stderr after
-each engine call. Set `RAGAS_DO_NOT_TRACK=true` to keep ragas from sending usage analytics.
+scoring; `evaluate` puts both on the result, with `result.details`: per row of the dataset its
+record (`frontend.Record.to_dict(prefix="q2_")`: `q2_status`, `q2_score`, `q2_verdict` at the
+threshold 0.5, `q2_reason`, `q2_spans`, ...; None for a sample whose values cannot be looked up).
+With `progress` (default), a line on stderr after each engine call. Set `RAGAS_DO_NOT_TRACK=true` to keep ragas from sending usage analytics.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from ragas.dataset_schema import SingleTurnSample
 from ragas.metrics.base import MetricType, SingleTurnMetric
 
-from q2_metric.frontend import Item
+from q2_metric.frontend import Item, record_of
 from q2_metric.options import ADAPTER_KEYWORDS, merge_options
 from q2_metric.runtime.cache import micro_batcher
 from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
@@ -60,9 +62,10 @@ class Q2Faithfulness(SingleTurnMetric):
     progress: bool = True
     signature: t.Any = None  # the FULL signature of the last engine call (q2_metric.Signature)
     counts: dict[str, int] = field(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
-    # the spans of each pair scored (issue 43), by (response, knowledge as joined): ragas keeps only
-    # floats and gives a metric no sample index; `evaluate` puts them in row order on `result.details`
-    spans: dict[t.Any, dict[str, t.Any]] = field(default_factory=dict)
+    # the record of each pair scored (`frontend.Record.to_dict(prefix="q2_")`), by (response,
+    # knowledge as joined): ragas keeps only floats and gives a metric no sample index; `evaluate`
+    # puts them in row order on `result.details`
+    records: dict[t.Any, dict[str, t.Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         parent = getattr(super(), "__post_init__", None)
@@ -81,9 +84,10 @@ class Q2Faithfulness(SingleTurnMetric):
         return self.separator.join(contexts) if isinstance(contexts, (list, tuple)) else contexts
 
     def details_of(self, response: t.Any, contexts: t.Any) -> dict[str, t.Any] | None:
-        """The spans of a pair this metric scored (`spans`, `unsupported_spans`), else None."""
+        """The record of a pair this metric scored (`q2_status`, `q2_score`, `q2_verdict`,
+        `q2_reason`, `q2_spans`, ...), else None."""
         try:
-            return self.spans.get((response, self.knowledge_of(contexts)))
+            return self.records.get((response, self.knowledge_of(contexts)))
         except TypeError:  # an unhashable value: a bad sample, which has no spans
             return None
 
@@ -100,11 +104,12 @@ class Q2Faithfulness(SingleTurnMetric):
         )
         self.signature = scored.signature
         self.counts[scored.status] += 1
-        if scored.status != "bad":
-            try:
-                self.spans[(sample.response, knowledge)] = scored.response.span_details()
-            except TypeError:
-                pass
+        try:
+            self.records[(sample.response, knowledge)] = record_of(scored.result, scored.signature).to_dict(
+                "q2_"
+            )
+        except TypeError:  # an unhashable value (a bad sample): not looked up again
+            pass
         return scored.value
 
     async def _ascore(self, row: dict, callbacks: t.Any) -> float:
@@ -122,7 +127,7 @@ def evaluate(
     """`ragas.evaluate(dataset, metrics=[metric])` (a new `Q2Faithfulness(**options)` unless given;
     keywords that are no field of it go to its `options`), with `result.signature` (FULL),
     `result.counts` ({"scored", "empty", "bad"}) and `result.details` (per row of the dataset: its
-    `spans` and `unsupported_spans`, None for a bad sample) on the result."""
+    record, `details_of`) on the result."""
     import dataclasses
 
     import ragas
@@ -134,7 +139,7 @@ def evaluate(
         given = own.pop("options", None) or {}
         metric = Q2Faithfulness(**own, options={**given, **rest})
     metric.counts = {"scored": 0, "empty": 0, "bad": 0}
-    metric.spans = {}
+    metric.records = {}
     kwargs = {"run_config": run_config} if run_config is not None else {}
     result = ragas.evaluate(dataset, metrics=[metric], show_progress=show_progress, **kwargs)
     result.signature = metric.signature

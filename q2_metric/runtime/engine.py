@@ -53,11 +53,6 @@ class Scored:
         bad item's error."""
         return self.result.reason
 
-    def details(self) -> dict[str, list[dict[str, Any]]] | None:
-        """The item's `spans` and `unsupported_spans` (character offsets in the response), or None
-        for a bad item."""
-        return None if self.response is None else self.response.span_details()
-
 
 def merge(outcomes: Sequence[Outcome]) -> Outcome:
     """The outcomes of several engine calls of one run as one (system figures over all items)."""

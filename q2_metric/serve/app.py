@@ -33,7 +33,6 @@ from q2_metric.runtime.micro import MicroBatcher
 from q2_metric.runtime.policy import DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT, BatchPolicy
 from q2_metric.runtime.threads import in_engine_thread, trim_heap
 
-UNVERIFIED = "unverified"
 API_KEY_ENV = "Q2_SERVE_API_KEY"
 WARM_ITEM = Item(
     "warm-up", "Bob Ross hosted The Joy of Painting.", "Bob Ross hosted the show The Joy of Painting."
@@ -275,45 +274,19 @@ def _num(value: float | None) -> float | None:
 
 
 def item_json(asked: Asked, result: ItemResult | None, error: str | None = None) -> dict[str, Any]:
-    """One item's entry of the response (`result` None: `error` says why it was not checked)."""
+    """One item's entry of the response (`result` None: `error` says why it was not checked): its
+    `id` and its record (`frontend.Record.to_dict`; the signature is the response's, not the
+    item's). Fail closed: an item not scored is `unverified` (`frontend.verdict_of`)."""
     if result is None or error is not None:
-        message = error or asked.error or "not checked"
-        return {
-            "id": asked.id,
-            "status": "bad",
-            "score": None,
-            "q2_no_nli": None,
-            "verdict": UNVERIFIED,
-            "reason": message,
-            "spans": [],
-            "error": message,
-        }
-    res = result.score
-    score = _num(res.q2) if res is not None and result.status == "scored" else None
-    verdict = display.decide(score, asked.threshold) if result.status == "scored" else None
-    return {
-        "id": asked.id,
-        "status": result.status,
-        "score": score,
-        "q2_no_nli": _num(res.q2_no_nli) if res is not None and score is not None else None,
-        "verdict": verdict or UNVERIFIED,  # fail closed: unscored is never consistent
-        "reason": result.reason,
-        "spans": [span_json(s) for s in res.spans] if res is not None and asked.spans else [],
-        "error": result.error,
-    }
+        result = ItemResult(asked.item.key, "bad", None, error or asked.error or "not checked")
+    entry = frontend.record_of(result, "", asked.threshold).to_dict(spans=asked.spans)
+    del entry["signature"]
+    return {"id": asked.id, **entry}
 
 
 def span_json(span: Any) -> dict[str, Any]:
-    return {
-        "start": span.start,
-        "end": span.end,
-        "text": span.text,
-        "supported": span.supported,
-        "score": _num(span.score),
-        "reason": display.span_reason(span),
-        "candidate": span.candidate,
-        "question": span.question,
-    }
+    """One span of an item's entry (`frontend.SpanRecord`)."""
+    return frontend.SpanRecord.of(span).to_dict()
 
 
 async def _read_body(request: Any, limit: int) -> bytes:

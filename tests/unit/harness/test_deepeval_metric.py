@@ -53,9 +53,14 @@ def test_measure_gives_score_reason_signature_and_spans(scripted):
     assert got == metric.score == want.q2
     assert metric.reason == want.reason and metric.error is None and metric.status == "scored"
     assert metric.signature == str(_want(CASES[:1]).signature) == metric.evaluation_model
-    assert metric.spans == want.span_details()["spans"] and metric.spans
-    assert metric.unsupported_spans == [s for s in metric.spans if s["supported"] is False]
-    assert json.loads(metric.verbose_logs)["spans"] == metric.spans
+    fields = ("start", "end", "text", "candidate", "supported", "score", "question")
+    assert [tuple(s[f] for f in fields) for s in metric.spans] == [
+        tuple(getattr(s, f) for f in fields) for s in want.spans
+    ] and metric.spans
+    assert all(s["reason"] for s in metric.spans)
+    logs = json.loads(metric.verbose_logs)
+    assert logs["q2_spans"] == metric.spans and logs["q2_reason"] == want.reason
+    assert logs["q2_verdict"] == metric.verdict == ("consistent" if want.q2 > 0.5 else "inconsistent")
     assert metric.is_successful() is (want.q2 > 0.5) and metric.success is metric.is_successful()
 
 

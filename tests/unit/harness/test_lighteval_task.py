@@ -98,7 +98,15 @@ def test_one_engine_call_for_every_figure_values_counts_and_signature(scripted, 
     for doc, response in zip(docs, want.responses):
         s = doc.specific
         assert s["q2_signature"] == str(want.signature) and s["q2_key"] == f"row {int(doc.id) + 1}"
-        assert s["q2_spans"] == response.span_details()["spans"]
+        fields = ("start", "end", "text", "supported", "question")
+        assert [tuple(x[f] for f in fields) for x in s["q2_spans"]] == [
+            tuple(getattr(x, f) for f in fields) for x in response.spans
+        ]
+        assert s["q2_reason"] == response.reason and s["q2_verdict"] in (
+            "consistent",
+            "inconsistent",
+            "unverified",
+        )
     assert [d.specific["q2_status"] for d in docs] == ["scored", "empty", "scored", "scored", "scored"]
     assert docs[1].specific["q2_reason"] and docs[0].specific["q2_reason"]
     assert any(d.specific["q2_spans"] for d in docs)

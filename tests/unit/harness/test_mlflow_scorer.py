@@ -52,10 +52,15 @@ def test_feedback_has_the_score_reason_signature_and_spans(scripted):
     for row, res in zip(ROWS, want.responses):
         fb = _run(scorer, row)
         assert fb.name == "q2" and fb.value == res.q2 and fb.rationale == res.reason and fb.error is None
-        assert fb.metadata["q2_status"] == "scored" and fb.metadata["signature"] == str(want.signature)
-        spans = json.loads(fb.metadata["spans"])
-        assert spans == res.span_details()["spans"]
-        assert json.loads(fb.metadata["unsupported_spans"]) == [s for s in spans if s["supported"] is False]
+        assert fb.metadata["q2_status"] == "scored" and fb.metadata["q2_signature"] == str(want.signature)
+        assert fb.metadata["q2_reason"] == res.reason and fb.metadata["q2_score"] == json.dumps(res.q2)
+        assert fb.metadata["q2_verdict"] == ("consistent" if res.q2 > 0.5 else "inconsistent")
+        assert "q2_error" not in fb.metadata and all(isinstance(v, str) for v in fb.metadata.values())
+        spans = json.loads(fb.metadata["q2_spans"])
+        fields = ("start", "end", "text", "supported", "question")
+        assert [tuple(s[f] for f in fields) for s in spans] == [
+            tuple(getattr(s, f) for f in fields) for s in res.spans
+        ]
     assert any(res.span_details()["spans"] for res in want.responses)
     assert scorer.counts == {"scored": 3, "empty": 0, "bad": 0} and scorer.signature == str(want.signature)
 
