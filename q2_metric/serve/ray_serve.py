@@ -17,7 +17,8 @@ from typing import Any
 
 from q2_metric.errors import Q2OptionError
 from q2_metric.runtime.cache import runtime_config
-from q2_metric.serve.app import Limits, create_app
+from q2_metric.serve.app import create_app
+from q2_metric.serve.limits import Limits
 
 DEFAULT_MAX_ONGOING = 128
 

@@ -178,7 +178,7 @@ def test_no_front_end_imports_another():
 def test_the_runtime_and_the_contract_are_the_middle_layer():
     graph = import_graph()
     assert layer("q2_metric.runtime.micro") == layer("q2_metric.frontend") == "middle"
-    assert "q2_metric.runtime.engine" in graph["q2_metric.serve.app"]  # serve stands on the runtime
+    assert "q2_metric.runtime.micro" in graph["q2_metric.serve.service"]  # serve stands on the runtime
     assert "q2_metric.frontend" in graph["q2_metric.runtime.engine"]  # the runtime on the contract
     assert layer("q2_metric.scorer") == "core"
 

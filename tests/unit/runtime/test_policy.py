@@ -14,7 +14,7 @@ from q2_metric.runtime.policy import BatchPolicy
 
 def test_one_default_per_knob_shared_by_the_service_and_the_adapters():
     from q2_metric.harness import inspect_task
-    from q2_metric.serve.app import Limits
+    from q2_metric.serve.limits import Limits
 
     policy = BatchPolicy()
     assert (policy.max_batch, policy.max_wait, policy.adaptive) == (64, 0.02, False)

@@ -5,30 +5,12 @@ tests/integration/test_serve.py. Expected values follow from the requests as wri
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytest.importorskip("prometheus_client")
-from fastapi.testclient import TestClient
+from support.serve import GOOD, app_client, ready
 
-from q2_metric.config import Q2Config
-from q2_metric.errors import Q2OptionError
-from q2_metric.serve.app import Limits, create_app, parse_request
-from q2_metric.testing.scripted import scripted_scorer
-
-GOOD = {"response": "Bob Ross hosted the show.", "knowledge": "Bob Ross hosted the show."}
-
-
-def client(**limits) -> TestClient:
-    return TestClient(create_app(Q2Config(), Limits(**limits), scorer=scripted_scorer()))
-
-
-def ready(c: TestClient) -> None:
-    deadline = time.time() + 60
-    while c.get("/ready").status_code != 200:
-        assert time.time() < deadline
-        time.sleep(0.02)
+client = app_client
 
 
 def test_statuses_fail_closed_and_the_decision_rule():
@@ -78,11 +60,3 @@ def test_refusals():
         assert c.post("/v1/score", json=[GOOD], headers=key).status_code == 422
         assert c.post("/v1/score", json={**GOOD, "spans": "yes"}, headers=key).status_code == 422
         assert c.get("/health").status_code == 200
-
-
-def test_parse_request_limits_and_threshold():
-    limits = Limits(max_items=3)
-    asked = parse_request({"items": [GOOD, {**GOOD, "threshold": 2}]}, limits)
-    assert asked[0].error is None and "threshold" in asked[1].error and asked[1].error.startswith("item 1")
-    with pytest.raises(Q2OptionError):
-        Limits(max_queue=0)
