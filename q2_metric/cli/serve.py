@@ -32,9 +32,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with frontend.model_words(_spell_flag, "`--tiny`"):
         frontend.check_models(Q2Scorer(config), spell=_spell_flag)
     app = create_app(config, limits)
+    app.state.service.say = lambda text: print(text, file=sys.stderr, flush=True)
     auth = "an API key (Authorization: Bearer)" if limits.api_key else "no API key"
     print(f"q2 serve: http://{args.host}:{args.port} ({auth}); loading the models...", file=sys.stderr)
-    uvicorn_server(app, args.host, args.port, log_level=args.log_level).run()
+    uvicorn_server(app, args.host, args.port, log_level=args.log_level, access_log=args.access_log).run()
     return 0
 
 
@@ -52,6 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug")
     )
+    serve.add_argument("--access-log", action="store_true", help="one line per request on stderr")
     from q2_metric.serve.limits import flags  # the limits' own module: no FastAPI needed for --help
 
     limits = serve.add_argument_group("limits and batching")

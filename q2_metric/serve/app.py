@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2Error
@@ -87,6 +87,53 @@ async def metrics(request: Request) -> Response:
     return Response(_service(request).metrics.text(), media_type=PROMETHEUS_TEXT)
 
 
+def swagger_assets() -> str | None:
+    """The folder of Swagger UI's files when the `swagger-ui-bundle` package is installed, else None."""
+    try:
+        import swagger_ui_bundle  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    found = getattr(swagger_ui_bundle, "swagger_ui_path", None) or getattr(
+        swagger_ui_bundle, "swagger_ui_3_path", None
+    )
+    return str(found) if found else None
+
+
+async def docs(request: Request) -> HTMLResponse:
+    """The API's documentation, offline: Swagger UI from the packaged `swagger-ui-bundle` files
+    when installed, else a plain page of the endpoints and their schemas (no script, no network)."""
+    import html
+    import json
+
+    app = request.app
+    if swagger_assets() is not None:
+        from fastapi.openapi.docs import get_swagger_ui_html
+
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=f"{app.title} - Swagger UI",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+    spec = app.openapi()
+    rows = "".join(
+        f"<li><code>{html.escape(method.upper())} {html.escape(path)}</code>: "
+        f"{html.escape(op.get('summary', ''))}</li>"
+        for path, ops in spec["paths"].items()
+        for method, op in ops.items()
+    )
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(app.title)}</title></head>"
+        f"<body><h1>{html.escape(app.title)} {html.escape(app.version)}</h1><p>{html.escape(app.description)}"
+        "</p><ul>" + rows + "</ul><p>The schema: <a href='/openapi.json'>/openapi.json</a> (Swagger UI here "
+        "needs its files: <code>pip install swagger-ui-bundle</code>).</p><pre>"
+        + html.escape(json.dumps(spec, indent=2, ensure_ascii=False))
+        + "</pre></body></html>"
+    )
+    return HTMLResponse(page)
+
+
 async def score(request: Request) -> Response:
     """Score one item or a list of items (docs/serve.md: the HTTP contract)."""
     service = _service(request)
@@ -97,7 +144,7 @@ async def score(request: Request) -> Response:
         limits = service.limits
         body = read_json(await read_body(request, limits.max_body_bytes, limits.read_timeout))
         asked = parse_request(body, limits.max_items, limits.threshold)
-        out, engine = await service.score(asked, request)
+        out, engine = await service.answer(asked, request)
     except RequestError as err:
         return _refused(err)
     except Exception as err:  # fail closed: the client sees an error, never a verdict
@@ -118,6 +165,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     yield
     service.draining = True
     loading.cancel()
+    service.say("q2 serve: stopped")
 
 
 _REFUSALS: dict[int | str, dict[str, Any]] = {
@@ -146,9 +194,17 @@ def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = 
         version=__version__,
         description="Factual consistency of a response with its knowledge (Q²); see docs/serve.md.",
         lifespan=lifespan,
+        docs_url=None,  # served offline below (FastAPI's own page loads Swagger UI from a CDN)
+        redoc_url=None,
     )
     app.state.service = service
     app.add_middleware(CountAnswers, metrics=service.metrics)
+    assets = swagger_assets()
+    if assets is not None:
+        from fastapi.staticfiles import StaticFiles
+
+        app.mount("/docs/assets", StaticFiles(directory=assets), name="swagger-ui")
+    app.add_api_route("/docs", docs, methods=["GET"], include_in_schema=False)
     app.add_api_route("/health", health, methods=["GET"], summary="200 while the process lives")
     app.add_api_route(
         "/ready", ready, methods=["GET"], summary="200 once the models are loaded and warmed, 503 before"
@@ -177,12 +233,19 @@ def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = 
 
 
 def uvicorn_server(
-    app: Any, host: str, port: int, *, log_level: str = "info", on_stop: Callable[[], None] | None = None
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    log_level: str = "info",
+    access_log: bool = False,
+    on_stop: Callable[[], None] | None = None,
 ) -> Any:
     """A uvicorn server of `app` whose SIGTERM is a graceful stop: new requests refused (503, and
     the listening socket closed), in-flight ones answered for at most the limits' `drain_timeout`
     (then their connections are closed), and exit 0 (uvicorn would raise the signal again once
-    stopped)."""
+    stopped). `access_log`: one line per request on stderr (uvicorn's), whatever `log_level`."""
+    import logging
     import signal
 
     import uvicorn
@@ -191,6 +254,10 @@ def uvicorn_server(
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
+            if not service.draining:
+                service.say(
+                    f"q2 serve: stopping (requests in flight get up to {service.limits.drain_timeout:g} s)"
+                )
             service.draining = True
             if on_stop is not None:
                 on_stop()
@@ -204,5 +271,8 @@ def uvicorn_server(
         port=port,
         log_level=log_level,
         timeout_graceful_shutdown=max(1, math.ceil(service.limits.drain_timeout)),
+        access_log=access_log,
     )
+    if access_log:  # uvicorn set its access logger to `log_level` (warning by default: silent)
+        logging.getLogger("uvicorn.access").setLevel(logging.INFO)
     return Server(config)

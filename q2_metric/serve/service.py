@@ -6,7 +6,8 @@ record (`protocol.item_json`). Fail closed: an item Q² could not check is `unve
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from q2_metric import frontend
@@ -38,6 +39,7 @@ class Service:
         self.signature = ""
         self.engine: Engine | None = None
         self.micro: MicroBatcher | None = None
+        self.say: Callable[[str], None] = lambda text: None  # the ready and stop lines (`q2 serve`)
 
     def load(self) -> None:
         """The models checked, loaded once and warmed on one item (blocking: in the engine thread,
@@ -63,6 +65,9 @@ class Service:
             await in_engine_thread(asyncio.get_running_loop(), self.load)  # the engine calls' thread
         except Exception as err:  # the service stays up and says why in /ready
             self.failed = str(err) if isinstance(err, Q2Error) else f"{type(err).__name__}: {err}"
+            self.say(f"q2 serve: not ready: {self.failed}")
+        else:
+            self.say(f"q2 serve: ready (models loaded and warmed; {self.signature})")
 
     def refuse_now(self) -> None:
         """A `RequestError` (503) while the service cannot score: before its models are loaded
@@ -84,7 +89,7 @@ class Service:
             "batch_invariant": batch_invariant(self.config) and self._device() == "cpu",
             "batch": "invariant" if batch_invariant(self.config) else "batch-dependent",
             "device": self._device(),
-            "options": {k: _plain(v) for k, v in self.config.to_dict().items()},
+            "options": {k: _shown(v) for k, v in self.config.to_dict().items()},
             "limits": self.limits.shown(),
             "auth": self.limits.api_key is not None,
             "versions": {"q2-metric": __version__, **library_versions()},
@@ -96,7 +101,7 @@ class Service:
         device = str(self.config.device)
         return ("cuda" if cuda_count() else "cpu") if device == "auto" else device.partition(":")[0]
 
-    async def score(self, asked: list[Asked], request: Any) -> tuple[dict[str, Any], float]:
+    async def answer(self, asked: list[Asked], request: Any) -> tuple[dict[str, Any], float]:
         """The response of one request's items and the seconds of the engine calls it waited for
         (the longest), or a `RequestError`: each item checked once, the queue bound, the
         micro-batcher; the client's disconnect drops its items from their batch."""
@@ -167,5 +172,11 @@ async def _until_disconnected(request: Any) -> None:
         pass
 
 
-def _plain(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+def _shown(value: Any) -> Any:
+    """An option's value as `/v1/info` shows it: a list for a tuple, and a path by its last part
+    only (the server's folders are not the client's business: the signature names the models)."""
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, str) and os.path.isabs(value):
+        return os.path.basename(os.path.normpath(value))
+    return value

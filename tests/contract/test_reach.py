@@ -127,7 +127,7 @@ def test_the_door_check_sees_a_direct_call(tmp_path):
 SCORE_ALLOWED = {
     ("q2_metric/meta/baselines.py", "bert_score"): "BERTScore's own function (a baseline), not a Q² scorer",
     (
-        "q2_metric/serve/app.py",
+        "q2_metric/serve/service.py",
         "micro",
     ): "the runtime's micro-batcher (MicroBatcher): its score goes through score_checked",
 }

@@ -171,6 +171,11 @@ def test_sigterm_answers_every_accepted_request_and_exits_0(tiny_models, tmp_pat
         assert all(isinstance(r, httpx.Response) and r.status_code == 200 for r in answered), answered
         assert all(len(r.json()["results"]) == 4 for r in answered)
         assert s.proc.wait(60) == 0, s.log.read_text()
+        lines = [line for line in s.log.read_text().splitlines() if line.startswith("q2 serve: ")]
+        assert lines[-2].startswith("q2 serve: stopping (requests in flight get up to 30 s)"), lines
+        assert (
+            lines[-1] == "q2 serve: stopped" and '"POST /v1/score' not in s.log.read_text()
+        )  # no access log
         with pytest.raises(httpx.ConnectError):
             httpx.post(s.url + "/v1/score", json=pairs[0], timeout=10)
 
@@ -196,7 +201,7 @@ def _answer(sock: socket.socket) -> bytes:
 def test_the_edges_stalled_body_oversized_request_and_bodies_that_are_not_json_text(
     tiny_models, tmp_path, pairs
 ):
-    flags = tiny_flags(tiny_models, "--max-queue", "4", "--read-timeout", "1")
+    flags = tiny_flags(tiny_models, "--max-queue", "4", "--read-timeout", "1", "--access-log")
     with q2_serve(flags, tmp_path) as s:
         # a body that stalls after 12 of its 100 bytes: 408 within the read timeout, then closed
         sock = _stalled(s.url)
@@ -224,6 +229,11 @@ def test_the_edges_stalled_body_oversized_request_and_bodies_that_are_not_json_t
         assert s.metric("q2_serve_requests_total", code="413") == 1
         assert s.metric("q2_serve_requests_total", code="408") in (0, 1)  # counted if it was sent
         assert s.metric("q2_serve_requests_total", code="200") == 0
+        log = s.log.read_text()
+        assert "q2 serve: ready (models loaded and warmed; q2:" in log
+        assert (
+            '"POST /v1/score HTTP/1.1" 413' in log and '"POST /v1/score HTTP/1.1" 422' in log
+        )  # the access log
 
 
 def test_sigterm_ends_within_the_drain_time_whatever_a_client_does(tiny_models, tmp_path, pairs):

@@ -45,3 +45,10 @@ def test_the_policy_is_the_runtimes_adaptive_one():
     policy = Limits(max_batch=8, max_wait=0.5).policy
     assert (policy.max_batch, policy.max_wait, policy.adaptive) == (8, 0.5, True)
     assert "api_key" not in Limits(api_key="k").shown()
+
+
+def test_the_docs_table_names_every_limit():
+    from support.data import ROOT
+
+    page = (ROOT / "docs" / "serve.md").read_text(encoding="utf-8")
+    assert [flag for _, flag, *_ in flags() if f"| `{flag}` |" not in page] == []
