@@ -35,23 +35,23 @@ def pairs(n: int) -> list[tuple[str, str]]:
 
 
 class Timed:
-    """Time spent in the `HarnessBatcher`s' `score_items` (all of this process)."""
+    """Time spent in the runtime's `Engine.score_checked` (all of this process)."""
 
     def __init__(self) -> None:
-        from q2_metric.harness import batcher
+        from q2_metric.runtime.engine import Engine
 
         self.seconds, self.calls = 0.0, 0
-        real = batcher.HarnessBatcher.score_items
+        real = Engine.score_checked
 
-        def timed(harness_batcher, items, max_batch=None, progress=None):
+        def timed(engine, checked, max_batch=None, progress=None):
             start = time.perf_counter()
             try:
-                return real(harness_batcher, items, max_batch, progress)
+                return real(engine, checked, max_batch, progress)
             finally:
                 self.seconds += time.perf_counter() - start
                 self.calls += 1
 
-        batcher.HarnessBatcher.score_items = timed
+        Engine.score_checked = timed  # type: ignore[method-assign]
 
     def reset(self) -> None:
         self.seconds, self.calls = 0.0, 0
@@ -95,10 +95,10 @@ _SCORER = []
 
 def bench_warm(p: list[tuple[str, str]]) -> tuple:
     import q2_metric
-    from q2_metric.harness.batcher import harness_config
+    from q2_metric.runtime.cache import runtime_config
 
     if not _SCORER:
-        config, _ = harness_config({})
+        config, _ = runtime_config({})
         _SCORER.append(q2_metric.Q2Scorer(config))
         _SCORER[0].score([p[0][0]], [p[0][1]])  # load the models
     start = time.perf_counter()
@@ -231,7 +231,7 @@ def main() -> None:
     os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     p = pairs(args.n)
-    from q2_metric.harness import batcher
+    from q2_metric.runtime import cache
 
     timed = Timed()
     routes = [
@@ -246,7 +246,7 @@ def main() -> None:
         for route, run in routes:
             runs = []
             for _ in range(args.repeat):
-                batcher.reset_batchers()  # a fresh `HarnessBatcher` (and model load) per harness run, as in a new process
+                cache.reset()  # a fresh `Engine` (and model load) per harness run, as in a new process
                 runs.append(run(Path(tmp)))
             lines.append(line(route, len(p), *best(runs)))
     print(

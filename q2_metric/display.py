@@ -89,6 +89,10 @@ def figures_text(s: SystemScore, responses: Sequence[ResponseScore] | None = Non
 # and the benchmark's `--calibrate` all decide through `decide`.
 
 CONSISTENT, INCONSISTENT = "consistent", "inconsistent"
+# what a guard says of a response Q² could not check (unscored, bad, or no answer from the service):
+# never passed as consistent (fail closed). The one place the word is written; the three verdict
+# words are `frontend.VERDICTS`, a response's verdict `frontend.verdict_of`.
+UNVERIFIED = "unverified"
 
 
 def check_threshold(threshold: Any) -> float:
@@ -175,7 +179,8 @@ NOT_SCORED = "Not scored: "
 
 def span_reason(span: Any) -> str:
     """Why one span (`results.Span`) is supported or not, in a few words (`VERDICTS`' phrases):
-    "answered the same way from the knowledge", "contradicted", "no valid question"."""
+    "answered the same way from the knowledge", "contradicted", "no valid question". The one
+    phrase of a span in every front-end (`frontend.SpanRecord.reason`)."""
     if span.supported is None:
         return "no valid question"
     unanswered = span.knowledge_has_answer is False

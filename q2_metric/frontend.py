@@ -10,6 +10,13 @@ status, the counts scored/empty/bad, the system figures and the full signature).
 A front-end is an adapter over these steps: it turns its inputs into `Item`s (whose `key` is the
 item's identity in its words: "row 3", "sample 'abc'", "doc 7") and an `Outcome` into its output.
 
+What a front-end shows of one item is its `Record` (`record_of`, `Outcome.records`): the status,
+Q², the verdict (one of `VERDICTS`, from `verdict_of`: fail closed), the one reason sentence,
+the spans (`SpanRecord`, each with its one reason phrase), the error and the full signature.
+Every front-end builds its framework's output from it (`Record.to_dict(prefix="q2_")` for a
+framework's free-form metadata, or field by field), so the same pair gets the same verdict words
+and the same reason sentences everywhere, in process and through the service.
+
 >>> from q2_metric.testing.scripted import scripted_scorer
 >>> out = score_items(scripted_scorer(), [Item("row 1", "Bob Ross hosted the show.", "Bob Ross hosted the show."),
 ...                                       Item("row 2", "", "Bob Ross"), Item("row 3", 7, "Bob Ross")])
@@ -22,11 +29,13 @@ item's identity in its words: "row 3", "sample 'abc'", "doc 7") and an `Outcome`
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from q2_metric import display
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
@@ -39,6 +48,9 @@ from q2_metric.validation import clean_text, empty_reason, item_error, knowledge
 
 Status = Literal["scored", "empty", "bad"]
 STATUSES: tuple[Status, ...] = ("scored", "empty", "bad")
+# The verdict words of every front-end: consistent iff Q² > threshold (`display.decide`),
+# inconsistent otherwise; unverified when Q² could not check the response (fail closed).
+VERDICTS: tuple[str, str, str] = (display.CONSISTENT, display.INCONSISTENT, display.UNVERIFIED)
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,190 @@ class Outcome:
             raise Q2InputError(error)
         responses = [item.score for item in self.items if item.score is not None]
         return Q2Result(self.system, responses, self.signature, self.profile)
+
+    def records(self, threshold: float = 0.5) -> list[Record]:
+        """One `Record` per item, in input order, its verdict at `threshold`."""
+        return [record_of(item, self.signature, threshold) for item in self.items]
+
+
+# -- the one result record ---------------------------------------------------------------------------
+
+
+def verdict_of(status: str, score: float | None, threshold: float) -> str:
+    """The verdict of one item: `display.decide` of its score for a scored item, else `unverified`
+    (fail closed: an item Q² could not check is never consistent).
+
+    >>> verdict_of("scored", 0.75, 0.5), verdict_of("scored", 0.5, 0.5), verdict_of("empty", None, 0.5)
+    ('consistent', 'inconsistent', 'unverified')
+    """
+    decided = display.decide(score, threshold) if status == "scored" else None
+    return decided or display.UNVERIFIED
+
+
+def _number(value: float | None) -> float | None:
+    """A JSON-able figure: None for NaN or no value."""
+    return None if value is None or math.isnan(value) else float(value)
+
+
+@dataclass(frozen=True)
+class SpanRecord:
+    """One span of a response as every front-end shows it (`results.Span`: the engine's, already
+    trimmed of the whitespace around it and in the response's order, `steps.spans`).
+
+    `start`/`end`: character offsets in the response as given, `response[start:end] == text` (None
+    only from a parser without offsets); `candidate`: the text that was scored (differs from `text`
+    with coreference); `supported`: None when it had no valid question; `score`: its span score
+    (None when unchecked); `reason`: its one phrase (`display.span_reason`); `question` and
+    `answers` (from the response, from the knowledge; "" from the knowledge: no answer)."""
+
+    start: int | None
+    end: int | None
+    text: str
+    candidate: str
+    supported: bool | None
+    score: float | None
+    reason: str
+    question: str | None = None
+    answers: tuple[str | None, str | None] = (None, None)
+
+    @classmethod
+    def of(cls, span: Any) -> SpanRecord:
+        """The record of an engine span (`results.Span`)."""
+        return cls(
+            span.start,
+            span.end,
+            span.text,
+            span.candidate,
+            span.supported,
+            _number(span.score),
+            display.span_reason(span),
+            span.question,
+            (span.response_answer, span.knowledge_answer),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able: start, end, text, candidate, supported, score, reason, question, answers
+        (a list of two)."""
+        return {
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "candidate": self.candidate,
+            "supported": self.supported,
+            "score": self.score,
+            "reason": self.reason,
+            "question": self.question,
+            "answers": list(self.answers),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SpanRecord:
+        """The record `to_dict` wrote (a service's reply); a missing field is None (`reason` "")."""
+        answers = data.get("answers") or (None, None)
+        return cls(
+            data.get("start"),
+            data.get("end"),
+            str(data.get("text") or ""),
+            str(data.get("candidate") or data.get("text") or ""),
+            data.get("supported"),
+            data.get("score"),
+            str(data.get("reason") or ""),
+            data.get("question"),
+            (answers[0], answers[1]),
+        )
+
+
+RECORD_FIELDS = ("status", "score", "q2_no_nli", "verdict", "reason", "spans", "error", "signature")
+
+
+@dataclass(frozen=True)
+class Record:
+    """What every front-end shows of one item: `key` (its identity in the front-end's words),
+    `status` (scored, empty or bad), `score` (Q²; None unless scored), `q2_no_nli`, `verdict` (one of
+    `VERDICTS`: `verdict_of`), `reason` (one sentence: `display.reason_line`, or the error
+    sentence), `spans` (`SpanRecord`s, in the response's order), `error` (a bad item's sentence)
+    and `signature` (the FULL signature of the scores)."""
+
+    key: str
+    status: str
+    score: float | None
+    q2_no_nli: float | None
+    verdict: str
+    reason: str
+    spans: tuple[SpanRecord, ...] = ()
+    error: str | None = None
+    signature: str = ""
+
+    @property
+    def consistent(self) -> bool:
+        """Whether the verdict is exactly `consistent` (anything else does not pass a guard)."""
+        return self.verdict == display.CONSISTENT and self.status == "scored"
+
+    def to_dict(self, prefix: str = "", spans: bool = True) -> dict[str, Any]:
+        """Plain JSON-able, keys `RECORD_FIELDS` each with `prefix` before it (`prefix="q2_"` in a
+        framework's free-form metadata: `q2_status`, `q2_score`, `q2_verdict`, `q2_reason`,
+        `q2_spans`, ...; `q2_q2_no_nli` is written `q2_no_nli`); `spans=False`: an empty list."""
+        values = {
+            "status": self.status,
+            "score": self.score,
+            "q2_no_nli": self.q2_no_nli,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "spans": [s.to_dict() for s in self.spans] if spans else [],
+            "error": self.error,
+            "signature": self.signature,
+        }
+        return {_prefixed(prefix, k): v for k, v in values.items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], key: str = "", prefix: str = "") -> Record:
+        """The record `to_dict(prefix)` wrote (a service's reply: `signature` may be absent). A
+        verdict that is none of `VERDICTS`, or a reply off this shape, is a `Q2InputError`."""
+        got = {k: data.get(_prefixed(prefix, k)) for k in RECORD_FIELDS}
+        if got["verdict"] not in VERDICTS or got["status"] not in STATUSES:
+            raise Q2InputError(f"{key or 'the item'}: no status and verdict among {', '.join(VERDICTS)}.")
+        try:
+            spans = tuple(SpanRecord.from_dict(s) for s in got["spans"] or ())
+        except (TypeError, AttributeError, IndexError, KeyError):
+            raise Q2InputError(f"{key or 'the item'}: its spans are not a list of span objects.") from None
+        return cls(
+            key,
+            str(got["status"]),
+            got["score"],
+            got["q2_no_nli"],
+            str(got["verdict"]),
+            str(got["reason"] or got["error"] or ""),
+            spans,
+            got["error"],
+            str(got["signature"] or ""),
+        )
+
+
+def _prefixed(prefix: str, name: str) -> str:
+    return name if prefix and name.startswith(prefix) else prefix + name
+
+
+def unchecked(key: str, sentence: str, signature: Any = "") -> Record:
+    """The record of an item Q² could not check (a bad request, no answer from the service): bad,
+    `unverified`, its one sentence as reason and error."""
+    return record_of(ItemResult(key, "bad", None, sentence), signature)
+
+
+def record_of(result: ItemResult, signature: Any, threshold: float = 0.5) -> Record:
+    """The `Record` of one item's result, its verdict at `threshold` (`verdict_of`)."""
+    res = result.score
+    score = _number(res.q2) if res is not None and result.status == "scored" else None
+    return Record(
+        key=result.key,
+        status=result.status,
+        score=score,
+        q2_no_nli=_number(res.q2_no_nli) if res is not None and score is not None else None,
+        verdict=verdict_of(result.status, score, threshold),
+        reason=result.reason,
+        spans=tuple(SpanRecord.of(s) for s in res.spans) if res is not None else (),
+        error=result.error,
+        signature=str(signature),
+    )
 
 
 def configure(
@@ -218,6 +414,12 @@ def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemR
     )
 
 
+def check_items(items: Iterable[Item]) -> list[CheckedItem | ItemResult]:
+    """Item by item, in input order: the checked item (`CheckedItem`), or its `bad` result. The one
+    item check, done once per item on every path: what it returns goes to `score_checked`."""
+    return [_checked(item) for item in items]
+
+
 def score_items(
     scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCallback | None = None
 ) -> Outcome:
@@ -264,6 +466,15 @@ def system_figures(responses: Sequence[ResponseScore]) -> SystemScore:
     from q2_metric.steps.system_score import system_of
 
     return system_of(responses)
+
+
+def device_kind(config: Q2Config) -> str:
+    """The kind of device the engine runs `config` on: "cpu" or "cuda" ("auto" resolved by the
+    one device rule, `models.devices`)."""
+    from q2_metric.models.devices import cuda_count
+
+    device = str(config.device)
+    return ("cuda" if cuda_count() else "cpu") if device == "auto" else device.partition(":")[0]
 
 
 def load_spacy_pipeline(name: str | None = None) -> Any:

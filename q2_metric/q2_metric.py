@@ -15,9 +15,9 @@ import datasets
 import evaluate
 
 from q2_metric import display, frontend
+from q2_metric.version import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
-from q2_metric.hub.card_text import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.options import (
     VARIANTS,
     check_option_names,

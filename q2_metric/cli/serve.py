@@ -8,21 +8,6 @@ import sys
 from q2_metric.cli.common import add_config_args, config_from_args
 from q2_metric.errors import Q2Error
 
-_LIMITS = (
-    ("--max-body-bytes", int, 1_000_000, "largest request body in bytes (larger: 413)"),
-    ("--max-items", int, 256, "most items in one request (more: 413)"),
-    ("--max-queue", int, 1024, "most items accepted and not yet answered (more: 429 with Retry-After)"),
-    ("--timeout", float, 60.0, "seconds a request may take (longer: 504; its items leave their batch)"),
-    ("--max-batch", int, 64, "most items per engine call"),
-    (
-        "--max-wait",
-        float,
-        0.02,
-        "longest quiet gap a batch waits out for the items it expects (a lone client's request never waits)",
-    ),
-    ("--threshold", float, 0.5, "default decision threshold: consistent iff Q² > it"),
-)
-
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from q2_metric import frontend
@@ -32,30 +17,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # options, limits and the key checked, then the models, before the server starts
     config = config_from_args(args, say=lambda msg: print(msg, file=sys.stderr))
     try:
-        from q2_metric.serve.app import Limits, api_key_from, create_app, uvicorn_server
+        from q2_metric.serve.app import create_app, uvicorn_server
+        from q2_metric.serve.limits import Limits, api_key_from, flags
     except ImportError as err:
         raise Q2Error(
             f"q2 serve needs the serve extra ({err.name} is missing): pip install 'q2-metric[serve]'."
         ) from None
     try:
         limits = Limits(
-            max_body_bytes=args.max_body_bytes,
-            max_items=args.max_items,
-            max_queue=args.max_queue,
-            timeout=args.timeout,
-            max_batch=args.max_batch,
-            max_wait=args.max_wait,
-            threshold=args.threshold,
-            api_key=api_key_from(args.api_key_file),
+            **{name: getattr(args, name) for name, *_ in flags()}, api_key=api_key_from(args.api_key_file)
         )
     except OSError as err:
         raise Q2Error(f"Cannot read the API key file '{args.api_key_file}': {err.strerror}.") from None
     with frontend.model_words(_spell_flag, "`--tiny`"):
         frontend.check_models(Q2Scorer(config), spell=_spell_flag)
     app = create_app(config, limits)
+    app.state.service.say = lambda text: print(text, file=sys.stderr, flush=True)
     auth = "an API key (Authorization: Bearer)" if limits.api_key else "no API key"
     print(f"q2 serve: http://{args.host}:{args.port} ({auth}); loading the models...", file=sys.stderr)
-    uvicorn_server(app, args.host, args.port, log_level=args.log_level).run()
+    uvicorn_server(app, args.host, args.port, log_level=args.log_level, access_log=args.access_log).run()
     return 0
 
 
@@ -73,8 +53,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug")
     )
+    serve.add_argument("--access-log", action="store_true", help="one line per request on stderr")
+    from q2_metric.serve.limits import flags  # the limits' own module: no FastAPI needed for --help
+
     limits = serve.add_argument_group("limits and batching")
-    for flag, kind, default, text in _LIMITS:
-        limits.add_argument(flag, type=kind, default=default, help=f"{text} (default: {default})")
+    for name, flag, kind, default, text in flags():
+        limits.add_argument(flag, dest=name, type=kind, default=default, help=f"{text} (default: {default})")
     add_config_args(serve)
     serve.set_defaults(func=cmd_serve)

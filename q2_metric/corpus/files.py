@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.corpus.cache import ScoreCache, cache_key, model_names, pair_key
-from q2_metric.display import decide, decision_counts, history_separator, history_turns
+from q2_metric.display import decide, decision_counts
 from q2_metric.errors import CacheWriteError, Q2InputError
 from q2_metric.frontend import Item, guard, score_items, system_figures
 from q2_metric.io import (
@@ -24,6 +24,7 @@ from q2_metric.io import (
     table_writer,
 )
 from q2_metric.io.commit import Writer
+from q2_metric.io.histories import read_histories
 from q2_metric.options.operating_point import OperatingPoint
 from q2_metric.progress import (
     ProgressCallback,
@@ -187,34 +188,6 @@ def span_record(row: Row, res: ResponseScore | None) -> dict[str, Any]:
         "reason": res.reason or "",
         **res.span_details(),
     }
-
-
-def read_histories(input_path: str | Path, rows: list[Row], column: str) -> dict[int, list[str]]:
-    """Each good row's dialogue history from `column`: turns joined by `coref.HISTORY_SEPARATOR`
-    (" ||| ") in a text cell, or a list of texts (JSONL, Parquet). A row with another value gets an error."""
-    from q2_metric.errors import Q2InputError
-
-    good = [r for r in rows if r.error is None]
-    if good and not any(column in r.fields for r in good):
-        raise Q2InputError(
-            f"The input file '{input_path}' has no column '{column}'; name the history column "
-            f"with --history-col."
-        )
-    out: dict[int, list[str]] = {}
-    for r in good:
-        value = r.fields.get(column)
-        if value is None or value == "":
-            out[r.number] = []
-        elif isinstance(value, str):
-            out[r.number] = history_turns(value)
-        elif isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
-            out[r.number] = list(value)
-        else:
-            r.error = (
-                f"line {r.line}: field '{column}' must be text (turns joined by '{history_separator()}') "
-                f"or a list of texts, got {type(value).__name__}"
-            )
-    return out
 
 
 def check_score_columns(input_path: str | Path, rows: list[Row], prefix: str) -> None:

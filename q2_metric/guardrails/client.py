@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from q2_metric.errors import Q2Error, Q2OptionError
+from q2_metric.frontend import VERDICTS
 
-VERDICTS = ("consistent", "inconsistent", "unverified")
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 30.0  # seconds for one whole request: connecting, sending and reading the reply
 

@@ -15,17 +15,21 @@ each `validate` one engine call through the front-end contract. With `service_ur
 service (q2 serve) instead and takes the service's verdict and spans; its options are then the
 service's own.
 
+Both paths build the validation result from the same record (`frontend.Record`): its metadata
+is `Record.to_dict(prefix="q2_")` (`q2_status`, `q2_score`, `q2_no_nli`, `q2_verdict`,
+`q2_reason`, `q2_spans`, `q2_error`, `q2_signature`; the signature is empty through the service),
+each `ErrorSpan`'s reason is its span's one phrase (`display.span_reason`), so a response gets the
+same verdict, message and span reasons in process and through the service.
+
 Fail closed: a response Q² could not check (an empty response or knowledge, a bad value, no
 knowledge in the metadata, a service that cannot be reached, refuses, answers off its contract or
 not within `timeout` seconds, a deadline for the whole request) fails, never passes; its error
-message says why. Consistent means Q² > threshold in process (`q2 score --threshold`'s
-rule) and the service's `consistent` verdict with `service_url`.
+message says why. Consistent means Q² > threshold (`q2 score --threshold`'s rule: the service
+decides at the threshold the validator sends).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from guardrails import Validator, register_validator
@@ -37,41 +41,26 @@ from guardrails.classes.validation.validation_result import (
 )
 
 from q2_metric import display
-from q2_metric.errors import Q2OptionError
-from q2_metric.frontend import Item
-from q2_metric.guardrails.client import DEFAULT_TIMEOUT, Q2Service, Q2ServiceError, is_consistent
-from q2_metric.harness.batcher import batcher_for
+from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.frontend import Item, Record, SpanRecord, unchecked
+from q2_metric.guardrails.client import DEFAULT_TIMEOUT, Q2Service, Q2ServiceError
+from q2_metric.runtime.cache import engine_for
 
 NAME = "q2/consistency"
 DEFAULT_THRESHOLD = 0.5  # not calibrated: tune it on labelled data (`q2 meta-eval --calibrate`)
 KEY = "the validated text"  # the item's name in Q²'s sentences
 
 
-def span_reason(span: dict[str, Any]) -> str:
-    """Why an unsupported span is unsupported, in one sentence (its question and the knowledge's
-    answer)."""
-    question, text = span.get("question"), span.get("text")
-    answer = span.get("knowledge_answer")
-    if span.get("knowledge_has_answer") is False or not answer:
-        return f"Q² asked {question!r} about {text!r}; the knowledge does not answer it."
-    if span.get("nli_label") == "contradiction":
-        return f"Q² asked {question!r}; the knowledge answers {answer!r}, which contradicts {text!r}."
-    score = span.get("score")
-    scored = f" (span score {score:.2f})" if isinstance(score, (int, float)) and math.isfinite(score) else ""
-    return f"Q² asked {question!r}; the knowledge answers {answer!r}, not {text!r}{scored}."
-
-
-def _error_spans(
-    value: str, spans: list[dict[str, Any]], reason: Callable[[dict[str, Any]], str]
-) -> list[ErrorSpan]:
-    """The unsupported spans (supported is False) that lie in `value`, as `ErrorSpan`s."""
+def _error_spans(value: str, spans: tuple[SpanRecord, ...]) -> list[ErrorSpan]:
+    """The unsupported spans (supported is False) that lie in `value`, as `ErrorSpan`s with their
+    one phrase."""
     out = []
     for s in spans:
-        start, end = s.get("start"), s.get("end")
-        if s.get("supported") is not False or not isinstance(start, int) or not isinstance(end, int):
+        start, end = s.start, s.end
+        if s.supported is not False or not isinstance(start, int) or not isinstance(end, int):
             continue
-        if 0 <= start < end <= len(value) and value[start:end] == s.get("text", value[start:end]):
-            out.append(ErrorSpan(start=start, end=end, reason=reason(s)))
+        if 0 <= start < end <= len(value) and value[start:end] == s.text:
+            out.append(ErrorSpan(start=start, end=end, reason=s.reason))
     return out
 
 
@@ -104,7 +93,7 @@ class Q2Consistency(Validator):
         except Q2OptionError as err:
             raise Q2OptionError(f"Invalid Q² option threshold={threshold!r}: {err}.") from None
         self._service: Q2Service | None = None
-        self._batcher: Any = None
+        self._engine: Any = None
         if service_url is not None:
             if options:
                 raise Q2OptionError(
@@ -113,52 +102,35 @@ class Q2Consistency(Validator):
                 )
             self._service = Q2Service(service_url, api_key, timeout)
         else:
-            self._batcher, _ = batcher_for(options, check=True, tiny_hint="`tiny=True`")
+            self._engine, _ = engine_for(options, check=True, tiny_hint="`tiny=True`")
 
     def _validate(self, value: Any, metadata: dict[str, Any]) -> ValidationResult:
         knowledge, history = metadata.get("knowledge"), metadata.get("history")
         if self._service is not None:
-            return self._ask_service(value, knowledge, history)
-        outcome = self._batcher.score_items([Item(KEY, value, knowledge, history)])
-        result = outcome.items[0]
-        facts: dict[str, Any] = {
-            "q2": None if result.status != "scored" else result.q2,
-            "q2_status": result.status,
-            "q2_verdict": "unverified",
-            "q2_signature": str(outcome.signature),
-            "q2_spans": None if result.score is None else result.score.span_details()["spans"],
-        }
-        if result.status != "scored" or result.score is None:
-            return FailResult(error_message=f"Unverified: {result.reason}", metadata=facts)
-        q2 = result.q2
-        facts["q2_verdict"] = display.decide(q2, self.threshold)
-        if display.is_consistent(q2, self.threshold):
-            return PassResult(metadata=facts)
-        spans = _error_spans(value, facts["q2_spans"], span_reason)
-        return self._fail(
-            value, f"Q² {q2:.4g} is not above {self.threshold:g}: {result.reason}", spans, facts
-        )
+            return self._result(value, self._ask_service(value, knowledge, history))
+        outcome = self._engine.score_items([Item(KEY, value, knowledge, history)])
+        return self._result(value, outcome.records(self.threshold)[0])
 
-    def _ask_service(self, value: Any, knowledge: Any, history: Any) -> ValidationResult:
+    def _ask_service(self, value: Any, knowledge: Any, history: Any) -> Record:
         assert self._service is not None
         item: dict[str, Any] = {"response": value, "knowledge": knowledge}
         if history is not None:
             item["history"] = history
         try:
-            result = self._service.ask([item], threshold=self.threshold)[0]
-        except Q2ServiceError as err:  # fail closed: no answer is no pass
-            return FailResult(error_message=f"Unverified: {err}", metadata={"q2_verdict": "unverified"})
-        facts = {"q2": result.get("score"), "q2_verdict": result["verdict"]}
-        if is_consistent(result):
+            return Record.from_dict(self._service.ask([item], threshold=self.threshold)[0], KEY)
+        except (Q2ServiceError, Q2InputError) as err:  # fail closed: no answer is no pass
+            return unchecked(KEY, str(err))
+
+    def _result(self, value: Any, record: Record) -> ValidationResult:
+        """The validation result of a record: a pass when consistent, else a failure saying why,
+        with an `ErrorSpan` per unsupported span when Q² scored the response."""
+        facts = record.to_dict("q2_")
+        if record.consistent:
             return PassResult(metadata=facts)
-        why = result.get("error") or result.get("reason") or result["verdict"]
-        if result["verdict"] == "unverified" or not isinstance(value, str):
-            return FailResult(error_message=f"Unverified: {why}", metadata=facts)
-        spans = _error_spans(
-            value, result.get("spans") or [], lambda s: str(s.get("reason") or span_reason(s))
-        )
-        message = f"The Q² service says {result['verdict']} (Q² {result.get('score')}): {why}"
-        return self._fail(value, message, spans, facts)
+        if record.score is None or not isinstance(value, str):
+            return FailResult(error_message=f"Unverified: {record.reason}", metadata=facts)
+        message = f"Q² {record.score:.4g} is not above {self.threshold:g}: {record.reason}"
+        return self._fail(value, message, _error_spans(value, record.spans), facts)
 
     @staticmethod
     def _fail(value: str, message: str, spans: list[ErrorSpan], facts: dict[str, Any]) -> FailResult:
@@ -169,4 +141,4 @@ class Q2Consistency(Validator):
         return FailResult(error_message=message, error_spans=spans, metadata=facts)
 
 
-__all__ = ["DEFAULT_THRESHOLD", "NAME", "Q2Consistency", "span_reason"]
+__all__ = ["DEFAULT_THRESHOLD", "NAME", "Q2Consistency"]

@@ -9,7 +9,8 @@ Fail closed: the answer goes out only when the service says `consistent`. A serv
 reached, times out, refuses the request (an API key, a full queue) or answers off its contract, an
 answer or knowledge that is missing, and a verdict of `inconsistent` or `unverified`, all block it.
 The action's result is a bool (may the answer go out); it also sets `$q2_verdict`, `$q2_score` and
-`$q2_reason` for the flows that follow.
+`$q2_reason` for the flows that follow: those fields of the item's record (`frontend.Record`, read
+from the service's reply; when there is none, an unverified record whose reason says why).
 
 `custom_data: q2:` keys: `url` (default http://127.0.0.1:8000), `threshold` (default: the
 service's), `timeout` (seconds, default 30), `api_key_env` (the environment variable that holds
@@ -27,7 +28,9 @@ from typing import Any
 from nemoguardrails.actions import action
 from nemoguardrails.actions.actions import ActionResult
 
-from q2_metric.guardrails.client import DEFAULT_TIMEOUT, DEFAULT_URL, Q2Service, Q2ServiceError, is_consistent
+from q2_metric.errors import Q2InputError
+from q2_metric.frontend import Record, unchecked
+from q2_metric.guardrails.client import DEFAULT_TIMEOUT, DEFAULT_URL, Q2Service, Q2ServiceError
 
 ACTION = "q2_check_consistency"
 FLOW = "check consistency with q2"
@@ -52,11 +55,18 @@ def settings(config: Any) -> tuple[Q2Service, float | None]:
     return service, None if threshold is None else float(threshold)
 
 
-def _blocked(reason: str, verdict: str = "unverified", score: Any = None) -> ActionResult:
-    log.warning("Q² blocked the answer: %s", reason)
-    return ActionResult(
-        return_value=False, context_updates={"q2_verdict": verdict, "q2_score": score, "q2_reason": reason}
-    )
+KEY = "the answer"  # the item's name in Q²'s sentences
+CONTEXT = ("verdict", "score", "reason")  # the record's fields set as $q2_verdict, $q2_score, $q2_reason
+
+
+def _answer(record: Record) -> ActionResult:
+    """May the answer go out (only when the record says consistent), with the record's verdict,
+    score and reason in the context."""
+    facts = record.to_dict("q2_", spans=False)
+    updates = {f"q2_{name}": facts[f"q2_{name}"] for name in CONTEXT}
+    if not record.consistent:
+        log.warning("Q² blocked the answer: %s", record.reason)
+    return ActionResult(return_value=record.consistent, context_updates=updates)
 
 
 @action(name=ACTION)
@@ -67,9 +77,9 @@ async def q2_check_consistency(context: dict[str, Any] | None = None, config: An
     context = context or {}
     response, knowledge = context.get("bot_message"), context.get("relevant_chunks")
     if not response:
-        return _blocked("there is no answer to check")
+        return _answer(unchecked(KEY, "there is no answer to check"))
     if not knowledge:
-        return _blocked("there is no knowledge ($relevant_chunks) to check the answer against")
+        return _answer(unchecked(KEY, "there is no knowledge ($relevant_chunks) to check the answer against"))
     item: dict[str, Any] = {"response": response, "knowledge": knowledge}
     user = context.get("user_message")
     if isinstance(user, str) and user:
@@ -77,21 +87,15 @@ async def q2_check_consistency(context: dict[str, Any] | None = None, config: An
     try:
         service, threshold = settings(config)
         result = (await asyncio.to_thread(service.ask, [item], threshold=threshold, spans=False))[0]
-    except (Q2ServiceError, ValueError, TypeError) as err:  # no answer, or unreadable settings: block
-        return _blocked(str(err))
-    reason = str(result.get("error") or result.get("reason") or "")
-    if not is_consistent(result):
-        return _blocked(
-            reason or "the service did not say consistent", result["verdict"], result.get("score")
-        )
-    return ActionResult(
-        return_value=True,
-        context_updates={
-            "q2_verdict": result["verdict"],
-            "q2_score": result.get("score"),
-            "q2_reason": reason,
-        },
-    )
+        record = Record.from_dict(result, KEY)
+    except (
+        Q2ServiceError,
+        Q2InputError,
+        ValueError,
+        TypeError,
+    ) as err:  # no answer, or unreadable settings: block
+        return _answer(unchecked(KEY, str(err)))
+    return _answer(record)
 
 
 __all__ = ["ACTION", "FLOW", "config_folder", "q2_check_consistency", "settings"]

@@ -1,6 +1,6 @@
 """Q² inside today's evaluation harnesses: lm-evaluation-harness tasks, an Inspect AI scorer and
 task, and a ragas metric. Each adapter scores a run's replies in batched engine calls
-(`q2_metric.harness.batcher`), loads the models once per process, and puts the signature in
+(`q2_metric.runtime`), loads the models once per process, and puts the signature in
 its results. See docs/lm-eval.md, docs/inspect.md and docs/ragas.md.
 """
 

@@ -20,12 +20,15 @@ micro-batcher per process and configuration, so concurrent test cases share one 
 sync `measure` (DeepEval's `AsyncConfig(run_async=False)`, or a direct call) is one engine call
 per test case.
 
-After `measure`: `score` (Q², None when not scored), `reason` (the one explanation sentence),
-`success` (`is_successful()`: consistent iff Q² > `threshold`, the project's one rule),
-`signature` (the FULL signature, also in `evaluation_model`, which DeepEval keeps with each
-result), `status` (scored, empty or bad), `spans` and `unsupported_spans` (character offsets in
-the output; also in `verbose_logs` as JSON). An empty output or knowledge is not scored (score
-None, `error` "Not scored: ..."), nor is a test case whose output is missing (`error` names it).
+After `measure`, the test case's record (`record`, a `frontend.Record`) and its fields: `score`
+(Q², None when not scored), `reason` (the one explanation sentence), `verdict` (consistent,
+inconsistent or unverified at `threshold`), `success` (`is_successful()`: the verdict is
+consistent, i.e. Q² > `threshold`, the project's one rule), `signature` (the FULL signature, also
+in `evaluation_model`, which DeepEval keeps with each result), `status` (scored, empty or bad),
+`spans` (character offsets in the output, each with its reason); `verbose_logs` holds the record
+as JSON (`q2_status`, `q2_score`, `q2_verdict`, `q2_reason`, `q2_spans`, ...). An empty output or
+knowledge is not scored (score None, `error` "Not scored: ..."), nor is a test case whose output
+is missing (`error` names it).
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ from deepeval.metrics import BaseMetric
 from deepeval.test_case import LLMTestCase
 
 from q2_metric import display
-from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, Scored
-from q2_metric.harness.shared_batcher import KEYWORDS, details_of, merged_options, shared_batcher
+from q2_metric.frontend import VERDICTS, Item, Record, record_of, verdict_of
+from q2_metric.options import ADAPTER_KEYWORDS, merge_options
+from q2_metric.runtime.cache import micro_batcher
+from q2_metric.runtime.engine import Scored
+from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -98,18 +103,19 @@ class Q2FaithfulnessMetric(BaseMetric):
         self.max_wait, self.progress = max_wait, progress
         self.async_mode, self.verbose_mode = async_mode, verbose_mode
         self.include_reason = True
-        keywords = {name: getattr(self, name) for name in KEYWORDS}
-        self._items_batcher, self._batcher = shared_batcher(
-            merged_options(keywords, self.options),
+        keywords = {name: getattr(self, name) for name in ADAPTER_KEYWORDS}
+        self._engine, self._batcher = micro_batcher(
+            merge_options(keywords, self.options),
             max_wait=max_wait,
             progress=progress,
             tiny_hint="`tiny=True`",
         )
         self.signature: str | None = None
         self.evaluation_model = "Q²"
+        self.record: Record | None = None
         self.status: str | None = None
+        self.verdict: str | None = None
         self.spans: list[dict[str, t.Any]] = []
-        self.unsupported_spans: list[dict[str, t.Any]] = []
 
     @property
     def __name__(self) -> str:  # DeepEval names a metric's results by this property
@@ -119,25 +125,21 @@ class Q2FaithfulnessMetric(BaseMetric):
         return Item(key_of(test_case), getattr(test_case, "actual_output", None), knowledge_of(test_case))
 
     def _take(self, scored: Scored) -> float | None:
-        """The metric's state from one item's result; returns its score."""
-        self.status = scored.status
-        self.signature = str(scored.signature)
+        """The metric's state from one item's record; returns its score."""
+        record = self.record = record_of(scored.result, scored.signature, self.threshold)
+        self.status, self.verdict, self.signature = record.status, record.verdict, record.signature
         self.evaluation_model = self.signature
-        found = details_of(scored) or {"spans": [], "unsupported_spans": []}
-        self.spans, self.unsupported_spans = found["spans"], found["unsupported_spans"]
-        self.reason = scored.reason()
-        score: float | None = scored.value if scored.status == "scored" else None
+        self.spans = [s.to_dict() for s in record.spans]
+        self.reason = record.reason
         # not scored: DeepEval shows the sentence as the test case's error
-        self.score, self.error = score, None if score is not None else self.reason
-        self.verbose_logs = json.dumps(
-            {"status": self.status, "signature": self.signature, **found}, ensure_ascii=False
-        )
+        self.score, self.error = record.score, None if record.score is not None else self.reason
+        self.verbose_logs = json.dumps(record.to_dict("q2_"), ensure_ascii=False)
         self.success = self.is_successful()
         return self.score
 
     def measure(self, test_case: LLMTestCase, *args: t.Any, **kwargs: t.Any) -> float | None:
         """Q² of this test case: one engine call (`a_measure`, run concurrently, batches)."""
-        outcome = self._items_batcher.score_items([self._item(test_case)], self._batcher.max_batch)
+        outcome = self._engine.score_items([self._item(test_case)], self._batcher.max_batch)
         return self._take(Scored(outcome.items[0], outcome.signature))
 
     async def a_measure(self, test_case: LLMTestCase, *args: t.Any, **kwargs: t.Any) -> float | None:
@@ -145,8 +147,10 @@ class Q2FaithfulnessMetric(BaseMetric):
         return self._take(await self._batcher.score(self._item(test_case)))
 
     def is_successful(self) -> bool:
-        """Consistent: Q² above the threshold (`display.is_consistent`); False when not scored."""
-        self.success = self.error is None and display.is_consistent(self.score, self.threshold)
+        """The verdict is consistent (`frontend.verdict_of`: Q² above the threshold); False when not
+        scored."""
+        status = getattr(self, "status", None) or "scored"
+        self.success = self.error is None and verdict_of(status, self.score, self.threshold) == VERDICTS[0]
         return self.success
 
 

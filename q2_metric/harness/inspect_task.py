@@ -12,14 +12,16 @@ the option as `-T`/`-S` spells it, and a nonzero exit.
 
 The knowledge of a sample is its metadata's `knowledge` (another key: `knowledge_key=`; an empty
 string there is empty knowledge, never replaced), else its target (a list target joined by
-`separator`). Samples are scored concurrently as their generations finish; an async micro-batcher
-(`q2_metric.harness.batcher.AsyncBatcher`) gathers them into engine calls of at most `max_batch`
+`separator`). Samples are scored concurrently as their generations finish; the runtime's
+micro-batcher (`q2_metric.runtime.micro.MicroBatcher`) gathers them into engine calls of at most `max_batch`
 samples. Each sample is checked alone: one whose knowledge or reply is no string is reported with
 its own id (unscored, `q2_status: bad`) and the others are scored; an empty reply or knowledge is
 unscored (`q2_status: empty`). A cancelled sample (Ctrl-C, a time limit) leaves its batch and is
-never scored. Each `Score` carries the value (Q²; NaN when unscored, left out of the metrics), the
-reason in one sentence as its explanation (the `reason` column of `q2 score`), and in its metadata
-`q2_status`, `q2_no_nli`, `fallback`, the valid questions and the full signature. The metrics:
+never scored. Each `Score` is built from the sample's record (`frontend.Record`): the value (Q²;
+NaN when unscored, left out of the metrics), the reason in one sentence as its explanation (the
+`reason` column of `q2 score`), and in its metadata the record (`q2_status`, `q2_score`,
+`q2_no_nli`, `q2_verdict` at the threshold 0.5, `q2_reason`, `q2_spans`, `q2_error`, the full
+`q2_signature`) with `q2_fallback` and the valid questions (`q2_questions`). The metrics:
 `mean` and `stderr`; the run's results (`log.results.scores[0].metadata`) hold the counts
 (`q2_counts`: scored, empty, bad) and the full signature (`q2_signature`).
 """
@@ -39,12 +41,14 @@ from inspect_ai.scorer import mean as _inspect_mean
 from inspect_ai.scorer import stderr as _inspect_stderr
 from inspect_ai.solver import TaskState, generate
 
-from q2_metric.errors import Q2Error, Q2OptionError
-from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
+from q2_metric.errors import Q2Error
+from q2_metric.frontend import Item, record_of
+from q2_metric.options import merge_options
+from q2_metric.runtime.cache import micro_batcher
+from q2_metric.runtime.micro import MicroBatcher
+from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
 from q2_metric.validation import PASSAGE_SEPARATOR, is_blank
 
-_BATCHERS: dict[tuple, AsyncBatcher] = {}
 # How the options being built were given: `-S` (the scorer's) unless the q2_wow task builds it (`-T`).
 _FLAG: contextvars.ContextVar[str] = contextvars.ContextVar("q2_inspect_flag", default="-S")
 
@@ -107,50 +111,17 @@ def _spell(name: str) -> str:
     return f"{_FLAG.get()} {name}"
 
 
-def _batcher(options: dict[str, Any], max_wait: float) -> AsyncBatcher:
-    flag = _FLAG.get()
+def _batcher(options: Any, given: dict[str, Any], max_wait: float) -> MicroBatcher:
+    """The process's micro-batcher for `options=` (a mapping, as `-S options='{...}'` gives it) and
+    the single options (`options.merge_options`), checked, the models found; a Q² error is shown
+    as Inspect shows a prerequisite's."""
     try:
-        if (
-            isinstance(max_wait, bool)
-            or not isinstance(max_wait, (int, float))
-            or not (max_wait >= 0 and math.isfinite(max_wait))
-        ):
-            raise Q2OptionError(
-                f"Invalid Q² option {_spell('max_wait')}={max_wait!r}: use a number of seconds >= 0."
-            )
-        harness_batcher, max_batch = batcher_for(
-            options, spell=_spell, check=True, tiny_hint=f"`{flag} tiny=true`"
-        )
+        merged = merge_options(given, options, spell=_spell)
+        return micro_batcher(merged, max_wait=max_wait, spell=_spell, tiny_hint=f"`{_FLAG.get()} tiny=true`")[
+            1
+        ]
     except Q2Error as err:
         raise _shown(err) from None
-    key = (id(harness_batcher), max_batch, float(max_wait))
-    found = _BATCHERS.get(key)
-    if found is None:
-        found = _BATCHERS[key] = AsyncBatcher(harness_batcher, max_batch=max_batch, max_wait=max_wait)
-    return found
-
-
-def _merged(options: Any, given: dict[str, Any]) -> dict[str, Any]:
-    """`options=` (a dict, as `-S options='{...}'` gives it) and the single options, which win only
-    where they agree."""
-    if options is None:
-        options = {}
-    if not isinstance(options, dict):
-        raise _shown(
-            Q2OptionError(
-                f"Invalid Q² option {_spell('options')}={options!r}: use a mapping of Q² "
-                f'options, e.g. {_spell("options")}=\'{{"qg_model": "DIR"}}\'.'
-            )
-        )
-    for name, value in given.items():
-        if name in options and value is not None and options[name] != value:
-            raise _shown(
-                Q2OptionError(
-                    f"The Q² option {name} is given twice with different values ({_spell(name)}="
-                    f"{value!r} and in {_spell('options')}: {options[name]!r}); give it once."
-                )
-            )
-    return {**options, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _question(q: Any) -> dict[str, Any]:
@@ -185,11 +156,8 @@ def q2(
     environment variable), `batch_size`, `max_batch` (samples per engine call), `max_wait` (seconds
     the batcher waits for more samples), any `Q2Config` option by name (`-S qg_model=DIR`) or all in
     `options`: checked, and the models found, now (before any sample is scored)."""
-    merged = _merged(
-        options,
-        {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch},
-    )
-    batcher = _batcher(merged, max_wait)
+    given = {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch}
+    batcher = _batcher(options, given, max_wait)
     counts = {"scored": 0, "empty": 0, "bad": 0}
 
     def note(status: str, signature: Any) -> None:
@@ -210,27 +178,21 @@ def q2(
             knowledge = separator.join(target.target)
         scored = await batcher.score(Item(_sample_key(state), reply, knowledge))
         note(scored.status, scored.signature)
-        meta: dict[str, Any] = {"q2_status": scored.status, "signature": str(scored.signature)}
+        record = record_of(scored.result, scored.signature)
+        meta: dict[str, Any] = record.to_dict("q2_")
         r = scored.response
-        if scored.status == "bad":
+        if record.status == "bad":
             return Score.unscored(
                 reason="scoring_failed",
                 answer=reply if isinstance(reply, str) else None,
-                explanation=scored.reason(),
-                metadata={**meta, "error": scored.result.error},
+                explanation=record.reason,
+                metadata=meta,
             )
-        meta.update(
-            {
-                "q2_no_nli": None if math.isnan(r.q2_no_nli) else r.q2_no_nli,
-                "fallback": r.fallback,
-                "questions": [_question(q) for q in r.valid_questions],
-                **r.span_details(),
-            }
-        )
-        if scored.status == "empty":
+        meta.update(q2_fallback=r.fallback, q2_questions=[_question(q) for q in r.valid_questions])
+        if record.status == "empty":
             why = "no_response" if is_blank(reply) else "no_knowledge"
-            return Score.unscored(reason=why, answer=reply, explanation=scored.reason(), metadata=meta)
-        return Score(value=r.q2, answer=reply, explanation=scored.reason(), metadata=meta)
+            return Score.unscored(reason=why, answer=reply, explanation=record.reason, metadata=meta)
+        return Score(value=r.q2, answer=reply, explanation=record.reason, metadata=meta)
 
     return score
 

@@ -6,7 +6,7 @@
 `q2_metrics(**options)` gives one `SampleLevelMetric` per figure (`q2`, `q2_no_nli`, `coverage`,
 and the counts `scored`, `empty`, `bad`), each with `batched_compute=True`: LightEval hands a
 metric all of a task's samples at once, and the figures of one run share one engine call
-(`HarnessBatcher.collect`; calls of at most `max_batch` samples when that option is set). Q²
+(`Engine.collect` of `q2_metric.runtime`; calls of at most `max_batch` samples when that option is set). Q²
 options are Python keywords (`q2_metrics(qg_model=DIR, tiny=True, max_batch=64)`, or all in
 `options={...}`); they are checked, and the Q² models found, when the metrics are built - for a
 tasks file, when LightEval loads it, before the model generates anything. A bad value or a
@@ -17,9 +17,11 @@ The knowledge of a sample is `doc.specific["knowledge"]` (another key: `knowledg
 its gold references joined by a space; the reply is the text LightEval keeps for metrics
 (`model_response.final_text[0]`). Each sample is checked alone: a reply or knowledge that is no
 text is `bad` (its own sentence, the others scored), an empty one `empty` (unscored, NaN). Each
-sample's metrics hold its figures (NaN unless scored); `doc.specific` gets its `q2_status`, the
-one-sentence `q2_reason` (the `reason` column of `q2 score`), the full `q2_signature` and its
-`q2_spans`, so that `--save-details` keeps them beside the generation. The results hold the
+sample's metrics hold its figures (NaN unless scored); `doc.specific` gets its record
+(`frontend.Record.to_dict(prefix="q2_")`): `q2_status`, `q2_score`, `q2_no_nli`, `q2_verdict`
+(at the threshold 0.5), the one-sentence `q2_reason` (the `reason` column of `q2 score`),
+`q2_spans`, `q2_error` and the full `q2_signature`, so that `--save-details` keeps them beside
+the generation. The results hold the
 figures over the scored samples (each with its standard error over them) and the summed counts;
 stderr gets the counts and the full signature (LightEval's results take numbers only).
 
@@ -43,10 +45,10 @@ from lighteval.tasks.lighteval_task import LightevalTask, LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
 from q2_metric.display import tiny_note
-from q2_metric.errors import Q2OptionError
 from q2_metric.frontend import Item, Outcome
 from q2_metric.harness import one_line_errors, under_command
-from q2_metric.harness.batcher import batcher_for
+from q2_metric.options import merge_options
+from q2_metric.runtime.cache import engine_for
 from q2_metric.validation import PASSAGE_SEPARATOR
 
 FIGURES = ("q2", "q2_no_nli", "coverage", "scored", "empty", "bad")
@@ -69,23 +71,6 @@ if under_command("lighteval"):
 # -- scoring -------------------------------------------------------------------------------------
 
 
-def _merged(options: dict[str, Any] | None, given: dict[str, Any]) -> dict[str, Any]:
-    """`options=` and the single keywords, which win only where they agree."""
-    if options is None:
-        options = {}
-    if not isinstance(options, dict):
-        raise Q2OptionError(
-            f"Invalid options={options!r}: use a dict of Q² options, e.g. options={{'tiny': True}}."
-        )
-    for name, value in given.items():
-        if value is not None and name in options and options[name] != value:
-            raise Q2OptionError(
-                f"The Q² option {name} is given twice with different values ({name}={value!r} and "
-                f"options[{name!r}]={options[name]!r}); give it once."
-            )
-    return {**options, **{k: v for k, v in given.items() if v is not None}}
-
-
 def _reply(response: Any) -> Any:
     """The text LightEval keeps for metrics (reasoning tags removed when it is set to)."""
     texts = getattr(response, "final_text", None)
@@ -105,18 +90,10 @@ def _key(doc: Doc) -> str:
 
 
 def _note(docs: list[Doc], outcome: Outcome) -> None:
-    """Each doc's status, reason, spans and the full signature, into its `specific` (so into the
-    details LightEval saves)."""
-    signature = str(outcome.signature)
-    for doc, result in zip(docs, outcome.items):
-        spans = result.score.span_details()["spans"] if result.score is not None else []
-        doc.specific = {
-            **(doc.specific or {}),
-            "q2_status": result.status,
-            "q2_reason": result.reason,
-            "q2_signature": signature,
-            "q2_spans": spans,
-        }
+    """Each doc's record (`frontend.Record`: status, score, verdict, reason, spans, error and the
+    full signature) into its `specific` (so into the details LightEval saves)."""
+    for doc, record in zip(docs, outcome.records()):
+        doc.specific = {**(doc.specific or {}), **record.to_dict("q2_")}
 
 
 _REPORTED: list[int] = []  # the outcome whose summary was written last
@@ -146,7 +123,7 @@ def _values(figure: str, outcome: Outcome) -> list[float]:
 class Q2Computation(SampleLevelComputation):
     """One Q² figure per sample, over a batch of samples (`compute(responses=..., docs=...)`).
     Holds only its options (LightEval deep-copies task configs): the engine is the process's
-    `HarnessBatcher` for them, so every figure of a batch reuses one engine call."""
+    `Engine` for them (`q2_metric.runtime`), so every figure of a batch reuses one engine call."""
 
     def __init__(self, figure: str, options: dict[str, Any], knowledge_key: str = KNOWLEDGE_KEY) -> None:
         self.figure = figure
@@ -158,11 +135,9 @@ class Q2Computation(SampleLevelComputation):
         """The batch's `Outcome` (one engine call, or calls of at most `max_batch` samples)."""
         from q2_metric.progress import line_progress
 
-        harness_batcher, max_batch = batcher_for(self.options)
+        engine, max_batch = engine_for(self.options)
         items = [Item(_key(d), _reply(r), _knowledge(d, self.knowledge_key)) for d, r in zip(docs, responses)]
-        outcome = harness_batcher.collect(
-            items, max_batch or max(len(items), 1), progress=line_progress("Q²")
-        )
+        outcome = engine.collect(items, max_batch or max(len(items), 1), progress=line_progress("Q²"))
         if [id(outcome)] != _REPORTED:
             _REPORTED[:] = [id(outcome)]
             _note(docs, outcome)
@@ -172,7 +147,7 @@ class Q2Computation(SampleLevelComputation):
                 file=sys.stderr,
             )
             print(f"Q² signature: {outcome.signature}", file=sys.stderr)
-            note = tiny_note(harness_batcher.config)
+            note = tiny_note(engine.config)
             if note:
                 print(f"Q²: {note}", file=sys.stderr)
         return outcome
@@ -229,11 +204,9 @@ def q2_metrics(
     (default: the `Q2_TINY` environment variable), `batch_size`, `max_batch` (samples per engine
     call; default: a task's whole run in one call), any `Q2Config` option by name or all in
     `options`: checked, and the Q² models found, now."""
-    merged = _merged(
-        options,
-        {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch},
-    )
-    batcher_for(merged, check=True, tiny_hint=TINY_HINT)
+    given = {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch}
+    merged = merge_options(given, options)
+    engine_for(merged, check=True, tiny_hint=TINY_HINT)
     return [
         SampleLevelMetric(
             metric_name=figure,

@@ -2,7 +2,7 @@
 
 The task YAML files are in `lm_eval_tasks/` (`lm_eval --include_path "$(python -m q2_metric.harness lm-eval-path)"`,
 or `TaskManager(include_path=q2_metric.harness.lm_eval_include_path())`); their `utils.py`
-imports what it needs from here, so that the state (one `HarnessBatcher` per process) lives in this module.
+imports what it needs from here, so that the state (the runtime's one `Engine` per process and configuration) lives in this module.
 
 - `q2_wow`: the 544 annotated Wizard of Wikipedia contexts the package ships (topic, the user's
   message, the knowledge sentence); the model writes the wizard's reply.
@@ -38,7 +38,7 @@ from q2_metric.display import tiny_note
 from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.frontend import Item, Outcome
 from q2_metric.harness import one_line_errors, under_command
-from q2_metric.harness.batcher import HARNESS_OPTIONS, batcher_for
+from q2_metric.runtime.cache import engine_for
 
 KNOWLEDGE_COL = "knowledge"
 HISTORY_COL = "history"
@@ -101,7 +101,7 @@ def _options(q2_options: Any) -> dict[str, Any]:
 def _checked(q2_options: Any) -> str:
     """The options checked and the models found now, before the model generates anything."""
     options = _options(q2_options)
-    batcher_for(options, spell=spell, check=True, tiny_hint=TINY_HINT)
+    engine_for(options, spell=spell, check=True, tiny_hint=TINY_HINT)
     return json.dumps(options, sort_keys=True)
 
 
@@ -143,8 +143,8 @@ def dialogue_dataset(
 ) -> dict[str, Any]:
     """`q2_dialogue`'s documents: a user file's knowledge and dialogue history. A row that cannot
     be read is reported on stderr with its row, and counted as `bad` in the results."""
-    from q2_metric.corpus.files import read_histories
     from q2_metric.io import read_rows
+    from q2_metric.io.histories import read_histories
 
     if not path:
         raise Q2InputError(
@@ -223,9 +223,9 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
     options = {i["options"] for i in items}
     if len(options) != 1:
         raise Q2OptionError(f"One task run has {len(options)} sets of q2_options; use one per task.")
-    harness_batcher, max_batch = batcher_for(json.loads(options.pop()), spell=spell)
+    engine, max_batch = engine_for(json.loads(options.pop()), spell=spell)
     unread = len({u for i in items for u in json.loads(i["unread"])})
-    outcome = harness_batcher.collect(
+    outcome = engine.collect(
         [Item(i["key"], i["reply"], i["knowledge"]) for i in items],
         max_batch or max(len(items), 1),
         progress=line_progress("Q²"),
@@ -248,7 +248,7 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
         )
         print(f"Q² signature: {outcome.signature}", file=sys.stderr)
         # lm-eval's logging drops the package's log line: printed here
-        note = tiny_note(harness_batcher.config)
+        note = tiny_note(engine.config)
         if note:
             print(f"Q²: {note}", file=sys.stderr)
     return outcome, unread
@@ -339,7 +339,6 @@ def evaluate_figure(values: list) -> Any:
 
 __all__ = [
     "FIGURES",
-    "HARNESS_OPTIONS",
     "agg_bad",
     "agg_coverage",
     "agg_empty",

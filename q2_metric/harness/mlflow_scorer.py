@@ -8,9 +8,13 @@
 Each row's response is its `outputs` (a string); its knowledge is `inputs["knowledge"]`, else
 `expectations["knowledge"]` (`knowledge_key` names another field), else the documents of the
 trace's retriever spans (MLflow's own place for retrieved context); a list of passages is joined by a
-space, the rule of every front-end. The scorer returns a `Feedback`: `value` Q², `rationale` the one
-explanation sentence, `metadata` the FULL `signature`, the `q2_status` (scored, empty, bad) and the
-`spans` and `unsupported_spans` (JSON: character offsets in the response). An empty response or
+space, the rule of every front-end. The scorer returns a `Feedback` built from the row's record
+(`frontend.Record`): `value` Q², `rationale` the one explanation sentence, `metadata` the record's
+fields as MLflow keeps them (strings; numbers and lists as JSON; no key for a field without a
+value): `q2_status` (scored, empty, bad),
+`q2_score`, `q2_no_nli`, `q2_verdict` (at the threshold 0.5: consistent, inconsistent, unverified),
+`q2_reason`, `q2_spans` (character offsets in the response, each span with its reason), `q2_error`
+and the FULL `q2_signature`. An empty response or
 knowledge gets no value (unscored, as `q2 score` leaves it; the rationale says why); a row whose
 response or knowledge is no text (or missing) gets an `error`, the one sentence naming the row and
 the field.
@@ -38,15 +42,12 @@ from mlflow.entities.assessment_error import AssessmentError
 from mlflow.genai.scorers import Scorer
 from pydantic import Field, PrivateAttr
 
-from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, Scored
-from q2_metric.harness.shared_batcher import (
-    KEYWORDS,
-    details_of,
-    merged_options,
-    score_from_thread,
-    shared_batcher,
-)
+from q2_metric.frontend import Item, record_of
+from q2_metric.options import ADAPTER_KEYWORDS, merge_options
+from q2_metric.runtime.cache import micro_batcher
+from q2_metric.runtime.engine import Scored
+from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
+from q2_metric.runtime.sync import score_from_thread
 
 _SHOWN = 80  # characters of a row's inputs in a message naming the row
 
@@ -87,7 +88,7 @@ class Q2Faithfulness(Scorer):
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True
 
-    _items_batcher: t.Any = PrivateAttr(default=None)
+    _engine: t.Any = PrivateAttr(default=None)
     _batcher: t.Any = PrivateAttr(default=None)
     _prepared: dict[tuple[str, str], Scored] = PrivateAttr(default_factory=dict)
     _counts: dict[str, int] = PrivateAttr(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
@@ -98,9 +99,9 @@ class Q2Faithfulness(Scorer):
         super().__init__(**data)
         # here, not in `model_post_init`: pydantic would wrap a Q2OptionError (a ValueError) in its
         # ValidationError, and the sentence naming the option would be lost in its report
-        keywords = {name: getattr(self, name) for name in KEYWORDS}
-        self._items_batcher, self._batcher = shared_batcher(
-            merged_options(keywords, self.options),
+        keywords = {name: getattr(self, name) for name in ADAPTER_KEYWORDS}
+        self._engine, self._batcher = micro_batcher(
+            merge_options(keywords, self.options),
             max_wait=self.max_wait,
             progress=self.progress,
             tiny_hint="`tiny=True`",
@@ -151,14 +152,14 @@ class Q2Faithfulness(Scorer):
             items.append(Item(f"row {n}", row.get("outputs"), knowledge))
         if not items:
             return 0
-        before = self._items_batcher.engine_calls
-        outcome = self._items_batcher.score_items(items, self._batcher.max_batch, self._batcher.progress)
+        before = self._engine.engine_calls
+        outcome = self._engine.score_items(items, self._batcher.max_batch, self._batcher.progress)
         with self._lock:
             for item, result in zip(items, outcome.items):
                 self._prepared[self._lookup(item.response, item.knowledge)] = Scored(
                     result, outcome.signature
                 )
-        return int(self._items_batcher.engine_calls - before)
+        return int(self._engine.engine_calls - before)
 
     def __call__(
         self, *, inputs: t.Any = None, outputs: t.Any = None, expectations: t.Any = None, trace: t.Any = None
@@ -175,19 +176,17 @@ class Q2Faithfulness(Scorer):
         with self._lock:
             self._counts[scored.status] += 1
             self._signature = scored.signature
-        if scored.status == "bad":
+        record = record_of(scored.result, scored.signature)
+        if record.status == "bad":
             return Feedback(
-                name=self.name, error=AssessmentError(error_code="Q2_BAD_ROW", error_message=scored.reason())
+                name=self.name, error=AssessmentError(error_code="Q2_BAD_ROW", error_message=record.reason)
             )
-        found = details_of(scored) or {"spans": [], "unsupported_spans": []}
         metadata = {
-            "q2_status": scored.status,
-            "signature": str(scored.signature),
-            "spans": json.dumps(found["spans"], ensure_ascii=False),
-            "unsupported_spans": json.dumps(found["unsupported_spans"], ensure_ascii=False),
+            key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            for key, value in record.to_dict("q2_").items()
+            if value is not None
         }
-        value = scored.value if scored.status == "scored" else None
-        return Feedback(name=self.name, value=value, rationale=scored.reason(), metadata=metadata)
+        return Feedback(name=self.name, value=record.score, rationale=record.reason, metadata=metadata)
 
 
 def _rows(data: t.Any) -> list[dict[str, t.Any]] | None:

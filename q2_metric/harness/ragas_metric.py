@@ -11,14 +11,16 @@ as keywords of `evaluate`). They are checked, and the Q² models found, when the
 a bad value or a missing model is one `Q2Error` sentence naming the keyword, before any scoring.
 
 No LLM and no embeddings: ragas asks for neither. The knowledge of a sample is its retrieved
-contexts joined by `separator` (a space). ragas scores samples concurrently; an async
-micro-batcher gathers them into engine calls of at most `max_batch` samples (keep `max_batch` at
+contexts joined by `separator` (a space). ragas scores samples concurrently; the runtime's
+micro-batcher (one per process and configuration) gathers them into engine calls of at most `max_batch` samples (keep `max_batch` at
 most ragas' `RunConfig.max_workers`, 16 by default, for full batches). A sample ragas gives up on
 (its `RunConfig.timeout`, a cancelled run) leaves its batch and is never scored. An empty response
 or knowledge gets NaN (left out of ragas' mean, as `q2 score` leaves it unscored) and is counted:
 `metric.counts` ({"scored", "empty", "bad"}) and `metric.signature` (the FULL signature) after
-scoring; `evaluate` puts both on the result. With `progress` (default), a line on stderr after
-each engine call. Set `RAGAS_DO_NOT_TRACK=true` to keep ragas from sending usage analytics.
+scoring; `evaluate` puts both on the result, with `result.details`: per row of the dataset its
+record (`frontend.Record.to_dict(prefix="q2_")`: `q2_status`, `q2_score`, `q2_verdict` at the
+threshold 0.5, `q2_reason`, `q2_spans`, ...; None for a sample whose values cannot be looked up).
+With `progress` (default), a line on stderr after each engine call. Set `RAGAS_DO_NOT_TRACK=true` to keep ragas from sending usage analytics.
 """
 
 from __future__ import annotations
@@ -29,13 +31,11 @@ from dataclasses import dataclass, field
 from ragas.dataset_schema import SingleTurnSample
 from ragas.metrics.base import MetricType, SingleTurnMetric
 
-from q2_metric.frontend import Item
-from q2_metric.harness.batcher import DEFAULT_MAX_WAIT, AsyncBatcher, batcher_for
-from q2_metric.harness.shared_batcher import CallLines
+from q2_metric.frontend import Item, record_of
+from q2_metric.options import ADAPTER_KEYWORDS, merge_options
+from q2_metric.runtime.cache import micro_batcher
+from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
 from q2_metric.validation import PASSAGE_SEPARATOR
-
-# The keywords of Q2Faithfulness that are Q² options (the others: `options`).
-KEYWORDS = ("variant", "tiny", "batch_size", "max_batch", "qg_model", "qa_model", "nli_model", "device")
 
 
 @dataclass
@@ -62,32 +62,18 @@ class Q2Faithfulness(SingleTurnMetric):
     progress: bool = True
     signature: t.Any = None  # the FULL signature of the last engine call (q2_metric.Signature)
     counts: dict[str, int] = field(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
-    # the spans of each pair scored (issue 43), by (response, knowledge as joined): ragas keeps only
-    # floats and gives a metric no sample index; `evaluate` puts them in row order on `result.details`
-    spans: dict[t.Any, dict[str, t.Any]] = field(default_factory=dict)
+    # the record of each pair scored (`frontend.Record.to_dict(prefix="q2_")`), by (response,
+    # knowledge as joined): ragas keeps only floats and gives a metric no sample index; `evaluate`
+    # puts them in row order on `result.details`
+    records: dict[t.Any, dict[str, t.Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         parent = getattr(super(), "__post_init__", None)
         if parent is not None:
             parent()
-        from q2_metric.errors import Q2OptionError
-
-        options = dict(self.options or {})
-        for name in KEYWORDS:
-            value = getattr(self, name)
-            if value is not None:
-                if name in options and options[name] != value:
-                    raise Q2OptionError(
-                        f"The Q² option {name} is given twice with different values ({name}={value!r} "
-                        f"and options[{name!r}]={options[name]!r}); give it once."
-                    )
-                options[name] = value
-        harness_batcher, max_batch = batcher_for(options, check=True, tiny_hint="`tiny=True`")
-        self._batcher = AsyncBatcher(
-            harness_batcher,
-            max_batch=max_batch,
-            max_wait=self.max_wait,
-            progress=CallLines() if self.progress else None,
+        options = merge_options({name: getattr(self, name) for name in ADAPTER_KEYWORDS}, self.options)
+        _, self._batcher = micro_batcher(
+            options, max_wait=self.max_wait, progress=self.progress, tiny_hint="`tiny=True`"
         )
 
     def init(self, run_config: t.Any) -> None:  # no LLM, no embeddings
@@ -98,9 +84,10 @@ class Q2Faithfulness(SingleTurnMetric):
         return self.separator.join(contexts) if isinstance(contexts, (list, tuple)) else contexts
 
     def details_of(self, response: t.Any, contexts: t.Any) -> dict[str, t.Any] | None:
-        """The spans of a pair this metric scored (`spans`, `unsupported_spans`), else None."""
+        """The record of a pair this metric scored (`q2_status`, `q2_score`, `q2_verdict`,
+        `q2_reason`, `q2_spans`, ...), else None."""
         try:
-            return self.spans.get((response, self.knowledge_of(contexts)))
+            return self.records.get((response, self.knowledge_of(contexts)))
         except TypeError:  # an unhashable value: a bad sample, which has no spans
             return None
 
@@ -117,11 +104,12 @@ class Q2Faithfulness(SingleTurnMetric):
         )
         self.signature = scored.signature
         self.counts[scored.status] += 1
-        if scored.status != "bad":
-            try:
-                self.spans[(sample.response, knowledge)] = scored.response.span_details()
-            except TypeError:
-                pass
+        try:
+            self.records[(sample.response, knowledge)] = record_of(scored.result, scored.signature).to_dict(
+                "q2_"
+            )
+        except TypeError:  # an unhashable value (a bad sample): not looked up again
+            pass
         return scored.value
 
     async def _ascore(self, row: dict, callbacks: t.Any) -> float:
@@ -139,7 +127,7 @@ def evaluate(
     """`ragas.evaluate(dataset, metrics=[metric])` (a new `Q2Faithfulness(**options)` unless given;
     keywords that are no field of it go to its `options`), with `result.signature` (FULL),
     `result.counts` ({"scored", "empty", "bad"}) and `result.details` (per row of the dataset: its
-    `spans` and `unsupported_spans`, None for a bad sample) on the result."""
+    record, `details_of`) on the result."""
     import dataclasses
 
     import ragas
@@ -151,7 +139,7 @@ def evaluate(
         given = own.pop("options", None) or {}
         metric = Q2Faithfulness(**own, options={**given, **rest})
     metric.counts = {"scored": 0, "empty": 0, "bad": 0}
-    metric.spans = {}
+    metric.records = {}
     kwargs = {"run_config": run_config} if run_config is not None else {}
     result = ragas.evaluate(dataset, metrics=[metric], show_progress=show_progress, **kwargs)
     result.signature = metric.signature
@@ -163,4 +151,4 @@ def evaluate(
     return result
 
 
-__all__ = ["KEYWORDS", "Q2Faithfulness", "evaluate"]
+__all__ = ["Q2Faithfulness", "evaluate"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q2_metric.hub.card_text import PAPER
+from q2_metric.version import PAPER
 from q2_metric.hub.publish import PublishError, check_range
 
 FOLDER = ".eval_results"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from q2_metric.display import decide
-from q2_metric.hub.card_text import PAPER
+from q2_metric.version import PAPER
 from q2_metric.hub.publish import PublishError
 
 SCHEMA_VERSION = "0.3.0"

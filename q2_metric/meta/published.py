@@ -1,6 +1,6 @@
 """Published figures of the benchmarks `q2 meta-eval` measures, each with its source, table and
 the models behind it: the one table that the reports print beside the measured figures and that
-the Hub card shows (`render_markdown`). The Q² paper's own figures are `hub.card_text`'s.
+the Hub card shows (`render_markdown`). The Q² paper's own figures are `version`'s.
 
 `source` names where a figure was checked (a paper's table, or its authors' own repository or
 leaderboard); a figure whose table number could not be checked in its paper has `table` None, and
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from q2_metric.hub.card_text import PAPER, PAPER_ACCURACY, PAPER_SPEARMAN, PAPER_VALUES
+from q2_metric.version import PAPER, PAPER_ACCURACY, PAPER_SPEARMAN, PAPER_VALUES
 
 GRANITE = "Padhi et al., 2024, Granite Guardian (arXiv 2412.07724), on TRUE's sets (Honovich et al., 2022)"
 GRANITE_PDF = "github.com/ibm-granite/granite-guardian/blob/946455e/technical_report.pdf, Table 8"

@@ -52,7 +52,7 @@ def _true_caption(report: MetaEvalReport) -> str:
 
 def render_markdown(report: MetaEvalReport) -> str:
     """The report as Markdown tables, with the paper's figures beside Q², and the plots."""
-    from q2_metric.hub.card_text import PAPER_ACCURACY, PAPER_SPEARMAN, PAPER_VALUES
+    from q2_metric.version import PAPER_ACCURACY, PAPER_SPEARMAN, PAPER_VALUES
 
     t2 = report.table2
     lines = [

@@ -52,6 +52,40 @@ def flag_name(prefix: str = "--") -> Spelling:
     return lambda name: prefix + name.replace("_", "-")
 
 
+# The Q² option keywords an adapter takes by name (ragas, Inspect, LightEval, MLflow, DeepEval, Ray
+# Serve, Guardrails AI): the model folders and the device, and the keywords that choose the
+# configuration (`variant`, `tiny`, `batch_size`) or the engine's batch (`max_batch`). Any other
+# `Q2Config` option goes in the adapter's `options` mapping.
+RUNTIME_KEYWORDS = ("variant", "tiny", "batch_size", "max_batch")  # not `Q2Config` fields
+ADAPTER_KEYWORDS = (*RUNTIME_KEYWORDS, "qg_model", "qa_model", "nli_model", "device")
+
+
+def merge_options(
+    keywords: Mapping[str, Any], options: Any = None, spell: Spelling = python_name
+) -> dict[str, Any]:
+    """`options` (a mapping of Q² options, or None) with the `keywords` that are set (not None)
+    added: the one merge of every adapter. A name given both ways with different values, or
+    `options` that is no mapping, is one `Q2OptionError` sentence naming them as `spell` does."""
+    if options is None:
+        options = {}
+    if not isinstance(options, Mapping):
+        raise Q2OptionError(
+            f"Invalid Q² option {spell('options')}={options!r}: use a mapping of Q² options, "
+            f"e.g. {spell('options')}={{'tiny': True}}."
+        )
+    merged = dict(options)
+    for name, value in keywords.items():
+        if value is None:
+            continue
+        if name in merged and merged[name] != value:
+            raise Q2OptionError(
+                f"The Q² option {name} is given twice with different values ({spell(name)}={value!r} "
+                f"and {spell('options')}[{name!r}]={merged[name]!r}); give it once."
+            )
+        merged[name] = value
+    return merged
+
+
 def option_types() -> dict[str, Any]:
     """`Q2Config` field name -> its type hint."""
     return field_types()

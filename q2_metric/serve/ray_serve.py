@@ -11,12 +11,14 @@ single-item requests). See docs/serve.md.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from q2_metric import frontend
 from q2_metric.errors import Q2OptionError
-from q2_metric.serve.app import Limits, create_app
+from q2_metric.runtime.cache import runtime_config
+from q2_metric.serve.app import create_app
+from q2_metric.serve.limits import Limits
 
 DEFAULT_MAX_ONGOING = 128
 
@@ -30,21 +32,18 @@ def q2_deployment(
     ray_actor_options: Mapping[str, Any] | None = None,
 ) -> Any:
     """A bound Ray Serve application of the service: `options` are Q² options as Python names
-    (checked here, by the contract's options path, before anything is deployed: `tiny`, `variant`
-    and `batch_size` too), `limits` the service's (`Limits`)."""
+    (checked here, by the contract's options path, before anything is deployed: `tiny`, `variant`,
+    `batch_size` and `max_batch` too, as every adapter takes them), `limits` the service's
+    (`Limits`; `max_batch` in `options` sets its `max_batch`)."""
     from ray import serve
 
-    given = dict(options or {})
-    config = frontend.configure(
-        {k: v for k, v in given.items() if k not in ("tiny", "variant", "batch_size")},
-        variant=given.get("variant", "paper"),
-        tiny=given.get("tiny"),
-        batch_size=given.get("batch_size"),
-    )
+    config, max_batch = runtime_config(options)
     if max_ongoing_requests < 1 or num_replicas < 1:
         raise Q2OptionError("num_replicas and max_ongoing_requests must be integers >= 1.")
 
     limits = limits or Limits()
+    if max_batch is not None:
+        limits = dataclasses.replace(limits, max_batch=max_batch)
 
     def build_app() -> Any:  # on each replica: its own app, models and micro-batcher
         return create_app(config, limits)

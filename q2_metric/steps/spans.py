@@ -9,6 +9,11 @@ whole mention as written (see `results.Span`).
 
 Which spans are unsupported is decided by the span score alone (`results.Span`): below 1 (with
 NLI when on); no score changes here.
+
+What a reader sees, the same in every front-end: each span trimmed of the whitespace around it
+(its offsets moved so that `response[start:end] == text` still holds; the candidate, which the
+models read, is left as it was), and the spans in the order of the response (by start, then end;
+the spans of one occurrence keep their questions' order; spans without offsets last).
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ def response_spans(
     """
     from q2_metric.results import VALID
 
-    out = []
+    out: list[Span] = []
     for j, (cand, at) in enumerate(zip(candidates, offsets)):
         if at is None:
             start = end = None
@@ -79,6 +84,7 @@ def response_spans(
         else:
             (start, end), replaced = at, False
             text = original[start:end]
+        start, end, text = trimmed(start, end, text)
         valid = [t for t in questions if t.occurrence == j and t.status == VALID]
         if not valid:
             out.append(Span(start, end, text, cand, j, replaced=replaced))
@@ -102,7 +108,26 @@ def response_spans(
                     replaced=replaced,
                 )
             )
+    out.sort(key=lambda s: (s.start is None, s.start or 0, s.end or 0))  # stable: questions' order kept
     return out
+
+
+def trimmed(start: int | None, end: int | None, text: str) -> tuple[int | None, int | None, str]:
+    """A span's offsets and text without the whitespace around it (a span of whitespace only is
+    left as it is); offsets None stay None.
+
+    >>> trimmed(3, 13, " the show ")
+    (4, 12, 'the show')
+    >>> trimmed(None, None, "Oslo\\n"), trimmed(0, 2, "  ")
+    ((None, None, 'Oslo'), (0, 2, '  '))
+    """
+    inner = text.strip()
+    if not inner or inner == text:
+        return start, end, text
+    lead = len(text) - len(text.lstrip())
+    if start is None or end is None:
+        return start, end, inner
+    return start + lead, start + lead + len(inner), inner
 
 
 def locate_spans(pairs: Sequence[Pair]) -> None:

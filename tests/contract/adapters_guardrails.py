@@ -2,7 +2,8 @@
 in process, driven by Guardrails AI's own `Guard().use(...).validate(...)`, one response per call
 as a guarded application validates them. What the user sees is read back from the guard: each
 call's validation result (pass or fail, its error spans) and the facts the validator puts on it
-(`q2`, `q2_status`, `q2_signature`, `q2_spans`) in the guard's history.
+(its record: `q2_status`, `q2_score`, `q2_verdict`, `q2_reason`, `q2_spans`, `q2_signature`) in
+the guard's history.
 
 The NeMo Guardrails action relays the Q² service's verdict and scores nothing itself: it is in
 `frontends.NOT_SCORING`; so is the validator's service path (the service's own adapter scores).
@@ -50,16 +51,16 @@ class GuardrailsAI(Words):
     def _validator(self, options: dict[str, Any]) -> Any:
         quiet_guardrails()  # before Guardrails AI is imported
         from q2_metric.guardrails.guardrails_ai import Q2Consistency
-        from q2_metric.harness import batcher
+        from q2_metric.runtime import cache
 
-        batcher.reset_batchers()
+        cache.reset()
         return Q2Consistency(threshold=0.5, on_fail="noop", **options)
 
     def score(self, items: list[Item], tmp: Path) -> Report:
         from q2_metric.guardrails.guardrails_ai import KEY
 
         guard: Any = offline_guard(self._validator(self.base))
-        rows, spans, signature = [], [], ""
+        rows, spans, signature, verdicts, reasons = [], [], "", [], []
         for n, item in enumerate(items):
             outcome = guard.validate(item.response, metadata={"knowledge": item.knowledge})
             logs = guard.history.last.iterations.last.validator_logs
@@ -68,28 +69,30 @@ class GuardrailsAI(Words):
             facts = result.metadata or {}
             status = facts["q2_status"]
             assert outcome.validation_passed is (result.outcome == "pass")
+            verdicts.append(facts["q2_verdict"])
+            reasons.append(facts["q2_reason"])
             if status == "bad":
                 assert result.outcome == "fail"
                 rows.append(Row(KEY, "bad", None, result.error_message))  # the validator's name for it
                 spans.append(None)
                 continue
-            q2 = facts["q2"]
+            q2 = facts["q2_score"]
             rows.append(Row(f"item {n}", status, None if q2 is None or math.isnan(q2) else q2))
             spans.append(facts["q2_spans"])
             signature = facts["q2_signature"]
         counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
-        return Report(rows, counts, signature, spans)
+        return Report(rows, counts, signature, spans, verdicts, reasons)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
-        from q2_metric.harness import batcher
+        from q2_metric.runtime import cache
 
         try:
             self._validator(PythonAPI("guardrails", self.base).options_for(kind, tmp))
         except Q2Error as err:
             return str(err)
         finally:
-            batcher.reset_batchers()
+            cache.reset()
         raise AssertionError(f"{self.name} accepted {kind}")
 
     def write_inside_read(self, tmp: Path) -> str | None:

@@ -59,9 +59,9 @@ def _none(value: Any) -> float | None:
 
 
 def _reset() -> None:
-    from q2_metric.harness import batcher
+    from q2_metric.runtime import cache
 
-    batcher.reset_batchers()
+    cache.reset()
 
 
 @contextlib.contextmanager
@@ -167,11 +167,12 @@ class LmEval(Words):
                 key = line.split(" (", 1)[0].removeprefix("q2_dialogue: ")
                 rows.append(Row(key, "bad", None, line.removeprefix("q2_dialogue: ")))
         rows.sort(key=lambda r: int(r.key.split()[-1]))  # "doc N" (q2_wow) or "row N" (q2_dialogue)
+        reason_of = {s["q2"]["key"]: s["q2"]["reason"] for s in out["samples"][self.task]}
         counts = {k: int(results[f"{k},none"]) for k in ("scored", "empty", "bad")}
         # the full signature is in every sample record; the results (lm-eval's table) hold its short form
         (signature,) = {s["q2"]["signature"] for s in out["samples"][self.task]}
         assert results["signature,none"] == Signature.parse(signature).short()
-        return Report(rows, counts, signature)
+        return Report(rows, counts, signature, reasons=[reason_of.get(r.key, r.error) for r in rows])
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -202,6 +203,10 @@ class LmEvalEvaluate(LmEval):
     sample's record (`--log_samples`) holds that reply's compute result."""
 
     task: str = "q2_wow_evaluate"
+    records_reason: str | None = (
+        "each reply's record is `evaluate compute`'s result (its cell compares the reasons); "
+        "lm-eval keeps the scores"
+    )
     bad_item: str = "n/a"
     bad_item_reason: str = (
         "lm-eval calls `compute` once per reply, a one-item list: a non-text reply or knowledge is "
@@ -358,11 +363,15 @@ class Inspect(Words):
                     score.explanation if status == "bad" else None,
                 )
             )
-            signature = score.metadata["signature"]
+            signature = score.metadata["q2_signature"]
         metadata = log.results.scores[0].metadata
         assert metadata["q2_signature"] == signature
-        spans = [s.scores["q2"].metadata.get("spans") for s in sorted(log.samples, key=lambda s: s.id)]
-        return Report(rows, metadata["q2_counts"], signature, spans)
+        scores = [s.scores["q2"] for s in sorted(log.samples, key=lambda s: s.id)]
+        spans = [s.metadata["q2_spans"] if s.metadata["q2_status"] != "bad" else None for s in scores]
+        verdicts = [s.metadata["q2_verdict"] for s in scores]
+        reasons = [s.explanation for s in scores]
+        assert reasons == [s.metadata["q2_reason"] for s in scores]
+        return Report(rows, metadata["q2_counts"], signature, spans, verdicts, reasons)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -432,12 +441,14 @@ class Ragas(Words):
             rows,
             result.counts,
             str(result.signature),
-            [None if d is None else d["spans"] for d in result.details],
+            [None if d is None or d["q2_status"] == "bad" else d["q2_spans"] for d in result.details],
+            [None if d is None else d["q2_verdict"] for d in result.details],
+            [None if d is None else d["q2_reason"] for d in result.details],
         )
 
     @staticmethod
     def _keywords(options: dict[str, Any]) -> dict[str, Any]:
-        from q2_metric.harness.ragas_metric import KEYWORDS
+        from q2_metric.options import ADAPTER_KEYWORDS as KEYWORDS
 
         return {
             **{k: v for k, v in options.items() if k in KEYWORDS},

@@ -133,7 +133,10 @@ class LightEval(Words):
         (signature,) = {d.doc.specific["q2_signature"] for d in details}
         counts = {k: int(results[k]) for k in ("scored", "empty", "bad")}
         spans = [d.doc.specific["q2_spans"] for d in details]
-        return Report(rows, counts, signature, spans)
+        verdicts = [d.doc.specific["q2_verdict"] for d in details]
+        return Report(
+            rows, counts, signature, spans, verdicts, [d.doc.specific["q2_reason"] for d in details]
+        )
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error

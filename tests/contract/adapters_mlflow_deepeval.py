@@ -47,7 +47,7 @@ def offline_env(tmp: Path):
 
 
 def _keywords(options: dict[str, Any]) -> dict[str, Any]:
-    from q2_metric.harness.shared_batcher import KEYWORDS
+    from q2_metric.options import ADAPTER_KEYWORDS as KEYWORDS
 
     return {
         **{k: v for k, v in options.items() if k in KEYWORDS},
@@ -128,20 +128,24 @@ class Mlflow(Words):
                 result = mlflow.genai.evaluate(data=mlflow_rows(items), scorers=[scorer])
         finally:
             _reset()
-        rows, spans, signature = [], [], ""
+        rows, spans, signature, verdicts, reasons = [], [], "", [], []
         for n, fb in enumerate(mlflow_feedback(result)):
             value, error, meta = feedback_parts(fb)
             key = f"the row with inputs {{'turn': 'item {n}'}}"  # the inputs but the knowledge
             if error is not None:
                 rows.append(Row(key, "bad", None, error))
                 spans.append(None)
+                verdicts.append(None)
+                reasons.append(error)
                 continue
             rows.append(Row(key, meta["q2_status"], None if value is None else float(value)))
-            spans.append(json.loads(meta["spans"]))
-            signature = meta["signature"]
+            spans.append(json.loads(meta["q2_spans"]))
+            signature = meta["q2_signature"]
+            verdicts.append(meta["q2_verdict"])
+            reasons.append(meta["q2_reason"])
         counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
         assert counts == scorer.counts, (counts, scorer.counts)
-        return Report(rows, counts, signature, spans)
+        return Report(rows, counts, signature, spans, verdicts, reasons)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -233,15 +237,17 @@ def deepeval_report(result: Any, n: int) -> Report:
         (data,) = r.metrics_data
         logs = json.loads(data.verbose_logs)
         key = f"the test case with input {r.input!r}"
-        if logs["status"] == "bad":
+        if logs["q2_status"] == "bad":
             rows.append(Row(key, "bad", None, data.error))
             spans.append(None)
             continue
-        rows.append(Row(key, logs["status"], data.score))
-        spans.append(logs["spans"])
+        rows.append(Row(key, logs["q2_status"], data.score))
+        spans.append(logs["q2_spans"])
         signature = data.evaluation_model
     counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
-    return Report(rows, counts, signature, spans)
+    verdicts = [json.loads(r.metrics_data[0].verbose_logs)["q2_verdict"] for r in tests]
+    reasons = [r.metrics_data[0].reason for r in tests]
+    return Report(rows, counts, signature, spans, verdicts, reasons)
 
 
 def ml_adapters(base: dict[str, Any]) -> list:

@@ -69,6 +69,10 @@ class ParlAI:
         }
     )
     foreign_words: tuple = ("(--qg-model)",)
+    records_reason: str | None = (
+        "ParlAI's report holds the metric's figures; its explain file is compared with q2 score "
+        "by tests/integration/test_parlai*.py"
+    )
 
     def option_word(self, kind: str) -> str:
         return self.words[kind]

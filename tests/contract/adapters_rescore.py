@@ -71,6 +71,7 @@ class Q2Rescore(Words):
             {"scored": s["num_scored"], "empty": s["num_empty"], "bad": s["num_bad"]},
             s["signature"],
             [None if rec["status"] == "bad" else rec["spans"] for rec in records],
+            reasons=[rec.get("reason") or rec.get("error") for rec in records],
         )
 
     def option_flags(self, kind: str, tmp: Path) -> list[str]:

@@ -41,7 +41,8 @@ class Q2Serve(Words):
         rows = [Row(f"item {e['id']}", e["status"], e["score"], e["error"]) for e in out["results"]]
         counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
         spans = [None if e["status"] == "bad" else e["spans"] for e in out["results"]]
-        return Report(rows, counts, out["signature"], spans)
+        verdicts = [e["verdict"] for e in out["results"]]
+        return Report(rows, counts, out["signature"], spans, verdicts, [e["reason"] for e in out["results"]])
 
     def refusal(self, kind: str, tmp: Path) -> str:
         extra = {

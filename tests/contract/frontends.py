@@ -16,6 +16,8 @@ An adapter drives its front-end the way a user does and reads back what the user
   (a list API: the call is refused before any model work, naming the item and the field);
 - `spans_reason`: None when `score`'s report carries the spans the front-end shows (issue 43),
   else why it shows none;
+- `records_reason`: None when `score`'s report carries each row's verdict word and reason sentence
+  (the front-end's record), else why it shows none;
 - `write_inside_read(tmp)`: the sentence refusing an output placed inside something read (the QG
   model folder), or None when the front-end writes nothing.
 Options are the same for every adapter (`BASE`: the tiny models, greedy short questions), each
@@ -54,6 +56,10 @@ class Report:
     # per row, its spans as the front-end shows them (dicts with at least start, end, text; None for
     # a bad row); None when the front-end shows no details (its adapter's `spans_reason` says why)
     spans: list | None = None
+    # per row, its verdict word and its reason sentence as the front-end shows them (its record,
+    # `frontend.Record`); None when it shows none (its adapter's `records_reason` says why)
+    verdicts: list | None = None
+    reasons: list | None = None
 
 
 @dataclass
@@ -195,9 +201,9 @@ class PythonAPI(Words):
             Row(f"item {n}", "scored" if r.scored else "empty", _nan_to_none(r.q2))
             for n, r in enumerate(result.responses)
         ]
-        return Report(
-            rows, result.counts, str(result.signature), [r.span_details()["spans"] for r in result.responses]
-        )
+        spans = [r.span_details()["spans"] for r in result.responses]
+        reasons = [r.reason for r in result.responses]
+        return Report(rows, result.counts, str(result.signature), spans, reasons=reasons)
 
     def options_for(self, kind: str, tmp: Path) -> dict[str, Any]:
         return {
@@ -284,7 +290,8 @@ class EvaluateModule(Words):
         out = self._compute(items, self.base)
         rows = [Row(f"item {n}", "empty" if q is None else "scored", q) for n, q in enumerate(out["scores"])]
         counts = {"scored": out["num_scored"], "empty": out["num_skipped"], "bad": 0}
-        return Report(rows, counts, out["signature"], [d["spans"] for d in out["details"]])
+        reasons = [d["reason"] for d in out["details"]]
+        return Report(rows, counts, out["signature"], [d["spans"] for d in out["details"]], reasons=reasons)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -378,11 +385,12 @@ class Q2Score(Words):
         )
         code, _, err = run_q2(self._argv(source, out, summary, flags(self.base)))
         assert code in (0, 3), err[-3000:]
-        rows = []
+        rows, reasons = [], []
         for n, line in enumerate(out.read_text(encoding="utf-8").splitlines(), 1):
             rec = json.loads(line)
             status = "bad" if rec.get("error") else "empty" if rec.get("q2") is None else "scored"
             rows.append(Row(f"line {n}", status, _nan_to_none(rec.get("q2")), rec.get("error") or None))
+            reasons.append(rec.get("error") or rec.get("reason"))
         s = json.loads(summary.read_text(encoding="utf-8"))
         counts = {"scored": s["num_scored"], "empty": s["num_skipped"], "bad": s["num_bad_rows"]}
         spans = [
@@ -391,7 +399,7 @@ class Q2Score(Words):
                 json.loads, summary.with_name("spans.jsonl").read_text(encoding="utf-8").splitlines()
             )
         ]
-        return Report(rows, counts, s["signature"], spans)
+        return Report(rows, counts, s["signature"], spans, reasons=reasons)
 
     def option_flags(self, kind: str, tmp: Path) -> list[str]:
         return (
@@ -437,6 +445,9 @@ class Q2Agree(Q2Score):
     spans_reason: str | None = (
         "its outputs compare two runs (scores, decisions, how many questions, answers and "
         "labels differ); they show no spans"
+    )
+    records_reason: str | None = (
+        "its outputs compare two runs' scores and decisions; they show no reason sentence per row"
     )
 
     def _argv(self, source: Path, out: Path, summary: Path | None, options: list[str]) -> list[str]:
@@ -531,9 +542,10 @@ class SpaceFunction(Words):
         from q2_metric.hub.space import score_or_message
 
         scorer = self._scorer(self.base)
-        rows, signature, spans = [], "", []
+        rows, signature, spans, reasons = [], "", [], []
         for item in items:
-            score, _reason, page, _, sig, message = score_or_message(item.response, item.knowledge, scorer)
+            score, reason, page, _, sig, message = score_or_message(item.response, item.knowledge, scorer)
+            reasons.append(reason)
             if message.startswith("**Not scored:**"):
                 rows.append(Row("the request", "bad", None, message))
                 spans.append(None)
@@ -544,7 +556,7 @@ class SpaceFunction(Words):
                 signature = sig
                 spans.append(marked_spans(page))
         counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
-        return Report(rows, counts, signature, spans)
+        return Report(rows, counts, signature, spans, reasons=reasons)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -596,6 +608,10 @@ class BenchmarkColumn(Words):
     foreign_words: tuple = ("qg_model (--qg-model)",)
     # a set with gold spans (RAGTruth's) gets Q²'s spans beside its scores, OUT/q2/NAME.spans.jsonl
     spans_reason: str | None = None
+    records_reason: str | None = (
+        "a column of scores for the meta-evaluation's tables; its decisions are the tables' own "
+        "(at each threshold), with no reason per row"
+    )
 
     def _args(self, options: dict[str, Any], tmp: Path) -> argparse.Namespace:
         values = dict(

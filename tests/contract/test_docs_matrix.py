@@ -22,6 +22,7 @@ TESTS = {
     "signature": "test_signature",
     "outputs": "test_outputs",
     "spans": "test_spans",
+    "records": "test_records",
 }
 
 
@@ -31,6 +32,8 @@ def expected_cell(name: str, guarantee: str) -> str:
         return "n/a: " + adapter.bad_item_reason
     if guarantee == "spans" and getattr(adapter, "spans_reason", None):
         return "n/a: " + adapter.spans_reason
+    if guarantee == "records" and getattr(adapter, "records_reason", None):
+        return "n/a: " + adapter.records_reason
     if guarantee == "outputs" and getattr(adapter, "writes", True) is False:
         return "n/a: writes no file"
     test = f"`{TESTS[guarantee]}[{name}]`"

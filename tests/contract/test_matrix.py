@@ -9,15 +9,22 @@ among good ones is reported with its own identity while the others are scored (a
 the call naming the item, before any model work); empty replies and knowledge are unscored and
 counted; scores equal `q2 score`'s row by row; the full signature is in the result; an output
 placed inside something read is refused; where the front-end shows details, the spans (issue 43)
-equal `q2 score --spans`'s row by row and each lies in its response (`response[start:end] == text`).
+equal `q2 score --spans`'s row by row and each lies in its response (`response[start:end] == text`);
+where it shows each item's record (`frontend.Record`), the verdict words, the reason sentences and
+the spans' reason phrases are `q2 score --threshold 0.5`'s, in process and through the service
+(the Guardrails AI validator and the NeMo Guardrails action against a real `q2 serve`).
 
 Expected values: the statuses and counts follow from the items as written here; the scores are
-`q2 score`'s (the reference front-end), the signature the engine's for the same options.
+`q2 score`'s (the reference front-end), the signature the engine's for the same options; the
+verdicts are `q2 score --threshold`'s decisions (`unverified` where it has none: fail closed), the
+reasons its `reason` column, and each span's phrase follows from its answers and labels in
+`q2 score --spans` by the rule docs/spans.md states (written out here, `SPAN_PHRASE`).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import pytest
@@ -30,8 +37,11 @@ from contract.frontends import (
     Item,
     adapters,
     base_options,
+    flags,
     no_model_loads,
     registry,
+    run_q2,
+    write_jsonl,
 )
 
 GUARANTEES = (
@@ -43,6 +53,7 @@ GUARANTEES = (
     "signature",
     "outputs",
     "spans",
+    "records",
 )
 _NAMES = {"qg": "/qg", "qa": "/qa", "nli": "/nli"}
 ALL = {
@@ -262,3 +273,141 @@ def test_spans(name, reports, fronts, with_empties):
                 for a, b in zip(mine, theirs)
                 if a["score"] is not None
             )
+
+
+# -- one record: the same verdict words and reason sentences everywhere ----------------------------
+
+THRESHOLD = 0.5  # the default of every front-end that decides
+
+
+def span_phrase(span: dict) -> str:
+    """A span's phrase from its fields in `q2 score --spans`, by the rule docs/spans.md states."""
+    if span["supported"] is None:
+        return "no valid question"
+    if span["knowledge_has_answer"] is False:
+        return "not answered by the knowledge"
+    if span["f1"] is not None and span["f1"] >= 1.0:
+        return "answered the same way from the knowledge"
+    if span["nli_label"] == "entailment":
+        return "answered differently but entailed (NLI)"
+    if span["nli_label"] == "contradiction":
+        return "contradicted"
+    if not span["f1"]:
+        return "answered with no word in common (token F1 0, NLI neutral)"
+    return "partly matched (token F1, NLI neutral)"
+
+
+@pytest.fixture(scope="module")
+def decided(with_empties, tiny_models, tmp_path_factory):
+    """`q2 score --threshold 0.5 --spans` on `with_empties`: per row, (verdict, reason, the phrases
+    of its spans)."""
+    tmp = tmp_path_factory.mktemp("decided")
+    source = write_jsonl(tmp / "in" / "items.jsonl", with_empties)
+    out, summary, spans = tmp / "out.jsonl", tmp / "summary.json", tmp / "spans.jsonl"
+    code, _, err = run_q2(
+        ["score", str(source), "-o", str(out), "--summary", str(summary), "--spans", str(spans)]
+        + ["--no-cache", "--no-progress", "--threshold", str(THRESHOLD), *flags(base_options(tiny_models))]
+    )
+    assert code == 0, err[-3000:]
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    details = [json.loads(line) for line in spans.read_text(encoding="utf-8").splitlines()]
+    verdicts = [r["decision"] or "unverified" for r in rows]
+    reasons = [r["reason"] for r in rows]
+    phrases = [[span_phrase(s) for s in d["spans"]] for d in details]
+    # rows worth comparing: every verdict word but one at least, reasons that differ, span phrases
+    assert len(set(verdicts)) >= 2 and "unverified" in verdicts and len(set(reasons)) >= 4, (
+        verdicts,
+        reasons,
+    )
+    assert len({p for row in phrases for p in row}) >= 2, phrases
+    return verdicts, reasons, phrases
+
+
+@pytest.mark.parametrize("name", _params())
+def test_records(name, reports, fronts, decided):
+    adapter = fronts[name]
+    report = reports(name)
+    if report.verdicts is None and report.reasons is None:
+        reason = getattr(adapter, "records_reason", None)
+        assert reason, f"{name}'s report carries no verdicts nor reasons, and its adapter says not why"
+        pytest.skip(reason)
+    verdicts, reasons, phrases = decided
+    if report.verdicts is not None:
+        assert report.verdicts == verdicts
+    if report.reasons is not None:
+        assert report.reasons == reasons
+    if report.spans is not None and any(s and "reason" in s[0] for s in report.spans):
+        assert [[s["reason"] for s in row or []] for row in report.spans] == phrases
+
+
+def _guard_outcomes(validator, items) -> list[dict]:
+    """Each item through Guardrails AI's own `Guard.validate`: what the guard says of it."""
+    from support.guardrails import offline_guard
+
+    guard = offline_guard(validator)
+    out = []
+    for item in items:
+        outcome = guard.validate(item.response, metadata={"knowledge": item.knowledge})
+        (log,) = guard.history.last.iterations.last.validator_logs
+        result = log.validation_result
+        facts = dict(result.metadata or {})
+        out.append(
+            {
+                "passed": outcome.validation_passed,
+                "verdict": facts["q2_verdict"],
+                "reason": facts["q2_reason"],
+                "score": facts["q2_score"],
+                "spans": [(s["start"], s["end"], s["text"], s["reason"]) for s in facts["q2_spans"]],
+                "message": getattr(result, "error_message", None),
+                "error_spans": [
+                    (e.start, e.end, e.reason) for e in getattr(result, "error_spans", None) or []
+                ],
+            }
+        )
+    return out
+
+
+def test_guardrails_in_process_and_through_the_service_say_the_same(fronts, with_empties, decided, tmp_path):
+    """The Guardrails AI validator in process and against a real `q2 serve` (its `service_url`),
+    and the NeMo Guardrails action against the same service: the same verdicts, reasons, messages
+    and span reasons, and those of `q2 score --threshold 0.5`."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from support.serve import q2_serve
+
+    from q2_metric.guardrails.guardrails_ai import Q2Consistency
+    from q2_metric.guardrails.nemo import q2_check_consistency
+
+    verdicts, reasons, phrases = decided
+    adapter = fronts["guardrails guardrails_ai"]
+    in_process = _guard_outcomes(adapter._validator(adapter.base), with_empties)
+    with q2_serve(flags(adapter.base), tmp_path) as server:
+        served = _guard_outcomes(
+            Q2Consistency(threshold=THRESHOLD, service_url=server.url, on_fail="noop"), with_empties
+        )
+        config = SimpleNamespace(custom_data={"q2": {"url": server.url, "threshold": THRESHOLD}})
+
+        async def nemo_all():
+            return [
+                await q2_check_consistency(
+                    {"bot_message": i.response, "relevant_chunks": i.knowledge}, config
+                )
+                for i in with_empties
+            ]
+
+        nemo = asyncio.run(nemo_all())
+    assert [o["verdict"] for o in in_process] == [o["verdict"] for o in served] == verdicts
+    assert [o["reason"] for o in in_process] == [o["reason"] for o in served] == reasons
+    assert [[s[3] for s in o["spans"]] for o in in_process] == phrases
+    for mine, theirs in zip(in_process, served):
+        assert mine["spans"] == theirs["spans"] and mine["error_spans"] == theirs["error_spans"]
+        assert (mine["passed"], mine["message"]) == (theirs["passed"], theirs["message"])
+        assert mine["score"] == theirs["score"] or math.isclose(mine["score"], theirs["score"], rel_tol=1e-12)
+    # the guard's failures carry a message, and an error span per unsupported span (or the whole text)
+    assert any(o["error_spans"] for o in in_process) and any(o["passed"] for o in in_process) is (
+        "consistent" in verdicts
+    )
+    assert [r.context_updates["q2_verdict"] for r in nemo] == verdicts
+    assert [r.context_updates["q2_reason"] for r in nemo] == reasons
+    assert [r.return_value for r in nemo] == [v == "consistent" for v in verdicts]

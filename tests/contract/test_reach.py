@@ -122,14 +122,14 @@ def test_the_door_check_sees_a_direct_call(tmp_path):
 # Scoring's door (issue 49): a front-end scores through `frontend.score_items` (items in, an
 # `Outcome` out: validation, statuses and counts in one place), never by calling `Q2Scorer.score`
 # itself (11 such calls in 7 front-end modules before). A call `<receiver>.score(...)` is allowed
-# where the receiver is the harness batcher (its `score` goes through `score_items`) and where
+# where the receiver is the runtime's micro-batcher (its `score` goes through `score_checked`) and where
 # listed here with its reason.
 SCORE_ALLOWED = {
     ("q2_metric/meta/baselines.py", "bert_score"): "BERTScore's own function (a baseline), not a Q² scorer",
     (
-        "q2_metric/serve/app.py",
+        "q2_metric/serve/service.py",
         "micro",
-    ): "the harness's micro-batcher (AsyncBatcher): its score goes through score_items",
+    ): "the runtime's micro-batcher (MicroBatcher): its score goes through score_checked",
 }
 
 

@@ -17,7 +17,7 @@ from support.files import snapshot
 
 import q2_metric
 from q2_metric import Q2InputError
-from q2_metric.hub import card_text
+from q2_metric import version as card_text
 
 KEYS = {
     "q2",

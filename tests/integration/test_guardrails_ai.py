@@ -45,13 +45,13 @@ def expected(pairs, environ, tmp_path_factory) -> list[dict]:
 
 @pytest.fixture
 def in_process(environ, monkeypatch):
-    from q2_metric.harness import batcher
+    from q2_metric.runtime import cache
 
     set_in_process(monkeypatch, environ)
     quiet_guardrails()
-    batcher.reset_batchers()
+    cache.reset()
     yield
-    batcher.reset_batchers()
+    cache.reset()
 
 
 def _check(guard, pairs, expected) -> None:

@@ -126,7 +126,7 @@ def test_lm_eval_batches_the_engine_and_loads_models_once(harness_tiny, tmp_path
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from q2_metric.harness import batcher
+    from q2_metric.runtime import cache
 
     set_in_process(monkeypatch, env(harness_tiny["q2"], tmp_path))
     calls, loads = count_engine(monkeypatch)
@@ -159,8 +159,8 @@ def test_lm_eval_batches_the_engine_and_loads_models_once(harness_tiny, tmp_path
     stages = {name for c in calls for name in c}
     for name in stages:
         assert sum(c.count(name) for c in calls) <= expected_calls, name
-    (harness_batcher,) = batcher.batchers()
-    assert harness_batcher.replies == n + 3
+    (engine,) = cache.engines()
+    assert engine.replies == n + 3
     for task in ("q2_wow", "q2_dialogue"):
         assert out["results"][task]["signature,none"].startswith("q2:")
 

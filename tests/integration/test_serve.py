@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import time
 
 import httpx
@@ -170,5 +171,81 @@ def test_sigterm_answers_every_accepted_request_and_exits_0(tiny_models, tmp_pat
         assert all(isinstance(r, httpx.Response) and r.status_code == 200 for r in answered), answered
         assert all(len(r.json()["results"]) == 4 for r in answered)
         assert s.proc.wait(60) == 0, s.log.read_text()
+        lines = [line for line in s.log.read_text().splitlines() if line.startswith("q2 serve: ")]
+        assert lines[-2].startswith("q2 serve: stopping (requests in flight get up to 30 s)"), lines
+        assert (
+            lines[-1] == "q2 serve: stopped" and '"POST /v1/score' not in s.log.read_text()
+        )  # no access log
         with pytest.raises(httpx.ConnectError):
             httpx.post(s.url + "/v1/score", json=pairs[0], timeout=10)
+
+
+def _stalled(url: str, headers_only: bool = False) -> socket.socket:
+    """A client that sends a request's headers and 12 of its 100 bytes of body (or only part of
+    its headers), then nothing."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    head = b"POST /v1/score HTTP/1.1\r\nHost: q2\r\nContent-Type: application/json\r\n"
+    sock.sendall(head if headers_only else head + b"Content-Length: 100\r\n\r\n" + b'{"response":')
+    return sock
+
+
+def _answer(sock: socket.socket) -> bytes:
+    """What the server sends before it closes the connection."""
+    got = b""
+    while chunk := sock.recv(65536):
+        got += chunk
+    return got
+
+
+def test_the_edges_stalled_body_oversized_request_and_bodies_that_are_not_json_text(
+    tiny_models, tmp_path, pairs
+):
+    flags = tiny_flags(tiny_models, "--max-queue", "4", "--read-timeout", "1", "--access-log")
+    with q2_serve(flags, tmp_path) as s:
+        # a body that stalls after 12 of its 100 bytes: 408 within the read timeout, then closed
+        sock = _stalled(s.url)
+        start = time.perf_counter()
+        got = _answer(sock)
+        sock.close()
+        assert time.perf_counter() - start < 10
+        assert got == b"" or got.startswith(b"HTTP/1.1 408"), got[:200]
+        # more items than the queue can ever hold: 413 at once, no Retry-After (a retry cannot succeed)
+        start = time.perf_counter()
+        many = httpx.post(s.url + "/v1/score", json={"items": [pairs[0]] * 5}, timeout=60)
+        assert many.status_code == 413 and time.perf_counter() - start < 5
+        assert "at most 4" in many.json()["error"] and "retry-after" not in many.headers
+        # bodies the JSON reader cannot take: one 422 sentence each, before any scoring
+        calls = s.metric("q2_serve_batch_size_count")
+        deep = httpx.post(s.url + "/v1/score", content=b"[" * 100_000, timeout=60)
+        lone = b'{"id": "\\ud800", "response": "Bob Ross.", "knowledge": "Bob Ross."}'
+        surrogate = httpx.post(s.url + "/v1/score", content=lone, timeout=60)
+        for reply in (deep, surrogate):
+            assert reply.status_code == 422 and "\n" not in reply.json()["error"], reply.text
+            assert reply.headers["content-type"] == "application/json"
+        assert "nests deeper" in deep.json()["error"] and "lone surrogate" in surrogate.json()["error"]
+        assert s.metric("q2_serve_batch_size_count") == calls
+        assert s.metric("q2_serve_requests_total", code="422") == 2
+        assert s.metric("q2_serve_requests_total", code="413") == 1
+        assert s.metric("q2_serve_requests_total", code="408") in (0, 1)  # counted if it was sent
+        assert s.metric("q2_serve_requests_total", code="200") == 0
+        log = s.log.read_text()
+        assert "q2 serve: ready (models loaded and warmed; q2:" in log
+        assert (
+            '"POST /v1/score HTTP/1.1" 413' in log and '"POST /v1/score HTTP/1.1" 422' in log
+        )  # the access log
+
+
+def test_sigterm_ends_within_the_drain_time_whatever_a_client_does(tiny_models, tmp_path, pairs):
+    flags = tiny_flags(tiny_models, "--read-timeout", "600", "--drain-timeout", "2")
+    with q2_serve(flags, tmp_path) as s:
+        stalled = [_stalled(s.url), _stalled(s.url, headers_only=True)]
+        time.sleep(0.5)  # both connected and read
+        start = time.perf_counter()
+        s.proc.send_signal(signal.SIGTERM)
+        code = s.proc.wait(60)
+        took = time.perf_counter() - start
+        for sock in stalled:
+            sock.close()
+        assert code == 0, s.log.read_text()
+        assert took < 15, f"the stop took {took:.1f} s with a drain time of 2 s"

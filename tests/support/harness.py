@@ -101,9 +101,9 @@ def count_engine(monkeypatch) -> tuple[list[list[str]], list[int]]:
     """From now on, record every engine call (the stages it ran) and every scorer built (a model
     load); the harnesses' engines are dropped first, so the next run builds its own."""
     import q2_metric
-    from q2_metric.harness import batcher
+    from q2_metric.runtime import cache
 
-    batcher.reset_batchers()
+    cache.reset()
     calls: list[list[str]] = []
     loads: list[int] = []
     # the engine's one door: `score` checks its lists and calls it; the contract calls it directly

@@ -13,6 +13,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+GOOD = {"response": "Bob Ross hosted the show.", "knowledge": "Bob Ross hosted the show."}
+
+
+def app_client(scorer: Any = None, **limits: Any) -> Any:
+    """FastAPI's test client of the real `q2 serve` app (in process) over `scorer` (default: the
+    scripted one) under `limits`; use it in a `with` block, and `ready(client)` first."""
+    from fastapi.testclient import TestClient
+
+    from q2_metric.config import Q2Config
+    from q2_metric.serve.app import create_app
+    from q2_metric.serve.limits import Limits
+    from q2_metric.testing.scripted import scripted_scorer
+
+    scorer = scorer if scorer is not None else scripted_scorer()
+    return TestClient(create_app(Q2Config(), Limits(**limits), scorer=scorer), raise_server_exceptions=False)
+
+
+def ready(client: Any) -> None:
+    """Waits until the in-process app's models are loaded (its /ready answers 200)."""
+    deadline = time.time() + 60
+    while client.get("/ready").status_code != 200:
+        assert time.time() < deadline, client.get("/ready").text
+        time.sleep(0.02)
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -90,7 +114,8 @@ def q2_service(scorer: Any, *, api_key: str | None = None, threshold: float = 0.
     import httpx
     import uvicorn
 
-    from q2_metric.serve.app import Limits, create_app
+    from q2_metric.serve.app import create_app
+    from q2_metric.serve.limits import Limits
 
     app = create_app(scorer.config, Limits(api_key=api_key, threshold=threshold), scorer=scorer)
     port = free_port()

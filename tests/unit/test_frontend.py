@@ -9,18 +9,23 @@ import math
 
 import pytest
 
-from q2_metric.errors import ModelNotAvailable, Q2Error, Q2OptionError, Q2UnknownOption
+from q2_metric.errors import ModelNotAvailable, Q2Error, Q2InputError, Q2OptionError, Q2UnknownOption
 from q2_metric.frontend import (
+    VERDICTS,
     Item,
     ItemResult,
     Outcome,
+    Record,
+    SpanRecord,
     check_models,
     check_options,
     configure,
     guard,
     model_words,
+    record_of,
     score_items,
     validate_items,
+    verdict_of,
 )
 from q2_metric.options import flag_name, python_name
 from q2_metric.scorer import Q2Scorer
@@ -172,3 +177,135 @@ def test_outcome_as_result_is_the_engine_result_of_its_items():
     assert bad.first_error() == "item 1: field 'knowledge' must be a string, got int."
     with pytest.raises(Q2Error, match=r"^item 1: field 'knowledge' must be a string, got int\.$"):
         bad.as_result()
+
+
+# -- the one result record ------------------------------------------------------------------------
+
+
+def test_the_verdict_words_and_the_one_rule():
+    assert VERDICTS == ("consistent", "inconsistent", "unverified")
+    assert verdict_of("scored", 0.75, 0.5) == "consistent"
+    assert verdict_of("scored", 0.5, 0.5) == "inconsistent"  # at the threshold: not above it
+    assert verdict_of("scored", 0.0, 0.0) == "inconsistent"
+    assert verdict_of("scored", float("nan"), 0.5) == "unverified"  # fail closed
+    assert verdict_of("empty", None, 0.5) == "unverified"
+    assert verdict_of("bad", 1.0, 0.5) == "unverified"  # a bad item's number is never trusted
+
+
+# "Oslo saw Bob Ross." : O0 s1 l2 o3 ' '4 s5 a6 w7 ' '8 B9 o10 b11 ' '12 R13 o14 s15 s16 .17
+OSLO = "Oslo saw Bob Ross."
+
+
+def test_record_of_each_status_by_hand():
+    # scripted rules: each capitalised run is a candidate asked "what about X?"; the knowledge answers
+    # X when it holds X (span score 1), else nothing (0): Bob Ross yes, Oslo no -> Q² 1/2
+    out = score_items(
+        scripted_scorer(),
+        [Item("row 1", OSLO, "Bob Ross hosted the show."), Item("row 2", "  ", GOOD), Item("row 3", 7, GOOD)],
+    )
+    scored, empty, bad = out.records(threshold=0.25)
+    assert scored.key == "row 1" and scored.status == "scored"
+    assert scored.score == 0.5 and scored.q2_no_nli == 0.5 and scored.verdict == "consistent"
+    assert (
+        scored.reason
+        == "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge."
+    )
+    assert scored.spans == (
+        SpanRecord(
+            0,
+            4,
+            "Oslo",
+            "Oslo",
+            False,
+            0.0,
+            "not answered by the knowledge",
+            "what about Oslo?",
+            ("Oslo", ""),
+        ),
+        SpanRecord(
+            9,
+            17,
+            "Bob Ross",
+            "Bob Ross",
+            True,
+            1.0,
+            "answered the same way from the knowledge",
+            "what about Bob Ross?",
+            ("Bob Ross", "Bob Ross"),
+        ),
+    )
+    assert scored.error is None and scored.signature == str(out.signature) and scored.consistent
+    assert out.records()[0].verdict == "inconsistent"  # 0.5 is not above the default 0.5
+    assert (empty.status, empty.score, empty.q2_no_nli, empty.verdict, empty.spans) == (
+        "empty",
+        None,
+        None,
+        "unverified",
+        (),
+    )
+    assert empty.reason == "Not scored: empty response." and empty.error is None and not empty.consistent
+    message = "row 3: field 'response' must be a string, got int."
+    assert (bad.status, bad.score, bad.verdict, bad.reason, bad.error) == (
+        "bad",
+        None,
+        "unverified",
+        message,
+        message,
+    )
+
+
+def test_record_to_dict_with_a_prefix_and_back():
+    span = SpanRecord(0, 4, "Oslo", "Oslo", None, None, "no valid question")
+    record = Record("row 1", "scored", 0.25, 0.5, "inconsistent", "Why.", (span,), None, "q2:sig")
+    assert record.to_dict("q2_") == {
+        "q2_status": "scored",
+        "q2_score": 0.25,
+        "q2_no_nli": 0.5,  # not q2_q2_no_nli
+        "q2_verdict": "inconsistent",
+        "q2_reason": "Why.",
+        "q2_spans": [
+            {
+                "start": 0,
+                "end": 4,
+                "text": "Oslo",
+                "candidate": "Oslo",
+                "supported": None,
+                "score": None,
+                "reason": "no valid question",
+                "question": None,
+                "answers": [None, None],
+            }
+        ],
+        "q2_error": None,
+        "q2_signature": "q2:sig",
+    }
+    assert record.to_dict(spans=False)["spans"] == [] and list(record.to_dict()) == [
+        "status",
+        "score",
+        "q2_no_nli",
+        "verdict",
+        "reason",
+        "spans",
+        "error",
+        "signature",
+    ]
+    assert Record.from_dict(record.to_dict("q2_"), "row 1", prefix="q2_") == record
+    assert Record.from_dict(record.to_dict(), "row 1") == record
+
+
+def test_record_from_a_reply_off_its_shape_is_one_sentence():
+    with pytest.raises(
+        Q2InputError, match=r"^item 0: no status and verdict among consistent, inconsistent, unverified\.$"
+    ):
+        Record.from_dict({"status": "scored", "verdict": "fine"}, "item 0")
+    with pytest.raises(Q2InputError, match=r"^item 0: its spans are not a list of span objects\.$"):
+        Record.from_dict({"status": "scored", "verdict": "consistent", "spans": [3]}, "item 0")
+
+
+def test_record_of_a_result_with_nan_scores():
+    from q2_metric.results import ResponseScore
+
+    nan = float("nan")
+    result = ItemResult("k", "scored", ResponseScore(0, nan, nan, reason="Not scored: no valid question."))
+    record = record_of(result, "sig", 0.5)
+    assert (record.score, record.q2_no_nli, record.verdict) == (None, None, "unverified")

@@ -1,10 +1,12 @@
 """The package's layers: data flows downward, and nothing imports in a circle.
 
-Core (the engine: the top-level modules, `steps/`, `models/`, `io/`) never imports a front-end
-(`cli/`, `meta/`, `hub/`, `corpus/`, `harness/`, `guardrails/`, the `evaluate` module
-`q2_metric.q2_metric`) nor the
-test aids (`testing/`); the rules in `steps/` import no model backend, reader or scorer; nothing of
-`q2_metric` imports `parlai_ext`; and no module but a package `__init__` passes on names it imported.
+Three layers: the front-ends (`cli/`, `meta/`, `hub/`, `corpus/`, `harness/`, `guardrails/`,
+`serve/`, the `evaluate` module `q2_metric.q2_metric`, and the test aids `testing/`) -> the contract
+(`q2_metric.frontend`) and the runtime (`q2_metric.runtime`: batching, the engine thread) -> the
+engine (the other top-level modules, `steps/`, `models/`, `io/`). No layer imports one above it; no
+front-end imports another front-end (the CLI, which runs them all, may); the rules in `steps/`
+import no model backend, reader or scorer; nothing of `q2_metric` imports `parlai_ext`; and no
+module but a package `__init__` passes on names it imported.
 
 The import graph is read from the source files with `ast` (nothing of the package is imported):
 every `import` and `from ... import` of a `q2_metric` module, at module level or inside a function
@@ -25,6 +27,8 @@ from support.data import ROOT
 
 PACKAGE = ROOT / "q2_metric"
 FRONT_ENDS = ("cli", "meta", "hub", "corpus", "harness", "guardrails", "serve", "q2_metric", "testing")
+MIDDLE = ("frontend", "runtime")  # the contract and the runtime
+RANK = {"core": 0, "middle": 1, "front": 2}
 
 
 def module_names(root: Path = PACKAGE) -> dict[str, Path]:
@@ -128,39 +132,76 @@ def test_the_walker_finds_a_circle_and_reads_the_real_edges(tmp_path):
 
 
 def layer(module: str, package: str = "q2_metric") -> str:
-    """`front` for a front-end or test aid, `init` for the package itself, else `core`."""
+    """`front` for a front-end or test aid, `middle` for the contract and the runtime, `init` for
+    the package itself, else `core` (the engine)."""
     if module == package:
         return "init"
     first = module.split(".")[1]
-    return "front" if first in FRONT_ENDS else "core"
+    return "front" if first in FRONT_ENDS else "middle" if first in MIDDLE else "core"
+
+
+def front_end(module: str) -> str:
+    """The front-end a module belongs to (its folder under the package, or the module itself)."""
+    return module.split(".")[1]
 
 
 def upward_imports(graph: dict[str, set[str]], package: str = "q2_metric") -> list[tuple[str, str]]:
-    """(core module, front-end module it imports), for every such edge."""
+    """(module, module of a higher layer it imports), for every such edge."""
     return sorted(
         (m, d)
         for m, deps in graph.items()
-        if layer(m, package) == "core"
+        if layer(m, package) in RANK
         for d in deps
-        if layer(d, package) == "front"
+        if layer(d, package) in RANK and RANK[layer(d, package)] > RANK[layer(m, package)]
     )
 
 
-def test_core_imports_no_front_end():
+def sideways_imports(graph: dict[str, set[str]], package: str = "q2_metric") -> list[tuple[str, str]]:
+    """(front-end module, module of another front-end it imports), the CLI's left out: it runs them all."""
+    return sorted(
+        (m, d)
+        for m, deps in graph.items()
+        if layer(m, package) == "front" and front_end(m) != "cli"
+        for d in deps
+        if layer(d, package) == "front" and front_end(d) != front_end(m)
+    )
+
+
+def test_no_layer_imports_one_above_it():
     assert upward_imports(import_graph()) == []
 
 
-def test_the_layer_check_finds_an_upward_import(tmp_path):
+def test_no_front_end_imports_another():
+    assert sideways_imports(import_graph()) == []
+
+
+def test_the_runtime_and_the_contract_are_the_middle_layer():
+    graph = import_graph()
+    assert layer("q2_metric.runtime.micro") == layer("q2_metric.frontend") == "middle"
+    assert "q2_metric.runtime.micro" in graph["q2_metric.serve.service"]  # serve stands on the runtime
+    assert "q2_metric.frontend" in graph["q2_metric.runtime.engine"]  # the runtime on the contract
+    assert layer("q2_metric.scorer") == "core"
+
+
+def test_the_layer_check_finds_an_upward_and_a_sideways_import(tmp_path):
     pkg = tmp_path / "pkg"
-    for folder in ("cli", "steps"):
+    for folder in ("cli", "steps", "harness", "serve", "runtime"):
         (pkg / folder).mkdir(parents=True)
         (pkg / folder / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
-    (pkg / "cli" / "main.py").write_text("from pkg.steps import rule\n")
+    (pkg / "cli" / "main.py").write_text("from pkg.steps import rule\nfrom pkg.serve import app\n")
     (pkg / "steps" / "rule.py").write_text("def f():\n    from pkg.cli import main\n")
+    (pkg / "runtime" / "micro.py").write_text("from pkg.steps import rule\nfrom pkg.harness import ad\n")
+    (pkg / "harness" / "ad.py").write_text("from pkg.runtime import micro\n")
+    (pkg / "serve" / "app.py").write_text("from pkg.runtime import micro\nfrom pkg.harness import ad\n")
     modules = module_names(pkg)
     graph = {n: imports_of(n, p, modules) for n, p in modules.items()}
-    assert upward_imports(graph, "pkg") == [("pkg.steps.rule", "pkg.cli.main")]
+    assert upward_imports(graph, "pkg") == [
+        ("pkg.runtime.micro", "pkg.harness.ad"),
+        ("pkg.steps.rule", "pkg.cli.main"),
+    ]
+    # the CLI imports whom it likes; serve importing harness is a front-end importing another
+    assert sideways_imports(graph, "pkg") == [("pkg.serve.app", "pkg.harness.ad")]
 
 
 def test_rules_import_no_backend_reader_or_scorer():

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("deepeval")
 
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired in Canada."]
@@ -53,9 +53,14 @@ def test_measure_gives_score_reason_signature_and_spans(scripted):
     assert got == metric.score == want.q2
     assert metric.reason == want.reason and metric.error is None and metric.status == "scored"
     assert metric.signature == str(_want(CASES[:1]).signature) == metric.evaluation_model
-    assert metric.spans == want.span_details()["spans"] and metric.spans
-    assert metric.unsupported_spans == [s for s in metric.spans if s["supported"] is False]
-    assert json.loads(metric.verbose_logs)["spans"] == metric.spans
+    fields = ("start", "end", "text", "candidate", "supported", "score", "question")
+    assert [tuple(s[f] for f in fields) for s in metric.spans] == [
+        tuple(getattr(s, f) for f in fields) for s in want.spans
+    ] and metric.spans
+    assert all(s["reason"] for s in metric.spans)
+    logs = json.loads(metric.verbose_logs)
+    assert logs["q2_spans"] == metric.spans and logs["q2_reason"] == want.reason
+    assert logs["q2_verdict"] == metric.verdict == ("consistent" if want.q2 > 0.5 else "inconsistent")
     assert metric.is_successful() is (want.q2 > 0.5) and metric.success is metric.is_successful()
 
 
@@ -118,7 +123,7 @@ def test_options_are_checked_with_the_models_when_the_metric_is_built(tmp_path, 
     from q2_metric.harness.deepeval_metric import Q2FaithfulnessMetric
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         Q2FaithfulnessMetric(tiny=True, qg_model=missing)
@@ -128,7 +133,7 @@ def test_options_are_checked_with_the_models_when_the_metric_is_built(tmp_path, 
         Q2FaithfulnessMetric(tiny=True, options={"qg_batch_size": 0})
     with pytest.raises(Q2OptionError, match="given twice"):
         Q2FaithfulnessMetric(tiny=True, options={"tiny": False})
-    B.reset_batchers()
+    cache.reset()
 
 
 def test_nan_never_reaches_deepeval(scripted):

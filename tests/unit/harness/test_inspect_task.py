@@ -19,18 +19,11 @@ from inspect_ai.solver import TaskState
 
 from q2_metric.display import reason_line
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
 from q2_metric.harness import inspect_task as I
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS."
-
-
-@pytest.fixture
-def scripted(scripted):  # the package-wide one (conftest.py), with Inspect's own batchers cleared too
-    I._BATCHERS.clear()
-    yield scripted
-    I._BATCHERS.clear()
 
 
 def state(sample_id, reply, metadata=None, target=""):
@@ -69,7 +62,7 @@ def test_each_sample_alone_under_its_own_id(scripted):
     status = [g.metadata["q2_status"] for g in got]
     assert status == ["scored", "bad", "empty", "empty", "scored"]
     assert got[1].explanation == "sample 'b': field 'knowledge' must be a string, got list."
-    assert math.isnan(got[1].value) and got[1].metadata["error"] == got[1].explanation
+    assert math.isnan(got[1].value) and got[1].metadata["q2_error"] == got[1].explanation
     # empty knowledge in the metadata is empty: never scored against the target
     assert math.isnan(got[2].value) and got[2].reason == "no_knowledge"
     assert math.isnan(got[3].value) and got[3].reason == "no_response"
@@ -80,14 +73,20 @@ def test_each_sample_alone_under_its_own_id(scripted):
     assert got[0].value == want.scores[0] and got[0].explanation == reason_line(want.responses[0])
     assert got[4].value == want.scores[1]  # the list target joined by a space
     # the spans (issue 43): the engine's for the same pair, in the reply as given; none when bad
-    assert got[0].metadata["spans"] == want.responses[0].span_details()["spans"] and got[0].metadata["spans"]
-    assert got[0].metadata["unsupported_spans"] == want.responses[0].span_details()["unsupported_spans"]
+    fields = ("start", "end", "text", "supported", "question")
+    assert [tuple(s[f] for f in fields) for s in got[0].metadata["q2_spans"]] == [
+        tuple(getattr(s, f) for f in fields) for s in want.responses[0].spans
+    ] and got[0].metadata["q2_spans"]
     assert all(
-        states[0].output.completion[s["start"] : s["end"]] == s["text"] for s in got[0].metadata["spans"]
+        states[0].output.completion[s["start"] : s["end"]] == s["text"] for s in got[0].metadata["q2_spans"]
     )
-    assert got[3].metadata["spans"] == [] and "spans" not in got[1].metadata
+    assert got[3].metadata["q2_spans"] == [] and got[1].metadata["q2_spans"] == []
+    # the record's verdict (at 0.5) and reason
+    assert [g.metadata["q2_verdict"] for g in got][1:4] == ["unverified"] * 3
+    assert got[0].metadata["q2_verdict"] == ("consistent" if want.scores[0] > 0.5 else "inconsistent")
+    assert got[0].metadata["q2_reason"] == got[0].explanation
     for g in got:
-        assert g.metadata["signature"] == str(want.signature)
+        assert g.metadata["q2_signature"] == str(want.signature)
     scores = [SampleScore(score=g, sample_id=s.sample_id) for g, s in zip(got, states)]
     assert I.q2_mean()(scores) == pytest.approx((want.scores[0] + want.scores[1]) / 2)
     from inspect_ai._util.registry import registry_info  # what Inspect copies into EvalScore.metadata
@@ -113,7 +112,7 @@ def test_the_scorer_takes_options_by_name_and_in_options(scripted):
 
 def test_a_missing_model_fails_when_the_task_is_built_naming_its_option(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         I.q2_wow(limit=2, tiny=True, qg_model=missing)
@@ -122,7 +121,7 @@ def test_a_missing_model_fails_when_the_task_is_built_naming_its_option(tmp_path
     assert missing in text and "-T qg_model" in text and "--qg-model" not in text and "\n" not in text
     with pytest.raises(ModelNotAvailable, match="-S qg_model"):
         I.q2(tiny=True, options={"qg_model": missing})
-    B.reset_batchers()
+    cache.reset()
 
 
 def test_q2_wow_takes_the_model_options_in_inspects_words(tmp_path, tiny_env, monkeypatch):
@@ -130,21 +129,21 @@ def test_q2_wow_takes_the_model_options_in_inspects_words(tmp_path, tiny_env, mo
     from q2_metric.models.tiny import ensure_tiny_models
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     paths = ensure_tiny_models()
     task = I.q2_wow(limit=2, tiny=False, qg_model=paths["qg"], qa_model=paths["qa"], nli_model=paths["nli"])
-    (e,) = B.batchers()
+    (e,) = cache.engines()
     assert (e.config.qg_model, e.config.qa_model, e.config.nli_model) == (
         paths["qg"],
         paths["qa"],
         paths["nli"],
     )
     assert len(task.dataset) == 2
-    B.reset_batchers()
+    cache.reset()
     I.q2_wow(
         limit=2,
         options={"tiny": False, "qg_model": paths["qg"], "qa_model": paths["qa"], "nli_model": paths["nli"]},
     )
-    (e,) = B.batchers()
+    (e,) = cache.engines()
     assert e.config.qg_model == paths["qg"]
-    B.reset_batchers()
+    cache.reset()

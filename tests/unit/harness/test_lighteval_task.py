@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("lighteval")
 
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = "Bob Ross hosted The Joy of Painting on PBS. The show aired in Canada."
@@ -98,7 +98,15 @@ def test_one_engine_call_for_every_figure_values_counts_and_signature(scripted, 
     for doc, response in zip(docs, want.responses):
         s = doc.specific
         assert s["q2_signature"] == str(want.signature) and s["q2_key"] == f"row {int(doc.id) + 1}"
-        assert s["q2_spans"] == response.span_details()["spans"]
+        fields = ("start", "end", "text", "supported", "question")
+        assert [tuple(x[f] for f in fields) for x in s["q2_spans"]] == [
+            tuple(getattr(x, f) for f in fields) for x in response.spans
+        ]
+        assert s["q2_reason"] == response.reason and s["q2_verdict"] in (
+            "consistent",
+            "inconsistent",
+            "unverified",
+        )
     assert [d.specific["q2_status"] for d in docs] == ["scored", "empty", "scored", "scored", "scored"]
     assert docs[1].specific["q2_reason"] and docs[0].specific["q2_reason"]
     assert any(d.specific["q2_spans"] for d in docs)
@@ -152,7 +160,7 @@ def test_options_are_keywords_checked_with_the_models_when_the_metrics_are_built
     from q2_metric.harness.lighteval_task import q2_metrics, wow_task
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         wow_task(tiny=True, qg_model=missing)
@@ -162,7 +170,7 @@ def test_options_are_keywords_checked_with_the_models_when_the_metrics_are_built
         q2_metrics(tiny=True, options={"qg_batch_size": 0})
     with pytest.raises(Q2OptionError, match="given twice"):
         q2_metrics(tiny=True, options={"tiny": False})
-    B.reset_batchers()
+    cache.reset()
 
 
 def test_the_task_reads_the_bundled_sample_through_the_package_reader(scripted):

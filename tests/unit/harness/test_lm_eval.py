@@ -15,8 +15,8 @@ import pytest
 
 from q2_metric.display import reason_line
 from q2_metric.errors import ModelNotAvailable, Q2InputError, Q2OptionError
-from q2_metric.harness import batcher as B
 from q2_metric.harness import lm_eval as L
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 PAIRS = [
@@ -126,7 +126,7 @@ def test_max_batch_splits_the_run_and_one_set_of_options_per_run(scripted):
         r["q2"]["options"] = three
     want = scripted_scorer().score([r for r, _ in PAIRS * 3], [k for _, k in PAIRS * 3])
     assert L.agg_q2([r["q2"] for r in recs]) == want.q2
-    assert B.batchers() == [scripted] and scripted.engine_calls == math.ceil(18 / 4)
+    assert cache.engines() == [scripted] and scripted.engine_calls == math.ceil(18 / 4)
     mixed = [r["q2"] for r in records()[:2]] + [recs[0]["q2"]]
     with pytest.raises(Q2OptionError, match="sets of q2_options"):
         L.agg_q2(mixed)
@@ -164,13 +164,13 @@ def test_file_errors_name_the_metadata_keys_not_q2_score_flags(tmp_path, scripte
 def test_a_missing_model_is_found_when_the_documents_are_built(tmp_path, monkeypatch):
     """Before lm-eval generates anything: the documents are built first, and they check the models."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "nothing-here")
     with pytest.raises(ModelNotAvailable) as err:
         L.wow_dataset(q2_options={"tiny": True, "qg_model": missing}, limit_contexts=2)
     text = str(err.value)
     assert missing in text and 'q2_options["qg_model"]' in text and "--qg-model" not in text
-    B.reset_batchers()
+    cache.reset()
 
 
 def test_evaluate_route_aggregation():

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("mlflow")
 
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired in Canada."]
@@ -52,10 +52,15 @@ def test_feedback_has_the_score_reason_signature_and_spans(scripted):
     for row, res in zip(ROWS, want.responses):
         fb = _run(scorer, row)
         assert fb.name == "q2" and fb.value == res.q2 and fb.rationale == res.reason and fb.error is None
-        assert fb.metadata["q2_status"] == "scored" and fb.metadata["signature"] == str(want.signature)
-        spans = json.loads(fb.metadata["spans"])
-        assert spans == res.span_details()["spans"]
-        assert json.loads(fb.metadata["unsupported_spans"]) == [s for s in spans if s["supported"] is False]
+        assert fb.metadata["q2_status"] == "scored" and fb.metadata["q2_signature"] == str(want.signature)
+        assert fb.metadata["q2_reason"] == res.reason and fb.metadata["q2_score"] == json.dumps(res.q2)
+        assert fb.metadata["q2_verdict"] == ("consistent" if res.q2 > 0.5 else "inconsistent")
+        assert "q2_error" not in fb.metadata and all(isinstance(v, str) for v in fb.metadata.values())
+        spans = json.loads(fb.metadata["q2_spans"])
+        fields = ("start", "end", "text", "supported", "question")
+        assert [tuple(s[f] for f in fields) for s in spans] == [
+            tuple(getattr(s, f) for f in fields) for s in res.spans
+        ]
     assert any(res.span_details()["spans"] for res in want.responses)
     assert scorer.counts == {"scored": 3, "empty": 0, "bad": 0} and scorer.signature == str(want.signature)
 
@@ -129,7 +134,7 @@ def test_options_are_checked_with_the_models_when_the_scorer_is_built(tmp_path, 
     from q2_metric.harness.mlflow_scorer import Q2Faithfulness
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         Q2Faithfulness(tiny=True, qg_model=missing)
@@ -142,4 +147,4 @@ def test_options_are_checked_with_the_models_when_the_scorer_is_built(tmp_path, 
     # the keywords are the contract's to check, never coerced by pydantic ("8" is no integer)
     with pytest.raises(Q2OptionError, match="batch_size"):
         Q2Faithfulness(tiny=True, batch_size="8")
-    B.reset_batchers()
+    cache.reset()

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("ragas")
 
 from q2_metric.errors import ModelNotAvailable, Q2OptionError
-from q2_metric.harness import batcher as B
+from q2_metric.runtime import cache
 from q2_metric.testing.scripted import scripted_scorer
 
 KNOWLEDGE = ["Bob Ross hosted The Joy of Painting on PBS.", "The show aired in Canada."]
@@ -38,11 +38,16 @@ def test_scores_counts_signature_and_progress(scripted, capsys):
     assert str(result.signature) == str(want.signature)
     assert "Q²: engine call 1 done" in capsys.readouterr().err
     # the spans on the side, in row order: the engine's for the same pairs, each in its response
-    assert [d["spans"] for d in result.details] == [r.span_details()["spans"] for r in want.responses]
-    assert any(d["spans"] for d in result.details) and result.details[1]["spans"] == []
+    fields = ("start", "end", "text", "supported", "question")
+    assert [[tuple(s[f] for f in fields) for s in d["q2_spans"]] for d in result.details] == [
+        [tuple(getattr(s, f) for f in fields) for s in r.spans] for r in want.responses
+    ]
+    assert any(d["q2_spans"] for d in result.details) and result.details[1]["q2_spans"] == []
+    assert [d["q2_status"] for d in result.details] == ["scored", "empty", "scored"]
+    assert [d["q2_reason"] for d in result.details] == [r.reason for r in want.responses]
+    assert result.details[1]["q2_verdict"] == "unverified"
     for row, d in zip(ROWS, result.details):
-        assert all(row["response"][s["start"] : s["end"]] == s["text"] for s in d["spans"])
-        assert d["unsupported_spans"] == [s for s in d["spans"] if s["supported"] is False]
+        assert all(row["response"][s["start"] : s["end"]] == s["text"] for s in d["q2_spans"])
 
 
 def test_samples_ragas_gives_up_on_are_not_scored(scripted):
@@ -66,7 +71,7 @@ def test_options_are_keywords_checked_with_the_models_when_the_metric_is_built(t
     from q2_metric.harness.ragas_metric import Q2Faithfulness
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    B.reset_batchers()
+    cache.reset()
     missing = str(tmp_path / "no-qg")
     with pytest.raises(ModelNotAvailable) as err:
         Q2Faithfulness(tiny=True, qg_model=missing)
@@ -76,4 +81,4 @@ def test_options_are_keywords_checked_with_the_models_when_the_metric_is_built(t
         Q2Faithfulness(tiny=True, options={"qg_batch_size": 0})
     with pytest.raises(Q2OptionError, match="given twice"):
         Q2Faithfulness(tiny=True, options={"tiny": False})
-    B.reset_batchers()
+    cache.reset()

@@ -1,10 +1,10 @@
 """The published-figures table: every figure names its paper and where it was checked (or says it
-was not), the Q² paper's are `hub.card_text`'s own, and the Hub card shows the whole table."""
+was not), the Q² paper's are `version`'s own, and the Hub card shows the whole table."""
 
 import pytest
 from support.data import ROOT
 
-from q2_metric.hub import card_text
+from q2_metric import version as card_text
 from q2_metric.meta.published import FIGURES, beside, figures_for, render_markdown
 
 

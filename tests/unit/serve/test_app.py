@@ -5,30 +5,12 @@ tests/integration/test_serve.py. Expected values follow from the requests as wri
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytest.importorskip("prometheus_client")
-from fastapi.testclient import TestClient
+from support.serve import GOOD, app_client, ready
 
-from q2_metric.config import Q2Config
-from q2_metric.errors import Q2OptionError
-from q2_metric.serve.app import Limits, create_app, parse_request
-from q2_metric.testing.scripted import scripted_scorer
-
-GOOD = {"response": "Bob Ross hosted the show.", "knowledge": "Bob Ross hosted the show."}
-
-
-def client(**limits) -> TestClient:
-    return TestClient(create_app(Q2Config(), Limits(**limits), scorer=scripted_scorer()))
-
-
-def ready(c: TestClient) -> None:
-    deadline = time.time() + 60
-    while c.get("/ready").status_code != 200:
-        assert time.time() < deadline
-        time.sleep(0.02)
+client = app_client
 
 
 def test_statuses_fail_closed_and_the_decision_rule():
@@ -80,9 +62,66 @@ def test_refusals():
         assert c.get("/health").status_code == 200
 
 
-def test_parse_request_limits_and_threshold():
-    limits = Limits(max_items=3)
-    asked = parse_request({"items": [GOOD, {**GOOD, "threshold": 2}]}, limits)
-    assert asked[0].error is None and "threshold" in asked[1].error and asked[1].error.startswith("item 1")
-    with pytest.raises(Q2OptionError):
-        Limits(max_queue=0)
+def test_the_ready_and_stop_lines():
+    said: list[str] = []
+    c = client()
+    c.app.state.service.say = said.append  # as `q2 serve` prints them on stderr
+    with c:
+        ready(c)
+    assert said[0].startswith("q2 serve: ready (models loaded and warmed; q2:") and len(said) == 2
+    assert said[1] == "q2 serve: stopped"
+
+
+def test_docs_are_served_offline_and_the_schema_has_the_response_models():
+    with client() as c:
+        ready(c)
+        page = c.get("/docs")
+        spec = c.get("/openapi.json").json()
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "cdn" not in page.text.lower() and "https://" not in page.text and "http://" not in page.text
+    score = spec["paths"]["/v1/score"]["post"]
+    assert score["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ScoreResponse"
+    }
+    assert {"ScoreResponse", "ItemOut", "SpanOut", "ErrorOut"} <= set(spec["components"]["schemas"])
+    assert set(spec["components"]["schemas"]["ItemOut"]["properties"]["verdict"]["enum"]) == {
+        "consistent",
+        "inconsistent",
+        "unverified",
+    }
+    assert (
+        "text/plain; version=0.0.4; charset=utf-8"
+        in spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
+    )
+    body = score["requestBody"]["content"]["application/json"]["schema"]["oneOf"]
+    assert body[0]["required"] == ["response", "knowledge"] and "items" in body[1]["properties"]
+
+
+def test_info_shows_no_absolute_path(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from q2_metric.config import Q2Config
+    from q2_metric.serve.app import create_app
+    from q2_metric.testing.scripted import scripted_scorer
+
+    folder = tmp_path / "models" / "my-qg"
+    app = create_app(Q2Config(qg_model=str(folder)), scorer=scripted_scorer())
+    with TestClient(app) as c:
+        ready(c)
+        info = c.get("/v1/info").json()
+    assert info["options"]["qg_model"] == "my-qg"
+    text = repr(info)
+    assert str(tmp_path) not in text and "'/" not in text
+
+
+def test_the_access_log_is_asked_for():
+    import logging
+
+    from q2_metric.config import Q2Config
+    from q2_metric.serve.app import create_app, uvicorn_server
+
+    server = uvicorn_server(create_app(Q2Config()), "127.0.0.1", 0, log_level="warning", access_log=True)
+    assert server.config.access_log is True
+    assert logging.getLogger("uvicorn.access").level == logging.INFO
+    quiet = uvicorn_server(create_app(Q2Config()), "127.0.0.1", 0, log_level="warning")
+    assert quiet.config.access_log is False

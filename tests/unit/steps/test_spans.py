@@ -248,3 +248,28 @@ def test_same_spans_from_every_front_end_with_details(tmp_path):
                 marks.append((pos, pos + len(text), text, score))
             pos += len(text)
         assert marks == [(s, e, t, sc) for s, e, t, sc, _ in spans]
+
+
+# "Ana met  the show  in Oslo." : A0 n1 a2 ' '3 m4 e5 t6 ' '7 ' '8 t9 h10 e11 ' '12 s13 h14 o15 w16
+#  ' '17 ' '18 i19 n20 ' '21 O22 s23 l24 o25 .26
+SORTED = "Ana met  the show  in Oslo."
+
+
+def test_spans_are_trimmed_and_in_the_responses_order_and_the_candidates_untouched():
+    # the parser gives the entity Oslo first, then a chunk with whitespace around it (offsets 7..18),
+    # then Ana: the spans come sorted by offset, the chunk trimmed to 9..17, its candidate as parsed
+    parsed = ParsedText(
+        entities=["Oslo"],
+        noun_chunks=["  the show  ", "Ana"],
+        entity_offsets=[(22, 26)],
+        noun_chunk_offsets=[(7, 19), (0, 3)],
+    )
+    res = (
+        scripted_scorer(parser=ScriptedParser({SORTED: parsed}))
+        .score([SORTED], ["Ana met Oslo."])
+        .responses[0]
+    )
+    assert res.candidates == ["Oslo", "  the show  ", "Ana"]  # what the models read: as parsed
+    assert _triples(res) == [(0, 3, "Ana"), (9, 17, "the show"), (22, 26, "Oslo")]
+    assert [(s.candidate, s.occurrence) for s in res.spans] == [("Ana", 2), ("  the show  ", 1), ("Oslo", 0)]
+    _check_offsets(SORTED, res)
