@@ -15,7 +15,6 @@ import datasets
 import evaluate
 
 from q2_metric import display, frontend
-from q2_metric.version import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2OptionError
 from q2_metric.options import (
@@ -28,6 +27,7 @@ from q2_metric.options.help import docstring_entries
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.validation import check_histories, validate_inputs
+from q2_metric.version import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 
 _KWARGS_DESCRIPTION = f"""
 Scores each prediction (a dialogue response) against its reference (the knowledge it was grounded on).

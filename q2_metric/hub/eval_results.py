@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from q2_metric.version import PAPER
 from q2_metric.hub.publish import PublishError, check_range
+from q2_metric.version import PAPER
 
 FOLDER = ".eval_results"
 SPEC = (

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from q2_metric.display import decide
-from q2_metric.version import PAPER
 from q2_metric.hub.publish import PublishError
+from q2_metric.version import PAPER
 
 SCHEMA_VERSION = "0.3.0"
 DEFAULT_THRESHOLD = 0.5
