@@ -141,15 +141,27 @@ def decisions(scores: Sequence[float | None], threshold: float) -> tuple[list[st
 
 # -- the reason line ---------------------------------------------------------------------------------
 
-# How a valid question's span score came about, in the order the reason line names them.
+# How a valid question's span score came about, in the order the reason line names them: each a
+# predicate with its verb in the singular ("was ..."; `verdict_text` gives the plural).
 VERDICTS = (
-    ("same", "answered the same way from the knowledge"),
-    ("entailed", "answered differently but entailed (NLI)"),
-    ("partly", "partly matched (token F1, NLI neutral)"),
-    ("unmatched", "answered with no word in common (token F1 0, NLI neutral)"),
-    ("contradicted", "contradicted"),
-    ("unanswered", "not answered by the knowledge"),
+    ("same", "was answered the same way from the knowledge"),
+    ("entailed", "was answered differently, but NLI found the answers consistent (entailment)"),
+    ("partly", "was partly matched (token F1, NLI neutral)"),
+    ("unmatched", "was answered with no word in common (token F1 0, NLI neutral)"),
+    ("contradicted", "was answered in contradiction of the response (NLI)"),
+    ("unanswered", "was not answered by the knowledge"),
 )
+
+
+def verdict_text(key: str, count: int = 1) -> str:
+    """The predicate of verdict `key` (`VERDICTS`) for `count` questions: "was ..." for one,
+    "were ..." for several.
+
+    >>> verdict_text("unanswered"), verdict_text("same", 3)
+    ('was not answered by the knowledge', 'were answered the same way from the knowledge')
+    """
+    text = dict(VERDICTS)[key]
+    return text if count == 1 else "were" + text.removeprefix("was")
 
 
 def verdict(trace: Any) -> str:
@@ -172,18 +184,19 @@ NOT_SCORED = "Not scored: "
 
 
 def span_reason(span: Any) -> str:
-    """Why one span (`results.Span`) is supported or not, in a few words (`VERDICTS`' phrases):
-    "answered the same way from the knowledge", "contradicted", "no valid question"."""
+    """Why one span (`results.Span`) is supported or not, in one sentence (`VERDICTS`' phrases):
+    "Its question was answered the same way from the knowledge.", "No valid question was asked
+    about it."."""
     if span.supported is None:
-        return "no valid question"
+        return "No valid question was asked about it."
     unanswered = span.knowledge_has_answer is False
     trace = SimpleNamespace(unanswered=unanswered, f1=span.f1, nli_label=span.nli_label)
-    return dict(VERDICTS)[verdict(trace)]
+    return f"Its question {verdict_text(verdict(trace))}."
 
 
 def reason_line(res: ResponseScore) -> str:
-    """Why the response scored what it did, in one sentence, e.g. "3 of 4 questions answered the
-    same way from the knowledge; 1 contradicted."; "No valid question (...); end-to-end NLI: the
+    """Why the response scored what it did, in one sentence, e.g. "3 of 4 questions were answered
+    the same way from the knowledge; 1 was not answered by the knowledge."; "No valid question (...); end-to-end NLI: the
     knowledge entails the response."; "Not scored: empty response."; with coreference, what it
     replaced (`coref_note`).
 
@@ -241,15 +254,15 @@ def _score_reason(res: ResponseScore) -> str:
     counts = {key: 0 for key, _ in VERDICTS}
     for t in valid:
         counts[verdict(t)] += 1
-    parts = [(n, text) for key, text in VERDICTS if (n := counts[key])]
-    first_n, first_text = parts[0]
+    parts = [(n, key) for key, _ in VERDICTS if (n := counts[key])]
+    first_n, first_key = parts[0]
     noun = "question" if len(valid) == 1 else "questions"
-    head = f"{first_n} of {len(valid)} {noun} {first_text}"
     if first_n == len(valid):
-        head = f"{'The' if len(valid) == 1 else 'All'} {len(valid)} {noun} {first_text}".replace(
-            "The 1 ", "The "
-        )
-    return "; ".join([head] + [f"{n} {text}" for n, text in parts[1:]]) + "."
+        whole = "The question" if len(valid) == 1 else f"All {len(valid)} questions"
+        head = f"{whole} {verdict_text(first_key, first_n)}"
+    else:
+        head = f"{first_n} of {len(valid)} {noun} {verdict_text(first_key, first_n)}"
+    return "; ".join([head] + [f"{n} {verdict_text(key, n)}" for n, key in parts[1:]]) + "."
 
 
 # -- the tiny line -----------------------------------------------------------------------------------

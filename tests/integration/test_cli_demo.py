@@ -83,7 +83,7 @@ def test_demo_tiny_builds_once_and_explains(tmp_path, monkeypatch, capsys):
     )
     table = lines[lines.index(next(x for x in lines if x.strip().startswith("#  system"))) + 1 :][:6]
     # each row ends in its one-line reason; random weights usually leave no valid question, but a
-    # tiny model can answer one ("The question not answered by the knowledge.", seen in CI)
+    # tiny model can answer one ("The question was not answered by the knowledge.", seen in CI)
     reason = re.compile(
         r"\s(No valid question \(|The question |All \d+ questions |\d+ of \d+ questions? |Not scored: )"
     )
