@@ -6,8 +6,8 @@
 - decisions at a threshold: `check_threshold`, and `decide` (the released code's rule: consistent
   iff Q² > threshold), with `decisions`, `decision_counts` and `is_consistent` built on it;
 - the reason line: `reason_line` (the engine writes it into `ResponseScore.reason`);
-- the tiny line: `tiny_note` (its one text), `tiny_note_for` (from a signature), `warn_if_tiny`
-  (as a `TinyModelsWarning`, for the Python API);
+- the tiny line: `tiny_note` (its one text), `tiny_note_once` (once per process), `tiny_note_for`
+  (from a signature), `warn_if_tiny` (as a `TinyModelsWarning`, for the Python API);
 - the history cell format: `history_separator`, `history_turns`;
 - model loading's own output: `loading_output`.
 
@@ -295,24 +295,36 @@ def tiny_note(
     turn_off: str = TINY_OFF,
     question_cap: int | None = None,
 ) -> str | None:
-    """The one line every front-end shows after scoring on the tiny random models (when a model of
-    `config` is one of them, or `always`), else None; `turn_off` says how to leave them out. The
-    question cap it names is the run's (`question_cap`, else `config`'s `max_question_length`, else
-    the tiny models' own, `TINY_QUESTION_LENGTH`), as the signature's `dec` entry names it."""
+    """The one short line every front-end shows after scoring on the tiny random models (when a
+    model of `config` is one of them, or `always`), else None; `turn_off` says how to leave them out
+    (the run then names any model still to download, with its `hf download` command). The question
+    cap it names is the run's (`question_cap`, else `config`'s `max_question_length`, else the tiny
+    models' own, `TINY_QUESTION_LENGTH`), as the signature's `dec` entry names it."""
     from q2_metric.models.tiny import TINY_QUESTION_LENGTH, uses_tiny
 
     if not always and (config is None or not uses_tiny(config)):
         return None
-    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
-
     if question_cap is None:
         question_cap = config.max_question_length if config is not None else TINY_QUESTION_LENGTH
     return (
         "These scores are meaningless: the models are tiny and random (questions capped at "
-        f"{question_cap} tokens). For the paper's scores download its models once where the Hub "
-        f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
-        f"`hf download {DEFAULT_NLI_MODEL}`) and {turn_off}."
+        f"{question_cap} tokens). For the paper's scores, {turn_off}: Q² then names any model to download."
     )
+
+
+_TINY_SAID: set[str] = set()  # where `tiny_note_once` has given the line in this process
+
+
+def tiny_note_once(config: Q2Config | None = None, where: str = "log") -> str | None:
+    """`tiny_note(config)` the first time a run on the tiny models asks for it in this process on
+    the channel `where` (the log; a tool's own stderr report), then None: for the front-ends that
+    report from inside another tool's run (Inspect, lm-eval, LightEval), which may ask once per
+    task, batch or epoch."""
+    note = tiny_note(config)
+    if note is None or where in _TINY_SAID:
+        return None
+    _TINY_SAID.add(where)
+    return note
 
 
 def tiny_note_for(signature: str | Signature) -> str | None:

@@ -42,7 +42,7 @@ from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTask, LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
-from q2_metric.display import tiny_note
+from q2_metric.display import tiny_note_once
 from q2_metric.errors import Q2OptionError
 from q2_metric.frontend import Item, Outcome
 from q2_metric.harness import one_line_errors, under_command
@@ -172,7 +172,7 @@ class Q2Computation(SampleLevelComputation):
                 file=sys.stderr,
             )
             print(f"Q² signature: {outcome.signature}", file=sys.stderr)
-            note = tiny_note(harness_batcher.config)
+            note = tiny_note_once(harness_batcher.config, where="stderr")
             if note:
                 print(f"Q²: {note}", file=sys.stderr)
         return outcome

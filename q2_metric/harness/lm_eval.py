@@ -34,7 +34,7 @@ import math
 import sys
 from typing import Any
 
-from q2_metric.display import tiny_note
+from q2_metric.display import tiny_note_once
 from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.frontend import Item, Outcome
 from q2_metric.harness import one_line_errors, under_command
@@ -248,7 +248,7 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
         )
         print(f"Q² signature: {outcome.signature}", file=sys.stderr)
         # lm-eval's logging drops the package's log line: printed here
-        note = tiny_note(harness_batcher.config)
+        note = tiny_note_once(harness_batcher.config, where="stderr")
         if note:
             print(f"Q²: {note}", file=sys.stderr)
     return outcome, unread
