@@ -117,6 +117,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         )
     elif args.score_only:
         print(figure(s.q2))
+    elif args.quiet:  # only errors: the scores are in the output, the figures in --summary
+        pass
     else:
         print(done)
         if report.decisions:
@@ -216,7 +218,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     sc.add_argument("--chunk-size", type=int, default=64, help="responses per engine call (and cache write)")
     sc.add_argument("--no-progress", action="store_true", help="no progress bars")
-    sc.add_argument("--quiet", action="store_true", help="no progress bars or status messages on stderr")
+    sc.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only errors: no progress, no figures or signature (they are in the output and "
+        "--summary); -b and --format json still print what they ask for",
+    )
     sc.add_argument(
         "--verbose",
         action="store_true",
