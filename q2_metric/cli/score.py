@@ -169,9 +169,29 @@ class DefaultsShown(argparse.HelpFormatter):
         return f"{text} (default: {shown})" if text else f"default: {shown}"
 
 
+class ScoreHelp(DefaultsShown, argparse.RawDescriptionHelpFormatter):
+    """`DefaultsShown`, with the description's examples kept as written."""
+
+
+DESCRIPTION = """\
+Score each response of a table against its knowledge with Q²: one score a row.
+
+examples:
+  q2 score responses.csv -o scores.csv --tiny  # try it now (meaningless scores)
+  q2 score responses.csv -o scores.csv         # the paper's models
+  q2 score rag.jsonl -o out.jsonl --knowledge-col contexts --threshold 0.5
+"""
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from q2_metric.cli.common import add_option_flags
+
     sc = sub.add_parser(
-        "score", help="score a CSV, JSONL, Parquet or datasets-on-disk file", formatter_class=DefaultsShown
+        "score",
+        help="score a CSV, JSONL, Parquet or datasets-on-disk file",
+        description=DESCRIPTION,
+        usage="q2 score INPUT -o OUTPUT [options]",
+        formatter_class=ScoreHelp,
     )
     sc.add_argument("input", help="CSV, JSONL, Parquet, or a folder written by Dataset.save_to_disk")
     sc.add_argument(
@@ -180,6 +200,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="scores: .csv, .jsonl or .parquet (with --steps and --summary, written all-or-nothing)",
     )
+    add_option_flags(sc, ["tiny"])  # near the top: what a first try needs
     sc.add_argument("--steps", help="also write one row per question here")
     sc.add_argument(
         "--spans",
@@ -268,5 +289,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "one per --gpus-per-worker GPUs)",
     )
     sc.add_argument("--gpus-per-worker", type=float, default=0, help="with --ray: GPUs for each worker")
-    add_config_args(sc)
+    add_config_args(sc, leave_out=("tiny",))
     sc.set_defaults(func=cmd_score)
