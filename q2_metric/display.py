@@ -9,6 +9,7 @@
 - the tiny line: `tiny_note` (its one text), `tiny_note_once` (once per process), `tiny_note_for`
   (from a signature), `warn_if_tiny` (as a `TinyModelsWarning`, for the Python API);
 - the history cell format: `history_separator`, `history_turns`;
+- text for a terminal: `for_terminal` (wrapped at word boundaries to its width), `terminal_width`;
 - model loading's own output: `loading_output`.
 
 Front-ends import this module; it sits on the core side (it may read `steps/` and `models/`, and
@@ -374,6 +375,57 @@ def history_turns(cell: str) -> list[str]:
     ['Do you like coffee?', 'I love caffeine.']
     """
     return [t.strip() for t in cell.split(history_separator())] if cell.strip() else []
+
+
+# -- text for a terminal ------------------------------------------------------------------------------
+
+
+def terminal_width(stream: Any = None) -> int | None:
+    """The width of the terminal that `stream` (default: stdout) writes to; None when it writes to
+    no terminal (a pipe, a file: then nothing is wrapped)."""
+    import shutil
+    import sys
+
+    stream = sys.stdout if stream is None else stream
+    try:
+        if not stream.isatty():
+            return None
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def for_terminal(text: str, indent: int = 0, width: int | None = None, stream: Any = None) -> str:
+    """`text` wrapped at word boundaries to `width` (default: the terminal's that `stream` writes
+    to, `terminal_width`; off a terminal, `text` as it is), each of its lines on its own: a wrapped
+    line goes on under its first word, or `indent` columns in (a table's last column). A word longer
+    than a line (a signature) is never cut.
+
+    >>> print(for_terminal("  3  gpt2  The question was not answered by the knowledge.", 10, width=30))
+      3  gpt2  The question was
+              not answered by the
+              knowledge.
+    """
+    import textwrap
+
+    width = terminal_width(stream) if width is None else width
+    if width is None:
+        return text
+    out = []
+    for line in text.split("\n"):
+        lead = line[: len(line) - len(line.lstrip(" "))]
+        out.extend(
+            textwrap.wrap(
+                line,
+                max(width - 1, 20),  # the last column left free: no terminal wraps a full line again
+                initial_indent="",
+                subsequent_indent=" " * max(indent, len(lead)),
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or [""]
+        )
+    return "\n".join(out)
 
 
 # -- model loading -----------------------------------------------------------------------------------

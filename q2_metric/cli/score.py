@@ -72,7 +72,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         print("q2: --workers and --gpus-per-worker need --ray", file=sys.stderr)
         return 2
     from q2_metric.corpus.files import summary_dict
-    from q2_metric.display import figure, figures_text, loading_output, tiny_note_for
+    from q2_metric.display import figure, figures_text, for_terminal, loading_output, tiny_note_for
     from q2_metric.frontend import model_words
     from q2_metric.options import flag_name
 
@@ -119,17 +119,20 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(figure(s.q2))
     elif args.quiet:  # only errors: the scores are in the output, the figures in --summary
         pass
-    else:
-        print(done)
+    else:  # wrapped at word boundaries on a terminal
+        print(for_terminal(done))
         if report.decisions:
             d = report.decisions
             print(
-                f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
-                f"{d['num_inconsistent']} inconsistent (consistent iff Q2 > threshold)"
+                for_terminal(
+                    f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
+                    f"{d['num_inconsistent']} inconsistent (consistent iff Q2 > threshold)"
+                )
             )
-        print(f"{figures_text(s, report.responses)}\n{_signature_text(report.signature, args.short)}")
+        print(for_terminal(figures_text(s, report.responses), indent=2))
+        print(_signature_text(report.signature, args.short))
         if tiny_note_for(report.signature):
-            print(tiny_note_for(report.signature))
+            print(for_terminal(tiny_note_for(report.signature) or ""))
     return 3 if report.num_bad else 0
 
 

@@ -129,3 +129,20 @@ def test_demo_counts_only_the_responses_it_scored(rows, tiny_models, tmp_path, c
     assert f"Scored 2 of the 4 responses from {sample}; 2 not scored (empty response)" in out
     table = out.split("mean Q2")[1].split("\n\n")[0]
     assert re.search(r"^s\s+l\s+2\s", table.strip(), re.M), table
+
+
+def test_demo_wraps_at_word_boundaries_to_the_terminals_width(tiny_env, monkeypatch, capsys):
+    """At 100 columns `q2 demo` ran past the terminal's width, which cut words in two: on a
+    terminal every line fits, broken between words, a wrapped reason going on under its column."""
+    from q2_metric import display
+
+    monkeypatch.setattr(display, "terminal_width", lambda stream=None: 100)
+    assert main(["demo", "--tiny", "--device", "cpu", "--quiet", "--limit", "6"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    long = [x for x in lines if len(x) > 100 and " " in x.strip()]  # a signature is one word
+    assert long == [] and any(len(x) > 60 for x in lines), lines
+    start = lines.index(next(x for x in lines if x.strip().startswith("#  system"))) + 1
+    table = lines[start : lines.index("", start)]
+    assert len(table) >= 6 and all(
+        x[:3].strip().isdigit() or (x[:35] == " " * 35 and x[35] != " ") for x in table
+    ), table
