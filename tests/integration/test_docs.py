@@ -135,6 +135,19 @@ def test_one_decision_rule_and_no_stale_page():
         assert ">= threshold" not in text and "LightEval is not installed" not in text, page.name
 
 
+def test_guardrails_page_gives_on_fail_and_says_what_the_import_downloads():
+    """guardrails.md: the service validator line had no `on_fail` (the default raised a long
+    traceback on a blocked answer); the note that importing Guardrails AI downloads NLTK data was
+    only in an HTML comment; nothing said that `validated_output` still holds a blocked answer."""
+    page = (ROOT / "docs" / "guardrails.md").read_text(encoding="utf-8")
+    validators = [b.code for b in blocks(ROOT / "docs" / "guardrails.md") if "Q2Consistency(" in b.code]
+    assert validators and all("on_fail=" in code for code in validators)
+    text = re.sub(r"<!--.*?-->", "", page, flags=re.S)  # what a reader sees
+    flat = " ".join(text.split())
+    assert "downloads NLTK's `punkt`" in flat
+    assert "`outcome.validated_output` still holds the answer it blocked" in flat
+
+
 @pytest.fixture(scope="session")
 def tiny_cache(tmp_path_factory) -> dict[str, str]:
     """The documented tiny-model cache, built once for the whole session."""
