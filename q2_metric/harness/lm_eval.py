@@ -59,6 +59,40 @@ if under_command("lm_eval"):
     one_line_errors()
 
 
+# -- lm-eval's git lookup, quiet -----------------------------------------------------------------
+
+
+def quiet_git_commit_hash() -> str | None:
+    """lm-eval's `get_git_commit_hash`, with git's stderr kept off the terminal: lm-eval logs the
+    commit of the folder it runs in (`git describe --always`), and run from a folder that is no
+    git repository (a user's work folder, the docs' and tests' empty folders) git printed "fatal:
+    not a git repository" at every run with these tasks. The same value: the commit, else lm-eval's
+    own fallback (`get_commit_from_path` on the working folder)."""
+    import os
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        done = subprocess.run(["git", "describe", "--always"], capture_output=True, check=True)  # noqa: S607
+        return done.stdout.strip().decode()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return get_commit_from_path(os.getcwd())
+
+
+def _quiet_lm_evals_git() -> None:
+    """lm-eval's evaluator asks `quiet_git_commit_hash` once these tasks are loaded."""
+    try:
+        from lm_eval import evaluator
+    except ImportError:  # another lm-eval layout: its own call, as it is
+        return
+    if getattr(evaluator, "get_git_commit_hash", None) is not None:
+        evaluator.get_git_commit_hash = quiet_git_commit_hash
+
+
+_quiet_lm_evals_git()
+
+
 _FLAGS = (  # the reader's advice in `q2 score` flags -> the same in q2_dialogue's --metadata keys
     ("--response-col and --knowledge-col", '"history_col" and "knowledge_col" in --metadata'),
     ("--response-col", '"history_col" in --metadata'),
