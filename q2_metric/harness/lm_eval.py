@@ -281,8 +281,8 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
             file=sys.stderr,
         )
         print(f"Q² signature: {outcome.signature}", file=sys.stderr)
-        # lm-eval's logging drops the package's log line: printed here
-        note = tiny_note_once(harness_batcher.config, where="stderr")
+        # said once: here, unless the models' check already logged it (lm-eval shows that line)
+        note = tiny_note_once(harness_batcher.config)
         if note:
             print(f"Q²: {note}", file=sys.stderr)
     return outcome, unread
