@@ -74,7 +74,7 @@ def quiet_git_commit_hash() -> str | None:
     from lm_eval.loggers.utils import get_commit_from_path
 
     try:
-        done = subprocess.run(["git", "describe", "--always"], capture_output=True, check=True)  # noqa: S607
+        done = subprocess.run(["git", "describe", "--always"], capture_output=True, check=True)
         return done.stdout.strip().decode()
     except (subprocess.CalledProcessError, FileNotFoundError):
         return get_commit_from_path(os.getcwd())
