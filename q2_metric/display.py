@@ -313,18 +313,18 @@ def tiny_note(
     )
 
 
-_TINY_SAID: set[str] = set()  # where `tiny_note_once` has given the line in this process
+_TINY_SAID: list[bool] = []  # whether `tiny_note_once` has given the line in this process
 
 
-def tiny_note_once(config: Q2Config | None = None, where: str = "log") -> str | None:
-    """`tiny_note(config)` the first time a run on the tiny models asks for it in this process on
-    the channel `where` (the log; a tool's own stderr report), then None: for the front-ends that
-    report from inside another tool's run (Inspect, lm-eval, LightEval), which may ask once per
-    task, batch or epoch."""
+def tiny_note_once(config: Q2Config | None = None) -> str | None:
+    """`tiny_note(config)` the first time a run on the tiny models asks for it in this process,
+    then None: for the front-ends that report from inside another tool's run (Inspect, lm-eval,
+    LightEval), which may ask once per task, batch or epoch, and by more than one way (the models'
+    check logs it; a report on stderr prints it unless that was done)."""
     note = tiny_note(config)
-    if note is None or where in _TINY_SAID:
+    if note is None or _TINY_SAID:
         return None
-    _TINY_SAID.add(where)
+    _TINY_SAID.append(True)
     return note
 
 

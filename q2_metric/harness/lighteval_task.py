@@ -172,7 +172,7 @@ class Q2Computation(SampleLevelComputation):
                 file=sys.stderr,
             )
             print(f"Q² signature: {outcome.signature}", file=sys.stderr)
-            note = tiny_note_once(harness_batcher.config, where="stderr")
+            note = tiny_note_once(harness_batcher.config)  # unless the check logged it
             if note:
                 print(f"Q²: {note}", file=sys.stderr)
         return outcome
