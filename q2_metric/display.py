@@ -6,9 +6,10 @@
 - decisions at a threshold: `check_threshold`, and `decide` (the released code's rule: consistent
   iff Q² > threshold), with `decisions`, `decision_counts` and `is_consistent` built on it;
 - the reason line: `reason_line` (the engine writes it into `ResponseScore.reason`);
-- the tiny line: `tiny_note` (its one text), `tiny_note_for` (from a signature), `warn_if_tiny`
-  (as a `TinyModelsWarning`, for the Python API);
+- the tiny line: `tiny_note` (its one text), `tiny_note_once` (once per process), `tiny_note_for`
+  (from a signature), `warn_if_tiny` (as a `TinyModelsWarning`, for the Python API);
 - the history cell format: `history_separator`, `history_turns`;
+- text for a terminal: `for_terminal` (wrapped at word boundaries to its width), `terminal_width`;
 - model loading's own output: `loading_output`.
 
 Front-ends import this module; it sits on the core side (it may read `steps/` and `models/`, and
@@ -147,15 +148,27 @@ def decisions(scores: Sequence[float | None], threshold: float) -> tuple[list[st
 
 # -- the reason line ---------------------------------------------------------------------------------
 
-# How a valid question's span score came about, in the order the reason line names them.
+# How a valid question's span score came about, in the order the reason line names them: each a
+# predicate with its verb in the singular ("was ..."; `verdict_text` gives the plural).
 VERDICTS = (
-    ("same", "answered the same way from the knowledge"),
-    ("entailed", "answered differently but entailed (NLI)"),
-    ("partly", "partly matched (token F1, NLI neutral)"),
-    ("unmatched", "answered with no word in common (token F1 0, NLI neutral)"),
-    ("contradicted", "contradicted"),
-    ("unanswered", "not answered by the knowledge"),
+    ("same", "was answered the same way from the knowledge"),
+    ("entailed", "was answered differently, but NLI found the answers consistent (entailment)"),
+    ("partly", "was partly matched (token F1, NLI neutral)"),
+    ("unmatched", "was answered with no word in common (token F1 0, NLI neutral)"),
+    ("contradicted", "was answered in contradiction of the response (NLI)"),
+    ("unanswered", "was not answered by the knowledge"),
 )
+
+
+def verdict_text(key: str, count: int = 1) -> str:
+    """The predicate of verdict `key` (`VERDICTS`) for `count` questions: "was ..." for one,
+    "were ..." for several.
+
+    >>> verdict_text("unanswered"), verdict_text("same", 3)
+    ('was not answered by the knowledge', 'were answered the same way from the knowledge')
+    """
+    text = dict(VERDICTS)[key]
+    return text if count == 1 else "were" + text.removeprefix("was")
 
 
 def verdict(trace: Any) -> str:
@@ -178,19 +191,19 @@ NOT_SCORED = "Not scored: "
 
 
 def span_reason(span: Any) -> str:
-    """Why one span (`results.Span`) is supported or not, in a few words (`VERDICTS`' phrases):
-    "answered the same way from the knowledge", "contradicted", "no valid question". The one
-    phrase of a span in every front-end (`frontend.SpanRecord.reason`)."""
+    """Why one span (`results.Span`) is supported or not, in one sentence (`VERDICTS`' phrases):
+    "Its question was answered the same way from the knowledge.", "No valid question was asked
+    about it.". The one phrase of a span in every front-end (`frontend.SpanRecord.reason`)."""
     if span.supported is None:
-        return "no valid question"
+        return "No valid question was asked about it."
     unanswered = span.knowledge_has_answer is False
     trace = SimpleNamespace(unanswered=unanswered, f1=span.f1, nli_label=span.nli_label)
-    return dict(VERDICTS)[verdict(trace)]
+    return f"Its question {verdict_text(verdict(trace))}."
 
 
 def reason_line(res: ResponseScore) -> str:
-    """Why the response scored what it did, in one sentence, e.g. "3 of 4 questions answered the
-    same way from the knowledge; 1 contradicted."; "No valid question (...); end-to-end NLI: the
+    """Why the response scored what it did, in one sentence, e.g. "3 of 4 questions were answered
+    the same way from the knowledge; 1 was not answered by the knowledge."; "No valid question (...); end-to-end NLI: the
     knowledge entails the response."; "Not scored: empty response."; with coreference, what it
     replaced (`coref_note`).
 
@@ -309,15 +322,15 @@ def _score_reason(res: ResponseScore) -> str:
     counts = {key: 0 for key, _ in VERDICTS}
     for t in valid:
         counts[verdict(t)] += 1
-    parts = [(n, text) for key, text in VERDICTS if (n := counts[key])]
-    first_n, first_text = parts[0]
+    parts = [(n, key) for key, _ in VERDICTS if (n := counts[key])]
+    first_n, first_key = parts[0]
     noun = "question" if len(valid) == 1 else "questions"
-    head = f"{first_n} of {len(valid)} {noun} {first_text}"
     if first_n == len(valid):
-        head = f"{'The' if len(valid) == 1 else 'All'} {len(valid)} {noun} {first_text}".replace(
-            "The 1 ", "The "
-        )
-    return "; ".join([head] + [f"{n} {text}" for n, text in parts[1:]]) + "."
+        whole = "The question" if len(valid) == 1 else f"All {len(valid)} questions"
+        head = f"{whole} {verdict_text(first_key, first_n)}"
+    else:
+        head = f"{first_n} of {len(valid)} {noun} {verdict_text(first_key, first_n)}"
+    return "; ".join([head] + [f"{n} {verdict_text(key, n)}" for n, key in parts[1:]]) + "."
 
 
 # -- the tiny line -----------------------------------------------------------------------------------
@@ -350,24 +363,36 @@ def tiny_note(
     turn_off: str = TINY_OFF,
     question_cap: int | None = None,
 ) -> str | None:
-    """The one line every front-end shows after scoring on the tiny random models (when a model of
-    `config` is one of them, or `always`), else None; `turn_off` says how to leave them out. The
-    question cap it names is the run's (`question_cap`, else `config`'s `max_question_length`, else
-    the tiny models' own, `TINY_QUESTION_LENGTH`), as the signature's `dec` entry names it."""
+    """The one short line every front-end shows after scoring on the tiny random models (when a
+    model of `config` is one of them, or `always`), else None; `turn_off` says how to leave them out
+    (the run then names any model still to download, with its `hf download` command). The question
+    cap it names is the run's (`question_cap`, else `config`'s `max_question_length`, else the tiny
+    models' own, `TINY_QUESTION_LENGTH`), as the signature's `dec` entry names it."""
     from q2_metric.models.tiny import TINY_QUESTION_LENGTH, uses_tiny
 
     if not always and (config is None or not uses_tiny(config)):
         return None
-    from q2_metric.config import DEFAULT_NLI_MODEL, DEFAULT_QA_MODEL, DEFAULT_QG_MODEL
-
     if question_cap is None:
         question_cap = config.max_question_length if config is not None else TINY_QUESTION_LENGTH
     return (
         "These scores are meaningless: the models are tiny and random (questions capped at "
-        f"{question_cap} tokens). For the paper's scores download its models once where the Hub "
-        f"is reachable (`hf download {DEFAULT_QG_MODEL}`, `hf download {DEFAULT_QA_MODEL}`, "
-        f"`hf download {DEFAULT_NLI_MODEL}`) and {turn_off}."
+        f"{question_cap} tokens). For the paper's scores, {turn_off}: Q² then names any model to download."
     )
+
+
+_TINY_SAID: list[bool] = []  # whether `tiny_note_once` has given the line in this process
+
+
+def tiny_note_once(config: Q2Config | None = None) -> str | None:
+    """`tiny_note(config)` the first time a run on the tiny models asks for it in this process,
+    then None: for the front-ends that report from inside another tool's run (Inspect, lm-eval,
+    LightEval), which may ask once per task, batch or epoch, and by more than one way (the models'
+    check logs it; a report on stderr prints it unless that was done)."""
+    note = tiny_note(config)
+    if note is None or _TINY_SAID:
+        return None
+    _TINY_SAID.append(True)
+    return note
 
 
 def tiny_note_for(signature: str | Signature) -> str | None:
@@ -417,6 +442,57 @@ def history_turns(cell: str) -> list[str]:
     ['Do you like coffee?', 'I love caffeine.']
     """
     return [t.strip() for t in cell.split(history_separator())] if cell.strip() else []
+
+
+# -- text for a terminal ------------------------------------------------------------------------------
+
+
+def terminal_width(stream: Any = None) -> int | None:
+    """The width of the terminal that `stream` (default: stdout) writes to; None when it writes to
+    no terminal (a pipe, a file: then nothing is wrapped)."""
+    import shutil
+    import sys
+
+    stream = sys.stdout if stream is None else stream
+    try:
+        if not stream.isatty():
+            return None
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def for_terminal(text: str, indent: int = 0, width: int | None = None, stream: Any = None) -> str:
+    """`text` wrapped at word boundaries to `width` (default: the terminal's that `stream` writes
+    to, `terminal_width`; off a terminal, `text` as it is), each of its lines on its own: a wrapped
+    line goes on under its first word, or `indent` columns in (a table's last column). A word longer
+    than a line (a signature) is never cut.
+
+    >>> print(for_terminal("  3  gpt2  The question was not answered by the knowledge.", 10, width=30))
+      3  gpt2  The question was
+              not answered by the
+              knowledge.
+    """
+    import textwrap
+
+    width = terminal_width(stream) if width is None else width
+    if width is None:
+        return text
+    out = []
+    for line in text.split("\n"):
+        lead = line[: len(line) - len(line.lstrip(" "))]
+        out.extend(
+            textwrap.wrap(
+                line,
+                max(width - 1, 20),  # the last column left free: no terminal wraps a full line again
+                initial_indent="",
+                subsequent_indent=" " * max(indent, len(lead)),
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or [""]
+        )
+    return "\n".join(out)
 
 
 # -- model loading -----------------------------------------------------------------------------------

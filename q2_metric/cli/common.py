@@ -98,9 +98,10 @@ def flag_type(name: str, spell: Spelling, convert: Callable[[str], Any] = int) -
     return parse
 
 
-def add_config_args(parser: argparse.ArgumentParser) -> None:
-    """The engine options, as flags (defaults: the paper's)."""
-    add_option_flags(parser.add_argument_group("Q² options"), list(FLAGS))
+def add_config_args(parser: argparse.ArgumentParser, leave_out: Sequence[str] = ()) -> None:
+    """The engine options, as flags (defaults: the paper's), but those of `leave_out` (a verb that
+    shows one of them elsewhere in its help)."""
+    add_option_flags(parser.add_argument_group("Q² options"), [n for n in FLAGS if n not in leave_out])
 
 
 def options_from_args(args: argparse.Namespace, names: Sequence[str] = tuple(FLAGS)) -> dict[str, Any]:

@@ -84,14 +84,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
             for i, r in enumerate(rows)
         ]
         outcome = score_items(scorer, items, progress=progress)
-    from q2_metric.display import figure, figures_text
+    from q2_metric.display import figure, figures_text, for_terminal
     from q2_metric.frontend import system_figures
+
+    def show(text: str, indent: int = 0) -> None:  # wrapped at word boundaries on a terminal
+        print(for_terminal(text, indent))
 
     groups: dict[tuple[str, str], list[ResponseScore]] = {}
     for row, item in zip(rows, outcome.items):
         if item.score is not None:
             groups.setdefault((row.get("system", "-"), row.get("label", "-")), []).append(item.score)
-    print(scored_line(len(rows), readable, args.input, capped_by_tiny, not_scored(outcome)) + "\n")
+    show(scored_line(len(rows), readable, args.input, capped_by_tiny, not_scored(outcome)) + "\n")
     print("Mean Q2 per system and human label (n: scored responses):")
     print(f"{'system':<10}{'label':<14}{'n':>4}{'mean Q2':>10}")
     for (system, label), scores in sorted(groups.items()):
@@ -101,10 +104,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"\nEach response, and why it scored what it did:\n{'#':>3}  {'system':<8}{'label':<14}{'Q2':>6}  why"
     )
     for i, (row, item) in enumerate(zip(rows, outcome.items)):
-        print(
-            f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{figure(item.q2, 3):>6}  "
-            f"{item.reason}"
-        )
+        cells = f"{i:>3}  {row.get('system', '-'):<8}{row.get('label', '-'):<14}{figure(item.q2, 3):>6}  "
+        show(cells + item.reason, indent=len(cells))  # a long reason goes on under its column
     # the questions behind the first responses that have any (a fallback is already explained above)
     explained = [
         (i, row, item.score)
@@ -112,22 +113,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if item.score is not None and item.score.valid_questions
     ][: args.explain]
     for i, row, res in explained:
-        print(f"\nThe valid questions of response {i}: {row['response']}")
+        show(f"\nThe valid questions of response {i}: {row['response']}")
         for t in res.valid_questions:
-            print(
+            show(
                 f"  - {t.candidate!r}: {t.question!r} -> knowledge: "
                 f"{t.knowledge_answer if t.knowledge_has_answer else '<no answer>'!r} "
-                f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}"
+                f"F1={t.f1:.2f} NLI={t.nli_label} score={t.score:.2f}",
+                indent=4,
             )
-    print(
+    show(
         "\nSystem figures:\n"
-        + figures_text(outcome.system, [i.score for i in outcome.items if i.score is not None])
+        + figures_text(outcome.system, [i.score for i in outcome.items if i.score is not None]),
+        indent=2,
     )
-    print("\nSignature (how these scores were made):\n" + _signature_text(str(outcome.signature), args.short))
+    show("\nSignature (how these scores were made):\n" + _signature_text(str(outcome.signature), args.short))
     if tiny:
-        print("\n" + tiny_note(config, always=True))
+        show("\n" + tiny_note(config, always=True))
         if args.coref:
-            print(
+            show(
                 f"The coreference model was tiny and random too: the real one is "
                 f"`hf download {Q2Config().coref_model}` (F-Coref, MIT; docs/coref.md)."
             )

@@ -82,7 +82,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         print("q2: --workers and --gpus-per-worker need --ray", file=sys.stderr)
         return 2
     from q2_metric.corpus.files import summary_dict
-    from q2_metric.display import figure, figures_text, loading_output, tiny_note_for
+    from q2_metric.display import figure, figures_text, for_terminal, loading_output, tiny_note_for
     from q2_metric.frontend import model_words
     from q2_metric.options import flag_name
 
@@ -132,22 +132,27 @@ def cmd_score(args: argparse.Namespace) -> int:
         )
     elif args.score_only:
         print(figure(s.q2))
-    else:
-        print(done)
+    elif args.quiet:  # only errors: the scores are in the output, the figures in --summary
+        pass
+    else:  # wrapped at word boundaries on a terminal
+        print(for_terminal(done))
         if report.decisions:
             d = report.decisions
             print(
-                f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
-                f"{d['num_inconsistent']} inconsistent (consistent iff Q2 > threshold)"
+                for_terminal(
+                    f"At threshold {d['threshold']:g}: {d['num_consistent']} consistent, "
+                    f"{d['num_inconsistent']} inconsistent (consistent iff Q2 > threshold)"
+                )
             )
         if report.operating_point:
             o = report.operating_point
             print(
                 f"Operating point: {o['rule']} on {o['dataset']} ({args.operating_point}, op:{o['signature']})"
             )
-        print(f"{figures_text(s, report.responses)}\n{_signature_text(report.signature, args.short)}")
+        print(for_terminal(figures_text(s, report.responses), indent=2))
+        print(_signature_text(report.signature, args.short))
         if tiny_note_for(report.signature):
-            print(tiny_note_for(report.signature))
+            print(for_terminal(tiny_note_for(report.signature) or ""))
     return 3 if report.num_bad else 0
 
 
@@ -187,9 +192,29 @@ class DefaultsShown(argparse.HelpFormatter):
         return f"{text} (default: {shown})" if text else f"default: {shown}"
 
 
+class ScoreHelp(DefaultsShown, argparse.RawDescriptionHelpFormatter):
+    """`DefaultsShown`, with the description's examples kept as written."""
+
+
+DESCRIPTION = """\
+Score each response of a table against its knowledge with Q²: one score a row.
+
+examples:
+  q2 score responses.csv -o scores.csv --tiny  # try it now (meaningless scores)
+  q2 score responses.csv -o scores.csv         # the paper's models
+  q2 score rag.jsonl -o out.jsonl --knowledge-col contexts --threshold 0.5
+"""
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from q2_metric.cli.common import add_option_flags
+
     sc = sub.add_parser(
-        "score", help="score a CSV, JSONL, Parquet or datasets-on-disk file", formatter_class=DefaultsShown
+        "score",
+        help="score a CSV, JSONL, Parquet or datasets-on-disk file",
+        description=DESCRIPTION,
+        usage="q2 score INPUT -o OUTPUT [options]",
+        formatter_class=ScoreHelp,
     )
     sc.add_argument("input", help="CSV, JSONL, Parquet, or a folder written by Dataset.save_to_disk")
     sc.add_argument(
@@ -198,6 +223,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="scores: .csv, .jsonl or .parquet (with --steps and --summary, written all-or-nothing)",
     )
+    add_option_flags(sc, ["tiny"])  # near the top: what a first try needs
     sc.add_argument("--steps", help="also write one row per question here")
     sc.add_argument(
         "--spans",
@@ -236,7 +262,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     sc.add_argument("--chunk-size", type=int, default=64, help="responses per engine call (and cache write)")
     sc.add_argument("--no-progress", action="store_true", help="no progress bars")
-    sc.add_argument("--quiet", action="store_true", help="no progress bars or status messages on stderr")
+    sc.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only errors: no progress, no figures or signature (they are in the output and "
+        "--summary); -b and --format json still print what they ask for",
+    )
     sc.add_argument(
         "--verbose",
         action="store_true",
@@ -288,5 +319,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "one per --gpus-per-worker GPUs)",
     )
     sc.add_argument("--gpus-per-worker", type=float, default=0, help="with --ray: GPUs for each worker")
-    add_config_args(sc)
+    add_config_args(sc, leave_out=("tiny",))
     sc.set_defaults(func=cmd_score)

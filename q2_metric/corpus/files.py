@@ -417,7 +417,7 @@ def write_results(
     out_records, step_records, span_records = [], [], []
     per_row = []
     for row in run.rows:
-        record = dict(row.fields)
+        record = {**row.fields, **row.given}  # the input's columns as given (a list stays a list)
         if row.error:
             record.update({f"{prefix}q2": None, f"{prefix}q2_no_nli": None, f"{prefix}error": row.error})
             span_records.append(span_record(row, None))

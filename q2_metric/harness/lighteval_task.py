@@ -44,7 +44,7 @@ from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTask, LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
-from q2_metric.display import tiny_note
+from q2_metric.display import tiny_note_once
 from q2_metric.frontend import Item, Outcome
 from q2_metric.harness import one_line_errors, under_command
 from q2_metric.options import merge_options
@@ -147,7 +147,7 @@ class Q2Computation(SampleLevelComputation):
                 file=sys.stderr,
             )
             print(f"Q² signature: {outcome.signature}", file=sys.stderr)
-            note = tiny_note(engine.config)
+            note = tiny_note_once(engine.config)  # unless the check logged it
             if note:
                 print(f"Q²: {note}", file=sys.stderr)
         return outcome

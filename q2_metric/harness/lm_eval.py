@@ -34,7 +34,7 @@ import math
 import sys
 from typing import Any
 
-from q2_metric.display import tiny_note
+from q2_metric.display import tiny_note_once
 from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.frontend import Item, Outcome
 from q2_metric.harness import one_line_errors, under_command
@@ -57,6 +57,40 @@ def spell(name: str) -> str:
 
 if under_command("lm_eval"):
     one_line_errors()
+
+
+# -- lm-eval's git lookup, quiet -----------------------------------------------------------------
+
+
+def quiet_git_commit_hash() -> str | None:
+    """lm-eval's `get_git_commit_hash`, with git's stderr kept off the terminal: lm-eval logs the
+    commit of the folder it runs in (`git describe --always`), and run from a folder that is no
+    git repository (a user's work folder, the docs' and tests' empty folders) git printed "fatal:
+    not a git repository" at every run with these tasks. The same value: the commit, else lm-eval's
+    own fallback (`get_commit_from_path` on the working folder)."""
+    import os
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        done = subprocess.run(["git", "describe", "--always"], capture_output=True, check=True)
+        return done.stdout.strip().decode()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return get_commit_from_path(os.getcwd())
+
+
+def _quiet_lm_evals_git() -> None:
+    """lm-eval's evaluator asks `quiet_git_commit_hash` once these tasks are loaded."""
+    try:
+        from lm_eval import evaluator
+    except ImportError:  # another lm-eval layout: its own call, as it is
+        return
+    if getattr(evaluator, "get_git_commit_hash", None) is not None:
+        evaluator.get_git_commit_hash = quiet_git_commit_hash
+
+
+_quiet_lm_evals_git()
 
 
 _FLAGS = (  # the reader's advice in `q2 score` flags -> the same in q2_dialogue's --metadata keys
@@ -247,8 +281,8 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
             file=sys.stderr,
         )
         print(f"Q² signature: {outcome.signature}", file=sys.stderr)
-        # lm-eval's logging drops the package's log line: printed here
-        note = tiny_note(engine.config)
+        # said once: here, unless the models' check already logged it (lm-eval shows that line)
+        note = tiny_note_once(engine.config)
         if note:
             print(f"Q²: {note}", file=sys.stderr)
     return outcome, unread

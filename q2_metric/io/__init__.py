@@ -115,7 +115,10 @@ def read_rows(
             continue
         where = f"row {row.line}" if path.is_dir() else f"line {row.line}"
         if knowledge_col in row.fields:  # a list of passages: one knowledge text (`knowledge_text`)
-            row.fields[knowledge_col] = knowledge_text(row.fields[knowledge_col])
+            value = row.fields[knowledge_col]
+            row.fields[knowledge_col] = knowledge_text(value)
+            if row.fields[knowledge_col] is not value:
+                row.given[knowledge_col] = value  # written back as given (a list stays a list)
         for col in needed:
             value = row.fields.get(col)
             if col not in row.fields:

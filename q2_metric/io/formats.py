@@ -20,6 +20,9 @@ class Row:
     line: int  # line in the file where the row starts (1-based; row number for datasets)
     fields: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # the values as read, of the fields the reader turned into what the models read (a list of
+    # passages joined into one knowledge text): the outputs write these back as given
+    given: dict[str, Any] = field(default_factory=dict)
 
 
 # Input larger than this (the file, or a Parquet table once decoded) is refused before it is read

@@ -54,6 +54,11 @@ def _csv_cell(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
 
 
+def _text(value: Any) -> str:
+    """A value of a mixed column as text: a list or struct as JSON (as in a CSV cell), else `str`."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else str(value)
+
+
 def write_table(path: str | Path, records: Iterable[dict[str, Any]], columns: list[str]) -> None:
     """CSV, JSONL (.jsonl/.json) or Parquet (.parquet); atomically."""
     atomic_write(path, table_writer(path, records, columns))
@@ -70,7 +75,7 @@ def parquet_writer(records: list[dict[str, Any]], columns: list[str]) -> Callabl
         try:
             arrays[col] = pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
-            arrays[col] = pa.array([None if v is None else str(v) for v in values], pa.string())
+            arrays[col] = pa.array([None if v is None else _text(v) for v in values], pa.string())
 
     def write(f: BinaryIO) -> None:
         pq.write_table(pa.table(arrays), f)

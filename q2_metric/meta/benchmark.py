@@ -841,7 +841,10 @@ def benchmark_figures(
         out[figure_name("roc", ds.name)] = meta_plots.roc_curves_png(
             {m: {ds.name: (scores[m][ds.name], y)} for m in scores}, {ds.name: title}
         )
-        out[figure_name("scores", ds.name)] = meta_plots.histogram_png(
-            ds.name, {m: (scores[m][ds.name], y) for m in scores}, {m: meta_plots.label(m) for m in scores}
+        out[figure_name("scores", ds.name)] = meta_plots.histogram_png(  # one panel per metric
+            ds.name,
+            {m: (scores[m][ds.name], y) for m in scores},
+            {m: meta_plots.label(m) for m in scores},
+            xlabels={m: f"{meta_plots.label(m)} score" for m in scores},
         )
     return out

@@ -12,6 +12,24 @@ import numpy as np
 
 # metric -> set -> (oriented scores, consistent labels); set titles in panel order
 Curves = Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]]
+# Each metric's curve gets its own line style and marker, so that one lying on another stays seen.
+STYLES = (("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1, 1, 1)), "v"), ((0, (1, 1)), "P"))
+
+
+def _style(index: int, points: int) -> dict[str, Any]:
+    """The line style, marker (about 8 per curve, shifted by curve so they do not coincide) and
+    drawing order of the `index`-th curve: the later drawn thinner, above the earlier."""
+    line, marker = STYLES[index % len(STYLES)]
+    every = max(points // 8, 1)
+    return dict(
+        linestyle=line,
+        marker=marker,
+        markevery=(min(index * max(every // len(STYLES), 1), points - 1) if points else 0, every),
+        markersize=5,
+        markerfacecolor="none",
+        linewidth=max(2.2 - 0.35 * index, 1.0),
+        zorder=2 + index,
+    )
 
 
 def _pyplot() -> Any:  # matplotlib.pyplot
@@ -42,11 +60,17 @@ def pr_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
 
     fig, panels = _panels(titles, 4.5)
     for ax, (key, title) in panels:
-        for metric, scores, consistent in _lines(ax, curves, key):
+        for n, (metric, scores, consistent) in enumerate(_lines(ax, curves, key)):
             flagged, target = -np.asarray(scores), 1 - np.asarray(consistent)
             precision, recall, _ = precision_recall_curve(target, flagged)
             ap = average_precision_score(target, flagged)
-            ax.plot(recall, precision, label=f"{label(metric)} (AP {ap:.2f})", drawstyle="steps-post")
+            ax.plot(
+                recall,
+                precision,
+                label=f"{label(metric)} (AP {ap:.2f})",
+                drawstyle="steps-post",
+                **_style(n, len(recall)),
+            )
         share = 1 - np.mean(next(iter(curves.values()))[key][1]) if curves else 0.5
         ax.axhline(share, color="grey", linestyle=":", label=f"chance ({share:.2f})")
         ax.set(
@@ -67,9 +91,10 @@ def roc_curves_png(curves: Curves, titles: Mapping[str, str]) -> bytes:
 
     fig, panels = _panels(titles, 4.5)
     for ax, (key, title) in panels:
-        for metric, scores, consistent in _lines(ax, curves, key):
+        for n, (metric, scores, consistent) in enumerate(_lines(ax, curves, key)):
             fpr, tpr, _ = roc_curve(consistent, scores)
-            ax.plot(fpr, tpr, label=f"{label(metric)} (AUC {roc_auc_score(consistent, scores):.3f})")
+            auc = roc_auc_score(consistent, scores)
+            ax.plot(fpr, tpr, label=f"{label(metric)} (AUC {auc:.3f})", **_style(n, len(fpr)))
         ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance (0.5)")
         ax.set(
             xlabel="false positive rate",
@@ -88,16 +113,38 @@ def histogram_png(
     per_set: Mapping[str, tuple[Sequence[float], Sequence[int]]],
     titles: Mapping[str, str],
     bins: int = 20,
+    xlabels: Mapping[str, str] | None = None,
 ) -> bytes:
-    """The metric's scores (its own scale) of consistent and inconsistent responses, overlaid."""
+    """The metric's scores (its own scale) of consistent and inconsistent responses, overlaid: the
+    consistent ones filled, the inconsistent ones as an outline over them (both stay seen). Each
+    panel's x axis names its metric: `metric`'s by default, or `xlabels[key]` (panels that are
+    metrics, one dataset). The count axis ticks at whole numbers."""
+    from matplotlib.ticker import MaxNLocator
+
     fig, panels = _panels(titles, 3.6)
     for ax, (key, title) in panels:
         scores, consistent = (np.asarray(a) for a in per_set[key])
         edges = np.histogram_bin_edges(scores, bins=bins)
-        for cls, name, color in ((1, "consistent", "tab:green"), (0, "inconsistent", "tab:red")):
-            part = scores[consistent == cls]
-            ax.hist(part, bins=edges, alpha=0.55, color=color, label=f"{name} (n={len(part)})")
-        ax.set(xlabel=f"{label(metric)} score", ylabel="responses", title=title)
+        consistent_part, inconsistent_part = scores[consistent == 1], scores[consistent == 0]
+        ax.hist(
+            consistent_part,
+            bins=edges,
+            alpha=0.45,
+            color="tab:green",
+            label=f"consistent (n={len(consistent_part)})",
+        )
+        ax.hist(
+            inconsistent_part,
+            bins=edges,
+            histtype="step",
+            linewidth=2,
+            color="tab:red",
+            hatch="//",
+            label=f"inconsistent (n={len(inconsistent_part)})",
+        )
+        xlabel = (xlabels or {}).get(key) or f"{label(metric)} score"
+        ax.set(xlabel=xlabel, ylabel="responses", title=title)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: whole numbers
         ax.legend(fontsize="small")
     fig.suptitle(f"{label(metric)}: scores by human label")
     return _png(fig)

@@ -88,7 +88,7 @@ class Engine:
         with frontend.model_words(spell, tiny_hint):
             frontend.check_models(self.scorer, spell=spell)
         self._checked = True
-        note = display.tiny_note(self.config)  # on the tiny random models: the scores mean nothing
+        note = display.tiny_note_once(self.config)  # on the tiny random models: the scores mean nothing
         if note:
             logging.getLogger("q2_metric").warning(note)
 

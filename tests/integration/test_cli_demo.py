@@ -83,13 +83,13 @@ def test_demo_tiny_builds_once_and_explains(tmp_path, monkeypatch, capsys):
     )
     table = lines[lines.index(next(x for x in lines if x.strip().startswith("#  system"))) + 1 :][:6]
     # each row ends in its one-line reason; random weights usually leave no valid question, but a
-    # tiny model can answer one ("The question not answered by the knowledge.", seen in CI)
+    # tiny model can answer one ("The question was not answered by the knowledge.", seen in CI)
     reason = re.compile(
         r"\s(No valid question \(|The question |All \d+ questions |\d+ of \d+ questions? |Not scored: )"
     )
     assert len(table) == 6 and all(reason.search(x) for x in table), table
     assert any(x.startswith("q2:") and "|dec:beam5-ret5-nrng3-es1-max16-in512|" in x for x in lines)
-    assert "These scores are meaningless" in out.out and "hf download mrm8488/" in out.out
+    assert "These scores are meaningless" in out.out and "leave out --tiny / Q2_TINY" in out.out
     stamp = (tmp_path / "tiny" / "qg" / "config.json").stat().st_mtime_ns
     assert main(["demo", "--tiny", "--device", "cpu", "--quiet", "--short"]) == 0
     again = capsys.readouterr()
@@ -129,3 +129,20 @@ def test_demo_counts_only_the_responses_it_scored(rows, tiny_models, tmp_path, c
     assert f"Scored 2 of the 4 responses from {sample}; 2 not scored (empty response)" in out
     table = out.split("mean Q2")[1].split("\n\n")[0]
     assert re.search(r"^s\s+l\s+2\s", table.strip(), re.M), table
+
+
+def test_demo_wraps_at_word_boundaries_to_the_terminals_width(tiny_env, monkeypatch, capsys):
+    """At 100 columns `q2 demo` ran past the terminal's width, which cut words in two: on a
+    terminal every line fits, broken between words, a wrapped reason going on under its column."""
+    from q2_metric import display
+
+    monkeypatch.setattr(display, "terminal_width", lambda stream=None: 100)
+    assert main(["demo", "--tiny", "--device", "cpu", "--quiet", "--limit", "6"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    long = [x for x in lines if len(x) > 100 and " " in x.strip()]  # a signature is one word
+    assert long == [] and any(len(x) > 60 for x in lines), lines
+    start = lines.index(next(x for x in lines if x.strip().startswith("#  system"))) + 1
+    table = lines[start : lines.index("", start)]
+    assert len(table) >= 6 and all(
+        x[:3].strip().isdigit() or (x[:35] == " " * 35 and x[35] != " ") for x in table
+    ), table

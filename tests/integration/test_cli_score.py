@@ -83,7 +83,7 @@ def test_score_only_and_short_signature(two_rows, tiny_models, tmp_path, capsys)
                 str(tmp_path / "b.csv"),
                 "--no-cache",
                 "--short",
-                "--quiet",
+                "--no-progress",
                 *tiny_flags(tiny_models),
             ]
         )
@@ -270,6 +270,7 @@ def test_long_text_warning_hidden_under_quiet(tmp_path, tiny_config):
     )
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
+    assert run.stdout == ""  # --quiet: only errors (before, seven lines: figures, signature, note)
 
 
 def test_cli_reports_bad_rows_by_line_and_exits_3(tmp_path, tiny_config, capsys):

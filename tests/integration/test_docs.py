@@ -99,6 +99,55 @@ def test_every_norun_block_says_why():
     assert len(RUNNABLE) - len(skipped) >= 8, len(RUNNABLE) - len(skipped)
 
 
+def silent_expressions(code: str) -> list[str]:
+    """The statements of a Python block that show something in an interactive session but print
+    nothing when the block runs as a file: a bare expression other than a call (`result.q2,
+    result.coverage`), at any depth."""
+    import ast
+
+    return [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Expr) and not isinstance(node.value, (ast.Call, ast.Await, ast.Constant))
+    ]
+
+
+def test_python_blocks_print_what_they_show():
+    """python.md's blocks printed nothing when run as a file (`result.q2, result.coverage  # system
+    figures`): every figure a block shows it prints."""
+    assert silent_expressions("x = 1\nx\nprint(x)\nif x:\n    x.real\n") == ["x", "x.real"]
+    silent = {
+        f"{b.page}:{b.line}": found
+        for b in ALL
+        if b.lang == "python" and (found := silent_expressions(b.code))
+    }
+    assert silent == {}
+
+
+def test_one_decision_rule_and_no_stale_page():
+    """serve.md's contract said "score >= threshold" where the server (`display.decide`) and the
+    text above it say "above"; inspect.md said LightEval is not installed, where lighteval.md
+    installs it with its extra."""
+    serve = " ".join((ROOT / "docs" / "serve.md").read_text(encoding="utf-8").split())
+    assert "iff status is scored and score > threshold" in serve
+    for page in PAGES:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert ">= threshold" not in text and "LightEval is not installed" not in text, page.name
+
+
+def test_guardrails_page_gives_on_fail_and_says_what_the_import_downloads():
+    """guardrails.md: the service validator line had no `on_fail` (the default raised a long
+    traceback on a blocked answer); the note that importing Guardrails AI downloads NLTK data was
+    only in an HTML comment; nothing said that `validated_output` still holds a blocked answer."""
+    page = (ROOT / "docs" / "guardrails.md").read_text(encoding="utf-8")
+    validators = [b.code for b in blocks(ROOT / "docs" / "guardrails.md") if "Q2Consistency(" in b.code]
+    assert validators and all("on_fail=" in code for code in validators)
+    text = re.sub(r"<!--.*?-->", "", page, flags=re.S)  # what a reader sees
+    flat = " ".join(text.split())
+    assert "downloads NLTK's `punkt`" in flat
+    assert "`outcome.validated_output` still holds the answer it blocked" in flat
+
+
 @pytest.fixture(scope="session")
 def tiny_cache(tmp_path_factory) -> dict[str, str]:
     """The documented tiny-model cache, built once for the whole session."""

@@ -84,6 +84,11 @@ def test_the_validator_in_process_passes_and_fails_as_q2_score_decides(in_proces
         response, metadata={"knowledge": [" ".join(words[:half]), " ".join(words[half:])]}
     )
     assert outcome.validation_passed is (expected[0]["decision"] == "consistent")
+    # what docs/guardrails.md says: with on_fail="noop", validated_output still holds the blocked
+    # answer; validation_passed is what says it was blocked
+    blocked = next(p for p, w in zip(pairs, expected) if w["decision"] == "inconsistent")
+    outcome = guard.validate(blocked[0], metadata={"knowledge": blocked[1]})
+    assert outcome.validation_passed is False and outcome.validated_output == blocked[0]
 
 
 def test_guard_parse_and_on_fail_exception(in_process, pairs, expected):

@@ -48,12 +48,20 @@ def scorer(environ, monkeypatch):
     return Q2Scorer(tiny=True)
 
 
-def refusal() -> str:
-    """The refusal the shipped flow says (its `bot inform answer unverified`), read from the file."""
+def refusal(verdict: str = "unverified") -> str:
+    """The refusal the shipped flow says for `verdict` (its `bot inform answer unverified`, or
+    `... inconsistent`), read from the file."""
     from q2_metric.guardrails.nemo import config_folder
 
     text = (config_folder() / "q2.co").read_text(encoding="utf-8")
-    return text.split("define bot inform answer unverified", 1)[1].strip().strip('"')
+    return text.split(f"define bot inform answer {verdict}", 1)[1].strip().split("\n")[0].strip('"')
+
+
+def test_the_two_refusals_say_what_happened():
+    """The bot said "I could not check that answer against my sources" when Q² did check it and
+    found it inconsistent: each verdict has its own refusal."""
+    assert refusal("unverified").startswith("I could not check that answer")
+    assert refusal("inconsistent").startswith("I checked that answer against my sources")
 
 
 def chat(url: str | None, answer: str, knowledge: str | None, **q2: object) -> tuple[str, object]:
@@ -84,7 +92,7 @@ def test_the_rail_lets_through_what_q2_score_calls_consistent_and_blocks_the_res
                 assert reply == response, (reply, response)
                 assert context["q2_verdict"] == "consistent"
             else:
-                assert reply == refusal(), (reply, response)
+                assert reply == refusal("inconsistent"), (reply, response)
                 assert context["q2_verdict"] == "inconsistent" and context["q2_reason"]
 
 

@@ -68,6 +68,9 @@ def test_inspect_eval_and_score_commands(harness_tiny, tmp_path):
         timeout=900,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    # the tiny models' note: said once, and short (it took 13 lines under `inspect eval`)
+    out = res.stdout + res.stderr
+    assert out.count("These scores are meaningless") == 1, out[-5000:]
     (info,) = list_eval_logs(str(logs))
     log = read_eval_log(info.name)
     assert log.status == "success" and len(log.samples) == N

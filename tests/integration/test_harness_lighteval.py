@@ -103,7 +103,7 @@ def test_lighteval_accelerate_gives_q2_score_row_by_row(harness_tiny, tmp_path):
     # the tiny models' scores differ by row: a swap of rows would show
     assert len({_nan(d["metric"]["q2"]) for d in details}) >= 2, [d["metric"] for d in details]
     assert "Q² signature: " + summary["signature"] in res.stderr
-    assert "Q²: These scores are meaningless" in res.stderr
+    assert res.stderr.count("These scores are meaningless") == 1  # the tiny models' note, said once
     results = _results(out)
     for metric in ("q2", "q2_no_nli", "coverage"):
         assert close(_nan(results[metric]), summary[metric]), (metric, results, summary)

@@ -101,7 +101,8 @@ def test_lm_eval_q2_wow_prints_q2s_figures_equal_to_q2_score(harness_tiny, tmp_p
         assert got["reason"] == row["reason"] and got["status"] in ("scored", "empty")
     assert "Q² signature: " + summary["signature"] in res.stderr  # the full signature, on stderr
     assert "1/6 candidates" in res.stderr  # Q² progress while lm-eval aggregates
-    assert "Q²: These scores are meaningless" in res.stderr  # the tiny models' note, past lm-eval's logging
+    assert res.stderr.count("These scores are meaningless") == 1  # the tiny models' note, said once
+    assert "not a git repository" not in res.stderr  # lm-eval's git lookup, run from a plain folder
     results = _results(out)["results"]["q2_wow"]
     for metric in ("q2", "q2_no_nli", "coverage"):
         assert close(_figure(results[f"{metric},none"]), summary[metric]), (metric, results, summary)

@@ -198,7 +198,7 @@ def test_space_in_a_browser(space_dir, tiny_models, tmp_path):
         # another word of the response (not the candidate: no valid question). So the score is 1 and
         # the one-line reason beside it names the one valid question.
         assert score == 1.0
-        assert reason == "The question answered the same way from the knowledge.", reason
+        assert reason == "The question was answered the same way from the knowledge.", reason
         # the response's answer candidates are highlighted, in order, each with its status; a valid
         # one carries its score
         assert spans_text.replace("\n", "") == RESPONSE.replace("the joy", "the joy 1.00"), spans_text
@@ -244,7 +244,7 @@ def test_space_config_from_environment(monkeypatch):
 
 def test_explain_rows():
     """One row per generated question, a one-line reason and the highlighted spans (scripted models:
-    'Bob Ross' answered the same way from the knowledge, 'PBS' not answered by it). Expected values
+    'Bob Ross' was answered the same way from the knowledge, 'PBS' was not answered by it). Expected values
     by hand from the scripted components' rules (q2_metric/testing/scripted.py)."""
     from q2_metric.hub.space import TABLE_COLUMNS, explain
     from q2_metric.testing.scripted import scripted_scorer
@@ -258,7 +258,7 @@ def test_explain_rows():
     )
     assert (
         reason
-        == "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge."
+        == "1 of 2 questions was answered the same way from the knowledge; 1 was not answered by the knowledge."
     )
     assert rows[0][:3] == ["Bob Ross", "what about Bob Ross?", "valid"] and rows[0][-1] == 1.0
     assert 'data-status="valid" data-score="1.00"' in spans and 'data-score="0.00"' in spans
@@ -294,17 +294,20 @@ def test_reason_line_counts():
     res = ResponseScore(
         0, 0.75, 0.75, questions=[trace(1.0), trace(1.0), trace(1.0), trace(0.0, "contradiction")]
     )
-    assert reason_line(res) == "3 of 4 questions answered the same way from the knowledge; 1 contradicted."
+    assert reason_line(res) == (
+        "3 of 4 questions were answered the same way from the knowledge; 1 was answered in "
+        "contradiction of the response (NLI)."
+    )
     res = ResponseScore(
         0, 0.5, 0.5, questions=[trace(0.5, "entailment"), trace(0.5, "neutral"), trace(0.0, None, False)]
     )
     assert reason_line(res) == (
-        "1 of 3 questions answered differently but entailed (NLI); 1 partly matched "
-        "(token F1, NLI neutral); 1 not answered by the knowledge."
+        "1 of 3 questions was answered differently, but NLI found the answers consistent "
+        "(entailment); 1 was partly matched (token F1, NLI neutral); 1 was not answered by the knowledge."
     )
     assert (
         reason_line(ResponseScore(0, 1.0, 1.0, questions=[trace(1.0)]))
-        == "The question answered the same way from the knowledge."
+        == "The question was answered the same way from the knowledge."
     )
 
 

@@ -73,21 +73,32 @@ def test_decisions_at_a_threshold():
 
 PAPER_DOWNLOADS = (
     "These scores are meaningless: the models are tiny and random (questions capped at 16 tokens). "
-    "For the paper's scores download its models once where the Hub is reachable "
-    "(`hf download mrm8488/t5-base-finetuned-question-generation-ap`, "
-    "`hf download ktrapeznikov/albert-xlarge-v2-squad-v2`, "
-    "`hf download ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli`) and "
+    "For the paper's scores, "
 )
+THEN = ": Q² then names any model to download."
 
 
 def test_the_tiny_line_in_each_front_ends_words():
     from q2_metric.display import tiny_note
 
-    assert tiny_note(always=True) == PAPER_DOWNLOADS + "leave out --tiny / Q2_TINY."
+    assert tiny_note(always=True) == PAPER_DOWNLOADS + "leave out --tiny / Q2_TINY" + THEN
     assert tiny_note(always=True, turn_off="remove the Space's variable Q2_TINY=1") == (
-        PAPER_DOWNLOADS + "remove the Space's variable Q2_TINY=1."
+        PAPER_DOWNLOADS + "remove the Space's variable Q2_TINY=1" + THEN
     )
     assert tiny_note() is None
+    assert len(tiny_note(always=True)) <= 200  # before: about 400 characters
+
+
+def test_the_tiny_line_is_said_once_per_process(tiny_env, monkeypatch):
+    """The front-ends that report from inside another tool's run (Inspect, lm-eval, LightEval)
+    said the line once per task, batch or epoch; now once per process."""
+    from q2_metric import display
+    from q2_metric.frontend import configure
+
+    monkeypatch.setattr(display, "_TINY_SAID", [])
+    tiny = configure(tiny=True)
+    assert display.tiny_note_once(tiny) == display.tiny_note(tiny) is not None
+    assert display.tiny_note_once(tiny) is None and display.tiny_note_once(configure(tiny=True)) is None
 
 
 def test_tiny_note_only_for_tiny_models(tiny_env):
@@ -96,7 +107,7 @@ def test_tiny_note_only_for_tiny_models(tiny_env):
     from q2_metric.frontend import configure
 
     assert (
-        tiny_note(configure(tiny=True)) == PAPER_DOWNLOADS + "leave out --tiny / Q2_TINY."
+        tiny_note(configure(tiny=True)) == PAPER_DOWNLOADS + "leave out --tiny / Q2_TINY" + THEN
     )  # tiny_env's folder
     assert tiny_note(Q2Config()) is None
 

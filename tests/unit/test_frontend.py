@@ -134,7 +134,7 @@ def test_score_items_with_only_bad_items_still_signs():
 
 def test_item_result_reason_is_the_explanation_line():
     out = score_items(scripted_scorer(), [Item("k", GOOD, GOOD)])
-    assert out.items[0].reason.endswith("answered the same way from the knowledge.")
+    assert out.items[0].reason.endswith("was answered the same way from the knowledge.")
     assert ItemResult("k", "bad", None, "k: field 'response' must be a string, got int.").reason.startswith(
         "k:"
     )

@@ -129,7 +129,7 @@ def test_empty_and_whitespace_give_nan_and_are_counted():
     reasons = [r.reason for r in result.responses]
     # the one sentence of each (`explain.reason_line`): "Paris" asked and answered alike on both sides
     assert reasons == [
-        "The question answered the same way from the knowledge.",
+        "The question was answered the same way from the knowledge.",
         "Not scored: empty response.",
         "Not scored: empty knowledge.",
         "Not scored: empty response.",

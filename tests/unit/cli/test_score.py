@@ -35,6 +35,21 @@ def test_score_help_names_the_default_columns(capsys):
     assert "(default: response)" in text and "(default: knowledge)" in text and "--tiny" in text
 
 
+def test_score_help_leads_with_a_description_three_examples_and_tiny(capsys, monkeypatch):
+    """`q2 score --help` was 135 lines with no example at the top and `--tiny` last."""
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("usage: q2 score INPUT -o OUTPUT") and lines[1] == ""
+    assert lines[2].startswith("Score each response") and lines[2].endswith(".")  # one line
+    examples = [x for x in lines[:10] if x.startswith("  q2 score ")]
+    assert len(examples) == 3 and "--tiny" in examples[0]
+    assert all(len(x) <= 80 for x in lines[:10])
+    flags = [x.split()[0] for x in lines if x.startswith("  -")]
+    assert flags.index("--tiny") <= 3, flags  # after -h and -o
+
+
 @pytest.mark.parametrize(
     "column, prefix",
     [

@@ -54,6 +54,31 @@ def test_jsonl_and_custom_columns(tmp_path):
     assert [o["q2"] for o in out] == [1.0, 1.0, 1.0] and out[0]["resp"] == ROWS[0]["response"]
 
 
+def test_input_columns_are_written_back_as_given(tmp_path):
+    """A list column (ragas' `contexts`: the knowledge as passages) was written back as one joined
+    string: a list stays a list in JSONL and Parquet, and a CSV cell holds it as JSON (which reads
+    back as the list); the knowledge scored is still the passages joined."""
+    import pyarrow.parquet as pq
+
+    passages = [["Person0 painted.", "Person0 hosted a show."], ["Person1 painted."]]
+    with open(tmp_path / "in.jsonl", "w") as f:
+        for r, ctx in zip(ROWS[:2], passages):
+            f.write(json.dumps({"response": r["response"], "contexts": ctx, "tags": ["a", "b"]}) + "\n")
+    for name in ("out.jsonl", "out.parquet", "out.csv"):
+        report = score_file(
+            scripted_scorer(),
+            tmp_path / "in.jsonl",
+            tmp_path / name,
+            knowledge_col="contexts",
+            cache_dir=None,
+        )
+        assert report.num_bad == 0 and report.system.num_scored == 2
+    assert [o["contexts"] for o in read_jsonl(tmp_path / "out.jsonl")] == passages
+    assert [o["tags"] for o in read_jsonl(tmp_path / "out.jsonl")] == [["a", "b"]] * 2
+    assert pq.read_table(tmp_path / "out.parquet").column("contexts").to_pylist() == passages
+    assert [json.loads(r["contexts"]) for r in read_csv(tmp_path / "out.csv")] == passages
+
+
 def test_datasets_on_disk(tmp_path):
     import datasets
 

@@ -239,3 +239,17 @@ def test_the_table_is_narrow_and_marks_each_figure_by_its_direction(scripted):
     assert direction["no_answer_share"] is False and direction["num_skipped"] is False
     assert direction["signature"] is None and direction["num_responses"] is None
     assert direction["q2"] is True and direction["q2_no_nli"] is True
+
+
+def test_lm_evals_git_lookup_is_quiet_outside_a_repository(tmp_path, monkeypatch, capfd):
+    """lm-eval logs the git commit of the folder it runs in: from a folder that is no repository,
+    git printed "fatal: not a git repository" at every run with Q²'s tasks. The lookup lm-eval's
+    evaluator makes is now quiet, and gives lm-eval's own fallback (None here)."""
+    import lm_eval.evaluator
+
+    import q2_metric.harness.lm_eval  # noqa: F401 (loading Q²'s tasks imports it)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # no repository above either
+    assert lm_eval.evaluator.get_git_commit_hash() is None
+    assert "fatal" not in capfd.readouterr().err

@@ -29,12 +29,12 @@ KNOWLEDGE = [
     "Bob Ross was on pbs.",
 ]
 EXPECTED = [
-    "The question answered the same way from the knowledge.",
-    "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge.",
+    "The question was answered the same way from the knowledge.",
+    "1 of 2 questions was answered the same way from the knowledge; 1 was not answered by the knowledge.",
     "No valid question (the response has no answer candidate); end-to-end NLI: the knowledge neither "
     "entails nor contradicts the response.",
     "Not scored: empty response.",
-    "All 2 questions answered the same way from the knowledge.",
+    "All 2 questions were answered the same way from the knowledge.",
 ]
 
 
@@ -106,9 +106,39 @@ def test_a_question_whose_token_f1_is_0_is_not_partly_matched():
 
     res = ResponseScore(0, 0.25, 0.25, questions=[trace(0.5, "neutral"), trace(0.0, "neutral")])
     assert reason_line(res) == (
-        "1 of 2 questions partly matched (token F1, NLI neutral); 1 answered with no word in common "
-        "(token F1 0, NLI neutral)."
+        "1 of 2 questions was partly matched (token F1, NLI neutral); 1 was answered with no word "
+        "in common (token F1 0, NLI neutral)."
     )
     assert reason_line(ResponseScore(0, 0.0, 0.0, questions=[trace(0.0, None)])) == (
-        "The question answered with no word in common (token F1 0, NLI neutral)."
+        "The question was answered with no word in common (token F1 0, NLI neutral)."
     )
+
+
+def test_every_reason_sentence_has_a_verb():
+    """Each verdict's sentence is a sentence: before, "The question not answered by the knowledge."
+    and "The question contradicted." had no verb. Expected sentences written by hand."""
+    from q2_metric.display import span_reason
+    from q2_metric.results import QuestionTrace, Span
+
+    def trace(f1, nli, answered=True):
+        return QuestionTrace(
+            "x", "q?", 0, "valid", knowledge_answer="a", knowledge_has_answer=answered, f1=f1, nli_label=nli
+        )
+
+    one = {
+        "The question was answered the same way from the knowledge.": trace(1.0, None),
+        "The question was answered differently, but NLI found the answers consistent (entailment).": trace(
+            0.5, "entailment"
+        ),
+        "The question was partly matched (token F1, NLI neutral).": trace(0.5, "neutral"),
+        "The question was answered with no word in common (token F1 0, NLI neutral).": trace(0.0, "neutral"),
+        "The question was answered in contradiction of the response (NLI).": trace(0.0, "contradiction"),
+        "The question was not answered by the knowledge.": trace(0.0, None, answered=False),
+    }
+    for sentence, t in one.items():
+        assert reason_line(ResponseScore(0, 0.5, 0.5, questions=[t])) == sentence
+    two = ResponseScore(0, 0.0, 0.0, questions=[trace(0.0, "contradiction"), trace(0.0, "contradiction")])
+    assert reason_line(two) == "All 2 questions were answered in contradiction of the response (NLI)."
+    span = Span(0, 1, "x", "x", 0, supported=False, knowledge_has_answer=False, f1=0.0)
+    assert span_reason(span) == "Its question was not answered by the knowledge."
+    assert span_reason(Span(0, 1, "x", "x", 0)) == "No valid question was asked about it."
