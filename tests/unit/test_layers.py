@@ -27,7 +27,7 @@ from support.data import ROOT
 
 PACKAGE = ROOT / "q2_metric"
 FRONT_ENDS = ("cli", "meta", "hub", "corpus", "harness", "guardrails", "serve", "q2_metric", "testing")
-MIDDLE = ("frontend", "runtime")  # the contract and the runtime
+MIDDLE = ("frontend", "registry", "runtime")  # the contract (with its registry of front-ends) and the runtime
 RANK = {"core": 0, "middle": 1, "front": 2}
 
 
