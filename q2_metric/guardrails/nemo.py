@@ -88,12 +88,8 @@ async def q2_check_consistency(context: dict[str, Any] | None = None, config: An
         service, threshold = settings(config)
         result = (await asyncio.to_thread(service.ask, [item], threshold=threshold, spans=False))[0]
         record = Record.from_dict(result, KEY)
-    except (
-        Q2ServiceError,
-        Q2InputError,
-        ValueError,
-        TypeError,
-    ) as err:  # no answer, or unreadable settings: block
+    # no answer, an answer off the contract, or unreadable settings: blocked, saying why
+    except (Q2ServiceError, Q2InputError, ValueError, TypeError) as err:
         return _answer(unchecked(KEY, str(err)))
     return _answer(record)
 

@@ -34,7 +34,7 @@ def span_segments(response: str, res: ResponseScore) -> list[tuple[str, str | No
         if s.start is not None:
             by_occurrence.setdefault(s.occurrence, []).append(s)
     taken: list[tuple[int, int, str, float | None]] = []
-    for spans in by_occurrence.values():
+    for _, spans in sorted(by_occurrence.items()):  # candidate order (`res.spans` is the response's)
         start, end = spans[0].start, spans[0].end
         if any(start < e and s < end for s, e, _, _ in taken):
             continue

@@ -245,8 +245,11 @@ def deepeval_report(result: Any, n: int) -> Report:
         spans.append(logs["q2_spans"])
         signature = data.evaluation_model
     counts = {s: sum(r.status == s for r in rows) for s in ("scored", "empty", "bad")}
-    verdicts = [json.loads(r.metrics_data[0].verbose_logs)["q2_verdict"] for r in tests]
-    reasons = [r.metrics_data[0].reason for r in tests]
+    logs = [json.loads(r.metrics_data[0].verbose_logs) for r in tests]
+    verdicts, reasons = [x["q2_verdict"] for x in logs], [x["q2_reason"] for x in logs]
+    # DeepEval shows the reason of a scored test case, the error of an unscored one: the same sentence
+    shown = [r.metrics_data[0].reason or r.metrics_data[0].error for r in tests]
+    assert shown == reasons, (shown, reasons)
     return Report(rows, counts, signature, spans, verdicts, reasons)
 
 

@@ -72,7 +72,11 @@ def test_deepeval_evaluate_gives_q2_scores_rows(harness_tiny, tmp_path, monkeypa
     for d, w in zip(data, want):  # DeepEval's pass/fail: Q² > threshold, q2 score's decision at 0.5
         assert d.success is (w["q2"] is not None and w["q2"] > 0.5)
     for case, d in zip(cases, data):
-        for span in json.loads(d.verbose_logs)["spans"]:
+        logs = json.loads(d.verbose_logs)
+        assert logs["q2_verdict"] == (
+            "consistent" if d.success else "inconsistent" if d.score is not None else "unverified"
+        )
+        for span in logs["q2_spans"]:
             assert case.actual_output[span["start"] : span["end"]] == span["text"]
     assert len(loads) == 1
     # 13 test cases, 8 at a time: they share engine calls

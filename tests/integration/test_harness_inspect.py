@@ -26,13 +26,19 @@ def _check_against_cli(samples, tmp_path: Path, environ: dict[str, str]) -> None
         value = None if isinstance(score.value, float) and math.isnan(score.value) else score.value
         assert close(value, row["q2"]), (value, row)
         assert close(score.metadata["q2_no_nli"], row["q2_no_nli"])
-        assert score.metadata["fallback"] == row["fallback"]
-        assert len(score.metadata["questions"]) == row["num_questions"]
+        assert score.metadata["q2_fallback"] == row["fallback"]
+        assert len(score.metadata["q2_questions"]) == row["num_questions"]
         assert score.explanation and score.explanation.endswith(".") and "\n" not in score.explanation
-        assert score.metadata["signature"] == summary["signature"]  # the full signature
+        assert score.metadata["q2_signature"] == summary["signature"]  # the full signature
         assert score.explanation == row["reason"]  # the same sentence as q2 score's reason column
-        assert score.metadata["signature"].startswith("q2:") and "tiny-random" in score.metadata["signature"]
+        assert (
+            score.metadata["q2_signature"].startswith("q2:")
+            and "tiny-random" in score.metadata["q2_signature"]
+        )
         assert score.metadata["q2_status"] == ("scored" if value is not None else "empty")
+        # its record's verdict at 0.5 (q2 score's decision; unverified when not scored) and reason
+        decision = "unverified" if value is None else "consistent" if value > 0.5 else "inconsistent"
+        assert score.metadata["q2_verdict"] == decision and score.metadata["q2_reason"] == row["reason"]
 
 
 @pytest.mark.slow
@@ -80,7 +86,7 @@ def test_inspect_eval_and_score_commands(harness_tiny, tmp_path):
     assert set(evalscore.metrics) == {"mean", "stderr"}
     statuses = [s.scores["q2"].metadata["q2_status"] for s in log.samples]
     assert evalscore.metadata["q2_counts"] == {k: statuses.count(k) for k in ("scored", "empty", "bad")}
-    assert evalscore.metadata["q2_signature"] == log.samples[0].scores["q2"].metadata["signature"]
+    assert evalscore.metadata["q2_signature"] == log.samples[0].scores["q2"].metadata["q2_signature"]
     # `inspect score --scorer q2_metric/q2`: any log re-scored with Q² from the command line
     rescored = tmp_path / "rescored.eval"
     res = subprocess.run(

@@ -97,11 +97,15 @@ def test_mlflow_genai_evaluate_gives_q2_scores_rows(offline, tmp_path, monkeypat
     assert feedback[-2]["metadata"]["q2_status"] == "empty" and feedback[-2]["rationale"].startswith(
         "Not scored"
     )
-    assert {fb["metadata"]["signature"] for fb in feedback} == {summary["signature"]} == {scorer.signature}
+    assert {fb["metadata"]["q2_signature"] for fb in feedback} == {summary["signature"]} == {scorer.signature}
+    # the row's record: its verdict at 0.5 (q2 score's decision; unverified when not scored), its reason
+    for fb, w in zip(feedback, want):
+        decision = "unverified" if w["q2"] is None else "consistent" if w["q2"] > 0.5 else "inconsistent"
+        assert fb["metadata"]["q2_verdict"] == decision and fb["metadata"]["q2_reason"] == w["reason"]
     assert scorer.counts == {"scored": len(data) - 1, "empty": 1, "bad": 0}
     assert math.isclose(result.metrics["q2/mean"], summary["q2"], abs_tol=1e-9)
     for row, fb in zip(data, feedback):  # the spans, each in its response
-        for span in json.loads(fb["metadata"]["spans"]):
+        for span in json.loads(fb["metadata"].get("q2_spans", "[]")):
             assert row["outputs"][span["start"] : span["end"]] == span["text"]
     assert len(loads) == 1
     # MLflow's 10 scoring threads: its rows in flight share engine calls

@@ -38,6 +38,54 @@ def test_statuses_fail_closed_and_the_decision_rule():
     assert out["signature"].startswith("q2:")
 
 
+def test_an_item_entry_is_its_record_under_the_services_keys():
+    # "Oslo saw Bob Ross." against a knowledge without Oslo: the scripted QA answers Bob Ross (1) and
+    # not Oslo (0): Q² 1/2, inconsistent at 0.5; the spans in the response's order, each with its phrase
+    with client() as c:
+        ready(c)
+        item = {"response": "Oslo saw Bob Ross.", "knowledge": "Bob Ross hosted the show.", "id": 9}
+        out = c.post("/v1/score", json={"items": [item, {**GOOD, "spans": False}, {"response": 1}]}).json()
+    entry, quiet, bad = out["results"]
+    assert list(entry) == ["id", "status", "score", "q2_no_nli", "verdict", "reason", "spans", "error"]
+    assert (entry["id"], entry["status"], entry["score"], entry["verdict"]) == (
+        "9",
+        "scored",
+        0.5,
+        "inconsistent",
+    )
+    assert (
+        entry["reason"]
+        == "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge."
+    )
+    assert entry["spans"] == [
+        {
+            "start": 0,
+            "end": 4,
+            "text": "Oslo",
+            "candidate": "Oslo",
+            "supported": False,
+            "score": 0.0,
+            "reason": "not answered by the knowledge",
+            "question": "what about Oslo?",
+            "answers": ["Oslo", ""],
+        },
+        {
+            "start": 9,
+            "end": 17,
+            "text": "Bob Ross",
+            "candidate": "Bob Ross",
+            "supported": True,
+            "score": 1.0,
+            "reason": "answered the same way from the knowledge",
+            "question": "what about Bob Ross?",
+            "answers": ["Bob Ross", "Bob Ross"],
+        },
+    ]
+    assert quiet["spans"] == [] and quiet["verdict"] == "consistent"
+    assert (bad["status"], bad["verdict"], bad["spans"]) == ("bad", "unverified", [])
+    assert bad["reason"] == bad["error"] == "item 2: field 'response' must be a string, got int."
+
+
 def test_a_score_equal_to_the_threshold_is_inconsistent():
     with client() as c:
         ready(c)
