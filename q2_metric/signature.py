@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from q2_metric.config import (
     DEFAULT_NLI_MODEL,
@@ -17,8 +17,14 @@ from q2_metric.config import (
     Q2Config,
 )
 
-if TYPE_CHECKING:
-    from q2_metric.options.operating_point import OperatingPoint
+
+class DecisionPoint(Protocol):
+    """What a signature reads of an operating point (`options.operating_point.OperatingPoint`)."""
+
+    threshold: float
+
+    def signature_value(self) -> str: ...
+
 
 # Signature fields that hold the scoring rules (the short form names those that depart from the paper).
 RULE_FIELDS = ("dec", "drop", "personal", "mode", "qadec", "spannli", "dnli", "fallback")
@@ -174,7 +180,7 @@ class Signature:
             return self
         return Signature(tuple(f for f in self.fields if f[0] != "thr") + (("thr", f"{threshold + 0.0:g}"),))
 
-    def with_operating_point(self, op: OperatingPoint | None) -> Signature:
+    def with_operating_point(self, op: DecisionPoint | None) -> Signature:
         """The signature of decisions made at an operating point's threshold: its `thr` field and
         an `op` field naming the rule and the file's digest (`OperatingPoint.signature_value`);
         unchanged for None."""

@@ -31,7 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from q2_metric.errors import Q2InputError
+from q2_metric.display import check_threshold
+from q2_metric.errors import Q2InputError, Q2OptionError
 
 FORMAT = "q2-operating-point"
 VERSION = 1
@@ -98,8 +99,12 @@ def check_operating_point(data: Any, path: Path) -> OperatingPoint:
     if data.get("version") != VERSION:
         raise _fail(path, "version", f"must be {VERSION}, got {data.get('version')!r}")
     threshold: Any = data.get("threshold")
-    if not _number(threshold) or not 0 <= threshold <= 1:
-        raise _fail(path, "threshold", f"must be a number in [0, 1], got {threshold!r}")
+    try:
+        if not _number(threshold):
+            raise Q2OptionError("not a number")
+        threshold = check_threshold(threshold)  # the one range check of a threshold
+    except Q2OptionError:
+        raise _fail(path, "threshold", f"must be a number in [0, 1], got {threshold!r}") from None
     rule = data.get("rule")
     if not isinstance(rule, dict) or rule.get("name") not in RULES:
         raise _fail(path, "rule", "must name one of " + ", ".join(RULES))

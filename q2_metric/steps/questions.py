@@ -97,7 +97,12 @@ def generate_questions(
     contexts = {id(p): [p.response] * len(p.result.candidates) for p in pairs}
     if measure is not None and limit is not None:
         keys = [(cand, p.response) for p in pairs for cand in p.result.candidates]
-        lengths = unique_call(keys, lambda ks: measure([a for a, _ in ks], [c for _, c in ks]))
+        distinct = list(dict.fromkeys(keys))  # counted once each; a tokenizer's count, no model input
+        lengths = (
+            dict(zip(distinct, measure([a for a, _ in distinct], [c for _, c in distinct])))
+            if distinct
+            else {}
+        )
         windows: dict[tuple[str, str, int], tuple[str, bool]] = {}
         for p in pairs:
             r, offsets = p.result, p.result.candidate_offsets

@@ -86,6 +86,19 @@ NOT_USER_RAISES = {
     ("q2_metric/cli/common.py", "argparse.ArgumentTypeError"): "argparse prints it as the flag's usage error",
     ("q2_metric/cli/score.py", "argparse.ArgumentTypeError"): "argparse prints it as the flag's usage error",
     ("q2_metric/cli/agree.py", "argparse.ArgumentTypeError"): "argparse prints it as the flag's usage error",
+    ("q2_metric/cli/calibrate.py", "argparse.ArgumentTypeError"): "argparse prints it as the flag's usage error",
+    (
+        "q2_metric/serve/protocol.py",
+        "ValueError",
+    ): "pydantic's validators raise ValueError; the service turns it into the item's or request's sentence",
+    (
+        "q2_metric/guardrails/client.py",
+        "TimeoutError",
+    ): "the request's deadline inside the socket reads; Q2Service.ask turns it into its one sentence",
+    (
+        "q2_metric/guardrails/client.py",
+        "TypeError",
+    ): "the deadline connection is built by the client's own opener, after Q2Service checked the timeout",
     ("q2_metric/io/interrupts.py", "Interrupted"): "SIGTERM as a KeyboardInterrupt, on its way out",
     (
         "q2_metric/models/speed/t5_beam_cache.py",
@@ -105,6 +118,8 @@ NOT_USER_RAISES = {
     ("q2_metric/options/help.py", "ValueError"): "the docs page lost its generated-table markers",
     ("q2_metric/models/speed/cpu_matmul.py", "ValueError"): "Q2Config refuses the value first",
     ("q2_metric/models/speed/flops.py", "TypeError"): "the benchmarks' FLOP counter, never a user's run",
+    ("q2_metric/registry.py", "KeyError"): "a front-end looked up by a name the code itself gives",
+    ("q2_metric/telemetry/events.py", "ValueError"): "the emitter's callers pass one id per response",
 }
 PACKAGES = ("q2_metric", "parlai_ext", "hub_card")
 

@@ -208,7 +208,7 @@ def test_record_of_each_status_by_hand():
     assert scored.score == 0.5 and scored.q2_no_nli == 0.5 and scored.verdict == "consistent"
     assert (
         scored.reason
-        == "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge."
+        == "1 of 2 questions was answered the same way from the knowledge; 1 was not answered by the knowledge."
     )
     assert scored.spans == (
         SpanRecord(
@@ -218,7 +218,7 @@ def test_record_of_each_status_by_hand():
             "Oslo",
             False,
             0.0,
-            "not answered by the knowledge",
+            "Its question was not answered by the knowledge.",
             "what about Oslo?",
             ("Oslo", ""),
         ),
@@ -229,7 +229,7 @@ def test_record_of_each_status_by_hand():
             "Bob Ross",
             True,
             1.0,
-            "answered the same way from the knowledge",
+            "Its question was answered the same way from the knowledge.",
             "what about Bob Ross?",
             ("Bob Ross", "Bob Ross"),
         ),

@@ -233,7 +233,7 @@ def test_score_reads_the_operating_point_and_signs_it(tmp_path, tiny_env, capsys
     capsys.readouterr()
     digest = hashlib.sha256(op_file.read_bytes()).hexdigest()
     out, summary = tmp_path / "out.csv", tmp_path / "run.json"
-    argv = ["score", str(data), "-o", str(out), "--summary", str(summary), "--tiny", "--no-cache", "--quiet"]
+    argv = ["score", str(data), "-o", str(out), "--summary", str(summary), "--tiny", "--no-cache"]
     assert main([*argv, "--operating-point", str(op_file)]) == 0
     printed = capsys.readouterr().out
     written = json.loads(summary.read_text())
