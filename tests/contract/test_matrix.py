@@ -279,20 +279,20 @@ THRESHOLD = 0.5  # the default of every front-end that decides
 
 
 def span_phrase(span: dict) -> str:
-    """A span's phrase from its fields in `q2 score --spans`, by the rule docs/spans.md states."""
+    """A span's sentence from its fields in `q2 score --spans`, by the rule docs/spans.md states."""
     if span["supported"] is None:
-        return "no valid question"
+        return "No valid question was asked about it."
     if span["knowledge_has_answer"] is False:
-        return "not answered by the knowledge"
+        return "Its question was not answered by the knowledge."
     if span["f1"] is not None and span["f1"] >= 1.0:
-        return "answered the same way from the knowledge"
+        return "Its question was answered the same way from the knowledge."
     if span["nli_label"] == "entailment":
-        return "answered differently but entailed (NLI)"
+        return "Its question was answered differently, but NLI found the answers consistent (entailment)."
     if span["nli_label"] == "contradiction":
-        return "contradicted"
+        return "Its question was answered in contradiction of the response (NLI)."
     if not span["f1"]:
-        return "answered with no word in common (token F1 0, NLI neutral)"
-    return "partly matched (token F1, NLI neutral)"
+        return "Its question was answered with no word in common (token F1 0, NLI neutral)."
+    return "Its question was partly matched (token F1, NLI neutral)."
 
 
 @pytest.fixture(scope="module")
