@@ -18,8 +18,22 @@ OUTSIDE = re.compile(
 )
 # where the released code is read from (benchmarks/conformance.py) and the page that says so;
 # CHANGELOG.md tells the history, this file names the patterns
-ALLOWED = {"benchmarks/conformance.py", "docs/conformance.md", "CHANGELOG.md", "tests/unit/test_repository_alone.py"}
-SKIP_DIRS = {".git", ".venv", "node_modules", "site", ".conformance", "__pycache__", ".mypy_cache", ".ruff_cache"}
+ALLOWED = {
+    "benchmarks/conformance.py",
+    "docs/conformance.md",
+    "CHANGELOG.md",
+    "tests/unit/test_repository_alone.py",
+}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "node_modules",
+    "site",
+    ".conformance",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+}
 
 
 def repository_files() -> list[str]:
@@ -49,15 +63,19 @@ def test_no_file_reads_beside_the_checkout():
             text = (ROOT / name).read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):  # binary files (models, images) name no path
             continue
-        found += [f"{name}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if OUTSIDE.search(line)]
+        found += [
+            f"{name}:{n}: {line.strip()}"
+            for n, line in enumerate(text.splitlines(), 1)
+            if OUTSIDE.search(line)
+        ]
     assert not found, "\n".join(found)
 
 
 def test_the_conformance_run_is_the_one_exception_and_skips_in_one_line(tmp_path):
     text = (ROOT / "benchmarks" / "conformance.py").read_text(encoding="utf-8")
-    assert [line for line in text.splitlines() if OUTSIDE.search(line) and "=" in line and "help" not in line] == [
-        'RELEASED = ROOT.parent / "shared" / "reference" / "q-squared"'
-    ]
+    assert [
+        line for line in text.splitlines() if OUTSIDE.search(line) and "=" in line and "help" not in line
+    ] == ['RELEASED = ROOT.parent / "shared" / "reference" / "q-squared"']
     res = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "conformance.py"), "--released", str(tmp_path / "none")],
         capture_output=True,
@@ -82,4 +100,7 @@ def test_the_data_the_tests_read_is_in_the_repository_with_its_licence():
         "memnet_inconsistent.csv",
     ]
     # data/ is the checkout's; the installed package carries only its own sample (q2_metric/data)
-    assert Path(ROOT / "q2_metric" / "data" / "wow_sample.csv").is_file() and not (ROOT / "data" / "__init__.py").exists()
+    assert (
+        Path(ROOT / "q2_metric" / "data" / "wow_sample.csv").is_file()
+        and not (ROOT / "data" / "__init__.py").exists()
+    )

@@ -3,12 +3,11 @@ touches the network). The expected SHA-256 are those of the published files, cop
 repository holds in data/ (computed with sha256sum, written into meta_fetch by hand). data/begin holds
 only the BEGIN files the tests read, so the pinned list of BEGIN is cut to those here."""
 
+import dataclasses
 import hashlib
 import os
 import shutil
 from pathlib import Path
-
-import dataclasses
 
 import pytest
 from support.data import DATA
