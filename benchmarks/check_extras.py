@@ -56,7 +56,8 @@ EXAMPLES: dict[str, Example] = {
         "ray.md",
         command="q2 score {root}/q2_metric/data/wow_sample.csv -o scored.csv --tiny --ray --workers 1",
     ),
-    "serve": Example("serve.md", command="q2 serve --help"),
+    # the set `make run` and `make try` install (the core and the serve extra): `make try`'s command
+    "serve": Example("serve.md", command="q2 demo --tiny --limit 4 && q2 serve --help"),
     "docs": Example("index.md", command="cd {root} && mkdocs build --strict --quiet -d {cwd}/site"),
     "coref": Example("coref.md"),
     "lm-eval": Example("lm-eval.md"),
