@@ -52,10 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     leave_out_unfetched_tasks()
     from lighteval.__main__ import app
 
+    from q2_metric.harness import one_line_errors
+
     try:
         app(args=sys.argv[1:] if argv is None else argv, prog_name="lighteval")
     except SystemExit as stop:  # typer ends with SystemExit: its code is the run's
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except Exception:
+        # as under `lighteval`: a Q² error ends in its one sentence, any other in typer's traceback
+        # (typer put its hook in place when the run started; ours goes in front of it)
+        one_line_errors()
+        raise
     return 0
 
 
