@@ -1,6 +1,8 @@
-# `make run` scores the bundled sample; `make test` runs every test, `make test-fast` the unit tests and
-# doctests (-m "not slow": no subprocess, ParlAI, Ray, browser or docs run); `make lint` runs ruff (lint
-# and format check) and mypy (settings in pyproject.toml), seconds. All set up .venv first.
+# `make run` scores the bundled sample and `make try` runs the pipeline on tiny models: they set up .venv
+# with what the main job needs (the core and `q2 serve`: `make setup-core`). `make test` runs every test,
+# `make test-fast` the unit tests and doctests (-m "not slow": no subprocess, ParlAI, Ray, browser or docs
+# run); `make lint` runs ruff (lint and format check) and mypy (settings in pyproject.toml), seconds. These
+# add to .venv what the tests need: every front-end's framework (`make setup`).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
@@ -19,13 +21,21 @@ DEEPEVAL_NEEDS := aiohttp jinja2 nest-asyncio openai 'opentelemetry-api>=1.24,<2
 	'python-dotenv>=1.1.1,<2' 'requests>=2.31,<3' 'rich>=13.6,<15' 'tenacity>=8,<=10' \
 	'tqdm>=4.66.1,<5' 'typer>=0.9,<1'
 
-.PHONY: setup run try test test-fast lint bench clean browser conformance docs
+.PHONY: setup setup-core run try test test-fast lint bench clean browser conformance docs
 
-setup: $(VENV)/.installed
+# The core and `q2 serve` (FastAPI, uvicorn, Prometheus metrics, Ray Serve): what `make run` and `make try` need.
+setup-core: $(VENV)/.core-installed
 
-$(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
+$(VENV)/.core-installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) torch==2.13.0
+	$(PIP) -e '.[serve]'
+	touch $@
+
+# What the tests need: every extra, each framework beside the stack (docs/extras.md: each extra alone).
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: $(VENV)/.core-installed harness-pins.txt
 	# the newest versions the ranges allow (transformers 5, huggingface_hub 1.x, gradio, Ray for `q2 score --ray`);
 	# the lint extra: ruff and mypy at pinned versions (`make lint`, .pre-commit-config.yaml)
 	$(PIP) -e '.[test,ray,lint]'
@@ -35,21 +45,16 @@ $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	$(PY) -m pip freeze | grep -iE '^(torch|transformers|tokenizers|datasets|evaluate|huggingface.hub|numpy)==' > $(VENV)/harness-constraints.txt
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[harness]'
 	# the guardrail frameworks' plug-ins (docs/guardrails.md): NeMo Guardrails under the same constraints;
-	# Guardrails AI pins typer<0.20 and click<=8.2.0 (for its command line) and openai>=2 (ragas' instructor
+	# Guardrails AI pins typer<0.20 and click<9 (for its command line) and openai>=2 (ragas' instructor
 	# holds openai<2): its runtime needs now, guardrails-ai itself without its pins at the end
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[nemo]' $(GUARDRAILS_AI_NEEDS)
 	# LightEval (docs/lighteval.md), the stack held the same way; it downgrades nltk to its pin (3.9.1), before
-	# ParlAI's step. LightEval lists its tasks on every run, and one of them (tiny_benchmarks) downloads a file
-	# from GitHub when it is imported: offline every run fails, so an empty stand-in is placed when it is missing
-	# (delete it, where GitHub is reachable, to use LightEval's tinyBenchmarks tasks).
+	# ParlAI's step. (Offline, LightEval runs through `python -m q2_metric.harness.lighteval_offline`, which
+	# leaves out its tinyBenchmarks tasks when their file is not downloaded: nothing is written into LightEval.)
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[lighteval]'
-	$(PY) -c "import lighteval.tasks as t, pathlib; p = pathlib.Path(t.__file__).parent / 'tasks' / 'tinyBenchmarks.pkl'; p.exists() or p.touch()"
-	# MLflow and DeepEval (docs/mlflow.md, docs/deepeval.md), held the same way: mlflow-skinny with alembic and
-	# SQLAlchemy (a sqlite tracking store); DeepEval without its own requirements (--no-deps), which would add
-	# pytest plugins to every test run (pytest-asyncio, -xdist, -repeat, -rerunfailures) and posthog (its
-	# telemetry), after the ones its evaluation imports
+	# MLflow and what DeepEval's evaluation imports (docs/mlflow.md, docs/deepeval.md), held the same way:
+	# mlflow-skinny with alembic and SQLAlchemy (a sqlite tracking store); DeepEval itself comes last
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[mlflow]' $(DEEPEVAL_NEEDS)
-	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt --no-deps 'deepeval>=4.3,<5'
 	# `q2 serve` (docs/serve.md): FastAPI, uvicorn, httpx (gradio brought them), prometheus-client and
 	# Ray Serve, under the same constraints (nothing may pull another torch or transformers)
 	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt -e '.[serve]'
@@ -62,6 +67,10 @@ $(VENV)/.installed: setup.cfg pyproject.toml harness-pins.txt
 	$(PIP) --no-deps 'fastcoref>=2.1.6,<3'
 	# Guardrails AI without its pins (its runtime needs were installed above with the NeMo extra)
 	$(PIP) --no-deps 'guardrails-ai==0.11.0'
+	# DeepEval without its own requirements (--no-deps), which would add pytest plugins to every test run
+	# (pytest-asyncio, -xdist, -repeat, -rerunfailures) and posthog (its telemetry): last, as pip reports
+	# the requirements of what is installed when it next resolves (an `ERROR` line that would be expected)
+	$(PIP) -c $(VENV)/harness-constraints.txt -c harness-pins.txt --no-deps 'deepeval>=4.3,<5'
 	touch $@
 
 # Headless Chromium for the Space's browser test (Debian's package; needs root for apt-get).
@@ -71,11 +80,11 @@ browser:
 	  >/dev/null; } || echo "chromium is not installed (apt-get install chromium): the Space's browser test will be skipped"
 
 # Without the paper's models (offline, not downloaded) it stops with one sentence pointing to `make try`.
-run: setup
+run: setup-core
 	@$(VENV)/bin/q2 demo
 
 # The whole pipeline without the paper's weights: small random models, built once (scores meaningless).
-try: setup
+try: setup-core
 	$(VENV)/bin/q2 demo --tiny
 
 test: setup browser

@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# the one reader outside the checkout: the released code, run (never copied) to compare, optional
+RELEASED = ROOT.parent / "shared" / "reference" / "q-squared"
 WORK = ROOT / ".conformance"
 VENV = ROOT / ".conformance" / "venv"
 REFERENCE_PACKAGES = [
@@ -161,7 +163,7 @@ def read_inputs(path: str | None) -> list[tuple[str, str]]:
             with open(p, newline="", encoding="utf-8") as f:
                 rows = list(csv.DictReader(f))
         return [(r["response"], r["knowledge"]) for r in rows]
-    data = ROOT.parent / "shared" / "data" / "q2_wow"
+    data = ROOT / "data" / "q2_wow"
     pairs = []
     for name in SPLITS:
         with open(data / f"{name}.csv", newline="", encoding="utf-8") as f:
@@ -284,7 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--inputs", help="CSV/JSONL with response and knowledge columns (default: the annotated set)"
     )
-    ap.add_argument("--released", default=str(ROOT.parent / "shared" / "reference" / "q-squared"))
+    ap.add_argument(
+        "--released",
+        default=str(RELEASED),
+        help="a clone of github.com/orhonovich/q-squared (default: ../shared/reference/q-squared)",
+    )
     ap.add_argument("--limit", type=int, help="only the first N responses (quick checks)")
     ap.add_argument(
         "--max-length", type=int, default=12, help="question length cap (random weights never stop)"
@@ -316,6 +322,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=str(WORK), help="folder for the tokenizer files, models and results")
     ap.add_argument("--report", help="JSON report (default: WORK/report.json)")
     args = ap.parse_args(argv)
+    if not (Path(args.released) / "pipeline" / "question_generation.py").is_file():
+        print(
+            f"conformance skipped: the released code is not in {args.released} "
+            "(git clone https://github.com/orhonovich/q-squared there, or pass --released DIR)."
+        )
+        return 0
     WORK = Path(args.work).resolve()
     started = time.time()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

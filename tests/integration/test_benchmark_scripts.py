@@ -46,3 +46,24 @@ def test_gpu_check_parses_and_asks_for_its_folder() -> None:
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     run = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
     assert run.returncode != 0 and "usage: gpu_check.sh OUTDIR" in run.stderr
+
+
+def test_the_extras_check_knows_every_extra_and_finds_each_page_s_first_example() -> None:
+    """benchmarks/check_extras.py: an example for every extra of setup.cfg, each found on its page
+    (the page's first runnable block after the set-up block, or the extra's own command), and the
+    rotation CI uses picks distinct extras."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import check_extras as C
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    extras = C.declared_extras()
+    assert set(extras) == set(C.EXAMPLES) and {"inspect", "deepeval", "lighteval"} <= set(extras)
+    for extra in extras:
+        lang, code, env = C.first_example(C.EXAMPLES[extra])
+        assert lang in ("bash", "python") and code.strip(), extra
+        if not C.EXAMPLES[extra].command:
+            assert env.get("Q2_TINY") == "1" and env.get("HF_HUB_OFFLINE") == "1", extra
+    assert "q2_metric.harness.lighteval_offline accelerate" in C.first_example(C.EXAMPLES["lighteval"])[1]
+    assert "from guardrails import" in C.first_example(C.EXAMPLES["guardrails"])[1]
+    assert "nemoguardrails" in C.first_example(C.EXAMPLES["nemo"])[1]

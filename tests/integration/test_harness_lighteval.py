@@ -10,6 +10,7 @@ import json
 import math
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,12 +22,13 @@ TASKS = "q2_metric.harness.lighteval_task"
 N = 6
 
 
-def _stand_in_ok() -> None:
-    """Offline, LightEval 0.13 can start only with tinyBenchmarks.pkl in place (`make setup`)."""
-    import lighteval.tasks
+def _offline(monkeypatch) -> None:
+    """Offline, LightEval 0.13 starts only with its tinyBenchmarks tasks left out (their file is
+    downloaded when LightEval lists its tasks): as `python -m q2_metric.harness.lighteval_offline` does."""
+    from q2_metric.harness.lighteval_offline import TINY_BENCHMARKS, leave_out_unfetched_tasks
 
-    if not (Path(lighteval.tasks.__file__).parent / "tasks" / "tinyBenchmarks.pkl").exists():
-        pytest.skip("LightEval's tinyBenchmarks.pkl is missing: `make setup` places it (docs/lighteval.md)")
+    monkeypatch.delitem(sys.modules, TINY_BENCHMARKS, raising=False)  # restored (absent) after the test
+    leave_out_unfetched_tasks()
 
 
 def _model(harness_tiny, tmp_path: Path) -> str:
@@ -38,7 +40,12 @@ def _model(harness_tiny, tmp_path: Path) -> str:
 
 def _run(args: list[str], environ: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(BIN / "lighteval"), *args], env=environ, cwd=cwd, capture_output=True, text=True, timeout=900
+        [str(BIN / "python"), "-m", "q2_metric.harness.lighteval_offline", *args],
+        env=environ,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
 
@@ -62,7 +69,6 @@ def _nan(value) -> float | None:
 
 @pytest.mark.slow
 def test_lighteval_accelerate_gives_q2_score_row_by_row(harness_tiny, tmp_path):
-    _stand_in_ok()
     environ = env(harness_tiny["q2"], tmp_path)
     out = tmp_path / "out"
     res = _run(
@@ -117,7 +123,7 @@ def test_the_pipeline_scores_a_task_in_one_engine_call_with_one_model_load(
 ):
     """LightEval's Python `Pipeline`, in process: the six figures of a task's run cost one engine
     call (and one model load); with `max_batch`, ceil(n / max_batch) calls."""
-    _stand_in_ok()
+    _offline(monkeypatch)
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
@@ -159,7 +165,6 @@ def test_the_pipeline_scores_a_task_in_one_engine_call_with_one_model_load(
 
 @pytest.mark.slow
 def test_a_bad_option_is_one_line_before_the_model_runs(harness_tiny, tmp_path):
-    _stand_in_ok()
     environ = env(harness_tiny["q2"], tmp_path)
     tasks = tmp_path / "bad_tasks.py"
     tasks.write_text(

@@ -4,31 +4,20 @@ the tiny-models note), and an --out-dir that is an input is refused before any m
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.data import ANNOTATED
 
 pytestmark = pytest.mark.slow
-# the workplace's shared/ beside the checkout (found upwards, so a clone elsewhere finds it too)
-SHARED = next(
-    (
-        p / "shared" / "data" / "q2_wow"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared" / "data" / "q2_wow").is_dir()
-    ),
-    Path("shared/data/q2_wow"),
-)
 CLI = [sys.executable, "-m", "q2_metric.cli", "meta-eval"]
 
 
 @pytest.fixture()
 def splits(tmp_path):
-    if not (SHARED / "dodeca_consistent.csv").is_file():
-        pytest.skip("the annotated WoW set is not present")
     d = tmp_path / "data"
     d.mkdir()
     for name in ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent"):
-        shutil.copy(SHARED / f"{name}.csv", d / f"{name}.csv")
+        shutil.copy(ANNOTATED / f"{name}.csv", d / f"{name}.csv")
     return d
 
 

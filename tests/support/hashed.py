@@ -7,7 +7,7 @@ import csv
 import hashlib
 
 from q2_metric.components import NO_ANSWER, Answer, ParsedText
-from support.data import SHARED
+from support.data import ANNOTATED
 
 SPLITS = ["dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent"]
 
@@ -15,9 +15,9 @@ SPLITS = ["dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memn
 def annotated_pairs() -> list[tuple[str, str]]:
     pairs = []
     for name in SPLITS:
-        with open(SHARED / f"{name}.csv", newline="", encoding="utf-8") as f:
+        with open(ANNOTATED / f"{name}.csv", newline="", encoding="utf-8") as f:
             pairs += [(r["response"], r["knowledge"]) for r in csv.DictReader(f)]
-    with open(SHARED / "cross_annotation.csv", newline="", encoding="utf-8") as f:
+    with open(ANNOTATED / "cross_annotation.csv", newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             pairs += [(r["dodeca_response"], r["knowledge"]), (r["memnet_response"], r["knowledge"])]
     return pairs

@@ -406,6 +406,7 @@ SEVERAL = {
     "io/test_guard.py": "io/paths.py's guard through every front-end",
     "io/test_read.py": "io/__init__.py's read_rows, through q2 score too",
     "io/test_read_nested.py": "io/__init__.py's read_table over every format",
+    "test_repository_alone.py": "every file of the repository: none reads beside the checkout",
 }
 
 

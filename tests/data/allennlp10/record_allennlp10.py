@@ -219,7 +219,7 @@ def recorder(predictor):
 
 def annotated_pairs() -> list[tuple[str, str]]:
     rows = []
-    data = ROOT.parent / "shared" / "data" / "q2_wow"
+    data = ROOT / "data" / "q2_wow"
     for name in ("dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent"):
         with open(data / f"{name}.csv", newline="", encoding="utf-8") as f:
             rows += [(r["knowledge"], r["response"]) for r in csv.DictReader(f)]

@@ -11,7 +11,7 @@ HEADER = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
 
 
 def _begin(tmp_path, responses):
-    """A file in BEGIN's published layout (../shared/data/begin/wow): six tab-separated columns,
+    """A file in BEGIN's published layout (data/begin/wow): six tab-separated columns,
     no quoting, one line a row."""
     path = tmp_path / "begin_dev_wow.tsv"
     body = "".join(

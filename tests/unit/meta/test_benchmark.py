@@ -3,7 +3,7 @@
 Expected values come from an independent computation written here (not the project's code): the
 files read with pandas, the released baseline definitions re-implemented (Overlap: token F1 of
 spaCy tokens without stop words and punctuation, knowledge lower-cased; BLEU: sacrebleu's
-corpus_bleu([response], [[knowledge.lower()]]), as /work/shared/reference/q-squared/baselines.py),
+corpus_bleu([response], [[knowledge.lower()]]), as the released code's baselines.py),
 ROC AUC by counting pairs, and the threshold by trying every dev score.
 """
 
@@ -15,15 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from support.data import SHARED_DATA
+from support.data import ANNOTATED, DATA
 
 from q2_metric.cli import main
 from q2_metric.meta.calibrate import best_threshold, decision_report
 
-BEGIN = SHARED_DATA / "begin"
-needs_begin = pytest.mark.skipif(
-    not (BEGIN / "v1" / "test_05_24_21.tsv").is_file(), reason="BEGIN data not present"
-)
+BEGIN = DATA / "begin"  # the BEGIN files the repository holds (data/README.md)
 DRAWS = 40
 
 
@@ -127,7 +124,6 @@ def begin_run(tmp_path_factory):
     return out, json.loads((out / "benchmark.json").read_text())
 
 
-@needs_begin
 def test_begin_aucs_and_calibration_match_an_independent_computation(begin_run, tokenizer):
     _out, report = begin_run
     files = {
@@ -173,7 +169,6 @@ def test_begin_aucs_and_calibration_match_an_independent_computation(begin_run, 
         assert (got["test"]["precision"], got["test"]["recall"]) == (pytest.approx(p), pytest.approx(r))
 
 
-@needs_begin
 def test_begin_outputs(begin_run):
     out, report = begin_run
     names = {p.name for p in out.iterdir()}
@@ -203,7 +198,6 @@ def test_begin_outputs(begin_run):
     )  # no Q² with --baselines-only
 
 
-@needs_begin
 def test_intervals_and_paired_p_value_from_the_documented_resamples(begin_run, tokenizer):
     """The resamples are documented (numpy's default_rng(seed).integers(0, n, (draws, n)), one
     matrix per dataset shared by the metrics); interval and p-value recomputed from them here."""
@@ -227,10 +221,6 @@ def test_intervals_and_paired_p_value_from_the_documented_resamples(begin_run, t
     assert got["bleu"]["p_vs_best_baseline"] == pytest.approx(p)
 
 
-SHARED_Q2 = BEGIN.parent / "q2_wow"
-
-
-@pytest.mark.skipif(not SHARED_Q2.is_dir(), reason="the paper's set is not present")
 def test_the_papers_folder_is_a_dataset(tmp_path, tokenizer):
     out = tmp_path / "out"
     assert (
@@ -240,7 +230,7 @@ def test_the_papers_folder_is_a_dataset(tmp_path, tokenizer):
                 "--baselines-only",
                 "--no-bertscore",
                 "--dataset",
-                f"paper={SHARED_Q2}",
+                f"paper={ANNOTATED}",
                 "--bootstrap",
                 "10",
                 "--out-dir",
@@ -251,7 +241,7 @@ def test_the_papers_folder_is_a_dataset(tmp_path, tokenizer):
     )
     report = json.loads((out / "benchmark.json").read_text())
     parts = [
-        pd.read_csv(SHARED_Q2 / f"{s}.csv", keep_default_na=False).assign(y=int(s.endswith("_consistent")))
+        pd.read_csv(ANNOTATED / f"{s}.csv", keep_default_na=False).assign(y=int(s.endswith("_consistent")))
         for s in ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
     ]
     df = pd.concat(parts)

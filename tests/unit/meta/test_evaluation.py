@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from support.data import SHARED
+from support.data import ANNOTATED
 from support.files import read_csv, read_json
 
 from q2_metric.meta.baselines import bleu_scores, overlap_scores
@@ -252,7 +252,7 @@ def test_cli_baselines_only_on_the_annotated_set(tmp_path):
             "q2_metric.cli",
             "meta-eval",
             "--annotated-dir",
-            str(SHARED),
+            str(ANNOTATED),
             "--baselines-only",
             "--no-bertscore",
             "--repetitions",

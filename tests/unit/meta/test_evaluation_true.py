@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from support.data import SHARED
+from support.data import ANNOTATED
 
 from q2_metric.meta.evaluation import SPLITS, AnnotatedSet
 from q2_metric.meta.report import _tex
@@ -297,10 +297,10 @@ def human_labels() -> dict[tuple[str, str], int]:
     """(response, knowledge) -> 1 if consistent, read straight from the annotated files."""
     out = {}
     for split in SPLITS:
-        with open(SHARED / f"{split}.csv", newline="", encoding="utf-8") as f:
+        with open(ANNOTATED / f"{split}.csv", newline="", encoding="utf-8") as f:
             for r in csv.DictReader(f):
                 out[(r["response"], r["knowledge"])] = int(split.endswith("_consistent"))
-    with open(SHARED / "cross_annotation.csv", newline="", encoding="utf-8") as f:
+    with open(ANNOTATED / "cross_annotation.csv", newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             for system in ("dodeca", "memnet"):
                 out[(r[f"{system}_response"], r["knowledge"])] = 1 - int(r[f"{system}_label"])
@@ -316,7 +316,7 @@ def annotated_run(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("true")
     res = subprocess.run(
-        CLI + ["--annotated-dir", str(SHARED), "--write-template", str(tmp)],
+        CLI + ["--annotated-dir", str(ANNOTATED), "--write-template", str(tmp)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -351,7 +351,7 @@ def annotated_run(tmp_path_factory):
         CLI
         + [
             "--annotated-dir",
-            str(SHARED),
+            str(ANNOTATED),
             "--baselines-only",
             "--no-bertscore",
             "--repetitions",

@@ -73,15 +73,13 @@ def test_the_table_prints_the_q2_papers_figures_as_printed_and_the_others_x100()
     assert "| 91.3 |" in table and "| 86.4 |" in table and "| 58.93 |" in table and "| 77.4 |" in table
 
 
-def test_faithdials_tables_5_and_8_are_the_shared_files_rows():
-    # ../shared/data/faithdial/published_q2.csv: FaithDial's Q² columns re-typed from its paper (in percent)
+def test_faithdials_tables_5_and_8_are_the_data_files_rows():
+    # data/faithdial/published_q2.csv: FaithDial's Q² columns re-typed from its paper (in percent)
     import csv
 
-    from support.data import SHARED_DATA
+    from support.data import DATA
 
-    path = SHARED_DATA / "faithdial" / "published_q2.csv"
-    if not path.is_file():
-        pytest.skip(f"{path} is not on this machine")
+    path = DATA / "faithdial" / "published_q2.csv"
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     want = set()

@@ -7,7 +7,7 @@ import csv
 
 import pytest
 import torch
-from support.data import SHARED
+from support.data import ANNOTATED
 
 from q2_metric.components import ParsedText
 from q2_metric.config import Q2Config
@@ -18,7 +18,7 @@ from q2_metric.testing.scripted import ScriptedNLI, ScriptedParser, ScriptedQG
 
 
 def annotated(n: int) -> list[tuple[str, str]]:
-    with open(SHARED / "dodeca_consistent.csv", newline="", encoding="utf-8") as f:
+    with open(ANNOTATED / "dodeca_consistent.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))[:n]
     pairs = []
     for r in rows:

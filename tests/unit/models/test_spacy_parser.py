@@ -3,7 +3,7 @@
 import csv
 
 import pytest
-from support.data import SHARED
+from support.data import ANNOTATED
 
 from q2_metric import Q2Config
 from q2_metric.models.spacy_parser import SpacyParser, trailing_skippable
@@ -18,7 +18,7 @@ def question_like_texts() -> list[str]:
     """Questions in the released pipeline's forms about the annotated set's responses and
     knowledge, with the whitespace a generated question may carry (a whitespace token is the one
     the attribute ruler relabels)."""
-    with open(SHARED / "dodeca_consistent.csv", newline="", encoding="utf-8") as f:
+    with open(ANNOTATED / "dodeca_consistent.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))[:60]
     texts = []
     for r in rows:
