@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from support.cli import refused
-from support.data import SAMPLE, SHARED, SHARED_DATA
+from support.data import ANNOTATED, DATA, SAMPLE
 
 from q2_metric.cli import main
 from q2_metric.meta.calibrate import expected_calibration_error, reliability_table, threshold_by_rule
 from q2_metric.options.operating_point import read_operating_point
 
-BEGIN_DEV = SHARED_DATA / "begin" / "v1" / "dev_05_24_21.tsv"
+BEGIN_DEV = DATA / "begin" / "v1" / "dev_05_24_21.tsv"
 SPLITS = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
 SIGNATURE = "q2:0.5.0|qg:some-qg|qa:some-qa|nli:some-nli"
 
@@ -155,22 +155,21 @@ def check_record(record, scores, labels, rule, target=None):
     assert record["dataset"]["responses"] == len(scores) and record["dataset"]["consistent"] == sum(labels)
 
 
-@pytest.mark.skipif(not (SHARED / "dodeca_consistent.csv").is_file(), reason="annotated WoW set not present")
 def test_calibrate_on_the_annotated_wow_set(tmp_path, capsys):
     rows = []
     for split in SPLITS:
-        with open(SHARED / f"{split}.csv", newline="", encoding="utf-8") as f:
+        with open(ANNOTATED / f"{split}.csv", newline="", encoding="utf-8") as f:
             rows += [
                 (r["response"], r["knowledge"], int(split.endswith("_consistent"))) for r in csv.DictReader(f)
             ]
-    record, out = run_calibrate(tmp_path, f"wow={SHARED}", [(r, k) for r, k, _ in rows])
+    record, out = run_calibrate(tmp_path, f"wow={ANNOTATED}", [(r, k) for r, k, _ in rows])
     printed = capsys.readouterr().out
     scores, labels = [overlap(r, k) for r, k, _ in rows], [y for *_, y in rows]
     check_record(record, scores, labels, "balanced_accuracy")
-    digest = hashlib.sha256(b"".join((SHARED / f"{s}.csv").read_bytes() for s in SPLITS)).hexdigest()
+    digest = hashlib.sha256(b"".join((ANNOTATED / f"{s}.csv").read_bytes() for s in SPLITS)).hexdigest()
     assert record["dataset"] == {
         "name": "wow",
-        "path": str(SHARED),
+        "path": str(ANNOTATED),
         "format": "q2-wow",
         "sha256": digest,
         "responses": 600,
@@ -180,13 +179,12 @@ def test_calibrate_on_the_annotated_wow_set(tmp_path, capsys):
     assert f"Threshold {record['threshold']:g}" in printed and "Expected calibration error" in printed
     assert "Reliability table" in printed and SIGNATURE in printed
     # seeded: the same run again gives the same intervals
-    again, _ = run_calibrate(tmp_path, f"wow={SHARED}", [(r, k) for r, k, _ in rows], name="op2.json")
+    again, _ = run_calibrate(tmp_path, f"wow={ANNOTATED}", [(r, k) for r, k, _ in rows], name="op2.json")
     assert again["figures"] == record["figures"]
     op = read_operating_point(out)
     assert op.threshold == record["threshold"] and op.digest == hashlib.sha256(out.read_bytes()).hexdigest()
 
 
-@pytest.mark.skipif(not BEGIN_DEV.is_file(), reason="BEGIN data not present")
 def test_calibrate_on_begin_to_a_target_recall(tmp_path):
     with open(BEGIN_DEV, newline="", encoding="utf-8") as f:
         rows = [
