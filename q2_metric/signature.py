@@ -21,7 +21,8 @@ from q2_metric.config import (
 class DecisionPoint(Protocol):
     """What a signature reads of an operating point (`options.operating_point.OperatingPoint`)."""
 
-    threshold: float
+    @property
+    def threshold(self) -> float: ...
 
     def signature_value(self) -> str: ...
 
