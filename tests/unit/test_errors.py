@@ -86,7 +86,10 @@ NOT_USER_RAISES = {
     ("q2_metric/cli/common.py", "argparse.ArgumentTypeError"): "argparse prints it as the flag's usage error",
     ("q2_metric/cli/score.py", "argparse.ArgumentTypeError"): "argparse prints it as the flag's usage error",
     ("q2_metric/cli/agree.py", "argparse.ArgumentTypeError"): "argparse prints it as the flag's usage error",
-    ("q2_metric/cli/calibrate.py", "argparse.ArgumentTypeError"): "argparse prints it as the flag's usage error",
+    (
+        "q2_metric/cli/calibrate.py",
+        "argparse.ArgumentTypeError",
+    ): "argparse prints it as the flag's usage error",
     (
         "q2_metric/serve/protocol.py",
         "ValueError",
