@@ -70,6 +70,11 @@ EXAMPLES: dict[str, Example] = {
     "deepeval": Example("deepeval.md"),
     "harness": Example("lm-eval.md"),
     "lighteval": Example("lighteval.md"),
+    # OpenTelemetry's events (cli.md's section): the emitter and the SDK it emits through import
+    "otel": Example(
+        "cli.md",
+        command="python -c 'import opentelemetry.sdk._logs, q2_metric.telemetry.events' && q2 score --help | head -3",
+    ),
     "lint": Example("layout.md", command="cd {root} && ruff check . && ruff format --check ."),
     "test": Example(
         "layout.md",

@@ -17,6 +17,7 @@ the machine: the script prints `platform.processor()` and the CPU count).
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import statistics
@@ -203,7 +204,10 @@ IDENTIFIERS: dict[str, Callable[[], Callable[[str], str | None]]] = {
 }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)
     texts = [(lang, s) for lang, items in SENTENCES.items() for s in items]
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; {len(texts)} texts")
     print("| identifier | accuracy | wrong (expected->got) | median µs/text | load s |")
