@@ -55,7 +55,7 @@ def test_an_item_entry_is_its_record_under_the_services_keys():
     )
     assert (
         entry["reason"]
-        == "1 of 2 questions answered the same way from the knowledge; 1 not answered by the knowledge."
+        == "1 of 2 questions was answered the same way from the knowledge; 1 was not answered by the knowledge."
     )
     assert entry["spans"] == [
         {
@@ -65,7 +65,7 @@ def test_an_item_entry_is_its_record_under_the_services_keys():
             "candidate": "Oslo",
             "supported": False,
             "score": 0.0,
-            "reason": "not answered by the knowledge",
+            "reason": "Its question was not answered by the knowledge.",
             "question": "what about Oslo?",
             "answers": ["Oslo", ""],
         },
@@ -76,7 +76,7 @@ def test_an_item_entry_is_its_record_under_the_services_keys():
             "candidate": "Bob Ross",
             "supported": True,
             "score": 1.0,
-            "reason": "answered the same way from the knowledge",
+            "reason": "Its question was answered the same way from the knowledge.",
             "question": "what about Bob Ross?",
             "answers": ["Bob Ross", "Bob Ross"],
         },
