@@ -69,13 +69,11 @@ class Engine:
     reported). One per process and configuration (`cache.engine`); engine calls one at a time."""
 
     def __init__(self, config: Any, max_batch: int = DEFAULT_MAX_BATCH, scorer: Any = None) -> None:
-        from q2_metric.scorer import cached_scorer
+        from q2_metric import Q2Scorer
 
         self.config = config
         self.max_batch = check_max_batch(max_batch)
-        # the models are the process's one set for these model options (`scorer.cached_scorer`, which the
-        # Python API uses too): loaded once per process; tests pass a scripted scorer
-        self.scorer = scorer if scorer is not None else cached_scorer(config)
+        self.scorer = scorer if scorer is not None else Q2Scorer(config)  # tests pass a scripted one
         self.engine_calls = 0
         self.replies = 0
         self._lock = threading.Lock()  # one engine call at a time (the models are not re-entrant)
