@@ -68,7 +68,6 @@ def test_q2_score_tiny_coref(tiny_dir, tmp_path, capsys):
                 "--coref",
                 "--history-col",
                 "history",
-                "--quiet",
             ]
         )
         == 0
