@@ -48,8 +48,9 @@ def settings(config: Any) -> tuple[Q2Service, float | None]:
     q2 = custom.get("q2") or {}
     key_env = q2.get("api_key_env")
     api_key = os.environ.get(key_env) if key_env else None
+    timeout = q2.get("timeout")  # checked by Q2Service: 0 or a negative number is refused, not replaced
     service = Q2Service(
-        str(q2.get("url") or DEFAULT_URL), api_key, float(q2.get("timeout") or DEFAULT_TIMEOUT)
+        str(q2.get("url") or DEFAULT_URL), api_key, DEFAULT_TIMEOUT if timeout is None else timeout
     )
     threshold = q2.get("threshold")
     return service, None if threshold is None else float(threshold)
