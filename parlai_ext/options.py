@@ -9,8 +9,8 @@ from typing import Any
 from q2_metric import ModelNotAvailable
 from q2_metric.cli.common import flag_type
 from q2_metric.config import Q2Config
-from q2_metric.errors import Q2InputError, Q2OptionError
-from q2_metric.frontend import configure
+from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
+from q2_metric.frontend import Decision, configure, decision
 from q2_metric.options import flag_name, option_types
 from q2_metric.options.help import all_docs, allowed, default_value, option_help
 
@@ -124,6 +124,22 @@ def add_q2_args(parser: Any) -> None:
     )
     for name in OPTIONS[OPTIONS.index("variant") + 1 :]:
         _add_option(g, name)
+    g.add_argument(
+        "--q2-operating-point",
+        type=str,
+        default=None,
+        help="an operating-point file (q2 calibrate): each turn of --q2-explain-file gets its decision "
+        "at its threshold, and the signature names it",
+    )
+
+
+def decision_from_opt(opt: dict) -> Decision:
+    """The decision of `--q2-operating-point` (read before any model work; a bad file is one
+    sentence naming it), else the default threshold with no operating point."""
+    try:
+        return decision(opt.get("q2_operating_point"), spell=SPELL)
+    except Q2Error as err:
+        raise Q2OptionValueError(str(err)) from None
 
 
 def config_from_opt(opt: dict) -> Q2Config:
@@ -204,6 +220,7 @@ def check_explain_file(opt: dict, path: str) -> None:
             "q2_qa_model",
             "q2_nli_model",
             "q2_spacy_model",
+            "q2_operating_point",
         )
     }
     inputs = {flag: p for flag, p in inputs.items() if isinstance(p, str) and os.path.exists(p)}

@@ -20,8 +20,9 @@ from parlai_ext.options import (
     _system,
     check_explain_file,
     config_from_opt,
+    decision_from_opt,
 )
-from q2_metric import ModelNotAvailable
+from q2_metric import ModelNotAvailable, display
 from q2_metric.config import Q2Config
 from q2_metric.frontend import Item, ItemResult, Outcome, Status, score_items
 from q2_metric.progress import ProgressCallback, plural
@@ -146,6 +147,7 @@ class Q2Buffer:
         interval = float(opt.get("log_every_n_secs") or 10)
         self.log_interval = interval if interval > 0 else float("inf")
         self.config = config_from_opt(opt)
+        self.decision = decision_from_opt(opt)  # --q2-operating-point, read before any model work
         # --q2-batch-size (checked) set the engine's batch sizes, so this is never None
         self.size = self.config.qg_batch_size or BUFFER_SIZE
         self.explain_file = _explain_path(opt)
@@ -239,6 +241,8 @@ class Q2Buffer:
                         t.response,
                         t.knowledge,
                         history=t.history if self.config.coref else None,
+                        # an operating point's threshold labels the turn's OpenTelemetry event
+                        threshold=self.decision.threshold if self.decision.operating_point else None,
                     )
                     for t in scorable
                 ],
@@ -307,8 +311,12 @@ class Q2Buffer:
             "q2": details.pop("q2", None),
             "q2_no_nli": details.pop("q2_no_nli", None),
             **details,
-            "signature": str(outcome.signature) if res is not None and outcome is not None else None,
+            "signature": str(self.decision.sign(outcome.signature))
+            if res is not None and outcome is not None
+            else None,
         }
+        if self.decision.operating_point is not None:  # the turn's decision at its threshold
+            line["decision"] = display.decide(res.q2, self.decision.threshold) if res is not None else None
         line.pop("raw_knowledge", None)
         return json.dumps(_json_safe(line), ensure_ascii=False, default=repr)  # (knowledge that is no text)
 

@@ -37,13 +37,15 @@ from typing import Any, Literal, cast
 
 from q2_metric import display
 from q2_metric.config import Q2Config
-from q2_metric.errors import Q2InputError
+from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
+from q2_metric.options.operating_point import OperatingPoint, read_operating_point
 from q2_metric.progress import ProgressCallback, StageProfile
 from q2_metric.results import Q2Result, ResponseScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
 from q2_metric.steps.system_score import SystemScore
+from q2_metric.telemetry.events import caller_context, emit_each
 from q2_metric.validation import clean_text, empty_reason, item_error, knowledge_text
 
 Status = Literal["scored", "empty", "bad"]
@@ -62,6 +64,10 @@ class Item:
     response: object
     knowledge: object
     history: object = None  # the dialogue turns before the response (read with coref=True only)
+    # the threshold its front-end decides at (`Decision.item`): the label of its OpenTelemetry event
+    threshold: float | None = None
+    # the caller's OpenTelemetry context, taken when the item is made (its event's parent)
+    parent: Any = field(default_factory=caller_context, compare=False, repr=False)
 
 
 @dataclass
@@ -72,6 +78,8 @@ class CheckedItem:
     response: str
     knowledge: str
     history: list[str] | None = None
+    threshold: float | None = None  # `Item.threshold`
+    parent: Any = field(default=None, compare=False, repr=False)  # `Item.parent`
 
 
 @dataclass
@@ -305,6 +313,81 @@ def unchecked(key: str, sentence: str, signature: Any = "") -> Record:
     return record_of(ItemResult(key, "bad", None, sentence), signature)
 
 
+# -- the decision: a threshold, or an operating point's ------------------------------------------------
+
+DEFAULT_THRESHOLD = 0.5  # every front-end's threshold without one given
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a front-end decides at: `threshold` (consistent iff Q² > it) and the operating point
+    it came from (`options.operating_point`; None: a bare threshold). Its one home: every
+    front-end that takes an operating point (`operating_point=` / `--operating-point`) reads it
+    with `decision`, makes its records with `record` and signs with `sign`."""
+
+    threshold: float = DEFAULT_THRESHOLD
+    operating_point: OperatingPoint | None = None
+
+    def sign(self, signature: Any) -> Signature:
+        """The signature of these decisions: with an operating point, its `thr` and `op` fields
+        (`Signature.with_operating_point`); a bare threshold leaves it as it is."""
+        sig = signature if isinstance(signature, Signature) else Signature.parse(str(signature))
+        return sig.with_operating_point(self.operating_point)
+
+    def item(self, key: str, response: object, knowledge: object, history: object = None) -> Item:
+        """The `Item` of one thing to score, decided at this threshold (its event's label)."""
+        return Item(key, response, knowledge, history, self.threshold)
+
+    def record(self, result: ItemResult, signature: Any) -> Record:
+        """The `Record` of one item's result: its verdict at this threshold, the signature signed."""
+        return record_of(result, self.sign(signature) if signature else "", self.threshold)
+
+    def summary(self) -> dict[str, Any] | None:
+        """What a result says of the operating point (`OperatingPoint.summary`), or None."""
+        return None if self.operating_point is None else self.operating_point.summary()
+
+
+def decision(
+    operating_point: Any = None, threshold: Any = None, *, spell: Spelling = python_name
+) -> Decision:
+    """The `Decision` of a front-end's values, checked before any model work: `operating_point`
+    (a file `q2 calibrate` wrote, or one read) and `threshold` (a number in [0, 1]; default 0.5).
+    Both given must agree.
+
+    Raises:
+        OperatingPointError: the file cannot be used (one sentence naming it and the field).
+        Q2OptionError: a bad threshold, or one that is not the operating point's.
+    """
+    op = operating_point
+    if op is not None and not isinstance(op, OperatingPoint):
+        if not isinstance(op, (str, os.PathLike)):
+            raise Q2OptionError(
+                f"Invalid Q² option {spell('operating_point')}={op!r}: use the path of an "
+                "operating-point file (q2 calibrate writes one)."
+            )
+        op = read_operating_point(op)
+    if threshold is not None:
+        try:
+            threshold = display.check_threshold(threshold)
+        except Q2OptionError as err:
+            raise Q2OptionError(f"Invalid Q² option {spell('threshold')}={threshold!r}: {err}.") from None
+        if op is not None and threshold != op.threshold:
+            raise Q2OptionError(
+                f"The Q² options {spell('threshold')}={threshold:g} and {spell('operating_point')} "
+                f"(threshold {op.threshold:g}) disagree: give one of them."
+            )
+    if op is not None:
+        return Decision(op.threshold, op)
+    return Decision(DEFAULT_THRESHOLD if threshold is None else float(threshold))
+
+
+def decision_of(options: Mapping[str, Any] | None, spell: Spelling = python_name) -> Decision:
+    """The `Decision` of an adapter's merged options (`options.merge_options`): their
+    `operating_point` and `threshold`, where given (`decision`)."""
+    options = options or {}
+    return decision(options.get("operating_point"), options.get("threshold"), spell=spell)
+
+
 def record_of(result: ItemResult, signature: Any, threshold: float = 0.5) -> Record:
     """The `Record` of one item's result, its verdict at `threshold` (`verdict_of`)."""
     res = result.score
@@ -400,6 +483,8 @@ def _checked(item: Item) -> CheckedItem | ItemResult:
         clean_text(str.__str__(cast(str, item.response))),
         clean_text(str.__str__(cast(str, knowledge))),
         None if turns is None else [clean_text(str.__str__(t)) for t in turns],
+        item.threshold,
+        item.parent,
     )
 
 
@@ -421,12 +506,12 @@ def check_items(items: Iterable[Item]) -> list[CheckedItem | ItemResult]:
 
 
 def score_items(
-    scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCallback | None = None
+    scorer: Q2Scorer, items: Sequence[Item], *, progress: ProgressCallback | None = None, emit: bool = True
 ) -> Outcome:
     """Validate the items, score the good ones in ONE engine call (`Q2Scorer.score`), and report
     every item in input order: `scored`, `empty` (counted, unscored) or `bad` (its own sentence).
     An item's history goes to the engine with `coref=True` only (the one option that reads it)."""
-    return score_checked(scorer, [_checked(item) for item in items], progress=progress)
+    return score_checked(scorer, [_checked(item) for item in items], progress=progress, emit=emit)
 
 
 def score_checked(
@@ -434,11 +519,18 @@ def score_checked(
     checked: Sequence[CheckedItem | ItemResult],
     *,
     progress: ProgressCallback | None = None,
+    emit: bool = True,
 ) -> Outcome:
     """`score_items` of items already checked (`validate_items`' good ones, or a front-end's that
     checked its inputs with `validation` before anything was written: the `evaluate` module),
     bad ones given as their results: the good ones are scored in ONE engine call and never checked
-    again (one check per item on every path)."""
+    again (one check per item on every path).
+
+    With OpenTelemetry configured, each response scored (or unscored: `unverified`) emits one
+    `gen_ai.evaluation.result` event, labelled at its item's threshold and parented to the span of
+    the caller that made the item (`telemetry.events.emit_each`): the one emission of every
+    front-end that scores through the contract. `emit=False`: a caller that emits the events itself
+    (`q2 score`, whose cached rows are never scored again)."""
     good = [c for c in checked if isinstance(c, CheckedItem)]
     histories: list[list[str]] | None = None
     if scorer.config.coref and any(item.history is not None for item in good):
@@ -446,6 +538,10 @@ def score_checked(
     result = scorer.score_checked(
         [item.response for item in good], [item.knowledge for item in good], histories, progress=progress
     )
+    # one OpenTelemetry event per response scored or unscored, labelled at its item's threshold and
+    # parented to its caller's span (`telemetry.events`; nothing without OpenTelemetry)
+    if emit:
+        emit_each(result.responses, [c.threshold for c in good], [c.parent for c in good])
     scores = iter(result.responses)  # one per good item, in order
     out: list[ItemResult] = []
     for c in checked:

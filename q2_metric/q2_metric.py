@@ -26,6 +26,7 @@ from q2_metric.options import (
 from q2_metric.options.help import docstring_entries
 from q2_metric.scorer import Q2Scorer
 from q2_metric.signature import Signature
+from q2_metric.telemetry.events import caller_context
 from q2_metric.validation import check_histories, validate_inputs
 from q2_metric.version import CITATION, DESCRIPTION, HOMEPAGE, LICENSE, PAPER
 
@@ -50,7 +51,10 @@ Args:
     verbose (bool): show transformers' model-loading bars and messages. Default False.
     threshold (float): decide each response: `decisions` holds "consistent" (Q² > threshold) or
         "inconsistent" (None when unscored), with `num_consistent`, `num_inconsistent` and
-        `threshold`; the signature ends in `thr:T`. Tune it with `q2 meta-eval --calibrate`.
+        `threshold`; the signature ends in `thr:T`. Choose one with `q2 calibrate`.
+    operating_point (str): an operating-point file `q2 calibrate` wrote: decide at its threshold
+        (as `threshold`; both given must agree), the signature ends in `thr:T|op:...` and
+        `operating_point` holds its rule, data set and digest.
     Every other option is a field of `q2_metric.Q2Config`, or `variant` (default: the
     configuration's) or `batch_size`; None (the default) keeps the configuration's value, shown
     here for the paper's (made from the one declaration, `q2_metric.config.OPTION_DOCS`):
@@ -103,7 +107,17 @@ Examples:
 """
 
 _LOCKS_GUARD = threading.Lock()
-_EXTRA = ("return_details", "variant", "progress", "verbose", "batch_size", "tiny", "threshold", "histories")
+_EXTRA = (
+    "return_details",
+    "variant",
+    "progress",
+    "verbose",
+    "batch_size",
+    "tiny",
+    "threshold",
+    "operating_point",
+    "histories",
+)
 PROGRESS_MIN = 8  # the bar shows by default from this many responses on
 
 
@@ -193,16 +207,14 @@ class Q2(evaluate.Metric):
         if predictions is not None or references is not None:
             predictions, references = _check(predictions, references, self.__dict__.get("_q2_added", 0))
         check_option_names(kwargs, _EXTRA)
-        if kwargs.get("threshold") is not None:
-            try:
-                display.check_threshold(kwargs["threshold"])
-            except (TypeError, ValueError) as err:
-                raise Q2OptionError(f"Invalid Q² option threshold={kwargs['threshold']!r}: {err}.") from None
+        # the threshold checked and the operating point read before any model work
+        frontend.decision(kwargs.get("operating_point"), kwargs.get("threshold"))
         config = self._config(
             **{
                 k: v
                 for k, v in kwargs.items()
-                if k not in ("return_details", "progress", "verbose", "threshold", "histories")
+                if k
+                not in ("return_details", "progress", "verbose", "threshold", "operating_point", "histories")
             }
         )
         self._check_cache_dir(config)
@@ -330,6 +342,7 @@ class Q2(evaluate.Metric):
         cpu_matmul: Any = None,
         qg_decoder: Any = None,
         threshold: Any = None,
+        operating_point: Any = None,
         histories: Any = None,
         coref: Any = None,
         coref_model: Any = None,
@@ -346,8 +359,11 @@ class Q2(evaluate.Metric):
         # `compute`, `add_batch` and `add` checked every item (`_check`) and `compute` the histories
         # (`check_histories`) before evaluate wrote them: clean strings, none bad, checked once
         turns = [None] * len(predictions) if histories is None else histories
+        decision = frontend.decision(operating_point, threshold)
+        decides = threshold is not None or operating_point is not None
+        parent = caller_context()  # each response's OpenTelemetry event: the caller's span
         items = [
-            frontend.CheckedItem(f"item {i}", p, r, h)
+            frontend.CheckedItem(f"item {i}", p, r, h, decision.threshold if decides else None, parent)
             for i, (p, r, h) in enumerate(zip(predictions, references, turns))
         ]
         with display.loading_output(bool(verbose)):
@@ -355,12 +371,10 @@ class Q2(evaluate.Metric):
                 self.scorer(config), items, progress=stage_progress("Q²") if show else None
             )
         out = outcome.as_result().to_dict(details=bool(return_details))
-        if threshold is not None:
-            threshold = display.check_threshold(threshold)
-            decisions, counts = display.decisions(out["scores"], threshold)
-            out.update(
-                decisions=decisions,
-                **counts,
-                signature=str(Signature.parse(out["signature"]).with_threshold(threshold)),
-            )
+        if decides:
+            decisions, counts = display.decisions(out["scores"], decision.threshold)
+            signed = decision.sign(Signature.parse(out["signature"]).with_threshold(decision.threshold))
+            out.update(decisions=decisions, **counts, signature=str(signed))
+            if decision.operating_point is not None:
+                out["operating_point"] = decision.summary()
         return json_safe(out)

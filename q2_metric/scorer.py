@@ -10,6 +10,7 @@ components batch internally (see `q2_metric.components`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
@@ -341,7 +342,8 @@ class Q2Scorer:
                 inputs go through, batch by batch (see `q2_metric.progress`).
             operating_point: an operating-point file (`q2 calibrate`) or one read
                 (`options.operating_point.read_operating_point`): its threshold labels each
-                response's OpenTelemetry event (`q2_metric.telemetry.events`).
+                response's OpenTelemetry event (`q2_metric.telemetry.events`), and the result's
+                signature names it (`thr` and `op` fields).
 
         Returns:
             The system figures, one `ResponseScore` per response (NaN with a reason for an empty
@@ -360,6 +362,8 @@ class Q2Scorer:
         from q2_metric.telemetry.events import emit_evaluations
 
         emit_evaluations(result.responses, None if op is None else op.threshold)  # one event a response
+        if op is not None:  # decisions at the operating point: its threshold and file signed
+            result = dataclasses.replace(result, signature=result.signature.with_operating_point(op))
         return result
 
     def score_checked(
@@ -514,7 +518,7 @@ def score(
         progress: True for a progress bar per stage on stderr (as `compute(progress=True)`),
             False or None for none (the default), or a callback `progress(stage, done, total)`.
         operating_point: an operating-point file (`q2 calibrate`): its threshold labels each
-            response's OpenTelemetry event (as `Q2Scorer.score`).
+            response's OpenTelemetry event, and the signature names it (as `Q2Scorer.score`).
 
     Returns:
         The `Q2Result`: `.q2`, `.scores`, `.responses`, `.signature`.

@@ -293,6 +293,7 @@ def score_file(
                 for k in chunk
             ],
             progress=stages,
+            emit=False,  # q2 score emits each row's event, cached rows included (cli/score.py)
         )
         profiles.append(outcome.profile)
         now = {k: item.score for k, item in zip(chunk, outcome.items) if item.score is not None}

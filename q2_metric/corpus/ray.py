@@ -82,7 +82,7 @@ class ScoreBatch:
         ]
         # every text is a string: no item is bad (`as_result` would name one)
         # the file's not-English warning was given once, by its rows (`score_file_ray`)
-        result = quiet_not_english(score_items, self.scorer, items).as_result()
+        result = quiet_not_english(score_items, self.scorer, items, emit=False).as_result()  # q2 score emits
         return {
             "key": keys,
             "result": [json.dumps(r.to_dict()) for r in result.responses],

@@ -76,7 +76,7 @@ class Q2Service:
     ) -> list[dict[str, Any]]:
         """The service's result for each item (`response`, `knowledge`: a string or a list of
         passages, optional `history` and `id`), in order: `id`, `status`, `score`, `verdict`,
-        `reason`, `spans`, `error`. `Q2ServiceError` when the service gives no usable answer."""
+        `reason`, `spans`, `error` and the reply's full `signature`. `Q2ServiceError` when the service gives no usable answer."""
         sent = [dict(i) for i in items]
         body: dict[str, Any] = {"items": sent, "spans": spans}
         if threshold is not None:
@@ -88,6 +88,10 @@ class Q2Service:
                 f"The Q² service at {self.url} answered off the /v1/score contract: {wrong}."
             )
         results: list[dict[str, Any]] = reply["results"]
+        signature = reply.get("signature")
+        if isinstance(signature, str):  # each result with the reply's full signature (its record's)
+            for result in results:
+                result.setdefault("signature", signature)
         return results
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:

@@ -17,7 +17,7 @@ service's own.
 
 Both paths build the validation result from the same record (`frontend.Record`): its metadata
 is `Record.to_dict(prefix="q2_")` (`q2_status`, `q2_score`, `q2_no_nli`, `q2_verdict`,
-`q2_reason`, `q2_spans`, `q2_error`, `q2_signature`; the signature is empty through the service),
+`q2_reason`, `q2_spans`, `q2_error`, `q2_signature`: the service's through the service),
 each `ErrorSpan`'s reason is its span's one phrase (`display.span_reason`), so a response gets the
 same verdict, message and span reasons in process and through the service.
 
@@ -25,11 +25,13 @@ Fail closed: a response Q² could not check (an empty response or knowledge, a b
 knowledge in the metadata, a service that cannot be reached, refuses, answers off its contract or
 not within `timeout` seconds, a deadline for the whole request) fails, never passes; its error
 message says why. Consistent means Q² > threshold (`q2 score --threshold`'s rule: the service
-decides at the threshold the validator sends).
+decides at the threshold the validator sends). `operating_point=FILE` (a file `q2 calibrate`
+wrote) sets the threshold to its own and names it in the signature (`op:`), on both paths.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 from guardrails import Validator, register_validator
@@ -40,14 +42,13 @@ from guardrails.classes.validation.validation_result import (
     ValidationResult,
 )
 
-from q2_metric import display
 from q2_metric.errors import Q2InputError, Q2OptionError
-from q2_metric.frontend import Item, Record, SpanRecord, unchecked
+from q2_metric.frontend import Record, SpanRecord, decision, unchecked
 from q2_metric.guardrails.client import DEFAULT_TIMEOUT, Q2Service, Q2ServiceError
 from q2_metric.runtime.cache import engine_for
 
 NAME = "q2/consistency"
-DEFAULT_THRESHOLD = 0.5  # not calibrated: tune it on labelled data (`q2 meta-eval --calibrate`)
+DEFAULT_THRESHOLD = 0.5  # not calibrated: choose one on labelled data (`q2 calibrate`, then operating_point=)
 KEY = "the validated text"  # the item's name in Q²'s sentences
 
 
@@ -77,8 +78,9 @@ class Q2Consistency(Validator):
 
     def __init__(
         self,
-        threshold: float = DEFAULT_THRESHOLD,
+        threshold: float | None = None,
         *,
+        operating_point: Any = None,
         service_url: str | None = None,
         api_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -86,12 +88,17 @@ class Q2Consistency(Validator):
         **options: Any,
     ) -> None:
         super().__init__(
-            on_fail=on_fail, threshold=threshold, service_url=service_url, timeout=timeout, **options
+            on_fail=on_fail,
+            threshold=threshold,
+            operating_point=None if operating_point is None else str(operating_point),
+            service_url=service_url,
+            timeout=timeout,
+            **options,
         )
-        try:
-            self.threshold = display.check_threshold(threshold)
-        except Q2OptionError as err:
-            raise Q2OptionError(f"Invalid Q² option threshold={threshold!r}: {err}.") from None
+        # the threshold (default 0.5), or an operating point's (a file `q2 calibrate` wrote), read
+        # before any model work or request; the records' signature names the operating point
+        self._decision = decision(operating_point, threshold)
+        self.threshold = self._decision.threshold
         self._service: Q2Service | None = None
         self._engine: Any = None
         if service_url is not None:
@@ -108,8 +115,8 @@ class Q2Consistency(Validator):
         knowledge, history = metadata.get("knowledge"), metadata.get("history")
         if self._service is not None:
             return self._result(value, self._ask_service(value, knowledge, history))
-        outcome = self._engine.score_items([Item(KEY, value, knowledge, history)])
-        return self._result(value, outcome.records(self.threshold)[0])
+        outcome = self._engine.score_items([self._decision.item(KEY, value, knowledge, history)])
+        return self._result(value, self._decision.record(outcome.items[0], outcome.signature))
 
     def _ask_service(self, value: Any, knowledge: Any, history: Any) -> Record:
         assert self._service is not None
@@ -117,7 +124,10 @@ class Q2Consistency(Validator):
         if history is not None:
             item["history"] = history
         try:
-            return Record.from_dict(self._service.ask([item], threshold=self.threshold)[0], KEY)
+            record = Record.from_dict(self._service.ask([item], threshold=self.threshold)[0], KEY)
+            if record.signature:  # decided at this validator's threshold: its operating point named
+                record = dataclasses.replace(record, signature=str(self._decision.sign(record.signature)))
+            return record
         except (Q2ServiceError, Q2InputError) as err:  # fail closed: no answer is no pass
             return unchecked(KEY, str(err))
 

@@ -13,13 +13,15 @@ The action's result is a bool (may the answer go out); it also sets `$q2_verdict
 from the service's reply; when there is none, an unverified record whose reason says why).
 
 `custom_data: q2:` keys: `url` (default http://127.0.0.1:8000), `threshold` (default: the
-service's), `timeout` (seconds, default 30), `api_key_env` (the environment variable that holds
+service's), `operating_point` (a file `q2 calibrate` wrote: its threshold is sent, and the record's
+signature names it; a threshold given beside it must be its own), `timeout` (seconds, default 30), `api_key_env` (the environment variable that holds
 the service's key, if it asks for one).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -28,8 +30,8 @@ from typing import Any
 from nemoguardrails.actions import action
 from nemoguardrails.actions.actions import ActionResult
 
-from q2_metric.errors import Q2InputError
-from q2_metric.frontend import Record, unchecked
+from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.frontend import Decision, Record, decision, unchecked
 from q2_metric.guardrails.client import DEFAULT_TIMEOUT, DEFAULT_URL, Q2Service, Q2ServiceError
 
 ACTION = "q2_check_consistency"
@@ -43,7 +45,8 @@ def config_folder() -> Path:
 
 
 def settings(config: Any) -> tuple[Q2Service, float | None]:
-    """The service and threshold from the rails config's `custom_data: q2:`."""
+    """The service and threshold from the rails config's `custom_data: q2:` (an `operating_point`'s
+    threshold when one is given: `decision_of`)."""
     custom = getattr(config, "custom_data", None) or {}
     q2 = custom.get("q2") or {}
     key_env = q2.get("api_key_env")
@@ -53,7 +56,17 @@ def settings(config: Any) -> tuple[Q2Service, float | None]:
         str(q2.get("url") or DEFAULT_URL), api_key, DEFAULT_TIMEOUT if timeout is None else timeout
     )
     threshold = q2.get("threshold")
+    if q2.get("operating_point") is not None:
+        return service, decision_of(config).threshold
     return service, None if threshold is None else float(threshold)
+
+
+def decision_of(config: Any) -> Decision:
+    """The decision of the rails config's `custom_data: q2:`: its `operating_point` (a file `q2
+    calibrate` wrote; its threshold is sent, and the record's signature names it) and `threshold`."""
+    custom = getattr(config, "custom_data", None) or {}
+    q2 = custom.get("q2") or {}
+    return decision(q2.get("operating_point"), q2.get("threshold"))
 
 
 KEY = "the answer"  # the item's name in Q²'s sentences
@@ -89,10 +102,12 @@ async def q2_check_consistency(context: dict[str, Any] | None = None, config: An
         service, threshold = settings(config)
         result = (await asyncio.to_thread(service.ask, [item], threshold=threshold, spans=False))[0]
         record = Record.from_dict(result, KEY)
+        if record.signature:  # an operating point of the config's named in the signature
+            record = dataclasses.replace(record, signature=str(decision_of(config).sign(record.signature)))
     # no answer, an answer off the contract, or unreadable settings: blocked, saying why
-    except (Q2ServiceError, Q2InputError, ValueError, TypeError) as err:
+    except (Q2ServiceError, Q2InputError, Q2OptionError, ValueError, TypeError) as err:
         return _answer(unchecked(KEY, str(err)))
     return _answer(record)
 
 
-__all__ = ["ACTION", "FLOW", "config_folder", "q2_check_consistency", "settings"]
+__all__ = ["ACTION", "FLOW", "config_folder", "decision_of", "q2_check_consistency", "settings"]

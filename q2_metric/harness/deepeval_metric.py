@@ -22,7 +22,8 @@ per test case.
 
 After `measure`, the test case's record (`record`, a `frontend.Record`) and its fields: `score`
 (Q², None when not scored), `reason` (the one explanation sentence), `verdict` (consistent,
-inconsistent or unverified at `threshold`), `success` (`is_successful()`: the verdict is
+inconsistent or unverified at `threshold`: 0.5 by default, an operating point's with
+`operating_point=FILE`, a file `q2 calibrate` wrote, which the signature then names), `success` (`is_successful()`: the verdict is
 consistent, i.e. Q² > `threshold`, the project's one rule), `signature` (the FULL signature, also
 in `evaluation_model`, which DeepEval keeps with each result), `status` (scored, empty or bad),
 `spans` (character offsets in the output, each with its reason); `verbose_logs` holds the record
@@ -39,14 +40,13 @@ import typing as t
 from deepeval.metrics import BaseMetric
 from deepeval.test_case import LLMTestCase
 
-from q2_metric import display
-from q2_metric.frontend import VERDICTS, Item, Record, record_of, verdict_of
+from q2_metric.frontend import VERDICTS, Item, Record, decision, verdict_of
 from q2_metric.options import ADAPTER_KEYWORDS, merge_options
 from q2_metric.runtime.cache import micro_batcher
 from q2_metric.runtime.engine import Scored
 from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
 
-DEFAULT_THRESHOLD = 0.5
+DEFAULT_THRESHOLD = 0.5  # `threshold` when neither it nor an operating point is given
 
 
 def _passage(context: t.Any) -> t.Any:
@@ -78,7 +78,7 @@ class Q2FaithfulnessMetric(BaseMetric):
 
     def __init__(
         self,
-        threshold: float = DEFAULT_THRESHOLD,
+        threshold: float | None = None,
         *,
         options: dict[str, t.Any] | None = None,
         variant: str | None = None,
@@ -89,6 +89,7 @@ class Q2FaithfulnessMetric(BaseMetric):
         qa_model: str | None = None,
         nli_model: str | None = None,
         device: str | None = None,
+        operating_point: t.Any = None,
         max_wait: float = DEFAULT_MAX_WAIT,
         progress: bool = True,
         async_mode: bool = True,
@@ -96,8 +97,15 @@ class Q2FaithfulnessMetric(BaseMetric):
     ) -> None:
         # DeepEval copies a metric per test case by calling its class with the attributes that
         # share a name with a parameter here: each is kept under its own name
-        self.threshold = display.check_threshold(threshold)
         self.options = dict(options or {})
+        self.operating_point = operating_point
+        # the threshold (default 0.5), or an operating point's (a file `q2 calibrate` wrote), read
+        # before any model work; the records' signature names the operating point
+        self._decision = decision(
+            merge_options({"operating_point": operating_point}, self.options).get("operating_point"),
+            threshold,
+        )
+        self.threshold = self._decision.threshold
         self.variant, self.tiny, self.batch_size, self.max_batch = variant, tiny, batch_size, max_batch
         self.qg_model, self.qa_model, self.nli_model, self.device = qg_model, qa_model, nli_model, device
         self.max_wait, self.progress = max_wait, progress
@@ -122,11 +130,13 @@ class Q2FaithfulnessMetric(BaseMetric):
         return "Q2 Faithfulness"
 
     def _item(self, test_case: LLMTestCase) -> Item:
-        return Item(key_of(test_case), getattr(test_case, "actual_output", None), knowledge_of(test_case))
+        return self._decision.item(
+            key_of(test_case), getattr(test_case, "actual_output", None), knowledge_of(test_case)
+        )
 
     def _take(self, scored: Scored) -> float | None:
         """The metric's state from one item's record; returns its score."""
-        record = self.record = record_of(scored.result, scored.signature, self.threshold)
+        record = self.record = self._decision.record(scored.result, scored.signature)
         self.status, self.verdict, self.signature = record.status, record.verdict, record.signature
         self.evaluation_model = self.signature
         self.spans = [s.to_dict() for s in record.spans]

@@ -20,7 +20,8 @@ unscored (`q2_status: empty`). A cancelled sample (Ctrl-C, a time limit) leaves 
 never scored. Each `Score` is built from the sample's record (`frontend.Record`): the value (Q²;
 NaN when unscored, left out of the metrics), the reason in one sentence as its explanation (the
 `reason` column of `q2 score`), and in its metadata the record (`q2_status`, `q2_score`,
-`q2_no_nli`, `q2_verdict` at the threshold 0.5, `q2_reason`, `q2_spans`, `q2_error`, the full
+`q2_no_nli`, `q2_verdict` at the threshold 0.5 (at an operating point's with
+`-S operating_point=FILE`, a file `q2 calibrate` wrote, which the signature then names), `q2_reason`, `q2_spans`, `q2_error`, the full
 `q2_signature`) with `q2_fallback` and the valid questions (`q2_questions`). The metrics:
 `mean` and `stderr`; the run's results (`log.results.scores[0].metadata`) hold the counts
 (`q2_counts`: scored, empty, bad) and the full signature (`q2_signature`).
@@ -42,7 +43,7 @@ from inspect_ai.scorer import stderr as _inspect_stderr
 from inspect_ai.solver import TaskState, generate
 
 from q2_metric.errors import Q2Error
-from q2_metric.frontend import Item, record_of
+from q2_metric.frontend import Decision, decision_of
 from q2_metric.options import merge_options
 from q2_metric.runtime.cache import micro_batcher
 from q2_metric.runtime.micro import MicroBatcher
@@ -111,15 +112,15 @@ def _spell(name: str) -> str:
     return f"{_FLAG.get()} {name}"
 
 
-def _batcher(options: Any, given: dict[str, Any], max_wait: float) -> MicroBatcher:
+def _batcher(options: Any, given: dict[str, Any], max_wait: float) -> tuple[MicroBatcher, Decision]:
     """The process's micro-batcher for `options=` (a mapping, as `-S options='{...}'` gives it) and
-    the single options (`options.merge_options`), checked, the models found; a Q² error is shown
-    as Inspect shows a prerequisite's."""
+    the single options (`options.merge_options`), checked, the models found, and the decision
+    (`operating_point`, read first); a Q² error is shown as Inspect shows a prerequisite's."""
     try:
         merged = merge_options(given, options, spell=_spell)
-        return micro_batcher(merged, max_wait=max_wait, spell=_spell, tiny_hint=f"`{_FLAG.get()} tiny=true`")[
-            1
-        ]
+        decision = decision_of(merged, _spell)
+        tiny_hint = f"`{_FLAG.get()} tiny=true`"
+        return micro_batcher(merged, max_wait=max_wait, spell=_spell, tiny_hint=tiny_hint)[1], decision
     except Q2Error as err:
         raise _shown(err) from None
 
@@ -157,7 +158,7 @@ def q2(
     the batcher waits for more samples), any `Q2Config` option by name (`-S qg_model=DIR`) or all in
     `options`: checked, and the models found, now (before any sample is scored)."""
     given = {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch}
-    batcher = _batcher(options, given, max_wait)
+    batcher, decision = _batcher(options, given, max_wait)
     counts = {"scored": 0, "empty": 0, "bad": 0}
 
     def note(status: str, signature: Any) -> None:
@@ -176,9 +177,9 @@ def q2(
             knowledge = metadata[knowledge_key]  # as it is: "" is empty knowledge, a non-string is bad
         else:
             knowledge = separator.join(target.target)
-        scored = await batcher.score(Item(_sample_key(state), reply, knowledge))
-        note(scored.status, scored.signature)
-        record = record_of(scored.result, scored.signature)
+        scored = await batcher.score(decision.item(_sample_key(state), reply, knowledge))
+        note(scored.status, decision.sign(scored.signature))
+        record = decision.record(scored.result, scored.signature)
         meta: dict[str, Any] = record.to_dict("q2_")
         r = scored.response
         if record.status == "bad":

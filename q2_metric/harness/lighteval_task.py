@@ -45,7 +45,7 @@ from lighteval.tasks.lighteval_task import LightevalTask, LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
 from q2_metric.display import tiny_note_once
-from q2_metric.frontend import Item, Outcome
+from q2_metric.frontend import Decision, Outcome, decision_of
 from q2_metric.harness import one_line_errors, under_command
 from q2_metric.options import merge_options
 from q2_metric.runtime.cache import engine_for
@@ -89,11 +89,12 @@ def _key(doc: Doc) -> str:
     return str(specific.get("q2_key") or f"sample {doc.id!r}")
 
 
-def _note(docs: list[Doc], outcome: Outcome) -> None:
-    """Each doc's record (`frontend.Record`: status, score, verdict, reason, spans, error and the
-    full signature) into its `specific` (so into the details LightEval saves)."""
-    for doc, record in zip(docs, outcome.records()):
-        doc.specific = {**(doc.specific or {}), **record.to_dict("q2_")}
+def _note(docs: list[Doc], outcome: Outcome, decision: Decision) -> None:
+    """Each doc's record (`frontend.Record`: status, score, verdict at the decision's threshold,
+    reason, spans, error and the full signature) into its `specific` (so into the details LightEval
+    saves)."""
+    for doc, item in zip(docs, outcome.items):
+        doc.specific = {**(doc.specific or {}), **decision.record(item, outcome.signature).to_dict("q2_")}
 
 
 _REPORTED: list[int] = []  # the outcome whose summary was written last
@@ -135,18 +136,22 @@ class Q2Computation(SampleLevelComputation):
         """The batch's `Outcome` (one engine call, or calls of at most `max_batch` samples)."""
         from q2_metric.progress import line_progress
 
+        decision = decision_of(self.options)
         engine, max_batch = engine_for(self.options)
-        items = [Item(_key(d), _reply(r), _knowledge(d, self.knowledge_key)) for d, r in zip(docs, responses)]
+        items = [
+            decision.item(_key(d), _reply(r), _knowledge(d, self.knowledge_key))
+            for d, r in zip(docs, responses)
+        ]
         outcome = engine.collect(items, max_batch or max(len(items), 1), progress=line_progress("Q²"))
         if [id(outcome)] != _REPORTED:
             _REPORTED[:] = [id(outcome)]
-            _note(docs, outcome)
+            _note(docs, outcome, decision)
             counts = outcome.counts
             print(
                 f"Q²: {counts['scored']} scored, {counts['empty']} empty (unscored), {counts['bad']} bad",
                 file=sys.stderr,
             )
-            print(f"Q² signature: {outcome.signature}", file=sys.stderr)
+            print(f"Q² signature: {decision.sign(outcome.signature)}", file=sys.stderr)
             note = tiny_note_once(engine.config)  # unless the check logged it
             if note:
                 print(f"Q²: {note}", file=sys.stderr)
@@ -158,7 +163,7 @@ class Q2Computation(SampleLevelComputation):
         if responses is None or docs is None:  # a single sample (the metric used without batching)
             responses, docs = [kwargs["model_response"]], [kwargs["doc"]]
         outcome = self.outcome(list(responses), list(docs))
-        self.signature = str(outcome.signature)
+        self.signature = str(decision_of(self.options).sign(outcome.signature))
         return _values(self.figure, outcome)
 
 
@@ -202,10 +207,12 @@ def q2_metrics(
 ) -> list[SampleLevelMetric]:
     """The Q² figures as batched `SampleLevelMetric`s for a task's `metrics`. `variant`, `tiny`
     (default: the `Q2_TINY` environment variable), `batch_size`, `max_batch` (samples per engine
-    call; default: a task's whole run in one call), any `Q2Config` option by name or all in
-    `options`: checked, and the Q² models found, now."""
+    call; default: a task's whole run in one call), `operating_point` (a file `q2 calibrate` wrote:
+    the records' verdicts at its threshold, the signature naming it), any `Q2Config` option by name
+    or all in `options`: checked, and the Q² models found, now."""
     given = {**q2_options, "variant": variant, "tiny": tiny, "batch_size": batch_size, "max_batch": max_batch}
     merged = merge_options(given, options)
+    decision_of(merged)  # the operating point read (a bad file: one sentence) before any model work
     engine_for(merged, check=True, tiny_hint=TINY_HINT)
     return [
         SampleLevelMetric(

@@ -36,7 +36,7 @@ from typing import Any
 
 from q2_metric.display import tiny_note_once
 from q2_metric.errors import Q2InputError, Q2OptionError
-from q2_metric.frontend import Item, Outcome
+from q2_metric.frontend import Outcome, decision_of
 from q2_metric.harness import one_line_errors, under_command
 from q2_metric.runtime.cache import engine_for
 
@@ -135,6 +135,7 @@ def _options(q2_options: Any) -> dict[str, Any]:
 def _checked(q2_options: Any) -> str:
     """The options checked and the models found now, before the model generates anything."""
     options = _options(q2_options)
+    decision_of(options, spell)  # the operating point read (a bad file: one sentence) first
     engine_for(options, spell=spell, check=True, tiny_hint=TINY_HINT)
     return json.dumps(options, sort_keys=True)
 
@@ -257,13 +258,18 @@ def _collected(items: list[dict[str, Any]]) -> tuple[Outcome, int]:
     options = {i["options"] for i in items}
     if len(options) != 1:
         raise Q2OptionError(f"One task run has {len(options)} sets of q2_options; use one per task.")
-    engine, max_batch = engine_for(json.loads(options.pop()), spell=spell)
+    given = json.loads(options.pop())
+    decision = decision_of(given, spell)
+    engine, max_batch = engine_for(given, spell=spell)
     unread = len({u for i in items for u in json.loads(i["unread"])})
     outcome = engine.collect(
-        [Item(i["key"], i["reply"], i["knowledge"]) for i in items],
+        [decision.item(i["key"], i["reply"], i["knowledge"]) for i in items],
         max_batch or max(len(items), 1),
         progress=line_progress("Q²"),
     )
+    outcome.signature = decision.sign(
+        outcome.signature
+    )  # an operating point's thr and op fields (idempotent)
     for record, result in zip(items, outcome.items):
         score = result.score
         record.update(

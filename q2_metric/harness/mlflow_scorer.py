@@ -42,7 +42,7 @@ from mlflow.entities.assessment_error import AssessmentError
 from mlflow.genai.scorers import Scorer
 from pydantic import Field, PrivateAttr
 
-from q2_metric.frontend import Item, record_of
+from q2_metric.frontend import decision_of
 from q2_metric.options import ADAPTER_KEYWORDS, merge_options
 from q2_metric.runtime.cache import micro_batcher
 from q2_metric.runtime.engine import Scored
@@ -84,6 +84,7 @@ class Q2Faithfulness(Scorer):
     qa_model: t.Any = None
     nli_model: t.Any = None
     device: t.Any = None
+    operating_point: t.Any = None  # a file `q2 calibrate` wrote: the verdicts' threshold, signed
     knowledge_key: str = "knowledge"
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True
@@ -93,6 +94,7 @@ class Q2Faithfulness(Scorer):
     _prepared: dict[tuple[str, str], Scored] = PrivateAttr(default_factory=dict)
     _counts: dict[str, int] = PrivateAttr(default_factory=lambda: {"scored": 0, "empty": 0, "bad": 0})
     _signature: t.Any = PrivateAttr(default=None)
+    _decision: t.Any = PrivateAttr(default=None)
     _lock: t.Any = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **data: t.Any) -> None:
@@ -100,8 +102,10 @@ class Q2Faithfulness(Scorer):
         # here, not in `model_post_init`: pydantic would wrap a Q2OptionError (a ValueError) in its
         # ValidationError, and the sentence naming the option would be lost in its report
         keywords = {name: getattr(self, name) for name in ADAPTER_KEYWORDS}
+        merged = merge_options(keywords, self.options)
+        self._decision = decision_of(merged)  # the operating point read before any model work
         self._engine, self._batcher = micro_batcher(
-            merge_options(keywords, self.options),
+            merged,
             max_wait=self.max_wait,
             progress=self.progress,
             tiny_hint="`tiny=True`",
@@ -149,7 +153,7 @@ class Q2Faithfulness(Scorer):
         items = []
         for n, row in enumerate(rows):
             knowledge = self.knowledge_of(row.get("inputs"), row.get("expectations"), row.get("trace"))
-            items.append(Item(f"row {n}", row.get("outputs"), knowledge))
+            items.append(self._decision.item(f"row {n}", row.get("outputs"), knowledge))
         if not items:
             return 0
         before = self._engine.engine_calls
@@ -169,14 +173,14 @@ class Q2Faithfulness(Scorer):
             scored = self._prepared.get(self._lookup(outputs, knowledge))
         if scored is None:
             key = f"the row with inputs {_short(self._shown_inputs(inputs))}"
-            scored = score_from_thread(self._batcher, Item(key, outputs, knowledge))
+            scored = score_from_thread(self._batcher, self._decision.item(key, outputs, knowledge))
         return self._feedback(scored)
 
     def _feedback(self, scored: Scored) -> Feedback:
         with self._lock:
             self._counts[scored.status] += 1
-            self._signature = scored.signature
-        record = record_of(scored.result, scored.signature)
+            self._signature = self._decision.sign(scored.signature)
+        record = self._decision.record(scored.result, scored.signature)
         if record.status == "bad":
             return Feedback(
                 name=self.name, error=AssessmentError(error_code="Q2_BAD_ROW", error_message=record.reason)

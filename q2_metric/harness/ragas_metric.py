@@ -19,7 +19,7 @@ or knowledge gets NaN (left out of ragas' mean, as `q2 score` leaves it unscored
 `metric.counts` ({"scored", "empty", "bad"}) and `metric.signature` (the FULL signature) after
 scoring; `evaluate` puts both on the result, with `result.details`: per row of the dataset its
 record (`frontend.Record.to_dict(prefix="q2_")`: `q2_status`, `q2_score`, `q2_verdict` at the
-threshold 0.5, `q2_reason`, `q2_spans`, ...; None for a sample whose values cannot be looked up).
+threshold 0.5 (at the operating point's with `operating_point=FILE`, also named by the signature), `q2_reason`, `q2_spans`, ...; None for a sample whose values cannot be looked up).
 With `progress` (default), a line on stderr after each engine call. Set `RAGAS_DO_NOT_TRACK=true` to keep ragas from sending usage analytics.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ragas.dataset_schema import SingleTurnSample
 from ragas.metrics.base import MetricType, SingleTurnMetric
 
-from q2_metric.frontend import Item, record_of
+from q2_metric.frontend import decision_of
 from q2_metric.options import ADAPTER_KEYWORDS, merge_options
 from q2_metric.runtime.cache import micro_batcher
 from q2_metric.runtime.policy import DEFAULT_MAX_WAIT
@@ -42,7 +42,9 @@ from q2_metric.validation import PASSAGE_SEPARATOR
 class Q2Faithfulness(SingleTurnMetric):
     """Q² of `response` against `retrieved_contexts` (joined by `separator`). Q² options as
     keywords (`qg_model`, `qa_model`, `nli_model`, `device`, `variant`, `tiny`, `batch_size`,
-    `max_batch`) or in `options`; checked, and the models found, when the metric is built."""
+    `max_batch`, `operating_point`: a file `q2 calibrate` wrote, whose threshold decides the records'
+    verdicts and which the signature names) or in `options`; checked, and the models found, when
+    the metric is built."""
 
     name: str = "q2"
     _required_columns: dict[MetricType, set[str]] = field(
@@ -57,6 +59,7 @@ class Q2Faithfulness(SingleTurnMetric):
     qa_model: str | None = None
     nli_model: str | None = None
     device: str | None = None
+    operating_point: t.Any = None  # a file `q2 calibrate` wrote: the verdicts' threshold, signed
     separator: str = PASSAGE_SEPARATOR  # the rule of every front-end (validation.knowledge_text)
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True
@@ -72,6 +75,7 @@ class Q2Faithfulness(SingleTurnMetric):
         if parent is not None:
             parent()
         options = merge_options({name: getattr(self, name) for name in ADAPTER_KEYWORDS}, self.options)
+        self._decision = decision_of(options)  # the operating point read before any model work
         _, self._batcher = micro_batcher(
             options, max_wait=self.max_wait, progress=self.progress, tiny_hint="`tiny=True`"
         )
@@ -96,18 +100,18 @@ class Q2Faithfulness(SingleTurnMetric):
         # ragas gives a metric no sample index: the sample is named by its question
         key = f"the sample with user_input {sample.user_input!r}" if sample.user_input else "a sample"
         scored = await self._batcher.score(
-            Item(
+            self._decision.item(
                 key,
                 sample.response if sample.response is not None else "",
                 knowledge if knowledge is not None else "",
             )
         )
-        self.signature = scored.signature
+        self.signature = self._decision.sign(scored.signature)
         self.counts[scored.status] += 1
         try:
-            self.records[(sample.response, knowledge)] = record_of(scored.result, scored.signature).to_dict(
-                "q2_"
-            )
+            self.records[(sample.response, knowledge)] = self._decision.record(
+                scored.result, scored.signature
+            ).to_dict("q2_")
         except TypeError:  # an unhashable value (a bad sample): not looked up again
             pass
         return scored.value

@@ -50,15 +50,17 @@ def runtime_config(
     options: Mapping[str, Any] | None = None, spell: Spelling = python_name
 ) -> tuple[Any, int | None]:
     """(`Q2Config`, max_batch) from an adapter's option values: `variant`, `batch_size`, `tiny`,
-    `max_batch` (items per engine call; None: the adapter's default) and any `Q2Config` option,
-    checked by the contract's options path (`frontend.configure`; `tiny` defaults to the `Q2_TINY`
-    environment variable). Errors: one `Q2OptionError` sentence naming the option as `spell`
-    spells it."""
+        `max_batch` (items per engine call; None: the adapter's default) and any `Q2Config` option
+    (`operating_point` is left to the adapter's decision, `frontend.decision_of`),
+        checked by the contract's options path (`frontend.configure`; `tiny` defaults to the `Q2_TINY`
+        environment variable). Errors: one `Q2OptionError` sentence naming the option as `spell`
+        spells it."""
     given = dict(options or {})
     variant = given.pop("variant", None) or "paper"
     batch_size = given.pop("batch_size", None)
     tiny = given.pop("tiny", None)
     max_batch = given.pop("max_batch", None)
+    given.pop("operating_point", None)  # the decision's, not the engine's (`frontend.decision_of`)
     config = frontend.configure(given, variant=variant, tiny=tiny, batch_size=batch_size, spell=spell)
     return config, None if max_batch is None else check_max_batch(max_batch, spell)
 

@@ -93,17 +93,24 @@ class Engine:
             logging.getLogger("q2_metric").warning(note)
 
     def score_checked(
-        self, checked: Sequence[Checked], max_batch: int | None = None, progress: Progress | None = None
+        self,
+        checked: Sequence[Checked],
+        max_batch: int | None = None,
+        progress: Progress | None = None,
+        *,
+        emit: bool = True,
     ) -> Outcome:
         """Items already checked (`frontend.check_items`), scored or reported in input order, in
-        engine calls of at most `max_batch` items (default: the engine's); never checked again."""
+        engine calls of at most `max_batch` items (default: the engine's); never checked again.
+        Each response's OpenTelemetry event is emitted by the contract (`frontend.score_checked`;
+        `emit=False`: none, e.g. for a warm-up item no caller asked for)."""
         step = max_batch or self.max_batch
         checked = list(checked)
         outcomes = []
         for start in range(0, max(len(checked), 1), step):
             with self._lock:
                 outcome = frontend.score_checked(
-                    self.scorer, checked[start : start + step], progress=progress
+                    self.scorer, checked[start : start + step], progress=progress, emit=emit
                 )
                 self.engine_calls += 1
                 self.replies += len(outcome.items)

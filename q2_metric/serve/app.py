@@ -183,12 +183,16 @@ _REFUSALS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = None) -> Any:
+def create_app(
+    config: Q2Config, limits: Limits | None = None, *, scorer: Any = None, operating_point: Any = None
+) -> Any:
     """The FastAPI app serving `config` (checked: `frontend.configure`) under `limits`. Nothing is
-    loaded until its lifespan starts (then in the background: `/ready` says when)."""
+    loaded until its lifespan starts (then in the background: `/ready` says when). With an
+    `operating_point` (a file `q2 calibrate` wrote, or one read; read here, before any model work),
+    its threshold is the requests' default and the signature names it."""
     from q2_metric.version import __version__
 
-    service = Service(config, limits or Limits(), scorer)
+    service = Service(config, limits or Limits(), scorer, operating_point)
     app = FastAPI(
         title="Q² guardrail service",
         version=__version__,

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from q2_metric.errors import Q2OptionError
+from q2_metric.frontend import decision_of
 from q2_metric.runtime.cache import runtime_config
 from q2_metric.serve.app import create_app
 from q2_metric.serve.limits import Limits
@@ -33,10 +34,11 @@ def q2_deployment(
 ) -> Any:
     """A bound Ray Serve application of the service: `options` are Q² options as Python names
     (checked here, by the contract's options path, before anything is deployed: `tiny`, `variant`,
-    `batch_size` and `max_batch` too, as every adapter takes them), `limits` the service's
+    `batch_size`, `max_batch` and `operating_point` too, as every adapter takes them), `limits` the service's
     (`Limits`; `max_batch` in `options` sets its `max_batch`)."""
     from ray import serve
 
+    op = decision_of(options).operating_point  # read before anything is deployed
     config, max_batch = runtime_config(options)
     if max_ongoing_requests < 1 or num_replicas < 1:
         raise Q2OptionError("num_replicas and max_ongoing_requests must be integers >= 1.")
@@ -46,7 +48,7 @@ def q2_deployment(
         limits = dataclasses.replace(limits, max_batch=max_batch)
 
     def build_app() -> Any:  # on each replica: its own app, models and micro-batcher
-        return create_app(config, limits)
+        return create_app(config, limits, operating_point=op)
 
     deployment = serve.deployment(
         serve.ingress(build_app)(),

@@ -6,6 +6,7 @@ record (`protocol.item_json`). Fail closed: an item Q² could not check is `unve
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +21,7 @@ from q2_metric.runtime.threads import in_engine_thread, trim_heap
 from q2_metric.serve.limits import Limits
 from q2_metric.serve.metrics import Metrics
 from q2_metric.serve.protocol import Asked, RequestError, item_json
+from q2_metric.telemetry.events import caller_context
 
 WARM_ITEM = Item(
     "warm-up", "Bob Ross hosted The Joy of Painting.", "Bob Ross hosted the show The Joy of Painting."
@@ -29,7 +31,15 @@ WARM_ITEM = Item(
 class Service:
     """The models, the micro-batcher and the state of one serving process."""
 
-    def __init__(self, config: Q2Config, limits: Limits, scorer: Any = None) -> None:
+    def __init__(
+        self, config: Q2Config, limits: Limits, scorer: Any = None, operating_point: Any = None
+    ) -> None:
+        # the operating point's threshold is the requests' default (`q2 serve --operating-point`)
+        self.decision = frontend.decision(operating_point)
+        if self.decision.operating_point is not None:
+            limits = dataclasses.replace(limits, threshold=self.decision.threshold)
+        else:
+            self.decision = frontend.Decision(limits.threshold)
         self.config, self.limits, self.scorer = config, limits, scorer
         self.metrics = Metrics()
         self.ready = False
@@ -48,8 +58,8 @@ class Service:
         if self.scorer is None:  # a given scorer (tests: a scripted one) has no model files to check
             engine.check()
         engine.scorer.load()
-        outcome = engine.score_items([WARM_ITEM])
-        self.signature = str(outcome.signature)
+        outcome = engine.score_checked(frontend.check_items([WARM_ITEM]), emit=False)  # no caller: no event
+        self.signature = str(self.decision.sign(outcome.signature))
         self.engine = engine
         self.micro = MicroBatcher(engine, self.limits.policy, observe=self.observe)
         self.ready = True
@@ -92,6 +102,8 @@ class Service:
             "options": {k: _shown(v) for k, v in self.config.to_dict().items()},
             "limits": self.limits.shown(),
             "auth": self.limits.api_key is not None,
+            "threshold": self.decision.threshold,
+            "operating_point": self.decision.summary(),
             "versions": {"q2-metric": __version__, **library_versions()},
         }
 
@@ -103,6 +115,10 @@ class Service:
         (the longest), or a `RequestError`: each item checked once, the queue bound, the
         micro-batcher; the client's disconnect drops its items from their batch."""
         limits, metrics = self.limits, self.metrics
+        # each item's event: labelled at its threshold, parented to the caller's span (W3C traceparent)
+        parent = caller_context(request.headers.get("traceparent"))
+        for a in asked:
+            a.item = dataclasses.replace(a.item, threshold=a.threshold, parent=parent)
         todo = [a for a in asked if a.checked is None]
         for a, checked in zip(todo, frontend.check_items([a.item for a in todo])):  # the one check
             a.checked = checked
@@ -141,6 +157,8 @@ class Service:
             out.append(item_json(a, result))
             metrics.items.labels(out[-1]["status"]).inc()
         signature = scored[0].signature if scored else self.signature
+        if all(a.threshold == self.decision.threshold for a in asked):  # decided at the service's point
+            signature = self.decision.sign(signature)
         return {"signature": str(signature), "results": out}, max((s.seconds for s in scored), default=0.0)
 
     async def _answers(

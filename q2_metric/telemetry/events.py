@@ -13,9 +13,10 @@ the traces of the answer it checks are:
 - `error.type`: `unverified` for a response Q² could not score;
 - `gen_ai.response.id`: the caller's id of the response, where given.
 
-The event is parented to the caller's span: the current context when one is active, else the
-W3C `traceparent` in the `TRACEPARENT` environment variable (a command run inside a traced job),
-else none. With no logger provider configured, the API's default drops every event; without the
+The event is parented to the caller's span (`caller_context`, taken where the response was asked
+for, even when the scoring runs in another thread): the W3C `traceparent` header of a `q2 serve`
+request, else the current context when a span is active, else the W3C `traceparent` in the
+`TRACEPARENT` environment variable (a command run inside a traced job), else none. With no logger provider configured, the API's default drops every event; without the
 `opentelemetry-api` package (`pip install 'q2-metric[otel]'`) nothing is emitted at all.
 """
 
@@ -74,19 +75,84 @@ def attributes(
     return out
 
 
+_OTEL: list[bool] = []  # whether the OpenTelemetry API is installed (asked once)
+
+
+def _installed() -> bool:
+    if not _OTEL:
+        try:
+            import opentelemetry.context  # noqa: F401
+        except ImportError:
+            _OTEL.append(False)
+        else:
+            _OTEL.append(True)
+    return _OTEL[0]
+
+
+def _extract(traceparent: str) -> Any:
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator().extract({"traceparent": traceparent})
+
+
+def caller_context(traceparent: str | None = None) -> Any:
+    """The context a caller's events are parented to, taken now, in the caller's thread (the events
+    are emitted later, wherever the scoring runs): the W3C `traceparent` given (`q2 serve`: the
+    request's header), else the current context when a span is active in it, else the
+    `TRACEPARENT` environment variable's, else None (no parent). None without OpenTelemetry."""
+    if not _installed():
+        return None
+    if traceparent:
+        return _extract(traceparent)
+    from opentelemetry import context, trace
+
+    if trace.get_current_span().get_span_context().is_valid:
+        return context.get_current()
+    carrier = os.environ.get("TRACEPARENT")
+    return _extract(carrier) if carrier else None
+
+
 def _parent() -> Any:
-    """The context to parent the events to: the current one when a span is active in it, else
-    the `TRACEPARENT` environment variable's, else None (the current one)."""
+    """The context to parent the events to: None (the current one) when a span is active in it,
+    else the `TRACEPARENT` environment variable's, else None."""
     from opentelemetry import trace
 
     if trace.get_current_span().get_span_context().is_valid:
         return None
-    carrier = os.environ.get("TRACEPARENT")
-    if not carrier:
-        return None
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+    return caller_context()
 
-    return TraceContextTextMapPropagator().extract({"traceparent": carrier})
+
+def emit_each(
+    responses: Sequence[ResponseScore],
+    thresholds: Sequence[float | None],
+    parents: Sequence[Any],
+    response_ids: Sequence[str | None] | None = None,
+) -> int:
+    """One event per response, each with its own threshold (the label's) and parent context
+    (`caller_context`, taken where the response was asked for; None: the current context). The
+    one emitter: the contract's scoring door (`frontend.score_checked`), `Q2Scorer.score` and
+    `q2 score` call it. Returns how many were handed to OpenTelemetry (0 without it)."""
+    if not responses or not _installed():
+        return 0
+    try:
+        from opentelemetry._logs import SeverityNumber, get_logger
+    except ImportError:  # an API too old for the Logs API: nothing to emit to
+        return 0
+    from q2_metric.version import __version__
+
+    if not len(thresholds) == len(parents) == len(responses):
+        raise ValueError("thresholds and parents must give one per response")
+    if response_ids is not None and len(response_ids) != len(responses):
+        raise ValueError("response_ids must give one id per response")
+    logger = get_logger(SCOPE, __version__)
+    for i, result in enumerate(responses):
+        logger.emit(
+            event_name=EVENT_NAME,
+            severity_number=SeverityNumber.INFO,
+            attributes=attributes(result, thresholds[i], None if response_ids is None else response_ids[i]),
+            context=parents[i],
+        )
+    return len(responses)
 
 
 def emit_evaluations(
@@ -94,23 +160,10 @@ def emit_evaluations(
     threshold: float | None = None,
     response_ids: Sequence[str] | None = None,
 ) -> int:
-    """Emit one `gen_ai.evaluation.result` event per response (in order); returns how many were
-    handed to OpenTelemetry (0 without it). `threshold` (an operating point's) gives the labels."""
-    try:
-        from opentelemetry._logs import SeverityNumber, get_logger
-    except ImportError:  # the `otel` extra is not installed: nothing to emit to
+    """Emit one `gen_ai.evaluation.result` event per response (in order), parented to the current
+    span, else the `TRACEPARENT` variable's; returns how many were handed to OpenTelemetry (0
+    without it). `threshold` (an operating point's) gives the labels."""
+    if not responses or not _installed():
         return 0
-    from q2_metric.version import __version__
-
-    if response_ids is not None and len(response_ids) != len(responses):
-        raise ValueError("response_ids must give one id per response")
-    logger = get_logger(SCOPE, __version__)
     context = _parent()
-    for i, result in enumerate(responses):
-        logger.emit(
-            event_name=EVENT_NAME,
-            severity_number=SeverityNumber.INFO,
-            attributes=attributes(result, threshold, None if response_ids is None else response_ids[i]),
-            context=context,
-        )
-    return len(responses)
+    return emit_each(responses, [threshold] * len(responses), [context] * len(responses), response_ids)

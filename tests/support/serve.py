@@ -16,9 +16,10 @@ from typing import Any
 GOOD = {"response": "Bob Ross hosted the show.", "knowledge": "Bob Ross hosted the show."}
 
 
-def app_client(scorer: Any = None, **limits: Any) -> Any:
+def app_client(scorer: Any = None, operating_point: Any = None, **limits: Any) -> Any:
     """FastAPI's test client of the real `q2 serve` app (in process) over `scorer` (default: the
-    scripted one) under `limits`; use it in a `with` block, and `ready(client)` first."""
+    scripted one) under `limits`, deciding at `operating_point` (a file) when given; use it in a
+    `with` block, and `ready(client)` first."""
     from fastapi.testclient import TestClient
 
     from q2_metric.config import Q2Config
@@ -27,7 +28,8 @@ def app_client(scorer: Any = None, **limits: Any) -> Any:
     from q2_metric.testing.scripted import scripted_scorer
 
     scorer = scorer if scorer is not None else scripted_scorer()
-    return TestClient(create_app(Q2Config(), Limits(**limits), scorer=scorer), raise_server_exceptions=False)
+    app = create_app(Q2Config(), Limits(**limits), scorer=scorer, operating_point=operating_point)
+    return TestClient(app, raise_server_exceptions=False)
 
 
 def ready(client: Any) -> None:
@@ -105,7 +107,9 @@ def q2_serve(
 
 
 @contextlib.contextmanager
-def q2_service(scorer: Any, *, api_key: str | None = None, threshold: float = 0.5) -> Iterator[str]:
+def q2_service(
+    scorer: Any, *, api_key: str | None = None, threshold: float = 0.5, operating_point: Any = None
+) -> Iterator[str]:
     """The real `q2 serve` app (`serve.app.create_app`) over `scorer`, on uvicorn in a thread on a
     free 127.0.0.1 port, ready: its URL while the block runs (in-process, so a scripted scorer can
     serve; `q2_serve` starts the command itself)."""
@@ -117,7 +121,12 @@ def q2_service(scorer: Any, *, api_key: str | None = None, threshold: float = 0.
     from q2_metric.serve.app import create_app
     from q2_metric.serve.limits import Limits
 
-    app = create_app(scorer.config, Limits(api_key=api_key, threshold=threshold), scorer=scorer)
+    app = create_app(
+        scorer.config,
+        Limits(api_key=api_key, threshold=threshold),
+        scorer=scorer,
+        operating_point=operating_point,
+    )
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="q2-serve-test", daemon=True)

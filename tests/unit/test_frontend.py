@@ -309,3 +309,81 @@ def test_record_of_a_result_with_nan_scores():
     result = ItemResult("k", "scored", ResponseScore(0, nan, nan, reason="Not scored: no valid question."))
     record = record_of(result, "sig", 0.5)
     assert (record.score, record.q2_no_nli, record.verdict) == (None, None, "unverified")
+
+
+# -- the decision: a threshold, or an operating point's -------------------------------------------------
+def _op_file(tmp_path, threshold=0.4):
+    import json
+
+    path = tmp_path / "op.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "q2-operating-point",
+                "version": 1,
+                "threshold": threshold,
+                "rule": {"name": "balanced_accuracy"},
+                "dataset": {"name": "d", "sha256": "a" * 64},
+                "scores": {"sha256": "b" * 64, "signature": "q2:0.5.0|qg:x"},
+                "figures": {"balanced_accuracy": {"value": 0.7, "low": 0.6, "high": 0.8}},
+                "calibration": {"ece": 0.1, "table": []},
+                "created": "2026-12-01T23:00:00+00:00",
+            }
+        )
+    )
+    return path
+
+
+def test_decision_reads_the_operating_point_decides_and_signs(tmp_path):
+    import hashlib
+
+    from q2_metric.frontend import decision, decision_of
+    from q2_metric.testing.scripted import scripted_scorer
+
+    path = _op_file(tmp_path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    d = decision_of({"operating_point": str(path), "qg_model": "x"})
+    assert d.threshold == 0.4 and d.operating_point is not None
+    assert decision(path, 0.4).threshold == 0.4  # the same threshold given twice agrees
+    scorer = scripted_scorer()
+    out = score_items(scorer, [d.item("row 1", "Paris and Rome are big.", "Paris is big.")])
+    record = d.record(out.items[0], out.signature)
+    assert record.score == 0.5 and record.verdict == "consistent"  # 0.5 > 0.4
+    assert record.signature == f"{out.signature}|thr:0.4|op:ba@{digest[:12]}"
+    bare = decision()
+    assert bare.threshold == 0.5 and bare.record(out.items[0], out.signature).verdict == "inconsistent"
+    assert str(bare.sign(out.signature)) == str(out.signature)  # a bare threshold signs nothing
+
+
+def test_decision_refusals_are_one_sentence(tmp_path):
+    from q2_metric.frontend import decision
+    from q2_metric.options.operating_point import OperatingPointError
+
+    with pytest.raises(Q2OptionError, match=r"^The Q² options --threshold=0.5 and --operating-point "):
+        decision(_op_file(tmp_path), 0.5, spell=flag_name())
+    with pytest.raises(Q2OptionError, match=r"^Invalid Q² option threshold=2: "):
+        decision(None, 2)
+    with pytest.raises(Q2OptionError, match=r"^Invalid Q² option operating_point=7: use the path "):
+        decision(7)
+    with pytest.raises(OperatingPointError, match=r"no such operating-point file\.$"):
+        decision(tmp_path / "none.json")
+
+
+def test_without_opentelemetry_nothing_breaks_and_nothing_is_emitted(monkeypatch):
+    """The `otel` extra is optional: with no `opentelemetry` package importable, items are made and
+    scored through the contract as ever, and no event is handed anywhere."""
+    import sys
+
+    from q2_metric.telemetry import events
+    from q2_metric.testing.scripted import scripted_scorer
+
+    for name in [m for m in sys.modules if m == "opentelemetry" or m.startswith("opentelemetry.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # import opentelemetry: ImportError
+    monkeypatch.setattr(events, "_OTEL", [])
+    item = Item("row 1", "Bob Ross hosted the show.", "Bob Ross hosted the show.", threshold=0.5)
+    assert item.parent is None
+    out = score_items(scripted_scorer(), [item])
+    assert out.counts == {"scored": 1, "empty": 0, "bad": 0} and events._OTEL == [False]
+    assert events.emit_each(out.as_result().responses, [0.5], [None]) == 0
+    assert events.caller_context("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") is None

@@ -173,3 +173,56 @@ def test_the_access_log_is_asked_for():
     assert logging.getLogger("uvicorn.access").level == logging.INFO
     quiet = uvicorn_server(create_app(Q2Config()), "127.0.0.1", 0, log_level="warning")
     assert quiet.config.access_log is False
+
+
+# -- the operating point (q2 serve --operating-point FILE) -------------------------------------------
+OP = {
+    "format": "q2-operating-point",
+    "version": 1,
+    "threshold": 0.4,
+    "rule": {"name": "recall", "target": 0.9},
+    "dataset": {"name": "wow", "sha256": "a" * 64},
+    "scores": {"sha256": "b" * 64, "signature": "q2:0.5.0|qg:x"},
+    "figures": {"recall": {"value": 0.9, "low": 0.8, "high": 1.0}},
+    "calibration": {"ece": 0.1, "table": []},
+    "created": "2026-12-01T23:00:00+00:00",
+}
+# the scripted scorer: Paris answered from the knowledge (1), Rome not (0): Q² 0.5
+HALF = {"response": "Paris and Rome are big.", "knowledge": "Paris is big."}
+
+
+def test_the_operating_point_decides_is_signed_and_shown(tmp_path):
+    import hashlib
+    import json
+
+    path = tmp_path / "op.json"
+    path.write_text(json.dumps(OP))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with client(operating_point=path) as c:
+        ready(c)
+        info = c.get("/v1/info").json()
+        at_op = c.post("/v1/score", json=HALF).json()
+        own = c.post("/v1/score", json={**HALF, "threshold": 0.5}).json()
+        ready_sig = c.get("/ready").json()["signature"]
+    assert info["threshold"] == 0.4 and info["limits"]["threshold"] == 0.4
+    assert info["operating_point"] == {
+        "threshold": 0.4,
+        "rule": "recall>=0.9",
+        "dataset": "wow",
+        "sha256": digest,
+        "signature": f"r0.9@{digest[:12]}",
+    }
+    # 0.5 > 0.4: consistent at the operating point, inconsistent at the request's own 0.5
+    assert at_op["results"][0]["score"] == 0.5 and at_op["results"][0]["verdict"] == "consistent"
+    assert at_op["signature"].endswith(f"|thr:0.4|op:r0.9@{digest[:12]}") and ready_sig == at_op["signature"]
+    assert own["results"][0]["verdict"] == "inconsistent"
+    assert "|op:" not in own["signature"] and "|thr:" not in own["signature"]  # not decided at the point
+
+
+def test_a_bad_operating_point_is_refused_before_the_app_is_made(tmp_path):
+    from q2_metric.options.operating_point import OperatingPointError
+
+    path = tmp_path / "op.json"
+    path.write_text('{"format": "q2-operating-point", "version": 1, "threshold": 2}')
+    with pytest.raises(OperatingPointError, match=r"'threshold' must be a number in \[0, 1\], got 2\.$"):
+        client(operating_point=path)

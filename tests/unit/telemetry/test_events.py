@@ -85,7 +85,10 @@ def events(exporter, monkeypatch):
     exporter.clear()
 
     def take():
-        return [r.log_record for r in exporter.get_finished_logs()]
+        """The events emitted since the last call."""
+        taken = [r.log_record for r in exporter.get_finished_logs()]
+        exporter.clear()
+        return taken
 
     return take
 
@@ -136,3 +139,104 @@ def test_q2_score_emits_one_event_per_row_under_the_traceparent(tmp_path, tiny_e
         assert record.attributes["gen_ai.evaluation.name"] == "q2"
         assert record.attributes["gen_ai.evaluation.score.value"] == pytest.approx(float(row["q2"]))
         assert record.attributes["gen_ai.evaluation.score.label"] == row["decision"]
+
+
+# -- every front-end that scores: the contract's one emission -----------------------------------------
+def op_file(path, threshold):
+    path.write_text(json.dumps({**OP, "threshold": threshold}))
+    return path
+
+
+# at the operating point's 0.4, the second response (0.5) is consistent: the label is the file's, not 0.5's
+AT_04 = [
+    {**EXPECTED[0]},
+    {**EXPECTED[1], "gen_ai.evaluation.score.label": "consistent"},
+    {**EXPECTED[2]},
+    {**EXPECTED[3]},
+]
+
+
+def test_q2_serve_parents_each_event_to_the_traceparent_of_its_request(tmp_path, events):
+    """A real `q2 serve` app on uvicorn (in process, so that the SDK's exporter hears it) over real
+    HTTP: one event per item, parented to the span the request's `traceparent` header names, labelled
+    at the operating point's threshold; a request without the header has no parent."""
+    import httpx
+    from support.serve import q2_service
+
+    trace_id, span_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    op = op_file(tmp_path / "op.json", 0.4)
+    items = [{"response": r, "knowledge": k} for r, k in zip(RESPONSES, KNOWLEDGE)]
+    with q2_service(scripted_scorer(), operating_point=op) as url:
+        assert events() == []  # no event from the warm-up item: no caller asked for it
+        reply = httpx.post(
+            url + "/v1/score",
+            json={"items": items},
+            headers={"traceparent": f"00-{trace_id}-{span_id}-01"},
+            timeout=60,
+        )
+        assert reply.status_code == 200, reply.text
+        records = events()
+        lone = httpx.post(url + "/v1/score", json=items[0], timeout=60)
+        assert lone.status_code == 200, lone.text
+        [unparented] = events()
+    out = reply.json()
+    assert [e["verdict"] for e in out["results"]] == [
+        "consistent",
+        "consistent",
+        "inconsistent",
+        "unverified",
+    ]
+    assert "|thr:0.4|op:ba@" in out["signature"]
+    assert len(records) == len(items)
+    for record, expected in zip(records, AT_04):
+        assert record.event_name == "gen_ai.evaluation.result"
+        assert (f"{record.trace_id:032x}", f"{record.span_id:016x}") == (trace_id, span_id)
+        assert dict(record.attributes) == expected
+    assert (unparented.trace_id, unparented.span_id) == (0, 0)
+    assert dict(unparented.attributes) == AT_04[0]
+
+
+def test_a_harness_in_process_emits_once_per_test_case_under_the_callers_span(tmp_path, events, monkeypatch):
+    """DeepEval's metric in process, its test cases concurrent (the runtime's micro-batcher scores
+    them in the engine thread): one event per test case, each parented to the span of the caller
+    that measured it, labelled at the operating point's threshold."""
+    pytest.importorskip("deepeval")
+    import asyncio
+
+    from deepeval.test_case import LLMTestCase
+
+    from q2_metric.harness.deepeval_metric import Q2FaithfulnessMetric
+    from q2_metric.runtime import cache
+
+    monkeypatch.setenv("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
+    cache.reset()
+    config, _ = cache.runtime_config({"tiny": False})
+    cache.engine(config).scorer = scripted_scorer()
+    try:
+        metric = Q2FaithfulnessMetric(
+            tiny=False, progress=False, operating_point=op_file(tmp_path / "op.json", 0.4)
+        )
+        tracer = TracerProvider().get_tracer("caller")
+        cases = [
+            LLMTestCase(input="q", actual_output=r, retrieval_context=[k])
+            for r, k in zip(RESPONSES, KNOWLEDGE)
+        ]
+
+        async def one(case):
+            with tracer.start_as_current_span("check") as span:
+                await metric.a_measure(case)
+                return span.get_span_context(), metric.verdict
+
+        async def all_of():
+            return await asyncio.gather(*(one(c) for c in cases))
+
+        spans = asyncio.run(all_of())
+    finally:
+        cache.reset()
+    records = events()
+    assert len(records) == len(cases)
+    by_span = {(r.trace_id, r.span_id): dict(r.attributes) for r in records}
+    assert len(by_span) == len(cases)  # each test case's own caller span
+    for (span, _), expected in zip(spans, AT_04):
+        assert by_span[(span.trace_id, span.span_id)] == expected
+    assert "|thr:0.4|op:ba@" in (metric.signature or "")
