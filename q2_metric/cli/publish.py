@@ -154,6 +154,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if args.card and not args.dry_run:
         guard({flag: source}, {"--card": args.card})
     results = _load_meta_eval(source) if args.meta_eval else hub.load_results(source)
+    if args.operating_point is not None:
+        if args.meta_eval:
+            raise PublishError(
+                "--operating-point goes with --results: a --meta-eval report's tables choose their thresholds."
+            )
+        if args.card and not args.dry_run:
+            guard({flag: source, "--operating-point": args.operating_point}, {"--card": args.card})
+        results = hub.with_operating_point(results, args.operating_point)  # read before anything is written
     signature = {"signature": results.get("signature")}
     # tiny random models: refused before any file, card or the Hub is touched; a dry run shows
     # what would be written, then says in one sentence that it cannot be published
@@ -242,6 +250,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="benchmark.json of `q2 meta-eval --dataset`: Q²'s figures per set, as Eval Results",
     )
     pub.add_argument("--model-name", help="the model's name in the card's model-index")
+    pub.add_argument(
+        "--operating-point",
+        metavar="FILE",
+        default=None,
+        help="an operating-point file (q2 calibrate): the card and the Eval Results notes carry it "
+        "(threshold, rule, data set, digest) and the signature names it (with --results; results "
+        "decided at another operating point are refused)",
+    )
     pub.add_argument("--dataset-name", default="Wizard of Wikipedia")
     pub.add_argument("--dataset-type", default="wizard_of_wikipedia")
     pub.add_argument("--dataset-config", default=None)

@@ -65,6 +65,27 @@ def _value(results: dict[str, Any], key: str, where: str = "The results") -> flo
     return check_range(key, value, where) if math.isfinite(value) else None
 
 
+def with_operating_point(results: dict[str, Any], path: Any) -> dict[str, Any]:
+    """`results` decided at the operating point of the file `path` (`q2 calibrate`): its summary
+    (`OperatingPoint.summary`) as `operating_point`, and the signature naming it (`thr:` and `op:`
+    fields). Results that already name another operating point are refused in one sentence."""
+    from q2_metric.options.operating_point import read_operating_point
+    from q2_metric.signature import Signature
+
+    op = read_operating_point(path)
+    summary = op.summary()
+    given = results.get("operating_point")
+    if isinstance(given, dict) and given.get("sha256") not in (None, op.digest):
+        raise PublishError(
+            f"The results were decided at another operating point (op:{given.get('signature')}) than "
+            f"{path} (op:{summary['signature']}); publish them without --operating-point, or score again with it."
+        )
+    out = {**results, "operating_point": summary}
+    if isinstance(results.get("signature"), str) and results["signature"].startswith("q2:"):
+        out["signature"] = str(Signature.parse(results["signature"]).with_operating_point(op))
+    return out
+
+
 def eval_results(
     results: dict[str, Any],
     *,
@@ -76,13 +97,16 @@ def eval_results(
     task_name: str = "Dialogue response generation",
     publishable_only: bool = True,
 ) -> list[Any]:
-    """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config);
+    """`huggingface_hub.EvalResult`s for q2, q2_no_nli and coverage (the signature as config; the
+    operating point the results were decided at, when they carry one, as each entry's `args`);
     undefined (NaN/null) values are left out. Results of tiny random models are refused, unless
     `publishable_only` is False (a dry run that only shows them)."""
     from huggingface_hub import EvalResult
 
     if publishable_only:
         check_publishable(results)
+    op = results.get("operating_point")
+    args = {"operating_point": dict(op)} if isinstance(op, dict) else None
     names = {"q2": "Q²", "q2_no_nli": "Q² (token F1, no NLI)", "coverage": "Q² coverage"}
     out = []
     for key, name in names.items():
@@ -100,6 +124,7 @@ def eval_results(
                     metric_name=name,
                     metric_value=round(value, 4),
                     metric_config=results.get("signature"),
+                    metric_args=args,
                 )
             )
     return out

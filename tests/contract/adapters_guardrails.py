@@ -54,7 +54,10 @@ class GuardrailsAI(Words):
         from q2_metric.runtime import cache
 
         cache.reset()
-        return Q2Consistency(threshold=0.5, on_fail="noop", **options)
+        # at 0.5, unless an operating point gives the threshold
+        return Q2Consistency(
+            threshold=None if "operating_point" in options else 0.5, on_fail="noop", **options
+        )
 
     def score(self, items: list[Item], tmp: Path) -> Report:
         from q2_metric.guardrails.guardrails_ai import KEY

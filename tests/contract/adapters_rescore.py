@@ -52,6 +52,9 @@ class Q2Rescore(Words):
         }
     )
     foreign_words: tuple = ()
+    op_reason: str | None = (
+        "q2 rescore takes no --operating-point yet: it writes scores and spans, no decision"
+    )
 
     def _argv(self, log: Path, out: Path, summary: Path, options: list[str]) -> list[str]:
         return ["rescore", str(log), "-o", str(out), "--summary", str(summary), "--quiet", *options]

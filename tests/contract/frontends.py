@@ -19,7 +19,9 @@ An adapter drives its front-end the way a user does and reads back what the user
 - `records_reason`: None when `score`'s report carries each row's verdict word and reason sentence
   (the front-end's record), else why it shows none;
 - `write_inside_read(tmp)`: the sentence refusing an output placed inside something read (the QG
-  model folder), or None when the front-end writes nothing.
+  model folder), or None when the front-end writes nothing;
+- `op_reason`: None when the front-end takes an operating-point file (`operating_point` among its
+  options, spelled as it spells options: the adapter driven with it added to `base`), else why not.
 Options are the same for every adapter (`BASE`: the tiny models, greedy short questions), each
 spelled as its front-end spells it.
 """
@@ -191,8 +193,10 @@ class PythonAPI(Words):
     def _call(self, responses, knowledge, options):
         import q2_metric
 
-        if self.via_scorer:
-            return q2_metric.Q2Scorer(**options).score(responses, knowledge)
+        if self.via_scorer:  # the operating point is the call's, the options the scorer's
+            rest = {k: v for k, v in options.items() if k != "operating_point"}
+            op = options.get("operating_point")
+            return q2_metric.Q2Scorer(**rest).score(responses, knowledge, operating_point=op)
         return q2_metric.score(responses, knowledge, **options)
 
     def score(self, items: list[Item], tmp: Path) -> Report:
@@ -291,7 +295,10 @@ class EvaluateModule(Words):
         rows = [Row(f"item {n}", "empty" if q is None else "scored", q) for n, q in enumerate(out["scores"])]
         counts = {"scored": out["num_scored"], "empty": out["num_skipped"], "bad": 0}
         reasons = [d["reason"] for d in out["details"]]
-        return Report(rows, counts, out["signature"], [d["spans"] for d in out["details"]], reasons=reasons)
+        # decisions only at a threshold or an operating point (None: unscored, so unverified)
+        verdicts = [d or "unverified" for d in out["decisions"]] if "decisions" in out else None
+        spans = [d["spans"] for d in out["details"]]
+        return Report(rows, counts, out["signature"], spans, verdicts=verdicts, reasons=reasons)
 
     def refusal(self, kind: str, tmp: Path) -> str:
         from q2_metric.errors import Q2Error
@@ -385,9 +392,10 @@ class Q2Score(Words):
         )
         code, _, err = run_q2(self._argv(source, out, summary, flags(self.base)))
         assert code in (0, 3), err[-3000:]
-        rows, reasons = [], []
+        rows, reasons, verdicts = [], [], []
         for n, line in enumerate(out.read_text(encoding="utf-8").splitlines(), 1):
             rec = json.loads(line)
+            verdicts.append(rec.get("decision") or "unverified" if "decision" in rec else None)
             status = "bad" if rec.get("error") else "empty" if rec.get("q2") is None else "scored"
             rows.append(Row(f"line {n}", status, _nan_to_none(rec.get("q2")), rec.get("error") or None))
             reasons.append(rec.get("error") or rec.get("reason"))
@@ -399,7 +407,8 @@ class Q2Score(Words):
                 json.loads, summary.with_name("spans.jsonl").read_text(encoding="utf-8").splitlines()
             )
         ]
-        return Report(rows, counts, s["signature"], spans, reasons=reasons)
+        decided = verdicts if all(v is not None for v in verdicts) else None  # with a decision column only
+        return Report(rows, counts, s["signature"], spans, verdicts=decided, reasons=reasons)
 
     def option_flags(self, kind: str, tmp: Path) -> list[str]:
         return (
@@ -440,6 +449,7 @@ class Q2Agree(Q2Score):
     to the per-response table with its `error`, the report counts it."""
 
     out_suffix = ".json"  # -o: the report, one JSON object
+    op_reason: str | None = "compares two configurations' scores; it decides at no operating point"
 
     fast: tuple = ("--fast", "use_nli=false")
     spans_reason: str | None = (
@@ -517,6 +527,7 @@ class SpaceFunction(Words):
     foreign_words: tuple = ("--qg-model",)
     writes: bool = False
     digits: int = 3  # the page shows the score with 3 decimals
+    op_reason: str | None = "a demonstration page: it shows scores and spans, and decides nothing"
     marks: bool = True  # the page marks the spans' characters: overlapping spans show as one mark
 
     @contextlib.contextmanager
@@ -611,6 +622,10 @@ class BenchmarkColumn(Words):
     records_reason: str | None = (
         "a column of scores for the meta-evaluation's tables; its decisions are the tables' own "
         "(at each threshold), with no reason per row"
+    )
+    op_reason: str | None = (
+        "a column of scores for the meta-evaluation, whose tables choose and report thresholds "
+        "themselves (q2 calibrate makes an operating point of them)"
     )
 
     def _args(self, options: dict[str, Any], tmp: Path) -> argparse.Namespace:

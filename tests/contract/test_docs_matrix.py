@@ -23,6 +23,7 @@ TESTS = {
     "outputs": "test_outputs",
     "spans": "test_spans",
     "records": "test_records",
+    "operating point": "test_operating_point",
 }
 
 
@@ -34,6 +35,8 @@ def expected_cell(name: str, guarantee: str) -> str:
         return "n/a: " + adapter.spans_reason
     if guarantee == "records" and getattr(adapter, "records_reason", None):
         return "n/a: " + adapter.records_reason
+    if guarantee == "operating point" and getattr(adapter, "op_reason", None):
+        return "n/a: " + adapter.op_reason
     if guarantee == "outputs" and getattr(adapter, "writes", True) is False:
         return "n/a: writes no file"
     test = f"`{TESTS[guarantee]}[{name}]`"

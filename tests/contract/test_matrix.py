@@ -12,7 +12,9 @@ placed inside something read is refused; where the front-end shows details, the 
 equal `q2 score --spans`'s row by row and each lies in its response (`response[start:end] == text`);
 where it shows each item's record (`frontend.Record`), the verdict words, the reason sentences and
 the spans' reason phrases are `q2 score --threshold 0.5`'s, in process and through the service
-(the Guardrails AI validator and the NeMo Guardrails action against a real `q2 serve`).
+(the Guardrails AI validator and the NeMo Guardrails action against a real `q2 serve`); given an
+operating-point file (`operating_point`, spelled as the front-end spells options), the signature
+names it (`thr:` and `op:` with the file's digest) and every verdict shown is its threshold's.
 
 Expected values: the statuses and counts follow from the items as written here; the scores are
 `q2 score`'s (the reference front-end), the signature the engine's for the same options; the
@@ -23,6 +25,8 @@ reasons its `reason` column, and each span's phrase follows from its answers and
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -54,6 +58,7 @@ GUARANTEES = (
     "outputs",
     "spans",
     "records",
+    "operating point",
 )
 _NAMES = {"qg": "/qg", "qa": "/qa", "nli": "/nli"}
 ALL = {
@@ -409,3 +414,59 @@ def test_guardrails_in_process_and_through_the_service_say_the_same(fronts, with
     assert [r.context_updates["q2_verdict"] for r in nemo] == verdicts
     assert [r.context_updates["q2_reason"] for r in nemo] == reasons
     assert [r.return_value for r in nemo] == [v == "consistent" for v in verdicts]
+
+
+# -- the operating point: the file decides and is signed ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def operating_point(reports, tmp_path_factory):
+    """An operating-point file (as `q2 calibrate` writes it) whose threshold lies halfway between
+    the two lowest distinct scores of `q2 score`'s rows, so that some rows are consistent at it and
+    inconsistent at 0.5: (path, threshold, digest)."""
+    values = sorted({r.q2 for r in reports("q2 score").rows if r.q2 is not None})
+    assert len(values) >= 3 and values[1] <= THRESHOLD, values  # rows the file's threshold decides anew
+    threshold = (values[0] + values[1]) / 2
+    path = tmp_path_factory.mktemp("op") / "op.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "q2-operating-point",
+                "version": 1,
+                "threshold": threshold,
+                "rule": {"name": "balanced_accuracy"},
+                "dataset": {"name": "contract", "sha256": "a" * 64},
+                "scores": {"sha256": "b" * 64, "signature": reports("q2 score").signature},
+                "figures": {"balanced_accuracy": {"value": 0.75, "low": 0.5, "high": 1.0}},
+                "calibration": {"ece": 0.1, "table": []},
+                "created": "2026-12-02T00:00:00+00:00",
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path, threshold, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name", _params())
+def test_operating_point(
+    name, fronts, with_empties, operating_point, reports, decided, tiny_models, tmp_path
+):
+    from q2_metric.scorer import Q2Scorer
+
+    adapter = fronts[name]
+    reason = getattr(adapter, "op_reason", None)
+    if reason:
+        pytest.skip(reason)
+    path, threshold, digest = operating_point
+    at_point = dataclasses.replace(adapter, base={**adapter.base, "operating_point": str(path)})
+    report = at_point.score(with_empties, tmp_path)
+    plain = str(Q2Scorer(**base_options(tiny_models)).signature())
+    assert report.signature == f"{plain}|thr:{threshold:g}|op:ba@{digest[:12]}"
+    if report.verdicts is None:  # it shows no verdict per item: the signature names the point
+        return
+    scores = [r.q2 for r in reports("q2 score").rows]
+    expected = [
+        "unverified" if q is None else "consistent" if q > threshold else "inconsistent" for q in scores
+    ]
+    assert expected != decided[0]  # the file's threshold, not 0.5, decides these rows
+    assert report.verdicts == expected

@@ -249,3 +249,55 @@ def test_sigterm_ends_within_the_drain_time_whatever_a_client_does(tiny_models, 
             sock.close()
         assert code == 0, s.log.read_text()
         assert took < 15, f"the stop took {took:.1f} s with a drain time of 2 s"
+
+
+def test_serve_reads_the_operating_point_q2_calibrate_wrote_signs_it_and_decides_by_it(tiny_models, tmp_path):
+    """`q2 score` then `q2 calibrate` on the bundled annotated WoW sample (its consistent and
+    inconsistent labels) write an operating-point file; a real `q2 serve --operating-point` reads it
+    back: /v1/info shows it, each reply's signature names it (`thr:` and `op:` with the file's
+    digest) and every verdict is its threshold's (consistent iff Q² > it, the rule written here)."""
+    import csv
+    import hashlib
+
+    from support.data import SAMPLE
+
+    scores, summary, op = tmp_path / "scores.csv", tmp_path / "summary.json", tmp_path / "op.json"
+    done = cli(
+        "score", str(SAMPLE), "-o", str(scores), "--summary", str(summary), "--no-cache", "--quiet",
+        *tiny_flags(tiny_models),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    done = cli(
+        "calibrate", "--dataset", f"wow={SAMPLE}", "--scores", str(scores), "--summary", str(summary),
+        "-o", str(op), "--consistent-label", "consistent", "--bootstrap", "50",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = json.loads(op.read_text(encoding="utf-8"))
+    t, digest = written["threshold"], hashlib.sha256(op.read_bytes()).hexdigest()
+    assert written["dataset"]["responses"] == 40 and written["dataset"]["consistent"] == 20
+    with open(SAMPLE, newline="", encoding="utf-8") as f:
+        items = [{"response": r["response"], "knowledge": r["knowledge"]} for r in csv.DictReader(f)][:12]
+    with q2_serve([*tiny_flags(tiny_models), "--operating-point", str(op)], tmp_path) as server:
+        info = httpx.get(server.url + "/v1/info", timeout=30).json()
+        reply = httpx.post(server.url + "/v1/score", json={"items": items}, timeout=120)
+    assert reply.status_code == 200, reply.text
+    out = reply.json()
+    assert info["operating_point"]["sha256"] == digest and info["threshold"] == t
+    assert info["operating_point"]["rule"] == "balanced_accuracy"
+    assert out["signature"].endswith(f"|thr:{t:g}|op:ba@{digest[:12]}")
+    assert out["signature"].startswith(written["scores"]["signature"].split("|thr:")[0])
+    scored = [e for e in out["results"] if e["status"] == "scored"]
+    assert len(scored) >= 10 and len({e["score"] for e in scored}) >= 2
+    for e in scored:
+        assert e["verdict"] == ("consistent" if e["score"] > t else "inconsistent"), (e, t)
+    assert "deciding at the operating point balanced_accuracy on wow" in server.log.read_text()
+
+
+def test_serve_refuses_a_bad_operating_point_in_one_sentence_before_any_model(tmp_path):
+    bad = tmp_path / "op.json"
+    bad.write_text('{"format": "q2-operating-point", "version": 1, "threshold": "high"}')
+    # no model folder exists: the file is read first
+    done = cli("serve", "--operating-point", str(bad), "--qg-model", str(tmp_path / "none"), "--port", "1")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'threshold' must be a number in [0, 1], got 'high'" in lines[0], done.stderr
