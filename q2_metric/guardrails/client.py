@@ -27,6 +27,7 @@ from typing import Any
 
 from q2_metric.errors import Q2Error, Q2OptionError
 from q2_metric.frontend import VERDICTS
+from q2_metric.telemetry.events import traceparent_header
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 30.0  # seconds for one whole request: connecting, sending and reading the reply
@@ -96,6 +97,7 @@ class Q2Service:
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers.update(traceparent_header())  # the service parents its events to the caller's span
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(

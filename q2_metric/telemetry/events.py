@@ -112,6 +112,19 @@ def caller_context(traceparent: str | None = None) -> Any:
     return _extract(carrier) if carrier else None
 
 
+def traceparent_header() -> dict[str, str]:
+    """The W3C `traceparent` header of the caller's span (`caller_context`), for a request to the
+    Q² service (`guardrails.client`): its events are then parented to that span. {} without one."""
+    context = caller_context()
+    if context is None:
+        return {}
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier, context=context)
+    return {"traceparent": carrier["traceparent"]} if "traceparent" in carrier else {}
+
+
 def _parent() -> Any:
     """The context to parent the events to: None (the current one) when a span is active in it,
     else the `TRACEPARENT` environment variable's, else None."""

@@ -179,6 +179,12 @@ def test_q2_serve_parents_each_event_to_the_traceparent_of_its_request(tmp_path,
         lone = httpx.post(url + "/v1/score", json=items[0], timeout=60)
         assert lone.status_code == 200, lone.text
         [unparented] = events()
+        # the guardrails' client sends its caller's span as the traceparent header
+        from q2_metric.guardrails.client import Q2Service
+
+        with TracerProvider().get_tracer("guard").start_as_current_span("guard") as guard_span:
+            Q2Service(url).ask(items[:2])
+        guarded = events()
     out = reply.json()
     assert [e["verdict"] for e in out["results"]] == [
         "consistent",
@@ -193,6 +199,8 @@ def test_q2_serve_parents_each_event_to_the_traceparent_of_its_request(tmp_path,
         assert (f"{record.trace_id:032x}", f"{record.span_id:016x}") == (trace_id, span_id)
         assert dict(record.attributes) == expected
     assert (unparented.trace_id, unparented.span_id) == (0, 0)
+    mine = guard_span.get_span_context()
+    assert [(r.trace_id, r.span_id) for r in guarded] == [(mine.trace_id, mine.span_id)] * 2
     assert dict(unparented.attributes) == AT_04[0]
 
 
