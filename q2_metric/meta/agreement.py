@@ -37,6 +37,7 @@ from q2_metric.errors import Q2InputError
 from q2_metric.frontend import CheckedItem, configure, score_checked
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
 from q2_metric.scorer import Q2Scorer
+from q2_metric.telemetry.events import caller_context
 from q2_metric.validation import validate_inputs
 
 # the stages compared, in the engine's order
@@ -345,17 +346,18 @@ def compare(
     # both runs score the same pairs: a bad one refuses the call before any work, in the engine's words
     responses, knowledge = validate_inputs(responses, knowledge)
     items = [
-        CheckedItem(f"item {i}", r, k) for i, (r, k) in enumerate(zip(responses, knowledge))
+        CheckedItem(f"item {i}", r, k, None, threshold, caller_context())
+        for i, (r, k) in enumerate(zip(responses, knowledge))
     ]  # checked once
     base_scorer.load()
     fast_scorer.load()
     if len(items) > 1:  # one untimed pair each first: kernel set-up is not charged to either run
-        score_checked(base_scorer, items[:1])
-        score_checked(fast_scorer, items[:1])
+        score_checked(base_scorer, items[:1], emit=False)
+        score_checked(fast_scorer, items[:1], emit=False)
     t0 = time.perf_counter()
-    base_result = score_checked(base_scorer, items).as_result()
+    base_result = score_checked(base_scorer, items).as_result()  # the run compared: its events
     t1 = time.perf_counter()
-    fast_result = score_checked(fast_scorer, items).as_result()
+    fast_result = score_checked(fast_scorer, items, emit=False).as_result()
     t2 = time.perf_counter()
     report = compare_results(base_result, fast_result, threshold, labels)
     report.base_seconds, report.fast_seconds = t1 - t0, t2 - t1

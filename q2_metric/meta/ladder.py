@@ -122,7 +122,7 @@ def run_ladder(
             )
             for _, key, r in rows
         ]
-        outcome = score_items(scorer, items)
+        outcome = score_items(scorer, items, emit=False)  # a ladder of configurations: no verdicts
         out[name] = {
             split: _cell([item for (s, _, _), item in zip(rows, outcome.items) if s == split], say)
             for split in splits
@@ -148,7 +148,7 @@ def run_control(
     for name, knowledge in sources.items():
         say(f"control: {name}")
         items = [Item(key, r["response"], k) for (_, key, r), k in zip(rows, knowledge) if k is not None]
-        out[name] = _cell(score_items(scorer, items).items, say)
+        out[name] = _cell(score_items(scorer, items, emit=False).items, say)
     return out
 
 
