@@ -118,11 +118,16 @@ class Engine:
         return merge(outcomes)
 
     def score_items(
-        self, items: Sequence[Item], max_batch: int | None = None, progress: Progress | None = None
+        self,
+        items: Sequence[Item],
+        max_batch: int | None = None,
+        progress: Progress | None = None,
+        *,
+        emit: bool = True,
     ) -> Outcome:
         """Every item checked once (`frontend.check_items`), then scored or reported
-        (`score_checked`)."""
-        return self.score_checked(frontend.check_items(items), max_batch, progress)
+        (`score_checked`; `emit=False`: no OpenTelemetry event)."""
+        return self.score_checked(frontend.check_items(items), max_batch, progress, emit=emit)
 
     def collect(
         self, items: Sequence[Item], max_batch: int | None = None, progress: Progress | None = None

@@ -58,7 +58,7 @@ class Service:
         if self.scorer is None:  # a given scorer (tests: a scripted one) has no model files to check
             engine.check()
         engine.scorer.load()
-        outcome = engine.score_checked(frontend.check_items([WARM_ITEM]), emit=False)  # no caller: no event
+        outcome = engine.score_items([WARM_ITEM], emit=False)  # no caller asked for it: no event
         self.signature = str(self.decision.sign(outcome.signature))
         self.engine = engine
         self.micro = MicroBatcher(engine, self.limits.policy, observe=self.observe)
