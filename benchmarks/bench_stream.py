@@ -35,7 +35,8 @@ SAMPLE = ROOT / "q2_metric" / "data" / "wow_sample.csv"
 
 
 def rows() -> list[dict]:
-    files = sorted(ANNOTATED.glob("*.csv")) or [SAMPLE]
+    splits = ("dodeca_inconsistent", "dodeca_consistent", "memnet_inconsistent", "memnet_consistent")
+    files = [ANNOTATED / f"{s}.csv" for s in splits if (ANNOTATED / f"{s}.csv").exists()] or [SAMPLE]
     out: list[dict] = []
     for path in files:
         with open(path, newline="", encoding="utf-8") as f:
@@ -61,6 +62,12 @@ def answers(n: int, count: int, table: list[dict]) -> list[tuple[str, str]]:
     return out
 
 
+def add_stages(into: dict[str, int], outcome) -> None:
+    """Tokens per stage of an engine call, added to `into`."""
+    for p in outcome.profile:
+        into[p.stage] = into.get(p.stage, 0) + sum(p.tokens.values())
+
+
 def work(outcome) -> tuple[int, int]:
     """(tokens, FLOPs) of an engine call's stage profile, every role."""
     return (
@@ -70,7 +77,9 @@ def work(outcome) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", choices=("tiny", "paper"), default="tiny")
     parser.add_argument("--sentences", default="1,2,3,5,8", help="the N of the answers (comma-separated)")
     parser.add_argument("--answers", type=int, default=8, help="answers per N")
@@ -101,14 +110,19 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.answers} answers per N from {len(table)} WoW rows, questions of at most "
         f"{args.max_question_length} tokens"
     )
-    print("| N sentences | batch tokens | stream tokens | ratio (tokens) | batch GFLOP | stream GFLOP | ratio (FLOPs) | sentences' share | finals equal |")
+    print(
+        "| N sentences | batch tokens | stream tokens | ratio (tokens) | batch GFLOP | stream GFLOP | ratio (FLOPs) | sentences' share | finals equal |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
+    stages_batch: dict[str, int] = {}
+    stages_stream: dict[str, int] = {}
     for n, pairs in todo.items():
         bt = bf = st = sf = pt = 0
         equal = 0
         for answer, knowledge in pairs:
             item = frontend.check_items([frontend.Item("the stream", answer, knowledge)])[0]
             batch = engine.score_checked([item])
+            add_stages(stages_batch, batch)
             t, f = work(batch)
             bt, bf = bt + t, bf + f
             core = StreamCore(knowledge)
@@ -117,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             calls = [[i] for _, i in sentences] + [[i for _, i in last] + [whole]]
             for call in calls:
                 out = engine.score_checked(call)
+                add_stages(stages_stream, out)
                 t, f = work(out)
                 st, sf = st + t, sf + f
                 if call[-1] is whole:
@@ -125,11 +140,21 @@ def main(argv: list[str] | None = None) -> int:
                     pt += t - work(alone)[0]
                 else:
                     pt += t
-            equal += frontend.record_of(final, out.signature) == frontend.record_of(batch.items[0], batch.signature)
+            equal += frontend.record_of(final, out.signature) == frontend.record_of(
+                batch.items[0], batch.signature
+            )
         print(
             f"| {n} | {bt:,} | {st:,} | {st / bt:.2f} | {bf / 1e9:.3f} | {sf / 1e9:.3f} | {sf / bf:.2f} "
             f"| {pt / st:.0%} | {equal}/{len(pairs)} |"
         )
+    print("\nTokens per stage, every N together (which model inputs the sentences add):")
+    print("| stage | batch | stream | ratio |")
+    print("|---|---|---|---|")
+    for stage, tokens in stages_batch.items():
+        if tokens:
+            print(
+                f"| {stage} | {tokens:,} | {stages_stream.get(stage, 0):,} | {stages_stream.get(stage, 0) / tokens:.2f} |"
+            )
     return 0
 
 
