@@ -304,6 +304,11 @@ class Service:
                     session, "idle", f"The stream was closed: no request for {idle:g} s (the idle timeout)."
                 )
 
+    def stop_sweeping(self) -> None:
+        """The idle sweep stopped (the service stops)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+
     async def _sweep(self) -> None:
         """`sweep` every quarter of the idle timeout (at most every second), while the service runs."""
         pause = min(1.0, self.limits.stream_idle_timeout / 4)
