@@ -176,6 +176,10 @@ class Service:
         from q2_metric.errors import Q2InputError
         from q2_metric.runtime.stream import StreamCore
 
+        if self.config.coref:
+            raise RequestError(
+                501, "This service resolves coreference (--coref), which the streaming check does not."
+            )
         if len(self.streams) >= self.limits.max_streams:
             raise RequestError(
                 429,
