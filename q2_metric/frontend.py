@@ -29,6 +29,7 @@ and the same reason sentences everywhere, in process and through the service.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -80,6 +81,8 @@ class CheckedItem:
     history: list[str] | None = None
     threshold: float | None = None  # `Item.threshold`
     parent: Any = field(default=None, compare=False, repr=False)  # `Item.parent`
+    # [start, end) of `response` whose candidates alone are scored (None: all; `results.Pair.focus`)
+    focus: tuple[int, int] | None = None
 
 
 @dataclass
@@ -488,6 +491,17 @@ def _checked(item: Item) -> CheckedItem | ItemResult:
     )
 
 
+def with_response(
+    checked: CheckedItem, key: str, response: str, focus: tuple[int, int] | None = None
+) -> CheckedItem:
+    """An item of the same knowledge, already checked once (`check_items`), with another response
+    (a string: its caller checked the type) as the models read it (`validation.clean_text`) and
+    a `focus`: the streaming check's sentences, the knowledge checked once per stream."""
+    return dataclasses.replace(
+        checked, key=key, response=clean_text(str.__str__(response)), history=None, focus=focus
+    )
+
+
 def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemResult]]:
     """Item by item: (good, bad). A good item's texts are those the models read
     (`validation.clean_text`); a bad item's error is one sentence naming its key and the field.
@@ -535,13 +549,21 @@ def score_checked(
     histories: list[list[str]] | None = None
     if scorer.config.coref and any(item.history is not None for item in good):
         histories = [item.history or [] for item in good]
+    focus = [item.focus for item in good] if any(item.focus is not None for item in good) else None
+    extra = {} if focus is None else {"focus": focus}  # the default path: the engine's call unchanged
     result = scorer.score_checked(
-        [item.response for item in good], [item.knowledge for item in good], histories, progress=progress
+        [item.response for item in good],
+        [item.knowledge for item in good],
+        histories,
+        progress=progress,
+        **extra,
     )
     # one OpenTelemetry event per response scored or unscored, labelled at its item's threshold and
     # parented to its caller's span (`telemetry.events`; nothing without OpenTelemetry)
+    # (a streamed sentence, scored with a focus, is provisional: only its answer's final emits)
     if emit:
-        emit_each(result.responses, [c.threshold for c in good], [c.parent for c in good])
+        whole = [(r, c) for r, c in zip(result.responses, good) if c.focus is None]
+        emit_each([r for r, _ in whole], [c.threshold for _, c in whole], [c.parent for _, c in whole])
     scores = iter(result.responses)  # one per good item, in order
     out: list[ItemResult] = []
     for c in checked:
