@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         TinyModelsWarning,
     )
     from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
+    from q2_metric.runtime.stream import Q2Stream
     from q2_metric.scorer import Q2Scorer, cached_scorer, score
     from q2_metric.signature import Signature
     from q2_metric.steps.normalize import f1_score, normalize_answer
@@ -47,6 +48,7 @@ _EXPORTS = {
     ),
     "q2_metric.steps.normalize": ("f1_score", "normalize_answer"),
     "q2_metric.results": ("Q2Result", "QuestionTrace", "ResponseScore"),
+    "q2_metric.runtime.stream": ("Q2Stream",),
     "q2_metric.scorer": ("Q2Scorer", "cached_scorer", "score"),
     "q2_metric.signature": ("Signature",),
     "q2_metric.steps.system_score": ("SystemScore",),
@@ -90,6 +92,7 @@ __all__ = [
     "Q2OptionError",
     "Q2Result",
     "Q2Scorer",
+    "Q2Stream",
     "QuestionTrace",
     "ResponseScore",
     "Signature",

@@ -72,6 +72,8 @@ class CheckedItem:
     response: str
     knowledge: str
     history: list[str] | None = None
+    # [start, end) of `response` whose candidates alone are scored (None: all; `results.Pair.focus`)
+    focus: tuple[int, int] | None = None
 
 
 @dataclass
@@ -403,6 +405,15 @@ def _checked(item: Item) -> CheckedItem | ItemResult:
     )
 
 
+def with_response(
+    checked: CheckedItem, key: str, response: str, focus: tuple[int, int] | None = None
+) -> CheckedItem:
+    """An item of the same knowledge, already checked once (`check_items`), with another response
+    (a string: its caller checked the type) as the models read it (`validation.clean_text`) and
+    a `focus`: the streaming check's sentences, the knowledge checked once per stream."""
+    return CheckedItem(key, clean_text(str.__str__(response)), checked.knowledge, None, focus)
+
+
 def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemResult]]:
     """Item by item: (good, bad). A good item's texts are those the models read
     (`validation.clean_text`); a bad item's error is one sentence naming its key and the field.
@@ -443,8 +454,14 @@ def score_checked(
     histories: list[list[str]] | None = None
     if scorer.config.coref and any(item.history is not None for item in good):
         histories = [item.history or [] for item in good]
+    focus = [item.focus for item in good] if any(item.focus is not None for item in good) else None
+    extra = {} if focus is None else {"focus": focus}  # the default path: the engine's call unchanged
     result = scorer.score_checked(
-        [item.response for item in good], [item.knowledge for item in good], histories, progress=progress
+        [item.response for item in good],
+        [item.knowledge for item in good],
+        histories,
+        progress=progress,
+        **extra,
     )
     scores = iter(result.responses)  # one per good item, in order
     out: list[ItemResult] = []

@@ -167,11 +167,21 @@ class ResponseScore:
 
 @dataclass
 class Pair:
-    """A response being scored, its knowledge, and its `ResponseScore` as the stages fill it in."""
+    """A response being scored, its knowledge, and its `ResponseScore` as the stages fill it in.
+
+    `focus` (default None: the whole response, the paper's path): a character range [start, end)
+    of the response; only the candidates inside it are scored (`steps.candidates.keep_in_focus`,
+    right after the candidates stage), and the fallback NLI reads that range alone (`focused`).
+    The streaming check scores a sentence this way, with the sentence before it as context."""
 
     response: str
     knowledge: str
     result: ResponseScore
+    focus: tuple[int, int] | None = None
+
+    def focused(self) -> str:
+        """The text of the focus (the whole response without one)."""
+        return self.response if self.focus is None else self.response[self.focus[0] : self.focus[1]]
 
 
 @dataclass

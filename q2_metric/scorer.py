@@ -34,7 +34,7 @@ from q2_metric.progress import DONE, ProgressCallback, StageProfile, notify, run
 from q2_metric.results import DISCARDED, Pair, Q2Result, ResponseScore
 from q2_metric.signature import Signature, qg_path
 from q2_metric.steps.answers import KnowledgeAnswer, answer_from_knowledge
-from q2_metric.steps.candidates import find_candidates
+from q2_metric.steps.candidates import find_candidates, keep_in_focus
 from q2_metric.steps.coref import CorefResolver, resolve_pairs
 from q2_metric.steps.question_filter import filter_questions
 from q2_metric.steps.questions import generate_questions
@@ -369,14 +369,21 @@ class Q2Scorer:
         histories: list[list[str]] | None = None,
         *,
         progress: ProgressCallback | None = None,
+        focus: Sequence[tuple[int, int] | None] | None = None,
     ) -> Q2Result:
         """`score` of inputs already checked by their front-end's one check (`validation`: the
         contract's `frontend.score_items` checks each item, `score` its lists): plain clean strings,
         knowledge passages joined, one list of clean turns per response or None. Each item is
-        checked once on every path; this method checks nothing again."""
+        checked once on every path; this method checks nothing again.
+
+        `focus` (default None: the paper's path, unchanged): per response, None or a character
+        range [start, end) whose candidates alone are scored (`results.Pair.focus`; the streaming
+        check's sentence, the sentence before it carried as context). Not with `coref=True`."""
+        if focus is not None and (len(focus) != len(responses) or self.config.coref):
+            raise Q2OptionError("A focus needs one range (or None) per response, and coref off.")
         with self._lock:  # calls on one scorer (or its `with_config` views) take turns
             self._bind()
-            return self._score(responses, knowledge, histories, progress)
+            return self._score(responses, knowledge, histories, progress, focus)
 
     def _score(
         self,
@@ -384,6 +391,7 @@ class Q2Scorer:
         knowledge: list[str],
         histories: list[list[str]] | None,
         progress: ProgressCallback | None,
+        focus: Sequence[tuple[int, int] | None] | None = None,
     ) -> Q2Result:
         warn_if_not_english(responses, knowledge)
         c = self.config
@@ -393,6 +401,9 @@ class Q2Scorer:
             for i, (r, k) in enumerate(zip(responses, knowledge))
         ]
         pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
+        if focus is not None:
+            for p in pairs:
+                p.focus = focus[p.result.index]
         identities = self.check_models() if pairs else self._identities_if_available()
         profile: list[StageProfile] = []
         names: list[str] = []
@@ -410,6 +421,8 @@ class Q2Scorer:
         if c.coref:
             run("coreference", lambda: resolve_pairs(pairs, turns, self.coref), None)
         run("candidates", lambda: find_candidates(pairs, self.parser, c.drop_candidates), None)
+        if focus is not None:
+            keep_in_focus(pairs)  # no model: the candidates outside each focus dropped
         run(
             "questions",
             lambda: generate_questions(pairs, self.qg, c.qg_max_input_tokens, c.long_inputs),

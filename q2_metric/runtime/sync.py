@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 
 from q2_metric.frontend import Item
 from q2_metric.runtime.engine import Checked, Scored
@@ -29,6 +30,21 @@ def score_from_thread(batcher: MicroBatcher, item: Item | Checked) -> Scored:
     """`await batcher.score(item)` from a thread with no running event loop: calls from several
     threads at once are gathered into one engine call. Interrupted, the item leaves its batch."""
     future = asyncio.run_coroutine_threadsafe(batcher.score(item), _background_loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+def gather_from_thread(batcher: MicroBatcher, items: Sequence[Item | Checked]) -> list[Scored]:
+    """`score_from_thread` of several items at once, sent together (they may share an engine call,
+    and the stages then compute identical model inputs once); results in the items' order."""
+
+    async def gather() -> list[Scored]:
+        return list(await asyncio.gather(*(batcher.score(i) for i in items)))
+
+    future = asyncio.run_coroutine_threadsafe(gather(), _background_loop())
     try:
         return future.result()
     except BaseException:

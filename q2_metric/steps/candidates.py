@@ -84,3 +84,26 @@ def find_candidates(pairs: Sequence[Pair], parser: Parser, drop: Iterable[str]) 
         found = candidate_occurrences(parsed[p.response], p.response, drop)
         p.result.candidates = [c for c, _ in found]
         p.result.candidate_offsets = [at for _, at in found]
+
+
+def keep_in_focus(pairs: Sequence[Pair]) -> None:
+    """After the candidates stage: a pair with a `focus` keeps only the candidates whose offsets lie
+    inside it (a candidate without offsets is dropped); a pair without one is left as it is.
+
+    >>> from q2_metric.results import ResponseScore
+    >>> p = Pair("Ann met Bob. Bob left.", "", ResponseScore(0, 0.0, 0.0), focus=(13, 22))
+    >>> p.result.candidates, p.result.candidate_offsets = ["Ann", "Bob", "Bob"], [(0, 3), (8, 11), (13, 16)]
+    >>> keep_in_focus([p]); p.result.candidates, p.result.candidate_offsets
+    (['Bob'], [(13, 16)])
+    """
+    for p in pairs:
+        if p.focus is None:
+            continue
+        start, end = p.focus
+        kept = [
+            (c, at)
+            for c, at in zip(p.result.candidates, p.result.candidate_offsets)
+            if at is not None and start <= at[0] and at[1] <= end
+        ]
+        p.result.candidates = [c for c, _ in kept]
+        p.result.candidate_offsets = [at for _, at in kept]

@@ -88,7 +88,7 @@ def score_responses(
             raise ValueError("the end-to-end NLI fallback needs an NLI component")
         classify = nli.classify
         labels = unique_call(
-            [fallback_pair(p.response, p.knowledge, lowercase) for p in uncovered],
+            [fallback_pair(p.focused(), p.knowledge, lowercase) for p in uncovered],
             lambda ps: classify([a for a, _ in ps], [b for _, b in ps]),
         )
         count_windows = getattr(nli, "windows", None)
@@ -99,7 +99,7 @@ def score_responses(
         if mine:
             out.append(ResponseOutcome(mean([s.score for s in mine]), mean([s.score_no_nli for s in mine])))
         elif fallback:
-            premise, hypothesis = fallback_pair(p.response, p.knowledge, lowercase)
+            premise, hypothesis = fallback_pair(p.focused(), p.knowledge, lowercase)
             label = labels[(premise, hypothesis)]
             score = fallback_score(label, scores)
             if reading is not None:  # windows, parts and cut (`components.NLIReading`)
