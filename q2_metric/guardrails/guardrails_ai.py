@@ -21,6 +21,17 @@ is `Record.to_dict(prefix="q2_")` (`q2_status`, `q2_score`, `q2_no_nli`, `q2_ver
 each `ErrorSpan`'s reason is its span's one phrase (`display.span_reason`), so a response gets the
 same verdict, message and span reasons in process and through the service.
 
+Streams: with `on_fail="fix"`, `Guard(...)(llm_api, stream=True, metadata=...)` (Guardrails AI's
+own streaming runner) sends each chunk to `validate_stream`, which feeds it to one streaming check
+per answer (`runtime.stream.Q2Stream` in process, the service's stream session with
+`service_url`): the chunking is Q²'s sentences. Each sentence is checked once, when it completes;
+the runner releases a sentence that passed, and a sentence that failed (or could not be checked) is
+withheld: its fix is the empty text. At the end of the stream the last sentences and the final
+result of the whole answer (the batch result) come back; a final result that is not consistent
+fails the last result (`q2_final_*` in its metadata). Any other `on_fail` fails every chunk of a
+stream: Guardrails AI's runner streams those chunks out before the validator sees them and never
+asks it about the text after the last completed sentence (docs/guardrails.md).
+
 Fail closed: a response Q² could not check (an empty response or knowledge, a bad value, no
 knowledge in the metadata, a service that cannot be reached, refuses, answers off its contract or
 not within `timeout` seconds, a deadline for the whole request) fails, never passes; its error
@@ -30,6 +41,7 @@ decides at the threshold the validator sends).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from guardrails import Validator, register_validator
@@ -41,9 +53,9 @@ from guardrails.classes.validation.validation_result import (
 )
 
 from q2_metric import display
-from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
 from q2_metric.frontend import Item, Record, SpanRecord, unchecked
-from q2_metric.guardrails.client import DEFAULT_TIMEOUT, Q2Service, Q2ServiceError
+from q2_metric.guardrails.client import DEFAULT_TIMEOUT, Q2Service, Q2ServiceError, Q2ServiceStream
 from q2_metric.runtime.cache import engine_for
 
 NAME = "q2/consistency"
@@ -62,6 +74,76 @@ def _error_spans(value: str, spans: tuple[SpanRecord, ...]) -> list[ErrorSpan]:
         if 0 <= start < end <= len(value) and value[start:end] == s.text:
             out.append(ErrorSpan(start=start, end=end, reason=s.reason))
     return out
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    """A checked sentence of a streamed answer: its [start, end) in the answer and its record."""
+
+    start: int
+    end: int
+    record: Record
+
+
+class _ServiceSession:
+    """A stream on the Q² service (`Q2ServiceStream`), its results as `_Sentence`s."""
+
+    def __init__(self, service: Q2Service, knowledge: Any, threshold: float) -> None:
+        self._stream: Q2ServiceStream = service.open_stream(knowledge, threshold=threshold)
+
+    def feed(self, text: str, length: int) -> list[_Sentence]:
+        return [_sentence(d, length) for d in self._stream.feed(text)]
+
+    def end(self, text: str, length: int) -> tuple[list[_Sentence], Record]:
+        sentences, final = self._stream.end(text)
+        return [_sentence(d, length) for d in sentences], Record.from_dict(final, KEY)
+
+    def cancel(self) -> None:
+        self._stream.cancel()
+
+
+def _sentence(data: dict[str, Any], length: int) -> _Sentence:
+    """A sentence result from the service; offsets outside the answer so far are off its contract."""
+    start, end = data.get("start"), data.get("end")
+    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= length):
+        raise Q2InputError(
+            f"The Q² service placed a sentence at {start!r}..{end!r}, outside the {length} characters streamed."
+        )
+    return _Sentence(start, end, Record.from_dict(data, KEY))
+
+
+class _LocalSession:
+    """The streaming check in process (`runtime.stream.Q2Stream`, over the process's engine)."""
+
+    def __init__(self, knowledge: Any, threshold: float, options: dict[str, Any]) -> None:
+        from q2_metric.runtime.stream import Q2Stream
+
+        self._stream = Q2Stream(knowledge, threshold=threshold, **options)
+
+    def feed(self, text: str, length: int) -> list[_Sentence]:
+        return [_Sentence(r.sentence.start, r.sentence.end, r.record) for r in self._stream.feed(text)]
+
+    def end(self, text: str, length: int) -> tuple[list[_Sentence], Record]:
+        before = len(self._stream.sentences)
+        final = self._stream.end(text)
+        done = self._stream.sentences[before:]
+        return [_Sentence(r.sentence.start, r.sentence.end, r.record) for r in done], final
+
+    def cancel(self) -> None:
+        pass
+
+
+@dataclass
+class _StreamState:
+    """One streamed answer: its session (None once it failed), the text so far, how much of it the
+    runner has been given back (`released`), and the metadata the runner passes on next (the user's,
+    then each result's own: a call with any other is a new stream)."""
+
+    session: _ServiceSession | _LocalSession | None
+    metadata: Any
+    text: str = ""
+    released: int = 0
+    failure: Record | None = None
 
 
 @register_validator(name=NAME, data_type="string")
@@ -103,6 +185,8 @@ class Q2Consistency(Validator):
             self._service = Q2Service(service_url, api_key, timeout)
         else:
             self._engine, _ = engine_for(options, check=True, tiny_hint="`tiny=True`")
+        self._options = dict(options)
+        self._stream: _StreamState | None = None
 
     def _validate(self, value: Any, metadata: dict[str, Any]) -> ValidationResult:
         knowledge, history = metadata.get("knowledge"), metadata.get("history")
@@ -120,6 +204,138 @@ class Q2Consistency(Validator):
             return Record.from_dict(self._service.ask([item], threshold=self.threshold)[0], KEY)
         except (Q2ServiceError, Q2InputError) as err:  # fail closed: no answer is no pass
             return unchecked(KEY, str(err))
+
+    def validate_stream(self, chunk: Any, metadata: dict[str, Any], **kwargs: Any) -> ValidationResult | None:
+        """Guardrails AI's streaming hook: `chunk` is the answer's next text, `remainder=True` its
+        end. Returns the result of the text up to the last sentence this chunk completed (None
+        when it completed none), each sentence checked once, when it completes (see the module)."""
+        text = chunk if isinstance(chunk, str) else ""
+        if self.on_fail_descriptor != "fix":
+            reason = (
+                "Q² checks a streamed answer only with on_fail=\"fix\": with any other, Guardrails AI "
+                "streams each chunk out before checking it and never checks the text after the last "
+                "complete sentence."
+            )
+            record = unchecked(KEY, reason)
+            return FailResult(
+                error_message=f"Unverified: {reason}",
+                fix_value="",
+                error_spans=[ErrorSpan(start=0, end=max(len(text), 1), reason=reason)],
+                metadata={**metadata, **record.to_dict("q2_")},
+                validated_chunk=text,
+            )
+        state = self._stream
+        if state is None or metadata is not state.metadata:  # a new answer (a stale one is given up)
+            if state is not None and state.session is not None:
+                state.session.cancel()
+            state = self._stream = self._open(metadata)
+        state.text += text
+        end = bool(kwargs.get("remainder"))
+        final: Record | None = None
+        sentences: list[_Sentence] = []
+        if state.session is not None:
+            try:
+                if end:
+                    sentences, final = state.session.end(text, len(state.text))
+                else:
+                    sentences = state.session.feed(text, len(state.text))
+            except (Q2Error, ValueError, TypeError) as err:  # fail closed: the rest is unverified
+                state.session.cancel()
+                state.session, state.failure = None, unchecked(KEY, str(err))
+        if end:
+            self._stream = None
+        if state.failure is not None:
+            return self._stream_failure(state, len(state.text))
+        if not sentences and not end:
+            return None
+        upto = len(state.text) if end else max(s.end for s in sentences)
+        return self._stream_result(state, sentences, final, upto)
+
+    def _open(self, metadata: dict[str, Any]) -> _StreamState:
+        """A new stream's state and session; a session that cannot open is the stream's failure."""
+        knowledge = metadata.get("knowledge")
+        state = _StreamState(None, metadata)
+        try:
+            if self._service is not None:
+                state.session = _ServiceSession(self._service, knowledge, self.threshold)
+            else:
+                state.session = _LocalSession(knowledge, self.threshold, self._options)
+        except (Q2Error, ValueError, TypeError) as err:
+            state.failure = unchecked(KEY, str(err))
+        return state
+
+    def _stream_failure(self, state: _StreamState, upto: int) -> FailResult:
+        """Everything not yet given back withheld: Q² could not check it."""
+        assert state.failure is not None
+        covered = state.text[state.released : upto]
+        state.released = upto
+        message = f"Unverified: {state.failure.reason}"
+        facts = {**state.metadata, **state.failure.to_dict("q2_")}
+        state.metadata = facts
+        spans = [ErrorSpan(start=0, end=len(covered), reason=message)] if covered else []
+        return FailResult(
+            error_message=message, fix_value="", error_spans=spans, metadata=facts, validated_chunk=covered
+        )
+
+    def _stream_result(
+        self, state: _StreamState, sentences: list[_Sentence], final: Record | None, upto: int
+    ) -> ValidationResult:
+        """The result of the text from the last one given back to `upto`: a pass when every
+        sentence in it (and the final result, at the end) is consistent; else a failure whose fix
+        is that text without its failed sentences, with an `ErrorSpan` per unsupported span."""
+        begin = state.released
+        covered = state.text[begin:upto]
+        state.released = upto
+        failed = [s for s in sentences if not s.record.consistent]
+        last = sentences[-1].record if sentences else final
+        facts: dict[str, Any] = {**state.metadata, **(last.to_dict("q2_") if last else {})}
+        facts["q2_sentences"] = [
+            {"start": s.start, "end": s.end, "verdict": s.record.verdict, "reason": s.record.reason}
+            for s in sentences
+        ]
+        if final is not None:
+            facts.update(final.to_dict("q2_final_"))
+        state.metadata = facts
+        if not failed and (final is None or final.consistent):
+            return PassResult(metadata=facts, validated_chunk=covered)
+        spans: list[ErrorSpan] = []
+        kept, at = [], begin
+        for s in failed:
+            kept.append(state.text[at : s.start])
+            at = s.end
+            sentence = state.text[s.start : s.end]
+            found = _error_spans(state.text, s.record.spans)
+            inside = [e for e in found if s.start <= e.start and e.end <= s.end]
+            reason = f"Unverified: {s.record.reason}" if s.record.score is None else s.record.reason
+            spans += [ErrorSpan(start=e.start - begin, end=e.end - begin, reason=e.reason) for e in inside] or [
+                ErrorSpan(start=s.start - begin, end=s.end - begin, reason=reason or sentence)
+            ]
+        kept.append(state.text[at:upto])
+        if failed:
+            worst = failed[0].record
+            message = (
+                f"Unverified: {worst.reason}"
+                if worst.score is None
+                else f"Q² {worst.score:.4g} is not above {self.threshold:g}: {worst.reason}"
+            )
+            message = f"A sentence of the streamed answer failed: {message}"
+        else:  # the final result decides: the rest is withheld
+            assert final is not None
+            kept = []
+            message = (
+                f"Unverified: {final.reason}"
+                if final.score is None
+                else f"The whole answer's Q² {final.score:.4g} is not above {self.threshold:g}: {final.reason}"
+            )
+            if covered:
+                spans = [ErrorSpan(start=0, end=len(covered), reason=message)]
+        return FailResult(
+            error_message=message,
+            fix_value="".join(kept),
+            error_spans=spans,
+            metadata=facts,
+            validated_chunk=covered,
+        )
 
     def _result(self, value: Any, record: Record) -> ValidationResult:
         """The validation result of a record: a pass when consistent, else a failure saying why,
