@@ -178,14 +178,24 @@ class StreamCore:
     def chars(self) -> int:
         return len(self.splitter.text)
 
+    def snapshot(self) -> tuple[Any, ...]:
+        """The state before a chunk (no copy: the text is immutable), for `restore`."""
+        sp = self.splitter
+        return (sp.text, sp.start, sp._stop, sp._state, sp._ended, self.sentences, self._previous, self.ended)
+
+    def restore(self, state: tuple[Any, ...]) -> None:
+        """Back to a `snapshot`: a chunk whose scoring was refused or failed leaves no trace."""
+        sp = self.splitter
+        sp.text, sp.start, sp._stop, sp._state, sp._ended, self.sentences, self._previous, self.ended = state
+
     def _check(self, text: Any, field: str = "text") -> str:
         if not isinstance(text, str):
             raise Q2InputError(f"Field '{field}' must be a string, got {type(text).__name__}.")
         if self.ended:
-            raise Q2InputError(f"{self.key} has ended.")
+            raise Q2InputError("The stream has ended.")
         if self.chars + len(text) > self.max_chars:
             raise Q2InputError(
-                f"{self.key} would hold {self.chars + len(text)} characters: at most {self.max_chars} are taken."
+                f"The stream would hold {self.chars + len(text)} characters: at most {self.max_chars} are taken."
             )
         return text
 
@@ -238,13 +248,14 @@ async def score_all(
     items: Sequence[tuple[Sentence, CheckedItem]],
     whole: CheckedItem | None,
     score: Callable[[list[CheckedItem]], Awaitable[list[Scored]]],
-) -> tuple[list[SentenceResult], Record | None]:
-    """The sentences' results and the final record (`whole` given), every item sent at once to
-    `score` (the micro-batcher's: they may share an engine call)."""
+) -> tuple[list[SentenceResult], Scored | None]:
+    """The sentences' results and the whole answer's engine result (`whole` given), every item
+    sent at once to `score` (the micro-batcher's: they may share an engine call, whose stages then
+    compute the model inputs the last sentence and the whole answer have in common once)."""
     todo = [item for _, item in items] + ([whole] if whole is not None else [])
     scored = await score(todo) if todo else []
     results = [core.result(s, i, r) for (s, i), r in zip(items, scored)]
-    return results, core.final(scored[-1]) if whole is not None else None
+    return results, scored[-1] if whole is not None else None
 
 
 class Q2Stream:
@@ -288,31 +299,37 @@ class Q2Stream:
         self.final: Record | None = None
         self._lock = threading.Lock()
 
-    def _score(
-        self, items: Sequence[tuple[Sentence, CheckedItem]], whole: CheckedItem | None
-    ) -> Record | None:
+    def _run(self, text: str, end: bool) -> Record | None:
+        """The chunk's sentences (and with `end` the whole answer) scored in one go; a failure
+        leaves the stream as it was."""
         from q2_metric.runtime.sync import gather_from_thread
 
-        todo = [item for _, item in items] + ([whole] if whole is not None else [])
-        scored = gather_from_thread(self.micro, todo) if todo else []
-        self.sentences += [self.core.result(s, i, r) for (s, i), r in zip(items, scored)]
-        return self.core.final(scored[-1]) if whole is not None else None
+        with self._lock:
+            state = self.core.snapshot()
+            try:
+                items, whole = self.core.finish(text) if end else (self.core.take(text), None)
+                todo = [item for _, item in items] + ([whole] if whole is not None else [])
+                scored = gather_from_thread(self.micro, todo) if todo else []
+            except BaseException:
+                self.core.restore(state)
+                raise
+            self.sentences += [self.core.result(s, i, r) for (s, i), r in zip(items, scored)]
+            if whole is None:
+                return None
+            self.final = self.core.final(scored[-1])
+            return self.final
 
     def feed(self, text: str) -> list[SentenceResult]:
         """The results of the sentences `text` completed (each scored once, now)."""
-        with self._lock:
-            before = len(self.sentences)
-            self._score(self.core.take(text), None)
-            return self.sentences[before:]
+        before = len(self.sentences)
+        self._run(text, end=False)
+        return self.sentences[before:]
 
     def end(self, text: str = "") -> Record:
         """The last sentences scored, then the final record of the whole answer (the batch result)."""
-        with self._lock:
-            items, whole = self.core.finish(text)
-            final = self._score(items, whole)
-            assert final is not None
-            self.final = final
-            return final
+        final = self._run(text, end=True)
+        assert final is not None
+        return final
 
     def __enter__(self) -> Q2Stream:
         return self

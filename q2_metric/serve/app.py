@@ -22,13 +22,21 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2Error
 from q2_metric.serve.limits import Limits
-from q2_metric.serve.metrics import PROMETHEUS_TEXT, SCORE_PATH, CountAnswers
+from q2_metric.serve.metrics import PROMETHEUS_TEXT, SCORE_PATH, STREAM_PATH, CountAnswers
 from q2_metric.serve.protocol import (
     OPENAPI_SCORE,
+    OPENAPI_STREAM_OPEN,
+    OPENAPI_STREAM_TEXT,
     ErrorOut,
     RequestError,
     ScoreResponse,
+    StreamChunkOut,
+    StreamClosedOut,
+    StreamEndOut,
+    StreamOpenedOut,
+    parse_open,
     parse_request,
+    parse_text,
     read_body,
     read_json,
 )
@@ -157,6 +165,77 @@ async def score(request: Request) -> Response:
     return JSONResponse(out, headers={"Server-Timing": timing})  # plain JSON already: not re-encoded
 
 
+# -- the streaming check (docs/streaming.md) -----------------------------------------------------------
+
+
+def _failed(err: Exception) -> JSONResponse:
+    """Fail closed: the client sees an error, never a verdict."""
+    message = str(err) if isinstance(err, Q2Error) else f"Scoring failed: {type(err).__name__}: {err}"
+    return JSONResponse({"error": message}, status_code=500)
+
+
+async def _body(service: Service, request: Request) -> Any:
+    limits = service.limits
+    return read_json(await read_body(request, limits.max_body_bytes, limits.read_timeout))
+
+
+async def stream_open(request: Request) -> Response:
+    """Open a stream: the knowledge checked once; nothing scored."""
+    service = _service(request)
+    try:
+        _authorize(service, request)
+        service.refuse_now()
+        opened = parse_open(await _body(service, request), service.limits.threshold)
+        session = service.open_stream(opened)
+    except RequestError as err:
+        return _refused(err)
+    limits = service.limits
+    return JSONResponse(
+        {
+            "stream": session.id,
+            "idle_timeout": limits.stream_idle_timeout,
+            "max_chars": limits.max_stream_chars,
+        }
+    )
+
+
+async def _stream_text(request: Request, end: bool) -> Response:
+    service = _service(request)
+    try:
+        _authorize(service, request)
+        session = service.session(request.path_params["stream"])
+        service.refuse_now()
+        text = parse_text(await _body(service, request), required=not end)
+        out = await service.feed_stream(session, text, end)
+    except RequestError as err:
+        return _refused(err)
+    except Exception as err:
+        return _failed(err)
+    return JSONResponse(out)
+
+
+async def stream_text(request: Request) -> Response:
+    """The answer's next chunk: the results of the sentences it completed."""
+    return await _stream_text(request, end=False)
+
+
+async def stream_end(request: Request) -> Response:
+    """The last chunk (optional): the last sentences and the final record; the stream closes."""
+    return await _stream_text(request, end=True)
+
+
+async def stream_cancel(request: Request) -> Response:
+    """Cancel a stream (the client is gone): closed at once, counted as cancelled."""
+    service = _service(request)
+    try:
+        _authorize(service, request)
+        session = service.session(request.path_params["stream"])
+    except RequestError as err:
+        return _refused(err)
+    service.close_stream(session, "cancelled", "The stream was cancelled by its client.")
+    return JSONResponse({"stream": session.id, "closed": "cancelled"})
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """The models loaded in the background while the server answers; stopping: new requests refused."""
@@ -228,6 +307,49 @@ def create_app(config: Q2Config, limits: Limits | None = None, *, scorer: Any = 
         response_model=None,
         responses={200: {"model": ScoreResponse, "description": "one entry per item"}, **_REFUSALS},
         openapi_extra=OPENAPI_SCORE,
+    )
+    stream_refusals: dict[int | str, dict[str, Any]] = {
+        k: v for k, v in _REFUSALS.items() if k in (401, 408, 413, 422, 429, 500, 503, 504)
+    }
+    stream_refusals[404] = {"model": ErrorOut, "description": "no such stream"}
+    stream_refusals[410] = {"model": ErrorOut, "description": "the stream was closed: the sentence says why"}
+    app.add_api_route(
+        STREAM_PATH,
+        stream_open,
+        methods=["POST"],
+        summary="open a stream: the knowledge, checked once (the streaming check, docs/streaming.md)",
+        response_model=None,
+        responses={200: {"model": StreamOpenedOut, "description": "the stream's id"}, **stream_refusals},
+        openapi_extra=OPENAPI_STREAM_OPEN,
+    )
+    app.add_api_route(
+        STREAM_PATH + "/{stream}",
+        stream_text,
+        methods=["POST"],
+        summary="the answer's next chunk: the sentences it completed, each scored once (provisional)",
+        response_model=None,
+        responses={
+            200: {"model": StreamChunkOut, "description": "the completed sentences"},
+            **stream_refusals,
+        },
+        openapi_extra=OPENAPI_STREAM_TEXT,
+    )
+    app.add_api_route(
+        STREAM_PATH + "/{stream}/end",
+        stream_end,
+        methods=["POST"],
+        summary="the last chunk: the last sentences and the final record (the batch result of the answer)",
+        response_model=None,
+        responses={200: {"model": StreamEndOut, "description": "the final record"}, **stream_refusals},
+        openapi_extra=OPENAPI_STREAM_TEXT,
+    )
+    app.add_api_route(
+        STREAM_PATH + "/{stream}",
+        stream_cancel,
+        methods=["DELETE"],
+        summary="cancel a stream (the client is gone)",
+        response_model=None,
+        responses={200: {"model": StreamClosedOut, "description": "closed"}, **stream_refusals},
     )
     return app
 

@@ -51,15 +51,35 @@ class Limits:
         "longest quiet gap a batch waits out for the items it expects (a lone client's request never waits)",
     )
     threshold: float = _limit(0.5, "default decision threshold: consistent iff Q² > it")
+    max_streams: int = _limit(
+        256, "most streams of the streaming check open at once (more: 429 with Retry-After)"
+    )
+    stream_idle_timeout: float = _limit(
+        60.0,
+        "seconds a stream may stay quiet (no request of its own) before it is closed with a sentence "
+        "(its later requests: 410 with that sentence)",
+    )
+    max_stream_chars: int = _limit(
+        100_000,
+        "most characters of one streamed answer (more: 413, and the stream is closed): the memory a "
+        "stream may hold",
+    )
     retry_after: int = 1  # seconds, in Retry-After
     api_key: str | None = field(default=None, repr=False)  # Authorization: Bearer <key>
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_items", "max_queue", "retry_after"):
+        for name in (
+            "max_body_bytes",
+            "max_items",
+            "max_queue",
+            "retry_after",
+            "max_streams",
+            "max_stream_chars",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise Q2OptionError(f"Invalid {FLAG(name)}={value!r}: use an integer >= 1.")
-        for name in ("timeout", "read_timeout", "drain_timeout"):
+        for name in ("timeout", "read_timeout", "drain_timeout", "stream_idle_timeout"):
             value = getattr(self, name)
             if (
                 isinstance(value, bool)

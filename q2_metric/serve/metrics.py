@@ -9,6 +9,7 @@ from typing import Any
 
 SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 SCORE_PATH = "/v1/score"
+STREAM_PATH = "/v1/score/stream"  # the streaming check's requests (docs/streaming.md)
 # Prometheus' text exposition format, version 0.0.4 (what `prometheus_client` writes)
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -50,6 +51,21 @@ class Metrics:
         self.queue = Gauge(
             "q2_serve_queue_depth", "items accepted and not yet answered", registry=self.registry
         )
+        self.stream_sentences = Counter(
+            "q2_serve_stream_sentences",
+            "sentences scored by the streaming check (each once, when it completes)",
+            registry=self.registry,
+        )
+        self.streams_opened = Counter(
+            "q2_serve_streams_opened", "streams of the streaming check opened", registry=self.registry
+        )
+        self.streams_closed = Counter(
+            "q2_serve_streams_closed",
+            "streams closed, by reason (end, idle, cancelled, limit)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.streams_open = Gauge("q2_serve_streams_open", "streams open now", registry=self.registry)
 
     def text(self) -> bytes:
         """The metrics in Prometheus' text format (`PROMETHEUS_TEXT`)."""

@@ -296,3 +296,131 @@ OPENAPI_SCORE: dict[str, Any] = {
         },
     }
 }
+
+
+# -- the streaming check (docs/streaming.md) -----------------------------------------------------------
+
+
+class StreamOpen(_Settings):
+    """`POST /v1/score/stream`: the knowledge, checked once for the whole stream by the contract's
+    one item check; `threshold` and `spans` as an item's; `id` the final record's (default "0", as
+    one item of `/v1/score`)."""
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"required": ["knowledge"]})
+
+    knowledge: Any = Field(
+        None, json_schema_extra=_TEXT_OR_TEXTS, description="a text, or a list of passages"
+    )
+    id: Any = Field(None, json_schema_extra=_TEXT, description="the final record's id (default: 0)")
+
+
+class StreamText(BaseModel):
+    """`POST /v1/score/stream/{stream}` (and its `/end`): the answer's next chunk of text."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: Any = Field(None, json_schema_extra=_TEXT, description="the answer's next characters")
+
+
+@dataclass
+class Opened:
+    """A checked stream request: the knowledge (unchecked: the contract checks it), the final
+    record's id and key, the threshold and whether spans come back."""
+
+    knowledge: Any
+    id: str
+    key: str
+    threshold: float
+    spans: bool
+
+
+def parse_open(body: Any, threshold: float) -> Opened:
+    """The open request's settings (a bad one: 422 with one sentence naming the field)."""
+    if not isinstance(body, dict):
+        raise RequestError(422, 'The request body must be a JSON object: {"knowledge": ...}.')
+    try:
+        request = StreamOpen.model_validate(body)
+    except ValidationError as err:
+        raise RequestError(422, _sentence(err)) from None
+    given = body.get("id")
+    ident = "0" if given is None else str(given)
+    key = "item 0" if given is None else f"item 0 (id {ident!r})"
+    return Opened(
+        body.get("knowledge"),
+        ident,
+        key,
+        threshold if request.threshold is None else request.threshold,
+        True if request.spans is None else request.spans,
+    )
+
+
+def parse_text(body: Any, required: bool) -> str:
+    """A chunk request's text (`required` false: the end's, "" when absent); a bad one: 422."""
+    if not isinstance(body, dict):
+        raise RequestError(422, 'The request body must be a JSON object: {"text": "..."}.')
+    text = body.get("text")
+    if text is None and not required:
+        return ""
+    if not isinstance(text, str):
+        raise RequestError(422, f"Field 'text' must be a string, got {type(text).__name__}.")
+    return text
+
+
+class StreamOpenedOut(BaseModel):
+    """A stream opened: its id (for the next requests) and its limits."""
+
+    stream: str
+    idle_timeout: float
+    max_chars: int
+
+
+class SentenceOut(BaseModel):
+    """One sentence's provisional result: where it lies in the answer and its record (spans'
+    offsets in the whole answer)."""
+
+    index: int
+    start: int
+    end: int
+    text: str
+    status: Literal["scored", "empty", "bad"]
+    score: float | None
+    q2_no_nli: float | None
+    verdict: Literal["consistent", "inconsistent", "unverified"]
+    reason: str
+    spans: list[SpanOut]
+    error: str | None
+
+
+class StreamChunkOut(BaseModel):
+    """The sentences this chunk completed, in order (often none)."""
+
+    sentences: list[SentenceOut]
+
+
+class StreamEndOut(BaseModel):
+    """The end: the last sentences, then the final record of the whole answer (the entry
+    `/v1/score` gives for it) and the signature."""
+
+    signature: str
+    sentences: list[SentenceOut]
+    final: ItemOut
+
+
+class StreamClosedOut(BaseModel):
+    """A stream cancelled."""
+
+    stream: str
+    closed: str
+
+
+def _body(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }
+
+
+OPENAPI_STREAM_OPEN = _body(StreamOpen)
+OPENAPI_STREAM_TEXT = _body(StreamText)

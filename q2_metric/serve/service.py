@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from q2_metric import frontend
@@ -19,7 +23,7 @@ from q2_metric.runtime.micro import MicroBatcher
 from q2_metric.runtime.threads import in_engine_thread, trim_heap
 from q2_metric.serve.limits import Limits
 from q2_metric.serve.metrics import Metrics
-from q2_metric.serve.protocol import Asked, RequestError, item_json
+from q2_metric.serve.protocol import Asked, Opened, RequestError, item_json
 
 WARM_ITEM = Item(
     "warm-up", "Bob Ross hosted The Joy of Painting.", "Bob Ross hosted the show The Joy of Painting."
@@ -40,6 +44,9 @@ class Service:
         self.engine: Engine | None = None
         self.micro: MicroBatcher | None = None
         self.say: Callable[[str], None] = lambda text: None  # the ready and stop lines (`q2 serve`)
+        self.streams: dict[str, Session] = {}  # the streaming check's open streams, by id
+        self.closed: OrderedDict[str, str] = OrderedDict()  # the last CLOSED_KEPT closed ones: why
+        self._sweeper: asyncio.Future[None] | None = None
 
     def load(self) -> None:
         """The models checked, loaded once and warmed on one item (blocking: in the engine thread,
@@ -68,6 +75,7 @@ class Service:
             self.say(f"q2 serve: not ready: {self.failed}")
         else:
             self.say(f"q2 serve: ready (models loaded and warmed; {self.signature})")
+            self._sweeper = asyncio.ensure_future(self._sweep())
 
     def refuse_now(self) -> None:
         """A `RequestError` (503) while the service cannot score: before its models are loaded
@@ -159,6 +167,169 @@ class Service:
         except asyncio.TimeoutError:
             self.metrics.items.labels("timeout").inc(size)
             raise RequestError(504, f"Scoring took longer than {self.limits.timeout:g} s.") from None
+
+    # -- the streaming check (docs/streaming.md) ----------------------------------------------------
+
+    def open_stream(self, opened: Opened) -> Session:
+        """A new stream: the knowledge checked once (422 with the contract's sentence), the
+        open-stream bound (429). Nothing is scored."""
+        from q2_metric.errors import Q2InputError
+        from q2_metric.runtime.stream import StreamCore
+
+        if len(self.streams) >= self.limits.max_streams:
+            raise RequestError(
+                429,
+                f"{len(self.streams)} streams are open, the most this service holds; try again later.",
+                {"Retry-After": str(self.limits.retry_after)},
+            )
+        try:
+            core = StreamCore(
+                opened.knowledge, threshold=opened.threshold, max_chars=self.limits.max_stream_chars
+            )
+        except Q2InputError as err:
+            why = str(err)
+            raise RequestError(422, why[:1].upper() + why[1:]) from None
+        ident = secrets.token_urlsafe(12)
+        session = self.streams[ident] = Session(ident, core, opened)
+        self.metrics.streams_opened.inc()
+        self.metrics.streams_open.set(len(self.streams))
+        return session
+
+    def session(self, ident: str) -> Session:
+        """The open stream `ident`: 410 with the sentence it was closed with, 404 when unknown."""
+        found = self.streams.get(ident)
+        if found is not None:
+            return found
+        why = self.closed.get(ident)
+        if why is not None:
+            raise RequestError(410, why)
+        raise RequestError(404, f"No stream {ident!r} is open here.")
+
+    def close_stream(self, session: Session, reason: str, sentence: str) -> None:
+        """The stream closed (its memory freed) and counted by `reason`; its later requests get
+        410 with `sentence`."""
+        if self.streams.pop(session.id, None) is None:
+            return
+        self.closed[session.id] = sentence
+        while len(self.closed) > CLOSED_KEPT:
+            self.closed.popitem(last=False)
+        self.metrics.streams_closed.labels(reason).inc()
+        self.metrics.streams_open.set(len(self.streams))
+
+    async def feed_stream(self, session: Session, text: str, end: bool) -> dict[str, Any]:
+        """A chunk of the stream's answer: the sentences it completed, each scored once (all at once
+        through the micro-batcher, with the other streams' and requests' items); with `end`, the
+        last sentences and the final record (the whole answer's batch entry), and the stream closes.
+        A refused or failed scoring (429, 504, 500) leaves the stream as it was: the same chunk may
+        be sent again. Past the stream's characters: 413, and the stream is closed."""
+        from q2_metric.errors import Q2InputError
+        from q2_metric.runtime.stream import score_all
+
+        core = session.core
+        async with session.lock:
+            if session.id not in self.streams:  # closed while this request waited for its turn
+                self.session(session.id)
+            session.busy += 1
+            state = core.snapshot()
+            try:
+                try:
+                    items, whole = core.finish(text) if end else (core.take(text), None)
+                except Q2InputError as err:
+                    size = core.chars + len(text)
+                    if size > core.max_chars:
+                        self.close_stream(
+                            session,
+                            "limit",
+                            f"The stream was closed: it would have held {size} characters, past the "
+                            f"most taken ({core.max_chars}).",
+                        )
+                        raise RequestError(
+                            413,
+                            f"The stream would hold {size} characters: at most {core.max_chars} are taken "
+                            "(--max-stream-chars); it is closed.",
+                        ) from None
+                    raise RequestError(422, str(err)) from None
+                try:
+                    results, final = await score_all(core, items, whole, self._score_checked)
+                except BaseException:
+                    core.restore(state)
+                    raise
+            finally:
+                session.busy -= 1
+                session.last = time.monotonic()
+        self.metrics.stream_sentences.inc(len(results))
+        out: dict[str, Any] = {"sentences": [r.to_dict(spans=session.spans) for r in results]}
+        if final is not None:
+            asked = Asked(
+                session.opened.id, Item(session.opened.key, None, None), core.threshold, session.spans
+            )
+            entry = item_json(asked, final.result)  # the entry /v1/score gives the whole answer
+            out = {"signature": str(final.signature), **out, "final": entry}
+            self.close_stream(session, "end", "The stream has ended.")
+        return out
+
+    async def _score_checked(self, checked: list[CheckedItem]) -> list[Scored]:
+        """Items already checked, through the queue bound (429), the micro-batcher and the timeout
+        (504); in order."""
+        limits, metrics = self.limits, self.metrics
+        if self.queued + len(checked) > limits.max_queue:
+            raise RequestError(
+                429,
+                f"The queue is full ({self.queued} items waiting); try again later.",
+                {"Retry-After": str(limits.retry_after)},
+            )
+        assert self.micro is not None
+        micro = self.micro
+        self.queued += len(checked)
+        metrics.queue.set(self.queued)
+        tasks = [asyncio.ensure_future(micro.score(c)) for c in checked]
+        try:
+            return list(await asyncio.wait_for(asyncio.gather(*tasks), limits.timeout))
+        except asyncio.TimeoutError:
+            metrics.items.labels("timeout").inc(len(checked))
+            raise RequestError(504, f"Scoring took longer than {limits.timeout:g} s.") from None
+        finally:
+            for t in tasks:
+                t.cancel()
+            self.queued -= len(checked)
+            metrics.queue.set(self.queued)
+
+    def sweep(self, now: float | None = None) -> None:
+        """Closes every stream quiet for longer than the idle timeout (none with a request in flight)."""
+        now = time.monotonic() if now is None else now
+        idle = self.limits.stream_idle_timeout
+        for session in list(self.streams.values()):
+            if session.busy == 0 and now - session.last > idle:
+                self.close_stream(
+                    session, "idle", f"The stream was closed: no request for {idle:g} s (the idle timeout)."
+                )
+
+    async def _sweep(self) -> None:
+        """`sweep` every quarter of the idle timeout (at most every second), while the service runs."""
+        pause = min(1.0, self.limits.stream_idle_timeout / 4)
+        while not self.draining:
+            await asyncio.sleep(pause)
+            self.sweep()
+
+
+CLOSED_KEPT = 4096  # closed streams whose reason is kept for their late requests (410); older: 404
+
+
+@dataclass
+class Session:
+    """One open stream of the service: its core (`runtime.stream.StreamCore`), its settings, its
+    last request's time, the requests in flight and its turn lock (one chunk at a time)."""
+
+    id: str
+    core: Any  # runtime.stream.StreamCore
+    opened: Opened
+    last: float = field(default_factory=time.monotonic)
+    busy: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def spans(self) -> bool:
+        return self.opened.spans
 
 
 async def _until_disconnected(request: Any) -> None:
