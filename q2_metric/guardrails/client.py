@@ -97,20 +97,15 @@ class Q2Service:
         self,
         knowledge: Any,
         *,
-        history: Sequence[str] | None = None,
         threshold: float | None = None,
         spans: bool = True,
     ) -> Q2ServiceStream:
         """A streaming check of one answer against `knowledge` (a string or a list of passages):
         `POST /v1/score/stream`. Feed it the answer's text as it arrives (`feed`), then `end` it;
         `cancel` gives it up. `Q2ServiceError` when the service gives no usable answer."""
-        body: dict[str, Any] = {"knowledge": knowledge}
-        if history is not None:
-            body["history"] = list(history)
-        options: dict[str, Any] = {"spans": spans}
+        body: dict[str, Any] = {"knowledge": knowledge, "spans": spans}
         if threshold is not None:
-            options["threshold"] = threshold
-        body["options"] = options
+            body["threshold"] = threshold
         reply = self._post(STREAM_PATH, body)
         stream = reply.get("stream") if isinstance(reply, dict) else None
         if not isinstance(stream, str) or not stream or len(stream) > 200:

@@ -245,11 +245,14 @@ class Q2Consistency(Validator):
         if end:
             self._stream = None
         if state.failure is not None:
-            return self._stream_failure(state, len(state.text))
-        if not sentences and not end:
+            result = self._stream_failure(state, len(state.text))
+        elif not sentences and not end:
             return None
-        upto = len(state.text) if end else max(s.end for s in sentences)
-        return self._stream_result(state, sentences, final, upto)
+        else:
+            upto = len(state.text) if end else max(s.end for s in sentences)
+            result = self._stream_result(state, sentences, final, upto)
+        state.metadata = result.metadata  # (the result's own copy: what the runner passes on next)
+        return result
 
     def _open(self, metadata: dict[str, Any]) -> _StreamState:
         """A new stream's state and session; a session that cannot open is the stream's failure."""
@@ -271,7 +274,6 @@ class Q2Consistency(Validator):
         state.released = upto
         message = f"Unverified: {state.failure.reason}"
         facts = {**state.metadata, **state.failure.to_dict("q2_")}
-        state.metadata = facts
         spans = [ErrorSpan(start=0, end=len(covered), reason=message)] if covered else []
         return FailResult(
             error_message=message, fix_value="", error_spans=spans, metadata=facts, validated_chunk=covered
@@ -295,7 +297,6 @@ class Q2Consistency(Validator):
         ]
         if final is not None:
             facts.update(final.to_dict("q2_final_"))
-        state.metadata = facts
         if not failed and (final is None or final.consistent):
             return PassResult(metadata=facts, validated_chunk=covered)
         spans: list[ErrorSpan] = []
@@ -311,6 +312,8 @@ class Q2Consistency(Validator):
                 ErrorSpan(start=s.start - begin, end=s.end - begin, reason=reason or sentence)
             ]
         kept.append(state.text[at:upto])
+        if final is not None and not final.consistent:  # the final result decides: the rest is withheld
+            kept = []
         if failed:
             worst = failed[0].record
             message = (
@@ -319,9 +322,8 @@ class Q2Consistency(Validator):
                 else f"Q² {worst.score:.4g} is not above {self.threshold:g}: {worst.reason}"
             )
             message = f"A sentence of the streamed answer failed: {message}"
-        else:  # the final result decides: the rest is withheld
+        else:
             assert final is not None
-            kept = []
             message = (
                 f"Unverified: {final.reason}"
                 if final.score is None

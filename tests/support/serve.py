@@ -105,10 +105,12 @@ def q2_serve(
 
 
 @contextlib.contextmanager
-def q2_service(scorer: Any, *, api_key: str | None = None, threshold: float = 0.5) -> Iterator[str]:
-    """The real `q2 serve` app (`serve.app.create_app`) over `scorer`, on uvicorn in a thread on a
-    free 127.0.0.1 port, ready: its URL while the block runs (in-process, so a scripted scorer can
-    serve; `q2_serve` starts the command itself)."""
+def q2_service(
+    scorer: Any, *, api_key: str | None = None, threshold: float = 0.5, **limits: Any
+) -> Iterator[str]:
+    """The real `q2 serve` app (`serve.app.create_app`) over `scorer` (and `limits`, `serve.limits.Limits`'
+    fields), on uvicorn in a thread on a free 127.0.0.1 port, ready: its URL while the block runs
+    (in-process, so a scripted scorer can serve; `q2_serve` starts the command itself)."""
     import threading
 
     import httpx
@@ -117,7 +119,7 @@ def q2_service(scorer: Any, *, api_key: str | None = None, threshold: float = 0.
     from q2_metric.serve.app import create_app
     from q2_metric.serve.limits import Limits
 
-    app = create_app(scorer.config, Limits(api_key=api_key, threshold=threshold), scorer=scorer)
+    app = create_app(scorer.config, Limits(api_key=api_key, threshold=threshold, **limits), scorer=scorer)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="q2-serve-test", daemon=True)
