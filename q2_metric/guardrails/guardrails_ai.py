@@ -212,7 +212,7 @@ class Q2Consistency(Validator):
         text = chunk if isinstance(chunk, str) else ""
         if self.on_fail_descriptor != "fix":
             reason = (
-                "Q² checks a streamed answer only with on_fail=\"fix\": with any other, Guardrails AI "
+                'Q² checks a streamed answer only with on_fail="fix": with any other, Guardrails AI '
                 "streams each chunk out before checking it and never checks the text after the last "
                 "complete sentence."
             )
@@ -308,9 +308,9 @@ class Q2Consistency(Validator):
             found = _error_spans(state.text, s.record.spans)
             inside = [e for e in found if s.start <= e.start and e.end <= s.end]
             reason = f"Unverified: {s.record.reason}" if s.record.score is None else s.record.reason
-            spans += [ErrorSpan(start=e.start - begin, end=e.end - begin, reason=e.reason) for e in inside] or [
-                ErrorSpan(start=s.start - begin, end=s.end - begin, reason=reason or sentence)
-            ]
+            spans += [
+                ErrorSpan(start=e.start - begin, end=e.end - begin, reason=e.reason) for e in inside
+            ] or [ErrorSpan(start=s.start - begin, end=s.end - begin, reason=reason or sentence)]
         kept.append(state.text[at:upto])
         if final is not None and not final.consistent:  # the final result decides: the rest is withheld
             kept = []

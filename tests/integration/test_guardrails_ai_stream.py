@@ -170,7 +170,9 @@ def _fails_closed(url: str, words: str, timeout: float = 1) -> float:
 
     guard = offline_guard(Q2Consistency(threshold=0.0, service_url=url, timeout=timeout, on_fail="fix"))
     start = time.monotonic()
-    released, outcomes, results = stream(guard, "Bob Ross hosted the show. It ran for years.", "Bob Ross hosted it.")
+    released, outcomes, results = stream(
+        guard, "Bob Ross hosted the show. It ran for years.", "Bob Ross hosted it."
+    )
     elapsed = time.monotonic() - start
     assert released == "", released
     assert outcomes[-1].validation_passed is False
