@@ -108,7 +108,7 @@ def stream(guard, response: str, knowledge: object, pause: float = 0.0, size: in
 
 
 def _check(guard, pairs, decisions, sentences) -> None:
-    assert {d for d in decisions} == {"consistent", "inconsistent"}, decisions
+    assert set(decisions) == {"consistent", "inconsistent"}, decisions
     assert any(not ok for sents in sentences for *_, ok in sents[:-1]), "no sentence fails mid-answer"
     assert any(len(s) > 1 and all(ok for *_, ok in s[:-1]) for s in sentences), sentences
     for (response, knowledge), decision, sents in zip(pairs, decisions, sentences):

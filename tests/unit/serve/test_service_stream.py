@@ -44,7 +44,9 @@ def test_stream_sentences_then_the_batch_entry_of_the_whole_answer():
             got += r.json()["sentences"]
         end = c.post(f"/v1/score/stream/{sid}/end", json={"text": " Yes"}).json()
         got += end["sentences"]
-        batch = c.post("/v1/score", json={"response": ANSWER, "knowledge": KNOWLEDGE, "id": "a1", "threshold": 0.3})
+        batch = c.post(
+            "/v1/score", json={"response": ANSWER, "knowledge": KNOWLEDGE, "id": "a1", "threshold": 0.3}
+        )
         assert end["final"] == batch.json()["results"][0] and end["signature"] == batch.json()["signature"]
         assert [(s["index"], s["text"]) for s in got] == [
             (0, "Bob Ross hosted the show."),
@@ -64,7 +66,9 @@ def test_stream_sentences_then_the_batch_entry_of_the_whole_answer():
         assert (r.status_code, r.json()) == (410, {"error": "The stream has ended."})
         assert c.post("/v1/score/stream/unknown", json={"text": "x"}).status_code == 404
         paths = c.get("/openapi.json").json()["paths"]
-        assert {"/v1/score/stream", "/v1/score/stream/{stream}", "/v1/score/stream/{stream}/end"} <= set(paths)
+        assert {"/v1/score/stream", "/v1/score/stream/{stream}", "/v1/score/stream/{stream}/end"} <= set(
+            paths
+        )
 
 
 @pytest.mark.parametrize(
@@ -91,7 +95,9 @@ def test_a_bad_chunk_is_one_422_sentence_and_the_stream_goes_on():
         sid = opened(c)
         for body in ({"text": 5}, {}, {"text": None}, "text"):
             r = c.post(f"/v1/score/stream/{sid}", json=body)
-            assert r.status_code == 422 and ("Field 'text'" in r.json()["error"] or "object" in r.json()["error"])
+            assert r.status_code == 422 and (
+                "Field 'text'" in r.json()["error"] or "object" in r.json()["error"]
+            )
         r = c.post(f"/v1/score/stream/{sid}/end", json={})  # the end's text is optional
         assert r.status_code == 200 and r.json()["final"]["status"] == "empty"
 
