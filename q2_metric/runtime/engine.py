@@ -69,7 +69,7 @@ class Engine:
     reported). One per process and configuration (`cache.engine`); engine calls one at a time."""
 
     def __init__(self, config: Any, max_batch: int = DEFAULT_MAX_BATCH, scorer: Any = None) -> None:
-        from q2_metric import Q2Scorer
+        from q2_metric.scorer import Q2Scorer
 
         self.config = config
         self.max_batch = check_max_batch(max_batch)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -149,6 +150,9 @@ def albert_pieces(sp: Any, text: str) -> list[str]:
     return out
 
 
+TEXT_MEMO = 64  # texts (knowledge) whose tokens `ReferenceTokenizer.encode_text` keeps
+
+
 @dataclass
 class ReferenceTokenizer:
     """A T5 (`kind="t5"`) or ALBERT (`kind="albert"`) tokenizer as transformers 3.2 ran it."""
@@ -163,6 +167,7 @@ class ReferenceTokenizer:
     keep_accents: bool = False
 
     def __post_init__(self) -> None:
+        self._texts: OrderedDict[str, tuple[int, ...]] = OrderedDict()  # `encode_text`'s memo
         self.pieces = self.sp.get_piece_size()
         self.vocab_size = self.pieces + (len(self.extra) if self.kind == "t5" else 0)
         self.no_split = sorted(set(self.specials.values()) | set(self.extra))
@@ -204,6 +209,20 @@ class ReferenceTokenizer:
         """Ids of the text, no special tokens added."""
         return [self.token_to_id(t) for t in self.tokenize(text)]
 
+    def encode_text(self, text: str) -> list[int]:
+        """`encode(text)`, remembered for the last `TEXT_MEMO` texts met (keyed by the exact text):
+        the QA pairs of one call, and a stream's sentences, read the same knowledge again and
+        again, and its tokens are the same each time (`encode` is a pure function of the text)."""
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = tuple(self.encode(text))
+            while len(self._texts) > TEXT_MEMO:  # the oldest first
+                try:
+                    self._texts.popitem(last=False)
+                except KeyError:  # emptied by another thread meanwhile
+                    break
+        return list(found)
+
     def t5_input(self, text: str, max_length: int | None = None) -> list[int]:
         """T5's model input: `</s>` appended unless the ids already end in it (3.2's
         `_add_eos_if_not_present`), so the prompt's literal `</s>` is the only one. Longer inputs
@@ -223,7 +242,7 @@ class ReferenceTokenizer:
         built them; a text too long for `window` tokens is read in windows overlapping by `stride`
         tokens (3.2 did not cut: this is the engine's reading of longer texts)."""
         cls, sep = self.id_of("cls_token"), self.id_of("sep_token")
-        q, t = self.encode(question), self.encode(text)
+        q, t = self.encode(question), self.encode_text(text)
         q = q[: max(1, window - 4 - stride)] if len(q) + 3 + stride >= window else q
         room = window - 3 - len(q)
         starts = [0]

@@ -265,3 +265,27 @@ def test_signature_names_the_path_without_loading(tiny_albert_ref, tiny_models):
         )
     )
     assert scorer.signature().to_dict()["tok"] == "ref32+xbias/ref32/hf"
+
+
+def test_a_text_read_again_is_tokenized_once_with_the_same_ids(albert_dir, monkeypatch):
+    from q2_metric.models.paper import reference_tokenization as rt
+
+    memo = load_reference_tokenizer(albert_dir)
+    seen: list[str] = []
+    encode = rt.ReferenceTokenizer.encode
+
+    def counting(self, text):
+        seen.append(text)
+        return encode(self, text)
+
+    monkeypatch.setattr(rt.ReferenceTokenizer, "encode", counting)
+    for _ in range(3):  # each text read three times: the ids 3.2 gave each time, its tokens computed once
+        for case in EXPECTED["pairs"]:
+            ((ids, types),) = memo.pair_windows(case["question"], case["text"], window=512, stride=128)
+            assert (ids, types) == (case["input_ids"], case["token_type_ids"])
+    texts = {case["text"] for case in EXPECTED["pairs"]}
+    assert all(seen.count(t) == 1 for t in texts)
+    monkeypatch.setattr(rt, "TEXT_MEMO", 2)
+    for n in range(5):
+        memo.encode_text(f"text {n}")
+    assert len(memo._texts) == 2  # bounded
