@@ -25,10 +25,11 @@ Streams: with `on_fail="fix"`, `Guard(...)(llm_api, stream=True, metadata=...)` 
 own streaming runner) sends each chunk to `validate_stream`, which feeds it to one streaming check
 per answer (`runtime.stream.Q2Stream` in process, the service's stream session with
 `service_url`): the chunking is Q²'s sentences. Each sentence is checked once, when it completes;
-the runner releases a sentence that passed, and a sentence that failed (or could not be checked) is
-withheld: its fix is the empty text. At the end of the stream the last sentences and the final
-result of the whole answer (the batch result) come back; a final result that is not consistent
-fails the last result (`q2_final_*` in its metadata). Any other `on_fail` fails every chunk of a
+the runner lets out a sentence whose (provisional) verdict is consistent; a sentence that is not,
+or could not be checked, is held back with everything after it (the failure's fix is the text
+before it). At the end the final result of the whole answer (the batch result, `q2_final_*` in the
+last result's metadata) decides what is left: let out when consistent, withheld otherwise
+(docs/streaming.md: when a caller may release a sentence). Any other `on_fail` fails every chunk of a
 stream: Guardrails AI's runner streams those chunks out before the validator sees them and never
 asks it about the text after the last completed sentence (docs/guardrails.md).
 
@@ -144,6 +145,7 @@ class _StreamState:
     text: str = ""
     released: int = 0
     failure: Record | None = None
+    holding: bool = False  # a sentence failed: the rest waits for the final result
 
 
 @register_validator(name=NAME, data_type="string")
@@ -208,7 +210,8 @@ class Q2Consistency(Validator):
     def validate_stream(self, chunk: Any, metadata: dict[str, Any], **kwargs: Any) -> ValidationResult | None:
         """Guardrails AI's streaming hook: `chunk` is the answer's next text, `remainder=True` its
         end. Returns the result of the text up to the last sentence this chunk completed (None
-        when it completed none), each sentence checked once, when it completes (see the module)."""
+        when it completed none, or while the text is held back), each sentence checked once, when
+        it completes (see the module)."""
         text = chunk if isinstance(chunk, str) else ""
         if self.on_fail_descriptor != "fix":
             reason = (
@@ -244,13 +247,18 @@ class Q2Consistency(Validator):
                 state.session, state.failure = None, unchecked(KEY, str(err))
         if end:
             self._stream = None
+        result: ValidationResult
         if state.failure is not None:
-            result = self._stream_failure(state, len(state.text))
-        elif not sentences and not end:
+            if state.holding and not end:
+                return None
+            result = self._stream_failure(state)
+        elif end:
+            assert final is not None
+            result = self._stream_end(state, sentences, final)
+        elif state.holding or not sentences:
             return None
         else:
-            upto = len(state.text) if end else max(s.end for s in sentences)
-            result = self._stream_result(state, sentences, final, upto)
+            result = self._stream_sentences(state, sentences)
         state.metadata = result.metadata  # (the result's own copy: what the runner passes on next)
         return result
 
@@ -267,76 +275,82 @@ class Q2Consistency(Validator):
             state.failure = unchecked(KEY, str(err))
         return state
 
-    def _stream_failure(self, state: _StreamState, upto: int) -> FailResult:
-        """Everything not yet given back withheld: Q² could not check it."""
-        assert state.failure is not None
-        covered = state.text[state.released : upto]
-        state.released = upto
-        message = f"Unverified: {state.failure.reason}"
-        facts = {**state.metadata, **state.failure.to_dict("q2_")}
-        spans = [ErrorSpan(start=0, end=len(covered), reason=message)] if covered else []
-        return FailResult(
-            error_message=message, fix_value="", error_spans=spans, metadata=facts, validated_chunk=covered
-        )
-
-    def _stream_result(
-        self, state: _StreamState, sentences: list[_Sentence], final: Record | None, upto: int
-    ) -> ValidationResult:
-        """The result of the text from the last one given back to `upto`: a pass when every
-        sentence in it (and the final result, at the end) is consistent; else a failure whose fix
-        is that text without its failed sentences, with an `ErrorSpan` per unsupported span."""
-        begin = state.released
-        covered = state.text[begin:upto]
-        state.released = upto
-        failed = [s for s in sentences if not s.record.consistent]
-        last = sentences[-1].record if sentences else final
-        facts: dict[str, Any] = {**state.metadata, **(last.to_dict("q2_") if last else {})}
+    def _facts(
+        self, state: _StreamState, record: Record | None, sentences: list[_Sentence]
+    ) -> dict[str, Any]:
+        """A result's metadata: the runner's, the record's (`q2_...`) and the sentences it covers."""
+        facts: dict[str, Any] = {**state.metadata, **(record.to_dict("q2_") if record else {})}
         facts["q2_sentences"] = [
             {"start": s.start, "end": s.end, "verdict": s.record.verdict, "reason": s.record.reason}
             for s in sentences
         ]
-        if final is not None:
-            facts.update(final.to_dict("q2_final_"))
-        if not failed and (final is None or final.consistent):
-            return PassResult(metadata=facts, validated_chunk=covered)
-        spans: list[ErrorSpan] = []
-        kept, at = [], begin
-        for s in failed:
-            kept.append(state.text[at : s.start])
-            at = s.end
-            sentence = state.text[s.start : s.end]
-            found = _error_spans(state.text, s.record.spans)
-            inside = [e for e in found if s.start <= e.start and e.end <= s.end]
-            reason = f"Unverified: {s.record.reason}" if s.record.score is None else s.record.reason
-            spans += [
-                ErrorSpan(start=e.start - begin, end=e.end - begin, reason=e.reason) for e in inside
-            ] or [ErrorSpan(start=s.start - begin, end=s.end - begin, reason=reason or sentence)]
-        kept.append(state.text[at:upto])
-        if final is not None and not final.consistent:  # the final result decides: the rest is withheld
-            kept = []
-        if failed:
-            worst = failed[0].record
-            message = (
-                f"Unverified: {worst.reason}"
-                if worst.score is None
-                else f"Q² {worst.score:.4g} is not above {self.threshold:g}: {worst.reason}"
-            )
-            message = f"A sentence of the streamed answer failed: {message}"
-        else:
-            assert final is not None
-            message = (
-                f"Unverified: {final.reason}"
-                if final.score is None
-                else f"The whole answer's Q² {final.score:.4g} is not above {self.threshold:g}: {final.reason}"
-            )
-            if covered:
-                spans = [ErrorSpan(start=0, end=len(covered), reason=message)]
+        return facts
+
+    def _message(self, record: Record, whole: bool = False) -> str:
+        if record.score is None:
+            return f"Unverified: {record.reason}"
+        what = "The whole answer's Q²" if whole else "Q²"
+        return f"{what} {record.score:.4g} is not above {self.threshold:g}: {record.reason}"
+
+    def _stream_failure(self, state: _StreamState) -> FailResult:
+        """Everything not yet given back withheld (Q² could not check it), and held from here on."""
+        assert state.failure is not None
+        covered = state.text[state.released :]
+        state.released, state.holding = len(state.text), True
+        message = self._message(state.failure)
+        spans = [ErrorSpan(start=0, end=len(covered), reason=message)] if covered else []
         return FailResult(
             error_message=message,
-            fix_value="".join(kept),
+            fix_value="",
             error_spans=spans,
-            metadata=facts,
+            metadata=self._facts(state, state.failure, []),
             validated_chunk=covered,
+        )
+
+    def _stream_sentences(self, state: _StreamState, sentences: list[_Sentence]) -> ValidationResult:
+        """Sentences completed mid-stream: the text up to the last one let out when each is
+        consistent; else a failure that lets out the text before the first that is not, and holds
+        back that sentence and everything after it until the final result decides."""
+        begin = state.released
+        failed = next((s for s in sentences if not s.record.consistent), None)
+        if failed is None:
+            upto = sentences[-1].end
+            state.released = upto
+            return PassResult(
+                metadata=self._facts(state, sentences[-1].record, sentences),
+                validated_chunk=state.text[begin:upto],
+            )
+        covered = state.text[begin : failed.end]
+        state.released, state.holding = failed.start, True
+        spans = [
+            ErrorSpan(start=e.start - begin, end=e.end - begin, reason=e.reason)
+            for e in _error_spans(state.text, failed.record.spans)
+            if failed.start <= e.start and e.end <= failed.end
+        ]
+        message = self._message(failed.record)
+        if not spans:
+            spans = [ErrorSpan(start=failed.start - begin, end=failed.end - begin, reason=message)]
+        return FailResult(
+            error_message=f"A sentence of the streamed answer failed, so it is held back: {message}",
+            fix_value=state.text[begin : failed.start],
+            error_spans=spans,
+            metadata=self._facts(state, failed.record, [s for s in sentences if s.end <= failed.end]),
+            validated_chunk=covered,
+        )
+
+    def _stream_end(self, state: _StreamState, sentences: list[_Sentence], final: Record) -> ValidationResult:
+        """The end: the final result of the whole answer decides what is left (held back or not):
+        let out when it is consistent, withheld otherwise."""
+        covered = state.text[state.released :]
+        state.released = len(state.text)
+        facts = self._facts(state, sentences[-1].record if sentences else final, sentences)
+        facts.update(final.to_dict("q2_final_"))
+        if final.consistent:
+            return PassResult(metadata=facts, validated_chunk=covered)
+        message = self._message(final, whole=True)
+        spans = [ErrorSpan(start=0, end=len(covered), reason=message)] if covered else []
+        return FailResult(
+            error_message=message, fix_value="", error_spans=spans, metadata=facts, validated_chunk=covered
         )
 
     def _result(self, value: Any, record: Record) -> ValidationResult:
