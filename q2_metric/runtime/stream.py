@@ -268,9 +268,10 @@ class Q2Stream:
     (provisional), `end(text="")` the final `frontend.Record` of the whole answer, which equals the
     batch result of the answer; `sentences` holds every sentence's result. A context manager.
 
-    >>> with Q2Stream("Bob Ross hosted the show.", tiny=True) as stream:  # doctest: +SKIP
-    ...     stream.feed("Bob Ross hosted the show. It ran")
-    ...     final = stream.end(" for years.")
+    Examples:
+        >>> with Q2Stream("Bob Ross hosted the show.", tiny=True) as stream:  # doctest: +SKIP
+        ...     stream.feed("Bob Ross hosted the show. It ran")
+        ...     final = stream.end(" for years.")
     """
 
     def __init__(

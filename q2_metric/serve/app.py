@@ -244,6 +244,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     yield
     service.draining = True
     loading.cancel()
+    service.stop_sweeping()
     service.say("q2 serve: stopped")
 
 

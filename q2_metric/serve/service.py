@@ -176,6 +176,10 @@ class Service:
         from q2_metric.errors import Q2InputError
         from q2_metric.runtime.stream import StreamCore
 
+        if self.config.coref:
+            raise RequestError(
+                501, "This service resolves coreference (--coref), which the streaming check does not."
+            )
         if len(self.streams) >= self.limits.max_streams:
             raise RequestError(
                 429,
@@ -303,6 +307,11 @@ class Service:
                 self.close_stream(
                     session, "idle", f"The stream was closed: no request for {idle:g} s (the idle timeout)."
                 )
+
+    def stop_sweeping(self) -> None:
+        """The idle sweep stopped (the service stops)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
 
     async def _sweep(self) -> None:
         """`sweep` every quarter of the idle timeout (at most every second), while the service runs."""

@@ -198,3 +198,16 @@ def test_q2stream_context_manager_ends_and_refuses_coref(tiny_config):
     ]
     with pytest.raises(Q2OptionError, match="coref"):
         Q2Stream("k", coref=True)
+
+
+def test_a_sentence_without_a_checked_span_falls_back_to_nli_on_the_sentence_alone():
+    from q2_metric.testing.scripted import ScriptedNLI, scripted_scorer
+
+    read: list[tuple[str, str]] = []
+    scorer = scripted_scorer(nli=ScriptedNLI(rule=lambda p, h: read.append((p, h)) or "entailment"))
+    text = "Bob Ross painted. it was nice."
+    item = frontend.check_items([frontend.Item("x", text, "Bob Ross painted. It was nice.")])[0]
+    out = frontend.score_checked(scorer, [frontend.with_response(item, "x", text, (18, len(text)))])
+    score = out.items[0].score
+    assert score.fallback and score.candidates == [] and score.spans == []
+    assert [h for _, h in read] == ["it was nice."]  # the sentence, not its context
