@@ -165,7 +165,8 @@ class Q2ServiceStream:
     sentences' results and the final result of the whole answer (the same record as `ask`'s);
     `cancel` closes it. Every result is a dict of the `/v1/score` result's shape, checked as `ask`
     checks them; a reply off the contract, or none, is one `Q2ServiceError` sentence. After
-    `end`, `cancel` or an error the stream is closed: a later `feed` or `end` is refused here."""
+    `end`, `cancel` or an error the stream is closed: a later `feed` or `end` is refused here (a
+    stream whose request failed is left to the service, which closes it when it goes quiet)."""
 
     def __init__(self, service: Q2Service, stream: str) -> None:
         self.service, self.id = service, stream

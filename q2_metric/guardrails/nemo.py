@@ -153,10 +153,7 @@ async def q2_check_answer(
     try:
         service, threshold = settings(config)
         stream = await asyncio.to_thread(service.open_stream, knowledge, threshold=threshold, spans=False)
-        try:
-            sentences, final = await asyncio.to_thread(stream.end, response)
-        finally:
-            await asyncio.to_thread(stream.cancel)  # (nothing to do once ended)
+        sentences, final = await asyncio.to_thread(stream.end, response)
         records = [(Record.from_dict(s, KEY), s.get("text")) for s in sentences]
         whole = Record.from_dict(final, KEY)
     # no answer, an answer off the contract, or unreadable settings: blocked, saying why
