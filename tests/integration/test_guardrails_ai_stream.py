@@ -121,6 +121,20 @@ def _check(guard, pairs, decisions, sentences) -> None:
         assert len(results) <= len(sents), (response, len(results))  # none while held back
 
 
+def metric(url: str, name: str) -> float:
+    """A counter's value from the service's /metrics (0 when absent)."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name
+    )
+
+
 def test_the_streaming_runner_in_process_releases_what_q2_checked(in_process, pairs, decisions, sentences):
     from q2_metric.guardrails.guardrails_ai import Q2Consistency
 
@@ -135,6 +149,9 @@ def test_the_streaming_runner_against_the_service(in_process, pairs, decisions, 
     with q2_service(Q2Scorer(tiny=True)) as url:
         guard = offline_guard(Q2Consistency(threshold=THRESHOLD, service_url=url, on_fail="fix"))
         _check(guard, pairs, decisions, sentences)
+        # one stream per answer, each sentence scored once (the service's counters)
+        assert metric(url, "q2_serve_streams_opened_total") == len(pairs)
+        assert metric(url, "q2_serve_stream_sentences_total") == sum(len(s) for s in sentences)
         # the knowledge as a list of passages; no knowledge: every sentence unverified, nothing released
         response, knowledge = pairs[3]
         released, outcomes, _ = stream(guard, response, [knowledge[:40], knowledge[40:]])

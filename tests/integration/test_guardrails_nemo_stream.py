@@ -70,6 +70,20 @@ def sentences_ok(text: str, knowledge: str) -> bool:
     return all(r.consistent for r in stream.sentences) and final.consistent
 
 
+def metric(url: str, name: str) -> float:
+    """A counter's value from the service's /metrics (0 when absent)."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name
+    )
+
+
 def rails(url: str | None, answer: str, **streaming: object):
     from nemoguardrails import LLMRails, RailsConfig
     from nemoguardrails.testing import FakeLLMModel
@@ -170,7 +184,11 @@ def test_each_chunk_is_checked_before_it_goes_out(scorer, pairs):
                     want.append("BLOCKED")
                     break
                 want.append(out)
+            opened = metric(url, "q2_serve_streams_opened_total")
             chunks = stream(url, response, knowledge, chunk_size=6, context_size=2)
+            # one check per chunk, up to the one blocked, and NeMo's own run of its output rails on
+            # the whole answer when the generation ends (its `process bot message` flow)
+            assert metric(url, "q2_serve_streams_opened_total") - opened == len(want) + 1
             got = ["BLOCKED" if blocked(c) else c for c in chunks]
             assert "".join(x for x in got if x != "BLOCKED") == "".join(x for x in want if x != "BLOCKED")
             assert (got[-1] == "BLOCKED") is (want[-1] == "BLOCKED"), (got, want)
