@@ -236,3 +236,22 @@ def test_a_stream_the_service_closes_withholds_the_rest(in_process, pairs, sente
     assert released == response[:first_end], released
     assert outcomes[-1].validation_passed is False
     assert "HTTP 410" in results[-1].error_message or "HTTP 404" in results[-1].error_message, results[-1]
+
+
+def test_a_last_chunk_that_completes_a_sentence_never_lets_the_rest_out_unchecked():
+    """Guardrails AI's runner asks the validator about the end of a stream of plain strings only when
+    the last chunk completed no sentence: when it did, the text after that sentence is not checked,
+    and it is not let out either. The next stream gives the one left open up (cancelled)."""
+    from q2_metric.guardrails.guardrails_ai import Q2Consistency
+    from q2_metric.testing.scripted import scripted_scorer
+
+    quiet_guardrails()
+    same = "Bob Ross hosted the show."
+    with q2_service(scripted_scorer()) as url:
+        guard = offline_guard(Q2Consistency(threshold=THRESHOLD, service_url=url, on_fail="fix"))
+        released, _, results = stream(guard, same + " It ran on PBS.", same, size=len(same))
+        assert released == same and "q2_final_verdict" not in results[-1].metadata, released
+        assert metric(url, "q2_serve_streams_closed_total") == 0
+        released, _, _ = stream(guard, same, same)  # ends in the middle of its only sentence
+        assert released == same
+        assert metric(url, "q2_serve_streams_closed_total") == 2  # the one left open, cancelled; this one
