@@ -1,10 +1,13 @@
-"""A client of the Q² service (`q2 serve`): `POST /v1/score` with a batch of items (`Q2Service.ask`), standard
-library only (no HTTP package needed).
+"""A client of the Q² service (`q2 serve`): `POST /v1/score` with a batch of items (`Q2Service.ask`), and
+the streaming check (`Q2Service.open_stream`: `POST /v1/score/stream` with the knowledge, then the
+answer's text as it arrives, `Q2ServiceStream.feed`, `end` and `cancel`); standard library only (no
+HTTP package needed).
 
 Fail closed: whatever keeps the service from answering (it cannot be reached, a timeout, a status
 other than 200, a reply that is not the contract's, however broken: not HTTP, cut short, not UTF-8,
 not JSON, JSON of another shape) is one `Q2ServiceError` sentence, never a verdict; a caller that
-guards answers treats it as `unverified`. The timeout is a deadline for the whole request
+guards answers treats it as `unverified`. Each request of a stream has the same rules (a stream the
+service closed, idle too long, is its refusal: one sentence). The timeout is a deadline for the whole request
 (connecting, sending and reading the reply), not for each read: a reply that trickles in is given
 up when the time is spent. A result's `verdict` is the service's own (`consistent`, `inconsistent`
 or `unverified`); `is_consistent` is True only for exactly `consistent`.
@@ -23,7 +26,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from q2_metric.errors import Q2Error, Q2OptionError
 from q2_metric.frontend import VERDICTS
@@ -95,13 +98,40 @@ class Q2Service:
                 result.setdefault("signature", signature)
         return results
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    def open_stream(
+        self,
+        knowledge: Any,
+        *,
+        threshold: float | None = None,
+        spans: bool = True,
+    ) -> Q2ServiceStream:
+        """A streaming check of one answer against `knowledge` (a string or a list of passages):
+        `POST /v1/score/stream`. Feed it the answer's text as it arrives (`feed`), then `end` it;
+        `cancel` gives it up. `Q2ServiceError` when the service gives no usable answer."""
+        body: dict[str, Any] = {"knowledge": knowledge, "spans": spans}
+        if threshold is not None:
+            body["threshold"] = threshold
+        reply = self._post(STREAM_PATH, body)
+        stream = reply.get("stream") if isinstance(reply, dict) else None
+        if not isinstance(stream, str) or not stream or len(stream) > 200:
+            raise Q2ServiceError(
+                f"The Q² service at {self.url} answered off the {STREAM_PATH} contract: "
+                f"its stream is {_short(repr(stream), 60)}, not an id."
+            )
+        return Q2ServiceStream(self, stream)
+
+    def _post(self, path: str, body: dict[str, Any] | None, method: str = "POST") -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         headers.update(traceparent_header())  # the service parents its events to the caller's span
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(
-            self.url.rstrip("/") + path, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
+            self.url.rstrip("/") + path,
+            data=None if body is None else json.dumps(body).encode("utf-8"),
+            headers=headers,
+            method=method,
         )
         try:
             with _OPENER.open(request, timeout=self.timeout) as answer:
@@ -129,6 +159,77 @@ class Q2Service:
             raise Q2ServiceError(
                 f"The Q² service at {self.url} answered with something that is not JSON."
             ) from None
+
+
+STREAM_PATH = "/v1/score/stream"
+
+
+class Q2ServiceStream:
+    """One open streaming check on the service (`Q2Service.open_stream`): `feed` sends the answer's
+    next text and returns the results of the sentences it completed (each checked once, when it
+    completes, the sentence before it as context); `end` sends the last text and returns the last
+    sentences' results and the final result of the whole answer (the same record as `ask`'s);
+    `cancel` closes it. Every result is a dict of the `/v1/score` result's shape, checked as `ask`
+    checks them; a reply off the contract, or none, is one `Q2ServiceError` sentence. After
+    `end`, `cancel` or an error the stream is closed: a later `feed` or `end` is refused here (a
+    stream whose request failed is left to the service, which closes it when it goes quiet)."""
+
+    def __init__(self, service: Q2Service, stream: str) -> None:
+        self.service, self.id = service, stream
+        self._path = f"{STREAM_PATH}/{urllib.parse.quote(stream, safe='')}"
+        self.closed = False
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        """The results of the sentences `text` completed (often none)."""
+        reply = self._send(self._path, {"text": text})
+        return self._sentences(reply)
+
+    def end(self, text: str = "") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The results of the sentences left, and the final result of the whole answer."""
+        reply = self._send(f"{self._path}/end", {"text": text} if text else {})
+        self.closed = True
+        sentences = self._sentences(reply)
+        final = reply.get("final")
+        wrong = _result_off_contract(final, {})
+        if wrong:
+            self._off(f"its final result{wrong}")
+        return sentences, final
+
+    def cancel(self) -> None:
+        """Closes the stream on the service (nothing is raised: a stream the service no longer
+        holds, or a service gone, leaves nothing to close)."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.service._post(self._path, None, method="DELETE")
+        except Q2ServiceError:
+            pass
+
+    def _send(self, path: str, body: dict[str, Any]) -> Any:
+        if self.closed:
+            raise Q2ServiceError(f"The stream {self.id!r} on the Q² service at {self.service.url} is closed.")
+        try:
+            return self.service._post(path, body)
+        except Q2ServiceError:
+            self.closed = True
+            raise
+
+    def _sentences(self, reply: Any) -> list[dict[str, Any]]:
+        sentences = reply.get("sentences") if isinstance(reply, dict) else None
+        if not isinstance(sentences, list):
+            self._off("its sentences are not a list")
+        for n, result in enumerate(sentences):
+            wrong = _result_off_contract(result, {})
+            if wrong:
+                self._off(f"sentence {n}{wrong}")
+        return sentences
+
+    def _off(self, wrong: str) -> NoReturn:
+        self.closed = True
+        raise Q2ServiceError(
+            f"The Q² service at {self.service.url} answered off the {STREAM_PATH} contract: {wrong}."
+        )
 
 
 def _failed(err: BaseException, timeout: float) -> str:

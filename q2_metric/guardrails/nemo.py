@@ -1,5 +1,19 @@
-"""NeMo Guardrails: an output rail that asks the Q² service (`q2 serve`) whether the bot's answer
-is consistent with the knowledge it was given (`$relevant_chunks`), and blocks it otherwise.
+"""NeMo Guardrails: output rails that ask the Q² service (`q2 serve`) whether the bot's answer is
+consistent with its knowledge, and block it otherwise.
+
+Two rails, each with its config folder:
+
+- `check consistency with q2` (`config_folder()`, the action `q2_check_consistency`): the whole
+  answer against `$relevant_chunks`, for `LLMRails.generate` (below).
+- `check answer with q2` (`stream_config_folder()`, the action `q2_check_answer`): the knowledge
+  given explicitly (the context variable `$q2_knowledge`, from a `context` message, or the rail's
+  `$knowledge=` parameter on IORails), checked through the service's streaming check: each
+  sentence once, then the whole text. It is a streaming output rail (`rails.output.streaming`):
+  NeMo hands it each chunk of the answer (`chunk_size` tokens, the last `context_size` of the
+  chunk before carried over) and, with `stream_first: false`, lets the chunk out only when the
+  rail allows it; it runs on `generate` too. Its outcome is NeMo's `RailOutcome` (allow, or block
+  with the reason and `q2_verdict`, `q2_score`, `q2_reason` as metadata). Its rail manifest is
+  `nemo_rail.RAIL` (see there for IORails).
 
 The config folder this package ships (`config_folder()`: `config.yml`, `q2.co`, `actions.py`)
 holds the flow `check consistency with q2` (Colang 1.0) as an output rail and the action
@@ -29,19 +43,28 @@ from typing import Any
 
 from nemoguardrails.actions import action
 from nemoguardrails.actions.actions import ActionResult
+from nemoguardrails.actions.rail_outcome import RailOutcome
 
-from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.errors import Q2Error, Q2InputError, Q2OptionError
 from q2_metric.frontend import Decision, Record, decision, unchecked
 from q2_metric.guardrails.client import DEFAULT_TIMEOUT, DEFAULT_URL, Q2Service, Q2ServiceError
 
 ACTION = "q2_check_consistency"
 FLOW = "check consistency with q2"
+STREAM_ACTION = "q2_check_answer"
+STREAM_FLOW = "check answer with q2"
+KNOWLEDGE = "q2_knowledge"  # the context variable that holds the knowledge for `check answer with q2`
 log = logging.getLogger(__name__)
 
 
 def config_folder() -> Path:
     """The shipped NeMo Guardrails config folder (the flow, the action, the rail switched on)."""
     return Path(__file__).resolve().parent / "nemo_config"
+
+
+def stream_config_folder() -> Path:
+    """The shipped config folder of the streaming rail `check answer with q2` (streaming on)."""
+    return Path(__file__).resolve().parent / "nemo_stream_config"
 
 
 def settings(config: Any) -> tuple[Q2Service, float | None]:
@@ -110,4 +133,63 @@ async def q2_check_consistency(context: dict[str, Any] | None = None, config: An
     return _answer(record)
 
 
-__all__ = ["ACTION", "FLOW", "config_folder", "decision_of", "q2_check_consistency", "settings"]
+def _outcome(record: Record, sentence: str | None = None) -> RailOutcome:
+    """Allow only a consistent record; else block, saying why (the failing sentence first)."""
+    facts = record.to_dict("q2_", spans=False)
+    metadata = {f"q2_{name}": facts[f"q2_{name}"] for name in CONTEXT}
+    if record.consistent:
+        return RailOutcome.allow(metadata=metadata)
+    reason = record.reason if sentence is None else f"{record.reason} (the sentence {sentence!r})"
+    log.warning("Q² blocked the answer: %s", reason)
+    return RailOutcome.block(reason=reason, metadata=metadata)
+
+
+@action(name=STREAM_ACTION)
+async def q2_check_answer(
+    bot_message: str | None = None,
+    knowledge: Any = None,
+    context: dict[str, Any] | None = None,
+    config: Any = None,
+    **kwargs: Any,
+) -> RailOutcome:
+    """Allow the answer (or the chunk of it a streaming rail is given: `bot_message`) only when the
+    Q² service's streaming check finds every sentence of it, and the whole of it, consistent with
+    the knowledge: `knowledge` (the rail's parameter) or the context variable `$q2_knowledge` (a
+    string or a list of passages; never `$relevant_chunks`). Block otherwise, the service's
+    silence included."""
+    context = context or {}
+    response = bot_message if bot_message is not None else context.get("bot_message")
+    if knowledge is None:
+        knowledge = context.get(KNOWLEDGE)
+    if not isinstance(response, str) or not response.strip():
+        return _outcome(unchecked(KEY, "there is no answer to check"))
+    if knowledge is None or knowledge == "" or knowledge == []:
+        return _outcome(unchecked(KEY, f"there is no knowledge (${KNOWLEDGE}) to check the answer against"))
+    try:
+        service, threshold = settings(config)
+        stream = await asyncio.to_thread(service.open_stream, knowledge, threshold=threshold, spans=False)
+        sentences, final = await asyncio.to_thread(stream.end, response)
+        records = [(Record.from_dict(s, KEY), s.get("text")) for s in sentences]
+        whole = Record.from_dict(final, KEY)
+    # no answer, an answer off the contract, or unreadable settings: blocked, saying why
+    except (Q2Error, ValueError, TypeError) as err:
+        return _outcome(unchecked(KEY, str(err)))
+    for record, text in records:
+        if not record.consistent:
+            return _outcome(record, text if isinstance(text, str) else None)
+    return _outcome(whole)
+
+
+__all__ = [
+    "ACTION",
+    "FLOW",
+    "KNOWLEDGE",
+    "STREAM_ACTION",
+    "STREAM_FLOW",
+    "config_folder",
+    "decision_of",
+    "q2_check_answer",
+    "q2_check_consistency",
+    "settings",
+    "stream_config_folder",
+]

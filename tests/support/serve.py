@@ -108,11 +108,16 @@ def q2_serve(
 
 @contextlib.contextmanager
 def q2_service(
-    scorer: Any, *, api_key: str | None = None, threshold: float = 0.5, operating_point: Any = None
+    scorer: Any,
+    *,
+    api_key: str | None = None,
+    threshold: float = 0.5,
+    operating_point: Any = None,
+    **limits: Any,
 ) -> Iterator[str]:
-    """The real `q2 serve` app (`serve.app.create_app`) over `scorer`, on uvicorn in a thread on a
-    free 127.0.0.1 port, ready: its URL while the block runs (in-process, so a scripted scorer can
-    serve; `q2_serve` starts the command itself)."""
+    """The real `q2 serve` app (`serve.app.create_app`) over `scorer` (and `limits`, `serve.limits.Limits`'
+    fields), on uvicorn in a thread on a free 127.0.0.1 port, ready: its URL while the block runs
+    (in-process, so a scripted scorer can serve; `q2_serve` starts the command itself)."""
     import threading
 
     import httpx
@@ -123,7 +128,7 @@ def q2_service(
 
     app = create_app(
         scorer.config,
-        Limits(api_key=api_key, threshold=threshold),
+        Limits(api_key=api_key, threshold=threshold, **limits),
         scorer=scorer,
         operating_point=operating_point,
     )

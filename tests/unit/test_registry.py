@@ -74,6 +74,7 @@ def test_every_front_end_module_of_the_package_is_registered():
     belongs (the shared pieces are listed here with what they are)."""
     shared = {
         "q2_metric.guardrails.client": "the Q² service's HTTP client, shared by both guardrail plug-ins",
+        "q2_metric.guardrails.nemo_rail": "the rail manifest of nemo.py's streaming rail (part of the NeMo plug-in)",
         "q2_metric.harness.tiny_lm": "the tiny language model the harness examples evaluate",
         "q2_metric.harness.__main__": "`python -m q2_metric.harness`: the harness examples' runner",
         "q2_metric.harness.lighteval_offline": "LightEval's own command without its tinyBenchmarks download",

@@ -193,3 +193,85 @@ def test_is_consistent_needs_the_word_and_a_score():
     assert not is_consistent({"status": "bad", "verdict": "consistent"})
     assert not is_consistent({"status": "scored", "verdict": "Consistent"})
     assert not is_consistent(json.loads("{}"))
+
+
+# -- the streaming check (POST /v1/score/stream, its chunks, its end, DELETE) ---------------------------
+
+ANSWER = "Bob Ross hosted the show. It ran for years. It aired on PBS."
+
+
+def test_a_stream_gives_each_sentence_once_and_the_batch_result_at_the_end():
+    with q2_service(scripted_scorer()) as url:
+        service = Q2Service(url)
+        batch = service.ask([{"response": ANSWER, "knowledge": SAME}], threshold=0.5)[0]
+        stream = service.open_stream(SAME, threshold=0.5)
+        got = []
+        for n in range(0, len(ANSWER), 7):
+            got += stream.feed(ANSWER[n : n + 7])
+        last, final = stream.end()
+        got += last
+    texts = [ANSWER[s["start"] : s["end"]] for s in got]
+    assert (
+        texts
+        == [s["text"] for s in got]
+        == ["Bob Ross hosted the show.", "It ran for years.", "It aired on PBS."]
+    )
+    assert len(last) == 1  # the last sentence completes only at the end
+    for key in ("status", "score", "verdict", "reason", "spans"):
+        assert final[key] == batch[key], key
+    with pytest.raises(Q2ServiceError, match="is closed"):
+        stream.feed("More.")
+
+
+def test_a_cancelled_stream_is_gone_on_the_service():
+    from q2_metric.guardrails.client import Q2ServiceStream
+
+    with q2_service(scripted_scorer()) as url:
+        stream = Q2Service(url).open_stream(SAME)
+        stream.feed("Bob Ross hosted it. ")
+        stream.cancel()
+        stream.cancel()  # once closed, nothing to do
+        again = Q2ServiceStream(Q2Service(url), stream.id)
+        with pytest.raises(Q2ServiceError, match=r"refused the request: HTTP (404|410)") as err:
+            again.feed("It ran.")
+        _one_sentence(str(err.value), url)
+
+
+@pytest.mark.parametrize(
+    ("body", "step", "words"),
+    [
+        (b'{"stream": 7}', "open", "off the /v1/score/stream contract: its stream is 7, not an id"),
+        (b'{"stream": "s1", "sentences": "none"}', "feed", "its sentences are not a list"),
+        (
+            b'{"stream": "s1", "sentences": [{"status": "scored", "score": "high", "verdict": "consistent"}]}',
+            "feed",
+            "sentence 0's score is 'high', not a number from 0 to 1",
+        ),
+        (b'{"stream": "s1", "sentences": []}', "end", "its final result is not an object"),
+        (
+            b'{"stream": "s1", "sentences": [], "final": {"status": "bad", "verdict": "consistent"}}',
+            "end",
+            "its final result is consistent without being scored",
+        ),
+    ],
+)
+def test_a_stream_reply_off_the_contract_is_one_sentence(body, step, words):
+    with misbehaving_service("wrong shape", body=body) as url:
+        service = Q2Service(url, timeout=5)
+        with pytest.raises(Q2ServiceError) as err:
+            stream = service.open_stream(SAME)
+            if step != "open":
+                stream.feed("Bob Ross hosted it. It ran.") if step == "feed" else stream.end(
+                    "Bob Ross hosted it."
+                )
+        assert words in str(err.value), str(err.value)
+        _one_sentence(str(err.value), url)
+
+
+@pytest.mark.parametrize("mode", ["stall", "trickle"])
+def test_each_stream_request_has_the_deadline(mode):
+    with misbehaving_service(mode) as url:
+        start = time.monotonic()
+        with pytest.raises(Q2ServiceError, match="did not answer within 1 s"):
+            Q2Service(url, timeout=1).open_stream(SAME)
+        assert time.monotonic() - start < 1 + 2  # (a correctness bound, with a generous margin)
