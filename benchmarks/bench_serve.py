@@ -20,6 +20,10 @@ Figures:
   64 items is printed beside it;
 - batch invariance: each item's served result (score, q2_no_nli, spans with their questions), scored
   inside batches of the micro-batcher's choosing, against the same item scored ALONE directly;
+- streaming: answers of k responses (--stream-sentences, default 3) streamed a sentence per chunk
+  through the stream session at each concurrency, beside the same answers whole through /v1/score:
+  per-check, per-sentence and per-final latency (p50, p99), answers/s, the streamed time over the
+  whole answers' time (target <= 1.3) and the finals checked equal to /v1/score's entries;
 - overload: a server with a small queue (--max-queue) under many more concurrent requests than it
   takes for --overload-seconds: its RSS sampled every second (start, peak, end), the answers' codes.
 
@@ -159,6 +163,52 @@ async def load(
         return time.perf_counter() - start, latencies, results, beyond
 
 
+async def stream_load(
+    url: str, answers: list[dict], concurrency: int
+) -> tuple[float, list[float], list[float], list[dict]]:
+    """(seconds, per-sentence latencies, per-final latencies, finals in answer order): `concurrency`
+    tasks each stream one answer at a time through `q2 serve`'s stream session, a sentence per chunk
+    (`POST /v1/score/stream`, then one chunk per sentence, then `/end`). A sentence's latency is that
+    of the chunk that completed it (the next sentence's chunk, or the end), the final's that of `/end`."""
+    import httpx
+
+    from q2_metric.runtime.stream import SentenceSplitter
+
+    finals: list[dict] = [{} for _ in answers]
+    per_sentence: list[float] = []
+    per_final: list[float] = []
+    todo = iter(range(len(answers)))
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+
+        async def post(path: str, body: dict) -> tuple[dict, float]:
+            start = time.perf_counter()
+            reply = await client.post(url + path, json=body)
+            reply.raise_for_status()
+            return reply.json(), time.perf_counter() - start
+
+        async def worker() -> None:
+            for i in todo:
+                text = answers[i]["response"]
+                splitter = SentenceSplitter()
+                ranges = splitter.feed(text) + splitter.end()
+                starts = [0] + [a for a, _ in ranges[1:]]  # chunk k completes sentence k - 1
+                chunks = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)])]
+                opened, _ = await post("/v1/score/stream", {"knowledge": answers[i]["knowledge"]})
+                path = f"/v1/score/stream/{opened['stream']}"
+                for chunk in chunks[:-1]:
+                    reply, seconds = await post(path, {"text": chunk})
+                    per_sentence.extend([seconds] * len(reply["sentences"]))
+                reply, seconds = await post(path + "/end", {"text": chunks[-1]})
+                per_sentence.extend([seconds] * len(reply["sentences"]))
+                per_final.append(seconds)
+                finals[i] = reply["final"]
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return time.perf_counter() - start, per_sentence, per_final, finals
+
+
 async def paired(url: str, items: list[dict], scorer) -> list[tuple[float, float]]:
     """(direct ms, served ms) of each item alone: `Q2Scorer` on it, then one request of it."""
     import httpx
@@ -244,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=64, help="items (default 64)")
     parser.add_argument("--concurrency", default="1,8,64")
     parser.add_argument("--max-question-length", type=int, default=16)
+    parser.add_argument(
+        "--stream-sentences",
+        type=int,
+        default=3,
+        help="the streaming check's answers: this many responses joined (default 3; 0: no streaming run)",
+    )
     parser.add_argument("--overload-seconds", type=float, default=10, help="0: no overload run")
     parser.add_argument("--overload-concurrency", type=int, default=256)
     parser.add_argument(
@@ -353,6 +409,40 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if c == 64:
                 print(f"target c=64 >= 90% of direct batched: {'met' if ratio >= 0.9 else 'NOT met'}")
+
+        if levels and args.stream_sentences > 0:
+            k = (
+                args.stream_sentences
+            )  # answers of k sentences: k consecutive responses, their knowledge joined
+            answers = [
+                {
+                    "response": " ".join(i["response"].strip() for i in items[a : a + k]),
+                    "knowledge": " ".join(i["knowledge"].strip() for i in items[a : a + k]),
+                }
+                for a in range(0, len(items) - k + 1, k)
+            ]
+            print(
+                f"streaming check: {len(answers)} answers of {k} responses each (their knowledge joined), a "
+                "sentence per chunk; the same answers whole through /v1/score at the same concurrency"
+            )
+            for c in levels:
+                whole_s, lat, whole, _ = asyncio.run(load(url, answers, c))
+                before = metrics(url)
+                secs, sent, fin, finals = asyncio.run(stream_load(url, answers, c))
+                after = metrics(url)
+                sentences = (
+                    after["q2_serve_stream_sentences_total"] - before["q2_serve_stream_sentences_total"]
+                )
+                same = sum(f == w for f, w in zip(finals, whole))
+                ms, sms, fms = ([1000 * x for x in v] for v in (lat, sent, fin))
+                print(
+                    f"stream c={c:3d}: per check (whole answer, /v1/score) p50 {pct(ms, 50):8.1f} ms, p99 {pct(ms, 99):8.1f} ms, "
+                    f"{len(answers) / whole_s:.3g} answers/s; streamed: per sentence p50 {pct(sms, 50):8.1f} ms, "
+                    f"p99 {pct(sms, 99):8.1f} ms, final p50 {pct(fms, 50):8.1f} ms, p99 {pct(fms, 99):8.1f} ms, "
+                    f"{len(answers) / secs:.3g} answers/s\n"
+                    f"    streamed time / whole time: {secs / whole_s:.2f} (target <= 1.3); {sentences:.0f} sentences "
+                    f"scored; finals equal to /v1/score's entry: {same}/{len(answers)}"
+                )
 
     if args.overload_seconds > 0:
         with server([*flags, "--max-queue", "32", "--max-batch", "32"], server_env) as (url, proc):

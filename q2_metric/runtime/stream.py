@@ -70,7 +70,7 @@ class SentenceSplitter:
     def feed(self, chunk: str) -> list[tuple[int, int]]:
         """The ranges of the sentences completed once `chunk` is added."""
         if self._ended:
-            raise ValueError("the stream has ended")
+            raise Q2InputError("The stream has ended.")
         done: list[tuple[int, int]] = []
         base = len(self.text)
         self.text += chunk
