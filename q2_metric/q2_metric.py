@@ -334,6 +334,8 @@ class Q2(evaluate.Metric):
         coref: Any = None,
         coref_model: Any = None,
         coref_max_tokens: Any = None,
+        language: Any = None,
+        model_sets: Any = None,
     ) -> dict[str, Any]:
         options = {
             k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")
@@ -346,8 +348,8 @@ class Q2(evaluate.Metric):
         # `compute`, `add_batch` and `add` checked every item (`_check`) and `compute` the histories
         # (`check_histories`) before evaluate wrote them: clean strings, none bad, checked once
         turns = [None] * len(predictions) if histories is None else histories
-        items = [
-            frontend.CheckedItem(f"item {i}", p, r, h)
+        items = [  # the language gate of the one item check (`frontend.language_checked`)
+            frontend.language_checked(frontend.CheckedItem(f"item {i}", p, r, h), config.language)
             for i, (p, r, h) in enumerate(zip(predictions, references, turns))
         ]
         with display.loading_output(bool(verbose)):

@@ -356,7 +356,12 @@ class Q2Scorer:
         op = operating_point
         if op is not None and not isinstance(op, OperatingPoint):
             op = read_operating_point(op)  # before any model work
-        result = self.score_checked(texts, passages, turns, progress=progress)
+        unverified = language_problems(texts, passages, self.config.language)  # the language gate
+        if self.config.language == "en":
+            warn_if_not_english(texts, passages)
+        with self._lock:
+            self._bind()
+            result = self._score(texts, passages, turns, progress, unverified)
         from q2_metric.telemetry.events import emit_evaluations
 
         emit_evaluations(result.responses, None if op is None else op.threshold)  # one event a response
@@ -384,12 +389,18 @@ class Q2Scorer:
         knowledge: list[str],
         histories: list[list[str]] | None,
         progress: ProgressCallback | None,
+        unverified: dict[int, str] | None = None,
     ) -> Q2Result:
-        warn_if_not_english(responses, knowledge)
         c = self.config
         turns = (histories if histories is not None else [[] for _ in responses]) if c.coref else []
+        gated = unverified or {}
         results = [
-            ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
+            ResponseScore(
+                index=i,
+                q2=float("nan"),
+                q2_no_nli=float("nan"),
+                reason=empty_reason(r, k) or gated.get(i),
+            )
             for i, (r, k) in enumerate(zip(responses, knowledge))
         ]
         pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
@@ -487,6 +498,21 @@ class Q2Scorer:
                 r.fallback_cut, r.fallback_parts = o.fallback_cut, o.fallback_parts
             if o.reason is not None:
                 r.reason = o.reason
+
+
+def language_problems(responses: Sequence[str], knowledge: Sequence[str], language: str) -> dict[int, str]:
+    """The Python API's language gate (`languages.identify`, as the front-ends' one item check):
+    item index -> the reason of an item with a field in a language the `language` set does not
+    cover (a non-empty item only: an empty one is unscored for that already)."""
+    from q2_metric.languages.identify import language_problem
+
+    out = {}
+    for i, (r, k) in enumerate(zip(responses, knowledge)):
+        if empty_reason(r, k) is None:
+            problem = language_problem(f"item {i}", {"response": r, "knowledge": k}, language)
+            if problem is not None:
+                out[i] = problem.removesuffix(".")
+    return out
 
 
 def _checked_model(model_id: str, role: str) -> str:

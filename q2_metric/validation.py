@@ -203,7 +203,8 @@ def not_english_message(count: int, total: int, unit: str, first: str) -> str:
     """The one sentence of the not-English warning: `count` of `total` `unit` (items, rows), the first named."""
     return (
         f"{count} of {total} {unit} are plainly not English (most letters not Latin; first: {first}): "
-        "Q² is English-only (English models and spaCy pipeline), so their scores mean little."
+        "the English model set does not cover them, so they are unverified, not scored (the language "
+        "option chooses another model set)."
     )
 
 

@@ -84,6 +84,8 @@ class Q2Faithfulness(Scorer):
     qa_model: t.Any = None
     nli_model: t.Any = None
     device: t.Any = None
+    language: t.Any = None
+    model_sets: t.Any = None
     knowledge_key: str = "knowledge"
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True

@@ -57,6 +57,8 @@ class Q2Faithfulness(SingleTurnMetric):
     qa_model: str | None = None
     nli_model: str | None = None
     device: str | None = None
+    language: str | None = None
+    model_sets: str | None = None
     separator: str = PASSAGE_SEPARATOR  # the rule of every front-end (validation.knowledge_text)
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True

@@ -54,10 +54,11 @@ def flag_name(prefix: str = "--") -> Spelling:
 
 # The Q² option keywords an adapter takes by name (ragas, Inspect, LightEval, MLflow, DeepEval, Ray
 # Serve, Guardrails AI): the model folders and the device, and the keywords that choose the
-# configuration (`variant`, `tiny`, `batch_size`) or the engine's batch (`max_batch`). Any other
+# configuration (`variant`, `tiny`, `batch_size`), the language's model set (`language`,
+# `model_sets`) or the engine's batch (`max_batch`). Any other
 # `Q2Config` option goes in the adapter's `options` mapping.
 RUNTIME_KEYWORDS = ("variant", "tiny", "batch_size", "max_batch")  # not `Q2Config` fields
-ADAPTER_KEYWORDS = (*RUNTIME_KEYWORDS, "qg_model", "qa_model", "nli_model", "device")
+ADAPTER_KEYWORDS = (*RUNTIME_KEYWORDS, "qg_model", "qa_model", "nli_model", "device", "language", "model_sets")
 
 
 def merge_options(

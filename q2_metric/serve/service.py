@@ -104,7 +104,7 @@ class Service:
         micro-batcher; the client's disconnect drops its items from their batch."""
         limits, metrics = self.limits, self.metrics
         todo = [a for a in asked if a.checked is None]
-        for a, checked in zip(todo, frontend.check_items([a.item for a in todo])):  # the one check
+        for a, checked in zip(todo, frontend.check_items([a.item for a in todo], self.config)):  # the one check
             a.checked = checked
         good = [a for a in asked if isinstance(a.checked, CheckedItem)]
         if len(good) > limits.max_queue:
