@@ -422,7 +422,9 @@ def unverified_result(key: str, sentence: str, index: int = 0) -> ItemResult:
     """The result of an item Q² cannot check in its model set's language: unscored (counted with the
     empty ones: NaN, left out of the mean), its reason the one sentence, its verdict `unverified`."""
     reason = sentence.removesuffix(".")
-    score = ResponseScore(index=index, q2=math.nan, q2_no_nli=math.nan, reason=f"{display.NOT_SCORED}{reason}.")
+    score = ResponseScore(
+        index=index, q2=math.nan, q2_no_nli=math.nan, reason=f"{display.NOT_SCORED}{reason}."
+    )
     return ItemResult(key, "empty", score)
 
 

@@ -100,7 +100,7 @@ def check_entry(code: Any, entry: Any, source: str) -> ModelSet:
     >>> check_entry("sv", {"qg": {"model": "m"}}, "my.json")
     Traceback (most recent call last):
     ...
-    q2_metric.errors.Q2OptionError: The model set 'sv' of my.json: field 'qg.prompt' must be one of 'q2' or 'lmqg-highlight', got None.
+    q2_metric.errors.Q2OptionError: The model set 'sv' of my.json: field 'qa.model' must be a Hub id, a local folder or a tiny model id.
     """
     if not isinstance(code, str) or _CODE.fullmatch(code) is None:
         raise Q2OptionError(
@@ -116,7 +116,9 @@ def check_entry(code: Any, entry: Any, source: str) -> ModelSet:
     for role in ROLES:
         part = entry.get(role)
         if not isinstance(part, Mapping) or not _text(part.get("model")):
-            raise _problem(source, code, f"{role}.model", "must be a Hub id, a local folder or a tiny model id")
+            raise _problem(
+                source, code, f"{role}.model", "must be a Hub id, a local folder or a tiny model id"
+            )
         models[role] = str(part["model"]).strip()
     prompt = entry["qg"].get("prompt")
     if prompt not in PROMPTS:
@@ -128,12 +130,19 @@ def check_entry(code: Any, entry: Any, source: str) -> ModelSet:
         ok = c == "rules" or any(c.startswith(k) and len(c) > len(k) for k in CANDIDATE_KINDS[:2])
         if not ok:
             raise _problem(
-                source, code, "candidates", f"names {c!r}, which is none of 'spacy:NAME', 'token-classification:MODEL' or 'rules'"
+                source,
+                code,
+                "candidates",
+                f"names {c!r}, which is none of 'spacy:NAME', 'token-classification:MODEL' or 'rules'",
             )
     tokens = entry.get("tokens")
     if not isinstance(tokens, Mapping):
         raise _problem(source, code, "tokens", "must be an object with 'split', 'lowercase' and 'articles'")
-    split, lowercase, articles = tokens.get("split"), tokens.get("lowercase", True), tokens.get("articles", [])
+    split, lowercase, articles = (
+        tokens.get("split"),
+        tokens.get("lowercase", True),
+        tokens.get("articles", []),
+    )
     if split not in SPLITS:
         raise _problem(source, code, "tokens.split", f"must be 'words' or 'characters', got {split!r}")
     if not isinstance(lowercase, bool):
@@ -144,7 +153,10 @@ def check_entry(code: Any, entry: Any, source: str) -> ModelSet:
     if figures != NOT_MEASURED:
         if not isinstance(figures, Mapping) or any(k not in figures for k in FIGURE_FIELDS):
             raise _problem(
-                source, code, "figures", f"must be \"{NOT_MEASURED}\" or an object of {', '.join(FIGURE_FIELDS)}"
+                source,
+                code,
+                "figures",
+                f'must be "{NOT_MEASURED}" or an object of {", ".join(FIGURE_FIELDS)}',
             )
     for name in OPTIONAL_FIELDS:
         if name in entry and not isinstance(entry[name], str):
@@ -176,7 +188,9 @@ def read_sets(path: str | Path) -> dict[str, ModelSet]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise Q2OptionError(f"The model sets file {source} is not JSON: {e.msg} at line {e.lineno}.") from None
+        raise Q2OptionError(
+            f"The model sets file {source} is not JSON: {e.msg} at line {e.lineno}."
+        ) from None
     if not isinstance(data, Mapping):
         raise Q2OptionError(f"The model sets file {source} must hold a JSON object of language -> entry.")
     return {

@@ -32,7 +32,9 @@ from typing import Any
 from q2_metric.validation import is_blank, plainly_not_english
 
 FLOOR = 0.01  # below this normalized probability of the set's language, a text is in another one
-SURE = 0.5  # ... when py3langid gives that other language at least this (a text too short to judge: ~1/140 each)
+SURE = (
+    0.5  # ... when py3langid gives that other language at least this (a text too short to judge: ~1/140 each)
+)
 NO_LANGUAGE = "zxx"  # py3langid's label of a text with no linguistic content
 ENGLISH = "en"
 _LOCK = threading.Lock()

@@ -65,9 +65,13 @@ def language_models(
 ) -> Q2Config:
     """`config` with its language's model set in place (`q2_metric.languages`): each QG/QA/NLI
     model left at the paper's default becomes the set's; with `tiny`, a language other than English
-    takes the tiny multilingual models for every such role. A model id `tiny:<role>-multilingual`
-    is resolved to the built tiny model. English with the bundled sets is the paper's set: the
-    configuration comes back as it is. A language without a set is one `Q2OptionError` sentence."""
+    takes the tiny multilingual models (`tiny:<role>-multilingual`) for every such role. English
+    with the bundled sets is the paper's set: the configuration comes back as it is. A language
+    without a set is one `Q2OptionError` sentence.
+
+    >>> language_models(Q2Config(language="de")).qa_model
+    'deepset/xlm-roberta-large-squad2'
+    """
     if config.language == "en" and config.model_sets is None:
         return config
     from q2_metric.languages import model_set
@@ -79,35 +83,34 @@ def language_models(
         option = f"{role}_model"
         if getattr(config, option) != getattr(defaults, option):
             continue  # named by the user: kept
-        wanted = getattr(found, role)
-        if config.tiny and config.language != "en":
-            wanted = f"{TINY_PREFIX}{role}-multilingual"
+        wanted = (
+            f"{TINY_PREFIX}{role}-multilingual"
+            if config.tiny and config.language != "en"
+            else getattr(found, role)
+        )
         if wanted != getattr(config, option):
             changes[option] = wanted
-    for option in (f"{role}_model" for role in ROLES):
-        model_id = changes.get(option, getattr(config, option))
-        if model_id.startswith(TINY_PREFIX):
-            changes[option] = tiny_model_path(model_id, say, reads)
-            if config.max_question_length == defaults.max_question_length:
-                changes["max_question_length"] = TINY_QUESTION_LENGTH
-    return config.replace(**changes) if changes else config
+    config = config.replace(**changes) if changes else config
+    return _tiny_ids_resolved(config, say, reads)
 
 
-def tiny_model_path(
-    model_id: str, say: Callable[[str], None] = lambda msg: None, reads: Mapping[str, Any] | None = None
-) -> str:
-    """The folder of a tiny model named `tiny:<role>-multilingual` (built once, no download)."""
+def _tiny_ids_resolved(
+    config: Q2Config, say: Callable[[str], None], reads: Mapping[str, Any] | None
+) -> Q2Config:
+    """Each QG/QA/NLI model named `tiny:<role>-multilingual` replaced by its folder (built once)."""
     from q2_metric.errors import ModelNotAvailable
     from q2_metric.models import tiny
 
-    ensure = getattr(tiny, "ensure_tiny_multilingual", None)
-    name = model_id[len(TINY_PREFIX) :]
-    if ensure is None:
-        raise ModelNotAvailable(f"The tiny model {model_id!r} cannot be built by this version of q2-metric.")
-    paths = ensure(say=say, reads=reads)
-    if name not in paths:
-        raise ModelNotAvailable(
-            f"There is no tiny model {model_id!r} (the tiny multilingual models are "
-            f"{', '.join(TINY_PREFIX + n for n in sorted(paths))})."
-        )
-    return str(paths[name])
+    changes: dict[str, Any] = {}
+    for option in (f"{role}_model" for role in ROLES):
+        model_id = getattr(config, option)
+        if model_id.startswith(TINY_PREFIX):
+            resolve = getattr(tiny, "resolve_tiny_id", None)
+            if resolve is None:
+                raise ModelNotAvailable(
+                    f"The tiny model {model_id!r} cannot be built by this version of q2-metric."
+                )
+            changes[option] = resolve(model_id, say=say, reads=reads)
+    if changes and config.max_question_length == Q2Config(tiny=False).max_question_length:
+        changes["max_question_length"] = TINY_QUESTION_LENGTH
+    return config.replace(**changes) if changes else config

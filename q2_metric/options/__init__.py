@@ -58,7 +58,15 @@ def flag_name(prefix: str = "--") -> Spelling:
 # `model_sets`) or the engine's batch (`max_batch`). Any other
 # `Q2Config` option goes in the adapter's `options` mapping.
 RUNTIME_KEYWORDS = ("variant", "tiny", "batch_size", "max_batch")  # not `Q2Config` fields
-ADAPTER_KEYWORDS = (*RUNTIME_KEYWORDS, "qg_model", "qa_model", "nli_model", "device", "language", "model_sets")
+ADAPTER_KEYWORDS = (
+    *RUNTIME_KEYWORDS,
+    "qg_model",
+    "qa_model",
+    "nli_model",
+    "device",
+    "language",
+    "model_sets",
+)
 
 
 def merge_options(

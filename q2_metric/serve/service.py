@@ -48,7 +48,10 @@ class Service:
         if self.scorer is None:  # a given scorer (tests: a scripted one) has no model files to check
             engine.check()
         engine.scorer.load()
-        outcome = engine.score_items([WARM_ITEM])
+        # the warm-up item is the service's own, English: past the language gate (which is for the
+        # users' items), so that the models of any language's set are warmed on it
+        warm = frontend.CheckedItem(WARM_ITEM.key, str(WARM_ITEM.response), str(WARM_ITEM.knowledge))
+        outcome = engine.score_checked([warm])
         self.signature = str(outcome.signature)
         self.engine = engine
         self.micro = MicroBatcher(engine, self.limits.policy, observe=self.observe)
@@ -104,7 +107,9 @@ class Service:
         micro-batcher; the client's disconnect drops its items from their batch."""
         limits, metrics = self.limits, self.metrics
         todo = [a for a in asked if a.checked is None]
-        for a, checked in zip(todo, frontend.check_items([a.item for a in todo], self.config)):  # the one check
+        for a, checked in zip(
+            todo, frontend.check_items([a.item for a in todo], self.config)
+        ):  # the one check
             a.checked = checked
         good = [a for a in asked if isinstance(a.checked, CheckedItem)]
         if len(good) > limits.max_queue:

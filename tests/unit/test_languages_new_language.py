@@ -13,7 +13,9 @@ from q2_metric.frontend import Item, score_items
 from q2_metric.options import build_config
 
 SWEDISH = "Stockholm är Sveriges huvudstad och största stad, med nästan en miljon invånare."
-SWEDISH_KNOWLEDGE = "Stockholm är Sveriges huvudstad. Staden har nästan en miljon invånare och ligger vid Mälaren."
+SWEDISH_KNOWLEDGE = (
+    "Stockholm är Sveriges huvudstad. Staden har nästan en miljon invånare och ligger vid Mälaren."
+)
 ENGLISH = "Bob Ross hosted The Joy of Painting on public television for eleven years."
 
 
@@ -40,7 +42,9 @@ def swedish(swedish_file):
 
 def test_a_swedish_item_is_scored_on_the_swedish_set_written_as_data(swedish, tiny_models):
     assert swedish.config.qg_model == tiny_models["qg"]  # the entry's models, no code
-    outcome = score_items(swedish, [Item("row 1", SWEDISH, SWEDISH_KNOWLEDGE), Item("row 2", ENGLISH, ENGLISH)])
+    outcome = score_items(
+        swedish, [Item("row 1", SWEDISH, SWEDISH_KNOWLEDGE), Item("row 2", ENGLISH, ENGLISH)]
+    )
     sv, en = outcome.records()
     assert sv.status == "scored" and sv.score is not None and sv.verdict in ("consistent", "inconsistent")
     assert "|lang:sv|" in sv.signature and "|lang:sv|" in outcome.signature.short()

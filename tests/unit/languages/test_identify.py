@@ -59,12 +59,19 @@ def test_unsure_short_text_keeps_the_benefit_of_the_doubt():
 
 
 def test_the_sentence_names_the_item_the_field_and_the_language():
-    problem = language_problem("row 3", {"response": "Hi there, Bob.", "knowledge": "القاهرة هي عاصمة مصر وأكبر مدنها."}, "en")
-    assert problem == "row 3: field 'knowledge' is in Arabic (ar), which the English (en) model set does not cover."
-    assert language_problem("row 3", {"response": "Bob Ross painted happy little trees on his television show."}, "de") == (
-        "row 3: field 'response' is in English (en), which the German (de) model set does not cover."
+    problem = language_problem(
+        "row 3", {"response": "Hi there, Bob.", "knowledge": "القاهرة هي عاصمة مصر وأكبر مدنها."}, "en"
     )
-    assert language_problem("item 0", {"response": "Der Hund schläft im Garten hinter dem Haus."}, "de") is None
+    assert (
+        problem
+        == "row 3: field 'knowledge' is in Arabic (ar), which the English (en) model set does not cover."
+    )
+    assert language_problem(
+        "row 3", {"response": "Bob Ross painted happy little trees on his television show."}, "de"
+    ) == ("row 3: field 'response' is in English (en), which the German (de) model set does not cover.")
+    assert (
+        language_problem("item 0", {"response": "Der Hund schläft im Garten hinter dem Haus."}, "de") is None
+    )
 
 
 def test_the_benchmarks_short_sentences_are_told_apart_from_english():
