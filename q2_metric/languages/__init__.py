@@ -150,14 +150,11 @@ def check_entry(code: Any, entry: Any, source: str) -> ModelSet:
     if not isinstance(articles, list) or not all(isinstance(a, str) for a in articles):
         raise _problem(source, code, "tokens.articles", "must be a list of words")
     figures = entry.get("figures")
-    if figures != NOT_MEASURED:
-        if not isinstance(figures, Mapping) or any(k not in figures for k in FIGURE_FIELDS):
-            raise _problem(
-                source,
-                code,
-                "figures",
-                f'must be "{NOT_MEASURED}" or an object of {", ".join(FIGURE_FIELDS)}',
-            )
+    if figures != NOT_MEASURED and (
+        not isinstance(figures, Mapping) or any(k not in figures for k in FIGURE_FIELDS)
+    ):
+        what = f'must be "{NOT_MEASURED}" or an object of {", ".join(FIGURE_FIELDS)}'
+        raise _problem(source, code, "figures", what)
     for name in OPTIONAL_FIELDS:
         if name in entry and not isinstance(entry[name], str):
             raise _problem(source, code, name, "must be a text")
