@@ -24,6 +24,7 @@ from q2_metric.serve.protocol import Asked, RequestError, item_json
 WARM_ITEM = Item(
     "warm-up", "Bob Ross hosted The Joy of Painting.", "Bob Ross hosted the show The Joy of Painting."
 )
+NEUTRAL_WARM_ITEM = Item("warm-up", "Bob Ross, 1983.", "Bob Ross, 1983.")
 
 
 class Service:
@@ -48,10 +49,10 @@ class Service:
         if self.scorer is None:  # a given scorer (tests: a scripted one) has no model files to check
             engine.check()
         engine.scorer.load()
-        # the warm-up item is the service's own, English: past the language gate (which is for the
-        # users' items), so that the models of any language's set are warmed on it
-        warm = frontend.CheckedItem(WARM_ITEM.key, str(WARM_ITEM.response), str(WARM_ITEM.knowledge))
-        outcome = engine.score_checked([warm])
+        # another language's set would leave the English item unverified, its models cold: a name
+        # and a year, which the language gate lets through in any language (too short to judge)
+        warm = WARM_ITEM if self.config.language == "en" else NEUTRAL_WARM_ITEM
+        outcome = engine.score_items([warm])
         self.signature = str(outcome.signature)
         self.engine = engine
         self.micro = MicroBatcher(engine, self.limits.policy, observe=self.observe)

@@ -88,3 +88,15 @@ def test_the_benchmarks_short_sentences_are_told_apart_from_english():
         for sentence in sentences:
             found = other_language(sentence, "en")
             assert found == (None if language == "en" else language), sentence
+
+
+def test_the_services_warm_up_item_passes_every_bundled_languages_gate():
+    """`q2 serve` warms the models of another language's set on a name and a year (the English
+    item would be unverified there, the models left cold)."""
+    from q2_metric.languages import model_sets
+    from q2_metric.serve.service import NEUTRAL_WARM_ITEM, WARM_ITEM
+
+    assert other_language(str(WARM_ITEM.response), "en") is None
+    for code in model_sets():
+        for text in (NEUTRAL_WARM_ITEM.response, NEUTRAL_WARM_ITEM.knowledge):
+            assert other_language(str(text), code) is None, code
