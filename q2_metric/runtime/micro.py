@@ -110,7 +110,7 @@ class MicroBatcher:
         checked = (
             item
             if isinstance(item, (CheckedItem, ItemResult))
-            else frontend.check_items([item], self.engine.config)[0]
+            else frontend.check_items([item], getattr(self.engine, "config", None))[0]
         )
         state = self._loop_state()
         future: asyncio.Future = state["loop"].create_future()
