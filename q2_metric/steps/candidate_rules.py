@@ -9,7 +9,8 @@ offsets, never by editing its text.
 Numbers and dates (`numbers_and_dates`), by rule:
 - digits of any script (`\\d`: ASCII, Arabic-Indic ٠-٩, Persian ۰-۹, full-width ０-９, ...), with
   inner separators `.`, `,`, `'`, Arabic ٫ and ٬ (`3,7`, `8,849`, `٦٦٥٠`, `２０２１`), and `%`/`٪`
-  written against them;
+  written against them; not digits right after a Latin, Greek or Cyrillic letter (`H2O`, `MP3`),
+  while CJK and Arabic letters may touch a number (`高3776米`, `و٣٫٥`: "and 3.5");
 - dates: ISO (`2021-03-05`), numeric (`05.03.2021`, `5/3/21`), CJK (`2021年3月5日`, `3月5日`,
   `1989年`; Korean `2021년 3월 5일`), a day and a month's name with an optional year in English,
   German, French, Spanish, Italian, Portuguese, Russian (the genitive `марта`) and Arabic
@@ -65,7 +66,10 @@ _DATE = re.compile(
     ),
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"(?<!\d)\d+(?:[.,'\u066b\u066c]\d+)*(?:[%\u066a])?")
+# a letter of a script written with spaces and without joining words to numbers (Latin, Greek,
+# Cyrillic): digits right after one belong to a name ("H2O", "MP3"), not a number
+_CODE_LETTER = "A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
+_NUMBER = re.compile(rf"(?<![\d{_CODE_LETTER}])\d+(?:[.,'\u066b\u066c]\d+)*(?:[%\u066a])?")
 
 
 def numbers_and_dates(text: str) -> list[Candidate]:

@@ -62,6 +62,10 @@ def found(text: str) -> list[tuple[str, str]]:
         ),
         ("El Prado abrió el 19 de noviembre de 1819.", [("19 de noviembre de 1819", "date")]),
         ("Mainz hat 5 Tore", [("5", "number")]),  # "Mai" inside a word is no month
+        # digits after a Latin or Cyrillic letter are a name's; CJK and Arabic letters touch numbers
+        ("H2O, MP3 und Т34, 5km", [("5", "number")]),
+        ("富士山高3776米", [("3776", "number")]),
+        ("و٣٫٥ مليون", [("٣٫٥", "number")]),
         ("no digits here, ни одной", []),
     ],
 )
