@@ -14,7 +14,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from q2_metric.components import (
     NLIClassifier,
@@ -36,6 +36,7 @@ from q2_metric.signature import Signature, qg_path
 from q2_metric.steps.answers import KnowledgeAnswer, answer_from_knowledge
 from q2_metric.steps.candidates import find_candidates
 from q2_metric.steps.coref import CorefResolver, resolve_pairs
+from q2_metric.steps.normalize import TokenRules
 from q2_metric.steps.question_filter import filter_questions
 from q2_metric.steps.questions import generate_questions
 from q2_metric.steps.response_scores import score_responses
@@ -43,6 +44,9 @@ from q2_metric.steps.span_scores import SpanScore, score_spans
 from q2_metric.steps.spans import locate_spans
 from q2_metric.steps.system_score import system_of
 from q2_metric.validation import check_histories, empty_reason, validate_inputs, warn_if_not_english
+
+if TYPE_CHECKING:
+    from q2_metric.languages import ModelSet
 
 T = TypeVar("T")
 
@@ -172,7 +176,10 @@ class Q2Scorer:
         todo: dict[str, Callable[[], str]] = {
             role: functools.partial(_checked_model, model_id, role) for role, model_id in wanted
         }
-        if built_from_config(self._parser):
+        specs = self.candidate_specs()
+        if built_from_config(self._parser) and specs is not None:
+            todo["parser"] = functools.partial(_available_extractor, specs)
+        elif built_from_config(self._parser):
             todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
         if c.coref and built_from_config(self._coref):
             from q2_metric.models.hf_coref import check_coref_model
@@ -190,9 +197,44 @@ class Q2Scorer:
             _ = self.coref
         return self
 
+    # -- the language's model set (`q2_metric.languages`): None on the paper's English path ------
+    def language_set(self) -> ModelSet | None:
+        """The model set of the scorer's language, or None for English (the paper's path: its
+        spaCy candidates, its QG input, its QA decoding and its token F1, whatever the table says)."""
+        c = self.config
+        if c.language == "en":
+            return None
+        from q2_metric.languages import model_set
+
+        return model_set(c.language, c.model_sets)
+
+    def candidate_specs(self) -> tuple[str, ...] | None:
+        """The answer-candidate extractors of the language's set, in the order they are tried
+        (with `tiny`: the tiny multilingual token classifier, then the rules); None for English."""
+        found = self.language_set()
+        if found is None:
+            return None
+        if self.config.tiny:
+            from q2_metric.models.tiny import tiny_model_id
+
+            return (f"token-classification:{tiny_model_id('ner')}", "rules")
+        return found.candidates
+
+    def token_rules(self) -> TokenRules | None:
+        """The token rules of token F1 for the language (None: the released English rule)."""
+        found = self.language_set()
+        return None if found is None else found.tokens
+
     @property
     def parser(self) -> Parser:
         def build() -> Parser:
+            specs = self.candidate_specs()
+            if specs is not None:  # another language: the first available extractor of its set
+                from q2_metric.models.candidate_extractors import ExtractorParser, resolve_extractor
+                from q2_metric.models.loading import resolve_device
+
+                device = str(resolve_device(self.config.device))
+                return ExtractorParser(resolve_extractor(specs, device=device))
             from q2_metric.models.spacy_parser import SpacyParser
 
             return SpacyParser(self.config)
@@ -204,6 +246,9 @@ class Q2Scorer:
         def build() -> QuestionGenerator:
             from q2_metric.models.hf_qg import HFQuestionGenerator
 
+            found = self.language_set()
+            if found is not None:  # the set's input: the paper's or lmqg's highlighted answer
+                return HFQuestionGenerator(self.config, prompt=found.qg_prompt)
             return HFQuestionGenerator(self.config)
 
         return self._component("_qg", build)
@@ -213,6 +258,8 @@ class Q2Scorer:
         def build() -> QuestionAnswerer:
             from q2_metric.models.hf_qa import HFQuestionAnswerer
 
+            if self.language_set() is not None:  # another language: answers sliced from the text
+                return HFQuestionAnswerer(self.config, exact_offsets=True)
             return HFQuestionAnswerer(self.config)
 
         return self._component("_qa", build)
@@ -263,6 +310,8 @@ class Q2Scorer:
         }
         names["dtype"] = self._dtype_name()
         names["tok"] = self._tokenization()
+        if getattr(self._qa, "exact_offsets", False):  # another language's QA: SQuAD 2.0, exact spans
+            names["qaspan"] = "squad2-exact"
         decoder = getattr(self._qg, "decoder", None)  # the path the loaded generator runs for these options
         if decoder in ("reference", "fast"):
             names["qgdec"] = qg_path(decoder)
@@ -456,12 +505,16 @@ class Q2Scorer:
             personal_filter=c.personal_filter,
             subjects=c.personal_subjects,
             possessives=c.personal_possessives,
+            rules=self.token_rules(),
         )
 
     def _answers(self, pairs: list[Pair]) -> list[KnowledgeAnswer]:
         """Knowledge answers, recorded on their traces (DNLI: the discarded ones marked so)."""
         found = answer_from_knowledge(
-            pairs, self.qa, discard_unanswerable=self.config.discard_unanswerable_if_any_answerable
+            pairs,
+            self.qa,
+            discard_unanswerable=self.config.discard_unanswerable_if_any_answerable,
+            rules=self.token_rules(),
         )
         for a in found:
             t = a.trace
@@ -513,6 +566,23 @@ def language_problems(responses: Sequence[str], knowledge: Sequence[str], langua
             if problem is not None:
                 out[i] = problem.removesuffix(".")
     return out
+
+
+def _available_extractor(specs: Sequence[str]) -> str:
+    """The first answer-candidate extractor of `specs` that can run here (none downloaded), named
+    by its spec; none: `ModelNotAvailable` in one sentence."""
+    from q2_metric.errors import ModelNotAvailable
+    from q2_metric.models.candidate_extractors import parse_spec, spec_available
+
+    for spec in specs:
+        parse_spec(spec)
+    for spec in specs:
+        if spec_available(spec):
+            return spec
+    raise ModelNotAvailable(
+        f"None of the answer-candidate extractors {', '.join(specs)} is available: install the spaCy "
+        "pipeline, download the model, or add 'rules' to the language's model set."
+    )
 
 
 def _checked_model(model_id: str, role: str) -> str:

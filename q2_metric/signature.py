@@ -93,8 +93,6 @@ class Signature:
             ("parser", comps["parser"]),
             # another language than the paper's English: its own metric (absent for English)
             *([("lang", c.language)] if c.language != "en" else []),
-            # the answer-candidate extractor that ran, when a language's set chose it
-            *([("cand", comps["cand"])] if "cand" in comps else []),
             # coreference (off by default, then absent): its model and revision
             *([("coref", comps.get("coref", c.coref_model))] if c.coref else []),
             ("dec", f"{dec}-max{c.max_question_length}-in{c.qg_max_input_tokens}"),
@@ -106,6 +104,8 @@ class Signature:
                 f"{c.qa_decoding}-win{c.qa_max_length or 'max'}-stride{c.qa_doc_stride}"
                 + (f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "best_span" else ""),
             ),
+            # another language's QA: SQuAD 2.0 decoding, answers sliced exactly from the text
+            *([("qaspan", comps["qaspan"])] if "qaspan" in comps else []),
             ("spannli", "yes" if c.use_nli else "no"),
             ("dnli", "yes" if c.discard_unanswerable_if_any_answerable else "no"),
             (

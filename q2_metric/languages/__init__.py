@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from q2_metric.errors import Q2OptionError
+from q2_metric.steps.normalize import TokenRules
 
 BUNDLED = Path(__file__).resolve().parent / "model_sets.json"
 ENGLISH = "en"  # the paper's set: the engine's defaults, the signature without `lang`
@@ -47,17 +48,6 @@ OPTIONAL_FIELDS = ("note", "measure")  # free text: a caveat, the command that m
 _CODE = re.compile(r"[a-z]{2,3}")
 # the extractors a `candidates` list names, tried in order: the first available one runs
 CANDIDATE_KINDS = ("spacy:", "token-classification:", "rules")
-
-
-@dataclass(frozen=True)
-class TokenRules:
-    """How token F1 splits and normalizes a language's answers: `split` words (Unicode word tokens)
-    or characters (each character a token: CJK, Thai); `lowercase`; `articles` dropped as the
-    English normalization drops a/an/the."""
-
-    split: str = "words"
-    lowercase: bool = True
-    articles: tuple[str, ...] = ("a", "an", "the")
 
 
 @dataclass(frozen=True)
@@ -165,7 +155,7 @@ def check_entry(code: Any, entry: Any, source: str) -> ModelSet:
         qa=models["qa"],
         nli=models["nli"],
         candidates=tuple(str(c).strip() for c in candidates),
-        tokens=TokenRules(str(split), lowercase, tuple(articles)),
+        tokens=TokenRules(split, lowercase, tuple(articles)),
         figures=figures,
         source=source,
         note=str(entry.get("note", "")),
