@@ -164,8 +164,9 @@ def empty_reason(response: str, knowledge: str) -> str | None:
 
 
 # A text "plainly not English": at least this many letters among its first `_LOOK` characters,
-# most of them outside the Latin script (Chinese, Cyrillic, Arabic, Devanagari...). A language
-# written in Latin letters (French, German) is not told apart: the docs say Q² is English-only.
+# most of them outside the Latin script (Chinese, Cyrillic, Arabic, Devanagari...): the first,
+# certain signal of the language gate (`q2_metric.languages.identify`), which tells the languages
+# written in Latin letters (French, German) apart with py3langid.
 _MIN_LETTERS, _LOOK = 10, 5000
 
 
