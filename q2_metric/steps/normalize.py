@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from q2_metric.errors import Q2OptionError
+
 _PUNCT = str.maketrans("", "", string.punctuation)
 _STOP = re.compile(r"\b(a|an|the|in|our)\b")
 _SPACES = re.compile(" +")
@@ -74,7 +76,7 @@ class TokenRules:
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
-            raise ValueError(f"tokens.split is '{self.split}', not one of {', '.join(SPLITS)}")
+            raise Q2OptionError(f"tokens.split is '{self.split}', not one of {', '.join(SPLITS)}")
 
     @classmethod
     def from_entry(cls, entry: Mapping[str, Any] | None) -> TokenRules:
@@ -87,12 +89,12 @@ class TokenRules:
         entry = dict(entry or {})
         unknown = sorted(set(entry) - {"split", "lowercase", "articles"})
         if unknown:
-            raise ValueError(
+            raise Q2OptionError(
                 f"tokens has unknown keys {', '.join(unknown)} (known: split, lowercase, articles)"
             )
         articles = entry.get("articles", ())
         if isinstance(articles, str) or not all(isinstance(a, str) for a in articles):
-            raise ValueError("tokens.articles must be a list of words")
+            raise Q2OptionError("tokens.articles must be a list of words")
         return cls(
             split=entry.get("split", "words"),
             lowercase=bool(entry.get("lowercase", True)),
