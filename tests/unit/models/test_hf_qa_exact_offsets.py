@@ -80,3 +80,13 @@ def test_exact_offsets_need_a_fast_tokenizer(tiny_multilingual_models, monkeypat
         HFQuestionAnswerer(
             Q2Config(qa_model=tiny_multilingual_models["qa"], device="cpu"), exact_offsets=True
         )
+
+
+def test_padded_batches_give_the_packed_answers(qa, tiny_multilingual_models):
+    """On a GPU pairs are padded, not packed (`qa_packing`): the same spans either way."""
+    config = Q2Config(qa_model=tiny_multilingual_models["qa"], device="cpu", qa_packing="off")
+    padded = HFQuestionAnswerer(config, exact_offsets=True)
+    assert qa.packs() and not padded.packs()
+    questions = [q for q in QUESTIONS for _ in CONTEXTS]
+    contexts = CONTEXTS * len(QUESTIONS)
+    assert padded.answer_spans(questions, contexts) == qa.answer_spans(questions, contexts)
