@@ -106,7 +106,9 @@ def test_items_in_three_scripts_score_end_to_end_by_row(multi_env):
         qa=HFQuestionAnswerer(config, exact_offsets=True),
         nli=HFNLIClassifier(config),
     )
-    result = scorer.score([r for r, _ in ITEMS], [k for _, k in ITEMS])
+    # `score_checked`: the leaves alone, past the language gate of the item check (items in several
+    # languages in one call; the gate's own tests are tests/unit/languages/)
+    result = scorer.score_checked([r for r, _ in ITEMS], [k for _, k in ITEMS])
     scores = [round(s, 6) for s in result.scores]
     assert len(scores) == len(ITEMS)
     assert len(set(scores)) >= 3, scores  # rows differ: swapping two would show
@@ -117,5 +119,5 @@ def test_items_in_three_scripts_score_end_to_end_by_row(multi_env):
     # some responses through questions answered on the response as their candidate (valid), in
     # German and Chinese; others through the end-to-end NLI fallback
     assert any(r.valid_questions for r in result.responses) and any(r.fallback for r in result.responses)
-    again = scorer.score([r for r, _ in ITEMS[::-1]], [k for _, k in ITEMS[::-1]])
+    again = scorer.score_checked([r for r, _ in ITEMS[::-1]], [k for _, k in ITEMS[::-1]])
     assert [round(s, 6) for s in again.scores] == scores[::-1]  # another batch, the same scores
