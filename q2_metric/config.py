@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -66,7 +67,19 @@ SPEED_OPTIONS = frozenset(
     }
 )
 MODEL_OPTIONS = frozenset(
-    {"qg_model", "qa_model", "nli_model", "spacy_model", "device", "dtype", "quantize", "coref_model", "tiny"}
+    {
+        "qg_model",
+        "qa_model",
+        "nli_model",
+        "spacy_model",
+        "device",
+        "dtype",
+        "quantize",
+        "coref_model",
+        "tiny",
+        "language",
+        "model_sets",
+    }
 )
 # Options that only say where models come from: the models' identities are in the signature.
 PROVISION_OPTIONS = frozenset({"tiny"})
@@ -90,6 +103,12 @@ class Q2Config:
     # Tiny random models (built once, no download; the scores mean nothing) in place of the models
     # left at their defaults: `q2_metric.models.provision`. Default: the Q2_TINY environment variable.
     tiny: bool = field(default_factory=lambda: os.environ.get("Q2_TINY", "").strip().lower() in _TRUE)
+    # The language scored (an ISO 639-1 code) and so its model set (`q2_metric.languages`): "en" is
+    # the paper's; another language is its own metric (`lang:<code>` in the signature). An item in a
+    # language its set does not cover is unverified (`q2_metric.languages.identify`).
+    language: str = "en"
+    # A JSON file of model-set entries added to the bundled ones (replacing a bundled code).
+    model_sets: str | None = None
 
     # Stage "coreference" (the first arXiv version's App. A; off in the final paper): the response
     # is resolved turn by turn with its dialogue history before candidates are extracted.
@@ -252,6 +271,17 @@ OPTION_DOCS: dict[str, OptionDoc] = {
         "scores mean nothing",
         "off, or on with Q2_TINY=1",
     ),
+    "language": OptionDoc(
+        "the language scored (ISO 639-1 code) and so its model set: en is the paper's; another "
+        "language is its own metric, signed lang:CODE, never compared with the paper's English "
+        "figures (docs/multilingual.md); an item in a language the set does not cover is unverified"
+    ),
+    "model_sets": OptionDoc(
+        "a JSON file of model-set entries (language code -> models, candidates, token rules, "
+        "figures) added to the bundled ones, replacing a bundled language; how to write one: "
+        "docs/multilingual.md",
+        "the bundled sets only",
+    ),
     "coref": OptionDoc(
         "resolve each response's coreferences with the dialogue turns before it, before scoring (the "
         "first arXiv version's App. A, a departure from the final paper; needs fastcoref; docs/coref.md)"
@@ -372,6 +402,8 @@ def choices() -> dict[str, tuple[str, ...]]:
     return {name: typing.get_args(hint) for name, hint in hints.items() if typing.get_origin(hint) is Literal}
 
 
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
+
 # Integer options whose floor is not 1: 0 may be given, and a QA window holds at least 32 tokens.
 _INT_FLOORS = {"no_repeat_ngram_size": 0, "qa_doc_stride": 0, "qa_max_length": 32}
 
@@ -401,6 +433,9 @@ def value_problem(name: str, value: Any) -> str | None:
         "allowed values are 'beam' or 'greedy'"
     """
     hint = field_types()[name]
+    if name == "language":
+        ok = isinstance(value, str) and _LANGUAGE_CODE.fullmatch(value) is not None
+        return None if ok else "use a language code of two lowercase letters (ISO 639-1), e.g. 'de'"
     if name == "device":
         from q2_metric.models.devices import SPELLINGS, device_problem
 

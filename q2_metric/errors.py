@@ -64,9 +64,9 @@ class TinyModelsWarning(UserWarning):
 
 
 class NotEnglishWarning(UserWarning):
-    """Texts that are plainly not English (most of their letters not Latin ones): Q² is
-    English-only, its models and spaCy pipeline English ones, so their scores mean little
-    (`q2_metric.validation.warn_if_not_english`)."""
+    """Texts that are plainly not English (most of their letters not Latin ones) given to the
+    English model set: their items are unverified, not scored (`q2_metric.languages.identify`);
+    one warning per batch (`q2_metric.validation.warn_if_not_english`)."""
 
 
 class CacheWriteError(Q2Error, OSError):

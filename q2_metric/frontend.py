@@ -39,6 +39,7 @@ from typing import Any, Literal, cast
 from q2_metric import display
 from q2_metric.config import Q2Config
 from q2_metric.errors import Q2InputError, Q2OptionError
+from q2_metric.languages.identify import language_problem
 from q2_metric.options import Spelling, build_config, check_option, check_option_names, python_name
 from q2_metric.options.operating_point import OperatingPoint, read_operating_point
 from q2_metric.progress import ProgressCallback, StageProfile
@@ -473,15 +474,17 @@ def model_words(
         yield
 
 
-def _checked(item: Item) -> CheckedItem | ItemResult:
-    """The item's texts as the models read them, or its `bad` result (the one item check,
-    `validation.item_error`)."""
+def _checked(item: Item, language: str = "en") -> CheckedItem | ItemResult:
+    """The item's texts as the models read them, or its `bad` result, or (a field in a language the
+    `language` model set does not cover: `languages.identify`) its unscored result, unverified, with
+    the one sentence naming the item, the field and the language (the one item check,
+    `validation.item_error`, then the language gate, before any model work)."""
     knowledge = knowledge_text(item.knowledge)  # passages joined
     error = item_error(item.key, {"response": item.response, "knowledge": knowledge}, item.history)
     if error is not None:
         return ItemResult(item.key, "bad", None, error)
     turns = cast("list[str] | None", item.history)  # checked: a list of strings, or None
-    return CheckedItem(
+    checked = CheckedItem(
         item.key,
         clean_text(str.__str__(cast(str, item.response))),
         clean_text(str.__str__(cast(str, knowledge))),
@@ -489,6 +492,7 @@ def _checked(item: Item) -> CheckedItem | ItemResult:
         item.threshold,
         item.parent,
     )
+    return language_checked(checked, language)
 
 
 def with_response(
@@ -502,21 +506,51 @@ def with_response(
     )
 
 
-def validate_items(items: Iterable[Item]) -> tuple[list[CheckedItem], list[ItemResult]]:
-    """Item by item: (good, bad). A good item's texts are those the models read
-    (`validation.clean_text`); a bad item's error is one sentence naming its key and the field.
-    Never raises for one item."""
-    checked = [_checked(item) for item in items]
+def language_checked(item: CheckedItem, language: str = "en") -> CheckedItem | ItemResult:
+    """The language gate of the one item check (`languages.identify`): the item as it is, or, when
+    a field is in a language the `language` model set does not cover, its unverified result (an
+    empty item is left as it is: it is unscored for that). For a front-end that checked the types
+    itself (the `evaluate` module), the same gate."""
+    if empty_reason(item.response, item.knowledge) is not None:
+        return item
+    problem = language_problem(item.key, {"response": item.response, "knowledge": item.knowledge}, language)
+    return item if problem is None else unverified_result(item.key, problem)
+
+
+def unverified_result(key: str, sentence: str, index: int = 0) -> ItemResult:
+    """The result of an item Q² cannot check in its model set's language: unscored (counted with the
+    empty ones: NaN, left out of the mean), its reason the one sentence, its verdict `unverified`."""
+    reason = sentence.removesuffix(".")
+    score = ResponseScore(
+        index=index, q2=math.nan, q2_no_nli=math.nan, reason=f"{display.NOT_SCORED}{reason}."
+    )
+    return ItemResult(key, "empty", score)
+
+
+def _language(config: Q2Config | None) -> str:
+    return str(getattr(config, "language", "en") or "en")
+
+
+def validate_items(
+    items: Iterable[Item], config: Q2Config | None = None
+) -> tuple[list[CheckedItem], list[ItemResult]]:
+    """Item by item: (good, bad or unverified). A good item's texts are those the models read
+    (`validation.clean_text`); a bad item's error is one sentence naming its key and the field; an
+    item in a language `config`'s model set does not cover is unverified with its sentence. Never
+    raises for one item."""
+    checked = check_items(items, config)
     return (
         [c for c in checked if isinstance(c, CheckedItem)],
         [c for c in checked if isinstance(c, ItemResult)],
     )
 
 
-def check_items(items: Iterable[Item]) -> list[CheckedItem | ItemResult]:
-    """Item by item, in input order: the checked item (`CheckedItem`), or its `bad` result. The one
+def check_items(items: Iterable[Item], config: Q2Config | None = None) -> list[CheckedItem | ItemResult]:
+    """Item by item, in input order: the checked item (`CheckedItem`), or its `bad` result, or its
+    unverified one (a language `config`'s model set does not cover; default: English). The one
     item check, done once per item on every path: what it returns goes to `score_checked`."""
-    return [_checked(item) for item in items]
+    language = _language(config)
+    return [_checked(item, language) for item in items]
 
 
 def score_items(
@@ -525,7 +559,7 @@ def score_items(
     """Validate the items, score the good ones in ONE engine call (`Q2Scorer.score`), and report
     every item in input order: `scored`, `empty` (counted, unscored) or `bad` (its own sentence).
     An item's history goes to the engine with `coref=True` only (the one option that reads it)."""
-    return score_checked(scorer, [_checked(item) for item in items], progress=progress, emit=emit)
+    return score_checked(scorer, check_items(items, scorer.config), progress=progress, emit=emit)
 
 
 def score_checked(
@@ -566,13 +600,20 @@ def score_checked(
         emit_each([r for r, _ in whole], [c.threshold for _, c in whole], [c.parent for _, c in whole])
     scores = iter(result.responses)  # one per good item, in order
     out: list[ItemResult] = []
-    for c in checked:
+    for i, c in enumerate(checked):
         if isinstance(c, ItemResult):
+            if c.score is not None:  # unverified: its place in the call
+                c.score.index = i
             out.append(c)
             continue
         status: Status = "empty" if empty_reason(c.response, c.knowledge) is not None else "scored"
         out.append(ItemResult(c.key, status, next(scores)))
-    return Outcome(out, result.system, result.signature, result.profile)
+    system = result.system
+    if any(isinstance(c, ItemResult) and c.score is not None for c in checked):  # unverified items
+        from q2_metric.steps.system_score import system_of  # count among the unscored
+
+        system = system_of([item.score for item in out if item.score is not None])
+    return Outcome(out, system, result.signature, result.profile)
 
 
 # -- results and the parser, so that no front-end reaches past the engine (what front-ends

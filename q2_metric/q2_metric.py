@@ -347,6 +347,8 @@ class Q2(evaluate.Metric):
         coref: Any = None,
         coref_model: Any = None,
         coref_max_tokens: Any = None,
+        language: Any = None,
+        model_sets: Any = None,
     ) -> dict[str, Any]:
         options = {
             k: v for k, v in locals().items() if k not in _EXTRA + ("self", "predictions", "references")
@@ -362,8 +364,11 @@ class Q2(evaluate.Metric):
         decision = frontend.decision(operating_point, threshold)
         decides = threshold is not None or operating_point is not None
         parent = caller_context()  # each response's OpenTelemetry event: the caller's span
-        items = [
-            frontend.CheckedItem(f"item {i}", p, r, h, decision.threshold if decides else None, parent)
+        items = [  # the language gate of the one item check (`frontend.language_checked`)
+            frontend.language_checked(
+                frontend.CheckedItem(f"item {i}", p, r, h, decision.threshold if decides else None, parent),
+                config.language,
+            )
             for i, (p, r, h) in enumerate(zip(predictions, references, turns))
         ]
         with display.loading_output(bool(verbose)):

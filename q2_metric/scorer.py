@@ -15,7 +15,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from q2_metric.components import (
     NLIClassifier,
@@ -37,6 +37,7 @@ from q2_metric.signature import Signature, qg_path
 from q2_metric.steps.answers import KnowledgeAnswer, answer_from_knowledge
 from q2_metric.steps.candidates import find_candidates, keep_in_focus
 from q2_metric.steps.coref import CorefResolver, resolve_pairs
+from q2_metric.steps.normalize import TokenRules
 from q2_metric.steps.question_filter import filter_questions
 from q2_metric.steps.questions import generate_questions
 from q2_metric.steps.response_scores import score_responses
@@ -44,6 +45,9 @@ from q2_metric.steps.span_scores import SpanScore, score_spans
 from q2_metric.steps.spans import locate_spans
 from q2_metric.steps.system_score import system_of
 from q2_metric.validation import check_histories, empty_reason, validate_inputs, warn_if_not_english
+
+if TYPE_CHECKING:
+    from q2_metric.languages import ModelSet
 
 T = TypeVar("T")
 
@@ -173,7 +177,10 @@ class Q2Scorer:
         todo: dict[str, Callable[[], str]] = {
             role: functools.partial(_checked_model, model_id, role) for role, model_id in wanted
         }
-        if built_from_config(self._parser):
+        specs = self.candidate_specs()
+        if built_from_config(self._parser) and specs is not None:
+            todo["parser"] = functools.partial(_available_extractor, specs)
+        elif built_from_config(self._parser):
             todo["parser"] = lambda: checks.check_spacy(c.spacy_model)
         if c.coref and built_from_config(self._coref):
             from q2_metric.models.hf_coref import check_coref_model
@@ -191,9 +198,44 @@ class Q2Scorer:
             _ = self.coref
         return self
 
+    # -- the language's model set (`q2_metric.languages`): None on the paper's English path ------
+    def language_set(self) -> ModelSet | None:
+        """The model set of the scorer's language, or None for English (the paper's path: its
+        spaCy candidates, its QG input, its QA decoding and its token F1, whatever the table says)."""
+        c = self.config
+        if c.language == "en":
+            return None
+        from q2_metric.languages import model_set
+
+        return model_set(c.language, c.model_sets)
+
+    def candidate_specs(self) -> tuple[str, ...] | None:
+        """The answer-candidate extractors of the language's set, in the order they are tried
+        (with `tiny`: the tiny multilingual token classifier, then the rules); None for English."""
+        found = self.language_set()
+        if found is None:
+            return None
+        if self.config.tiny:
+            from q2_metric.models.tiny import tiny_model_id
+
+            return (f"token-classification:{tiny_model_id('ner')}", "rules")
+        return found.candidates
+
+    def token_rules(self) -> TokenRules | None:
+        """The token rules of token F1 for the language (None: the released English rule)."""
+        found = self.language_set()
+        return None if found is None else found.tokens
+
     @property
     def parser(self) -> Parser:
         def build() -> Parser:
+            specs = self.candidate_specs()
+            if specs is not None:  # another language: the first available extractor of its set
+                from q2_metric.models.candidate_extractors import ExtractorParser, resolve_extractor
+                from q2_metric.models.loading import resolve_device
+
+                device = str(resolve_device(self.config.device))
+                return ExtractorParser(resolve_extractor(specs, device=device))
             from q2_metric.models.spacy_parser import SpacyParser
 
             return SpacyParser(self.config)
@@ -205,6 +247,9 @@ class Q2Scorer:
         def build() -> QuestionGenerator:
             from q2_metric.models.hf_qg import HFQuestionGenerator
 
+            found = self.language_set()
+            if found is not None:  # the set's input: the paper's or lmqg's highlighted answer
+                return HFQuestionGenerator(self.config, prompt=found.qg_prompt)
             return HFQuestionGenerator(self.config)
 
         return self._component("_qg", build)
@@ -214,6 +259,8 @@ class Q2Scorer:
         def build() -> QuestionAnswerer:
             from q2_metric.models.hf_qa import HFQuestionAnswerer
 
+            if self.language_set() is not None:  # another language: answers sliced from the text
+                return HFQuestionAnswerer(self.config, exact_offsets=True)
             return HFQuestionAnswerer(self.config)
 
         return self._component("_qa", build)
@@ -264,6 +311,8 @@ class Q2Scorer:
         }
         names["dtype"] = self._dtype_name()
         names["tok"] = self._tokenization()
+        if getattr(self._qa, "exact_offsets", False):  # another language's QA: SQuAD 2.0, exact spans
+            names["qaspan"] = "squad2-exact"
         decoder = getattr(self._qg, "decoder", None)  # the path the loaded generator runs for these options
         if decoder in ("reference", "fast"):
             names["qgdec"] = qg_path(decoder)
@@ -358,7 +407,12 @@ class Q2Scorer:
         op = operating_point
         if op is not None and not isinstance(op, OperatingPoint):
             op = read_operating_point(op)  # before any model work
-        result = self.score_checked(texts, passages, turns, progress=progress)
+        unverified = language_problems(texts, passages, self.config.language)  # the language gate
+        if self.config.language == "en":
+            warn_if_not_english(texts, passages)
+        with self._lock:
+            self._bind()
+            result = self._score(texts, passages, turns, progress, unverified=unverified)
         from q2_metric.telemetry.events import emit_evaluations
 
         emit_evaluations(result.responses, None if op is None else op.threshold)  # one event a response
@@ -396,12 +450,18 @@ class Q2Scorer:
         histories: list[list[str]] | None,
         progress: ProgressCallback | None,
         focus: Sequence[tuple[int, int] | None] | None = None,
+        unverified: dict[int, str] | None = None,
     ) -> Q2Result:
-        warn_if_not_english(responses, knowledge)
         c = self.config
         turns = (histories if histories is not None else [[] for _ in responses]) if c.coref else []
+        gated = unverified or {}
         results = [
-            ResponseScore(index=i, q2=float("nan"), q2_no_nli=float("nan"), reason=empty_reason(r, k))
+            ResponseScore(
+                index=i,
+                q2=float("nan"),
+                q2_no_nli=float("nan"),
+                reason=empty_reason(r, k) or gated.get(i),
+            )
             for i, (r, k) in enumerate(zip(responses, knowledge))
         ]
         pairs = [Pair(responses[r.index], knowledge[r.index], r) for r in results if r.reason is None]
@@ -462,12 +522,16 @@ class Q2Scorer:
             personal_filter=c.personal_filter,
             subjects=c.personal_subjects,
             possessives=c.personal_possessives,
+            rules=self.token_rules(),
         )
 
     def _answers(self, pairs: list[Pair]) -> list[KnowledgeAnswer]:
         """Knowledge answers, recorded on their traces (DNLI: the discarded ones marked so)."""
         found = answer_from_knowledge(
-            pairs, self.qa, discard_unanswerable=self.config.discard_unanswerable_if_any_answerable
+            pairs,
+            self.qa,
+            discard_unanswerable=self.config.discard_unanswerable_if_any_answerable,
+            rules=self.token_rules(),
         )
         for a in found:
             t = a.trace
@@ -504,6 +568,38 @@ class Q2Scorer:
                 r.fallback_cut, r.fallback_parts = o.fallback_cut, o.fallback_parts
             if o.reason is not None:
                 r.reason = o.reason
+
+
+def language_problems(responses: Sequence[str], knowledge: Sequence[str], language: str) -> dict[int, str]:
+    """The Python API's language gate (`languages.identify`, as the front-ends' one item check):
+    item index -> the reason of an item with a field in a language the `language` set does not
+    cover (a non-empty item only: an empty one is unscored for that already)."""
+    from q2_metric.languages.identify import language_problem
+
+    out = {}
+    for i, (r, k) in enumerate(zip(responses, knowledge)):
+        if empty_reason(r, k) is None:
+            problem = language_problem(f"item {i}", {"response": r, "knowledge": k}, language)
+            if problem is not None:
+                out[i] = problem.removesuffix(".")
+    return out
+
+
+def _available_extractor(specs: Sequence[str]) -> str:
+    """The first answer-candidate extractor of `specs` that can run here (none downloaded), named
+    by its spec; none: `ModelNotAvailable` in one sentence."""
+    from q2_metric.errors import ModelNotAvailable
+    from q2_metric.models.candidate_extractors import parse_spec, spec_available
+
+    for spec in specs:
+        parse_spec(spec)
+    for spec in specs:
+        if spec_available(spec):
+            return spec
+    raise ModelNotAvailable(
+        f"None of the answer-candidate extractors {', '.join(specs)} is available: install the spaCy "
+        "pipeline, download the model, or add 'rules' to the language's model set."
+    )
 
 
 def _checked_model(model_id: str, role: str) -> str:

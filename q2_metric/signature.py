@@ -91,6 +91,8 @@ class Signature:
             ("qa", comps["qa"]),
             ("nli", comps["nli"]),
             ("parser", comps["parser"]),
+            # another language than the paper's English: its own metric (absent for English)
+            *([("lang", c.language)] if c.language != "en" else []),
             # coreference (off by default, then absent): its model and revision
             *([("coref", comps.get("coref", c.coref_model))] if c.coref else []),
             ("dec", f"{dec}-max{c.max_question_length}-in{c.qg_max_input_tokens}"),
@@ -102,6 +104,8 @@ class Signature:
                 f"{c.qa_decoding}-win{c.qa_max_length or 'max'}-stride{c.qa_doc_stride}"
                 + (f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "best_span" else ""),
             ),
+            # another language's QA: SQuAD 2.0 decoding, answers sliced exactly from the text
+            *([("qaspan", comps["qaspan"])] if "qaspan" in comps else []),
             ("spannli", "yes" if c.use_nli else "no"),
             ("dnli", "yes" if c.discard_unanswerable_if_any_answerable else "no"),
             (
@@ -164,6 +168,7 @@ class Signature:
             f"q2:{mine.get('q2', '?')}|models:{named}"
             f"|rules:{rules}|dtype:{mine.get('dtype', '?')}"
             + (f"+{mine['quant'].partition('-')[0]}" if "quant" in mine else "")
+            + (f"|lang:{mine['lang']}" if "lang" in mine else "")
             + (f"|thr:{mine['thr']}" if "thr" in mine else "")
             + (f"|op:{mine['op']}" if "op" in mine else "")
             + f"|sig:{digest}"
@@ -246,6 +251,8 @@ def config_fingerprint(config: Q2Config, extra: dict[str, Any] | None = None) ->
         and (config.coref or not k.startswith("coref"))  # coreference off: keys as before it existed
         and (k != "quantize" or config.quantize != "none")
         and (k != "long_inputs" or config.long_inputs != "cut")
+        and (k != "language" or config.language != "en")
+        and (k != "model_sets" or config.model_sets is not None)
     }  # likewise without quantization, and with long texts cut (the paper's reading)
     payload = json.dumps(
         {"options": opts, "extra": extra or {}, "q2": _q2_version(), "libs": library_versions()},

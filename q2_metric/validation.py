@@ -164,8 +164,9 @@ def empty_reason(response: str, knowledge: str) -> str | None:
 
 
 # A text "plainly not English": at least this many letters among its first `_LOOK` characters,
-# most of them outside the Latin script (Chinese, Cyrillic, Arabic, Devanagari...). A language
-# written in Latin letters (French, German) is not told apart: the docs say Q² is English-only.
+# most of them outside the Latin script (Chinese, Cyrillic, Arabic, Devanagari...): the first,
+# certain signal of the language gate (`q2_metric.languages.identify`), which tells the languages
+# written in Latin letters (French, German) apart with py3langid.
 _MIN_LETTERS, _LOOK = 10, 5000
 
 
@@ -203,7 +204,8 @@ def not_english_message(count: int, total: int, unit: str, first: str) -> str:
     """The one sentence of the not-English warning: `count` of `total` `unit` (items, rows), the first named."""
     return (
         f"{count} of {total} {unit} are plainly not English (most letters not Latin; first: {first}): "
-        "Q² is English-only (English models and spaCy pipeline), so their scores mean little."
+        "the English model set does not cover them, so they are unverified, not scored (the language "
+        "option chooses another model set)."
     )
 
 

@@ -51,6 +51,16 @@ def tiny_config(tiny_models) -> Q2Config:
 
 
 @pytest.fixture(scope="session")
+def tiny_multilingual_models(tmp_path_factory) -> dict[str, str]:
+    """qg/qa/nli/ner directories of the tiny multilingual random models (a SentencePiece
+    vocabulary trained on the bundled multi-script text; `tiny_builder.build_tiny_multilingual_models`),
+    built here."""
+    from q2_metric.models.tiny_builder import build_tiny_multilingual_models
+
+    return build_tiny_multilingual_models(tmp_path_factory.mktemp("tiny_multilingual"))
+
+
+@pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory) -> Path:
     """The tiny-models folder `q2 demo --tiny` builds (Q2_TINY_MODELS), built once here."""
     from q2_metric.models.tiny import ensure_tiny_models

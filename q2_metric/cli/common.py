@@ -38,6 +38,8 @@ FLAGS: dict[str, str] = {
     "coref_model": "--coref-model",
     "max_question_length": "--max-question-length",
     "tiny": "--tiny",
+    "language": "--language",
+    "model_sets": "--model-sets",
 }
 
 

@@ -262,7 +262,8 @@ def score_file(
     todo = list(dict.fromkeys(k for k in run.keys.values() if k not in results))
     cached = sum(1 for k in run.keys.values() if k in results)
 
-    foreign = not_english_warning(run)  # one warning naming the file's rows, not each chunk's items
+    # one warning naming the file's rows, not each chunk's items (the English set only)
+    foreign = not_english_warning(run) if scorer.config.language == "en" else None
     if foreign:
         warnings.append(foreign)
         print(f"q2: warning: {foreign}", file=sys.stderr)

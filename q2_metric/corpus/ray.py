@@ -136,7 +136,7 @@ def score_file_ray(
     )
     threshold = operating_point.threshold if operating_point is not None else threshold
     check_decision_column(run, prefix, threshold)
-    foreign = not_english_warning(run)  # one warning naming the file's rows, as `score_file` gives it
+    foreign = not_english_warning(run) if scorer.config.language == "en" else None  # as `score_file`
     if foreign:
         print(f"q2: warning: {foreign}", file=sys.stderr)
 

@@ -90,6 +90,8 @@ class Q2FaithfulnessMetric(BaseMetric):
         nli_model: str | None = None,
         device: str | None = None,
         operating_point: t.Any = None,
+        language: str | None = None,
+        model_sets: str | None = None,
         max_wait: float = DEFAULT_MAX_WAIT,
         progress: bool = True,
         async_mode: bool = True,
@@ -108,6 +110,7 @@ class Q2FaithfulnessMetric(BaseMetric):
         self.threshold = self._decision.threshold
         self.variant, self.tiny, self.batch_size, self.max_batch = variant, tiny, batch_size, max_batch
         self.qg_model, self.qa_model, self.nli_model, self.device = qg_model, qa_model, nli_model, device
+        self.language, self.model_sets = language, model_sets
         self.max_wait, self.progress = max_wait, progress
         self.async_mode, self.verbose_mode = async_mode, verbose_mode
         self.include_reason = True

@@ -85,6 +85,8 @@ class Q2Faithfulness(Scorer):
     nli_model: t.Any = None
     device: t.Any = None
     operating_point: t.Any = None  # a file `q2 calibrate` wrote: the verdicts' threshold, signed
+    language: t.Any = None
+    model_sets: t.Any = None
     knowledge_key: str = "knowledge"
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True

@@ -60,6 +60,8 @@ class Q2Faithfulness(SingleTurnMetric):
     nli_model: str | None = None
     device: str | None = None
     operating_point: t.Any = None  # a file `q2 calibrate` wrote: the verdicts' threshold, signed
+    language: str | None = None
+    model_sets: str | None = None
     separator: str = PASSAGE_SEPARATOR  # the rule of every front-end (validation.knowledge_text)
     max_wait: float = DEFAULT_MAX_WAIT
     progress: bool = True

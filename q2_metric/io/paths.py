@@ -252,7 +252,7 @@ def _spacy_reads(config: Q2Config | None) -> dict[str, str]:
 
 def protected_reads(config: Q2Config | None = None) -> dict[str, str]:
     """What every run reads besides its data (description -> path): each local model folder of
-    `config`, the spaCy pipeline (its installed package, or its folder), the tiny-model folder and
+    `config`, its model sets file, the spaCy pipeline (its installed package, or its folder), the tiny-model folder and
     the Hugging Face cache (`hub_cache_dirs`)."""
     from q2_metric.config import tiny_models_dir
 
@@ -266,6 +266,9 @@ def protected_reads(config: Q2Config | None = None) -> dict[str, str]:
             and os.path.isdir(os.path.expanduser(value))
         ):
             reads[f"the {name} folder"] = value
+    model_sets = getattr(config, "model_sets", None)
+    if isinstance(model_sets, str) and model_sets:  # the user's file of model sets
+        reads["the model_sets file"] = model_sets
     reads.update(_spacy_reads(config))
     reads[TINY_FOLDER] = str(tiny_models_dir())
     for i, cache in enumerate(hub_cache_dirs()):  # (the second: huggingface_hub's, imported earlier)

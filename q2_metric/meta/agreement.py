@@ -34,7 +34,7 @@ from typing import Any
 from q2_metric.config import Q2Config
 from q2_metric.display import check_threshold, decide
 from q2_metric.errors import Q2InputError
-from q2_metric.frontend import CheckedItem, configure, score_checked
+from q2_metric.frontend import CheckedItem, configure, language_checked, score_checked
 from q2_metric.results import Q2Result, QuestionTrace, ResponseScore
 from q2_metric.scorer import Q2Scorer
 from q2_metric.telemetry.events import caller_context
@@ -345,8 +345,9 @@ def compare(
     fast_scorer = fast if isinstance(fast, Q2Scorer) else Q2Scorer(fast_config(base_scorer.config, fast))
     # both runs score the same pairs: a bad one refuses the call before any work, in the engine's words
     responses, knowledge = validate_inputs(responses, knowledge)
+    language = base_scorer.config.language  # the language gate of the one item check
     items = [
-        CheckedItem(f"item {i}", r, k, None, threshold, caller_context())
+        language_checked(CheckedItem(f"item {i}", r, k, None, threshold, caller_context()), language)
         for i, (r, k) in enumerate(zip(responses, knowledge))
     ]  # checked once
     base_scorer.load()

@@ -26,6 +26,12 @@ An ALBERT with a SentencePiece vocabulary (the paper's) reads, with `reference` 
 transformers 3.2's slow tokenizer gave the released code, and its answers are that tokenizer's
 `convert_tokens_to_string` (`reference_tokenization`); other models and `best_span` (which cuts
 answers by character offsets) use transformers' own tokenizer.
+
+The generic path for other models (`exact_offsets=True`, e.g. a multilingual XLM-R): a fast
+tokenizer's offsets, SQuAD 2.0 decoding (`best_span`'s rule: the best span inside the text against
+the lowest CLS null score), and the answer is exactly `text[start:end]` (`answer_spans`): no
+normalisation, no decoding of tokens, only the span's outer white space left out, so it slices the
+text in every script (combining marks, CJK without spaces, right-to-left text).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import torch
 
 from q2_metric.components import NO_ANSWER, Answer
 from q2_metric.config import Q2Config
-from q2_metric.errors import Q2OptionError
+from q2_metric.errors import ModelCheckError, Q2OptionError
 from q2_metric.models.batching import budget_batches, configured, device_limits, packed_calls, pipelined
 from q2_metric.models.loading import (
     load_pretrained,
@@ -106,13 +112,20 @@ def model_window(tokenizer: Any, model: Any) -> int:
 class HFQuestionAnswerer:
     """Batched extractive QA over (question, text) pairs, windows for long texts."""
 
-    def __init__(self, config: Q2Config, reference: bool = True) -> None:
+    def __init__(self, config: Q2Config, reference: bool = True, *, exact_offsets: bool = False) -> None:
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
         self.model_id = config.qa_model
         self.config = config
+        self.exact_offsets = exact_offsets
         self.device = resolve_device(config.device)
         self.tokenizer = load_pretrained(AutoTokenizer, config.qa_model)
+        if exact_offsets and not getattr(self.tokenizer, "is_fast", False):
+            raise ModelCheckError(
+                f"The QA model '{config.qa_model}' has no fast tokenizer (tokenizer.json), which exact "
+                "answer offsets need; save one with it or use a model that has one."
+            )
+        reference = reference and not exact_offsets
         self.reference = load_reference_tokenizer(config.qa_model) if reference else None
         if self.reference is not None and self.reference.kind != "albert":
             self.reference = None
@@ -252,7 +265,9 @@ class HFQuestionAnswerer:
         return REFERENCE if self._uses_reference() else HF
 
     def _uses_reference(self) -> bool:
-        return self.reference is not None and self.config.qa_decoding == "reference"
+        return (
+            self.reference is not None and self.config.qa_decoding == "reference" and not self.exact_offsets
+        )
 
     def features(
         self, questions: Sequence[str], contexts: Sequence[str]
@@ -280,7 +295,7 @@ class HFQuestionAnswerer:
             stride=c.qa_doc_stride,
             return_overflowing_tokens=True,
             return_token_type_ids=uses_segment_ids(self.model),
-            return_offsets_mapping=c.qa_decoding == "best_span",
+            return_offsets_mapping=c.qa_decoding == "best_span" or self.exact_offsets,
         )
         features = [
             {k: enc[k][i] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
@@ -294,9 +309,52 @@ class HFQuestionAnswerer:
             return self.reference.convert_tokens_to_string(self.reference.tokens_of(ids))
         return self.tokenizer.convert_tokens_to_string(self.tokenizer.convert_ids_to_tokens(list(ids)))
 
+    def answer_spans(self, questions: Sequence[str], contexts: Sequence[str]) -> list[tuple[int, int] | None]:
+        """The generic path's answers (`exact_offsets=True`; any model with a fast tokenizer): each
+        answer's [start, end) in its text, None for "no answer": the best span inside the text
+        (start <= end, at most `qa_max_answer_tokens` tokens; `decode_best_span`) over every window,
+        answered only if it scores above the lowest CLS null score of the example's windows. A
+        span's outer white space is left out (a piece's offsets may hold the space before it)."""
+        if not questions:
+            return []
+        features, examples, enc = self.features(questions, contexts)
+        logits = self._all_logits(features)
+        best: list[tuple[float, int, int] | None] = [None] * len(questions)
+        null = [np.inf] * len(questions)
+        cls_id = self.tokenizer.cls_token_id
+        for i, example in enumerate(examples):
+            start, end = logits[i]
+            ids = features[i]["input_ids"]
+            cls = ids.index(cls_id) if cls_id in ids else 0
+            null[example] = min(null[example], float(start[cls] + end[cls]))
+            context = np.array([s == 1 for s in enc.sequence_ids(i)])
+            span = decode_best_span(start, end, context, self.config.qa_max_answer_tokens)
+            if span is None:
+                continue
+            offsets = enc["offset_mapping"][i]
+            found = (span[0], int(offsets[span[1]][0]), int(offsets[span[2]][1]))
+            so_far = best[example]
+            if so_far is None or found[0] > so_far[0]:
+                best[example] = found
+        spans: list[tuple[int, int] | None] = []
+        for example, kept in enumerate(best):
+            if kept is None or kept[0] <= null[example]:
+                spans.append(None)
+                continue
+            text, s, e = contexts[example], kept[1], kept[2]
+            while s < e and text[s].isspace():
+                s += 1
+            while e > s and text[e - 1].isspace():
+                e -= 1
+            spans.append((s, e) if s < e else None)
+        return spans
+
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:
         if not questions:
             return []
+        if self.exact_offsets:
+            spans = self.answer_spans(questions, contexts)
+            return [NO_ANSWER if at is None else Answer(t[at[0] : at[1]]) for t, at in zip(contexts, spans)]
         c = self.config
         features, examples, enc = self.features(questions, contexts)
         logits = self._all_logits(features)

@@ -22,6 +22,11 @@ from q2_metric.models.speed.t5_shared_cross import attach_shared_cross_attention
 from q2_metric.progress import batch_done
 
 QG_PROMPT = "answer: {answer}  context: {context} </s>"
+# The inputs a question generator may be trained on (`HFQuestionGenerator(prompt=...)`): the paper's
+# (`qg_input`), and lmqg's highlighted answer (`lmqg_input`: its mT5 QG models for de, es, fr, it,
+# ja, ko, ru).
+PROMPTS = ("q2", "lmqg-highlight")
+LMQG_PREFIX, LMQG_HIGHLIGHT = "generate question: ", "<hl>"
 
 # On a GPU, QG batches are padded to a multiple of 32 tokens and each holds one such width,
 # so that full batches share one shape and its decoder steps replay (`models/speed/qg_graphs.py`);
@@ -52,6 +57,25 @@ def qg_input(answer: str, context: str) -> str:
     return QG_PROMPT.format(answer=answer, context=context)
 
 
+def lmqg_input(answer: str, context: str, span: tuple[int, int] | None = None) -> str:
+    """lmqg's input: "generate question: " and the context with `<hl> answer <hl>` in place of the
+    answer's span (`span`: its [start, end) in `context`; default its first occurrence there). An
+    answer not in the context is highlighted before it.
+
+    >>> lmqg_input("Berlin", "Sie wohnt in Berlin.")
+    'generate question: Sie wohnt in <hl> Berlin <hl>.'
+    """
+    if span is None:
+        at = context.find(answer) if answer else -1
+        span = (at, at + len(answer)) if at >= 0 else None
+    if span is None:
+        return f"{LMQG_PREFIX}{LMQG_HIGHLIGHT} {answer} {LMQG_HIGHLIGHT} {context}"
+    start, end = span
+    return (
+        f"{LMQG_PREFIX}{context[:start]}{LMQG_HIGHLIGHT} {context[start:end]} {LMQG_HIGHLIGHT}{context[end:]}"
+    )
+
+
 def clean_question(text: str) -> str:
     """Remove the `question: ` prefix the model writes: the released code removes the first
     `question: ` of the decoded text, wherever it is."""
@@ -74,15 +98,31 @@ class HFQuestionGenerator:
     merges batches' rows behind the generator's exactness gate (`gate`), which sends every batch
     outside the keys it has checked to the reference path. Options are honoured on every call,
     whichever the generator was loaded with; `fast` for another model is refused by that call alone.
+
+    `prompt` (the generic path for other models): "q2", the paper's input (`qg_input`, the default),
+    or "lmqg-highlight", lmqg's (`lmqg_input`), which reads with transformers' own tokenizer.
     """
 
-    def __init__(self, config: Q2Config, reference: bool = True, fast: FastSettings | None = None) -> None:
+    def __init__(
+        self,
+        config: Q2Config,
+        reference: bool = True,
+        fast: FastSettings | None = None,
+        *,
+        prompt: str = "q2",
+    ) -> None:
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
+        if prompt not in PROMPTS:
+            raise Q2OptionError(
+                f"The question generator's prompt '{prompt}' is not one of {', '.join(PROMPTS)}."
+            )
+        self.prompt = prompt
         self.model_id = config.qg_model
         self.config = config
         self.device = resolve_device(config.device)
         self.tokenizer = load_pretrained(AutoTokenizer, config.qg_model)
+        reference = reference and prompt == "q2"
         self.reference = load_reference_tokenizer(config.qg_model) if reference else None
         self.model = load_pretrained(
             AutoModelForSeq2SeqLM, config.qg_model, dtype=resolve_dtype(config.dtype, self.device)
@@ -153,10 +193,23 @@ class HFQuestionGenerator:
             return [self.reference.t5_input(p, limit) for p in prompts]
         return self.tokenizer(list(prompts), truncation=True, max_length=limit)["input_ids"]
 
+    def prompts(
+        self,
+        answers: Sequence[str],
+        contexts: Sequence[str],
+        spans: Sequence[tuple[int, int] | None] | None = None,
+    ) -> list[str]:
+        """Each (answer, context)'s input text by this generator's `prompt` (`spans`: each answer's
+        [start, end) in its context, read by "lmqg-highlight"; the paper's prompt has no use for them)."""
+        if self.prompt == "q2":
+            return [qg_input(a, c) for a, c in zip(answers, contexts)]
+        where = list(spans) if spans is not None else [None] * len(answers)
+        return [lmqg_input(a, c, s) for a, c, s in zip(answers, contexts, where)]
+
     def input_lengths(self, answers: Sequence[str], contexts: Sequence[str]) -> list[int]:
         """The tokens of each (answer, context)'s whole input, before any cut to
         `qg_max_input_tokens` (what `encode` would give without the limit)."""
-        prompts = [qg_input(a, c) for a, c in zip(answers, contexts)]
+        prompts = self.prompts(answers, contexts)
         if self.reference is not None:
             return [len(self.reference.t5_input(p)) for p in prompts]
         return [len(ids) for ids in self.tokenizer(prompts)["input_ids"]]
@@ -275,9 +328,14 @@ class HFQuestionGenerator:
             return self._reference_search(ids, mask, self._rules(None))
 
     def generate(
-        self, answers: Sequence[str], contexts: Sequence[str], new_tokens: Sequence[int] | None = None
+        self,
+        answers: Sequence[str],
+        contexts: Sequence[str],
+        new_tokens: Sequence[int] | None = None,
+        spans: Sequence[tuple[int, int] | None] | None = None,
     ) -> list[list[str]]:
-        prompts = [qg_input(a, c) for a, c in zip(answers, contexts)]
+        """Each (answer, context)'s questions, best first (`spans`: see `prompts`)."""
+        prompts = self.prompts(answers, contexts, spans)
         return [[self.decode(ids) for ids in beams] for beams in self.generate_ids(prompts, new_tokens)]
 
     def profile_notes(self) -> list[str]:

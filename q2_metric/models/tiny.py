@@ -14,6 +14,12 @@ sample, through valid questions and through the fallback): `tiny_builder` says h
 
 Each `config.json` carries `"q2_tiny_random": true`, so the signature names these models
 `tiny-random-<digest>` and its short form says `models:tiny-random`.
+
+The tiny multilingual models (`tiny_builder.build_tiny_multilingual_models`: one SentencePiece
+vocabulary trained on the bundled multi-script text) are built the same way, once, into
+`<dir>/multilingual/` (qg/, qa/, nli/, ner/), by `ensure_tiny_multilingual_models`; a model id
+`tiny:<role>-multilingual` (`tiny:qg-multilingual`, `tiny:qa-multilingual`, `tiny:nli-multilingual`,
+`tiny:ner-multilingual`) names one of them wherever a model id is read (`resolve_tiny_id`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ MARKER = "q2_tiny_random"
 ROLES = ("qg", "qa", "nli")
 COREF = "coref"  # the F-Coref model of `coref=True`, built only when asked for
 LOCK_FILE = ".lock"
+MULTILINGUAL = "multilingual"  # the tiny multilingual models' subfolder
+MULTILINGUAL_ROLES = ("qg", "qa", "nli", "ner")
+TINY_ID_PREFIX, TINY_ID_SUFFIX = "tiny:", "-multilingual"
 # The seed of every draw of the tiny models' weights: every build writes the same bytes.
 TINY_SEED = 0
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "wow_sample.csv"
@@ -81,8 +90,115 @@ def ensure_tiny_models(
     return paths
 
 
-def _build(folder: Path, roles: list[str], coref: bool) -> None:
+def tiny_model_id(role: str) -> str:
+    """The model id of a tiny multilingual model.
+
+    >>> tiny_model_id("qa")
+    'tiny:qa-multilingual'
+    """
+    return f"{TINY_ID_PREFIX}{role}{TINY_ID_SUFFIX}"
+
+
+def is_tiny_id(model: str) -> bool:
+    """Whether `model` is spelt as a tiny model id (`tiny:...`), known or not."""
+    return str(model).startswith(TINY_ID_PREFIX)
+
+
+def resolve_tiny_id(
+    model: str,
+    folder: Path | None = None,
+    say: Callable[[str], None] = lambda msg: None,
+    reads: Mapping[str, Any] | None = None,
+) -> str:
+    """The folder of the tiny multilingual model `model` names (`tiny:<role>-multilingual`, built
+    on first use by `ensure_tiny_multilingual_models`); any other model id comes back as it is.
+    An id spelt `tiny:` that names no tiny model is refused in one sentence.
+
+    >>> resolve_tiny_id("deepset/xlm-roberta-large-squad2")
+    'deepset/xlm-roberta-large-squad2'
+    """
+    if not is_tiny_id(model):
+        return model
+    known = {tiny_model_id(role): role for role in MULTILINGUAL_ROLES}
+    if model not in known:
+        from q2_metric.errors import Q2InputError
+
+        raise Q2InputError(
+            f"The model '{model}' names no tiny model; the tiny models are {', '.join(known)}."
+        )
+    return ensure_tiny_multilingual_models(folder, say, reads=reads)[known[model]]
+
+
+def ensure_tiny_multilingual_models(
+    folder: Path | None = None,
+    say: Callable[[str], None] = lambda msg: None,
+    *,
+    reads: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
+    """The tiny multilingual models (qg/, qa/, nli/, ner/) in `folder` (default
+    `tiny_models_dir()/multilingual`), built once and reused, under the same rules as
+    `ensure_tiny_models`: a lock, each model built aside and renamed into place, a model folder
+    there that this package did not build refused, never inside what the run reads (`reads`)."""
+    from q2_metric.config import tiny_models_dir
+
+    folder = Path(folder) if folder is not None else tiny_models_dir() / MULTILINGUAL
+    paths = {role: str(folder / role) for role in MULTILINGUAL_ROLES}
+    if all(_is_tiny(folder / role) for role in MULTILINGUAL_ROLES):
+        return paths
+    from q2_metric.errors import Q2InputError
+
+    foreign = [
+        folder / role
+        for role in MULTILINGUAL_ROLES
+        if (folder / role).exists() and not _is_tiny(folder / role)
+    ]
+    if foreign or (folder.exists() and not folder.is_dir()):
+        raise Q2InputError(
+            f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
+            "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder."
+        )
+    from q2_metric.io.paths import check_run
+
+    check_run(
+        {"the q2_metric package": SAMPLE.parents[1], **(reads or {})},
+        {"Q2_TINY_MODELS": folder},
+        folders=["Q2_TINY_MODELS"],
+        builds_tiny_models=True,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder / LOCK_FILE):
+        missing = [role for role in MULTILINGUAL_ROLES if not _is_tiny(folder / role)]
+        if missing:
+            say(f"Building small random multilingual models into {folder} (once, a few seconds)...")
+            _build_multilingual(folder, missing)
+    return paths
+
+
+def _build_multilingual(folder: Path, roles: list[str]) -> None:
+    import tempfile
+
+    from q2_metric.models.loading import _quiet
+    from q2_metric.models.tiny_builder import build_tiny_multilingual_models
+
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".tiny-") as tmp, _quiet():
+        build_tiny_multilingual_models(tmp, seed=TINY_SEED)
+        _mark_and_move(Path(tmp), folder, roles)
+
+
+def _mark_and_move(tmp: Path, folder: Path, roles: list[str]) -> None:
+    """Mark each built role's config (the mark the signature reads), then rename it into place."""
     import shutil
+
+    for role in roles:
+        config_file = tmp / role / "config.json"
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config_file.write_text(json.dumps({**config, MARKER: True}, indent=2), encoding="utf-8")
+        if _is_tiny(folder / role):  # only our own earlier copy is replaced
+            shutil.rmtree(folder / role)
+        os.replace(tmp / role, folder / role)
+
+
+def _build(folder: Path, roles: list[str], coref: bool) -> None:
     import tempfile
 
     from q2_metric.io import read_rows
@@ -99,13 +215,7 @@ def _build(folder: Path, roles: list[str], coref: bool) -> None:
             from q2_metric.models.hf_coref import build_tiny_coref_model
 
             build_tiny_coref_model(Path(tmp, COREF), texts, seed=TINY_SEED)
-        for role in roles + [COREF] * coref:  # the mark the signature reads, then into place
-            config_file = Path(tmp, role, "config.json")
-            config = json.loads(config_file.read_text(encoding="utf-8"))
-            config_file.write_text(json.dumps({**config, MARKER: True}, indent=2), encoding="utf-8")
-            if _is_tiny(folder / role):  # only our own earlier copy is replaced
-                shutil.rmtree(folder / role)
-            os.replace(Path(tmp, role), folder / role)
+        _mark_and_move(Path(tmp), folder, roles + [COREF] * coref)
 
 
 @contextlib.contextmanager

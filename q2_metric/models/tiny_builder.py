@@ -396,7 +396,9 @@ def chain_qg(model: Any, tokenizer: Any, rng: np.random.Generator) -> list[int]:
     return chain
 
 
-def lexical_qa(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
+def lexical_qa(
+    model: Any, tokenizer: Any, rng: np.random.Generator, content: np.ndarray | None = None
+) -> None:
     """Set an ALBERT QA model's weights so that its logits at a position are
     `score(token) + POSITION_WEIGHT * x(position) + BONUS/2` (start) and the same
     `+ END_WEIGHT * y(position)` (end) in the text, each `- BONUS/2` in the question, and exactly
@@ -408,13 +410,16 @@ def lexical_qa(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
     the direction `d` is the score), the position's (its unit vector, each coordinate along its own
     pair of dims) and the segment's (+-(1, -1)); so the embedding LayerNorm divides every sum by the
     same number, the projection to the hidden size as (u, -u) stays normalised, every layer (weights
-    zeroed) leaves it as it is, and the output layer reads `d`, the position's x and y and the segment."""
+    zeroed) leaves it as it is, and the output layer reads `d`, the position's x and y and the segment.
+    `content`: which ids are content words (default `content_tokens`; the multilingual models pass
+    `piece_content_tokens`)."""
     import numpy as np
     import torch
 
     emb, hidden = model.config.embedding_size, model.config.hidden_size
     vocab, positions = len(tokenizer), model.config.max_position_embeddings
-    scores = np.where(content_tokens(tokenizer), rng.uniform(-1.0, 1.0, size=vocab), -2.0)
+    content = content_tokens(tokenizer) if content is None else content
+    scores = np.where(content, rng.uniform(-1.0, 1.0, size=vocab), -2.0)
     pronouns = [i for i, t in enumerate(tokenizer.convert_ids_to_tokens(list(range(vocab)))) if t in PRONOUNS]
     scores[pronouns] = (scores[pronouns] + 1.0) / 2  # in [0, 1]: answers more often
     scores[tokenizer.cls_token_id] = NULL_SCORE + BONUS  # in the question segment: - BONUS/2
@@ -460,18 +465,21 @@ def lexical_qa(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
         model.qa_outputs.weight.copy_(torch.tensor(np.vstack([start, end])))
 
 
-def bag_of_words_nli(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
+def bag_of_words_nli(
+    model: Any, tokenizer: Any, rng: np.random.Generator, content: np.ndarray | None = None
+) -> None:
     """Set a RoBERTa classifier's weights so that its label is a fixed random function of the mean
     embedding of the content words (`content_tokens`) of the whole (premise, hypothesis) pair: other
     tokens embed to zero, the first layer's attention is uniform (query and key zeroed) and adds the
     mean to the classification token (itself zero), the other weights pass it on unchanged, and the
-    head reads its direction through a random projection (see the module docstring)."""
+    head reads its direction through a random projection (see the module docstring). `content`:
+    which ids are content words (default `content_tokens`)."""
     import numpy as np
     import torch
 
     hidden = model.config.hidden_size
     words = _zero_mean_units(rng, len(tokenizer), hidden) * np.sqrt(hidden)  # LayerNorm leaves them
-    words[~content_tokens(tokenizer)] = 0.0
+    words[~(content_tokens(tokenizer) if content is None else content)] = 0.0
     out = rng.standard_normal((model.config.num_labels, hidden))
     with torch.no_grad():
         for name, param in model.named_parameters():
@@ -549,4 +557,232 @@ def build_tiny_models(
         model.save_pretrained(path)
         tokenizer.save_pretrained(path)
         paths[name] = str(path)
+    return paths
+
+
+# Tiny multilingual models (`build_tiny_multilingual_models`): a SentencePiece vocabulary trained
+# on the bundled multi-script text, the QA and NLI designs above on it, a random T5 and a lexical
+# token classifier.
+MULTILINGUAL_TEXT = Path(__file__).resolve().parents[1] / "data" / "tiny_multilingual.txt"
+MULTILINGUAL_SPECIAL = ["<pad>", "<unk>", "</s>", "<cls>", "<sep>", "<mask>"]
+HIGHLIGHT = "<hl>"  # lmqg's answer marker: one token of the vocabulary
+MULTILINGUAL_VOCAB = 1000  # at most: the trainer stops where the text runs out of pieces
+NLI_LABELS_MULTILINGUAL = {0: "entailment", 1: "neutral", 2: "contradiction"}  # lower case, as mDeBERTa's
+NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+# The lexical token classifier: a word's first piece is B-<type> below NER_BEGIN (a seeded draw),
+# else O; the scale of the label logits.
+NER_BEGIN, NER_SCALE = 0.4, 10.0
+MULTILINGUAL_ROLES = ("qg", "qa", "nli", "ner")
+
+
+def multilingual_texts(path: Path = MULTILINGUAL_TEXT) -> list[str]:
+    """The lines of the bundled multi-script text (`#` lines are its header)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+def sentencepiece_tokenizer(texts: Iterable[str], vocab_size: int = MULTILINGUAL_VOCAB) -> Any:
+    """A `tokenizers.Tokenizer`: a SentencePiece unigram vocabulary trained on `texts` (one thread,
+    no normalisation: the pieces are the text's own characters, so every offset is exact and every
+    build the same bytes), every character of `texts` a piece, `<hl>` one token; Metaspace
+    pre-tokenisation (a piece may start with "▁", a space). No post-processor (`_wrap` adds one)."""
+    import io
+
+    import sentencepiece as spm
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(list(texts)),
+        model_writer=buffer,
+        vocab_size=vocab_size,
+        hard_vocab_limit=False,
+        model_type="unigram",
+        character_coverage=1.0,
+        normalization_rule_name="identity",
+        num_threads=1,
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=2,
+        user_defined_symbols=[*MULTILINGUAL_SPECIAL[3:], HIGHLIGHT],
+        minloglevel=2,
+    )
+    sp = spm.SentencePieceProcessor(model_proto=buffer.getvalue())
+    pieces = [(sp.id_to_piece(i), float(sp.get_score(i))) for i in range(sp.get_piece_size())]
+    tok = Tokenizer(models.Unigram(pieces, unk_id=1, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    tok.add_special_tokens([AddedToken(t, normalized=False) for t in MULTILINGUAL_SPECIAL])
+    tok.add_tokens([AddedToken(HIGHLIGHT, normalized=False)])
+    return tok
+
+
+def _wrap(tok: Any, role: str) -> Any:  # a PreTrainedTokenizerFast
+    """`tok` (copied) with the role's templates: `text </s>` for the T5, `<cls> A <sep> B <sep>`
+    (segments 0 and 1) for the encoders."""
+    from tokenizers import Tokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer.from_str(tok.to_str())
+    ids = {t: tok.token_to_id(t) for t in MULTILINGUAL_SPECIAL}
+    if role == "qg":
+        tok.post_processor = processors.TemplateProcessing(
+            single="$A </s>", pair="$A </s> $B:1 </s>:1", special_tokens=[("</s>", ids["</s>"])]
+        )
+    else:
+        tok.post_processor = processors.TemplateProcessing(
+            single="<cls> $A <sep>",
+            pair="<cls> $A <sep> $B:1 <sep>:1",
+            special_tokens=[("<cls>", ids["<cls>"]), ("<sep>", ids["<sep>"])],
+        )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        eos_token="</s>",
+        **({} if role == "qg" else {"cls_token": "<cls>", "sep_token": "<sep>", "mask_token": "<mask>"}),
+        model_max_length=512,
+    )
+
+
+def piece_content_tokens(tokenizer: Any) -> np.ndarray:
+    """Per vocabulary id: a piece of letters or digits in any script (combining marks allowed; a
+    leading "▁" ignored), not an English function word nor a special or added token."""
+    import unicodedata
+
+    import numpy as np
+
+    special = set(tokenizer.all_special_tokens) | {HIGHLIGHT}
+
+    def content(token: str) -> bool:
+        word = token.lstrip("▁")
+        return (
+            token not in special
+            and any(c.isalnum() for c in word)
+            and all(c.isalnum() or unicodedata.category(c).startswith("M") for c in word)
+            and word.lower() not in FUNCTION_WORDS
+        )
+
+    return np.array([content(t) for t in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))])
+
+
+def _unspaced_char(char: str) -> bool:
+    """A character of a script written without spaces (CJK ideographs, kana)."""
+    import unicodedata
+
+    return unicodedata.name(char, "").startswith(("CJK", "HIRAGANA", "KATAKANA"))
+
+
+def lexical_ner(model: Any, tokenizer: Any, rng: np.random.Generator) -> None:
+    """Set a RoBERTa token classifier's weights so that a token's label depends on the token alone,
+    a seeded draw (a word's first piece, or a piece of CJK characters, B-<type> below `NER_BEGIN`;
+    O above, and for any other piece, one that is not content or one that holds a digit: so an
+    entity is one piece, as an extractive answer of the tiny QA model often is), with wide
+    margins: every layer passes its input through (weights zeroed, LayerNorms exact on zero-mean
+    unit embeddings), each label has a random zero-mean direction, a token embeds as its label's
+    direction, and the classifier reads the directions."""
+    import numpy as np
+    import torch
+
+    hidden, vocab = model.config.hidden_size, len(tokenizer)
+    kinds = len(NER_LABELS)
+    draw, kind = rng.uniform(0.0, 1.0, vocab), rng.integers(0, (kinds - 1) // 2, vocab)
+    pieces = tokenizer.convert_ids_to_tokens(list(range(vocab)))
+    # a word's first piece, or a piece of a script written without spaces (each may be an entity)
+    first = np.array([t.startswith("▁") or (bool(t) and all(_unspaced_char(c) for c in t)) for t in pieces])
+    label = np.where((draw < NER_BEGIN) & first, 1 + 2 * kind, 0)
+    digits = np.array([any(c.isdigit() for c in t) for t in pieces])  # numbers are the rules' (O)
+    label[~piece_content_tokens(tokenizer) | digits] = 0
+    directions = _zero_mean_units(rng, kinds, hidden)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            param.zero_()
+            if name.endswith("weight") and name.split(".")[-2] == "LayerNorm":
+                param.fill_(1.0)
+        model.roberta.embeddings.word_embeddings.weight.copy_(
+            torch.tensor(directions[label] * np.sqrt(hidden))
+        )
+        model.classifier.weight.copy_(torch.tensor(directions * NER_SCALE))
+
+
+def build_tiny_multilingual_models(
+    out_dir: str | Path, texts: Iterable[str] | None = None, seed: int = 0
+) -> dict[str, str]:
+    """Write qg/, qa/, nli/ and ner/ model directories under `out_dir` (random weights, a few
+    seconds); return their paths. One SentencePiece vocabulary (`sentencepiece_tokenizer`, trained
+    on `texts`, default the bundled multi-script text `MULTILINGUAL_TEXT`) for all four:
+
+    - qg: a T5 (`SIZES["tiny"]`) with random weights: it generates, from the prompt's pieces, a
+      question of pieces of the vocabulary; its text means nothing.
+    - qa: an ALBERT extractive QA model with the lexical design of `lexical_qa` (content pieces of
+      every script, `piece_content_tokens`): the answer is a piece of the text or "no answer" (the
+      CLS position), varying with the text and the question's length.
+    - nli: a RoBERTa classifier with the bag-of-words design of `bag_of_words_nli`; id2label
+      entailment/neutral/contradiction in lower case.
+    - ner: a RoBERTa (XLM-R's architecture) token classifier with BIO labels (`NER_LABELS`), each
+      token's label a seeded function of the token (`lexical_ner`).
+
+    Seeded: every build from the same texts is the same bytes."""
+    import numpy as np
+    import torch
+    from transformers import (
+        AlbertConfig,
+        AlbertForQuestionAnswering,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+        RobertaForTokenClassification,
+        T5Config,
+        T5ForConditionalGeneration,
+    )
+
+    torch.manual_seed(seed)
+    base = sentencepiece_tokenizer(multilingual_texts() if texts is None else texts)
+    tokenizers = {role: _wrap(base, role) for role in MULTILINGUAL_ROLES}
+    vocab = base.get_vocab_size(with_added_tokens=True)
+    pad, eos = base.token_to_id("<pad>"), base.token_to_id("</s>")
+    shapes = SIZES["tiny"]
+    encoder = dict(vocab_size=vocab, pad_token_id=pad, max_position_embeddings=514, type_vocab_size=2)
+    models = {
+        "qg": T5ForConditionalGeneration(
+            T5Config(
+                vocab_size=vocab,
+                pad_token_id=pad,
+                eos_token_id=eos,
+                decoder_start_token_id=pad,
+                **shapes["t5"],
+            )
+        ),
+        "qa": AlbertForQuestionAnswering(
+            AlbertConfig(vocab_size=vocab, pad_token_id=pad, max_position_embeddings=512, **shapes["albert"])
+        ),
+        "nli": RobertaForSequenceClassification(
+            RobertaConfig(
+                **encoder,
+                num_labels=3,
+                id2label=NLI_LABELS_MULTILINGUAL,
+                label2id={v: k for k, v in NLI_LABELS_MULTILINGUAL.items()},
+                **shapes["roberta"],
+            )
+        ),
+        "ner": RobertaForTokenClassification(
+            RobertaConfig(
+                **encoder,
+                num_labels=len(NER_LABELS),
+                id2label=dict(enumerate(NER_LABELS)),
+                label2id={v: k for k, v in enumerate(NER_LABELS)},
+                **shapes["roberta"],
+            )
+        ),
+    }
+    content = piece_content_tokens(tokenizers["qa"])
+    lexical_qa(models["qa"], tokenizers["qa"], np.random.default_rng([seed, 1]), content)
+    bag_of_words_nli(models["nli"], tokenizers["nli"], np.random.default_rng([seed, 3]), content)
+    lexical_ner(models["ner"], tokenizers["ner"], np.random.default_rng([seed, 4]))
+    paths = {}
+    for role, model in models.items():
+        path = Path(out_dir) / role
+        model.save_pretrained(path)
+        tokenizers[role].save_pretrained(path)
+        paths[role] = str(path)
     return paths

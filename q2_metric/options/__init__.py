@@ -54,12 +54,20 @@ def flag_name(prefix: str = "--") -> Spelling:
 
 # The Q² option keywords an adapter takes by name (ragas, Inspect, LightEval, MLflow, DeepEval, Ray
 # Serve, Guardrails AI): the model folders and the device, the keywords that choose the
-# configuration (`variant`, `tiny`, `batch_size`) or the engine's batch (`max_batch`), and the
-# operating point its verdicts are decided at and signed with (`operating_point`: a file `q2
-# calibrate` wrote; `frontend.decision_of` reads it). Any other `Q2Config` option goes in the
-# adapter's `options` mapping.
+# configuration (`variant`, `tiny`, `batch_size`), the language's model set (`language`,
+# `model_sets`) or the engine's batch (`max_batch`), and the operating point its verdicts are
+# decided at and signed with (`operating_point`: a file `q2 calibrate` wrote; `frontend.decision_of`
+# reads it). Any other `Q2Config` option goes in the adapter's `options` mapping.
 RUNTIME_KEYWORDS = ("variant", "tiny", "batch_size", "max_batch", "operating_point")  # not `Q2Config` fields
-ADAPTER_KEYWORDS = (*RUNTIME_KEYWORDS, "qg_model", "qa_model", "nli_model", "device")
+ADAPTER_KEYWORDS = (
+    *RUNTIME_KEYWORDS,
+    "qg_model",
+    "qa_model",
+    "nli_model",
+    "device",
+    "language",
+    "model_sets",
+)
 
 
 def merge_options(

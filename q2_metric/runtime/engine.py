@@ -127,7 +127,7 @@ class Engine:
     ) -> Outcome:
         """Every item checked once (`frontend.check_items`), then scored or reported
         (`score_checked`; `emit=False`: no OpenTelemetry event)."""
-        return self.score_checked(frontend.check_items(items), max_batch, progress, emit=emit)
+        return self.score_checked(frontend.check_items(items, self.config), max_batch, progress, emit=emit)
 
     def collect(
         self, items: Sequence[Item], max_batch: int | None = None, progress: Progress | None = None

@@ -107,7 +107,11 @@ class MicroBatcher:
     async def score(self, item: Item | Checked) -> Scored:
         """The item's result once its engine call is made: an `Item` is checked here, once (an
         item already checked, `CheckedItem` or a `bad` `ItemResult`, is taken as it is)."""
-        checked = item if isinstance(item, (CheckedItem, ItemResult)) else frontend.check_items([item])[0]
+        checked = (
+            item
+            if isinstance(item, (CheckedItem, ItemResult))
+            else frontend.check_items([item], getattr(self.engine, "config", None))[0]
+        )
         state = self._loop_state()
         future: asyncio.Future = state["loop"].create_future()
         entry = (checked, future)

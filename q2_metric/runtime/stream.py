@@ -35,7 +35,7 @@ from typing import Any
 from q2_metric import frontend
 from q2_metric.errors import Q2InputError, Q2OptionError
 from q2_metric.frontend import CheckedItem, Item, ItemResult, Record
-from q2_metric.runtime.engine import Scored
+from q2_metric.runtime.engine import Checked, Scored
 
 TERMINATORS = ".!?"
 CLOSERS = "\"')]}\u00bb\u201d\u2019"  # " ' ) ] } » ” ’
@@ -163,9 +163,16 @@ class StreamCore:
     sentence's result from its engine result. At most `max_chars` characters (`Q2InputError`)."""
 
     def __init__(
-        self, knowledge: Any, *, threshold: float = 0.5, max_chars: int = DEFAULT_MAX_CHARS, key: str = ""
+        self,
+        knowledge: Any,
+        *,
+        threshold: float = 0.5,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        key: str = "",
+        language: str = "en",
     ) -> None:
         self.key = key or "the stream"
+        self.language = language  # the model set's: each sentence and the whole answer pass its gate
         # the threshold rides on the items: the final's OpenTelemetry event is labelled at it
         self.knowledge = dataclasses.replace(open_knowledge(knowledge, self.key), threshold=threshold)
         self.threshold = threshold
@@ -200,9 +207,10 @@ class StreamCore:
             )
         return text
 
-    def _items(self, ranges: list[tuple[int, int]]) -> list[tuple[Sentence, CheckedItem]]:
+    def _items(self, ranges: list[tuple[int, int]]) -> list[tuple[Sentence, Checked]]:
         """Each completed sentence and its item: the text from the previous sentence's start to its
-        end, focused on the sentence."""
+        end, focused on the sentence; or, the sentence in a language the model set does not cover,
+        its unverified result (the contract's language gate, `frontend.language_checked`)."""
         out = []
         text = self.splitter.text
         for start, end in ranges:
@@ -212,7 +220,8 @@ class StreamCore:
             out.append(
                 (
                     sentence,
-                    frontend.with_response(
+                    self._gated(key, text[start:end])
+                    or frontend.with_response(
                         self.knowledge, key, text[begin:end], (start - begin, end - begin)
                     ),
                 )
@@ -221,22 +230,32 @@ class StreamCore:
             self._previous = start
         return out
 
-    def take(self, text: Any) -> list[tuple[Sentence, CheckedItem]]:
+    def _gated(self, key: str, sentence: str) -> ItemResult | None:
+        """The sentence's unverified result when it (judged alone, not with the sentence before
+        it) or the knowledge is in a language the model set does not cover; else None."""
+        gated = frontend.language_checked(
+            frontend.with_response(self.knowledge, key, sentence), self.language
+        )
+        return gated if isinstance(gated, ItemResult) else None
+
+    def take(self, text: Any) -> list[tuple[Sentence, Checked]]:
         """The sentences `text` completed, each with the item to score (nothing scored here)."""
         return self._items(self.splitter.feed(self._check(text)))
 
-    def finish(self, text: Any = "") -> tuple[list[tuple[Sentence, CheckedItem]], CheckedItem]:
+    def finish(self, text: Any = "") -> tuple[list[tuple[Sentence, Checked]], Checked]:
         """The sentences completed by `text` and the end, and the whole answer's item (the batch
         item of the answer: the same texts, no focus)."""
         items = self.take(text)
         items += self._items(self.splitter.end())
         self.ended = True
-        return items, frontend.with_response(self.knowledge, self.key, self.splitter.text)
+        whole = frontend.with_response(self.knowledge, self.key, self.splitter.text)
+        return items, frontend.language_checked(whole, self.language)
 
-    def result(self, sentence: Sentence, item: CheckedItem, scored: Scored) -> SentenceResult:
+    def result(self, sentence: Sentence, item: Checked, scored: Scored) -> SentenceResult:
         """The sentence's result from its engine result: its record, spans moved into the answer."""
         record = frontend.record_of(scored.result, scored.signature, self.threshold)
-        offset = sentence.start - (item.focus[0] if item.focus is not None else 0)
+        focus = item.focus if isinstance(item, CheckedItem) else None
+        offset = sentence.start - (focus[0] if focus is not None else 0)
         return SentenceResult(sentence, _moved(record, offset))
 
     def final(self, scored: Scored) -> Record:
@@ -244,17 +263,26 @@ class StreamCore:
         return frontend.record_of(scored.result, scored.signature, self.threshold)
 
 
+def in_order(todo: Sequence[Checked], scored: Sequence[Scored]) -> list[Scored]:
+    """One `Scored` per item of `todo`: the engine's results of its checked items (`scored`, in
+    order) with the gated ones' own results between them (the signature of the engine call)."""
+    found = iter(scored)
+    signature = scored[0].signature if scored else ""
+    return [next(found) if isinstance(t, CheckedItem) else Scored(t, signature) for t in todo]
+
+
 async def score_all(
     core: StreamCore,
-    items: Sequence[tuple[Sentence, CheckedItem]],
-    whole: CheckedItem | None,
+    items: Sequence[tuple[Sentence, Checked]],
+    whole: Checked | None,
     score: Callable[[list[CheckedItem]], Awaitable[list[Scored]]],
 ) -> tuple[list[SentenceResult], Scored | None]:
     """The sentences' results and the whole answer's engine result (`whole` given), every item
     sent at once to `score` (the micro-batcher's: they may share an engine call, whose stages then
     compute the model inputs the last sentence and the whole answer have in common once)."""
     todo = [item for _, item in items] + ([whole] if whole is not None else [])
-    scored = await score(todo) if todo else []
+    checked = [t for t in todo if isinstance(t, CheckedItem)]
+    scored = in_order(todo, await score(checked) if checked else [])
     results = [core.result(s, i, r) for (s, i), r in zip(items, scored)]
     return results, scored[-1] if whole is not None else None
 
@@ -296,7 +324,9 @@ class Q2Stream:
 
             _, micro = micro_batcher(options)
         self.micro = micro
-        self.core = StreamCore(knowledge, threshold=threshold, max_chars=max_chars)
+        config = getattr(getattr(micro, "engine", None), "config", None)
+        language = str(getattr(config, "language", "en") or "en")
+        self.core = StreamCore(knowledge, threshold=threshold, max_chars=max_chars, language=language)
         self.sentences: list[SentenceResult] = []
         self.final: Record | None = None
         self._lock = threading.Lock()
@@ -311,7 +341,8 @@ class Q2Stream:
             try:
                 items, whole = self.core.finish(text) if end else (self.core.take(text), None)
                 todo = [item for _, item in items] + ([whole] if whole is not None else [])
-                scored = gather_from_thread(self.micro, todo) if todo else []
+                checked = [t for t in todo if isinstance(t, CheckedItem)]
+                scored = in_order(todo, gather_from_thread(self.micro, checked) if checked else [])
             except BaseException:
                 self.core.restore(state)
                 raise

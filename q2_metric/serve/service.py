@@ -30,6 +30,7 @@ from q2_metric.telemetry.events import caller_context
 WARM_ITEM = Item(
     "warm-up", "Bob Ross hosted The Joy of Painting.", "Bob Ross hosted the show The Joy of Painting."
 )
+NEUTRAL_WARM_ITEM = Item("warm-up", "Bob Ross, 1983.", "Bob Ross, 1983.")
 
 
 class Service:
@@ -65,7 +66,10 @@ class Service:
         if self.scorer is None:  # a given scorer (tests: a scripted one) has no model files to check
             engine.check()
         engine.scorer.load()
-        outcome = engine.score_items([WARM_ITEM], emit=False)  # no caller asked for it: no event
+        # another language's set would leave the English item unverified, its models cold: a name
+        # and a year, which the language gate lets through in any language (too short to judge)
+        warm = WARM_ITEM if self.config.language == "en" else NEUTRAL_WARM_ITEM
+        outcome = engine.score_items([warm], emit=False)  # no caller asked for it: no event
         self.signature = str(self.decision.sign(outcome.signature))
         self.engine = engine
         self.micro = MicroBatcher(engine, self.limits.policy, observe=self.observe)
@@ -128,7 +132,9 @@ class Service:
         for a in asked:
             a.item = dataclasses.replace(a.item, threshold=a.threshold, parent=parent)
         todo = [a for a in asked if a.checked is None]
-        for a, checked in zip(todo, frontend.check_items([a.item for a in todo])):  # the one check
+        for a, checked in zip(
+            todo, frontend.check_items([a.item for a in todo], self.config)
+        ):  # the one check
             a.checked = checked
         good = [a for a in asked if isinstance(a.checked, CheckedItem)]
         if len(good) > limits.max_queue:
@@ -206,7 +212,10 @@ class Service:
             )
         try:
             core = StreamCore(
-                opened.knowledge, threshold=opened.threshold, max_chars=self.limits.max_stream_chars
+                opened.knowledge,
+                threshold=opened.threshold,
+                max_chars=self.limits.max_stream_chars,
+                language=self.config.language,
             )
         except Q2InputError as err:
             why = str(err)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from q2_metric.components import Answer, QuestionAnswerer
 from q2_metric.results import Pair, QuestionTrace
-from q2_metric.steps.normalize import f1_score
+from q2_metric.steps.normalize import TokenRules, f1_score
 from q2_metric.steps.unique import unique_call
 
 
@@ -40,7 +40,11 @@ def keep_answerable(answerable: Sequence[bool]) -> list[bool]:
 
 
 def answer_from_knowledge(
-    pairs: Sequence[Pair], qa: QuestionAnswerer, *, discard_unanswerable: bool = False
+    pairs: Sequence[Pair],
+    qa: QuestionAnswerer,
+    *,
+    discard_unanswerable: bool = False,
+    rules: TokenRules | None = None,
 ) -> list[KnowledgeAnswer]:
     """Stage "knowledge answers": one QA call over the distinct (valid question, knowledge) pairs.
 
@@ -48,6 +52,7 @@ def answer_from_knowledge(
         pairs: the batch, with the question filter's statuses set.
         qa: the extractive QA backend.
         discard_unanswerable: the DNLI rule (`keep_answerable`).
+        rules: the language's token rules for token F1 (None: the released English rule).
 
     Returns:
         One `KnowledgeAnswer` per valid question, in the order of `pairs` and of their traces.
@@ -60,7 +65,7 @@ def answer_from_knowledge(
     out: list[KnowledgeAnswer] = []
     for p, t in valid:
         ans = answers[(t.question, p.knowledge)]
-        f1 = f1_score(t.candidate, ans.text) if ans.has_answer else 0.0
+        f1 = f1_score(t.candidate, ans.text, rules) if ans.has_answer else 0.0
         out.append(KnowledgeAnswer(p, t, ans.text, ans.has_answer, f1, kept=True))
     if discard_unanswerable:
         by_pair: dict[int, list[int]] = {}

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from q2_metric.components import Answer, Parser, QuestionAnswerer, dependency_tokens
 from q2_metric.results import DISCARDED, NO_MATCH, PERSONAL, UNUSED, VALID, Pair, QuestionTrace
-from q2_metric.steps.normalize import answers_match
+from q2_metric.steps.normalize import TokenRules, answers_match
 from q2_metric.steps.unique import unique_call
 
 __all__ = [
@@ -46,9 +46,9 @@ def is_personal(
     return False
 
 
-def is_valid_question(candidate: str, response_answer: Answer) -> bool:
+def is_valid_question(candidate: str, response_answer: Answer, rules: TokenRules | None = None) -> bool:
     """Valid when the response answers it (not "no answer", not empty) with the candidate itself,
-    compared after normalisation.
+    compared after normalisation (`rules`: the language's token rules; None: the released rule).
 
     >>> is_valid_question("The Joy of Painting", Answer("joy of painting"))
     True
@@ -56,7 +56,7 @@ def is_valid_question(candidate: str, response_answer: Answer) -> bool:
     return (
         response_answer.has_answer
         and response_answer.text != ""
-        and answers_match(candidate, response_answer.text)
+        and answers_match(candidate, response_answer.text, rules)
     )
 
 
@@ -69,6 +69,7 @@ def filter_questions(
     personal_filter: bool,
     subjects: Iterable[str] = ("i", "you"),
     possessives: Iterable[str] = ("my", "your"),
+    rules: TokenRules | None = None,
 ) -> int:
     """Stage "question filter": set each examined trace's status to personal, no_match or valid;
     traces never examined stay `unused`.
@@ -79,6 +80,7 @@ def filter_questions(
         qa: answers each question from its response (one call per rank in `single` mode).
         mode: `single` (the best valid question of each candidate, the paper's) or `multi`.
         personal_filter: drop questions about I/you (`subjects`, `possessives`).
+        rules: the language's token rules for matching answers (None: the released English rule).
 
     Returns:
         The number of response-side QA calls made.
@@ -110,7 +112,7 @@ def filter_questions(
         for p, t in asked:
             ans = answers[(t.question, p.response)]
             t.response_answer, t.response_has_answer = ans.text, ans.has_answer
-            t.status = VALID if is_valid_question(t.candidate, ans) else NO_MATCH
+            t.status = VALID if is_valid_question(t.candidate, ans, rules) else NO_MATCH
     return calls
 
 

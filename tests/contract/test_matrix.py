@@ -470,3 +470,25 @@ def test_operating_point(
     ]
     assert expected != decided[0]  # the file's threshold, not 0.5, decides these rows
     assert report.verdicts == expected
+
+
+# A German item (written for this test): the English set (the default) does not cover it.
+GERMAN = Item(
+    "Der Rhein fließt durch Basel und Köln und mündet in die Nordsee.",
+    "Der Rhein ist ein Fluss in Europa. Er fließt durch Basel und Köln und mündet in die Nordsee.",
+)
+
+
+@pytest.mark.parametrize("name", _params())
+def test_another_language_is_unverified(name, fronts, good, tmp_path):
+    """Every front-end: an item in a language the chosen set does not cover is unscored,
+    unverified with its sentence (naming the language), never an English score; the rest scored."""
+    report = fronts[name].score([good[0], GERMAN, good[1]], tmp_path)
+    assert [r.q2 is None for r in report.rows] == [False, True, False]
+    assert report.rows[1].status == "empty" and report.counts == {"scored": 2, "empty": 1, "bad": 0}
+    if report.verdicts is not None:
+        assert report.verdicts[1] == "unverified"
+    if report.reasons is not None:
+        assert report.reasons[1].endswith(
+            "is in German (de), which the English (en) model set does not cover."
+        )

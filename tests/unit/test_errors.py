@@ -18,7 +18,7 @@ from q2_metric.errors import Q2Error
 NOT_USER_ERRORS = {
     "q2_metric.io.interrupts.Interrupted",
     "q2_metric.errors.TinyModelsWarning",
-    "q2_metric.errors.NotEnglishWarning",  # a warning: the text is scored, its scores mean little
+    "q2_metric.errors.NotEnglishWarning",  # a warning: its items are unverified, not scored
 }
 
 

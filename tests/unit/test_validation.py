@@ -167,9 +167,10 @@ def test_a_response_past_spacys_max_length_is_one_unscored_row():
     assert second.scored and not math.isnan(second.q2)
 
 
-def test_plainly_non_english_text_is_scored_with_a_warning():
-    """Q² is English-only (English models and spaCy pipeline): for Chinese text the only span was
-    '》' (issue 49). A batch with texts whose letters are mostly not Latin gets one warning naming
+def test_plainly_non_english_text_is_unverified_with_a_warning():
+    """The English set reads English only: for Chinese text the only span was '》' (before: scored,
+    with this warning). Such an item is unverified (NaN, its reason naming the item, the field and
+    the language), and a batch with texts whose letters are mostly not Latin gets one warning naming
     how many and the first item; English, and Latin-script text with a few other letters, none."""
     import warnings
 
@@ -180,10 +181,14 @@ def test_plainly_non_english_text_is_scored_with_a_warning():
     with pytest.warns(
         NotEnglishWarning, match=r"^1 of 3 items are plainly not English .*first: item 1, its response\)"
     ):
-        scorer.score(
+        result = scorer.score(
             ["Bob Ross painted.", chinese, "Ça va très bien à Zürich 東京."],
             ["Bob Ross.", chinese, "Zürich."],
         )
+    assert math.isnan(result.scores[1]) and not math.isnan(result.scores[0])
+    assert result.responses[1].reason == (
+        "Not scored: item 1: field 'response' is in Chinese (zh), which the English (en) model set does not cover."
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", NotEnglishWarning)
         scorer.score(["Bob Ross painted.", "Ça va très bien à Zürich 東京."], ["Bob Ross.", "Zürich."])

@@ -111,7 +111,18 @@ def add_benchmark_args(me: argparse.ArgumentParser) -> None:
         "articles.jsonl in the SEAHORSE folder)",
     )
     # Q²'s engine options (also of --ladder/--control), with their declared help
-    add_option_flags(g, ("qg_model", "qa_model", "spacy_model", "batch_size", "max_question_length"))
+    add_option_flags(
+        g,
+        (
+            "qg_model",
+            "qa_model",
+            "spacy_model",
+            "batch_size",
+            "max_question_length",
+            "language",
+            "model_sets",
+        ),
+    )
     g.add_argument("--cache-dir", default=".q2_cache", help="Q²'s resumable score cache (as in `q2 score`)")
     g.add_argument("--no-cache", action="store_true")
     g.add_argument("--chunk-size", type=int, default=64, help="responses per Q² engine call")
@@ -164,6 +175,8 @@ def q2_runner(
         spacy_model=args.spacy_model,
         device=args.device,
         max_question_length=args.max_question_length,
+        language=getattr(args, "language", None),
+        model_sets=getattr(args, "model_sets", None),
     )
     try:
         config = configure(

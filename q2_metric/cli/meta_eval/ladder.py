@@ -126,6 +126,8 @@ def _config(args: argparse.Namespace, reads: dict | None = None) -> Q2Config:
         coref_model=args.coref_model,
         device=args.device,
         coref=True,
+        language=getattr(args, "language", None),
+        model_sets=getattr(args, "model_sets", None),
     )
     return configure(opts, spell=flag_name(), tiny=args.tiny or None, reads=reads).replace(coref=False)
 

@@ -211,3 +211,28 @@ def test_a_sentence_without_a_checked_span_falls_back_to_nli_on_the_sentence_alo
     score = out.items[0].score
     assert score.fallback and score.candidates == [] and score.spans == []
     assert [h for _, h in read] == ["it was nice."]  # the sentence, not its context
+
+
+def test_a_sentence_in_a_language_the_set_does_not_cover_is_unverified(tiny_config):
+    """The language gate reaches streamed sentences and the final (German text, written for this
+    test, against the English set): unverified with the gate's sentence, never an English score;
+    the English sentence of the same stream is scored."""
+    from q2_metric import Q2Stream
+
+    english = "Bob Ross hosted the show The Joy of Painting on PBS."
+    german = "Der Rhein fließt durch Basel und Köln und mündet in die Nordsee."
+    knowledge = "Bob Ross hosted The Joy of Painting. Der Rhein fließt durch Basel und Köln."
+    with Q2Stream(knowledge, **tiny_options(tiny_config)) as stream:
+        stream.feed(english + " ")
+        stream.feed(german)
+        final = stream.end()
+    first, second = (s.record for s in stream.sentences)
+    assert first.verdict in ("consistent", "inconsistent")
+    assert second.verdict == "unverified" and second.score is None
+    assert second.reason.endswith("is in German (de), which the English (en) model set does not cover.")
+    assert final.verdict != "unverified"  # the whole answer is judged whole, as the batch check does
+    with Q2Stream(knowledge, **tiny_options(tiny_config)) as stream:
+        stream.feed(german + " ")
+        final = stream.end(german)
+    assert [s.record.verdict for s in stream.sentences] == ["unverified", "unverified"]
+    assert final.verdict == "unverified" and final.score is None

@@ -47,3 +47,18 @@ def test_dnli_keeps_only_the_answerable_ones_and_all_when_none_is():
         ("Paris", True),
     ]
     assert [a.unanswered for a in found] == [False, True, True]
+
+
+def test_token_rules_of_a_language_give_the_f1():
+    """A Chinese candidate and answer by characters: "北京" against "北京市" shares 2 of 3
+    characters: precision 2/3, recall 1 -> F1 0.8; the English rule sees two different words: 0."""
+    from q2_metric.steps.normalize import TokenRules
+
+    knowledge = "北京市是首都"
+    pair = Pair("response", knowledge, ResponseScore(0, float("nan"), float("nan")))
+    pair.result.questions = [QuestionTrace("北京", "q", 0, VALID, occurrence=0)]
+    qa = ScriptedQA({("q", knowledge): "北京市"})
+    (by_characters,) = answer_from_knowledge([pair], qa, rules=TokenRules(split="characters"))
+    assert by_characters.f1 == pytest.approx(0.8)
+    (english,) = answer_from_knowledge([pair], qa)
+    assert english.f1 == 0.0

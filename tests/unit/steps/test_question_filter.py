@@ -93,3 +93,32 @@ def test_the_filter_tells_the_parser_which_words_make_a_question_personal():
     )
     assert parser.asked == [(questions, {"i", "you", "my", "our"})]
     assert [t.status for t in pair.result.questions] == [qf.NO_MATCH, qf.PERSONAL, qf.NO_MATCH]
+
+
+def test_a_languages_token_rules_decide_the_match():
+    """German articles: "die Brücke" answered "Brücke" matches when "die" is an article; the
+    English rule keeps "die" (no match). Without rules the released rule is unchanged."""
+    from q2_metric.steps.normalize import TokenRules
+
+    german = TokenRules(articles=("der", "die", "das"))
+    assert qf.is_valid_question("die Brücke", Answer("Brücke"), german)
+    assert not qf.is_valid_question("die Brücke", Answer("Brücke"))
+    assert qf.is_valid_question("the bridge", Answer("Bridge"))
+    # a letter with a combining mark and its precomposed form are one letter under the rules
+    assert qf.is_valid_question("Cafe\u0301", Answer("café"), german)
+    assert not qf.is_valid_question("Cafe\u0301", Answer("café"))
+    assert not qf.is_valid_question("Brücke", NO_ANSWER, german)
+
+
+def test_the_filter_passes_the_rules_on():
+    from q2_metric.results import Pair, ResponseScore
+    from q2_metric.steps.normalize import TokenRules
+    from q2_metric.testing.scripted import ScriptedParser, ScriptedQA
+
+    response = "Wir gingen über die Brücke."
+    qa = ScriptedQA({("q", response): "Brücke"})
+    pair = Pair(response, "", ResponseScore(0, 0.0, 0.0, candidates=["die Brücke"]))
+    pair.result.questions = [QuestionTrace("die Brücke", "q", 0, qf.UNUSED, occurrence=0)]
+    rules = TokenRules(articles=("die",))
+    qf.filter_questions([pair], ScriptedParser(), qa, mode="single", personal_filter=False, rules=rules)
+    assert [t.status for t in pair.result.questions] == [qf.VALID]
