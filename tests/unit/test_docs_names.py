@@ -230,6 +230,13 @@ NOT_OUR_PATHS = {
     "baseline/prepare_dataset.py",
     "scripts/evaluate.py",
     "lettucedetect/models/evaluator.py",
+    # Guardrails AI's and NeMo Guardrails' own files, read for the streaming runner and IORails
+    "validator_service/sequential_validator_service.py",
+    "nemoguardrails/manifests/registry.py",
+    "manifests/registry.py",
+    "manifests/catalog.py",
+    "guardrails/compiled_rail.py",
+    "guardrails/iorails.py",
 }
 
 

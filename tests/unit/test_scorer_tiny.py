@@ -193,12 +193,20 @@ def test_tiny_nli_label_order_is_respected(scorer):
 def test_hard_texts_do_not_crash(scorer):
     long = "Bob Ross painted mountains. " * 300
     result = scorer.score(
-        ["?!...", "Ça va très bien à Zürich 東京.", long, "   "],
-        ["Bob Ross painted.", "Zürich est une ville.", long, "Bob Ross."],
+        [
+            "?!...",
+            "Zoë and Renée met at a café in Zürich, not in 東京.",
+            long,
+            "   ",
+            "Ça va très bien à Zürich.",
+        ],
+        ["Bob Ross painted.", "Zürich is a city.", long, "Bob Ross.", "Zürich est une ville."],
     )
     assert all(0.0 <= s <= 1.0 for s in result.scores[:3])
     assert result.responses[0].fallback  # no candidate in punctuation
     assert math.isnan(result.scores[3]) and result.responses[3].reason == "Not scored: empty response."
+    # French, which the English set does not cover: unscored, with the language gate's sentence
+    assert math.isnan(result.scores[4]) and "French (fr)" in str(result.responses[4].reason)
 
 
 def test_scripted_qg_with_real_qa_and_nli(tiny_config):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -134,11 +135,15 @@ def test_refusals(tmp_path, capsys):
 
 
 def test_its_own_validator_accepts_the_files(tmp_path):
-    pytest.importorskip("every_eval_ever", reason="every-eval-ever is not installed (it needs Python 3.12)")
+    # the validator's own interpreter: this one, or Q2_EVERY_EVAL_EVER_PYTHON (every-eval-ever asks
+    # for Python 3.12; its validator also runs on 3.11, installed with --ignore-requires-python)
+    python = os.environ.get("Q2_EVERY_EVAL_EVER_PYTHON")
+    if not python:
+        pytest.importorskip("every_eval_ever", reason="every-eval-ever is not installed (it needs Python 3.12)")
     aggregate, samples = run(tmp_path)
     root = tmp_path / "eee"
     done = subprocess.run(
-        [sys.executable, "-m", "every_eval_ever", "validate", "--format", "json",
+        [python or sys.executable, "-m", "every_eval_ever", "validate", "--format", "json",
          aggregate.relative_to(root).as_posix(), samples.relative_to(root).as_posix()],
         cwd=root, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
