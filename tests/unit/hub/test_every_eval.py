@@ -139,7 +139,9 @@ def test_its_own_validator_accepts_the_files(tmp_path):
     # for Python 3.12; its validator also runs on 3.11, installed with --ignore-requires-python)
     python = os.environ.get("Q2_EVERY_EVAL_EVER_PYTHON")
     if not python:
-        pytest.importorskip("every_eval_ever", reason="every-eval-ever is not installed (it needs Python 3.12)")
+        pytest.importorskip(
+            "every_eval_ever", reason="every-eval-ever is not installed (it needs Python 3.12)"
+        )
     aggregate, samples = run(tmp_path)
     root = tmp_path / "eee"
     done = subprocess.run(
