@@ -29,6 +29,7 @@ import functools
 import threading
 import unicodedata
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from q2_metric.validation import is_blank, plainly_not_english
@@ -69,9 +70,31 @@ NAMES = {
 
 @functools.lru_cache(maxsize=1)
 def _identifier() -> Any:
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    """py3langid's identifier, its model unpacked in memory: its own loader unpacks it into a
+    temporary file, which fails on a full disk (or under a file-size limit) before any scoring."""
+    import io
+    import lzma
+    from array import array
 
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    import numpy as np
+    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+
+    def unsigned(values: Any) -> array:  # the automaton's tables, as py3langid keeps them
+        out = array({2: "H", 4: "I", 8: "L"}[values.dtype.itemsize])
+        out.frombytes(np.ascontiguousarray(values).tobytes())
+        return out
+
+    path = Path(MODEL_FILE) if Path(MODEL_FILE).is_absolute() else Path(MODEL_DIR) / MODEL_FILE
+    with lzma.open(path) as packed, np.load(io.BytesIO(packed.read()), allow_pickle=False) as data:
+        return LanguageIdentifier(
+            np.asarray(data["ptc"]),
+            np.asarray(data["pc"]),
+            data["classes"].tolist(),
+            unsigned(data["nextmove"]),
+            data["out_feat"].tolist(),
+            norm_probs=True,
+            tk_row=unsigned(data["nextmove_row"]),
+        )
 
 
 # py3langid's varieties folded into the language a model set is keyed by (their probabilities

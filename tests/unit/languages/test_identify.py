@@ -113,3 +113,20 @@ def test_the_services_warm_up_item_passes_every_bundled_languages_gate():
     for code in model_sets():
         for text in (NEUTRAL_WARM_ITEM.response, NEUTRAL_WARM_ITEM.knowledge):
             assert other_language(str(text), code) is None, code
+
+
+def test_the_model_is_unpacked_in_memory_and_ranks_as_py3langid_does():
+    """py3langid's own loader unpacks its model into a temporary file (a full disk failed the gate
+    before any scoring); ours reads it in memory and gives the same ranking, to the last digit."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from q2_metric.languages.identify import _identifier
+
+    theirs = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    for text in (
+        "Der Rhein fließt durch Basel.",
+        "Bob Ross hosted a show.",
+        "鲍勃·罗斯主持了节目。",
+        "مرحبا بالعالم",
+    ):
+        assert _identifier().rank(text) == theirs.rank(text)
