@@ -62,9 +62,50 @@ def ensure_tiny_models(
 
     folder = Path(folder) if folder is not None else tiny_models_dir()
     roles = ROLES + (COREF,) * coref
+
+    def build(missing: list[str]) -> None:
+        _build(folder, [role for role in missing if role != COREF], coref=COREF in missing)
+
+    return _ensure(folder, roles, build, "small random models", say, reads)
+
+
+def _ensure(
+    folder: Path,
+    roles: tuple[str, ...],
+    build: Callable[[list[str]], None],
+    what: str,
+    say: Callable[[str], None],
+    reads: Mapping[str, Any] | None,
+) -> dict[str, str]:
+    """The rules of every tiny-model folder (`ensure_tiny_models`): role -> folder of `roles` in
+    `folder`, the missing ones built once by `build` under the folder's lock; a model folder there
+    this package did not build refused, and so is a folder inside what the run reads."""
     paths = {role: str(folder / role) for role in roles}
     if all(_is_tiny(folder / role) for role in roles):
         return paths
+    from q2_metric.errors import Q2InputError
+
+    foreign = [folder / role for role in roles if (folder / role).exists() and not _is_tiny(folder / role)]
+    if foreign or (folder.exists() and not folder.is_dir()):
+        raise Q2InputError(
+            f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
+            "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder."
+        )
+    from q2_metric.io.paths import check_run
+
+    check_run(
+        {"the q2_metric package": SAMPLE.parents[1], **(reads or {})},
+        {"Q2_TINY_MODELS": folder},
+        folders=["Q2_TINY_MODELS"],
+        builds_tiny_models=True,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder / LOCK_FILE):
+        missing = [role for role in roles if not _is_tiny(folder / role)]  # another run may have built them
+        if missing:
+            say(f"Building {what} into {folder} (once, a few seconds)...")
+            build(missing)
+    return paths
     from q2_metric.errors import Q2InputError
 
     foreign = [folder / role for role in roles if (folder / role).exists() and not _is_tiny(folder / role)]
@@ -142,36 +183,14 @@ def ensure_tiny_multilingual_models(
     from q2_metric.config import tiny_models_dir
 
     folder = Path(folder) if folder is not None else tiny_models_dir() / MULTILINGUAL
-    paths = {role: str(folder / role) for role in MULTILINGUAL_ROLES}
-    if all(_is_tiny(folder / role) for role in MULTILINGUAL_ROLES):
-        return paths
-    from q2_metric.errors import Q2InputError
-
-    foreign = [
-        folder / role
-        for role in MULTILINGUAL_ROLES
-        if (folder / role).exists() and not _is_tiny(folder / role)
-    ]
-    if foreign or (folder.exists() and not folder.is_dir()):
-        raise Q2InputError(
-            f"The tiny-model folder '{folder}' holds '{foreign[0] if foreign else folder}', which "
-            "is not a tiny model this package built; point Q2_TINY_MODELS at an empty or new folder."
-        )
-    from q2_metric.io.paths import check_run
-
-    check_run(
-        {"the q2_metric package": SAMPLE.parents[1], **(reads or {})},
-        {"Q2_TINY_MODELS": folder},
-        folders=["Q2_TINY_MODELS"],
-        builds_tiny_models=True,
+    return _ensure(
+        folder,
+        tuple(MULTILINGUAL_ROLES),
+        lambda missing: _build_multilingual(folder, missing),
+        "small random multilingual models",
+        say,
+        reads,
     )
-    folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder / LOCK_FILE):
-        missing = [role for role in MULTILINGUAL_ROLES if not _is_tiny(folder / role)]
-        if missing:
-            say(f"Building small random multilingual models into {folder} (once, a few seconds)...")
-            _build_multilingual(folder, missing)
-    return paths
 
 
 def _build_multilingual(folder: Path, roles: list[str]) -> None:
