@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from support.guardrails import offline_guard, q2_score_outcomes, quiet_guardrails
-from support.harness import ROOT, env, set_in_process
+from support.guardrails import offline_guard, q2_score_outcomes, quiet_guardrails, sample_pairs
+from support.harness import env, set_in_process
 from support.serve import closed_port_url, q2_service, refusing_service
 
 if importlib.util.find_spec("guardrails") is None:  # (not imported here: quiet_guardrails comes first)
@@ -21,10 +21,7 @@ THRESHOLD = 0.5
 
 @pytest.fixture(scope="module")
 def pairs() -> list[tuple[str, str]]:
-    import csv
-
-    with open(ROOT / "q2_metric" / "data" / "wow_sample.csv", newline="", encoding="utf-8") as f:
-        return [(r["response"], r["knowledge"]) for r in list(csv.DictReader(f))[:10]]
+    return sample_pairs(10)
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,12 @@ check is released, and the last outcome has not passed."""
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import time
 
 import pytest
-from support.guardrails import offline_guard, q2_score_outcomes, quiet_guardrails
-from support.harness import ROOT, env, set_in_process
+from support.guardrails import offline_guard, q2_score_outcomes, quiet_guardrails, sample_pairs
+from support.harness import env, set_in_process
 from support.serve import closed_port_url, misbehaving_service, q2_service, refusing_service
 
 if importlib.util.find_spec("guardrails") is None:
@@ -29,8 +28,7 @@ SIZE = 5  # characters per chunk
 
 @pytest.fixture(scope="module")
 def pairs() -> list[tuple[str, str]]:
-    with open(ROOT / "q2_metric" / "data" / "wow_sample.csv", newline="", encoding="utf-8") as f:
-        return [(r["response"], r["knowledge"]) for r in list(csv.DictReader(f))[:12]]
+    return sample_pairs(12)
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,9 @@ is missing, blocks the answer."""
 
 from __future__ import annotations
 
-import csv
-
 import pytest
-from support.guardrails import q2_score_outcomes
-from support.harness import ROOT, env, set_in_process
+from support.guardrails import q2_score_outcomes, sample_pairs
+from support.harness import env, set_in_process
 from support.serve import closed_port_url, q2_service, refusing_service
 
 pytest.importorskip("nemoguardrails")
@@ -23,8 +21,7 @@ QUESTION = "Tell me more about it."
 
 @pytest.fixture(scope="module")
 def pairs() -> list[tuple[str, str]]:
-    with open(ROOT / "q2_metric" / "data" / "wow_sample.csv", newline="", encoding="utf-8") as f:
-        return [(r["response"], r["knowledge"]) for r in list(csv.DictReader(f))[:10]]
+    return sample_pairs(10)
 
 
 @pytest.fixture(scope="module")

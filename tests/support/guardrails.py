@@ -11,6 +11,16 @@ from pathlib import Path
 from support.harness import BIN
 
 
+def sample_pairs(n: int) -> list[tuple[str, str]]:
+    """The first `n` (response, knowledge) pairs of the bundled WoW sample."""
+    import csv
+
+    from support.harness import ROOT
+
+    with open(ROOT / "q2_metric" / "data" / "wow_sample.csv", newline="", encoding="utf-8") as f:
+        return [(r["response"], r["knowledge"]) for r in list(csv.DictReader(f))[:n]]
+
+
 def quiet_guardrails() -> None:
     """Before Guardrails AI is imported: NLTK's punkt seen as present, which `import guardrails`
     downloads otherwise when nltk is installed (an empty folder: nothing here tokenizes sentences)."""
